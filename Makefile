@@ -1,0 +1,45 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+# Both create (or reuse) .venv and install the project into it.
+
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+# Project-local Prefect state, quiet and offline (see shared/spec/prefect-notes.md §9).
+export PREFECT_HOME ?= $(CURDIR)/.prefect
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+export PREFECT_SERVER_LOGGING_LEVEL ?= CRITICAL
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 90
+export PREFECT_RESULTS_LOCAL_STORAGE_PATH ?= $(CURDIR)/data_lake/.prefect_results
+export PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS ?= 16
+export PREFECT_LOGGING_LEVEL ?= WARNING
+
+.PHONY: install demo test lint bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	mkdir -p $(PREFECT_HOME)
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/threadmed demo --workdir demo
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.benchmarks
+
+clean:
+	rm -rf demo .prefect data_lake/raw data_lake/warehouse data_lake/_runs data_lake/.prefect_results

@@ -1,0 +1,1 @@
+"""Prefect flows: orchestration only. Each module reads like a table of contents."""

@@ -1,0 +1,28 @@
+"""Session-wide test isolation: Prefect state, result storage and offline settings live in a tmp dir."""
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Set before Prefect is imported anywhere: a throw-away home, no telemetry, quiet server logs.
+_PREFECT_STATE = Path(tempfile.mkdtemp(prefix="threadmed-tests-"))
+os.environ["PREFECT_HOME"] = str(_PREFECT_STATE / "home")
+os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"] = str(_PREFECT_STATE / "results")
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["PREFECT_SERVER_LOGGING_LEVEL"] = "CRITICAL"
+os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
+os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "90"
+os.environ.pop("PREFECT_API_URL", None)
+(_PREFECT_STATE / "home").mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """A temporary Prefect API for tests that run flows (started once per session)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        yield

@@ -1,0 +1,90 @@
+import io
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from tasks.reader import DumpError, TruncatedDumpError, detect_format, iter_line_batches
+
+LINES = [b'{"id":"a1","body":"caf\xc3\xa9 \xe2\x9c\x93"}', b'{"id":"a2","body":"\xf0\x9f\x98\x80 ok"}']
+
+
+def write_zstd(path: Path, payload: bytes, frames: int = 1) -> Path:
+    """Stream-compress like Pushshift: a 2 GiB window declared, no content size recorded."""
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=31, enable_ldm=True)
+    compressor = zstandard.ZstdCompressor(compression_params=params)
+    size = len(payload) // frames
+    pieces = [payload[i * size : (i + 1) * size if i < frames - 1 else None] for i in range(frames)]
+    with path.open("wb") as handle:
+        for piece in pieces:
+            with compressor.stream_writer(handle, closefd=False) as writer:
+                writer.write(piece)
+    return path
+
+
+def read_all(path: Path, **kwargs) -> list[bytes]:
+    return [line for batch in iter_line_batches(path, **kwargs) for line in batch.lines]
+
+
+def test_reads_a_2gib_window_file_that_default_decoders_refuse(tmp_path):
+    path = write_zstd(tmp_path / "RC.zst", b"\n".join(LINES) + b"\n")
+    with pytest.raises(zstandard.ZstdError, match="too much memory"):
+        zstandard.ZstdDecompressor().stream_reader(io.BytesIO(path.read_bytes())).read(10)
+    assert read_all(path) == LINES
+
+
+def test_reads_every_frame_of_a_multi_frame_file(tmp_path):
+    payload = b"".join(b'{"id":"c%d"}\n' % i for i in range(3000))
+    path = write_zstd(tmp_path / "multi.zst", payload, frames=3)
+    assert read_all(path) == payload.split(b"\n")[:-1]
+
+
+def test_characters_split_across_chunk_boundaries_survive(tmp_path):
+    payload = b"\n".join(LINES * 50) + b"\n"
+    zst = write_zstd(tmp_path / "x.zst", payload)
+    plain = tmp_path / "x.ndjson"
+    plain.write_bytes(payload)
+    # One-byte reads cut every multi-byte character at some point.
+    assert read_all(zst, read_size=1, min_batch_bytes=7) == LINES * 50
+    assert read_all(plain, read_size=3, min_batch_bytes=5) == LINES * 50
+
+
+def test_last_line_without_newline_is_kept(tmp_path):
+    path = write_zstd(tmp_path / "x.zst", b"\n".join(LINES))
+    assert read_all(path) == LINES
+
+
+def test_line_numbers_are_contiguous_across_batches(tmp_path):
+    payload = b"".join(b'{"id":"c%d"}\n' % i for i in range(100))
+    path = tmp_path / "x.ndjson"
+    path.write_bytes(payload)
+    batches = list(iter_line_batches(path, read_size=64, min_batch_bytes=64))
+    assert len(batches) > 5
+    starts = [batch.first_line for batch in batches]
+    assert starts == [1 + sum(len(b.lines) for b in batches[:i]) for i in range(len(batches))]
+
+
+def test_truncated_stream_fails_naming_the_file_after_handing_over_complete_lines(tmp_path):
+    payload = b"".join(b'{"id":"c%d","text":"%s"}\n' % (i, b"x" * (i % 97)) for i in range(20000))
+    full = write_zstd(tmp_path / "full.zst", payload)
+    cut = tmp_path / "cut.zst"
+    cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
+    lines: list[bytes] = []
+    with pytest.raises(TruncatedDumpError, match=r"cut\.zst.*truncated"):
+        for batch in iter_line_batches(cut, min_batch_bytes=1 << 12):
+            lines.extend(batch.lines)
+    assert 0 < len(lines) < 20000
+    assert lines == payload.split(b"\n")[: len(lines)]
+
+
+def test_missing_and_foreign_files_give_clear_errors(tmp_path):
+    with pytest.raises(DumpError, match=r"nope\.zst: no such file"):
+        detect_format(tmp_path / "nope.zst")
+    pdf = tmp_path / "paper.pdf"
+    pdf.write_bytes(b"%PDF-1.7 binary")
+    with pytest.raises(DumpError, match=r"paper\.pdf: neither a zstd file nor NDJSON"):
+        detect_format(pdf)
+    corrupt = tmp_path / "corrupt.zst"
+    corrupt.write_bytes(b"\x28\xb5\x2f\xfd" + b"\xff" * 64)
+    with pytest.raises(DumpError, match=r"corrupt\.zst: corrupt zstd data"):
+        read_all(corrupt)
