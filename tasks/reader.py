@@ -27,12 +27,23 @@ class TruncatedDumpError(DumpError):
 
 
 @dataclass(frozen=True)
-class LineBatch:
-    """Consecutive lines of a dump; `first_line` is the 1-based line number of `lines[0]`."""
+class LineBlock:
+    """Consecutive complete lines of a dump as one bytes object; `first_line` is 1-based."""
 
     first_line: int
-    lines: list[bytes]
+    data: bytes
     bytes_read: int
+
+    @property
+    def lines(self) -> list[bytes]:
+        lines = self.data.split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        return lines
+
+    @property
+    def line_count(self) -> int:
+        return self.data.count(b"\n") + (not self.data.endswith(b"\n") and bool(self.data))
 
 
 def detect_format(path: Path) -> str:
@@ -85,21 +96,30 @@ def _plain_chunks(handle: BinaryIO, read_size: int) -> Iterator[tuple[bytes, int
         yield chunk, consumed
 
 
-def iter_line_batches(
-    path: Path, min_batch_bytes: int = 1 << 24, read_size: int | None = None
-) -> Iterator[LineBatch]:
-    """Yield the lines of a dump in order, in batches of at least `min_batch_bytes` of text.
+def iter_line_blocks(
+    path: Path, min_block_bytes: int = 1 << 24, read_size: int | None = None
+) -> Iterator[LineBlock]:
+    """Yield the lines of a dump in order, as blocks of complete lines of at least `min_block_bytes`.
 
+    Memory stays bounded by the block size (plus the zstd window), whatever the file size. A last line
+    without a trailing newline is kept. Raises DumpError / TruncatedDumpError naming the file; on a
+    truncated stream the complete lines read before the cut are yielded first.
     `read_size` (bytes read from disk per step) exists for tests that force chunk boundaries.
-    Memory stays bounded by the batch size (plus the zstd window), whatever the file size. A last line
-    without a trailing newline is kept. Raises DumpError / TruncatedDumpError naming the file.
     """
     kind = detect_format(path)
     next_line = 1
+    consumed = 0
+    # Pieces of the next block; only the piece holding a block's last newline is ever sliced, so each
+    # byte is copied once (by the join).
     pending: list[bytes] = []
     pending_bytes = 0
-    tail = b""
-    consumed = 0
+
+    def block_of(data: bytes, bytes_read: int) -> LineBlock:
+        nonlocal next_line
+        block = LineBlock(next_line, data, bytes_read)
+        next_line += block.line_count
+        return block
+
     with path.open("rb") as handle:
         if kind == "zstd":
             chunks = _zstd_chunks(handle, path, read_size or COMPRESSED_READ_BYTES)
@@ -107,20 +127,19 @@ def iter_line_batches(
             chunks = _plain_chunks(handle, read_size or PLAIN_READ_BYTES)
         try:
             for chunk, consumed in chunks:
-                pieces = (tail + chunk).split(b"\n")
-                tail = pieces.pop()
-                pending.extend(pieces)
+                pending.append(chunk)
                 pending_bytes += len(chunk)
-                if pending_bytes >= min_batch_bytes:
-                    yield LineBatch(next_line, pending, consumed)
-                    next_line += len(pending)
-                    pending, pending_bytes = [], 0
+                cut = chunk.rfind(b"\n") + 1 if pending_bytes >= min_block_bytes else 0
+                if cut:
+                    pending[-1] = chunk[:cut]
+                    yield block_of(b"".join(pending), consumed)
+                    pending = [chunk[cut:]]
+                    pending_bytes = len(pending[0])
         except TruncatedDumpError:
             # Hand over the complete lines read so far (the cut last line is lost), then report.
-            if pending:
-                yield LineBatch(next_line, pending, consumed)
+            data = b"".join(pending)
+            if complete := data[: data.rfind(b"\n") + 1]:
+                yield block_of(complete, consumed)
             raise
-    if tail:
-        pending.append(tail)
-    if pending:
-        yield LineBatch(next_line, pending, consumed)
+    if data := b"".join(pending):
+        yield block_of(data, consumed)

@@ -5,17 +5,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS
-from tasks.ingest import (
+from tasks.ingest import ingest_dump, receipt_matches, settings_key
+from tasks.records import (
     IngestFilter,
-    IngestSummary,
     edited_epoch,
     epoch_seconds,
-    ingest_dump,
     parse_line,
-    process_lines,
-    receipt_matches,
+    parse_lines,
     richtext_flair,
-    settings_key,
 )
 from tasks.reader import TruncatedDumpError
 from tests.tasks.test_reader import write_zstd
@@ -62,14 +59,13 @@ def test_process_lines_counts_every_line():
         b'{"id":"p6","subreddit":"AskDocs","created_utc":"soon"}',
         b"not json at all",
     ]
-    summary = IngestSummary("RS_x.zst", "submissions")
-    result = process_lines(lines, 10, "submissions", KEEP, "RS_x.zst", summary, prefilter=False)
+    result = parse_lines(lines, 10, "submissions", KEEP, "RS_x.zst", prefilter=False)
     assert [row[0] for row in result.rows] == ["p1", "p2"]
     assert [(row[5], row[-1]) for row in result.rows] == [(JAN_2016, 10), (JAN_2016, 11)]
     assert [(r[1], r[2]) for r in result.rejects] == [(16, "bad_created_utc"), (17, "invalid_json")]
-    assert (summary.lines, summary.kept) == (8, 2)
-    assert summary.dropped == Counter(other_subreddit=1, outside_window=1, missing_subreddit=1, empty_line=1)
-    assert summary.rejected == Counter(bad_created_utc=1, invalid_json=1)
+    assert (result.lines, result.kept) == (8, 2)
+    assert result.dropped == Counter(other_subreddit=1, outside_window=1, missing_subreddit=1, empty_line=1)
+    assert result.rejected == Counter(bad_created_utc=1, invalid_json=1)
 
 
 def test_monthly_prefilter_skips_other_subreddits_without_parsing():
@@ -77,12 +73,11 @@ def test_monthly_prefilter_skips_other_subreddits_without_parsing():
         b'{"id":"c1","subreddit":"AskReddit", broken',
         b'{"id":"c2","subreddit":"ASKDOCS","created_utc":5}',
     ]
-    summary = IngestSummary("RC_2016-01.zst", "comments")
-    result = process_lines(lines, 1, "comments", KEEP, "RC_2016-01.zst", summary, prefilter=True)
+    result = parse_lines(lines, 1, "comments", KEEP, "RC_2016-01.zst", prefilter=True)
     # Comments are kept whatever their own date: they follow their post.
     assert [row[0] for row in result.rows] == ["c2"]
-    assert summary.dropped == Counter(other_subreddit=1)
-    assert summary.rejected == Counter()
+    assert result.dropped == Counter(other_subreddit=1)
+    assert result.rejected == Counter()
 
 
 def _dump(tmp_path, name, lines):
@@ -97,9 +92,7 @@ def test_ingest_dump_writes_contract_parquet_rejects_and_receipt(tmp_path):
         b'{"subreddit":"AskDocs","body":"no id"}',
     ])  # fmt: skip
     receipt = ingest_dump(dump, "comments", tmp_path / "lake", KEEP)
-    table = pq.read_table(
-        tmp_path / "lake/raw/raw_reddit__comments/source=AskDocs_comments.zst/part-0.parquet"
-    )
+    table = pq.read_table(tmp_path / "lake/raw/raw_reddit__comments/source=AskDocs_comments.zst")
     assert table.schema == RAW_COMMENTS.schema
     assert table.to_pylist() == [{
         "id": "c1", "subreddit": "AskDocs", "link_id": "t3_p1", "parent_id": "t3_p1", "author": "doc",
@@ -146,7 +139,19 @@ def test_truncated_dump_fails_unless_asked_to_keep_what_was_read(tmp_path):
         ingest_dump(cut, "submissions", lake, KEEP)
     assert not (lake / "raw/raw_reddit__submissions/source=RS_2016-01.zst").exists()
     receipt = ingest_dump(cut, "submissions", lake, KEEP, keep_truncated=True)
-    kept = pq.read_table(lake / "raw/raw_reddit__submissions/source=RS_2016-01.zst/part-0.parquet")
+    kept = pq.read_table(lake / "raw/raw_reddit__submissions/source=RS_2016-01.zst")
     assert receipt["summary"]["truncated"] is True
     assert 0 < kept.num_rows == receipt["summary"]["kept"] < 30000
     assert kept.schema == RAW_SUBMISSIONS.schema
+
+
+def test_worker_processes_write_the_same_rows_as_inline_parsing(tmp_path):
+    template = b'{"id":"c%d","subreddit":"AskDocs","created_utc":1451606400,"link_id":"t3_p1","body":"%s"}'
+    lines = [template % (i, b"word " * (i % 50)) for i in range(20000)] + [b"{broken"]
+    dump = _dump(tmp_path, "AskDocs_comments.zst", lines)
+    inline = ingest_dump(dump, "comments", tmp_path / "inline", KEEP, workers=0)
+    pooled = ingest_dump(dump, "comments", tmp_path / "pooled", KEEP, workers=2)
+    folder = "raw/raw_reddit__comments/source=AskDocs_comments.zst"
+    assert pq.read_table(tmp_path / "pooled" / folder) == pq.read_table(tmp_path / "inline" / folder)
+    assert pooled["summary"] | {"seconds": 0} == inline["summary"] | {"seconds": 0}
+    assert pooled["summary"]["rejected"] == {"invalid_json": 1}

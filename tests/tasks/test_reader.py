@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from tasks.reader import DumpError, TruncatedDumpError, detect_format, iter_line_batches
+from tasks.reader import DumpError, TruncatedDumpError, detect_format, iter_line_blocks
 
 LINES = [b'{"id":"a1","body":"caf\xc3\xa9 \xe2\x9c\x93"}', b'{"id":"a2","body":"\xf0\x9f\x98\x80 ok"}']
 
@@ -23,7 +23,7 @@ def write_zstd(path: Path, payload: bytes, frames: int = 1) -> Path:
 
 
 def read_all(path: Path, **kwargs) -> list[bytes]:
-    return [line for batch in iter_line_batches(path, **kwargs) for line in batch.lines]
+    return [line for block in iter_line_blocks(path, **kwargs) for line in block.lines]
 
 
 def test_reads_a_2gib_window_file_that_default_decoders_refuse(tmp_path):
@@ -45,8 +45,8 @@ def test_characters_split_across_chunk_boundaries_survive(tmp_path):
     plain = tmp_path / "x.ndjson"
     plain.write_bytes(payload)
     # One-byte reads cut every multi-byte character at some point.
-    assert read_all(zst, read_size=1, min_batch_bytes=7) == LINES * 50
-    assert read_all(plain, read_size=3, min_batch_bytes=5) == LINES * 50
+    assert read_all(zst, read_size=1, min_block_bytes=7) == LINES * 50
+    assert read_all(plain, read_size=3, min_block_bytes=5) == LINES * 50
 
 
 def test_last_line_without_newline_is_kept(tmp_path):
@@ -58,10 +58,10 @@ def test_line_numbers_are_contiguous_across_batches(tmp_path):
     payload = b"".join(b'{"id":"c%d"}\n' % i for i in range(100))
     path = tmp_path / "x.ndjson"
     path.write_bytes(payload)
-    batches = list(iter_line_batches(path, read_size=64, min_batch_bytes=64))
-    assert len(batches) > 5
-    starts = [batch.first_line for batch in batches]
-    assert starts == [1 + sum(len(b.lines) for b in batches[:i]) for i in range(len(batches))]
+    blocks = list(iter_line_blocks(path, read_size=64, min_block_bytes=64))
+    assert len(blocks) > 5
+    starts = [block.first_line for block in blocks]
+    assert starts == [1 + sum(len(b.lines) for b in blocks[:i]) for i in range(len(blocks))]
 
 
 def test_truncated_stream_fails_naming_the_file_after_handing_over_complete_lines(tmp_path):
@@ -71,8 +71,8 @@ def test_truncated_stream_fails_naming_the_file_after_handing_over_complete_line
     cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
     lines: list[bytes] = []
     with pytest.raises(TruncatedDumpError, match=r"cut\.zst.*truncated"):
-        for batch in iter_line_batches(cut, min_batch_bytes=1 << 12):
-            lines.extend(batch.lines)
+        for block in iter_line_blocks(cut, min_block_bytes=1 << 12):
+            lines.extend(block.lines)
     assert 0 < len(lines) < 20000
     assert lines == payload.split(b"\n")[: len(lines)]
 

@@ -1,0 +1,192 @@
+"""`threadmed`: the command line. Every command is a thin wrapper that runs a Prefect flow."""
+
+import glob
+import json
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tasks.settings import BuildSettings
+
+app = typer.Typer(
+    help="ThReadMed-QA: rebuild the multi-turn r/AskDocs benchmark from Pushshift dumps; evaluate LLMs.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+console = Console()
+DEFAULTS = BuildSettings()
+
+
+class Layout(StrEnum):
+    subreddit = "subreddit"
+    monthly = "monthly"
+
+
+def expand_dumps(values: list[str], option: str) -> list[str]:
+    """Files, folders (every *.zst / *.ndjson inside) or glob patterns -> sorted existing files."""
+    found: list[str] = []
+    for value in values:
+        path = Path(value)
+        if path.is_dir():
+            matches = sorted(str(p) for p in path.iterdir() if p.suffix in {".zst", ".ndjson", ".json"})
+        elif any(char in value for char in "*?["):
+            matches = sorted(glob.glob(value))
+        else:
+            matches = [value] if path.is_file() else []
+        if not matches:
+            raise typer.BadParameter(
+                f"{value}: no such file (nor folder or pattern with dumps)", param_hint=option
+            )
+        found += matches
+    return found
+
+
+def funnel_table(funnel: list[dict[str, Any]]) -> Table:
+    table = Table(title="Build funnel: rows kept at every stage, and why others were dropped")
+    table.add_column("stage")
+    table.add_column("reason")
+    table.add_column("rows", justify="right")
+    for row in sorted(funnel, key=lambda r: (r["stage_order"], r["reason"] is not None)):
+        reason = row["reason"]
+        stage = row["stage"] if reason is None else ""
+        table.add_row(f"[bold]{stage}[/bold]", reason or "[bold]kept[/bold]", f"{row['count_rows']:,}")
+    return table
+
+
+TABLE1_ROWS = [
+    ("Conversation threads", "threads", "{:,}"),
+    ("Questions", "questions", "{:,}"),
+    ("Answered questions", "answered_questions", "{:,}"),
+    ("Answered (%)", "answered_pct", "{:.1f}"),
+    ("Follow-ups per thread (min / max)", ("follow_ups_min", "follow_ups_max"), "{} / {}"),
+    ("Follow-ups per thread (mean / median)", ("follow_ups_mean", "follow_ups_median"), "{} / {}"),
+    ("Threads with exactly 3 turns (%)", "threads_exactly_3_turns_pct", "{:.1f}"),
+    ("Threads with >= 4 turns (%)", "threads_4plus_turns_pct", "{:.1f}"),
+    ("Threads with >= 5 turns (%)", "threads_5plus_turns_pct", "{:.1f}"),
+    ("Question tokens (mean)", "question_tokens_mean", "{:.1f}"),
+    ("Answer tokens (mean)", "answer_tokens_mean", "{:.1f}"),
+    ("Thread tokens (mean)", "thread_tokens_mean", "{:.1f}"),
+]
+
+
+def table1(stats: dict[str, Any]) -> Table:
+    table = Table(title=f"Table 1: dataset statistics (tokens: tiktoken {stats['tokenizer']})")
+    table.add_column("metric")
+    table.add_column("full", justify="right")
+    table.add_column("answered", justify="right")
+    for label, keys, template in TABLE1_ROWS:
+        names = keys if isinstance(keys, tuple) else (keys,)
+        cells = [template.format(*(stats[d][k] for k in names)) for d in ("full", "answered")]
+        table.add_row(label, *cells)
+    return table
+
+
+def print_build_summary(out_dir: Path) -> None:
+    console.print(funnel_table(json.loads((out_dir / "funnel.json").read_text())))
+    console.print(table1(json.loads((out_dir / "stats.json").read_text())))
+    console.print(f"[green]Dataset written to[/green] {out_dir}")
+    for name in ("dataset/full", "dataset/answered", "stats.json", "funnel.json", "funnel.png",
+                 "README.md", "dataset.duckdb"):  # fmt: skip
+        console.print(f"  {out_dir / name}")
+
+
+@app.command()
+def synth(
+    out: Annotated[Path, typer.Option(help="Folder for the dump files and the generator's truth tables.")],
+    posts: Annotated[int, typer.Option(min=1, help="Subreddit posts inside the time window.")] = 3000,
+    seed: Annotated[int, typer.Option(help="Random seed: the same seed writes byte-identical files.")] = 0,
+    layout: Annotated[
+        Layout,
+        typer.Option(help="'subreddit': AskDocs_{submissions,comments}.zst; "
+                     "'monthly': RS_/RC_YYYY-MM.zst holding other subreddits too."),
+    ] = Layout.subreddit,
+) -> None:  # fmt: skip
+    """Write realistic Pushshift-format dumps of r/AskDocs (for demos, tests and benchmarks).
+
+    Files are zstd-compressed with a 2 GiB window like the real dumps and reproduce their drift by era.
+    """
+    from flows.synthesize_dumps import synthesize_dumps
+
+    summary = synthesize_dumps(out_dir=str(out), posts=posts, seed=seed, layout=layout.value)
+    console.print(
+        f"[green]Wrote[/green] {summary['records']:,} records to {out} in {summary['seconds']:.1f} s"
+    )
+    for path in summary["files"]:
+        console.print(f"  {path}")
+
+
+@app.command()
+def build(
+    submissions: Annotated[list[str], typer.Option(
+        help="Submission dump(s): a file, a folder or a glob such as 'dumps/RS_*.zst'. Repeat the option "
+             "for more.")],
+    comments: Annotated[list[str], typer.Option(help="Comment dump(s), as for --submissions.")],
+    out: Annotated[Path, typer.Option(help="Output folder of the published dataset.")],
+    lake: Annotated[Path, typer.Option(help="Data lake (raw Parquet, warehouse, run manifests).")] = Path(
+        "data_lake"),
+    subreddit: Annotated[str, typer.Option(help="Subreddit to keep (any case).")] = DEFAULTS.subreddit,
+    start: Annotated[datetime, typer.Option(formats=["%Y-%m-%d"], help="First day of the post window (UTC).")]
+    = datetime(2015, 1, 1),
+    end: Annotated[datetime, typer.Option(formats=["%Y-%m-%d"], help="Day after the post window (UTC).")]
+    = datetime(2023, 7, 1),
+    seed: Annotated[int, typer.Option(help="Seed of the OP-grouped train/val/test split.")] = DEFAULTS.seed,
+    salt: Annotated[str, typer.Option(help="Salt of the user pseudonyms (keep it secret).")] = DEFAULTS.salt,
+    answer_roles: Annotated[list[str], typer.Option(
+        help="Flair role(s) whose comments count as answers (repeat for more), e.g. physician, "
+             "'physician assistant', 'nurse practitioner'.")] = DEFAULTS.answer_roles,
+    keep_truncated: Annotated[bool, typer.Option(
+        help="Keep the records before the cut of a truncated dump instead of failing.")] = False,
+) -> None:  # fmt: skip
+    """Build the dataset from Pushshift dumps (the `build-dataset` flow).
+
+    Writes dataset/{full,answered}/{threads,qa_pairs}.parquet, stats.json, funnel.json, funnel.png,
+    a dataset card (README.md) and dataset.duckdb under --out. Same inputs, same rows.
+    """
+    from flows.build_dataset import build_dataset
+
+    settings = BuildSettings(
+        subreddit=subreddit, start=start.date(), end=end.date(), seed=seed, salt=salt,
+        answer_roles=answer_roles, keep_truncated=keep_truncated,
+    )  # fmt: skip
+    build_dataset(
+        submissions=expand_dumps(submissions, "--submissions"),
+        comments=expand_dumps(comments, "--comments"),
+        out_dir=str(out),
+        lake_dir=str(lake),
+        settings=settings,
+    )
+    print_build_summary(out)
+
+
+@app.command()
+def demo(
+    workdir: Annotated[Path, typer.Option(help="Folder for the demo's dumps, lake and outputs.")] = Path(
+        "demo"
+    ),
+    posts: Annotated[int, typer.Option(min=200, help="Posts in the generated dump.")] = 3000,
+    seed: Annotated[int, typer.Option(help="Seed of the generated dump.")] = 7,
+) -> None:
+    """Run everything on a small generated dump: synthesize, build the dataset, print what came out."""
+    from flows.build_dataset import build_dataset
+    from flows.synthesize_dumps import synthesize_dumps
+
+    dumps = workdir / "dumps"
+    synthesize_dumps(out_dir=str(dumps), posts=posts, seed=seed, layout="subreddit")
+    out = workdir / "build"
+    build_dataset(
+        submissions=[str(dumps / "AskDocs_submissions.zst")],
+        comments=[str(dumps / "AskDocs_comments.zst")],
+        out_dir=str(out),
+        lake_dir=str(workdir / "data_lake"),
+    )
+    print_build_summary(out)
+
+
+if __name__ == "__main__":
+    app()

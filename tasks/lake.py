@@ -1,0 +1,33 @@
+"""The data lake's layout: where each layer's files live (data_lake/<layer>/<table>/)."""
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS, Contract
+
+RAW_TABLES: dict[str, Contract] = {"submissions": RAW_SUBMISSIONS, "comments": RAW_COMMENTS}
+
+
+def partition_dir(lake_dir: Path, contract: Contract, source: str) -> Path:
+    """The raw-layer folder of one dump file."""
+    return lake_dir / "raw" / contract.name / f"source={source}"
+
+
+def raw_partitions(lake_dir: str, receipts: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+    """Parquet globs of exactly this build's dumps, per raw table (other dumps in the lake are ignored)."""
+    files: dict[str, list[str]] = {contract.name: [] for contract in (*RAW_TABLES.values(), RAW_REJECTS)}
+    for receipt in receipts:
+        source = receipt["source_file"]
+        for contract in (RAW_TABLES[receipt["settings"]["kind"]], RAW_REJECTS):
+            files[contract.name].append(
+                str(partition_dir(Path(lake_dir), contract, source) / "part-0.parquet")
+            )
+    return files
+
+
+def warehouse_path(lake_dir: str, out_dir: str) -> str:
+    """One DuckDB file per build output, so that two builds never share a writer."""
+    path = Path(lake_dir) / "warehouse" / f"{Path(out_dir).resolve().name}.duckdb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path)
