@@ -23,9 +23,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 from prefect import get_run_logger, task
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from tasks.contracts import RAW_REJECTS
 from tasks.lake import RAW_TABLES, partition_dir
+from tasks.provenance import artifact_key
 from tasks.reader import TruncatedDumpError, iter_line_blocks
 from tasks.records import (
     BlockJob,
@@ -196,10 +198,14 @@ def load_receipt(lake_dir: Path, kind: DumpKind, source: str) -> dict[str, Any] 
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def read_share(progress: dict[str, Any]) -> float:
+    return progress["bytes_read"] / progress["total_bytes"] if progress["total_bytes"] else 1.0
+
+
 def describe_progress(progress: dict[str, Any]) -> str:
-    share = progress["bytes_read"] / progress["total_bytes"] if progress["total_bytes"] else 1.0
     return (
-        f"{progress['source_file']}: {share:.0%} of {progress['total_bytes'] / 2**20:,.0f} MiB, "
+        f"{progress['source_file']}: {read_share(progress):.0%} of "
+        f"{progress['total_bytes'] / 2**20:,.0f} MiB, "
         f"{progress['lines']:,} lines ({progress['records_per_s']:,.0f}/s), {progress['kept']:,} kept"
     )
 
@@ -216,10 +222,17 @@ def ingest_dump_file(
     if existing and receipt_matches(existing, dump, settings_key(kind, keep, keep_truncated)):
         logger.info("%s: already in the lake (same fingerprint and settings), skipped", dump.name)
         return {**existing, "skipped": True}
+    artifact = create_progress_artifact(
+        progress=0.0, key=artifact_key("ingest", dump.name), description=f"Ingest of {dump}: share read"
+    )
+
+    def report(progress: dict[str, Any]) -> None:
+        logger.info(describe_progress(progress))
+        update_progress_artifact(artifact_id=artifact, progress=100 * read_share(progress))
+
     receipt = ingest_dump(
-        dump, kind, Path(lake_dir), keep, keep_truncated, workers=workers,
-        on_progress=lambda p: logger.info(describe_progress(p)),
-    )  # fmt: skip
+        dump, kind, Path(lake_dir), keep, keep_truncated, workers=workers, on_progress=report
+    )
     if receipt["summary"]["truncated"]:
         logger.warning("%s is truncated: kept the %s records read before the cut",
                        dump.name, receipt["summary"]["kept"])  # fmt: skip

@@ -1,6 +1,7 @@
 """Where an output came from: git commit, package versions, and the per-run manifest of every flow."""
 
 import json
+import re
 import subprocess
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -57,3 +58,8 @@ def write_run_manifest(lake_dir: str, flow_name: str, settings: dict[str, Any]) 
     }
     path.write_text(json.dumps(manifest, indent=2, default=str))
     return str(path)
+
+
+def artifact_key(*parts: str) -> str:
+    """A Prefect artifact key (lowercase letters, digits and dashes only) from free text."""
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")

@@ -1,5 +1,6 @@
 """Publish a built dataset: marts -> Parquet, Table 1 statistics, funnel, figure, card, DuckDB views."""
 
+import hashlib
 import json
 import statistics
 from collections.abc import Sequence
@@ -272,3 +273,39 @@ def publish_dataset(
     (out / "README.md").write_text(dataset_card(stats, settings, build))
     write_views(out / "dataset.duckdb")
     return {"out_dir": str(out), "stats": stats, "funnel": funnel}
+
+
+# --- versions: scheduled rebuilds publish into versions/<id>/ and move the `latest` pointer ----------
+
+
+def version_id(receipts: Sequence[dict[str, Any]], settings: BuildSettings) -> str:
+    """A version named by what it was built from: the same dumps and settings give the same id."""
+    inputs = sorted((r["source_file"], r["fingerprint"]["sha256"]) for r in receipts)
+    payload = json.dumps({"inputs": inputs, "settings": settings.model_dump(mode="json")}, sort_keys=True)
+    return "v-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def dataset_folder(
+    out_dir: str, receipts: Sequence[dict[str, Any]], settings: BuildSettings, versioned: bool
+) -> str:
+    """Where this build publishes: `out_dir` itself, or `out_dir/versions/<id>` for versioned rebuilds."""
+    if not versioned:
+        return out_dir
+    return str(Path(out_dir) / "versions" / version_id(receipts, settings))
+
+
+@task(name="promote-latest")
+def promote_latest(root: str, version: str) -> str:
+    """Point `root/latest` (a symlink, and the LATEST file for systems without them) at a version."""
+    base = Path(root)
+    temporary = base / f".latest-{version}"
+    temporary.unlink(missing_ok=True)
+    temporary.symlink_to(Path("versions") / version, target_is_directory=True)
+    temporary.replace(base / "latest")  # atomic: readers see the old or the new version, never neither
+    (base / "LATEST").write_text(version + "\n")
+    index = base / "versions.json"
+    history = json.loads(index.read_text()) if index.exists() else []
+    history = [entry for entry in history if entry["version"] != version]
+    history.append({"version": version, "published_at": utc_now()})
+    index.write_text(json.dumps(history, indent=2))
+    return str(base / "latest")

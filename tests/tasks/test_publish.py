@@ -1,0 +1,87 @@
+import json
+
+from tasks.publish import (
+    dataset_folder,
+    ingest_funnel_rows,
+    plot_funnel,
+    promote_latest,
+    table1,
+    version_id,
+)
+from tasks.settings import BuildSettings
+
+
+def test_table1_from_hand_counted_threads():
+    # Two threads: 3 questions (2 answered) and 5 questions (5 answered).
+    stats = table1(
+        n_questions=[3, 5],
+        n_answered=[2, 5],
+        question_tokens=[10, 20, 30, 40, 50, 60, 70, 80],
+        answer_tokens=[5, 5, 10, 10, 10, 10, 10],
+        thread_tokens=[70, 400],
+    )
+    assert stats == {
+        "threads": 2, "questions": 8, "answered_questions": 7, "answered_pct": 87.5,
+        "follow_ups_min": 2, "follow_ups_max": 4, "follow_ups_mean": 3.0, "follow_ups_median": 3.0,
+        "threads_exactly_3_turns": 1, "threads_exactly_3_turns_pct": 50.0,
+        "threads_4plus_turns": 1, "threads_4plus_turns_pct": 50.0,
+        "threads_5plus_turns": 1, "threads_5plus_turns_pct": 50.0,
+        "question_tokens_mean": 45.0, "answer_tokens_mean": 8.6, "thread_tokens_mean": 235.0,
+    }  # fmt: skip
+
+
+def test_table1_of_an_empty_dataset_has_zeros_not_errors():
+    assert table1([], [], [], [], [])["threads"] == 0
+
+
+def _receipt(kind, source, lines, kept, dropped, rejected, sha="ab"):
+    return {
+        "source_file": source,
+        "fingerprint": {"sha256": sha},
+        "summary": {"kind": kind, "lines": lines, "kept": kept, "dropped": dropped,
+                    "rejected": rejected, "truncated": False},
+    }  # fmt: skip
+
+
+def test_ingest_funnel_sums_reasons_over_files():
+    receipts = [
+        _receipt("submissions", "RS_1.zst", 10, 6, {"other_subreddit": 3}, {"invalid_json": 1}),
+        _receipt("submissions", "RS_2.zst", 5, 4, {"other_subreddit": 1}, {}),
+        _receipt("comments", "RC_1.zst", 7, 7, {}, {}),
+    ]
+    rows = ingest_funnel_rows(receipts)
+    submissions = {r["reason"]: r["count_rows"] for r in rows if r["stage"] == "ingest submissions"}
+    assert submissions == {
+        None: 10, "lines read": 15, "dropped: other_subreddit": 4, "quarantined: invalid_json": 1,
+        "kept": 10, "truncated files": 0,
+    }  # fmt: skip
+    assert {r["stage_order"] for r in rows if r["stage"] == "ingest comments"} == {1}
+
+
+def test_versions_are_named_by_inputs_and_settings(tmp_path):
+    receipts = [_receipt("submissions", "RS_1.zst", 1, 1, {}, {}, sha="aa")]
+    same = version_id(receipts, BuildSettings())
+    assert same == version_id(list(receipts), BuildSettings())
+    assert same != version_id(receipts, BuildSettings(seed=1))
+    assert same != version_id([*receipts, _receipt("comments", "RC_1.zst", 1, 1, {}, {})], BuildSettings())
+    assert dataset_folder(str(tmp_path), receipts, BuildSettings(), versioned=False) == str(tmp_path)
+    assert dataset_folder(str(tmp_path), receipts, BuildSettings(), True) == str(tmp_path / "versions" / same)
+
+
+def test_promote_latest_moves_the_pointer_and_keeps_history(tmp_path):
+    for version in ("v-1", "v-2"):
+        (tmp_path / "versions" / version).mkdir(parents=True)
+        (tmp_path / "versions" / version / "stats.json").write_text(version)
+        promote_latest.fn(str(tmp_path), version)
+    assert (tmp_path / "latest" / "stats.json").read_text() == "v-2"
+    assert (tmp_path / "LATEST").read_text() == "v-2\n"
+    assert [e["version"] for e in json.loads((tmp_path / "versions.json").read_text())] == ["v-1", "v-2"]
+
+
+def test_funnel_figure_is_written(tmp_path):
+    rows = [{"stage_order": 0, "stage": "posts", "reason": None, "count_rows": 100},
+            {"stage_order": 1, "stage": "threads", "reason": None, "count_rows": 3},
+            {"stage_order": 1, "stage": "threads", "reason": "too short", "count_rows": 97}]  # fmt: skip
+    plot_funnel(rows, tmp_path / "funnel.png")
+    assert (tmp_path / "funnel.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
