@@ -15,7 +15,7 @@ export PREFECT_RESULTS_LOCAL_STORAGE_PATH ?= $(CURDIR)/data_lake/.prefect_result
 export PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS ?= 16
 export PREFECT_LOGGING_LEVEL ?= WARNING
 
-.PHONY: install demo test lint bench clean
+.PHONY: install browser demo test lint bench clean
 
 install: $(STAMP)
 
@@ -29,7 +29,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/threadmed demo --workdir demo
 
-test: $(STAMP)
+# The HTML report test drives a real headless Chromium (Debian's package; needs root to install).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q

@@ -3,19 +3,21 @@
 from pathlib import Path
 
 from prefect import flow, unmapped
-from prefect.task_runners import ThreadPoolTaskRunner
 
-from tasks.ingest import IngestFilter, ingest_dump_file
-from tasks.lake import raw_partitions, warehouse_path
+from tasks.ingest import DEFAULT_WORKERS, IngestFilter, ingest_dump_file
+from tasks.lake import expand_dump_paths, raw_partitions, warehouse_path
 from tasks.provenance import write_run_manifest
 from tasks.publish import dataset_folder, promote_latest, publish_dataset
+from tasks.runners import RunnerSettings, make_task_runner
 from tasks.settings import BuildSettings
 from tasks.warehouse import build_warehouse
 
+# One dump at a time by default: each ingest already uses every core (worker processes parse its
+# blocks), and one zstd decoder at a time keeps memory bounded. Dask spreads dumps over machines.
+LOCAL_RUNNER = RunnerSettings(max_workers=1)
 
-# Dumps are ingested one at a time: each already uses every core (worker processes parse its blocks),
-# and one zstd decoder at a time keeps memory bounded.
-@flow(name="build-dataset", task_runner=ThreadPoolTaskRunner(max_workers=1))
+
+@flow(name="build-dataset")
 def build_dataset(
     submissions: list[str],
     comments: list[str],
@@ -23,29 +25,36 @@ def build_dataset(
     lake_dir: str = "data_lake",
     settings: BuildSettings | None = None,
     versioned: bool = False,
+    runner: RunnerSettings | None = None,
 ) -> str:
     """Ingest the dumps, run every SQL model with its audits, publish; return the dataset folder.
 
-    With `versioned`, the dataset goes to out_dir/versions/<id> (named by its inputs and settings) and
-    out_dir/latest points at it, so scheduled rebuilds keep every earlier version.
+    `submissions` and `comments` take files, folders or glob patterns. With `versioned`, the dataset
+    goes to out_dir/versions/<id> (named by its inputs and settings) and out_dir/latest points at it,
+    so scheduled rebuilds keep every earlier version. Dumps already in the lake are not read again.
     """
     settings = settings or BuildSettings()
-    dumps = [*submissions, *comments]
-    kinds = ["submissions"] * len(submissions) + ["comments"] * len(comments)
-    receipts = ingest_dump_file.map(
-        dumps,
-        kind=kinds,
-        lake_dir=unmapped(lake_dir),
-        keep=unmapped(IngestFilter.from_settings(settings)),
-        keep_truncated=unmapped(settings.keep_truncated),
-    ).result()
+    runner = runner or LOCAL_RUNNER
+    posts, replies = expand_dump_paths(submissions), expand_dump_paths(comments)
+    with make_task_runner(runner) as task_runner:
+        futures = task_runner.map(
+            ingest_dump_file,
+            {
+                "path": [*posts, *replies],
+                "kind": ["submissions"] * len(posts) + ["comments"] * len(replies),
+                "lake_dir": unmapped(lake_dir),
+                "keep": unmapped(IngestFilter.from_settings(settings)),
+                "keep_truncated": unmapped(settings.keep_truncated),
+                "workers": unmapped(DEFAULT_WORKERS if runner.can_spawn_processes else 0),
+            },
+        )
+        receipts = [future.result() for future in futures]
     target = dataset_folder(out_dir, receipts, settings, versioned)
     warehouse = warehouse_path(lake_dir, target)
     build_warehouse(warehouse, raw_partitions(lake_dir, receipts), settings)
     publish_dataset(warehouse, target, receipts, settings)
     if versioned:
         promote_latest(out_dir, Path(target).name)
-    write_run_manifest(
-        lake_dir, "build-dataset", {"dumps": dumps, "out_dir": target, **settings.model_dump()}
-    )
+    write_run_manifest(lake_dir, "build-dataset", {"dumps": [*posts, *replies], "out_dir": target,
+                                                   **settings.model_dump()})  # fmt: skip
     return target

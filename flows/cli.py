@@ -1,6 +1,5 @@
 """`threadmed`: the command line. Every command is a thin wrapper that runs a Prefect flow."""
 
-import glob
 import json
 from datetime import datetime
 from enum import StrEnum
@@ -11,6 +10,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.cli_evaluate import evaluate
+from flows.cli_report import print_report_summary, report
+from tasks.lake import expand_dump_paths
+from tasks.provenance import PROJECT_ROOT
+from tasks.runners import RunnerSettings
 from tasks.settings import BuildSettings
 
 app = typer.Typer(
@@ -21,6 +25,7 @@ app = typer.Typer(
 )
 console = Console()
 DEFAULTS = BuildSettings()
+DEMO_CONFIG = PROJECT_ROOT / "deployments" / "eval.demo.yaml"
 
 
 class Layout(StrEnum):
@@ -29,22 +34,10 @@ class Layout(StrEnum):
 
 
 def expand_dumps(values: list[str], option: str) -> list[str]:
-    """Files, folders (every *.zst / *.ndjson inside) or glob patterns -> sorted existing files."""
-    found: list[str] = []
-    for value in values:
-        path = Path(value)
-        if path.is_dir():
-            matches = sorted(str(p) for p in path.iterdir() if p.suffix in {".zst", ".ndjson", ".json"})
-        elif any(char in value for char in "*?["):
-            matches = sorted(glob.glob(value))
-        else:
-            matches = [value] if path.is_file() else []
-        if not matches:
-            raise typer.BadParameter(
-                f"{value}: no such file (nor folder or pattern with dumps)", param_hint=option
-            )
-        found += matches
-    return found
+    try:
+        return expand_dump_paths(values)
+    except FileNotFoundError as error:
+        raise typer.BadParameter(str(error), param_hint=option) from None
 
 
 def funnel_table(funnel: list[dict[str, Any]]) -> Table:
@@ -52,10 +45,13 @@ def funnel_table(funnel: list[dict[str, Any]]) -> Table:
     table.add_column("stage")
     table.add_column("reason")
     table.add_column("rows", justify="right")
-    for row in sorted(funnel, key=lambda r: (r["stage_order"], r["reason"] is not None)):
-        reason = row["reason"]
-        stage = row["stage"] if reason is None else ""
-        table.add_row(f"[bold]{stage}[/bold]", reason or "[bold]kept[/bold]", f"{row['count_rows']:,}")
+    for row in sorted(funnel, key=lambda r: (r["stage_order"], r["reason"] is not None, r["reason"] or "")):
+        if row["reason"] is None:
+            table.add_row(
+                f"[bold]{row['stage']}[/bold]", "[bold]passed on[/bold]", f"[bold]{row['count_rows']:,}"
+            )
+        else:
+            table.add_row("", row["reason"], f"{row['count_rows']:,}")
     return table
 
 
@@ -138,10 +134,17 @@ def build(
     seed: Annotated[int, typer.Option(help="Seed of the OP-grouped train/val/test split.")] = DEFAULTS.seed,
     salt: Annotated[str, typer.Option(help="Salt of the user pseudonyms (keep it secret).")] = DEFAULTS.salt,
     answer_roles: Annotated[list[str], typer.Option(
-        help="Flair role(s) whose comments count as answers (repeat for more), e.g. physician, "
-             "'physician assistant', 'nurse practitioner'.")] = DEFAULTS.answer_roles,
+        help="Flair role(s) whose comments count as answers (repeat for more): physician, "
+             "physician_assistant, nurse_practitioner... (see sql/seeds/flair_roles.csv).")]
+    = DEFAULTS.answer_roles,
     keep_truncated: Annotated[bool, typer.Option(
         help="Keep the records before the cut of a truncated dump instead of failing.")] = False,
+    versioned: Annotated[bool, typer.Option(
+        help="Publish into OUT/versions/<id> and point OUT/latest at it (scheduled rebuilds).")] = False,
+    dask: Annotated[bool, typer.Option(
+        help="Ingest the dumps in parallel on a Dask cluster (a local one unless --dask-address).")] = False,
+    dask_address: Annotated[str | None, typer.Option(
+        help="Scheduler of a running Dask cluster, e.g. tcp://10.0.0.5:8786 (implies --dask).")] = None,
 ) -> None:  # fmt: skip
     """Build the dataset from Pushshift dumps (the `build-dataset` flow).
 
@@ -154,39 +157,56 @@ def build(
         subreddit=subreddit, start=start.date(), end=end.date(), seed=seed, salt=salt,
         answer_roles=answer_roles, keep_truncated=keep_truncated,
     )  # fmt: skip
-    build_dataset(
+    runner = RunnerSettings(kind="dask", dask_address=dask_address) if dask or dask_address else None
+    dataset = build_dataset(
         submissions=expand_dumps(submissions, "--submissions"),
         comments=expand_dumps(comments, "--comments"),
         out_dir=str(out),
         lake_dir=str(lake),
         settings=settings,
+        versioned=versioned,
+        runner=runner,
     )
-    print_build_summary(out)
+    print_build_summary(Path(dataset))
 
 
 @app.command()
 def demo(
-    workdir: Annotated[Path, typer.Option(help="Folder for the demo's dumps, lake and outputs.")] = Path(
-        "demo"
-    ),
-    posts: Annotated[int, typer.Option(min=200, help="Posts in the generated dump.")] = 3000,
+    workdir: Annotated[Path, typer.Option(help="Folder for the demo's dumps, lake, dataset and run.")] = Path(
+        "demo"),
+    posts: Annotated[int, typer.Option(min=500, help="Posts in the generated dump.")] = 12_000,
     seed: Annotated[int, typer.Option(help="Seed of the generated dump.")] = 7,
-) -> None:
-    """Run everything on a small generated dump: synthesize, build the dataset, print what came out."""
+) -> None:  # fmt: skip
+    """Run everything offline on a generated dump: synthesize, build, evaluate two baselines, report.
+
+    The baselines (threadmed/retrieval, threadmed/deferral) and the judge (threadmed/overlap-judge)
+    are built in, so no key is needed; the overlap judge is a heuristic, not comparable to an LLM judge.
+    """
     from flows.build_dataset import build_dataset
+    from flows.evaluate_models import evaluate_models
     from flows.synthesize_dumps import synthesize_dumps
 
     dumps = workdir / "dumps"
     synthesize_dumps(out_dir=str(dumps), posts=posts, seed=seed, layout="subreddit")
-    out = workdir / "build"
-    build_dataset(
+    dataset = Path(build_dataset(
         submissions=[str(dumps / "AskDocs_submissions.zst")],
         comments=[str(dumps / "AskDocs_comments.zst")],
-        out_dir=str(out),
+        out_dir=str(workdir / "build"),
         lake_dir=str(workdir / "data_lake"),
+    ))  # fmt: skip
+    print_build_summary(dataset)
+    run_dir = workdir / "run"
+    state = evaluate_models(
+        dataset_dir=str(dataset), run_dir=str(run_dir), config_file=str(DEMO_CONFIG), return_state=True
     )
-    print_build_summary(out)
+    print_report_summary(run_dir / "report", console)
+    if not state.is_completed():
+        console.print(f"[red]{state.message}[/red]")
+        raise typer.Exit(1)
 
+
+app.command()(evaluate)
+app.command()(report)
 
 if __name__ == "__main__":
     app()

@@ -190,3 +190,207 @@ JUDGMENTS = Contract(
     ),
     key=("run_id", "model", "condition", "thread_id", "turn"),
 )
+
+# --- warehouse models (staging, intermediate, marts) ---
+# Tables built by sql/ (see tasks/warehouse.py): seeds, then one contract per model, named after the
+# model's table. The published marts full_/answered_{threads,qa_pairs} use THREADS and QA_PAIRS above.
+# Usernames never get past staging: every `*_pseudonym` column is `u_` + 12 hex of sha256(salt + name).
+
+FLAIR_ROLES = Contract(
+    "flair_roles",
+    _schema(("pattern", pa.string()), ("role", pa.string()), ("priority", pa.int64())),
+    key=("pattern",),
+)
+"""Case-insensitive RE2 patterns over flair text; among the patterns a flair matches, the highest
+priority gives its role (so 'Physician Assistant' outranks 'Physician')."""
+
+BOTS = Contract("bots", _schema(("username", pa.string())), key=("username",))
+"""Known bot accounts, matched case-insensitively."""
+
+IMAGE_DOMAINS = Contract("image_domains", _schema(("domain", pa.string())), key=("domain",))
+"""Hosts of images and videos: a non-self post linking there with no text is image-only."""
+
+HTML_ENTITIES = Contract(
+    "html_entities",
+    _schema(("entity", pa.string()), ("characters", pa.string())),
+    key=("entity",),
+)
+"""Named HTML5 character references (`&nbsp;` -> U+00A0); numeric ones are decoded by the macro."""
+
+LENGTH_STRATA = Contract(
+    "length_strata",
+    _schema(("stratum", pa.string()), ("min_pairs", pa.int64()), ("max_pairs", pa.int64())),
+    key=("stratum",),
+)
+"""Thread length strata by number of QA pairs, inclusive bounds; a null max_pairs is unbounded."""
+
+STG_REDDIT__SUBMISSIONS = Contract(
+    "stg_reddit__submissions",
+    _schema(
+        ("submission_id", pa.string()),
+        ("subreddit", pa.string()),
+        ("author_pseudonym", pa.string()),
+        ("is_bot_author", pa.bool_()),
+        ("title", pa.string()),
+        ("selftext", pa.string()),
+        ("is_selftext_removed", pa.bool_()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+        ("is_self", pa.bool_()),
+        ("domain", pa.string()),
+        ("post_hint", pa.string()),
+        ("is_gallery", pa.bool_()),
+        ("is_video", pa.bool_()),
+        ("removed_by_category", pa.string()),
+        ("is_banned", pa.bool_()),
+        ("retrieved_at", pa.timestamp("us", tz="UTC")),
+        ("source_file", pa.string()),
+        ("source_line", pa.int64()),
+        ("count_duplicates", pa.int64()),
+    ),
+    key=("submission_id",),
+)
+
+STG_REDDIT__COMMENTS = Contract(
+    "stg_reddit__comments",
+    _schema(
+        ("comment_id", pa.string()),
+        ("submission_id", pa.string()),
+        ("parent_comment_id", pa.string()),
+        ("is_top_level", pa.bool_()),
+        ("subreddit", pa.string()),
+        ("author_pseudonym", pa.string()),
+        ("is_bot_author", pa.bool_()),
+        ("body", pa.string()),
+        ("is_body_removed", pa.bool_()),
+        ("flair_text", pa.string()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+        ("distinguished", pa.string()),
+        ("removed_by_category", pa.string()),
+        ("is_banned", pa.bool_()),
+        ("retrieved_at", pa.timestamp("us", tz="UTC")),
+        ("source_file", pa.string()),
+        ("source_line", pa.int64()),
+        ("count_duplicates", pa.int64()),
+    ),
+    key=("comment_id",),
+)
+
+INT_POSTS__FILTERED = Contract(
+    "int_posts__filtered",
+    _schema(
+        ("submission_id", pa.string()),
+        ("author_pseudonym", pa.string()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+        ("count_question_words", pa.int64()),
+        ("count_comments", pa.int64()),
+        ("drop_reason", pa.string()),
+        ("is_kept", pa.bool_()),
+    ),
+    key=("submission_id",),
+)
+
+INT_COMMENTS__CLASSIFIED = Contract(
+    "int_comments__classified",
+    _schema(
+        ("comment_id", pa.string()),
+        ("submission_id", pa.string()),
+        ("parent_comment_id", pa.string()),
+        ("is_top_level", pa.bool_()),
+        ("author_pseudonym", pa.string()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+        ("flair_text", pa.string()),
+        ("flair_role", pa.string()),
+        ("comment_class", pa.string()),
+        ("drop_reason", pa.string()),
+        ("answer_defect", pa.string()),
+    ),
+    key=("comment_id",),
+)
+
+INT_PATHS__ENUMERATED = Contract(
+    "int_paths__enumerated",
+    _schema(
+        ("submission_id", pa.string()),
+        ("path_id", pa.string()),
+        ("position", pa.int64()),
+        ("comment_id", pa.string()),
+        ("comment_class", pa.string()),
+    ),
+    key=("path_id", "position"),
+)
+
+INT_PATHS__SCREENED = Contract(
+    "int_paths__screened",
+    _schema(
+        ("submission_id", pa.string()),
+        ("path_id", pa.string()),
+        ("branch_id", pa.string()),
+        ("count_kept_comments", pa.int64()),
+        ("count_questions", pa.int64()),
+        ("discard_reason", pa.string()),
+        ("is_kept", pa.bool_()),
+    ),
+    key=("path_id",),
+)
+
+INT_TURNS__LINEARISED = Contract(
+    "int_turns__linearised",
+    _schema(
+        ("submission_id", pa.string()),
+        ("branch_id", pa.string()),
+        ("turn", pa.int64()),
+        ("question_id", pa.string()),
+        ("question", pa.string()),
+        ("asked_at", pa.timestamp("us", tz="UTC")),
+        ("answer_id", pa.string()),
+        ("answer", pa.string()),
+        ("answerer_pseudonym", pa.string()),
+        ("answerer_flair", pa.string()),
+        ("answered_at", pa.timestamp("us", tz="UTC")),
+    ),
+    key=("branch_id", "turn"),
+)
+
+INT_BRANCHES__SELECTED = Contract(
+    "int_branches__selected",
+    _schema(
+        ("submission_id", pa.string()),
+        ("branch_id", pa.string()),
+        ("jaccard", pa.float64()),
+        ("count_answered", pa.int64()),
+        ("count_questions", pa.int64()),
+        ("last_comment_at", pa.timestamp("us", tz="UTC")),
+        ("selection_rank", pa.int64()),
+        ("is_selected", pa.bool_()),
+    ),
+    key=("branch_id",),
+)
+
+INT_THREADS__ASSEMBLED = Contract(
+    "int_threads__assembled",
+    _schema(
+        ("thread_id", pa.string()),
+        ("branch_id", pa.string()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+        ("op_pseudonym", pa.string()),
+        ("count_questions", pa.int64()),
+        ("count_answered", pa.int64()),
+        ("count_orphans", pa.int64()),
+        ("jaccard", pa.float64()),
+        ("split", pa.string()),
+        ("count_answered_turns", pa.int64()),
+        ("answered_drop_reason", pa.string()),
+    ),
+    key=("thread_id",),
+)
+
+STATS_FUNNEL = Contract(
+    "stats_funnel",
+    _schema(
+        ("stage_order", pa.int64()),
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("count_rows", pa.int64()),
+    ),
+    key=("stage", "reason"),
+)

@@ -1,5 +1,6 @@
 """The data lake's layout: where each layer's files live (data_lake/<layer>/<table>/)."""
 
+import glob
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,7 @@ def raw_partitions(lake_dir: str, receipts: Iterable[dict[str, Any]]) -> dict[st
     for receipt in receipts:
         source = receipt["source_file"]
         for contract in (RAW_TABLES[receipt["settings"]["kind"]], RAW_REJECTS):
-            files[contract.name].append(
-                str(partition_dir(Path(lake_dir), contract, source) / "part-0.parquet")
-            )
+            files[contract.name].append(str(partition_dir(Path(lake_dir), contract, source) / "*.parquet"))
     return files
 
 
@@ -31,3 +30,26 @@ def warehouse_path(lake_dir: str, out_dir: str) -> str:
     path = Path(lake_dir) / "warehouse" / f"{Path(out_dir).resolve().name}.duckdb"
     path.parent.mkdir(parents=True, exist_ok=True)
     return str(path)
+
+
+DUMP_SUFFIXES = {".zst", ".ndjson", ".json"}
+
+
+def expand_dump_paths(values: Iterable[str]) -> list[str]:
+    """Files, folders (every dump inside) or glob patterns -> existing dump files, in a stable order.
+
+    Raises FileNotFoundError naming the first value that matches nothing.
+    """
+    found: list[str] = []
+    for value in values:
+        path = Path(value)
+        if path.is_dir():
+            matches = sorted(str(p) for p in path.iterdir() if p.suffix in DUMP_SUFFIXES)
+        elif glob.has_magic(value):
+            matches = sorted(glob.glob(value))
+        else:
+            matches = [value] if path.is_file() else []
+        if not matches:
+            raise FileNotFoundError(f"{value}: no such dump file (nor a folder or pattern matching one)")
+        found += matches
+    return found

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -96,21 +97,24 @@ def dataset_statistics(threads: pa.Table, qa_pairs: pa.Table, encoding: tiktoken
 
 
 def ingest_funnel_rows(receipts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Funnel rows of the ingest stage: lines read, dropped and quarantined per reason, per dump kind."""
+    """Funnel rows of the ingest, per dump kind: lines dropped, quarantined and kept, by reason.
+
+    As in every stage of stats_funnel, the reason rows add up to the stage's input (the lines read) and
+    the row with a null reason is what the stage passed on.
+    """
     rows: list[dict[str, Any]] = []
     for order, kind in enumerate(INGEST_STAGES):
-        mine = [r["summary"] for r in receipts if r["summary"]["kind"] == kind]
+        counts: Counter[str] = Counter()
+        for receipt in receipts:
+            summary = receipt["summary"]
+            if summary["kind"] == kind:
+                counts.update({f"dropped: {k}": v for k, v in summary["dropped"].items()})
+                counts.update({f"quarantined: {k}": v for k, v in summary["rejected"].items()})
+                counts["kept"] += summary["kept"]
         stage = f"ingest {kind}"
-        totals: dict[str, int] = {"lines read": sum(s["lines"] for s in mine)}
-        for field, prefix in (("dropped", "dropped: "), ("rejected", "quarantined: ")):
-            for summary in mine:
-                for reason, count in summary[field].items():
-                    totals[prefix + reason] = totals.get(prefix + reason, 0) + count
-        totals["kept"] = sum(s["kept"] for s in mine)
-        totals["truncated files"] = sum(bool(s["truncated"]) for s in mine)
-        rows.append({"stage_order": order, "stage": stage, "reason": None, "count_rows": totals["kept"]})
+        rows.append({"stage_order": order, "stage": stage, "reason": None, "count_rows": counts["kept"]})
         rows += [{"stage_order": order, "stage": stage, "reason": reason, "count_rows": count}
-                 for reason, count in totals.items()]  # fmt: skip
+                 for reason, count in sorted(counts.items())]  # fmt: skip
     return rows
 
 
@@ -228,6 +232,8 @@ def write_views(database: Path) -> None:
     """A DuckDB file of views over the published files, with paths relative to its folder."""
     database.unlink(missing_ok=True)
     with duckdb.connect(str(database)) as connection:
+        # Views bind their files when created; relative paths then resolve against the dataset folder.
+        connection.execute("set file_search_path = ?", [str(database.parent.resolve())])
         for name in DATASETS:
             for table in ("threads", "qa_pairs"):
                 relative = f"dataset/{name}/{table}.parquet"
@@ -263,7 +269,10 @@ def publish_dataset(
         "built_at": utc_now(),
         "git_commit": git_commit(),
         "settings": settings.model_dump(mode="json"),
-        "inputs": [{"source_file": r["source_file"], **r["fingerprint"]} for r in receipts],
+        "inputs": [
+            {"source_file": r["source_file"], "truncated": r["summary"]["truncated"], **r["fingerprint"]}
+            for r in receipts
+        ],
         "packages": package_versions(),
     }
     (out / "stats.json").write_text(json.dumps(stats, indent=2))

@@ -6,6 +6,7 @@ import pytest
 
 from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS
 from tasks.ingest import ingest_dump, receipt_matches, settings_key
+from tasks.reader import TruncatedDumpError
 from tasks.records import (
     IngestFilter,
     edited_epoch,
@@ -14,7 +15,6 @@ from tasks.records import (
     parse_lines,
     richtext_flair,
 )
-from tasks.reader import TruncatedDumpError
 from tests.tasks.test_reader import write_zstd
 
 KEEP = IngestFilter("AskDocs", date(2015, 1, 1), date(2023, 7, 1))

@@ -1,0 +1,143 @@
+"""`threadmed evaluate`: run the evaluate-models flow from the command line, or estimate it (--dry-run)."""
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from tasks.eval_config import resolve_settings
+from tasks.eval_run import CallEstimate, build_plan, estimate_plan
+
+console = Console()
+
+
+def evaluate(
+    dataset: Annotated[
+        Path,
+        typer.Option(
+            help="Dataset build folder holding dataset/answered/{threads,qa_pairs}.parquet.",
+            exists=True,
+            file_okay=False,
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Run folder for the call ledger, responses.parquet, judgments.parquet and manifest.json. "
+            "Run the same command with the same folder again to resume: only missing calls are made."
+        ),
+    ],
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="YAML config (models, judge, sample, limits): see deployments/eval.example.yaml.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    models: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated model names from the config, or litellm model strings."),
+    ] = None,
+    judge: Annotated[
+        str | None, typer.Option(help="Judge: the config's judge name or a litellm model string.")
+    ] = None,
+    conditions: Annotated[
+        str | None, typer.Option(help="Comma-separated conditions: baseline, oracle.")
+    ] = None,
+    split: Annotated[str | None, typer.Option(help="Dataset split to sample threads from.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Evaluate only the first N threads of the seeded sample.")
+    ] = None,
+    api_base: Annotated[
+        str | None,
+        typer.Option(
+            help="Send every model and the judge to this OpenAI-compatible endpoint (gateway, vLLM)."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print calls, tokens and dollars per model; call nothing.")
+    ] = False,
+    report: Annotated[
+        bool, typer.Option(help="Write RUN_DIR/report (metrics, tables, figures, index.html) at the end.")
+    ] = True,
+) -> None:
+    """Answer and judge the dataset's threads with every model (the `evaluate-models` flow).
+
+    Both conditions of the paper: `baseline` (each model sees its own earlier answers) and `oracle`
+    (it sees the physician's). Every call is kept in RUN_DIR/ledger, so a crash, a kill or a provider
+    outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed.
+    """
+    try:
+        settings = resolve_settings(
+            dataset_dir=dataset, run_dir=out, config_file=config, models=_list(models), judge=judge,
+            conditions=_list(conditions), split=split, limit=limit, api_base=api_base,  # type: ignore[arg-type]
+        )  # fmt: skip
+    except (ValueError, ValidationError) as error:
+        raise typer.BadParameter(str(error)) from error
+    if dry_run:
+        console.print(estimate_table(estimate_plan(build_plan(settings))))
+        return
+    from flows.evaluate_models import evaluate_models
+
+    state = evaluate_models(
+        dataset_dir=str(dataset), run_dir=str(out), config=settings.config, report=report, return_state=True
+    )
+    manifest = json.loads((out / "manifest.json").read_text())
+    console.print(summary_table(manifest["summary"]))
+    for note in manifest["notes"]:
+        console.print(f"[yellow]{note}[/yellow]")
+    if not state.is_completed():
+        console.print(f"[red]{state.message}[/red]")
+        raise typer.Exit(1)
+    console.print(f"[green]Run {manifest['run_id']} written to[/green] {out}")
+
+
+def _list(value: str | None) -> list[str] | None:
+    return [item.strip() for item in value.split(",") if item.strip()] if value else None
+
+
+def estimate_table(estimates: list[CallEstimate]) -> Table:
+    table = Table(
+        title="Dry run: calls still to make (tokens estimated with cl100k; judge re-asks not counted)"
+    )
+    for column in ("model", "role", "calls", "already done", "prompt tokens", "completion tokens", "USD"):
+        table.add_column(column, justify="left" if column in ("model", "role") else "right")
+    for e in estimates:
+        cost = "unpriced" if e.cost_usd is None else f"{e.cost_usd:,.2f}"
+        row = (
+            e.model,
+            e.role,
+            f"{e.calls:,}",
+            f"{e.cached:,}",
+            f"{e.prompt_tokens:,}",
+            f"{e.completion_tokens:,}",
+        )
+        table.add_row(*row, cost)
+    priced = [e.cost_usd for e in estimates if e.cost_usd is not None]
+    table.caption = f"total: {sum(e.calls for e in estimates):,} calls, about {sum(priced):,.2f} USD"
+    return table
+
+
+def summary_table(summary: dict[str, Any]) -> Table:
+    table = Table(title=f"Run {summary['run_id']}: mean score 0-100 over judged turns (unparseable excluded)")
+    columns = ("model", "condition", "answered", "failed", "not run", "judged", "unparseable", "mean", "USD")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("model", "condition") else "right")
+    for group in summary["groups"]:
+        responses, judgments = group["responses"], group["judgments"]
+        mean = "—" if group["mean_score"] is None else f"{group['mean_score']:.1f}"
+        cost = group["inference_cost_usd"] + group["judge_cost_usd"]
+        table.add_row(
+            group["model"],
+            group["condition"],
+            *(str(responses.get(status, 0)) for status in ("ok", "failed", "not_run")),
+            *(str(judgments.get(status, 0)) for status in ("ok", "unparseable")),
+            mean,
+            f"{cost:,.4f}",
+        )
+    return table

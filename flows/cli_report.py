@@ -1,0 +1,92 @@
+"""`threadmed report`: the paper's metrics, tables, figures and a browsable page, from stored judgments."""
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tasks.report import ReportSettings
+from tasks.report_tables import judge_note
+
+DEFAULTS = ReportSettings()
+
+
+def print_report_summary(report_dir: Path, console: Console) -> None:
+    """Mean score and wrong rate per model and condition, the judge caveat, and where the files are."""
+    metrics = json.loads((report_dir / "metrics.json").read_text())
+    table = Table(title="Overall (0-100)")
+    for column in ("model", "condition", "n", "mean [CI]", "wrong %"):
+        table.add_column(column, justify="right" if column in ("n", "wrong %") else "left")
+    for model, entry in metrics["models"].items():
+        for condition, values in entry.items():
+            if condition == "ablation":
+                continue
+            overall = values["overall"]
+            mean, ci, wrong = overall["mean"], overall["ci"], overall["wrong_pct"]
+            interval = "—" if mean is None else f"{mean:.1f}" + (f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "")
+            table.add_row(
+                model, condition, str(overall["n"]), interval, "—" if wrong is None else f"{wrong:.1f}"
+            )
+    console.print(table)
+    note = judge_note(metrics["judge"]["model"])
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
+    for name in ("report.md", "index.html", "metrics.json"):
+        console.print(f"  {report_dir / name}")
+
+
+def report(
+    run_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Run folder(s) written by evaluate-models. Several runs merge into one report when they "
+            "share the dataset and the judge (e.g. a model evaluated later joins the same tables).",
+            exists=True,
+            file_okay=False,
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Report folder. Default: RUN_DIR/report, or FIRST_RUN_DIR/report-merged for several."
+        ),
+    ] = None,
+    lake: Annotated[Path, typer.Option(help="Data lake where the flow run's manifest is recorded.")] = Path(
+        "data_lake"
+    ),
+    resamples: Annotated[int, typer.Option(min=100, help="Bootstrap resamples per interval.")] = (
+        DEFAULTS.n_resamples
+    ),
+    seed: Annotated[int, typer.Option(help="Bootstrap seed: the same seed gives the same intervals.")] = (
+        DEFAULTS.seed
+    ),
+    level: Annotated[float, typer.Option(min=0.5, max=0.999, help="Confidence level of the intervals.")] = (
+        DEFAULTS.level
+    ),
+    clustered: Annotated[
+        bool,
+        typer.Option(
+            help="Resample whole conversations for every interval (turns of a conversation are correlated), "
+            "not only for the conversation-level metrics."
+        ),
+    ] = DEFAULTS.clustered,
+) -> None:
+    """Compute the report of evaluation runs from stored responses and judgments (the `report` flow).
+
+    Never calls a model. Writes metrics.json, report.md (the paper's tables), fig_*.png, the stats_*.parquet
+    tables the figures are drawn from, and index.html (tables, figures and a conversation browser in one
+    self-contained page) under the report folder, and publishes the tables as Prefect artifacts.
+    """
+    from flows.report import report_runs
+
+    settings = ReportSettings(n_resamples=resamples, seed=seed, level=level, clustered=clustered)
+    report_dir = report_runs(
+        run_dirs=[str(run_dir) for run_dir in run_dirs],
+        out_dir=None if out is None else str(out),
+        lake_dir=str(lake),
+        settings=settings,
+    )
+    print_report_summary(Path(report_dir), Console())

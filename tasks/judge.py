@@ -1,0 +1,208 @@
+"""LLM judging: grade each answered turn against the physician answer with a versioned rubric prompt.
+
+The judge's reply is parsed tolerantly (code fences, text around the JSON, "1" for 1.0). A reply with no
+valid score is asked again, up to `max_reasks` times, as a follow-up showing the judge its own reply.
+After that the turn is 'unparseable': score null, excluded from every metric, never scored as 0.
+"""
+
+import hashlib
+import json
+import re
+import string
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel
+
+from tasks.eval_config import Condition, JudgeSpec, ThreadCase
+from tasks.ledger import CallLedger, CallRecord
+from tasks.llm import CallOptions, complete
+
+PROMPTS_DIR = Path(__file__).parent / "prompts"
+DEFAULT_RUBRIC = PROMPTS_DIR / "judge_rubric_v1.txt"
+REASK_PROMPT = PROMPTS_DIR / "judge_reask_v1.txt"
+VALID_SCORES = (0.0, 0.5, 1.0)
+
+_SECTION = re.compile(r"^=== (\w+) ===\n", flags=re.MULTILINE)
+_SCORE_FIELD = re.compile(r"\bscore\b[\"']?\s*[:=]\s*[\"']?(\d+(?:\.\d+)?)", flags=re.IGNORECASE)
+_REASON_FIELD = re.compile(r"\breason\b[\"']?\s*[:=]\s*[\"']?([^\"'\n]+)", flags=re.IGNORECASE)
+
+
+class PromptTemplate(BaseModel, frozen=True):
+    """A versioned prompt file: `key: value` header lines (one is `version`), then `=== name ===` sections."""
+
+    version: str
+    sections: dict[str, str]
+    sha256: str
+
+    def render(self, section: str, **values: str) -> str:
+        return string.Template(self.sections[section]).substitute(values)
+
+
+def load_prompt(path: Path) -> PromptTemplate:
+    """Parse a prompt file; its version is required so every output row can name it."""
+    text = Path(path).read_text(encoding="utf-8")
+    header, *parts = _SECTION.split(text)
+    meta = dict(line.split(":", 1) for line in header.splitlines() if ":" in line)
+    if "version" not in meta:
+        raise ValueError(f"{path}: the header needs a 'version: <name>_v<N>' line")
+    sections = {name: body.strip("\n") for name, body in zip(parts[::2], parts[1::2], strict=True)}
+    return PromptTemplate(
+        version=meta["version"].strip(), sections=sections, sha256=hashlib.sha256(text.encode()).hexdigest()
+    )
+
+
+def render_judge_messages(
+    rubric: PromptTemplate, question: str, physician_answer: str, model_answer: str
+) -> list[dict[str, str]]:
+    values = {"question": question, "physician_answer": physician_answer, "model_answer": model_answer}
+    return [
+        {"role": "system", "content": rubric.render("system", **values)},
+        {"role": "user", "content": rubric.render("user", **values)},
+    ]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    score: float
+    reason: str | None
+
+
+def parse_verdict(text: str | None) -> Verdict | None:
+    """The last JSON object in `text` holding a valid SCORE; failing that, one unambiguous `SCORE: x`."""
+    if not text:
+        return None
+    for candidate in reversed(list(_json_objects(text))):
+        if (verdict := _verdict_from(candidate)) is not None:
+            return verdict
+    scores = {_valid_score(value) for value in _SCORE_FIELD.findall(text)}
+    if len(scores) != 1 or None in scores:
+        return None
+    reason = _REASON_FIELD.search(text)
+    return Verdict(scores.pop(), reason.group(1).strip() if reason else None)  # type: ignore[arg-type]
+
+
+def _json_objects(text: str) -> Iterator[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    for brace in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, brace.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            yield value
+
+
+def _verdict_from(obj: dict[str, Any]) -> Verdict | None:
+    fields = {str(k).lower(): v for k, v in obj.items()}
+    score = _valid_score(fields.get("score"))
+    if score is None:
+        return None
+    reason = fields.get("reason")
+    return Verdict(score, None if reason is None else str(reason))
+
+
+def _valid_score(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return next((s for s in VALID_SCORES if abs(number - s) < 1e-9), None)
+
+
+class JudgeJob(BaseModel, frozen=True):
+    """Judging of one model's answers to one thread in one condition: the unit of one Prefect task."""
+
+    run_id: str
+    judge: JudgeSpec
+    options: CallOptions
+    rubric: PromptTemplate
+    reask: PromptTemplate
+    model_name: str
+    condition: Condition
+    thread: ThreadCase
+
+    @property
+    def label(self) -> str:
+        return f"{self.model_name}/{self.condition}/{self.thread.thread_id}"
+
+
+@task(name="judge-thread", cache_policy=NO_CACHE, task_run_name="judge {job.label}")
+def judge_thread(job: JudgeJob, responses: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
+    """Judge each answered turn of `responses` → one judgment row per response row; calls go to the ledger."""
+    ledger = CallLedger(ledger_dir)
+    return [
+        judge_turn(job, row["turn"], row["response"], ledger)
+        if row["status"] == "ok"
+        else not_judged_row(job, row)
+        for row in responses
+    ]
+
+
+def judge_turn(job: JudgeJob, turn: int, model_answer: str, ledger: CallLedger) -> dict[str, Any]:
+    """Ask the judge about one turn, re-asking while its reply has no valid score."""
+    messages = render_judge_messages(
+        job.rubric, job.thread.questions[turn], job.thread.answers[turn], model_answer
+    )
+    records: list[CallRecord] = []
+    verdict = None
+    for _ in range(job.judge.max_reasks + 1):
+        record = complete(job.judge.request(messages, job.rubric.version), job.options, ledger)
+        records.append(record)
+        if record.status != "ok" or (verdict := parse_verdict(record.text)) is not None:
+            break
+        messages = [
+            *messages,
+            {"role": "assistant", "content": record.text or ""},
+            {"role": "user", "content": job.reask.render("user")},
+        ]
+    return judgment_row(job, turn, records, verdict)
+
+
+def judgment_row(
+    job: JudgeJob, turn: int, records: list[CallRecord], verdict: Verdict | None
+) -> dict[str, Any]:
+    """A JUDGMENTS row; tokens, cost and attempts add up every request made for this turn."""
+    last = records[-1]
+    status = "ok" if verdict is not None else "failed" if last.status == "failed" else "unparseable"
+    return {
+        **_row_key(job, turn),
+        "score": verdict.score if verdict else None,
+        "reason": verdict.reason if verdict else None,
+        "parse_status": status,
+        "raw_reply": last.text,
+        "prompt_tokens": sum(r.prompt_tokens for r in records),
+        "completion_tokens": sum(r.completion_tokens for r in records),
+        "cost_usd": sum(r.cost_usd for r in records),
+        "attempts": sum(r.attempts for r in records),
+        "error": f"{last.error_kind}: {last.error}" if last.status == "failed" else None,
+        "call_key": last.key,
+    }
+
+
+def not_judged_row(job: JudgeJob, response: dict[str, Any]) -> dict[str, Any]:
+    """A JUDGMENTS row for a turn without an answer to judge (its inference failed or was not run)."""
+    return {
+        **_row_key(job, response["turn"]),
+        "parse_status": "not_run",
+        "attempts": 0,
+        "error": f"not judged: response {response['status']}",
+    }
+
+
+def _row_key(job: JudgeJob, turn: int) -> dict[str, Any]:
+    return {
+        "run_id": job.run_id,
+        "model": job.model_name,
+        "condition": job.condition,
+        "thread_id": job.thread.thread_id,
+        "turn": turn,
+        "judge_model": job.judge.name,
+        "rubric_version": job.rubric.version,
+    }

@@ -1,0 +1,100 @@
+"""The call ledger: every LLM call of a run directory, stored by its call key.
+
+Layout under `<run_dir>/ledger/`:
+
+    ok/<k[:2]>/<key>.json       a call that succeeded: "done" means "this file exists"
+    failed/<k[:2]>/<key>.json   the latest failure of a call that has not succeeded yet
+
+One file per call key, written to a unique temporary name in the same folder and then renamed, so a
+reader sees a whole record or nothing: a kill -9 at any point leaves at most a stray `*.tmp`, never a
+partial success. Each file has exactly one writer at a time (the task making that call); there is no
+shared database file, so parallel tasks and processes never contend for a lock, and a re-run finds
+every finished call by its key, whichever task, condition or earlier run made it.
+"""
+
+import os
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ValidationError
+
+
+class CallRecord(BaseModel):
+    """The outcome of one call key. Tokens, costs and attempts add up every attempt ever made for it."""
+
+    key: str
+    model: str
+    status: Literal["ok", "failed"]
+    text: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    input_cost_usd: float = 0.0
+    output_cost_usd: float = 0.0
+    latency_s: float | None = None
+    attempts: int = 0
+    error_kind: str | None = None
+    error: str | None = None
+    retryable: bool | None = None
+    response_id: str | None = None
+    started_at: datetime
+    finished_at: datetime
+
+    @property
+    def cost_usd(self) -> float:
+        return self.input_cost_usd + self.output_cost_usd
+
+
+class CallLedger:
+    """Read and write call records under one ledger folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def lookup(self, key: str) -> CallRecord | None:
+        """The successful record of `key`, or None if the call has not succeeded yet."""
+        return _read(self._path("ok", key))
+
+    def last_failure(self, key: str) -> CallRecord | None:
+        """The latest failed record of `key` (its attempts and costs carry over into the next try)."""
+        return _read(self._path("failed", key))
+
+    def write(self, record: CallRecord) -> None:
+        """Store `record` atomically; a success also retires the call's failure record."""
+        _write_atomic(self._path(record.status, record.key), record.model_dump_json())
+        if record.status == "ok":
+            self._path("failed", record.key).unlink(missing_ok=True)
+
+    def records(self) -> Iterator[CallRecord]:
+        """Every readable record: successes, then failures of calls that never succeeded."""
+        succeeded = set()
+        for path in sorted(self.root.glob("ok/*/*.json")):
+            if (record := _read(path)) is not None:
+                succeeded.add(record.key)
+                yield record
+        for path in sorted(self.root.glob("failed/*/*.json")):
+            if (record := _read(path)) is not None and record.key not in succeeded:
+                yield record
+
+    def _path(self, status: str, key: str) -> Path:
+        return self.root / status / key[:2] / f"{key}.json"
+
+
+def _read(path: Path) -> CallRecord | None:
+    try:
+        return CallRecord.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except ValidationError:
+        # Only reachable after an OS crash (rename without fsync): treat the call as not made.
+        return None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

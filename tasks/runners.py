@@ -1,0 +1,57 @@
+"""Where a flow's tasks run: threads in the flow-run process (default) or a Dask cluster (prefect-dask).
+
+Flows take a `RunnerSettings` parameter and apply it with
+`some_flow.with_options(task_runner=make_task_runner(settings))`; a deployment or the command line
+switches engines without code changes, e.g. `--param runner='{"kind": "dask", "dask_address": "..."}'`.
+"""
+
+from typing import Literal
+
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from pydantic import BaseModel, Field, model_validator
+
+
+class RunnerSettings(BaseModel):
+    """The task-runner choice of one flow run."""
+
+    kind: Literal["threads", "dask"] = Field(
+        "threads", description="'threads': a thread pool in the flow-run process; 'dask': a Dask cluster."
+    )
+    max_workers: int = Field(4, ge=1, description="Threads of the thread pool (ignored by Dask).")
+    dask_address: str | None = Field(
+        None,
+        description="Scheduler of a running Dask cluster, e.g. tcp://10.0.0.5:8786; "
+        "none: each flow run starts a local cluster on 127.0.0.1.",
+    )
+    dask_workers: int = Field(2, ge=1, description="Worker processes of that local cluster.")
+
+    @model_validator(mode="after")
+    def _address_needs_dask(self) -> "RunnerSettings":
+        if self.dask_address is not None and self.kind != "dask":
+            raise ValueError("dask_address is set but kind is 'threads'; set kind: dask to use the cluster")
+        return self
+
+    @property
+    def can_spawn_processes(self) -> bool:
+        """Whether a task may start child processes (Dask worker processes are daemonic: they may not)."""
+        return self.kind == "threads"
+
+
+def make_task_runner(settings: RunnerSettings) -> TaskRunner:
+    """The task runner that `settings` describe. prefect-dask is imported only when Dask is chosen."""
+    if settings.kind == "threads":
+        return ThreadPoolTaskRunner(max_workers=settings.max_workers)
+    from prefect_dask import DaskTaskRunner  # optional: pip install 'threadmed-qa[dask]'
+
+    if settings.dask_address is not None:
+        return DaskTaskRunner(address=settings.dask_address)
+    # One single-threaded process per worker: ingest parses JSON under the GIL. Loopback only, no dashboard.
+    return DaskTaskRunner(
+        cluster_kwargs={
+            "n_workers": settings.dask_workers,
+            "threads_per_worker": 1,
+            "processes": True,
+            "host": "127.0.0.1",
+            "dashboard_address": None,
+        }
+    )

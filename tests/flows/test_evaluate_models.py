@@ -1,0 +1,223 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import prefect.settings
+import pyarrow.parquet as pq
+import pytest
+import typer
+from rich.console import Console
+from typer.testing import CliRunner
+
+from flows import cli_evaluate
+from flows.cli_evaluate import evaluate
+from flows.evaluate_models import evaluate_models
+from tasks.contracts import JUDGMENTS, RESPONSES
+from tasks.eval_config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
+from tasks.llm import Prices, ProviderLimits, RetryPolicy
+from tests.eval_fixtures import write_dataset
+from tests.llm_server import JUDGE_REPLY, Action, LLMServer, default_reply
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
+
+ROOT = Path(__file__).parents[2]
+PRICES = Prices(input_per_token=1e-6, output_per_token=3e-6)
+# 3 test threads of 3, 4 and 6 turns: 13 baseline and 10 oracle turns per model, each answered and judged.
+CALLS_PER_MODEL = 2 * (13 + 10)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    return write_dataset(tmp_path_factory.mktemp("build"))
+
+
+def settings(
+    dataset: Path, run_dir: Path, url: str, models=("alpha", "beta"), **config
+) -> EvaluationSettings:
+    specs = [ModelSpec(name=m, model=f"openai/{m}", api_base=url, prices=PRICES) for m in models]
+    return EvaluationSettings(
+        dataset_dir=dataset,
+        run_dir=run_dir,
+        config=EvalConfig(
+            models=specs,
+            judge=JudgeSpec(name="judge", model="openai/judge", api_base=url, prices=PRICES, max_reasks=1),
+            retry=RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.02),
+            **config,
+        ),
+    )
+
+
+def parameters(run: EvaluationSettings) -> dict:
+    """The flow's parameters for these settings (the report is tested on its own)."""
+    return {"dataset_dir": str(run.dataset_dir), "run_dir": str(run.run_dir), "config": run.config,
+            "report": False}  # fmt: skip
+
+
+def read(run_dir: Path, name: str) -> list[dict]:
+    return pq.read_table(run_dir / f"{name}.parquet").to_pylist()
+
+
+def test_every_model_condition_and_turn_is_answered_judged_and_written(dataset, tmp_path):
+    with LLMServer(latency_s=0.02) as server:
+        run = settings(dataset, tmp_path, server.url, providers={"openai": ProviderLimits(max_concurrency=3)})
+        summary = evaluate_models(**parameters(run))
+        assert len(server.requests) == 2 * CALLS_PER_MODEL
+        assert 2 <= server.state.max_in_flight <= 3
+
+        assert pq.read_schema(tmp_path / "responses.parquet").equals(RESPONSES.schema)
+        assert pq.read_schema(tmp_path / "judgments.parquet").equals(JUDGMENTS.schema)
+        responses, judgments = read(tmp_path, "responses"), read(tmp_path, "judgments")
+        assert {(r["model"], r["condition"]) for r in responses} == {
+            (m, c) for m in ("alpha", "beta") for c in ("baseline", "oracle")
+        }
+        assert len(responses) == len(judgments) == CALLS_PER_MODEL
+        assert all(r["status"] == "ok" and r["attempts"] == 1 for r in responses)
+        assert all(j["score"] == 1.0 and j["parse_status"] == "ok" for j in judgments)
+        assert {r["turn"] for r in responses if r["condition"] == "oracle"} == {1, 2, 3, 4, 5}
+        assert summary.failed_calls == {}
+
+        # Costs add up: every token the server counted, at the configured prices.
+        billed = sum(
+            len(" ".join(m["content"] for m in req.messages).split()) * 1e-6
+            + len(default_reply(req.model, req.messages).split()) * 3e-6
+            for req in server.requests
+        )
+        recorded = sum(r["cost_usd"] for r in responses) + sum(j["cost_usd"] for j in judgments)
+        assert recorded == pytest.approx(billed)
+        assert sum(r["input_cost_usd"] + r["output_cost_usd"] for r in responses) == pytest.approx(
+            sum(r["cost_usd"] for r in responses)
+        )
+
+        manifest = json.loads((tmp_path / "manifest.json").read_text())
+        assert manifest["run_id"] == responses[0]["run_id"] == summary.run_id
+        assert manifest["prompts"].keys() == {"judge_rubric_v1", "judge_reask_v1"}
+        assert manifest["sent"]["models"]["alpha"]["params"] == {"temperature": 0}
+        assert {"litellm", "prefect"} <= manifest["packages"].keys() and "commit" in manifest["git"]
+        assert len(manifest["dataset"]["fingerprint"]) == 64
+
+        evaluate_models(**parameters(run))  # the same command again: nothing left to call, same outputs
+        assert len(server.requests) == 2 * CALLS_PER_MODEL
+        assert read(tmp_path, "responses") == responses and read(tmp_path, "judgments") == judgments
+
+
+def test_failed_calls_fail_the_run_after_writing_everything_and_a_rerun_finishes(dataset, tmp_path):
+    with LLMServer() as server:
+        server.script(Action(status=400), model="beta")  # beta's first call: turn 0 of some thread
+        server.script(Action(status=401), model="judge")
+        run = settings(dataset, tmp_path, server.url, conditions=["baseline"])
+        state = evaluate_models(**parameters(run), return_state=True)
+        assert state.is_failed()
+        assert state.message.startswith("2 calls failed: authentication 1, bad request 1; re-run")
+        responses, judgments = read(tmp_path, "responses"), read(tmp_path, "judgments")
+        assert len(responses) == len(judgments) == 2 * 13
+        statuses = [r["status"] for r in responses]
+        assert statuses.count("failed") == 1 and statuses.count("not_run") >= 2
+        assert [j["parse_status"] for j in judgments].count("failed") == 1
+        first_run_ok = server.stats()["ok"]
+        assert len(server.requests) == first_run_ok + 2
+
+        assert evaluate_models(**parameters(run)).failed_calls == {}
+        assert all(r["status"] == "ok" for r in read(tmp_path, "responses"))
+        assert all(j["parse_status"] == "ok" for j in read(tmp_path, "judgments"))
+        # The re-run made only what was missing: the failed calls, the turns they blocked, their judgments.
+        assert server.stats()["ok"] == 2 * 13 * 2
+        assert len(server.requests) == first_run_ok + 2 + (2 * 13 * 2 - first_run_ok)
+        assert max(server.ok_counts().values()) == 1
+
+
+def judge_breaks_on_beta(model: str, messages: list[dict]) -> str:
+    if model == "judge":
+        return "SCORE: who knows" if "beta answer" in messages[1]["content"] else JUDGE_REPLY
+    return default_reply(model, messages)
+
+
+def test_unparseable_judgments_are_counted_and_excluded_never_zero(dataset, tmp_path):
+    with LLMServer(reply=judge_breaks_on_beta) as server:
+        summary = evaluate_models(
+            **parameters(settings(dataset, tmp_path, server.url, conditions=["baseline"]))
+        )
+    judgments = read(tmp_path, "judgments")
+    beta = [j for j in judgments if j["model"] == "beta"]
+    assert {(j["parse_status"], j["score"], j["attempts"]) for j in beta} == {("unparseable", None, 2)}
+    groups = {g.model: g for g in summary.groups}
+    assert groups["beta"].judgments == {"unparseable": 13} and groups["beta"].mean_score is None
+    assert groups["alpha"].judgments == {"ok": 13} and groups["alpha"].mean_score == 100.0
+    assert summary.failed_calls == {}
+
+
+RUN_IN_CHILD = """
+import sys
+from flows.evaluate_models import evaluate_models
+from tasks.eval_config import EvaluationSettings
+run = EvaluationSettings.model_validate_json(sys.argv[1])
+evaluate_models(dataset_dir=str(run.dataset_dir), run_dir=str(run.run_dir), config=run.config, report=False)
+"""
+
+
+def test_a_kill_9_mid_run_then_a_rerun_repeats_no_successful_call(dataset, tmp_path):
+    def recorded() -> int:
+        return len(list(tmp_path.glob("ledger/ok/*/*.json")))
+
+    def only_held_requests_in_flight() -> bool:
+        state = server.state
+        return state.held > 0 and state.in_flight == state.held and recorded() == server.stats()["ok"]
+
+    with LLMServer() as server:
+        run = settings(dataset, tmp_path, server.url, models=("alpha",))
+        server.hold_after(ok_replies=10)  # later requests hang in flight until the process is killed
+        env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
+        child = subprocess.Popen(
+            [sys.executable, "-c", RUN_IN_CHILD, run.model_dump_json()], cwd=ROOT, env=env
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while not only_held_requests_in_flight():
+                assert time.monotonic() < deadline and child.poll() is None
+                time.sleep(0.05)
+        finally:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+        assert 10 <= recorded() < CALLS_PER_MODEL
+        server.drop_held()
+
+        evaluate_models(**parameters(run))
+        assert server.stats()["ok"] == CALLS_PER_MODEL
+        assert max(server.ok_counts().values()) == 1
+    assert all(r["status"] == "ok" for r in read(tmp_path, "responses"))
+
+
+@pytest.fixture
+def cli(monkeypatch) -> typer.Typer:
+    monkeypatch.setattr(cli_evaluate, "console", Console(width=200))
+    app = typer.Typer()
+    app.command()(evaluate)
+    return app
+
+
+def test_dry_run_estimates_without_calling(cli, dataset, tmp_path):
+    with LLMServer() as server:
+        args = ["--dataset", str(dataset), "--out", str(tmp_path), "--models", "openai/gpt-4o,openai/alpha"]
+        result = CliRunner().invoke(cli, [*args, "--api-base", server.url, "--limit", "2", "--dry-run"])
+        assert result.exit_code == 0, result.output
+        assert server.requests == []
+    assert "openai/gpt-4o" in result.output and "unpriced" in result.output
+    assert not (tmp_path / "responses.parquet").exists()
+
+
+def test_the_demo_config_runs_offline_from_the_command_line(cli, dataset, tmp_path):
+    config = ROOT / "deployments" / "eval.demo.yaml"
+    args = ["--dataset", str(dataset), "--out", str(tmp_path), "--config", str(config)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "not comparable to an LLM judge" in result.output
+    responses = read(tmp_path, "responses")
+    assert {r["model"] for r in responses} == {"retrieval", "deferral"}
+    scores = {j["model"]: j["score"] for j in read(tmp_path, "judgments") if j["model"] == "deferral"}
+    assert scores == {"deferral": 0.0}
+
+    again = CliRunner().invoke(cli, [*args, "--dry-run"])
+    assert again.exit_code == 0 and "total: 0 calls" in again.output

@@ -1,0 +1,276 @@
+"""A scriptable OpenAI-compatible chat server on 127.0.0.1 for tests and the benchmark.
+
+It answers `POST /v1/chat/completions` like a provider would, and records every request so tests can
+count calls at the server. Behaviour is scripted per request with `Action`s queued for a model:
+latency, 429 with Retry-After, 5xx, a hang past the client's time-out, a malformed body or any reply
+text (e.g. broken judge JSON). Unscripted requests get a deterministic reply after `latency_s`.
+
+`GET /stats` returns the counters as JSON, so a server started as a subprocess
+(`python -m tests.llm_server --latency 0.2`) can be read from another process.
+"""
+
+import argparse
+import hashlib
+import json
+import threading
+import time
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+JUDGE_REPLY = '{"SCORE": 1.0, "REASON": "Matches the physician."}'
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the server does with one request. Defaults: a normal reply after the server's latency."""
+
+    status: int = 200
+    content: str | None = None
+    delay_s: float | None = None
+    retry_after: str | None = None
+    raw_body: str | None = None
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server saw it, and how it was answered."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    params: dict[str, Any]
+    body_hash: str
+    status: int
+    started: float
+    finished: float
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200
+
+
+def default_reply(model: str, messages: list[dict[str, Any]]) -> str:
+    """A deterministic answer: judges (system prompt present) get a valid score, others a tagged text."""
+    if messages and messages[0]["role"] == "system":
+        return JUDGE_REPLY
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:8]
+    return f"{model} answer {digest}: rest, fluids, and see a doctor if it gets worse."
+
+
+@dataclass
+class _State:
+    latency_s: float
+    reply: Callable[[str, list[dict[str, Any]]], str]
+    scripts: dict[str | None, deque[Action]] = field(default_factory=lambda: defaultdict(deque))
+    requests: list[RecordedRequest] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    hold_after_ok: int | None = None
+    held: int = 0
+    release: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next_action(self, model: str) -> Action:
+        with self.lock:
+            for queue_key in (model, None):
+                if self.scripts[queue_key]:
+                    return self.scripts[queue_key].popleft()
+        return Action()
+
+    def should_hold(self) -> bool:
+        with self.lock:
+            if self.hold_after_ok is None:
+                return False
+            if sum(r.ok for r in self.requests) < self.hold_after_ok:
+                return False
+            self.held += 1
+            return True
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes; avoid a 40 ms stall
+    server: "_HTTPServer"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read the records instead
+        pass
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") != "/stats":
+            self._send(404, json.dumps({"error": {"message": "not found"}}))
+            return
+        self._send(200, json.dumps(self.server.owner.stats()))
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if not self.path.endswith("/chat/completions"):
+            self._send(404, json.dumps({"error": {"message": f"unknown path {self.path}"}}))
+            return
+        state = self.server.owner.state
+        request = json.loads(body)
+        started = time.monotonic()
+        with state.lock:
+            state.in_flight += 1
+            state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        try:
+            status = self._answer(state, request)
+        finally:
+            with state.lock:
+                state.in_flight -= 1
+        if status is None:
+            return
+        params = {k: v for k, v in request.items() if k not in ("model", "messages")}
+        record = RecordedRequest(
+            model=request["model"],
+            messages=request["messages"],
+            params=params,
+            body_hash=hashlib.sha256(body).hexdigest(),
+            status=status,
+            started=started,
+            finished=time.monotonic(),
+        )
+        with state.lock:
+            state.requests.append(record)
+
+    def _answer(self, state: _State, request: dict[str, Any]) -> int | None:
+        """Send the scripted answer; return its status, or None if the connection was dropped."""
+        if state.should_hold():
+            state.release.wait()
+            self.close_connection = True
+            return None
+        action = state.next_action(request["model"])
+        time.sleep(state.latency_s if action.delay_s is None else action.delay_s)
+        headers = {"Retry-After": action.retry_after} if action.retry_after is not None else {}
+        try:
+            self._send(action.status, self._body(state, request, action), headers)
+        except (BrokenPipeError, ConnectionResetError):
+            return None
+        return action.status
+
+    @staticmethod
+    def _body(state: _State, request: dict[str, Any], action: Action) -> str:
+        if action.raw_body is not None:
+            return action.raw_body
+        if action.status != 200:
+            return json.dumps({"error": {"message": f"scripted {action.status}", "type": "test"}})
+        text = (
+            action.content
+            if action.content is not None
+            else state.reply(request["model"], request["messages"])
+        )
+        prompt_words = sum(len(str(m["content"]).split()) for m in request["messages"])
+        return json.dumps(
+            {
+                "id": f"chatcmpl-{len(state.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": request["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": action.finish_reason,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_words,
+                    "completion_tokens": len(text.split()),
+                    "total_tokens": prompt_words + len(text.split()),
+                },
+            }
+        )
+
+    def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
+        payload = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+    owner: "LLMServer"
+
+
+class LLMServer:
+    """The server, run in a background thread: `with LLMServer(latency_s=0.01) as server: server.url`."""
+
+    def __init__(
+        self,
+        latency_s: float = 0.0,
+        reply: Callable[[str, list[dict[str, Any]]], str] = default_reply,
+        port: int = 0,
+    ) -> None:
+        self.state = _State(latency_s=latency_s, reply=reply)
+        self._http = _HTTPServer(("127.0.0.1", port), _Handler)
+        self._http.owner = self
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The OpenAI-compatible base URL (what litellm's `api_base` expects)."""
+        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.state.release.set()
+        self._http.shutdown()
+        self._http.server_close()
+
+    def script(self, *actions: Action, model: str | None = None) -> None:
+        """Queue actions for the next requests of `model` (any model when None), in order."""
+        with self.state.lock:
+            self.state.scripts[model].extend(actions)
+
+    def hold_after(self, ok_replies: int) -> None:
+        """Once `ok_replies` requests have succeeded, hold every new request unanswered."""
+        self.state.hold_after_ok = ok_replies
+
+    def drop_held(self) -> None:
+        """Stop holding: held requests are closed without an answer, new ones are served normally."""
+        self.state.hold_after_ok = None
+        self.state.release.set()
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self.state.lock:
+            return list(self.state.requests)
+
+    def ok_counts(self) -> Counter[str]:
+        """How many times each distinct request body was answered successfully."""
+        return Counter(r.body_hash for r in self.requests if r.ok)
+
+    def stats(self) -> dict[str, Any]:
+        requests = self.requests
+        return {
+            "requests": len(requests),
+            "ok": sum(r.ok for r in requests),
+            "max_in_flight": self.state.max_in_flight,
+            "held": self.state.held,
+            "max_ok_per_body": max(self.ok_counts().values(), default=0),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.0, help="Seconds before each reply.")
+    parser.add_argument("--port", type=int, default=0, help="Port on 127.0.0.1 (0: any free port).")
+    args = parser.parse_args()
+    with LLMServer(latency_s=args.latency, port=args.port) as server:
+        print(server.url, flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

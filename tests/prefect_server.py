@@ -1,0 +1,222 @@
+"""A real Prefect server, process work pool and worker for end-to-end tests, always torn down.
+
+`PrefectStack` starts `prefect server start` on 127.0.0.1 with a throw-away PREFECT_HOME and drives it
+with the `prefect` CLI, exactly as a user would: create the work pool, `prefect --no-prompt deploy --all`,
+start a worker, `prefect deployment run ... --watch`. Every process runs in its own process group, so
+teardown also reaches the flow-run processes a worker started. Logs go to files whose tails are put
+into assertion messages.
+"""
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+import httpx
+
+PREFECT = str(Path(sys.executable).with_name("prefect"))
+SERVER_START_TIMEOUT_S = 180.0
+CLI_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 15.0
+FLOW_RUN_ID = re.compile(r"UUID: ([0-9a-f-]{36})")
+FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ManagedProcess:
+    """A long-running process started by a test, with its combined output in `log`."""
+
+    name: str
+    popen: subprocess.Popen
+    log: Path
+
+    def tail(self, lines: int = 40) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return f"--- {self.name} (last {lines} lines of {self.log}) ---\n" + "\n".join(
+            text.splitlines()[-lines:]
+        )
+
+    def stop(self, terms: int = 1) -> None:
+        """SIGTERM the process group up to `terms` times, then SIGKILL whatever is left of the group."""
+        group = self.popen.pid  # start_new_session: the group id is the leader's pid
+        for _ in range(terms):
+            if self.popen.poll() is not None:
+                break
+            _signal_group(group, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                continue
+        # Children (flow runs, their Dask clusters) may outlive the leader: the group goes in any case.
+        _signal_group(group, signal.SIGKILL)
+        self.popen.wait(timeout=STOP_TIMEOUT_S)
+
+
+def _signal_group(group: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
+        os.killpg(group, signum)
+
+
+@dataclass(frozen=True)
+class FlowRunResult:
+    """The state of a flow run when it was last read: its type (COMPLETED, FAILED, ...) and message."""
+
+    id: str
+    state_type: str
+    message: str
+
+
+class PrefectStack:
+    """`with PrefectStack(tmp_path, project_root) as stack:` a server on a free port, stopped on exit."""
+
+    def __init__(self, root: Path, project_root: Path) -> None:
+        self.root = root
+        self.project_root = project_root
+        self.port = free_port()
+        self.api_url = f"http://127.0.0.1:{self.port}/api"
+        self.processes: list[ManagedProcess] = []
+        home = root / "prefect-home"
+        root.mkdir(parents=True, exist_ok=True)  # Prefect does not create PREFECT_HOME's parent
+        self.env = {
+            **os.environ,
+            "PREFECT_HOME": str(home),
+            "PREFECT_API_URL": self.api_url,
+            "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(root / "results"),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
+            # Tests need neither the UI nor cron runs (which could fire mid-test on the 2nd of a month).
+            "PREFECT_SERVER_UI_ENABLED": "false",
+            "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
+            "PREFECT_WORKER_QUERY_SECONDS": "1",
+            "PREFECT_LOGGING_LEVEL": "INFO",
+            "PREFECT_CLI_WRAP_LINES": "false",
+            "PROJECT_ROOT": str(project_root),
+        }
+
+    def __enter__(self) -> Self:
+        try:
+            self._start_server()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker first (TERM twice: the first one only asks it to drain), then the server."""
+        for process in reversed(self.processes):
+            process.stop(terms=2 if process.name == "worker" else 1)
+        self.processes.clear()
+
+    def _start(self, name: str, args: list[str]) -> ManagedProcess:
+        log = self.root / f"{name}.log"
+        with log.open("wb") as handle:
+            popen = subprocess.Popen(
+                args, cwd=self.project_root, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        process = ManagedProcess(name, popen, log)
+        self.processes.append(process)
+        return process
+
+    def _start_server(self) -> None:
+        server = self._start(
+            "server", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
+        )
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if server.popen.poll() is not None:
+                raise AssertionError(f"prefect server exited with {server.popen.returncode}\n{server.tail()}")
+            try:
+                if httpx.get(f"{self.api_url}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"prefect server not healthy in {SERVER_START_TIMEOUT_S:.0f} s\n{server.tail()}")
+
+    def logs(self) -> str:
+        """The tails of every process's log, for assertion messages."""
+        return "\n".join(process.tail() for process in self.processes)
+
+    def cli(self, *args: str, check: bool = True, timeout: float = CLI_TIMEOUT_S) -> str:
+        """Run `prefect ARGS` against this server; return its standard output."""
+        completed = subprocess.run(
+            [PREFECT, *args], cwd=self.project_root, env=self.env, capture_output=True, text=True,
+            timeout=timeout,
+        )  # fmt: skip
+        if check and completed.returncode != 0:
+            raise AssertionError(
+                f"prefect {' '.join(args)} exited with {completed.returncode}\n"
+                f"{completed.stdout}{completed.stderr}\n{self.logs()}"
+            )
+        return completed.stdout
+
+    def create_process_pool(self, pool: str) -> None:
+        self.cli("work-pool", "create", pool, "--type", "process")
+
+    def deploy(self) -> None:
+        """`PROJECT_ROOT=<project root> prefect --no-prompt deploy --all`: all of prefect.yaml."""
+        self.cli("--no-prompt", "deploy", "--all")
+
+    def start_worker(self, pool: str) -> None:
+        self._start("worker", [PREFECT, "worker", "start", "--pool", pool])
+
+    def run_deployment(self, name: str, parameters: dict[str, Any], timeout_s: float = 300) -> FlowRunResult:
+        """`prefect deployment run NAME --param k=v ... --watch`; return the run's final state."""
+        deadline = time.monotonic() + timeout_s
+        params = [
+            arg for key, value in parameters.items() for arg in ("--param", f"{key}={json.dumps(value)}")
+        ]
+        output = self.cli(
+            "deployment", "run", name, *params, "--watch", "--watch-timeout", str(int(timeout_s)),
+            check=False, timeout=timeout_s + 60,
+        )  # fmt: skip
+        match = FLOW_RUN_ID.search(output)
+        if match is None:
+            raise AssertionError(f"no flow run was created for {name}\n{output}\n{self.logs()}")
+        # `--watch` follows an event stream; the API has the last word on the state.
+        return self.wait_for_flow_run(match.group(1), deadline)
+
+    def retry_flow_run(self, flow_run_id: str, timeout_s: float = 300) -> FlowRunResult:
+        """`prefect flow-run retry ID` (the UI's Retry button): the same flow run goes back to the pool."""
+        deadline = time.monotonic() + timeout_s
+        self.cli("flow-run", "retry", flow_run_id)
+        return self.wait_for_flow_run(flow_run_id, deadline)
+
+    def read_deployment(self, name: str) -> dict[str, Any]:
+        """The deployment `flow-name/deployment-name` as the API stores it."""
+        return httpx.get(f"{self.api_url}/deployments/name/{name}", timeout=30).raise_for_status().json()
+
+    def wait_for_flow_run(self, flow_run_id: str, deadline: float) -> FlowRunResult:
+        """Poll the API until the run reaches a final state or the deadline; return its last state."""
+        while True:
+            url = f"{self.api_url}/flow_runs/{flow_run_id}"
+            state = httpx.get(url, timeout=30).raise_for_status().json()["state"]
+            if state["type"] in FINAL_STATES or time.monotonic() > deadline:
+                return FlowRunResult(flow_run_id, state["type"], state["message"] or "")
+            if exited := [p.name for p in self.processes if p.popen.poll() is not None]:
+                raise AssertionError(f"{exited} exited before flow run {flow_run_id} ended\n{self.logs()}")
+            time.sleep(1)
+
+    def explain(self, run: FlowRunResult) -> str:
+        """Everything worth reading when a run did not end as expected."""
+        flow_logs = self.cli("flow-run", "logs", run.id, check=False)
+        tail = "\n".join(flow_logs.splitlines()[-60:])
+        return f"{run}\n--- flow run logs (last 60 lines) ---\n{tail}\n{self.logs()}"

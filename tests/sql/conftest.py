@@ -1,0 +1,72 @@
+"""SQL model tests: an in-memory warehouse with the seeds and macros, rows in, whole tables out."""
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from tasks import warehouse
+from tasks.contracts import Contract
+from tasks.settings import BuildSettings
+
+PROJECT = warehouse.load_project()
+MODELS = {model.name: model for model in PROJECT.models}
+CONTRACTS: dict[str, Contract] = {
+    **warehouse.RAW_CONTRACTS,
+    **{path.stem: warehouse.seed_contract(path) for path in PROJECT.seeds},
+    **{model.name: model.contract for model in PROJECT.models},
+}
+
+Rows = list[dict[str, Any]]
+
+
+def load_table(con: duckdb.DuckDBPyConnection, table: str, rows: Rows) -> None:
+    """Create `table` with its contract's schema and the given rows (missing columns are null)."""
+    contract = CONTRACTS[table]
+    unknown = {column for row in rows for column in row} - set(contract.columns)
+    if unknown:
+        raise KeyError(f"{table} has no column(s) {sorted(unknown)}")
+    data = pa.Table.from_pylist(
+        [{c: row.get(c) for c in contract.columns} for row in rows], schema=contract.schema
+    )
+    con.register("given_rows", data)
+    con.execute(f"create or replace table {table} as select * from given_rows")
+    con.unregister("given_rows")
+
+
+def read_table(con: duckdb.DuckDBPyConnection, table: str) -> Rows:
+    """All rows of a table as dicts, sorted by its contract's key."""
+    rows = con.sql(f"select * from {table}").to_arrow_table().to_pylist()
+    key = CONTRACTS[table].key
+    return sorted(rows, key=lambda row: tuple((row[k] is None, row[k]) for k in key))
+
+
+def build_model(con: duckdb.DuckDBPyConnection, name: str, **settings: Any) -> Rows:
+    """Build one model with BuildSettings(**settings) as parameters; return its whole output."""
+    warehouse.run_model(con, MODELS[name], warehouse.sql_parameters(BuildSettings(**settings)))
+    return read_table(con, name)
+
+
+@pytest.fixture
+def duck() -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh in-memory warehouse holding the seeds and macros, with UTC session time."""
+    con = duckdb.connect(":memory:")
+    warehouse.prepare_connection(con)
+    warehouse.load_seeds(con, PROJECT.seeds)
+    warehouse.load_macros(con, PROJECT.macros)
+    yield con
+    con.close()
+
+
+@pytest.fixture
+def load_rows() -> Callable[[duckdb.DuckDBPyConnection, str, Rows], None]:
+    """`load_rows(duck, table, rows)`: give a model's input table."""
+    return load_table
+
+
+@pytest.fixture
+def run_model() -> Callable[..., Rows]:
+    """`run_model(duck, name, **settings)`: build a model, get its whole output sorted by key."""
+    return build_model

@@ -1,0 +1,167 @@
+"""The runner (tasks/warehouse.py): discovery, ordering, parameters, raw views, contracts, audits, task."""
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from tasks import warehouse
+from tasks.contracts import QA_PAIRS, RAW_REJECTS, RAW_SUBMISSIONS, THREADS
+from tasks.settings import BuildSettings
+from tests.sql.rows import write_parquet
+
+
+def sql_file(folder: Path, name: str, text: str) -> Path:
+    path = folder / f"{name}.sql"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_referenced_parameters_skip_literals_and_comments():
+    sql = "select $min_words, '$not_me', 'it''s $quoted' -- and $commented\nfrom t where x < $seed"
+    assert warehouse.referenced_parameters(sql) == {"min_words", "seed"}
+
+
+def test_header_fields_may_continue_on_indented_lines(tmp_path):
+    path = sql_file(tmp_path, "int_x__y", (
+        "-- int_x__y\n-- What it is,\n-- on two lines.\n-- grain: x_id\n-- contract: contracts.THREADS\n"
+        "-- upstream: a, b,\n--     c\n-- Why it is so.\n\nselect 1 as x_id\n"
+    ))  # fmt: skip
+    parsed = warehouse.parse_sql_file(path, "intermediate")
+    assert (parsed.name, parsed.purpose, parsed.upstream) == (
+        "int_x__y",
+        "What it is, on two lines.",
+        ("a", "b", "c"),
+    )
+    assert parsed.fields["grain"] == "x_id"
+    assert parsed.contract is THREADS
+
+
+def test_order_by_upstream_puts_dependencies_first_and_rejects_unknowns_and_cycles(tmp_path):
+    def model(name: str, upstream: str) -> warehouse.SqlFile:
+        return warehouse.SqlFile(name, "marts", tmp_path / f"{name}.sql", "", "", {"upstream": upstream})
+
+    ordered = warehouse.order_by_upstream(
+        [model("c", "a, b"), model("b", "a, raw"), model("a", "raw")], ["raw"]
+    )
+    assert [m.name for m in ordered] == ["a", "b", "c"]
+    with pytest.raises(warehouse.ProjectError, match="unknown upstream nowhere"):
+        warehouse.order_by_upstream([model("a", "nowhere")])
+    with pytest.raises(warehouse.ProjectError, match="dependency cycle"):
+        warehouse.order_by_upstream([model("a", "b"), model("b", "a")])
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "error"),
+    [
+        ("staging", "-- stg_other\n-- Wrong name.\n", "not the file's stem"),
+        ("staging", "-- stg_x\n-- No fields.\nselect 1\n", "header lacks grain, contract, upstream"),
+        (
+            "staging",
+            "-- stg_x\n-- p\n-- grain: g\n-- contract: contracts.NOPE\n-- upstream: bots\nselect 1\n",
+            "NOPE",
+        ),
+        (
+            "staging",
+            "-- stg_x\n-- p\n-- grain: g\n-- contract: contracts.THREADS\n-- upstream: m\nselect 1\n",
+            "higher",
+        ),
+    ],
+)
+def test_load_project_rejects_malformed_models(tmp_path, layer, text, error):
+    sql_file(
+        tmp_path / "marts",
+        "m",
+        "-- m\n-- p\n-- grain: g\n-- contract: contracts.THREADS\n-- upstream: bots\n",
+    )
+    sql_file(tmp_path / layer, "stg_x", text)
+    with pytest.raises(warehouse.ProjectError, match=error):
+        warehouse.load_project(tmp_path)
+
+
+def test_sql_parameters_cover_every_rule_setting():
+    settings = BuildSettings(
+        answer_roles=["physician", "nurse_practitioner"], seed=3, min_clean_char_share=0.5
+    )
+    parameters = warehouse.sql_parameters(settings)
+    assert parameters["window_start"] == datetime(2015, 1, 1, tzinfo=UTC)
+    assert parameters["window_end"] == datetime(2023, 7, 1, tzinfo=UTC)
+    assert (parameters["answer_roles"], parameters["seed"], parameters["min_clean_char_share"]) == (
+        ["physician", "nurse_practitioner"], 3, 0.5,
+    )  # fmt: skip
+    rule_fields = set(BuildSettings.model_fields) - {"start", "end", "keep_truncated"}
+    assert set(parameters) == rule_fields | {"window_start", "window_end"}
+
+
+def test_a_file_gets_only_the_parameters_it_references(tmp_path):
+    model = warehouse.parse_sql_file(sql_file(tmp_path, "m", "-- m\nselect $seed, $salt\n"), "marts")
+    assert warehouse.parameters_for(model, {"seed": 1, "salt": "s", "min_words": 5}) == {
+        "salt": "s",
+        "seed": 1,
+    }
+    with pytest.raises(warehouse.ProjectError, match="no value for parameter"):
+        warehouse.parameters_for(model, {"seed": 1})
+
+
+def test_raw_views_follow_the_contract_even_without_files(duck, tmp_path):
+    (tmp_path / "source=RS").mkdir()
+    write_parquet(
+        tmp_path / "source=RS" / "part-0.parquet", RAW_SUBMISSIONS, [{"id": "p1", "source_line": 1}]
+    )
+    warehouse.create_raw_views(duck, {
+        "raw_reddit__submissions": [str(tmp_path / "source=RS" / "*.parquet")],
+        "raw_reddit__rejects": [str(tmp_path / "source=none" / "*.parquet")],
+    })  # fmt: skip
+    for table, rows in (
+        ("raw_reddit__submissions", 1),
+        ("raw_reddit__comments", 0),
+        ("raw_reddit__rejects", 0),
+    ):
+        warehouse.check_contract(duck, table, warehouse.RAW_CONTRACTS[table])
+        assert warehouse.count_rows(duck, table) == rows
+    with pytest.raises(warehouse.ProjectError, match="unknown raw tables"):
+        warehouse.create_raw_views(duck, {"raw_reddit__posts": []})
+    with pytest.raises(FileNotFoundError):
+        warehouse.create_raw_views(duck, {"raw_reddit__comments": [str(tmp_path / "missing.parquet")]})
+
+
+def test_a_table_that_breaks_its_contract_is_refused(duck):
+    duck.execute("create table rejects as select 'f' as source_file, 1 as source_line, 'r' as reason")
+    with pytest.raises(warehouse.ContractError, match="source_line"):
+        warehouse.check_contract(duck, "rejects", RAW_REJECTS)
+
+
+def test_a_seed_whose_header_differs_from_its_contract_is_refused(duck, tmp_path):
+    path = tmp_path / "bots.csv"
+    path.write_text("name\nSomeBot\n")
+    with pytest.raises(warehouse.ContractError, match=r"bots\.csv: columns \['name'\]"):
+        warehouse.load_seeds(duck, [path])
+
+
+def test_a_failed_audit_names_itself_and_shows_rows(duck, tmp_path):
+    text = "-- t__small\n-- Nothing below $limit.\nselect * from range(10) as r (n) where n < $limit"
+    audit = warehouse.parse_sql_file(sql_file(tmp_path, "t__small", text), "audit")
+    with pytest.raises(warehouse.AuditError, match=r"audit t__small failed: 3 violating row\(s\)") as error:
+        warehouse.run_audits(duck, [audit], {"limit": 3, "seed": 1})
+    assert "{'n': 0}" in str(error.value)
+    warehouse.run_audits(duck, [audit], {"limit": 0})
+
+
+def test_build_warehouse_task_writes_one_complete_file(tmp_path):
+    db_path = tmp_path / "warehouse" / "build.duckdb"
+    counts = warehouse.build_warehouse.fn(str(db_path), {}, BuildSettings())
+    # with no input, only the staging stages of the funnel have rows: three reasons and a total each
+    assert counts == {model.name: 0 for model in warehouse.load_project().models} | {"stats_funnel": 8}
+    assert sorted(path.name for path in db_path.parent.iterdir()) == ["build.duckdb"]
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        con.execute("copy full_threads to '{}'".format(tmp_path / "threads.parquet"))
+        con.execute("copy answered_qa_pairs to '{}'".format(tmp_path / "qa_pairs.parquet"))
+    for path, contract in (
+        (tmp_path / "threads.parquet", THREADS),
+        (tmp_path / "qa_pairs.parquet", QA_PAIRS),
+    ):
+        exported = pq.read_schema(path)
+        assert [(f.name, f.type) for f in exported] == [(f.name, f.type) for f in contract.schema]

@@ -1,0 +1,107 @@
+"""Conventions the code review would otherwise have to catch (house-style.md, item 26)."""
+
+import importlib
+import inspect
+import itertools
+import pkgutil
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prefect import Flow
+from prefect.flows import load_flow_from_entrypoint
+
+import flows
+from deployments.serve import project_deployments
+from tasks import contracts
+from tasks.contracts import Contract
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOYMENTS: list[dict[str, Any]] = yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]
+SQL_MODELS = sorted(
+    p for layer in ("staging", "intermediate", "marts") for p in (ROOT / "sql" / layer).glob("*.sql")
+)
+SQL_AUDITS = sorted((ROOT / "sql" / "audits").glob("*.sql"))
+SQL_TABLES = {p.stem for p in SQL_MODELS} | {p.stem for p in (ROOT / "sql" / "seeds").glob("*.csv")}
+PROMPTS = sorted((ROOT / "tasks" / "prompts").glob("*.txt"))
+
+
+def project_flows() -> dict[str, Flow]:
+    """Every flow defined in flows/, keyed by the entrypoint a deployment would give it."""
+    found = {}
+    for module_info in pkgutil.iter_modules(flows.__path__):
+        module = importlib.import_module(f"flows.{module_info.name}")
+        for name, value in vars(module).items():
+            if isinstance(value, Flow) and value.fn.__module__ == module.__name__:
+                found[f"flows/{module_info.name}.py:{name}"] = value
+    return found
+
+
+def deployment_id(spec: dict[str, Any]) -> str:
+    return f"{spec['entrypoint']} ({spec['name']})"
+
+
+def test_every_flow_has_a_deployment():
+    deployed = {spec["entrypoint"] for spec in DEPLOYMENTS}
+    missing = sorted(set(project_flows()) - deployed)
+    assert not missing, f"flows without a deployment in prefect.yaml: {missing}"
+
+
+def test_deployment_names_are_unique_per_flow():
+    names = [(spec["entrypoint"], spec["name"]) for spec in DEPLOYMENTS]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("spec", DEPLOYMENTS, ids=deployment_id)
+def test_deployment_entrypoint_loads_its_flow_with_known_parameters(spec):
+    """The entrypoint imports the way a worker imports it, and every preset names a real parameter."""
+    flow = load_flow_from_entrypoint(str(ROOT / spec["entrypoint"]), use_placeholder_flow=False)
+    assert isinstance(flow, Flow)
+    accepted = set(inspect.signature(flow.fn).parameters)
+    unknown = set(spec.get("parameters") or {}) - accepted
+    assert not unknown, f"{deployment_id(spec)}: parameters {sorted(unknown)} are not in {sorted(accepted)}"
+
+
+@pytest.mark.parametrize("spec", [s for s in DEPLOYMENTS if s.get("schedules")], ids=deployment_id)
+def test_scheduled_deployment_parameters_are_complete_and_valid(spec):
+    """Nobody is there to supply a missing parameter when a schedule fires."""
+    flow = load_flow_from_entrypoint(str(ROOT / spec["entrypoint"]), use_placeholder_flow=False)
+    flow.validate_parameters(spec["parameters"])
+
+
+def test_serve_entry_point_serves_what_prefect_yaml_deploys():
+    served = sorted((d.flow_name, d.name, d.parameters) for d in project_deployments())
+    flow_names = {entrypoint: flow.name for entrypoint, flow in project_flows().items()}
+    deployed = [(flow_names[s["entrypoint"]], s["name"], s.get("parameters") or {}) for s in DEPLOYMENTS]
+    assert served == sorted(deployed)
+
+
+def sql_header(path: Path) -> str:
+    """The leading comment block; its first line must name the file's table or audit."""
+    lines = path.read_text().splitlines()
+    assert lines[0] == f"-- {path.stem}", f"{path.name}: the first line must be `-- {path.stem}`"
+    return "\n".join(itertools.takewhile(lambda line: line.startswith("--"), lines))
+
+
+@pytest.mark.parametrize("path", SQL_MODELS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_sql_model_header_names_its_table_grain_contract_and_upstream(path):
+    header = sql_header(path)
+    missing = [key for key in ("grain", "contract", "upstream") if not re.search(rf"\b{key}:\s*\S", header)]
+    assert not missing, f"{path.name}: the header lacks {missing}"
+    contract = re.search(r"\bcontract:\s*contracts\.(\w+)", header)
+    assert contract, f"{path.name}: name the contract as contracts.<NAME>"
+    assert isinstance(getattr(contracts, contract.group(1), None), Contract), f"{path.name}: no such contract"
+
+
+@pytest.mark.parametrize("path", SQL_AUDITS, ids=lambda p: p.name)
+def test_sql_audit_is_named_after_its_table_and_rule(path):
+    assert re.search(r"\bupstream:\s*\S", sql_header(path)), f"{path.name}: the header lacks upstream"
+    audited = any(path.stem.startswith(f"{table}__") for table in SQL_TABLES)
+    assert audited, f"{path.name}: name it <model or seed>__<rule>.sql"
+
+
+@pytest.mark.parametrize("path", PROMPTS, ids=lambda p: p.name)
+def test_prompt_file_names_carry_a_version(path):
+    assert re.fullmatch(r"[a-z0-9_]+_v\d+\.txt", path.name), f"{path.name}: name it <name>_v<N>.txt"
