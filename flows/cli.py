@@ -13,8 +13,6 @@ from rich.table import Table
 from flows.cli_evaluate import evaluate
 from flows.cli_report import print_report_summary, report
 from tasks.lake import expand_dump_paths
-from tasks.provenance import PROJECT_ROOT
-from tasks.runners import RunnerSettings
 from tasks.settings import BuildSettings
 
 app = typer.Typer(
@@ -25,7 +23,7 @@ app = typer.Typer(
 )
 console = Console()
 DEFAULTS = BuildSettings()
-DEMO_CONFIG = PROJECT_ROOT / "deployments" / "eval.demo.yaml"
+DEMO_CONFIG = Path(__file__).resolve().parents[1] / "deployments" / "eval.demo.yaml"
 
 
 class Layout(StrEnum):
@@ -152,6 +150,7 @@ def build(
     a dataset card (README.md) and dataset.duckdb under --out. Same inputs, same rows.
     """
     from flows.build_dataset import build_dataset
+    from tasks.runners import RunnerSettings
 
     settings = BuildSettings(
         subreddit=subreddit, start=start.date(), end=end.date(), seed=seed, salt=salt,

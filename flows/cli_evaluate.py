@@ -2,15 +2,15 @@
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from tasks.eval_config import resolve_settings
-from tasks.eval_run import CallEstimate, build_plan, estimate_plan
+if TYPE_CHECKING:
+    from tasks.eval_run import CallEstimate
 
 console = Console()
 
@@ -72,6 +72,10 @@ def evaluate(
     (it sees the physician's). Every call is kept in RUN_DIR/ledger, so a crash, a kill or a provider
     outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed.
     """
+    # Imported here: litellm takes seconds to import, and every `threadmed` command would pay for it.
+    from tasks.eval_config import resolve_settings
+    from tasks.eval_run import build_plan, estimate_plan
+
     try:
         settings = resolve_settings(
             dataset_dir=dataset, run_dir=out, config_file=config, models=_list(models), judge=judge,
@@ -101,7 +105,7 @@ def _list(value: str | None) -> list[str] | None:
     return [item.strip() for item in value.split(",") if item.strip()] if value else None
 
 
-def estimate_table(estimates: list[CallEstimate]) -> Table:
+def estimate_table(estimates: "list[CallEstimate]") -> Table:
     table = Table(
         title="Dry run: calls still to make (tokens estimated with cl100k; judge re-asks not counted)"
     )

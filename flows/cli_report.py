@@ -8,8 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tasks.report import ReportSettings
-from tasks.report_tables import judge_note
+from tasks.settings import ReportSettings
 
 DEFAULTS = ReportSettings()
 
@@ -31,6 +30,8 @@ def print_report_summary(report_dir: Path, console: Console) -> None:
                 model, condition, str(overall["n"]), interval, "—" if wrong is None else f"{wrong:.1f}"
             )
     console.print(table)
+    from tasks.report_tables import judge_note
+
     note = judge_note(metrics["judge"]["model"])
     if note:
         console.print(f"[yellow]{note}[/yellow]")

@@ -7,6 +7,7 @@ when complete, with an `_ingest.json` receipt (fingerprint, settings, counts) th
 skip files it already holds.
 """
 
+import gc
 import hashlib
 import json
 import multiprocessing
@@ -43,6 +44,8 @@ RECEIPT_NAME = "_ingest.json"
 PROGRESS_EVERY_SECONDS = 5.0
 # JSON parsing holds the GIL: blocks are parsed in worker processes while this one decompresses.
 DEFAULT_WORKERS = os.cpu_count() or 1
+# Below this compressed size a dump is parsed here: starting worker processes would cost more.
+POOL_MIN_BYTES = 16 << 20
 
 
 @dataclass
@@ -110,11 +113,12 @@ def _results_in_order(jobs: Iterator[BlockJob], workers: int) -> Iterator[BlockR
         yield from map(run_block_job, jobs)
         return
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    # Parsed records hold no reference cycles, so the cyclic collector only costs time in the workers.
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=gc.disable) as pool:
         in_flight: deque[Future[BlockResult]] = deque()
         for job in jobs:
             in_flight.append(pool.submit(run_block_job, job))
-            if len(in_flight) >= 2 * workers:
+            if len(in_flight) >= 4 * workers:
                 yield in_flight.popleft().result()
         while in_flight:
             yield in_flight.popleft().result()
@@ -146,7 +150,7 @@ def ingest_dump(
         for index, block in enumerate(iter_line_blocks(path))
     )
     try:
-        for result in _results_in_order(jobs, workers):
+        for result in _results_in_order(jobs, workers if total_bytes >= POOL_MIN_BYTES else 0):
             summary.add(result)
             rejects += result.rejects
             if on_progress and time.monotonic() - last_report >= PROGRESS_EVERY_SECONDS:

@@ -97,7 +97,7 @@ def _plain_chunks(handle: BinaryIO, read_size: int) -> Iterator[tuple[bytes, int
 
 
 def iter_line_blocks(
-    path: Path, min_block_bytes: int = 1 << 24, read_size: int | None = None
+    path: Path, min_block_bytes: int = 1 << 22, read_size: int | None = None
 ) -> Iterator[LineBlock]:
     """Yield the lines of a dump in order, as blocks of complete lines of at least `min_block_bytes`.
 

@@ -49,6 +49,8 @@ def epoch_seconds(value: Any) -> int | None:
     """Epoch seconds from an int, a float or a numeric string (all occur in the dumps); else None."""
     if type(value) is int:
         return value
+    if value is None:
+        return None
     if isinstance(value, float | str) and not isinstance(value, bool):
         try:
             return int(float(value))

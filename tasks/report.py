@@ -27,7 +27,6 @@ import pyarrow.parquet as pq
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, Field
 
 from tasks import metrics as m
 from tasks.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
@@ -40,19 +39,9 @@ from tasks.report_tables import (
     run_summary,
     table_records,
 )
+from tasks.settings import ReportSettings
 
 RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]
-
-
-class ReportSettings(BaseModel):
-    """How intervals are computed; the defaults are evaluation.md's."""
-
-    n_resamples: int = Field(10_000, ge=100, description="Bootstrap resamples per interval.")
-    seed: int = Field(0, description="Seed of the bootstrap; each statistic derives its own stream from it.")
-    level: float = Field(0.95, gt=0, lt=1, description="Confidence level of the percentile intervals.")
-    clustered: bool = Field(
-        False, description="Resample whole conversations for every interval, not only conversation metrics."
-    )
 
 
 # --- loading -------------------------------------------------------------------------------------------

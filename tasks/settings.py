@@ -41,3 +41,14 @@ class BuildSettings(BaseModel):
         if not self.answer_roles:
             raise ValueError("answer_roles must name at least one role")
         return self
+
+
+class ReportSettings(BaseModel):
+    """How intervals are computed; the defaults are evaluation.md's."""
+
+    n_resamples: int = Field(10_000, ge=100, description="Bootstrap resamples per interval.")
+    seed: int = Field(0, description="Seed of the bootstrap; each statistic derives its own stream from it.")
+    level: float = Field(0.95, gt=0, lt=1, description="Confidence level of the percentile intervals.")
+    clustered: bool = Field(
+        False, description="Resample whole conversations for every interval, not only conversation metrics."
+    )

@@ -4,6 +4,7 @@ from datetime import date
 import pyarrow.parquet as pq
 import pytest
 
+from tasks import ingest
 from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS
 from tasks.ingest import ingest_dump, receipt_matches, settings_key
 from tasks.reader import TruncatedDumpError
@@ -145,7 +146,8 @@ def test_truncated_dump_fails_unless_asked_to_keep_what_was_read(tmp_path):
     assert kept.schema == RAW_SUBMISSIONS.schema
 
 
-def test_worker_processes_write_the_same_rows_as_inline_parsing(tmp_path):
+def test_worker_processes_write_the_same_rows_as_inline_parsing(tmp_path, monkeypatch):
+    monkeypatch.setattr(ingest, "POOL_MIN_BYTES", 0)  # the test dump is small; use the pool anyway
     template = b'{"id":"c%d","subreddit":"AskDocs","created_utc":1451606400,"link_id":"t3_p1","body":"%s"}'
     lines = [template % (i, b"word " * (i % 50)) for i in range(20000)] + [b"{broken"]
     dump = _dump(tmp_path, "AskDocs_comments.zst", lines)
