@@ -12,7 +12,14 @@ from prefect.utilities.annotations import quote
 
 from flows.report import report_runs
 from tasks.eval_config import Condition, EvalConfig, resolve_settings
-from tasks.eval_run import RunSummary, plan_evaluation, write_manifest, write_run_outputs
+from tasks.eval_run import (
+    RunSummary,
+    follow_progress,
+    plan_evaluation,
+    publish_run_summary,
+    write_manifest,
+    write_run_outputs,
+)
 from tasks.inference import answer_thread
 from tasks.judge import judge_thread
 from tasks.runners import RunnerSettings, make_task_runner
@@ -52,8 +59,10 @@ def evaluate_models(
         judgments = workers.map(
             judge_thread, {"job": judge_jobs, "responses": responses, "ledger_dir": ledger}
         )
+        follow_progress([*responses, *judgments], plan.run_id)
         summary = write_run_outputs(plan, responses, judgments)
     write_manifest(settings, plan, summary)
+    publish_run_summary(summary)
     if report:
         report_runs(run_dirs=[run_dir])
     if summary.failed_calls:

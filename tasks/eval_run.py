@@ -20,7 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import tiktoken
 from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture, as_completed
 from pydantic import BaseModel
 
 from tasks import baselines
@@ -44,6 +46,7 @@ from tasks.judge import (
 )
 from tasks.ledger import CallLedger
 from tasks.llm import CallOptions, token_costs
+from tasks.provenance import artifact_key
 
 PACKAGES = ("litellm", "prefect", "pyarrow", "pydantic", "rapidfuzz", "openai", "httpx")
 OVERLAP_JUDGE_NOTE = f"{baselines.PROVIDER}/overlap-judge scores are a {baselines.OVERLAP_JUDGE_LABEL}."
@@ -138,6 +141,27 @@ class RunSummary(BaseModel):
     groups: list[GroupSummary]
     failed_calls: dict[str, int]
 
+    def markdown(self) -> str:
+        """The run's outcome for people: a line saying whether calls failed, then one row per group."""
+        outcome = self.failure_message() if self.failed_calls else "Every call succeeded."
+        lines = [
+            f"# Evaluation run {self.run_id}",
+            "",
+            f"**{outcome}**",
+            "",
+            "| model | condition | answered | failed | not run | judged | unparseable | mean (0-100) | USD |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for g in self.groups:
+            mean = "-" if g.mean_score is None else f"{g.mean_score:.1f}"
+            counts = [g.responses.get(s, 0) for s in ("ok", "failed", "not_run")]
+            counts += [g.judgments.get(s, 0) for s in ("ok", "unparseable")]
+            cost = g.inference_cost_usd + g.judge_cost_usd
+            lines.append(
+                f"| {g.model} | {g.condition} | {' | '.join(map(str, counts))} | {mean} | {cost:.4f} |"
+            )
+        return "\n".join(lines)
+
     def failure_message(self) -> str:
         kinds = ", ".join(f"{kind.replace('_', ' ')} {n}" for kind, n in sorted(self.failed_calls.items()))
         total = sum(self.failed_calls.values())
@@ -174,6 +198,29 @@ def summarize(
     # JUDGMENTS has no error_class column: a failed judgment's error starts with its kind.
     failed.update(j["error"].split(":", 1)[0] for j in judgments if j["parse_status"] == "failed")
     return RunSummary(run_id=run_id, run_dir=run_dir, groups=groups, failed_calls=dict(failed))
+
+
+def follow_progress(futures: list[PrefectFuture], run_id: str) -> None:
+    """Wait for the thread tasks, keeping a progress artifact of the share done (about 50 updates)."""
+    artifact = create_progress_artifact(
+        progress=0.0,
+        key=artifact_key("evaluation-progress", run_id),
+        description=f"Run {run_id}: thread tasks done",
+    )
+    step = max(1, len(futures) // 50)
+    for done, _ in enumerate(as_completed(futures), start=1):
+        if done % step == 0 or done == len(futures):
+            update_progress_artifact(artifact_id=artifact, progress=100 * done / len(futures))
+
+
+@task(name="publish-run-summary", cache_policy=NO_CACHE)
+def publish_run_summary(summary: RunSummary) -> None:
+    """The run's counts, costs and failures -> a Markdown artifact (its key names the run)."""
+    create_markdown_artifact(
+        key=artifact_key("evaluation-summary", summary.run_id),
+        markdown=summary.markdown(),
+        description="Calls answered, failed and judged per model and condition",
+    )
 
 
 @task(name="write-run-outputs", cache_policy=NO_CACHE)

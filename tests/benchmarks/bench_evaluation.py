@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 import pyarrow.parquet as pq
-from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.evaluate_models import evaluate_models
 from tasks.eval_config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec, SampleSpec
@@ -114,16 +113,12 @@ def main(out_dir: Path) -> dict[str, Any]:
 
 def timed_run(dataset: Path, run_dir: Path, url: str) -> dict[str, Any]:
     """Warm up on one thread (Prefect's API and litellm start once), then time the whole evaluation."""
-    run = settings(dataset, run_dir, url)
-    flow = evaluate_models.with_options(
-        task_runner=ThreadPoolTaskRunner(max_workers=run.config.worker_count())
-    )
     start = time.perf_counter()
-    flow(settings(dataset, run_dir.with_name("warm-up"), url, limit=1))
+    evaluate(settings(dataset, run_dir.with_name("warm-up"), url, limit=1))
     startup_s = time.perf_counter() - start
     before = server_stats(url)
     start = time.perf_counter()
-    flow(run)
+    evaluate(settings(dataset, run_dir, url))
     wall_s = time.perf_counter() - start
     after = server_stats(url)
     return {
@@ -132,6 +127,13 @@ def timed_run(dataset: Path, run_dir: Path, url: str) -> dict[str, Any]:
         "calls": after["requests"] - before["requests"],
         "max_in_flight": after["max_in_flight"],
     }
+
+
+def evaluate(run: EvaluationSettings) -> None:
+    """The evaluate-models flow without its report (timed by the report benchmark)."""
+    evaluate_models(
+        dataset_dir=str(run.dataset_dir), run_dir=str(run.run_dir), config=run.config, report=False
+    )
 
 
 def server_stats(url: str) -> dict[str, Any]:

@@ -61,7 +61,8 @@ def test_build_publishes_exactly_the_generators_dataset(dumps, tmp_path):
     assert (out / "funnel.png").read_bytes()[:4] == b"\x89PNG"
     with duckdb.connect(str(out / "dataset.duckdb"), read_only=True) as views:
         views.execute("set file_search_path = ?", [str(out)])
-        assert views.execute("select count(*) from answered_threads").fetchall() == [(dumps.answered_threads,)]
+        counted = views.execute("select count(*) from answered_threads").fetchall()
+    assert counted == [(dumps.answered_threads,)]
 
 
 def test_same_inputs_give_the_same_bytes_and_are_not_read_twice(dumps, tmp_path):

@@ -10,6 +10,9 @@ import prefect.settings
 import pyarrow.parquet as pq
 import pytest
 import typer
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+from prefect.client.schemas.sorting import ArtifactSort
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -19,6 +22,7 @@ from flows.evaluate_models import evaluate_models
 from tasks.contracts import JUDGMENTS, RESPONSES
 from tasks.eval_config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
 from tasks.llm import Prices, ProviderLimits, RetryPolicy
+from tasks.provenance import artifact_key
 from tests.eval_fixtures import write_dataset
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer, default_reply
 
@@ -55,6 +59,18 @@ def parameters(run: EvaluationSettings) -> dict:
     """The flow's parameters for these settings (the report is tested on its own)."""
     return {"dataset_dir": str(run.dataset_dir), "run_dir": str(run.run_dir), "config": run.config,
             "report": False}  # fmt: skip
+
+
+def summary_artifact(run_id: str) -> str:
+    """The newest Markdown of the run's summary artifact, as the Prefect UI shows it."""
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=[artifact_key("evaluation-summary", run_id)])
+            ),
+            sort=ArtifactSort.CREATED_DESC,
+        )
+    return artifacts[0].data
 
 
 def read(run_dir: Path, name: str) -> list[dict]:
@@ -119,6 +135,10 @@ def test_failed_calls_fail_the_run_after_writing_everything_and_a_rerun_finishes
         assert [j["parse_status"] for j in judgments].count("failed") == 1
         first_run_ok = server.stats()["ok"]
         assert len(server.requests) == first_run_ok + 2
+        run_id = json.loads((tmp_path / "manifest.json").read_text())["run_id"]
+        assert summary_artifact(run_id).startswith(
+            f"# Evaluation run {run_id}\n\n**2 calls failed: authentication 1"
+        )
 
         assert evaluate_models(**parameters(run)).failed_calls == {}
         assert all(r["status"] == "ok" for r in read(tmp_path, "responses"))

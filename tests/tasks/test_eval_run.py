@@ -5,7 +5,7 @@ import pytest
 
 from tasks.contracts import RESPONSES
 from tasks.eval_config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec, answered_dir
-from tasks.eval_run import build_plan, estimate_plan, summarize, write_table
+from tasks.eval_run import GroupSummary, RunSummary, build_plan, estimate_plan, summarize, write_table
 from tasks.inference import answer_thread
 from tasks.judge import judge_thread
 from tasks.llm import Prices
@@ -93,3 +93,35 @@ def test_tables_are_written_sorted_by_their_key(tmp_path):
     table = pq.read_table(tmp_path / "responses.parquet")
     assert table.schema.equals(RESPONSES.schema) and table["turn"].to_pylist() == [0, 2]
     assert [p.name for p in tmp_path.iterdir()] == ["responses.parquet"]
+
+
+def test_the_summary_says_what_failed_and_lists_every_group():
+    summary = RunSummary(
+        run_id="r1",
+        run_dir=Path("runs/r1"),
+        groups=[
+            GroupSummary(
+                model="m",
+                condition="baseline",
+                responses={"ok": 5, "failed": 1, "not_run": 2},
+                judgments={"ok": 4, "unparseable": 1},
+                mean_score=62.5,
+                inference_cost_usd=0.25,
+                judge_cost_usd=0.5,
+            ),
+        ],
+        failed_calls={"rate_limit": 1},
+    )
+    assert summary.markdown().splitlines() == [
+        "# Evaluation run r1",
+        "",
+        "**1 call failed: rate limit 1; re-run the same command to finish (completed calls are kept)**",
+        "",
+        "| model | condition | answered | failed | not run | judged | unparseable | mean (0-100) | USD |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| m | baseline | 5 | 1 | 2 | 4 | 1 | 62.5 | 0.7500 |",
+    ]
+    assert (
+        summary.model_copy(update={"failed_calls": {}}).markdown().splitlines()[2]
+        == "**Every call succeeded.**"
+    )
