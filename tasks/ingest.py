@@ -62,7 +62,7 @@ class IngestSummary:
     bytes_read: int = 0
     seconds: float = 0.0
 
-    def add(self, result: "BlockResult") -> None:
+    def add(self, result: BlockResult) -> None:
         self.lines += result.lines
         self.kept += result.kept
         self.dropped.update(result.dropped)
@@ -107,7 +107,7 @@ def settings_key(kind: DumpKind, keep: IngestFilter, keep_truncated: bool) -> di
 def _results_in_order(jobs: Iterator[BlockJob], workers: int) -> Iterator[BlockResult]:
     """Run block jobs on `workers` processes (0: in this process), yielding results in input order.
 
-    At most two blocks per worker are in flight, so memory stays bounded whatever the file size.
+    At most four blocks per worker are in flight, so memory stays bounded whatever the file size.
     """
     if workers == 0:
         yield from map(run_block_job, jobs)

@@ -280,8 +280,9 @@ def seed_table_sql(contract: Contract, path: Path) -> str:
 
 
 def prepare_connection(con: duckdb.DuckDBPyConnection) -> None:
-    """Session settings every build relies on: timestamps are UTC."""
+    """Session settings every build relies on: timestamps are UTC; progress is the flow's to report."""
     con.execute("set TimeZone = 'UTC'")
+    con.execute("set enable_progress_bar = false")
 
 
 def expand_files(patterns: Sequence[str]) -> list[str]:
