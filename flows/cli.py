@@ -13,6 +13,7 @@ from rich.table import Table
 from flows.cli_evaluate import evaluate
 from flows.cli_report import print_report_summary, report
 from tasks.lake import expand_dump_paths
+from tasks.reader import DumpError
 from tasks.settings import BuildSettings
 
 app = typer.Typer(
@@ -157,15 +158,19 @@ def build(
         answer_roles=answer_roles, keep_truncated=keep_truncated,
     )  # fmt: skip
     runner = RunnerSettings(kind="dask", dask_address=dask_address) if dask or dask_address else None
-    dataset = build_dataset(
-        submissions=expand_dumps(submissions, "--submissions"),
-        comments=expand_dumps(comments, "--comments"),
-        out_dir=str(out),
-        lake_dir=str(lake),
-        settings=settings,
-        versioned=versioned,
-        runner=runner,
-    )
+    try:
+        dataset = build_dataset(
+            submissions=expand_dumps(submissions, "--submissions"),
+            comments=expand_dumps(comments, "--comments"),
+            out_dir=str(out),
+            lake_dir=str(lake),
+            settings=settings,
+            versioned=versioned,
+            runner=runner,
+        )
+    except DumpError as error:  # an unreadable input is the user's to fix: say which and why, no traceback
+        console.print(f"[red]Build failed:[/red] {error}")
+        raise typer.Exit(1) from None
     print_build_summary(Path(dataset))
 
 
