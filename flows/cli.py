@@ -1,6 +1,7 @@
 """`threadmed`: the command line. Every command is a thin wrapper that runs a Prefect flow."""
 
 import json
+import os
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -15,6 +16,11 @@ from flows.cli_report import print_report_summary, report
 from tasks.lake import expand_dump_paths
 from tasks.reader import DumpError
 from tasks.settings import BuildSettings
+
+# Prefect is imported only inside commands, so these defaults reach it; the user's settings win.
+# Telemetry would fail (and log an error) offline; a loaded machine needs time to start the API.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 app = typer.Typer(
     help="ThReadMed-QA: rebuild the multi-turn r/AskDocs benchmark from Pushshift dumps; evaluate LLMs.",

@@ -544,8 +544,9 @@ def _plan_posts(rng: random.Random, times: list[int], posts: int) -> dict[int, _
     lo, hi = bisect_left(times, WINDOW_START), bisect_left(times, WINDOW_END)
     placer = _Placer(rng)
     threads = _thread_plans(rng, round(posts * _THREADS_PER_POST), minimum, long_minimum)
-    for index in (lo, hi - 1) if lo < hi and threads else ():
-        placer.pin(index, threads.pop())
+    for index in (lo, hi - 1) if lo < hi else ():
+        if threads:  # a tiny run may have a single thread plan for the two edges
+            placer.pin(index, threads.pop())
     for index in (lo - 1, hi):
         placer.pin(index, _Plan("decoy:out_of_window", _draw_labels(rng, True)))
     for plan in threads:

@@ -217,3 +217,11 @@ def test_progress_reports_lines_written(tmp_path):
     summary = generate_dumps(tmp_path, 200, SEED, progress=seen.append)
     assert seen == sorted(seen) and seen[-1] == summary.total_records
     assert summary.records == {path.name: len(read_lines(path)) for path in summary.files}
+
+
+@pytest.mark.parametrize("posts", [1, 7, 50, 120])
+def test_tiny_runs_are_consistent_too(tmp_path, posts):
+    summary = generate_dumps(tmp_path, posts, seed=posts)
+    threads = pq.read_table(summary.truth_threads).to_pylist()
+    assert summary.full_threads == sum(t["in_full"] for t in threads)
+    assert summary.answered_threads == sum(t["in_answered"] for t in threads) <= summary.full_threads
