@@ -158,7 +158,12 @@ def build(
     """
     from flows.build_dataset import build_dataset
     from tasks.runners import RunnerSettings
+    from tasks.warehouse import ProjectError, check_answer_roles, flair_roles
 
+    try:
+        check_answer_roles(answer_roles, flair_roles())
+    except ProjectError as error:
+        raise typer.BadParameter(str(error), param_hint="--answer-roles") from None
     settings = BuildSettings(
         subreddit=subreddit, start=start.date(), end=end.date(), seed=seed, salt=salt,
         answer_roles=answer_roles, keep_truncated=keep_truncated,

@@ -313,6 +313,19 @@ def load_macros(con: duckdb.DuckDBPyConnection, macros: Iterable[SqlFile]) -> No
         con.execute(macro.text)
 
 
+def flair_roles(sql_dir: Path = SQL_DIR) -> set[str]:
+    """The roles the flair seed table can give a commenter: what `answer_roles` may name."""
+    with (sql_dir / "seeds" / "flair_roles.csv").open(encoding="utf-8", newline="") as handle:
+        return {row["role"] for row in csv.DictReader(handle)}
+
+
+def check_answer_roles(roles: Iterable[str], known: set[str]) -> None:
+    """Raise ProjectError for a role no flair maps to (a typo would silently build an empty dataset)."""
+    unknown = sorted(set(roles) - known)
+    if unknown:
+        raise ProjectError(f"unknown answer role(s) {unknown}; the flair seed table has {sorted(known)}")
+
+
 def load_seeds(con: duckdb.DuckDBPyConnection, seeds: Iterable[Path]) -> None:
     """Load each seed CSV into a table named after it, after checking its header against its contract."""
     for path in seeds:
@@ -387,6 +400,7 @@ def build(
 @task(cache_policy=NO_CACHE)
 def build_warehouse(db_path: str, raw_files: dict[str, list[str]], settings: BuildSettings) -> dict[str, int]:
     """Run every SQL model into db_path (one writer), audit each layer; return row counts per table."""
+    check_answer_roles(settings.answer_roles, flair_roles())
     target = Path(db_path)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")

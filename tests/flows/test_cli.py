@@ -34,3 +34,14 @@ def test_a_file_that_is_not_a_dump_fails_the_build_with_its_name(tmp_path):
     assert result.exit_code == 1
     assert "paper.zst: neither a zstd file nor NDJSON" in " ".join(result.output.split())
     assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_answer_role_is_refused_naming_the_known_ones(tmp_path):
+    dump = tmp_path / "d.zst"
+    dump.write_bytes(b"")
+    arguments = ["--submissions", str(dump), "--comments", str(dump), "--out", "out"]
+    result = runner.invoke(app, ["build", *arguments, "--answer-roles", "physicians"])
+    output = " ".join(result.output.replace("│", " ").split())
+    assert result.exit_code == 2
+    assert "unknown answer role(s) ['physicians']" in output
+    assert "'physician_assistant'" in output

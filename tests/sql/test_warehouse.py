@@ -165,3 +165,11 @@ def test_build_warehouse_task_writes_one_complete_file(tmp_path):
     ):
         exported = pq.read_schema(path)
         assert [(f.name, f.type) for f in exported] == [(f.name, f.type) for f in contract.schema]
+
+
+def test_answer_roles_must_be_roles_of_the_flair_seed():
+    known = warehouse.flair_roles()
+    assert {"physician", "physician_assistant", "nurse_practitioner", "unverified"} <= known
+    warehouse.check_answer_roles(["physician", "physician_assistant"], known)
+    with pytest.raises(warehouse.ProjectError, match=r"unknown answer role\(s\) \['Physician'\]"):
+        warehouse.check_answer_roles(["physician", "Physician"], known)
