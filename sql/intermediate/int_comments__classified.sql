@@ -97,9 +97,11 @@ classified as (
 ),
 
 -- Inputs of the answer quality filter, for answers only: removal markers, characters other than
--- blanks, and characters that are neither blanks, letters, digits nor ASCII or typographic
--- punctuation. Cleaned text has no blanks but spaces and newlines, and ordinary characters come in long
--- runs, so both counts take few rewrites.
+-- blanks, characters that are neither blanks, letters, digits nor the punctuation of prose, and
+-- whether there is a letter or digit at all. Prose punctuation is `. , ; : ! ? ' " ( ) -`, typographic
+-- quotes, dashes and the ellipsis; symbols such as `@ # $ % * | < > [ ] { } _ = + \ /` are not, so a
+-- line of them reads as garbled. Cleaned text has no blanks but spaces and newlines, and ordinary
+-- characters come in long runs, so both counts take few rewrites.
 answer_measures as (
     select
         classified.*,
@@ -115,12 +117,15 @@ answer_measures as (
             when classified.comment_class = 'answerer' then length(
                 regexp_replace(
                     classified.body,
-                    '[\s\p{L}\p{N}!-/:-@\[-`{-~\x{2018}\x{2019}\x{201C}\x{201D}\x{2013}\x{2014}\x{2026}]+',
+                    '[\s\p{L}\p{N}.,;:!?''"()\-\x{2018}\x{2019}\x{201C}\x{201D}\x{2013}\x{2014}\x{2026}]+',
                     '',
                     'g'
                 )
             )
-        end as count_unusual_chars
+        end as count_unusual_chars,
+        case
+            when classified.comment_class = 'answerer' then regexp_matches(classified.body, '[\p{L}\p{N}]')
+        end as has_letter_or_digit
     from classified
 ),
 
@@ -129,6 +134,7 @@ with_answer_defect as (
         answer_measures.*,
         case
             when answer_measures.count_removed_markers > $max_removed_markers then 'too_many_removed_markers'
+            when not answer_measures.has_letter_or_digit then 'garbled'
             when
                 answer_measures.count_visible_chars - answer_measures.count_unusual_chars
                 < $min_clean_char_share * answer_measures.count_visible_chars

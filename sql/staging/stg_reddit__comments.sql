@@ -4,6 +4,7 @@
 -- grain: comment_id
 -- contract: contracts.STG_REDDIT__COMMENTS
 -- upstream: raw_reddit__comments, bots
+-- Mentions of users (`u/name`) become their pseudonyms, like the author column.
 -- Duplicates keep the latest retrieval, then the copy read last. The flair is `author_flair_text`, or
 -- else the text pieces of `author_flair_richtext` (flattened by the ingest), HTML-decoded:
 -- 'Physician - ENT/Head &amp; Neck Surgery' arrives escaped.
@@ -53,7 +54,7 @@ renamed as (
         -- text: a removal marker becomes null
         case
             when not is_removal_sentinel(deduplicated.body)
-                then coalesce(clean_text(deduplicated.body), '')
+                then coalesce(clean_text(pseudonymise_mentions(deduplicated.body, $salt)), '')
         end as body,
         is_removal_sentinel(deduplicated.body) as is_body_removed,
         nullif(

@@ -6,7 +6,8 @@
 -- upstream: raw_reddit__submissions, bots
 -- An id seen more than once (overlapping dumps, re-ingests) keeps its latest retrieval, then the copy
 -- read last; `count_duplicates` says how many copies were dropped. Usernames stop here: the author is
--- pseudonymised, bot accounts are flagged while the name is still at hand.
+-- pseudonymised, bot accounts are flagged while the name is still at hand, and mentions of users
+-- (`u/name`) become their pseudonyms.
 
 with
 
@@ -45,10 +46,10 @@ renamed as (
             as is_bot_author,
 
         -- text: a removal marker becomes null
-        coalesce(clean_text(deduplicated.title), '') as title,
+        coalesce(clean_text(pseudonymise_mentions(deduplicated.title, $salt)), '') as title,
         case
             when not is_removal_sentinel(deduplicated.selftext)
-                then coalesce(clean_text(deduplicated.selftext), '')
+                then coalesce(clean_text(pseudonymise_mentions(deduplicated.selftext, $salt)), '')
         end as selftext,
         is_removal_sentinel(deduplicated.selftext) as is_selftext_removed,
 

@@ -186,6 +186,32 @@ def test_answer_quality_filter(duck, given, run_model):
     ]
 
 
+def test_symbols_are_not_ordinary_punctuation(duck, given, run_model):
+    # ordinary punctuation is that of prose; `@ # $ % ^ & * ~ |` and the like are not, and a text
+    # without a letter or a digit is garbled whatever its share of punctuation
+    given([
+        stg_comment("s1", body="@@@ ### $$$ %%% ^^^ &&& *** ~~~ ||||"),
+        stg_comment("s2", body="<<>> [[]] {{}} __ == ++ \\\\ // ok"),
+        stg_comment("s3", body="... !!! ??? --- ((( ))) ;;; ::: ,,,"),
+        stg_comment("s4", body="“Well,” she said – it’s fine… (really): rest, fluids; don’t worry! Okay?"),
+        stg_comment("s5", body="Take 500 mg/day (about 10% more) & rest: see #3 in my list * twice."),
+    ])  # fmt: skip
+    assert run_model(duck, "int_comments__classified") == [
+        classified("s1", "answerer", answer_defect="garbled"),
+        classified("s2", "answerer", answer_defect="garbled"),
+        classified("s3", "answerer", answer_defect="garbled"),
+        classified("s4", "answerer"),
+        classified("s5", "answerer"),
+    ]
+    assert run_model(duck, "int_comments__classified", min_clean_char_share=0.0) == [
+        classified("s1", "answerer", answer_defect="garbled"),
+        classified("s2", "answerer"),
+        classified("s3", "answerer", answer_defect="garbled"),
+        classified("s4", "answerer"),
+        classified("s5", "answerer"),
+    ]
+
+
 def test_comments_count_whatever_their_own_date(duck, given, run_model):
     # the window applies to posts only: a late reply on a kept post is still part of its thread
     late = at(1_800_000_000)  # 2027

@@ -46,6 +46,102 @@ def test_clean_text_keeps_null(duck):
 
 
 @pytest.mark.parametrize(
+    "phone",
+    [
+        # North America, with and without the country code
+        "(555) 123-4567",
+        "555-123-4567",
+        "555.123.4567",
+        "555 123 4567",
+        "5551234567",
+        "+1 555 123 4567",
+        "+1 (555) 123-4567",
+        "1-800-555-0199",
+        "1 800 555 0199",
+        "555-0143",
+        "867-5309",
+        # international, written with `+` and the country code
+        "+44 20 7946 0958",
+        "+44 (0)20 7946 0958",
+        "+44 7700 900123",
+        "+33 1 23 45 67 89",
+        "+33 6 12 34 56 78",
+        "+49 30 12345678",
+        "+49 (30) 1234-5678",
+        "+61 2 9876 5432",
+        "+61 412 345 678",
+        "+91 98765 43210",
+        "+353 1 234 5678",
+        "+81 3-1234-5678",
+        "+34 612 34 56 78",
+        "+27 21 123 4567",
+        "+447700900123",
+        # national formats with the trunk prefix 0
+        "07700 900123",
+        "07700900123",
+        "020 7946 0958",
+        "(020) 7946 0958",
+        "0121 496 0000",
+        "01 23 45 67 89",
+        "01.23.45.67.89",
+        "06-12-34-56-78",
+        "030 12345678",
+        "030 1234 5678",
+        "0412 345 678",
+        "(02) 9876 5432",
+    ],
+)
+def test_mask_phone_numbers_masks_phone_numbers(duck, phone):
+    assert call(duck, "mask_phone_numbers($text)", text=f"call me on {phone}, thanks") == (
+        "call me on [phone], thanks"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "500 mg",
+        "1,200 mg",
+        "0.5 mg/kg",
+        "0.5 0.25 0.125 mg",
+        "2023-04-05",
+        "on 05.04.2023",
+        "05-04-2023",
+        "12/03/2021",
+        "37.5 C",
+        "98.6 F",
+        "BP 120/80",
+        "BP 120/80 mmHg, pulse 72",
+        "HbA1c 6.5%",
+        "age 34",
+        "34 M, 180 cm, 75 kg",
+        "3-4 times a day",
+        "10-15 minutes",
+        "2019-2021",
+        "500-1000 mg",
+        "1200-1500 calories",
+        "150-450 x10^9/L",
+        "200-2000 IU",
+        "WBC 4.5-11.0",
+        "from 08:30 to 17:00",
+        "0800-1700",
+        "TSH 0.45, T4 12.3",
+        "id 12345678901",
+        "ages 25 30 35 40",
+        "2020 2021 2022",
+        "+2 mm",
+        "HER2+ 3",
+        "2+2=4",
+        "$1,200.50",
+        "100,000 steps",
+        "2 x 500 mg, 3 x 250 mg",
+    ],
+)
+def test_mask_phone_numbers_keeps_ordinary_numbers(duck, text):
+    assert call(duck, "mask_phone_numbers($text)", text=text) == text
+
+
+@pytest.mark.parametrize(
     ("text", "words"),
     [("", 0), ("one", 1), ("one two\nthree\n\nfour", 4), (None, None)],
 )
@@ -65,6 +161,36 @@ def test_base36_ids_compare_as_integers(duck):
 )
 def test_pseudonymise_author(duck, author, expected):
     assert call(duck, "pseudonymise_author($author, $salt)", author=author, salt="threadmed-qa") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("thanks u/Dr_Jones!", f"thanks {pseudonym('Dr_Jones')}!"),
+        ("/u/bob and u/bob agree", f"{pseudonym('bob')} and {pseudonym('bob')} agree"),
+        ("ask U/bob-2 or u/bob_3.", f"ask {pseudonym('bob-2')} or {pseudonym('bob_3')}."),
+        # the new editor escapes underscores in markdown: the handle is the name without the escapes
+        ("ping u/jane\\_doe\\_md please", f"ping {pseudonym('jane_doe_md')} please"),
+        (
+            "[u/bob](https://www.reddit.com/u/bob)",
+            f"[{pseudonym('bob')}](https://www.reddit.com/{pseudonym('bob')})",
+        ),
+        ("reddit.com/u/bob", f"reddit.com/{pseudonym('bob')}"),
+        # a handle is written as typed: Reddit's spelling of the account is not known here
+        ("u/Bob", pseudonym("Bob")),
+        # not handles: markers, too short or too long names, units and abbreviations
+        ("by u/[deleted] and /u/[removed]", "by u/[deleted] and /u/[removed]"),
+        ("U/S showed a cyst; ALT 40 U/L", "U/S showed a cyst; ALT 40 U/L"),
+        ("insulin 10 u/day, 0.5 u/kg", "insulin 10 u/day, 0.5 u/kg"),
+        ("IU/day, menu/bob", "IU/day, menu/bob"),
+        ("u/" + "x" * 21, "u/" + "x" * 21),
+        ("no mention here", "no mention here"),
+        ("", ""),
+        (None, None),
+    ],
+)
+def test_pseudonymise_mentions(duck, text, expected):
+    assert call(duck, "pseudonymise_mentions($text, $salt)", text=text, salt="threadmed-qa") == expected
 
 
 @pytest.mark.parametrize(

@@ -91,3 +91,20 @@ def test_subreddit_filter_and_duplicates(duck, load_rows, run_model):
         staged("s1", subreddit="askDOCS"),
         staged("s3", body="second copy", retrieved_at=at(T0 + 9), count_duplicates=1),
     ]
+
+
+def test_mentions_become_the_pseudonym_of_the_mentioned_author(duck, load_rows, run_model):
+    load_rows(duck, "raw_reddit__comments", [
+        raw_comment("m1", author="alice", author_flair_text=None,
+                    body="Thanks u/dr_smith, and /u/dr_smith: call me on +44 20 7946 0958."),
+        raw_comment("m2", parent="m1"),
+    ])  # fmt: skip
+    assert run_model(duck, "stg_reddit__comments") == [
+        staged("m1", author_pseudonym=pseudonym("alice"), flair_text=None,
+               body=f"Thanks {pseudonym('dr_smith')}, and {pseudonym('dr_smith')}: call me on [phone]."),
+        staged("m2", parent="m1"),
+    ]  # fmt: skip
+    peppered = pseudonym("dr_smith", "pepper")
+    assert run_model(duck, "stg_reddit__comments", salt="pepper")[0]["body"] == (
+        f"Thanks {peppered}, and {peppered}: call me on [phone]."
+    )

@@ -102,6 +102,17 @@ def test_salt_changes_every_pseudonym(duck, load_rows, run_model):
     ]
 
 
+def test_mentions_in_title_and_text_become_pseudonyms(duck, load_rows, run_model):
+    load_rows(duck, "raw_reddit__submissions", [
+        raw_submission("n1", title="For u/dr_smith only",
+                       selftext="As /u/alice_md said, 07700 900123 works."),
+    ])  # fmt: skip
+    assert run_model(duck, "stg_reddit__submissions") == [
+        staged("n1", title=f"For {pseudonym('dr_smith')} only",
+               selftext=f"As {pseudonym('alice_md')} said, [phone] works."),
+    ]  # fmt: skip
+
+
 def test_media_fields_and_moderation_are_normalised(duck, load_rows, run_model):
     load_rows(duck, "raw_reddit__submissions", [
         raw_submission("m1", is_self=None, domain="self.AskDocs"),
