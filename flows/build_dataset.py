@@ -2,11 +2,12 @@
 
 from pathlib import Path
 
-from prefect import flow, unmapped
+from prefect import flow, get_run_logger, unmapped
 
 from tasks.ingest import DEFAULT_WORKERS, IngestFilter, ingest_dump_file
 from tasks.lake import expand_dump_paths, raw_partitions, warehouse_path
 from tasks.provenance import write_run_manifest
+from tasks.pseudonym_salt import UNPUBLISHABLE_WARNING, read_pseudonym_salt
 from tasks.publish import dataset_folder, promote_latest, publish_dataset
 from tasks.runners import RunnerSettings, make_task_runner
 from tasks.settings import BuildSettings
@@ -32,8 +33,13 @@ def build_dataset(
     `submissions` and `comments` take files, folders or glob patterns. With `versioned`, the dataset
     goes to out_dir/versions/<id> (named by its inputs and settings) and out_dir/latest points at it,
     so scheduled rebuilds keep every earlier version. Dumps already in the lake are not read again.
+    The pseudonym salt comes from the environment (THREADMED_PSEUDONYM_SALT), never from a parameter:
+    Prefect stores parameters.
     """
     settings = settings or BuildSettings()
+    salt = read_pseudonym_salt()
+    if not salt.publishable:
+        get_run_logger().warning(UNPUBLISHABLE_WARNING)
     runner = runner or LOCAL_RUNNER
     posts, replies = expand_dump_paths(submissions), expand_dump_paths(comments)
     with make_task_runner(runner) as task_runner:
@@ -49,12 +55,12 @@ def build_dataset(
             },
         )
         receipts = [future.result() for future in futures]
-    target = dataset_folder(out_dir, receipts, settings, versioned)
+    target = dataset_folder(out_dir, receipts, settings, salt.fingerprint, versioned)
     warehouse = warehouse_path(lake_dir, target)
-    build_warehouse(warehouse, raw_partitions(lake_dir, receipts), settings)
-    publish_dataset(warehouse, target, receipts, settings)
+    build_warehouse(warehouse, raw_partitions(lake_dir, receipts), settings, salt)
+    publish_dataset(warehouse, target, receipts, settings, salt.describe())
     if versioned:
         promote_latest(out_dir, Path(target).name)
     write_run_manifest(lake_dir, "build-dataset", {"dumps": [*posts, *replies], "out_dir": target,
-                                                   **settings.model_dump()})  # fmt: skip
+                                                   **settings.model_dump(), **salt.describe()})  # fmt: skip
     return target

@@ -14,6 +14,7 @@ from rich.table import Table
 from flows.cli_evaluate import evaluate
 from flows.cli_report import print_report_summary, report
 from tasks.lake import expand_dump_paths
+from tasks.pseudonym_salt import SALT_VARIABLE
 from tasks.reader import DumpError
 from tasks.settings import BuildSettings
 
@@ -137,7 +138,10 @@ def build(
     end: Annotated[datetime, typer.Option(formats=["%Y-%m-%d"], help="Day after the post window (UTC).")]
     = datetime(2023, 7, 1),
     seed: Annotated[int, typer.Option(help="Seed of the OP-grouped train/val/test split.")] = DEFAULTS.seed,
-    salt: Annotated[str, typer.Option(help="Salt of the user pseudonyms (keep it secret).")] = DEFAULTS.salt,
+    salt: Annotated[str | None, typer.Option(
+        help=f"Secret salt of the user pseudonyms; default: ${SALT_VARIABLE}, else a public salt that makes "
+             "the build unsafe to publish. Prefer the variable: options show in the process list.",
+        show_default=False)] = None,
     answer_roles: Annotated[list[str], typer.Option(
         help="Flair role(s) whose comments count as answers (repeat for more): physician, "
              "physician_assistant, nurse_practitioner... (see sql/seeds/flair_roles.csv).")]
@@ -165,9 +169,11 @@ def build(
     except ProjectError as error:
         raise typer.BadParameter(str(error), param_hint="--answer-roles") from None
     settings = BuildSettings(
-        subreddit=subreddit, start=start.date(), end=end.date(), seed=seed, salt=salt,
-        answer_roles=answer_roles, keep_truncated=keep_truncated,
+        subreddit=subreddit, start=start.date(), end=end.date(), seed=seed, answer_roles=answer_roles,
+        keep_truncated=keep_truncated,
     )  # fmt: skip
+    if salt:  # handed to the flow through its environment: a flow parameter would be stored by Prefect
+        os.environ[SALT_VARIABLE] = salt
     runner = RunnerSettings(kind="dask", dask_address=dask_address) if dask or dask_address else None
     try:
         dataset = build_dataset(

@@ -17,6 +17,7 @@ from prefect import task
 
 from tasks.contracts import QA_PAIRS, THREADS, Contract
 from tasks.provenance import git_commit, package_versions, utc_now
+from tasks.pseudonym_salt import SALT_VARIABLE
 from tasks.settings import BuildSettings
 
 DATASETS = ("full", "answered")
@@ -150,6 +151,22 @@ def plot_funnel(funnel: Sequence[dict[str, Any]], path: Path) -> None:
     figure.savefig(path, dpi=120)
 
 
+def privacy_notice(pseudonyms: dict[str, Any]) -> str:
+    """The card's Privacy section: what is masked, and whether the pseudonyms are safe to publish."""
+    masking = (
+        "Usernames, and mentions of users (`u/name`), are replaced by `u_` plus 12 hex digits of a salted\n"
+        "sha256; URLs are removed and e-mail addresses and phone numbers masked."
+    )
+    if pseudonyms["publishable"]:
+        fingerprint = pseudonyms["salt_fingerprint"]
+        return f"{masking} The salt is secret and not\npublished (its fingerprint is `{fingerprint}`)."
+    return (
+        "**WARNING: NOT SAFE TO PUBLISH.** This build used the public default salt, so anyone can\n"
+        "recover a username from its pseudonym by hashing candidate names. Rebuild with a secret salt\n"
+        f"(`{SALT_VARIABLE}`) before sharing it.\n\n{masking}"
+    )
+
+
 def dataset_card(stats: dict[str, Any], settings: BuildSettings, build: dict[str, Any]) -> str:
     """README.md with the YAML header Hugging Face datasets reads (configs point at the Parquet files)."""
     full, answered = stats["full"], stats["answered"]
@@ -218,8 +235,7 @@ How many rows every stage kept and dropped, and why, is in `funnel.json` and `fu
 
 ## Privacy
 
-Usernames are replaced by `u_` plus 12 hex digits of a salted sha256; URLs are removed and e-mail
-addresses and phone numbers masked. The salt is not published.
+{privacy_notice(build["pseudonyms"])}
 
 ## Reading it
 
@@ -243,9 +259,16 @@ def write_views(database: Path) -> None:
 
 @task(name="publish-dataset")
 def publish_dataset(
-    warehouse: str, out_dir: str, receipts: list[dict[str, Any]], settings: BuildSettings
+    warehouse: str,
+    out_dir: str,
+    receipts: list[dict[str, Any]],
+    settings: BuildSettings,
+    pseudonyms: dict[str, Any],
 ) -> dict[str, Any]:
-    """Warehouse marts -> dataset/ Parquet, stats.json, funnel.json/png, README.md card, dataset.duckdb."""
+    """Warehouse marts -> dataset/ Parquet, stats.json, funnel.json/png, README.md card, dataset.duckdb.
+
+    `pseudonyms` is what may be said about the salt (PseudonymSalt.describe()), never the salt itself.
+    """
     out = Path(out_dir)
     encoding = tiktoken.get_encoding(TOKENIZER)
     stats: dict[str, Any] = {"tokenizer": TOKENIZER}
@@ -269,6 +292,7 @@ def publish_dataset(
         "built_at": utc_now(),
         "git_commit": git_commit(),
         "settings": settings.model_dump(mode="json"),
+        "pseudonyms": pseudonyms,
         "inputs": [
             {"source_file": r["source_file"], "truncated": r["summary"]["truncated"], **r["fingerprint"]}
             for r in receipts
@@ -287,20 +311,31 @@ def publish_dataset(
 # --- versions: scheduled rebuilds publish into versions/<id>/ and move the `latest` pointer ----------
 
 
-def version_id(receipts: Sequence[dict[str, Any]], settings: BuildSettings) -> str:
-    """A version named by what it was built from: the same dumps and settings give the same id."""
+def version_id(receipts: Sequence[dict[str, Any]], settings: BuildSettings, salt_fingerprint: str) -> str:
+    """A version named by what it was built from: the same dumps, settings and salt give the same id."""
     inputs = sorted((r["source_file"], r["fingerprint"]["sha256"]) for r in receipts)
-    payload = json.dumps({"inputs": inputs, "settings": settings.model_dump(mode="json")}, sort_keys=True)
+    payload = json.dumps(
+        {
+            "inputs": inputs,
+            "settings": settings.model_dump(mode="json"),
+            "salt_fingerprint": salt_fingerprint,
+        },
+        sort_keys=True,
+    )
     return "v-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
 def dataset_folder(
-    out_dir: str, receipts: Sequence[dict[str, Any]], settings: BuildSettings, versioned: bool
+    out_dir: str,
+    receipts: Sequence[dict[str, Any]],
+    settings: BuildSettings,
+    salt_fingerprint: str,
+    versioned: bool,
 ) -> str:
     """Where this build publishes: `out_dir` itself, or `out_dir/versions/<id>` for versioned rebuilds."""
     if not versioned:
         return out_dir
-    return str(Path(out_dir) / "versions" / version_id(receipts, settings))
+    return str(Path(out_dir) / "versions" / version_id(receipts, settings, salt_fingerprint))
 
 
 @task(name="promote-latest")

@@ -1,8 +1,11 @@
 """Settings models: deployment parameters -> these models in flow signatures -> explicit task arguments."""
 
 from datetime import date
+from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
+
+from tasks.pseudonym_salt import SALT_VARIABLE
 
 
 class BuildSettings(BaseModel):
@@ -13,7 +16,6 @@ class BuildSettings(BaseModel):
     end: date = Field(date(2023, 7, 1), description="End of the post window (exclusive, UTC).")
     answer_roles: list[str] = Field(["physician"], description="Flair roles whose comments are answers.")
     seed: int = Field(0, description="Seed of the deterministic OP-grouped split assignment.")
-    salt: str = Field("threadmed-qa", description="Salt of the username pseudonyms.")
     min_words: int = Field(5, description="Posts and comments with fewer cleaned words are dropped.")
     min_questions: int = Field(3, description="A branch needs this many questions (post included).")
     min_answered_pairs: int = Field(3, description="An answered thread needs this many QA pairs.")
@@ -31,6 +33,14 @@ class BuildSettings(BaseModel):
         False,
         description="Keep the records read before a truncated zstd stream instead of failing the build.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_salt(cls, data: Any) -> Any:
+        # Settings are stored and published; the salt is a secret (tasks/pseudonym_salt.py).
+        if isinstance(data, dict) and "salt" in data:
+            raise ValueError(f"the pseudonym salt is a secret, not a setting: set {SALT_VARIABLE} instead")
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> "BuildSettings":

@@ -31,6 +31,7 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks import contracts
 from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS, Contract
+from tasks.pseudonym_salt import PseudonymSalt
 from tasks.settings import BuildSettings
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
@@ -212,8 +213,8 @@ def _check_layering(model: SqlFile, models: Sequence[SqlFile]) -> None:
         raise ProjectError(f"{model.path}: reads a higher layer: {', '.join(higher)}")
 
 
-def sql_parameters(settings: BuildSettings) -> dict[str, object]:
-    """The DuckDB named parameters of the SQL project, one per rule of `settings`.
+def sql_parameters(settings: BuildSettings, salt: str) -> dict[str, object]:
+    """The DuckDB named parameters of the SQL project: one per rule of `settings`, and the salt.
 
     `keep_truncated` is an ingest setting and has no parameter. The window bounds become UTC instants.
     """
@@ -223,7 +224,7 @@ def sql_parameters(settings: BuildSettings) -> dict[str, object]:
         "window_end": datetime.combine(settings.end, time(), tzinfo=UTC),
         "answer_roles": list(settings.answer_roles),
         "seed": settings.seed,
-        "salt": settings.salt,
+        "salt": salt,
         "min_words": settings.min_words,
         "min_questions": settings.min_questions,
         "min_answered_pairs": settings.min_answered_pairs,
@@ -398,7 +399,9 @@ def build(
 
 
 @task(cache_policy=NO_CACHE)
-def build_warehouse(db_path: str, raw_files: dict[str, list[str]], settings: BuildSettings) -> dict[str, int]:
+def build_warehouse(
+    db_path: str, raw_files: dict[str, list[str]], settings: BuildSettings, salt: PseudonymSalt
+) -> dict[str, int]:
     """Run every SQL model into db_path (one writer), audit each layer; return row counts per table."""
     check_answer_roles(settings.answer_roles, flair_roles())
     target = Path(db_path)
@@ -409,6 +412,6 @@ def build_warehouse(db_path: str, raw_files: dict[str, list[str]], settings: Bui
     for leftover in (partial, partial.with_name(partial.name + ".wal")):
         leftover.unlink(missing_ok=True)
     with duckdb.connect(str(partial)) as con:
-        counts = build(con, raw_files, sql_parameters(settings))
+        counts = build(con, raw_files, sql_parameters(settings, salt.secret.get_secret_value()))
     os.replace(partial, target)
     return counts

@@ -7,9 +7,13 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, PREFECT_SERVER_DATABASE_CONNECTION_URL
 
 from flows.build_dataset import build_dataset
 from tasks.contracts import QA_PAIRS, THREADS
+from tasks.pseudonym_salt import SALT_VARIABLE, read_pseudonym_salt
 from tasks.synth import generate_dumps
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
@@ -113,3 +117,61 @@ def test_a_new_monthly_file_is_ingested_alone_and_published_as_a_new_version(tmp
         first.name,
         second.name,
     ]
+
+
+CANARY = "canary-salt-7d1e0c9a"
+
+
+def files_holding(text: str, *roots: Path) -> list[Path]:
+    return [
+        p
+        for root in roots
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and text.encode() in p.read_bytes()
+    ]
+
+
+def stored_flow_run(flow_run_id) -> tuple[str, str]:
+    """Prefect's record of a flow run and of its task runs, as JSON."""
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(flow_run_id)
+        task_runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        )
+    return flow_run.model_dump_json(), "".join(task_run.model_dump_json() for task_run in task_runs)
+
+
+def test_the_salt_is_written_nowhere_and_changes_only_the_pseudonyms(dumps, tmp_path, monkeypatch):
+    submissions, comments = map(str, dumps.files)
+    monkeypatch.delenv(SALT_VARIABLE, raising=False)
+    default = Path(
+        build_dataset([submissions], [comments], str(tmp_path / "default"), str(tmp_path / "lake0"))
+    )
+    monkeypatch.setenv(SALT_VARIABLE, CANARY)
+    state = build_dataset(
+        [submissions], [comments], str(tmp_path / "out"), str(tmp_path / "lake"), return_state=True
+    )
+    out = Path(state.result())
+
+    assert files_holding(CANARY, out, tmp_path / "lake") == []
+    assert files_holding("NOT SAFE TO PUBLISH", out) == []
+    flow_run, task_runs = stored_flow_run(state.state_details.flow_run_id)
+    assert CANARY not in flow_run and CANARY not in task_runs
+    database = Path(PREFECT_SERVER_DATABASE_CONNECTION_URL.value().split(":///")[1])
+    assert files_holding(CANARY, database.parent, Path(PREFECT_RESULTS_LOCAL_STORAGE_PATH.value())) == []
+
+    secret = read_pseudonym_salt({SALT_VARIABLE: CANARY}).describe()
+    assert json.loads((out / "build.json").read_text())["pseudonyms"] == secret
+    (manifest,) = (tmp_path / "lake" / "_runs" / "build-dataset").glob("*.json")
+    assert {key: json.loads(manifest.read_text())["settings"][key] for key in secret} == secret
+    assert (
+        json.loads((default / "build.json").read_text())["pseudonyms"] == read_pseudonym_salt({}).describe()
+    )
+    assert files_holding("NOT SAFE TO PUBLISH", default) == [default / "README.md"]
+
+    for dataset in ("full", "answered"):
+        salted = pq.read_table(out / "dataset" / dataset / "qa_pairs.parquet")
+        public = pq.read_table(default / "dataset" / dataset / "qa_pairs.parquet")
+        assert salted.drop_columns(["physician"]) == public.drop_columns(["physician"])
+        pairs = zip(salted["physician"].to_pylist(), public["physician"].to_pylist(), strict=True)
+        assert all(mine != theirs for mine, theirs in pairs if mine is not None)

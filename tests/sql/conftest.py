@@ -9,6 +9,7 @@ import pytest
 
 from tasks import warehouse
 from tasks.contracts import Contract
+from tasks.pseudonym_salt import DEFAULT_SALT
 from tasks.settings import BuildSettings
 
 PROJECT = warehouse.load_project()
@@ -43,9 +44,9 @@ def read_table(con: duckdb.DuckDBPyConnection, table: str) -> Rows:
     return sorted(rows, key=lambda row: tuple((row[k] is None, row[k]) for k in key))
 
 
-def build_model(con: duckdb.DuckDBPyConnection, name: str, **settings: Any) -> Rows:
-    """Build one model with BuildSettings(**settings) as parameters; return its whole output."""
-    warehouse.run_model(con, MODELS[name], warehouse.sql_parameters(BuildSettings(**settings)))
+def build_model(con: duckdb.DuckDBPyConnection, name: str, salt: str = DEFAULT_SALT, **settings: Any) -> Rows:
+    """Build one model with BuildSettings(**settings) and `salt` as parameters; return its whole output."""
+    warehouse.run_model(con, MODELS[name], warehouse.sql_parameters(BuildSettings(**settings), salt))
     return read_table(con, name)
 
 

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.contracts import Contract
-from tasks.settings import BuildSettings
+from tasks.pseudonym_salt import DEFAULT_SALT
 
-SALT = BuildSettings().salt
+SALT = DEFAULT_SALT
 T0 = 1_600_000_000  # 2020-09-13 12:26:40 UTC, inside the default window
 QUESTION_TITLE = "Dry cough for three weeks"
 QUESTION_BODY = "I have had a dry cough for three weeks and no fever. Should I worry?"

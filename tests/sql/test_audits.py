@@ -7,11 +7,12 @@ import pytest
 
 from tasks import warehouse
 from tasks.contracts import RAW_COMMENTS, RAW_SUBMISSIONS
+from tasks.pseudonym_salt import DEFAULT_SALT
 from tasks.settings import BuildSettings
 from tests.sql.conftest import PROJECT
 from tests.sql.rows import T0, raw_comment, raw_submission, write_parquet
 
-PARAMETERS = warehouse.sql_parameters(BuildSettings())
+PARAMETERS = warehouse.sql_parameters(BuildSettings(), DEFAULT_SALT)
 DOCTOR = {"author": "dr_jones", "author_flair_text": "Physician"}
 
 

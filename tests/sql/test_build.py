@@ -7,6 +7,7 @@ import pytest
 
 from tasks import warehouse
 from tasks.ingest import ingest_dump
+from tasks.pseudonym_salt import DEFAULT_SALT
 from tasks.records import IngestFilter
 from tasks.settings import BuildSettings
 from tasks.synth import generate_dumps
@@ -25,7 +26,7 @@ def test_build_reproduces_the_generators_truth(tmp_path: Path, layout):
     raw = tmp_path / "lake" / "raw"
     raw_files = {table.name: sorted(str(p) for p in table.glob("*/*.parquet")) for table in raw.iterdir()}
     with duckdb.connect(":memory:") as con:
-        warehouse.build(con, raw_files, warehouse.sql_parameters(settings))
+        warehouse.build(con, raw_files, warehouse.sql_parameters(settings, DEFAULT_SALT))
         con.execute(f"create table truth as select * from read_parquet('{summary.truth_qa_pairs}')")
         for dataset in ("full", "answered"):
             built = con.sql(

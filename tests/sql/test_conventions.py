@@ -5,6 +5,7 @@ import re
 import pytest
 
 from tasks import warehouse
+from tasks.pseudonym_salt import DEFAULT_SALT
 from tasks.settings import BuildSettings
 from tests.sql.conftest import CONTRACTS, PROJECT
 
@@ -85,7 +86,7 @@ def test_no_value_is_pasted_into_sql():
     pasted = [
         str(value)
         for value in (
-            defaults.subreddit, defaults.salt, defaults.start, defaults.end,
+            defaults.subreddit, DEFAULT_SALT, defaults.start, defaults.end,
             defaults.min_clean_char_share, defaults.train_share, defaults.val_share,
         )
     ]  # fmt: skip
@@ -96,7 +97,7 @@ def test_no_value_is_pasted_into_sql():
 
 
 def test_every_parameter_is_provided_and_every_provided_parameter_is_used():
-    provided = set(warehouse.sql_parameters(BuildSettings()))
+    provided = set(warehouse.sql_parameters(BuildSettings(), DEFAULT_SALT))
     used = set().union(*(sql_file.parameters for sql_file in ALL_SQL))
     assert used == provided
 

@@ -9,6 +9,7 @@ import pytest
 
 from tasks import warehouse
 from tasks.contracts import QA_PAIRS, RAW_REJECTS, RAW_SUBMISSIONS, THREADS
+from tasks.pseudonym_salt import read_pseudonym_salt
 from tasks.settings import BuildSettings
 from tests.sql.rows import write_parquet
 
@@ -86,14 +87,15 @@ def test_sql_parameters_cover_every_rule_setting():
     settings = BuildSettings(
         answer_roles=["physician", "nurse_practitioner"], seed=3, min_clean_char_share=0.5
     )
-    parameters = warehouse.sql_parameters(settings)
+    parameters = warehouse.sql_parameters(settings, "pepper")
     assert parameters["window_start"] == datetime(2015, 1, 1, tzinfo=UTC)
     assert parameters["window_end"] == datetime(2023, 7, 1, tzinfo=UTC)
     assert (parameters["answer_roles"], parameters["seed"], parameters["min_clean_char_share"]) == (
         ["physician", "nurse_practitioner"], 3, 0.5,
     )  # fmt: skip
+    assert parameters["salt"] == "pepper"
     rule_fields = set(BuildSettings.model_fields) - {"start", "end", "keep_truncated"}
-    assert set(parameters) == rule_fields | {"window_start", "window_end"}
+    assert set(parameters) == rule_fields | {"window_start", "window_end", "salt"}
 
 
 def test_a_file_gets_only_the_parameters_it_references(tmp_path):
@@ -152,7 +154,7 @@ def test_a_failed_audit_names_itself_and_shows_rows(duck, tmp_path):
 
 def test_build_warehouse_task_writes_one_complete_file(tmp_path):
     db_path = tmp_path / "warehouse" / "build.duckdb"
-    counts = warehouse.build_warehouse.fn(str(db_path), {}, BuildSettings())
+    counts = warehouse.build_warehouse.fn(str(db_path), {}, BuildSettings(), read_pseudonym_salt({}))
     # with no input, only the staging stages of the funnel have rows: three reasons and a total each
     assert counts == {model.name: 0 for model in warehouse.load_project().models} | {"stats_funnel": 8}
     assert sorted(path.name for path in db_path.parent.iterdir()) == ["build.duckdb"]

@@ -1,6 +1,7 @@
 import json
 
 from tasks.publish import (
+    dataset_card,
     dataset_folder,
     ingest_funnel_rows,
     plot_funnel,
@@ -61,14 +62,42 @@ def test_ingest_funnel_sums_reasons_over_files():
     assert {r["stage_order"] for r in rows if r["stage"] == "ingest comments"} == {1}
 
 
-def test_versions_are_named_by_inputs_and_settings(tmp_path):
+def test_versions_are_named_by_inputs_settings_and_salt(tmp_path):
     receipts = [_receipt("submissions", "RS_1.zst", 1, 1, {}, {}, sha="aa")]
-    same = version_id(receipts, BuildSettings())
-    assert same == version_id(list(receipts), BuildSettings())
-    assert same != version_id(receipts, BuildSettings(seed=1))
-    assert same != version_id([*receipts, _receipt("comments", "RC_1.zst", 1, 1, {}, {})], BuildSettings())
-    assert dataset_folder(str(tmp_path), receipts, BuildSettings(), versioned=False) == str(tmp_path)
-    assert dataset_folder(str(tmp_path), receipts, BuildSettings(), True) == str(tmp_path / "versions" / same)
+    same = version_id(receipts, BuildSettings(), "sha256:aaa")
+    assert same == version_id(list(receipts), BuildSettings(), "sha256:aaa")
+    assert same != version_id(receipts, BuildSettings(seed=1), "sha256:aaa")
+    assert same != version_id(receipts, BuildSettings(), "sha256:bbb")
+    more = [*receipts, _receipt("comments", "RC_1.zst", 1, 1, {}, {})]
+    assert same != version_id(more, BuildSettings(), "sha256:aaa")
+    assert dataset_folder(str(tmp_path), receipts, BuildSettings(), "sha256:aaa", False) == str(tmp_path)
+    assert dataset_folder(str(tmp_path), receipts, BuildSettings(), "sha256:aaa", True) == str(
+        tmp_path / "versions" / same
+    )
+
+
+def _privacy_section(card: str) -> str:
+    return card.split("## Privacy\n\n")[1].split("\n\n##")[0]
+
+
+def test_the_card_says_whether_the_pseudonyms_are_safe_to_publish():
+    stats = {name: table1([3], [2], [10], [5], [15]) for name in ("full", "answered")}
+    build = {"git_commit": "abc", "built_at": "2026-01-01T00:00:00+00:00"}
+    secret = {"salt_fingerprint": "sha256:0123456789ab", "publishable": True}
+    default = {"salt_fingerprint": "sha256:ba9876543210", "publishable": False}
+    assert _privacy_section(dataset_card(stats, BuildSettings(), {**build, "pseudonyms": secret})) == (
+        "Usernames, and mentions of users (`u/name`), are replaced by `u_` plus 12 hex digits of a salted\n"
+        "sha256; URLs are removed and e-mail addresses and phone numbers masked. The salt is secret and not\n"
+        "published (its fingerprint is `sha256:0123456789ab`)."
+    )
+    assert _privacy_section(dataset_card(stats, BuildSettings(), {**build, "pseudonyms": default})) == (
+        "**WARNING: NOT SAFE TO PUBLISH.** This build used the public default salt, so anyone can\n"
+        "recover a username from its pseudonym by hashing candidate names. Rebuild with a secret salt\n"
+        "(`THREADMED_PSEUDONYM_SALT`) before sharing it.\n"
+        "\n"
+        "Usernames, and mentions of users (`u/name`), are replaced by `u_` plus 12 hex digits of a salted\n"
+        "sha256; URLs are removed and e-mail addresses and phone numbers masked."
+    )
 
 
 def test_promote_latest_moves_the_pointer_and_keeps_history(tmp_path):
