@@ -11,11 +11,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.cli_errors import reports_errors
 from flows.cli_evaluate import evaluate
 from flows.cli_report import print_report_summary, report
 from tasks.lake import expand_dump_paths
 from tasks.pseudonym_salt import SALT_VARIABLE
-from tasks.reader import DumpError
+from tasks.preflight import check_readable_files, check_writable_folder
 from tasks.settings import BuildSettings
 
 # Prefect is imported only inside commands, so these defaults reach it; the user's settings win.
@@ -41,9 +42,11 @@ class Layout(StrEnum):
 
 def expand_dumps(values: list[str], option: str) -> list[str]:
     try:
-        return expand_dump_paths(values)
+        paths = expand_dump_paths(values)
     except FileNotFoundError as error:
         raise typer.BadParameter(str(error), param_hint=option) from None
+    check_readable_files(paths, option)
+    return paths
 
 
 def funnel_table(funnel: list[dict[str, Any]]) -> Table:
@@ -99,6 +102,7 @@ def print_build_summary(out_dir: Path) -> None:
 
 
 @app.command()
+@reports_errors("out")
 def synth(
     out: Annotated[Path, typer.Option(help="Folder for the dump files and the generator's truth tables.")],
     posts: Annotated[int, typer.Option(min=1, help="Subreddit posts inside the time window.")] = 3000,
@@ -115,6 +119,7 @@ def synth(
     """
     from flows.synthesize_dumps import synthesize_dumps
 
+    check_writable_folder(out, "--out")
     summary = synthesize_dumps(out_dir=str(out), posts=posts, seed=seed, layout=layout.value)
     console.print(
         f"[green]Wrote[/green] {summary['records']:,} records to {out} in {summary['seconds']:.1f} s"
@@ -124,6 +129,7 @@ def synth(
 
 
 @app.command()
+@reports_errors("out", "lake")
 def build(
     submissions: Annotated[list[str], typer.Option(
         help="Submission dump(s): a file, a folder or a glob such as 'dumps/RS_*.zst'. Repeat the option "
@@ -175,23 +181,23 @@ def build(
     if salt:  # handed to the flow through its environment: a flow parameter would be stored by Prefect
         os.environ[SALT_VARIABLE] = salt
     runner = RunnerSettings(kind="dask", dask_address=dask_address) if dask or dask_address else None
-    try:
-        dataset = build_dataset(
-            submissions=expand_dumps(submissions, "--submissions"),
-            comments=expand_dumps(comments, "--comments"),
-            out_dir=str(out),
-            lake_dir=str(lake),
-            settings=settings,
-            versioned=versioned,
-            runner=runner,
-        )
-    except DumpError as error:  # an unreadable input is the user's to fix: say which and why, no traceback
-        console.print(f"[red]Build failed:[/red] {error}")
-        raise typer.Exit(1) from None
+    # Inputs and outputs are checked before any work: a locked --out must not wait for ingest and SQL.
+    check_writable_folder(out, "--out")
+    check_writable_folder(lake, "--lake")
+    dataset = build_dataset(
+        submissions=expand_dumps(submissions, "--submissions"),
+        comments=expand_dumps(comments, "--comments"),
+        out_dir=str(out),
+        lake_dir=str(lake),
+        settings=settings,
+        versioned=versioned,
+        runner=runner,
+    )
     print_build_summary(Path(dataset))
 
 
 @app.command()
+@reports_errors("workdir")
 def demo(
     workdir: Annotated[Path, typer.Option(help="Folder for the demo's dumps, lake, dataset and run.")] = Path(
         "demo"),
@@ -207,6 +213,7 @@ def demo(
     from flows.evaluate_models import evaluate_models
     from flows.synthesize_dumps import synthesize_dumps
 
+    check_writable_folder(workdir, "--workdir")
     dumps = workdir / "dumps"
     synthesize_dumps(out_dir=str(dumps), posts=posts, seed=seed, layout="subreddit")
     dataset = Path(build_dataset(

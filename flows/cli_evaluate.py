@@ -9,12 +9,16 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from flows.cli_errors import reports_errors
+from tasks.preflight import check_writable_folder, validation_message
+
 if TYPE_CHECKING:
     from tasks.eval_run import CallEstimate
 
 console = Console()
 
 
+@reports_errors("out")
 def evaluate(
     dataset: Annotated[
         Path,
@@ -73,24 +77,31 @@ def evaluate(
     outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed.
     """
     # Imported here: litellm takes seconds to import, and every `threadmed` command would pay for it.
-    from tasks.eval_config import resolve_settings
+    from tasks.eval_config import check_dataset_build, check_split, resolve_settings
     from tasks.eval_run import build_plan, estimate_plan
 
+    check_dataset_build(dataset)
     try:
         settings = resolve_settings(
             dataset_dir=dataset, run_dir=out, config_file=config, models=_list(models), judge=judge,
             conditions=_list(conditions), split=split, limit=limit, api_base=api_base,  # type: ignore[arg-type]
         )  # fmt: skip
-    except (ValueError, ValidationError) as error:
-        raise typer.BadParameter(str(error)) from error
+    except ValueError as error:  # pydantic's ValidationError is one too
+        message = validation_message(error) if isinstance(error, ValidationError) else str(error)
+        raise typer.BadParameter(message) from None
+    check_split(dataset, settings.config.sample.split)
     if dry_run:
         console.print(estimate_table(estimate_plan(build_plan(settings))))
         return
+    check_writable_folder(out, "--out")
     from flows.evaluate_models import evaluate_models
 
     state = evaluate_models(
         dataset_dir=str(dataset), run_dir=str(out), config=settings.config, report=report, return_state=True
     )
+    if not (out / "manifest.json").exists():  # the run stopped before writing it: its state says why
+        console.print(f"[red]{state.message}[/red]")
+        raise typer.Exit(1)
     manifest = json.loads((out / "manifest.json").read_text())
     console.print(summary_table(manifest["summary"]))
     for note in manifest["notes"]:

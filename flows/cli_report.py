@@ -8,6 +8,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.cli_errors import reports_errors
+from tasks.preflight import check_writable_folder
 from tasks.settings import ReportSettings
 
 DEFAULTS = ReportSettings()
@@ -39,6 +41,7 @@ def print_report_summary(report_dir: Path, console: Console) -> None:
         console.print(f"  {report_dir / name}")
 
 
+@reports_errors("out", "lake")
 def report(
     run_dirs: Annotated[
         list[Path],
@@ -82,7 +85,12 @@ def report(
     self-contained page) under the report folder, and publishes the tables as Prefect artifacts.
     """
     from flows.report import report_runs
+    from tasks.report import check_run_folder, default_report_dir
 
+    for run_dir in run_dirs:
+        check_run_folder(run_dir)
+    check_writable_folder(out or Path(default_report_dir([str(run_dir) for run_dir in run_dirs])), "--out")
+    check_writable_folder(lake, "--lake")
     settings = ReportSettings(n_resamples=resamples, seed=seed, level=level, clustered=clustered)
     report_dir = report_runs(
         run_dirs=[str(run_dir) for run_dir in run_dirs],

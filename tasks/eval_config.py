@@ -7,7 +7,7 @@ signature -> jobs with explicit settings. See deployments/eval.example.yaml for 
 import hashlib
 import json
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from tasks import baselines
 from tasks.contracts import QA_PAIRS, THREADS
 from tasks.llm import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
+from tasks.preflight import UserError
 
 Condition = Literal["baseline", "oracle"]
 
@@ -250,6 +251,32 @@ class ThreadCase(BaseModel, frozen=True):
 
 def answered_dir(dataset_dir: Path) -> Path:
     return Path(dataset_dir) / "dataset" / "answered"
+
+
+def check_dataset_build(dataset_dir: Path) -> None:
+    """Raise UserError unless `dataset_dir` holds the answered dataset that `threadmed build` publishes."""
+    files = [answered_dir(dataset_dir) / f"{contract.name}.parquet" for contract in (THREADS, QA_PAIRS)]
+    missing = next((path for path in files if not path.is_file()), None)
+    if missing is None:
+        return
+    fix = "pass the --out folder of `threadmed build`"
+    if answered_dir(dataset_dir / "latest").is_dir():
+        fix = f"pass {Path(dataset_dir) / 'latest'} (the newest version of a --versioned build)"
+    relative = missing.relative_to(dataset_dir)
+    raise UserError(f"{dataset_dir} is not a dataset build (no {relative}); {fix}", "--dataset")
+
+
+def check_split(dataset_dir: Path, split: str) -> None:
+    """Raise UserError listing the dataset's splits when `split` holds no answered thread."""
+    threads = pq.read_table(answered_dir(dataset_dir) / "threads.parquet", columns=["split"])
+    counts = Counter(threads["split"].to_pylist())
+    if split in counts:
+        return
+    choices = ", ".join(f"{name} ({n} thread{'s' * (n != 1)})" for name, n in sorted(counts.items()))
+    raise UserError(
+        f"{dataset_dir} has no thread in split '{split}'; choose one of: {choices or 'none, it is empty'}",
+        "--split",
+    )
 
 
 def draw_sample(threads: list[dict[str, Any]], spec: SampleSpec) -> list[str]:

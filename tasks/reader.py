@@ -11,6 +11,8 @@ from typing import BinaryIO
 
 import zstandard
 
+from tasks.preflight import UserError
+
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # Pushshift compressed with `--long=31`; a smaller limit refuses their frames.
 MAX_WINDOW_SIZE = 2**31
@@ -18,7 +20,7 @@ COMPRESSED_READ_BYTES = 1 << 18
 PLAIN_READ_BYTES = 1 << 23
 
 
-class DumpError(Exception):
+class DumpError(UserError):
     """A dump that cannot be read; the message names the file and what to do."""
 
 

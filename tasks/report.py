@@ -30,6 +30,7 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks import metrics as m
 from tasks.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
+from tasks.preflight import UserError
 from tasks.report_figures import plot_dataset_funnel, plot_turn_scores, plot_wrong_after
 from tasks.report_tables import (
     build_tables,
@@ -91,6 +92,20 @@ def _require(path: Path) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: is this a run directory written by evaluate-models?")
     return path
+
+
+RUN_FILES = ("manifest.json", "responses.parquet", "judgments.parquet")
+
+
+def check_run_folder(run_dir: Path) -> None:
+    """Raise UserError unless `run_dir` holds what evaluate-models writes at the end of a run."""
+    missing = next((name for name in RUN_FILES if not (run_dir / name).is_file()), None)
+    if missing is None:
+        return
+    fix = "pass the --out folder of `threadmed evaluate`"
+    if (run_dir / "ledger").is_dir():
+        fix = f"finish the run: re-run `threadmed evaluate` with --out {run_dir}"
+    raise UserError(f"{run_dir} is not an evaluation run (no {missing}); {fix}", "RUN_DIRS...")
 
 
 def _read_contract(path: Path, columns: list[str], schema: pa.Schema) -> pa.Table:

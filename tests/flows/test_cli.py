@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 from flows.cli import app
 from tasks.pseudonym_salt import SALT_VARIABLE
 from tasks.synth import generate_dumps
+from tests.eval_fixtures import write_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,3 +97,137 @@ def test_build_warns_without_a_salt_and_never_writes_the_one_given(tmp_path):
     assert json.loads((tmp_path / "secret" / "build.json").read_text())["pseudonyms"]["publishable"] is True
     written = [p for root in ("secret", "lake") for p in (tmp_path / root).rglob("*") if p.is_file()]
     assert [p for p in written if canary.encode() in p.read_bytes()] == []
+# --- the real `threadmed` command in a subprocess: exit code, one clear line, no traceback ---------------
+
+THREADMED = str(Path(sys.executable).with_name("threadmed"))
+# Root reads and writes through any permission bits; without these capabilities it obeys them like a user.
+UNPRIVILEGED = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
+                "--bounding-set=-dac_override,-dac_read_search"]  # fmt: skip
+OFFLINE_MODELS = ["--models", "threadmed/deferral", "--judge", "threadmed/overlap-judge"]
+
+
+def threadmed(*arguments: object, cwd: Path, unprivileged: bool = False) -> subprocess.CompletedProcess:
+    prefix = UNPRIVILEGED if unprivileged and os.geteuid() == 0 else []
+    environment = {**os.environ, "COLUMNS": "200"}  # a wide terminal: one message, one line
+    command = [*prefix, THREADMED, *map(str, arguments)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=environment, timeout=300)
+
+
+def error_lines(result: subprocess.CompletedProcess) -> list[str]:
+    """The lines the command printed, with rich's box drawing (usage errors) removed."""
+    lines = [line.strip(" │╭╮╰╯─") for line in (result.stdout + result.stderr).splitlines()]
+    return [line for line in lines if line and line != "Error"]
+
+
+def assert_usage_error(result: subprocess.CompletedProcess, message: str) -> None:
+    """Click's usage error: two lines of usage, then the message (wrapped only if the terminal is narrow)."""
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.returncode == 2
+    lines = error_lines(result)
+    assert lines[1].startswith("Try 'threadmed ")
+    assert " ".join(lines[2:]) == message
+    assert len(lines) <= 4
+
+
+@pytest.fixture
+def empty_dump(tmp_path: Path) -> Path:
+    dump = tmp_path / "d.zst"
+    dump.write_bytes(b"")
+    return dump
+
+
+needs_setpriv = pytest.mark.skipif(
+    os.geteuid() == 0 and shutil.which("setpriv") is None, reason="root without setpriv ignores chmod"
+)
+
+
+def test_start_after_end_is_a_usage_error(tmp_path, empty_dump):
+    dumps = ["--submissions", empty_dump, "--comments", empty_dump]
+    result = threadmed("build", *dumps, "--out", "out", "--start", "2020-01-01", "--end", "2019-01-01",
+                       cwd=tmp_path)  # fmt: skip
+    assert_usage_error(result, "Invalid value: start (2020-01-01) must be before end (2019-01-01)")
+
+
+@needs_setpriv
+def test_an_unreadable_dump_is_refused_before_anything_runs(tmp_path, empty_dump):
+    empty_dump.chmod(0)
+    dumps = ["--submissions", empty_dump, "--comments", empty_dump]
+    result = threadmed("build", *dumps, "--out", "out", "--lake", "lake", cwd=tmp_path, unprivileged=True)
+    assert_usage_error(
+        result,
+        f"Invalid value for '--submissions': {empty_dump}: permission denied; "
+        "give this user access (chmod/chown) or run as a user who has it",
+    )
+    assert not (tmp_path / "lake").exists()
+
+
+@needs_setpriv
+def test_a_read_only_out_folder_is_refused_before_any_ingest(tmp_path, empty_dump):
+    (tmp_path / "published").mkdir(mode=0o555)
+    dumps = ["--submissions", empty_dump, "--comments", empty_dump]
+    out = tmp_path / "published" / "build"
+    result = threadmed("build", *dumps, "--out", out, "--lake", "lake", cwd=tmp_path, unprivileged=True)
+    assert_usage_error(
+        result,
+        f"Invalid value for '--out': {out}: permission denied writing in {tmp_path / 'published'}; "
+        "give this user access (chmod/chown) or choose another folder",
+    )
+    assert not (tmp_path / "lake").exists()
+
+
+def test_an_out_folder_under_a_file_is_refused_before_any_ingest(tmp_path, empty_dump):
+    """Root-proof: no permission bit is involved, a file simply cannot hold a folder."""
+    (tmp_path / "notes.txt").write_text("a file, not a folder")
+    dumps = ["--submissions", empty_dump, "--comments", empty_dump]
+    out = tmp_path / "notes.txt" / "build"
+    result = threadmed("build", *dumps, "--out", out, "--lake", "lake", cwd=tmp_path)
+    assert_usage_error(
+        result,
+        f"Invalid value for '--out': {out}: {tmp_path / 'notes.txt'} is a file, not a folder; "
+        "choose another folder",
+    )
+    assert not (tmp_path / "lake").exists()
+
+
+def test_a_full_disk_names_the_folder_being_written(tmp_path):
+    """/dev/full fails every write with ENOSPC, as a full disk would."""
+    (tmp_path / "dumps").mkdir()
+    (tmp_path / "dumps" / "AskDocs_submissions.zst").symlink_to("/dev/full")
+    result = threadmed("synth", "--out", "dumps", "--posts", "20", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback (most recent call last) ─" not in result.stdout + result.stderr  # the CLI's own
+    assert error_lines(result)[-1] == (
+        "Error: no space left on device while writing under dumps; free some space or choose a folder "
+        "on another disk"
+    )
+
+
+def test_report_on_a_folder_that_is_not_a_run(tmp_path):
+    (tmp_path / "dumps").mkdir()
+    assert_usage_error(
+        threadmed("report", "dumps", cwd=tmp_path),
+        "Invalid value for 'RUN_DIRS...': dumps is not an evaluation run (no manifest.json); "
+        "pass the --out folder of `threadmed evaluate`",
+    )
+
+
+def test_evaluate_on_a_folder_that_is_not_a_build(tmp_path):
+    (tmp_path / "dumps").mkdir()
+    result = threadmed("evaluate", "--dataset", "dumps", "--out", "run", *OFFLINE_MODELS, cwd=tmp_path)
+    assert_usage_error(
+        result,
+        "Invalid value for '--dataset': dumps is not a dataset build (no dataset/answered/threads.parquet); "
+        "pass the --out folder of `threadmed build`",
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_unknown_split_lists_the_splits_of_the_dataset(tmp_path):
+    write_dataset(tmp_path / "build")
+    arguments = ["--dataset", "build", "--out", "run", *OFFLINE_MODELS, "--split", "tset"]
+    assert_usage_error(
+        threadmed("evaluate", *arguments, cwd=tmp_path),
+        "Invalid value for '--split': build has no thread in split 'tset'; "
+        "choose one of: test (3 threads), train (2 threads), val (1 thread)",
+    )
+    assert not (tmp_path / "run").exists()

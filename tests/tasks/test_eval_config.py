@@ -10,12 +10,14 @@ from tasks.eval_config import (
     ModelSpec,
     SampleSpec,
     apply_overrides,
+    check_dataset_build,
     draw_sample,
     load_config,
     load_sample,
     run_id_for,
 )
 from tasks.llm import ProviderLimits
+from tasks.preflight import UserError
 from tests.eval_fixtures import THREAD_TEXTS, write_dataset
 
 DEPLOYMENTS = Path(__file__).parents[2] / "deployments"
@@ -168,3 +170,15 @@ def test_a_deployment_can_name_the_config_file_instead_of_passing_it():
 def test_settings_need_a_config_or_a_config_file():
     with pytest.raises(ValidationError, match="config_file"):
         EvaluationSettings(dataset_dir="build", run_dir="run")
+
+
+def test_a_versioned_build_folder_points_at_its_latest_version(tmp_path):
+    write_dataset(tmp_path / "releases" / "latest")
+    with pytest.raises(UserError) as caught:
+        check_dataset_build(tmp_path / "releases")
+    assert (str(caught.value), caught.value.option) == (
+        f"{tmp_path / 'releases'} is not a dataset build (no dataset/answered/threads.parquet); "
+        f"pass {tmp_path / 'releases' / 'latest'} (the newest version of a --versioned build)",
+        "--dataset",
+    )
+    check_dataset_build(tmp_path / "releases" / "latest")

@@ -8,7 +8,15 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from tasks.report import ReportSettings, build_report, compute_metrics, load_runs, read_manifest
+from tasks.preflight import UserError
+from tasks.report import (
+    ReportSettings,
+    build_report,
+    check_run_folder,
+    compute_metrics,
+    load_runs,
+    read_manifest,
+)
 from tests.benchmarks.bench_report import write_dataset, write_run
 
 # Scores per (model, condition) and thread, by turn. "U": unparseable judgment; "F": failed call (its
@@ -336,3 +344,13 @@ def test_manifest_with_an_evaluation_config_block(tmp_path: Path) -> None:
     loaded = read_manifest(run)
     assert (loaded.judge_model, loaded.models) == ("threadmed/overlap-judge", ["beta", "alpha"])
     assert load_runs([run]).models == ["beta", "alpha"]
+
+
+def test_an_unfinished_run_is_told_to_finish(tmp_path):
+    (tmp_path / "ledger").mkdir()
+    with pytest.raises(UserError) as caught:
+        check_run_folder(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path} is not an evaluation run (no manifest.json); "
+        f"finish the run: re-run `threadmed evaluate` with --out {tmp_path}"
+    )
