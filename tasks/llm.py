@@ -45,7 +45,7 @@ FIXES = {
     "not_found": "check the litellm model string (provider/model) and api_base",
     "bad_request": "check the request params in the config (e.g. gpt-5 accepts only temperature 1)",
     "context_length": "the conversation exceeds the model's context window; use a longer-context model",
-    "content_filter": "the provider refused this content; it is recorded as failed",
+    "content_filter": "the provider refuses this content; only another model or provider can answer it",
     "provider_error": "the provider answered with this error instead of a reply; see its message",
 }
 # How an error reported in the body of an HTTP 200 reads, for the kinds that its code may not tell.
@@ -124,12 +124,12 @@ def classify_error(exc: Exception, model: str) -> CallError:
         code, message = body_error
         kind = _body_error_kind(code, message)
         detail = "error in an HTTP 200 reply: " + " ".join(message.split())[:300]
-        if kind in FIXES:
+        if is_permanent(kind):
             return permanent_error(kind, model, detail)
         return CallError(kind, True, f"{model}: {detail}")
     kind = _error_kind(exc)
     detail = " ".join(str(exc).split())[:300] or type(exc).__name__
-    if kind in FIXES or kind == "unexpected":
+    if is_permanent(kind):
         return permanent_error(kind, model, detail)
     retry_after = parse_retry_after(getattr(exc, "litellm_response_headers", None))
     return CallError(kind, True, f"{model}: {detail}", retry_after)
@@ -204,9 +204,17 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
+def is_permanent(kind: str) -> bool:
+    """Whether a failure of this kind needs a fix before a re-run can help."""
+    return kind in FIXES or kind == "unexpected"
+
+
+def fix_for(kind: str) -> str:
+    return FIXES.get(kind, "see the error message; it is not retried")
+
+
 def permanent_error(kind: str, model: str, detail: str) -> CallError:
-    fix = FIXES.get(kind, "see the error above; it is not retried")
-    return CallError(kind, False, f"{model}: {detail}. Fix: {fix}")
+    return CallError(kind, False, f"{model}: {detail}. Fix: {fix_for(kind)}")
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
