@@ -88,7 +88,9 @@ class CallOptions(BaseModel, frozen=True):
     provider: str
     limits: ProviderLimits = ProviderLimits()
     retry: RetryPolicy = RetryPolicy()
-    timeout_s: float = 120.0
+    timeout_s: float = Field(
+        120.0, gt=0, description="Seconds one attempt may take, its whole reply included."
+    )
     api_key_env: str | None = None
     prices: Prices | None = None
     price_model: str | None = Field(None, description="Model string to price by, if not the one called.")
@@ -457,7 +459,8 @@ def within_deadline(seconds: float, call: Callable[[], T]) -> T:
 
     The call runs in a daemon thread that is abandoned at the deadline, since a blocking HTTP read cannot
     be cancelled: it ends by itself (at the latest on the SDK's read time-out), and a late reply is dropped
-    without its tokens reaching the ledger's costs.
+    without its tokens reaching the ledger's costs. Meanwhile its connection is outside the provider's
+    concurrency limit.
     """
     outcome: dict[str, Any] = {}
     finished = threading.Event()

@@ -224,9 +224,9 @@ def cli(monkeypatch) -> typer.Typer:
 LONG_NAMES = ("openai/gpt-4o-mini-2024-07-18", "openai/claude-3-5-sonnet-20241022-via-the-gateway")
 
 
-def test_the_cli_summary_shows_whole_model_names_at_80_columns_and_how_to_fix_failures(dataset, tmp_path):
+def test_the_cli_summary_shows_whole_names_at_80_columns_the_provider_message_and_the_fix(dataset, tmp_path):
     with LLMServer() as server:
-        server.script(Action(status=401), model="judge")
+        server.script(Action(error={"message": "Incorrect API key provided", "code": 401}), model="judge")
         arguments = ["--dataset", str(dataset), "--out", str(tmp_path), "--models", ",".join(LONG_NAMES)]
         arguments += ["--judge", "openai/judge", "--api-base", server.url, "--conditions", "baseline"]
         arguments += ["--limit", "1", "--no-report"]
@@ -253,8 +253,9 @@ def test_the_cli_summary_shows_whole_model_names_at_80_columns_and_how_to_fix_fa
         " provider's key variable (e.g. OPENAI_API_KEY) or `api_key_env` in the config. Then re-run the"
         " same command (completed calls are kept)"
     ) in output
-    assert "authentication (1), e.g. openai/judge: litellm.AuthenticationError" in output
-    assert "scripted 401" in output
+    assert (
+        "authentication (1), e.g. openai/judge: error in an HTTP 200 reply: Incorrect API key provided. Fix:"
+    ) in output
 
 
 def test_dry_run_estimates_without_calling(cli, dataset, tmp_path):
