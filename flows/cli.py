@@ -15,8 +15,8 @@ from flows.cli_errors import reports_errors
 from flows.cli_evaluate import evaluate
 from flows.cli_report import print_report_summary, report
 from tasks.lake import expand_dump_paths
-from tasks.pseudonym_salt import SALT_VARIABLE
 from tasks.preflight import check_readable_files, check_writable_folder
+from tasks.pseudonym_salt import SALT_VARIABLE
 from tasks.settings import BuildSettings
 
 # Prefect is imported only inside commands, so these defaults reach it; the user's settings win.

@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
+from rich import box
+from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 
 from flows.cli_errors import reports_errors
@@ -78,7 +80,7 @@ def evaluate(
     """
     # Imported here: litellm takes seconds to import, and every `threadmed` command would pay for it.
     from tasks.eval_config import check_dataset_build, check_split, resolve_settings
-    from tasks.eval_run import build_plan, estimate_plan
+    from tasks.eval_run import RunSummary, build_plan, estimate_plan
 
     check_dataset_build(dataset)
     try:
@@ -103,11 +105,13 @@ def evaluate(
         console.print(f"[red]{state.message}[/red]")
         raise typer.Exit(1)
     manifest = json.loads((out / "manifest.json").read_text())
-    console.print(summary_table(manifest["summary"]))
+    console.print(summary_tables(manifest["summary"]))
+    for line in RunSummary.model_validate(manifest["summary"]).failure_lines():
+        console.print(f"[yellow]{escape(line)}[/yellow]")
     for note in manifest["notes"]:
         console.print(f"[yellow]{note}[/yellow]")
     if not state.is_completed():
-        console.print(f"[red]{state.message}[/red]")
+        console.print(f"[red]{escape(state.message or '')}[/red]")
         raise typer.Exit(1)
     console.print(f"[green]Run {manifest['run_id']} written to[/green] {out}")
 
@@ -138,21 +142,32 @@ def estimate_table(estimates: "list[CallEstimate]") -> Table:
     return table
 
 
-def summary_table(summary: dict[str, Any]) -> Table:
-    table = Table(title=f"Run {summary['run_id']}: mean score 0-100 over judged turns (unparseable excluded)")
-    columns = ("model", "condition", "answered", "failed", "not run", "judged", "unparseable", "mean", "USD")
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("model", "condition") else "right")
-    for group in summary["groups"]:
-        responses, judgments = group["responses"], group["judgments"]
-        mean = "—" if group["mean_score"] is None else f"{group['mean_score']:.1f}"
-        cost = group["inference_cost_usd"] + group["judge_cost_usd"]
-        table.add_row(
-            group["model"],
-            group["condition"],
-            *(str(responses.get(status, 0)) for status in ("ok", "failed", "not_run")),
-            *(str(judgments.get(status, 0)) for status in ("ok", "unparseable")),
-            mean,
-            f"{cost:,.4f}",
-        )
-    return table
+# Per count column, the summary's counter and status; stacked header words keep 80 columns enough.
+COUNT_COLUMNS = {
+    "answered": ("responses", "ok"),
+    "answer\nfailed": ("responses", "failed"),
+    "not\nrun": ("responses", "not_run"),
+    "judged": ("judgments", "ok"),
+    "unparseable": ("judgments", "unparseable"),
+    "judge\nfailed": ("judgments", "failed"),
+}
+
+
+def summary_tables(summary: dict[str, Any]) -> Group:
+    """One table per model, titled with its whole name, one row per condition: readable at 80 columns."""
+    tables = []
+    for model in dict.fromkeys(group["model"] for group in summary["groups"]):
+        table = Table(
+            title=model, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+            collapse_padding=True,
+        )  # fmt: skip
+        for column in ("condition", *COUNT_COLUMNS, "mean", "USD"):
+            table.add_column(column, justify="left" if column == "condition" else "right")
+        for group in (g for g in summary["groups"] if g["model"] == model):
+            counts = [f"{group[counter].get(status, 0):,}" for counter, status in COUNT_COLUMNS.values()]
+            mean = "—" if group["mean_score"] is None else f"{group['mean_score']:.1f}"
+            cost = group["inference_cost_usd"] + group["judge_cost_usd"]
+            table.add_row(group["condition"], *counts, mean, f"{cost:,.4f}")
+        tables.append(table)
+    title = f"Run {summary['run_id']}: mean score 0-100 over judged turns (unparseable excluded)"
+    return Group(title, *tables)

@@ -45,7 +45,7 @@ from tasks.judge import (
     render_judge_messages,
 )
 from tasks.ledger import CallLedger
-from tasks.llm import CallOptions, token_costs
+from tasks.llm import CallOptions, fix_for, is_permanent, token_costs
 from tasks.provenance import artifact_key
 
 PACKAGES = ("litellm", "prefect", "pyarrow", "pydantic", "rapidfuzz", "openai", "httpx")
@@ -140,22 +140,23 @@ class RunSummary(BaseModel):
     run_dir: Path
     groups: list[GroupSummary]
     failed_calls: dict[str, int]
+    failure_examples: dict[str, str] = {}  # per failure kind, one error as recorded (the provider's words)
 
     def markdown(self) -> str:
-        """The run's outcome for people: a line saying whether calls failed, then one row per group."""
+        """The run's outcome for people: whether calls failed (an example of each kind), one row per group."""
         outcome = self.failure_message() if self.failed_calls else "Every call succeeded."
-        lines = [
-            f"# Evaluation run {self.run_id}",
-            "",
-            f"**{outcome}**",
-            "",
-            "| model | condition | answered | failed | not run | judged | unparseable | mean (0-100) | USD |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        lines = [f"# Evaluation run {self.run_id}", "", f"**{outcome}**", ""]
+        if self.failure_examples:
+            lines += [f"- {line}" for line in self.failure_lines()] + [""]
+        lines += [
+            "| model | condition | answered | answer failed | not run | judged | unparseable | judge failed"
+            " | mean (0-100) | USD |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for g in self.groups:
             mean = "-" if g.mean_score is None else f"{g.mean_score:.1f}"
             counts = [g.responses.get(s, 0) for s in ("ok", "failed", "not_run")]
-            counts += [g.judgments.get(s, 0) for s in ("ok", "unparseable")]
+            counts += [g.judgments.get(s, 0) for s in ("ok", "unparseable", "failed")]
             cost = g.inference_cost_usd + g.judge_cost_usd
             lines.append(
                 f"| {g.model} | {g.condition} | {' | '.join(map(str, counts))} | {mean} | {cost:.4f} |"
@@ -163,12 +164,33 @@ class RunSummary(BaseModel):
         return "\n".join(lines)
 
     def failure_message(self) -> str:
-        kinds = ", ".join(f"{kind.replace('_', ' ')} {n}" for kind, n in sorted(self.failed_calls.items()))
+        """What failed and what will finish the run: a re-run for transient failures, a fix for the others."""
+        kinds = ", ".join(f"{_label(kind)} {n}" for kind, n in sorted(self.failed_calls.items()))
         total = sum(self.failed_calls.values())
-        calls = "call" if total == 1 else "calls"
+        failed = f"{total} {'call' if total == 1 else 'calls'} failed: {kinds}"
+        kept = "(completed calls are kept)"
+        fixes = "; ".join(f"[{_label(k)}] {fix_for(k)}" for k in sorted(self.failed_calls) if is_permanent(k))
+        transient = [_label(k) for k in sorted(self.failed_calls) if not is_permanent(k)]
+        if not fixes:
+            return f"{failed}; re-run the same command to finish {kept}"
+        if not transient:
+            advice = f"A re-run alone will not help; fix first: {fixes}. Then re-run the same command {kept}"
+            return f"{failed}. {advice}"
         return (
-            f"{total} {calls} failed: {kinds}; re-run the same command to finish (completed calls are kept)"
+            f"{failed}. Re-run the same command to retry the {' and '.join(transient)} failures {kept};"
+            f" the others need a fix first: {fixes}"
         )
+
+    def failure_lines(self) -> list[str]:
+        """One line per failure kind: its count and one of its errors."""
+        return [
+            f"{_label(kind)} ({self.failed_calls.get(kind, 0)}), e.g. {error}"
+            for kind, error in sorted(self.failure_examples.items())
+        ]
+
+
+def _label(kind: str) -> str:
+    return kind.replace("_", " ")
 
 
 def summarize(
@@ -194,10 +216,19 @@ def summarize(
                 judge_cost_usd=sum(j.get("cost_usd") or 0.0 for j in rows["judgments"]),
             )
         )
-    failed = Counter(r["error_class"] for r in responses if r["status"] == "failed")
-    # JUDGMENTS has no error_class column: a failed judgment's error starts with its kind.
-    failed.update(j["error"].split(":", 1)[0] for j in judgments if j["parse_status"] == "failed")
-    return RunSummary(run_id=run_id, run_dir=run_dir, groups=groups, failed_calls=dict(failed))
+    # JUDGMENTS has no error_class column: a failed judgment's error is "<kind>: <error>".
+    failures = [(r["error_class"], r["error"]) for r in responses if r["status"] == "failed"]
+    failures += [j["error"].split(": ", 1) for j in judgments if j["parse_status"] == "failed"]
+    examples: dict[str, str] = {}
+    for kind, error in failures:
+        examples.setdefault(kind, error)
+    return RunSummary(
+        run_id=run_id,
+        run_dir=run_dir,
+        groups=groups,
+        failed_calls=dict(Counter(kind for kind, _ in failures)),
+        failure_examples=examples,
+    )
 
 
 def follow_progress(futures: list[PrefectFuture], run_id: str) -> None:

@@ -1,15 +1,15 @@
 """LLM judging: grade each answered turn against the physician answer with a versioned rubric prompt.
 
-The judge's reply is parsed tolerantly (code fences, text around the JSON, "1" for 1.0). A reply with no
-valid score is asked again, up to `max_reasks` times, as a follow-up showing the judge its own reply.
-After that the turn is 'unparseable': score null, excluded from every metric, never scored as 0.
+The judge's reply is parsed tolerantly in form (code fences, text around the JSON, "1" for 1.0) and
+strictly in substance: a score off the rubric's scale or contradicted elsewhere in the reply is no score.
+A reply with no valid score is asked again, up to `max_reasks` times, as a follow-up showing the judge
+its own reply. After that the turn is 'unparseable': score null, excluded from every metric, never 0.
 """
 
 import hashlib
 import json
 import re
 import string
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,8 +28,6 @@ REASK_PROMPT = PROMPTS_DIR / "judge_reask_v1.txt"
 VALID_SCORES = (0.0, 0.5, 1.0)
 
 _SECTION = re.compile(r"^=== (\w+) ===\n", flags=re.MULTILINE)
-_SCORE_FIELD = re.compile(r"\bscore\b[\"']?\s*[:=]\s*[\"']?(\d+(?:\.\d+)?)", flags=re.IGNORECASE)
-_REASON_FIELD = re.compile(r"\breason\b[\"']?\s*[:=]\s*[\"']?([^\"'\n]+)", flags=re.IGNORECASE)
 
 
 class PromptTemplate(BaseModel, frozen=True):
@@ -72,38 +70,93 @@ class Verdict:
     reason: str | None
 
 
+# A score claim found in a reply: the grade (None when it is off the rubric's scale or not a number) and
+# the reason given beside it.
+Claim = tuple[float | None, str | None]
+
+
 def parse_verdict(text: str | None) -> Verdict | None:
-    """The last JSON object in `text` holding a valid SCORE; failing that, one unambiguous `SCORE: x`."""
-    if not text:
+    """The reply's grade when every score it states is the same grade of the rubric's scale, else None.
+
+    A score is read from the rubric's JSON field (any JSON object in the reply, at any depth, or a
+    truncated object whose `"SCORE": x` pair is whole), from a line that is only `SCORE: x`, or from a
+    reply that is only a grade. Anything else stating a score (`Score: 1/10`, `score = 1 out of 5`,
+    `score: 1 is too generous`, two different grades, a duplicated key) makes the reply unparseable:
+    a misread grade would be a fake score, while an unparseable one is asked again.
+    """
+    if not text or not text.strip():
         return None
-    for candidate in reversed(list(_json_objects(text))):
-        if (verdict := _verdict_from(candidate)) is not None:
-            return verdict
-    scores = {_valid_score(value) for value in _SCORE_FIELD.findall(text)}
+    objects, prose = _split_json(text)
+    claims = [claim for obj in objects for claim in _json_claims(obj)] + _prose_claims(prose)
+    if not claims and not objects:
+        claims = [(_bare_score(text), None)]
+    scores = {score for score, _ in claims}
     if len(scores) != 1 or None in scores:
         return None
-    reason = _REASON_FIELD.search(text)
-    return Verdict(scores.pop(), reason.group(1).strip() if reason else None)  # type: ignore[arg-type]
+    reason = next((reason for _, reason in reversed(claims) if reason is not None), None)
+    return Verdict(scores.pop(), reason)  # type: ignore[arg-type]
 
 
-def _json_objects(text: str) -> Iterator[dict[str, Any]]:
-    decoder = json.JSONDecoder()
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as its key-value pairs, so that a duplicated key is seen rather than overwritten."""
+
+
+def _split_json(text: str) -> tuple[list[_Pairs], str]:
+    """The JSON objects in `text` (outermost only), and the text around them."""
+    decoder = json.JSONDecoder(object_pairs_hook=_Pairs)
+    objects, prose, position = [], [], 0
     for brace in re.finditer(r"\{", text):
+        if brace.start() < position:
+            continue
         try:
-            value, _ = decoder.raw_decode(text, brace.start())
+            value, end = decoder.raw_decode(text, brace.start())
         except json.JSONDecodeError:
             continue
-        if isinstance(value, dict):
-            yield value
+        objects.append(value)
+        prose.append(text[position : brace.start()])
+        position = end
+    prose.append(text[position:])
+    return objects, "\n".join(prose)
 
 
-def _verdict_from(obj: dict[str, Any]) -> Verdict | None:
-    fields = {str(k).lower(): v for k, v in obj.items()}
-    score = _valid_score(fields.get("score"))
-    if score is None:
-        return None
-    reason = fields.get("reason")
-    return Verdict(score, None if reason is None else str(reason))
+def _json_claims(value: Any) -> list[Claim]:
+    """Every `score` field in a decoded JSON value, with the `reason` of the same object."""
+    if isinstance(value, list) and not isinstance(value, _Pairs):
+        return [claim for item in value for claim in _json_claims(item)]
+    if not isinstance(value, _Pairs):
+        return []
+    fields = [(str(key).strip().lower(), field) for key, field in value]
+    reason = next((str(field) for key, field in fields if key == "reason" and field is not None), None)
+    claims: list[Claim] = [(_valid_score(field), reason) for key, field in fields if key == "score"]
+    return claims + [claim for _, field in fields for claim in _json_claims(field)]
+
+
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)"
+# The rubric's field in JSON that did not decode (cut off, or an echoed template): whole only when a
+# comma or brace ends its value, so `{"SCORE": 0.` (maybe 0.5) is not read as 0.
+_QUOTED_FIELD = re.compile(r"[\"']score[\"']\s*:", flags=re.IGNORECASE)
+_QUOTED_VALUE = re.compile(rf"\s*([\"']?)({_NUMBER})\1\s*[,}}]")
+# `SCORE: x` (or `score = x`, `**Score:** x`) outside JSON: a grade only when x is all the line holds.
+_LABEL = re.compile(r"(?<![\"'])\bscore\b(?![\"'])\**\s*[:=]\**[ \t]*([^\n]*)", flags=re.IGNORECASE)
+_LABEL_VALUE = re.compile(rf"\**({_NUMBER})\.?\**\s*")
+_REASON_FIELD = re.compile(r"\breason\b[\"']?\s*[:=]\s*[\"']?([^\"'\n]+)", flags=re.IGNORECASE)
+
+
+def _prose_claims(prose: str) -> list[Claim]:
+    """Score claims outside the decoded JSON objects; a claim that is not a whole grade counts as None."""
+    found = [_QUOTED_VALUE.match(prose, field.end()) for field in _QUOTED_FIELD.finditer(prose)]
+    scores = [_valid_score(value.group(2)) if value else None for value in found]
+    for label in _LABEL.finditer(prose):
+        value = _LABEL_VALUE.fullmatch(label.group(1))
+        scores.append(_valid_score(value.group(1)) if value else None)
+    reason = _REASON_FIELD.search(prose)
+    return [(score, reason.group(1).strip() if reason else None) for score in scores]
+
+
+def _bare_score(text: str) -> float | None:
+    """The grade of a reply that is nothing but a grade (`1`, `0.5.`, a fenced `0`), else None."""
+    bare = text.strip().removeprefix("```").removesuffix("```").strip().removesuffix(".")
+    return _valid_score(bare) if re.fullmatch(_NUMBER, bare) else None
 
 
 def _valid_score(value: Any) -> float | None:

@@ -9,19 +9,21 @@ Retries happen here, in-process, rather than as Prefect task retries: only this 
 Retry-After header, pause the whole provider for it, and keep the completed turns of a thread.
 """
 
+import contextvars
 import email.utils
 import hashlib
 import json
 import logging
 import os
 import random
+import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import litellm
@@ -43,8 +45,16 @@ FIXES = {
     "not_found": "check the litellm model string (provider/model) and api_base",
     "bad_request": "check the request params in the config (e.g. gpt-5 accepts only temperature 1)",
     "context_length": "the conversation exceeds the model's context window; use a longer-context model",
-    "content_filter": "the provider refused this content; it is recorded as failed",
+    "content_filter": "the provider refuses this content; only another model or provider can answer it",
+    "provider_error": "the provider answered with this error instead of a reply; see its message",
 }
+# How an error reported in the body of an HTTP 200 reads, for the kinds that its code may not tell.
+_RATE_LIMIT_TEXT = re.compile(r"rate.?limit|too many requests", flags=re.IGNORECASE)
+_SERVER_TEXT = re.compile(
+    r"overload|capacity|unavailable|temporar|try again|timed? ?out|internal|server.{0,15}error",
+    flags=re.IGNORECASE,
+)
+_CONTEXT_TEXT = re.compile(r"context.?length|context window|maximum context", flags=re.IGNORECASE)
 
 
 class RetryPolicy(BaseModel, frozen=True):
@@ -78,7 +88,9 @@ class CallOptions(BaseModel, frozen=True):
     provider: str
     limits: ProviderLimits = ProviderLimits()
     retry: RetryPolicy = RetryPolicy()
-    timeout_s: float = 120.0
+    timeout_s: float = Field(
+        120.0, gt=0, description="Seconds one attempt may take, its whole reply included."
+    )
     api_key_env: str | None = None
     prices: Prices | None = None
     price_model: str | None = Field(None, description="Model string to price by, if not the one called.")
@@ -110,9 +122,16 @@ class CallError:
 
 def classify_error(exc: Exception, model: str) -> CallError:
     """Map a litellm exception to a kind; permanent kinds carry the fix in their message."""
+    if (body_error := _error_in_body(exc)) is not None:
+        code, message = body_error
+        kind = _body_error_kind(code, message)
+        detail = "error in an HTTP 200 reply: " + " ".join(message.split())[:300]
+        if is_permanent(kind):
+            return permanent_error(kind, model, detail)
+        return CallError(kind, True, f"{model}: {detail}")
     kind = _error_kind(exc)
     detail = " ".join(str(exc).split())[:300] or type(exc).__name__
-    if kind in FIXES or kind == "unexpected":
+    if is_permanent(kind):
         return permanent_error(kind, model, detail)
     retry_after = parse_retry_after(getattr(exc, "litellm_response_headers", None))
     return CallError(kind, True, f"{model}: {detail}", retry_after)
@@ -128,6 +147,10 @@ def _error_kind(exc: Exception) -> str:
         return "timeout"
     if isinstance(exc, litellm.APIConnectionError) or _raised_during(exc, httpx.TransportError):
         return "connection"
+    return _status_kind(status)
+
+
+def _status_kind(status: object) -> str:
     if status == 429:
         return "rate_limit"
     if isinstance(status, int) and status >= 500:
@@ -141,21 +164,59 @@ def _error_kind(exc: Exception) -> str:
     return "unexpected"
 
 
+def _error_in_body(exc: BaseException) -> tuple[object, str] | None:
+    """The (code, message) of an `{"error": ...}` body sent with HTTP 200, if that is what `exc` reports.
+
+    litellm raises such a body as a bare Exception holding its code and message, then re-raises it by
+    the code alone (422 when there is none), dropping the message and the error's type.
+    """
+    for cause in _chain(exc):
+        if type(cause) is Exception and isinstance(message := getattr(cause, "message", None), str):
+            return getattr(cause, "status_code", None), message
+    return None
+
+
+def _body_error_kind(code: object, message: str) -> str:
+    """Overloaded, rate-limited and server errors are transient; the code tells the other kinds."""
+    text = f"{code} {message}"
+    if _RATE_LIMIT_TEXT.search(text):
+        return "rate_limit"
+    if _SERVER_TEXT.search(text):
+        return "server_error"
+    if _CONTEXT_TEXT.search(text):
+        return "context_length"
+    status = int(code) if str(code).isdigit() else None
+    # 422 is litellm's stand-in for a body without a code: it says nothing about the request.
+    if status is None or status == 422 or (kind := _status_kind(status)) == "unexpected":
+        return "provider_error"
+    return kind
+
+
 def _raised_during(exc: BaseException, kind: type[BaseException]) -> bool:
     """Whether `kind` is in the exception's chain (litellm reports a refused connection as a 500)."""
+    return any(isinstance(cause, kind) for cause in _chain(exc))
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, kind):
-            return True
+        yield current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
-    return False
+
+
+def is_permanent(kind: str) -> bool:
+    """Whether a failure of this kind needs a fix before a re-run can help."""
+    return kind in FIXES or kind == "unexpected"
+
+
+def fix_for(kind: str) -> str:
+    return FIXES.get(kind, "see the error message; it is not retried")
 
 
 def permanent_error(kind: str, model: str, detail: str) -> CallError:
-    fix = FIXES.get(kind, "see the error above; it is not retried")
-    return CallError(kind, False, f"{model}: {detail}. Fix: {fix}")
+    return CallError(kind, False, f"{model}: {detail}. Fix: {fix_for(kind)}")
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -363,20 +424,62 @@ def _attempt(request: ChatRequest, options: CallOptions, tally: _Tally) -> tuple
     except MissingCredentials as exc:
         return None, permanent_error("authentication", request.model, str(exc))
     try:
-        response = litellm.completion(
-            model=request.model,
-            messages=list(request.messages),
-            api_base=request.api_base,
-            api_key=api_key,
-            timeout=options.timeout_s,
-            max_retries=0,  # the SDK's own retries would be invisible to our attempt count and back-off
-            num_retries=0,
-            **request.params,
+        response = within_deadline(
+            options.timeout_s,
+            lambda: litellm.completion(
+                model=request.model,
+                messages=list(request.messages),
+                api_base=request.api_base,
+                api_key=api_key,
+                timeout=options.timeout_s,  # the SDK's is per read: a trickled reply would never end
+                max_retries=0,  # the SDK's own retries would be invisible to our attempt count and back-off
+                num_retries=0,
+                **request.params,
+            ),
+        )
+    except DeadlinePassed:
+        return None, CallError(
+            "timeout", True, f"{request.model}: no whole reply within {options.timeout_s} s"
         )
     except Exception as exc:  # every provider failure is classified and recorded, never raised
         return None, classify_error(exc, request.model)
     tally.add_usage(request, options, response)  # an empty reply is still billed
     return response, _unusable_reply(request.model, response)
+
+
+T = TypeVar("T")
+
+
+class DeadlinePassed(Exception):
+    """An attempt did not finish within its time-out."""
+
+
+def within_deadline(seconds: float, call: Callable[[], T]) -> T:
+    """`call()`'s result, or DeadlinePassed once `seconds` have gone by.
+
+    The call runs in a daemon thread that is abandoned at the deadline, since a blocking HTTP read cannot
+    be cancelled: it ends by itself (at the latest on the SDK's read time-out), and a late reply is dropped
+    without its tokens reaching the ledger's costs. Meanwhile its connection is outside the provider's
+    concurrency limit.
+    """
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            outcome["value"] = context.run(call)
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+        finally:
+            finished.set()
+
+    threading.Thread(target=run, name="llm-attempt", daemon=True).start()
+    if not finished.wait(seconds):
+        raise DeadlinePassed
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _unusable_reply(model: str, response: Any) -> CallError | None:

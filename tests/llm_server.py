@@ -2,8 +2,9 @@
 
 It answers `POST /v1/chat/completions` like a provider would, and records every request so tests can
 count calls at the server. Behaviour is scripted per request with `Action`s queued for a model:
-latency, 429 with Retry-After, 5xx, a hang past the client's time-out, a malformed body or any reply
-text (e.g. broken judge JSON). Unscripted requests get a deterministic reply after `latency_s`.
+latency, 429 with Retry-After, 5xx, a hang past the client's time-out, a body trickled out slowly, an
+`{"error": ...}` body with any status (gateways send it with 200 when overloaded), a malformed body or
+any reply text (e.g. broken judge JSON). Unscripted requests get a deterministic reply after `latency_s`.
 
 `GET /stats` returns the counters as JSON, so a server started as a subprocess
 (`python -m tests.llm_server --latency 0.2`) can be read from another process.
@@ -33,6 +34,8 @@ class Action:
     retry_after: str | None = None
     raw_body: str | None = None
     finish_reason: str = "stop"
+    error: dict[str, Any] | None = None  # sent as the body `{"error": error}`, with `status`
+    trickle_s: float | None = None  # send the headers at once, then the body in pieces over this long
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,7 @@ class _Handler(BaseHTTPRequestHandler):
         time.sleep(state.latency_s if action.delay_s is None else action.delay_s)
         headers = {"Retry-After": action.retry_after} if action.retry_after is not None else {}
         try:
-            self._send(action.status, self._body(state, request, action), headers)
+            self._send(action.status, self._body(state, request, action), headers, action.trickle_s)
         except (BrokenPipeError, ConnectionResetError):
             return None
         return action.status
@@ -154,6 +157,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _body(state: _State, request: dict[str, Any], action: Action) -> str:
         if action.raw_body is not None:
             return action.raw_body
+        if action.error is not None:
+            return json.dumps({"error": action.error})
         if action.status != 200:
             return json.dumps({"error": {"message": f"scripted {action.status}", "type": "test"}})
         text = (
@@ -183,7 +188,9 @@ class _Handler(BaseHTTPRequestHandler):
             }
         )
 
-    def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self, status: int, body: str, headers: dict[str, str] | None = None, trickle_s: float | None = None
+    ) -> None:
         payload = body.encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -191,7 +198,16 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(payload)
+        if trickle_s is None:
+            self.wfile.write(payload)
+            return
+        # Twenty pieces, each arriving well within any per-read time-out of the client.
+        pieces = 20
+        size = -(-len(payload) // pieces)
+        for start in range(0, len(payload), size):
+            self.wfile.write(payload[start : start + size])
+            self.wfile.flush()
+            time.sleep(trickle_s / pieces)
 
 
 class _HTTPServer(ThreadingHTTPServer):

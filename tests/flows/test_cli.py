@@ -97,6 +97,8 @@ def test_build_warns_without_a_salt_and_never_writes_the_one_given(tmp_path):
     assert json.loads((tmp_path / "secret" / "build.json").read_text())["pseudonyms"]["publishable"] is True
     written = [p for root in ("secret", "lake") for p in (tmp_path / root).rglob("*") if p.is_file()]
     assert [p for p in written if canary.encode() in p.read_bytes()] == []
+
+
 # --- the real `threadmed` command in a subprocess: exit code, one clear line, no traceback ---------------
 
 THREADMED = str(Path(sys.executable).with_name("threadmed"))

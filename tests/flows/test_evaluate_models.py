@@ -127,7 +127,10 @@ def test_failed_calls_fail_the_run_after_writing_everything_and_a_rerun_finishes
         run = settings(dataset, tmp_path, server.url, conditions=["baseline"])
         state = evaluate_models(**parameters(run), return_state=True)
         assert state.is_failed()
-        assert state.message.startswith("2 calls failed: authentication 1, bad request 1; re-run")
+        assert state.message.startswith(
+            "2 calls failed: authentication 1, bad request 1. A re-run alone will not help; fix first:"
+            " [authentication] set the provider's key"
+        )
         responses, judgments = read(tmp_path, "responses"), read(tmp_path, "judgments")
         assert len(responses) == len(judgments) == 2 * 13
         statuses = [r["status"] for r in responses]
@@ -216,6 +219,43 @@ def cli(monkeypatch) -> typer.Typer:
     app = typer.Typer()
     app.command()(evaluate)
     return app
+
+
+LONG_NAMES = ("openai/gpt-4o-mini-2024-07-18", "openai/claude-3-5-sonnet-20241022-via-the-gateway")
+
+
+def test_the_cli_summary_shows_whole_names_at_80_columns_the_provider_message_and_the_fix(dataset, tmp_path):
+    with LLMServer() as server:
+        server.script(Action(error={"message": "Incorrect API key provided", "code": 401}), model="judge")
+        arguments = ["--dataset", str(dataset), "--out", str(tmp_path), "--models", ",".join(LONG_NAMES)]
+        arguments += ["--judge", "openai/judge", "--api-base", server.url, "--conditions", "baseline"]
+        arguments += ["--limit", "1", "--no-report"]
+        env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value(), "COLUMNS": "80"}
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "threadmed"), "evaluate", *arguments],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    print(done.stdout)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in done.stdout
+    assert [line.strip() for line in lines if line.strip() in LONG_NAMES] == sorted(LONG_NAMES)
+    headers = [line.split() for line in lines if line.lstrip().startswith("condition")]
+    assert (
+        headers
+        == [["condition", "answered", "failed", "run", "judged", "unparseable", "failed", "mean", "USD"]] * 2
+    )
+    rows = [line.split() for line in lines if line.startswith("baseline")]
+    assert len(rows) == 2 and sum(int(row[6]) for row in rows) == 1  # the judge call that failed
+    output = " ".join(done.stdout.split())
+    assert (
+        "1 call failed: authentication 1. A re-run alone will not help; fix first: [authentication] set the"
+        " provider's key variable (e.g. OPENAI_API_KEY) or `api_key_env` in the config. Then re-run the"
+        " same command (completed calls are kept)"
+    ) in output
+    assert (
+        "authentication (1), e.g. openai/judge: error in an HTTP 200 reply: Incorrect API key provided. Fix:"
+    ) in output
 
 
 def test_dry_run_estimates_without_calling(cli, dataset, tmp_path):

@@ -67,24 +67,70 @@ def test_the_dry_run_prices_known_models_and_flags_unknown_ones(dataset, tmp_pat
     assert judge.cost_usd == pytest.approx((judge.prompt_tokens + judge.completion_tokens) * 1e-6)
 
 
-def test_the_summary_counts_statuses_means_and_failures():
+def test_the_summary_counts_statuses_means_and_failures_keeping_a_message_per_kind():
     key = {"run_id": "r", "model": "m", "condition": "baseline", "thread_id": "t"}
+    overloaded = "m: error in an HTTP 200 reply: Overloaded (gave up after 6 attempts; re-run to retry)"
     responses = [
         {**key, "turn": 0, "status": "ok", "error_class": None, "cost_usd": 0.5},
-        {**key, "turn": 1, "status": "failed", "error_class": "rate_limit", "cost_usd": 0.0},
-        {**key, "turn": 2, "status": "not_run", "error_class": None},
+        {**key, "turn": 1, "status": "failed", "error_class": "server_error", "error": overloaded},
+        {**key, "turn": 2, "status": "not_run", "error_class": None, "error": "not run: turn 1 failed"},
     ]
     judgments = [
         {**key, "turn": 0, "parse_status": "ok", "score": 0.5, "cost_usd": 0.25},
         {**key, "turn": 3, "parse_status": "unparseable", "score": None, "cost_usd": 0.25},
-        {**key, "turn": 4, "parse_status": "failed", "score": None, "error": "server_error: 503"},
+        {**key, "turn": 4, "parse_status": "failed", "score": None, "error": "server_error: judge: 503"},
+        {**key, "turn": 5, "parse_status": "failed", "score": None, "error": "authentication: judge: no key"},
     ]
     summary = summarize("r", Path("run"), responses, judgments)
     [group] = summary.groups
     assert group.responses == {"ok": 1, "failed": 1, "not_run": 1}
-    assert group.judgments == {"ok": 1, "unparseable": 1, "failed": 1}
+    assert group.judgments == {"ok": 1, "unparseable": 1, "failed": 2}
     assert (group.mean_score, group.inference_cost_usd, group.judge_cost_usd) == (50.0, 0.5, 0.5)
-    assert summary.failure_message().startswith("2 calls failed: rate limit 1, server error 1; re-run")
+    assert summary.failed_calls == {"server_error": 2, "authentication": 1}
+    assert summary.failure_examples == {"server_error": overloaded, "authentication": "judge: no key"}
+
+
+TRANSIENT_FAILURES = {"rate_limit": 2, "timeout": 1}
+PERMANENT_FAILURES = {"authentication": 1, "context_length": 2, "not_found": 1}
+KEPT = "(completed calls are kept)"
+FIX_KEY = (
+    "[authentication] set the provider's key variable (e.g. OPENAI_API_KEY) or `api_key_env` in the config"
+)
+FIX_CONTEXT = (
+    "[context length] the conversation exceeds the model's context window; use a longer-context model"
+)
+FIX_MODEL = "[not found] check the litellm model string (provider/model) and api_base"
+
+
+@pytest.mark.parametrize(
+    ("failed_calls", "message"),
+    [
+        (
+            TRANSIENT_FAILURES,
+            f"3 calls failed: rate limit 2, timeout 1; re-run the same command to finish {KEPT}",
+        ),
+        (
+            PERMANENT_FAILURES,
+            "4 calls failed: authentication 1, context length 2, not found 1. A re-run alone will not help;"
+            f" fix first: {FIX_KEY}; {FIX_CONTEXT}; {FIX_MODEL}. Then re-run the same command {KEPT}",
+        ),
+        (
+            {"content_filter": 1},
+            "1 call failed: content filter 1. A re-run alone will not help; fix first: [content filter] the"
+            " provider refuses this content; only another model or provider can answer it."
+            f" Then re-run the same command {KEPT}",
+        ),
+        (
+            {**TRANSIENT_FAILURES, "authentication": 1},
+            "4 calls failed: authentication 1, rate limit 2, timeout 1. Re-run the same command to retry the"
+            f" rate limit and timeout failures {KEPT}; the others need a fix first: {FIX_KEY}",
+        ),
+    ],
+    ids=["transient", "permanent", "content-filter", "mixed"],
+)
+def test_the_failure_message_says_what_will_finish_the_run(failed_calls, message):
+    summary = RunSummary(run_id="r1", run_dir=Path("r1"), groups=[], failed_calls=failed_calls)
+    assert summary.failure_message() == message
 
 
 def test_tables_are_written_sorted_by_their_key(tmp_path):
@@ -104,24 +150,26 @@ def test_the_summary_says_what_failed_and_lists_every_group():
                 model="m",
                 condition="baseline",
                 responses={"ok": 5, "failed": 1, "not_run": 2},
-                judgments={"ok": 4, "unparseable": 1},
+                judgments={"ok": 3, "unparseable": 1, "failed": 1},
                 mean_score=62.5,
                 inference_cost_usd=0.25,
                 judge_cost_usd=0.5,
             ),
         ],
-        failed_calls={"rate_limit": 1},
+        failed_calls={"rate_limit": 2},
+        failure_examples={"rate_limit": "m: Rate limit reached (gave up after 6 attempts; re-run to retry)"},
     )
     assert summary.markdown().splitlines() == [
         "# Evaluation run r1",
         "",
-        "**1 call failed: rate limit 1; re-run the same command to finish (completed calls are kept)**",
+        "**2 calls failed: rate limit 2; re-run the same command to finish (completed calls are kept)**",
         "",
-        "| model | condition | answered | failed | not run | judged | unparseable | mean (0-100) | USD |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-        "| m | baseline | 5 | 1 | 2 | 4 | 1 | 62.5 | 0.7500 |",
+        "- rate limit (2), e.g. m: Rate limit reached (gave up after 6 attempts; re-run to retry)",
+        "",
+        "| model | condition | answered | answer failed | not run | judged | unparseable | judge failed"
+        " | mean (0-100) | USD |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| m | baseline | 5 | 1 | 2 | 3 | 1 | 1 | 62.5 | 0.7500 |",
     ]
-    assert (
-        summary.model_copy(update={"failed_calls": {}}).markdown().splitlines()[2]
-        == "**Every call succeeded.**"
-    )
+    succeeded = summary.model_copy(update={"failed_calls": {}, "failure_examples": {}})
+    assert succeeded.markdown().splitlines()[2:4] == ["**Every call succeeded.**", ""]

@@ -99,37 +99,79 @@ def test_a_prompt_without_version_is_refused(tmp_path):
 
 # --- parsing ----------------------------------------------------------------------------------------------
 
-
-@pytest.mark.parametrize(
-    ("reply", "expected"),
-    [
-        ('{"SCORE": 1.0, "REASON": "Same advice."}', Verdict(1.0, "Same advice.")),
-        ('```json\n{"SCORE": 0.5, "REASON": "No red flag."}\n```', Verdict(0.5, "No red flag.")),
-        ('Core point: x-ray rules.\n{"score": "1", "reason": "ok"} Done.', Verdict(1.0, "ok")),
-        ('{"SCORE": 0, "REASON": "Wrong problem."}', Verdict(0.0, "Wrong problem.")),
-        ('{"verdict": {"SCORE": 0.5}}', Verdict(0.5, None)),
-        ('{"SCORE": 0.5, "REASON": "cut off', Verdict(0.5, "cut off")),
-        ("SCORE: 1.0\nREASON: matches", Verdict(1.0, "matches")),
-    ],
+NOTES = (
+    "Main point: x-ray if she cannot walk four steps (Ottawa rules). The AI gives RICE only, no red flag.\n"
 )
-def test_replies_are_parsed_tolerantly(reply, expected):
-    assert parse_verdict(reply) == expected
+FENCED = '```json\n{"SCORE": 0.5, "REASON": "No red flag."}\n```'
 
-
-@pytest.mark.parametrize(
-    "reply",
-    [
-        "",
+# Real-looking judge replies and what each must parse to: a score on the rubric's scale, or None
+# (unparseable: asked again, never scored). A score counts only from the rubric's field or a bare grade.
+JUDGE_REPLIES = {
+    "rubric-json": ('{"SCORE": 1.0, "REASON": "Same advice."}', Verdict(1.0, "Same advice.")),
+    "rubric-json-zero": ('{"SCORE": 0.0, "REASON": "Wrong problem."}', Verdict(0.0, "Wrong problem.")),
+    "integer-zero": ('{"SCORE": 0, "REASON": "Wrong problem."}', Verdict(0.0, "Wrong problem.")),
+    "lower-case-keys": (
+        '{"score": 0.5, "reason": "Misses the red flag."}',
+        Verdict(0.5, "Misses the red flag."),
+    ),
+    "code-fence": (FENCED, Verdict(0.5, "No red flag.")),
+    "notes-then-fence": (NOTES + FENCED, Verdict(0.5, "No red flag.")),
+    "notes-then-json": (NOTES + '{"SCORE": 0.5, "REASON": "No red flag."}', Verdict(0.5, "No red flag.")),
+    "json-then-prose": ('{"score": "1", "reason": "ok"} Done.', Verdict(1.0, "ok")),
+    "score-as-string": ('{"SCORE": "0.5", "REASON": "Partly."}', Verdict(0.5, "Partly.")),
+    "reason-mentions-other-score": (
+        '{"SCORE": 1.0, "REASON": "A score: 0 would ignore that it matches."}',
+        Verdict(1.0, "A score: 0 would ignore that it matches."),
+    ),
+    "nested-once": ('{"verdict": {"SCORE": 0.5}}', Verdict(0.5, None)),
+    "two-objects-agreeing": ('{"SCORE": 1} ... {"SCORE": 1.0, "REASON": "sure"}', Verdict(1.0, "sure")),
+    "label-lines": ("SCORE: 1.0\nREASON: matches", Verdict(1.0, "matches")),
+    "label-line-after-notes": (NOTES + "Score: 0.5", Verdict(0.5, None)),
+    "truncated-after-score": ('{"SCORE": 0.5, "REASON": "cut off', Verdict(0.5, "cut off")),
+    "bare-one": ("1", Verdict(1.0, None)),
+    "bare-half-newline": ("0.5\n", Verdict(0.5, None)),
+    "bare-zero-period": ("0.", Verdict(0.0, None)),
+    "bare-one-period": ("1.0.", Verdict(1.0, None)),
+    # Off the rubric's scale, or several numbers: never a score.
+    "out-of-ten": ("Score: 1/10. The reply is poor", None),
+    "out-of-five": ("score = 1 out of 5, it is wrong", None),
+    "number-in-a-sentence": ("I would not give a score: 1 is too generous; 0 fits.", None),
+    "two-scores-in-prose": ("SCORE: 1.0 at first, but on reflection SCORE: 0.0", None),
+    "json-off-scale-2": ('{"SCORE": 2, "REASON": "good"}', None),
+    "json-off-scale-5": ('{"SCORE": 5, "REASON": "excellent"}', None),
+    "json-between": ('{"SCORE": 0.7, "REASON": "between"}', None),
+    "label-ten": ("Score: 10", None),
+    "bare-off-scale": ("5", None),
+    "bare-two-numbers": ("1 0.5", None),
+    "bare-fraction": ("1/10", None),
+    "prose-contradicts-json": ('Score: 1 but it misses the red flag.\n{"SCORE": 0.5, "REASON": "x"}', None),
+    "label-contradicts-json": ('SCORE: 0\n{"SCORE": 1.0, "REASON": "x"}', None),
+    "two-objects-disagreeing": (
+        '{"SCORE": 1.0, "REASON": "a"}\nOn reflection:\n{"SCORE": 0.0, "REASON": "b"}',
         None,
-        "SCORE: maybe",
-        '{"SCORE": 0.7, "REASON": "between"}',
-        '{"SCORE": true}',
-        "SCORE: 1.0 at first, but on reflection SCORE: 0.0",
-        '{"SCORE": <0.0, 0.5 or 1.0>, "REASON": "<one sentence>"}',
-    ],
-)
-def test_replies_without_one_valid_score_are_unparseable(reply):
-    assert parse_verdict(reply) is None
+    ),
+    "duplicate-key": ('{"score": 1, "score": 0}', None),
+    "nested-and-top-disagreeing": ('{"SCORE": 1, "details": {"score": 0}}', None),
+    "score-null": ('{"SCORE": null, "REASON": "cannot tell"}', None),
+    "score-boolean": ('{"SCORE": true}', None),
+    "score-word": ('{"SCORE": "high", "REASON": "fine"}', None),
+    "score-list": ('{"SCORE": [1], "REASON": "fine"}', None),
+    "wrong-key": ('{"GRADE": 1.0, "REASON": "fine"}', None),
+    "truncated-in-score": ('{"SCORE": 0.', None),
+    "truncated-after-number": ('{"SCORE": 1', None),
+    "echoed-template": ('{"SCORE": <0.0, 0.5 or 1.0>, "REASON": "<one sentence>"}', None),
+    "score-without-label": ("The score is 1.", None),
+    "refusal": ("I'm sorry, but I can't grade medical advice.", None),
+    "label-without-number": ("SCORE: maybe", None),
+    "empty": ("", None),
+    "whitespace": ("  \n", None),
+    "none": (None, None),
+}
+
+
+@pytest.mark.parametrize(("reply", "expected"), JUDGE_REPLIES.values(), ids=JUDGE_REPLIES.keys())
+def test_a_judge_reply_parses_to_a_rubric_score_or_to_nothing(reply, expected):
+    assert parse_verdict(reply) == expected
 
 
 # --- judging through the HTTP path --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 
 from tasks.ledger import CallLedger
 from tasks.llm import (
+    FIXES,
     CallOptions,
     ChatRequest,
     Prices,
@@ -162,6 +163,77 @@ def test_a_context_length_error_is_permanent(server, tmp_path):
     server.script(Action(status=400, raw_body=too_long))
     outcome = complete(request(server), options(), CallLedger(tmp_path))
     assert (outcome.error_kind, outcome.retryable, len(server.requests)) == ("context_length", False, 1)
+
+
+# Gateways (OpenRouter, proxies) answer HTTP 200 with an `{"error": ...}` body, e.g. when overloaded.
+TRANSIENT_IN_A_200 = {
+    "overloaded": ({"message": "Overloaded", "type": "overloaded_error"}, "server_error"),
+    "server-error": (
+        {"message": "The server had an error while processing your request.", "type": "server_error"},
+        "server_error",
+    ),
+    "rate-limit": ({"message": "Rate limit exceeded: free-models-per-min.", "code": 429}, "rate_limit"),
+    "upstream-502": ({"message": "Upstream returned an invalid response", "code": 502}, "server_error"),
+}
+
+
+@pytest.mark.parametrize(("error", "kind"), TRANSIENT_IN_A_200.values(), ids=TRANSIENT_IN_A_200.keys())
+def test_a_transient_error_in_a_200_body_is_retried_keeping_its_message(server, tmp_path, error, kind):
+    server.script(Action(error=error), Action(error=error))
+    outcome = complete(request(server), options(), CallLedger(tmp_path))
+    assert (outcome.status, outcome.attempts) == ("ok", 3)
+
+    ledger = CallLedger(tmp_path)
+    server.script(*[Action(error=error)] * 4)
+    failed = complete(request(server, prompt_version="again"), options(), ledger)
+    assert (failed.status, failed.error_kind, failed.retryable, failed.attempts) == ("failed", kind, True, 4)
+    given_up = "gave up after 4 attempts; re-run to retry"
+    assert failed.error == f"openai/m1: error in an HTTP 200 reply: {error['message']} ({given_up})"
+    assert ledger.last_failure(failed.key) == failed
+
+
+PERMANENT_IN_A_200 = {
+    "bad-key": ({"message": "Incorrect API key provided", "code": 401}, "authentication"),
+    "unknown-model": ({"message": "The model `gpt-9` does not exist", "code": 404}, "not_found"),
+    "context": (
+        {"message": "This model's maximum context length is 8192 tokens", "code": "context_length_exceeded"},
+        "context_length",
+    ),
+    "no-code": ({"message": "Provider returned error", "type": "invalid_request_error"}, "provider_error"),
+}
+
+
+@pytest.mark.parametrize(("error", "kind"), PERMANENT_IN_A_200.values(), ids=PERMANENT_IN_A_200.keys())
+def test_a_permanent_error_in_a_200_body_fails_at_once_keeping_its_message(server, tmp_path, error, kind):
+    server.script(Action(error=error))
+    outcome = complete(request(server), options(), CallLedger(tmp_path))
+    assert (outcome.status, outcome.error_kind, outcome.retryable, len(server.requests)) == (
+        "failed",
+        kind,
+        False,
+        1,
+    )
+    assert outcome.error == f"openai/m1: error in an HTTP 200 reply: {error['message']}. Fix: {FIXES[kind]}"
+
+
+def test_the_time_out_bounds_each_whole_attempt_even_a_trickled_reply(server, tmp_path):
+    server.script(Action(trickle_s=4.0))
+    began = time.monotonic()
+    outcome = complete(request(server), options(timeout_s=1.0), CallLedger(tmp_path))
+    assert (outcome.status, outcome.attempts) == ("ok", 2)
+    assert time.monotonic() - began < 2
+
+    server.script(Action(trickle_s=4.0))
+    began = time.monotonic()
+    one_try = options(timeout_s=1.0, retry=RetryPolicy(max_attempts=1))
+    failed = complete(request(server, prompt_version="again"), one_try, CallLedger(tmp_path))
+    assert (failed.status, failed.error_kind, failed.retryable, failed.attempts) == (
+        "failed",
+        "timeout",
+        True,
+        1,
+    )
+    assert time.monotonic() - began < 1.5
 
 
 def test_a_missing_key_fails_before_any_request(server, tmp_path, monkeypatch):
