@@ -4,7 +4,7 @@ from pathlib import Path
 
 from prefect import flow, unmapped
 
-from tasks.ingest import DEFAULT_WORKERS, IngestFilter, ingest_dump_file
+from tasks.ingest import DEFAULT_WORKERS, IngestFilter, check_records_found, ingest_dump_file
 from tasks.lake import expand_dump_paths, raw_partitions, warehouse_path
 from tasks.provenance import write_run_manifest
 from tasks.publish import dataset_folder, promote_latest, publish_dataset
@@ -26,12 +26,14 @@ def build_dataset(
     settings: BuildSettings | None = None,
     versioned: bool = False,
     runner: RunnerSettings | None = None,
+    allow_empty: bool = False,
 ) -> str:
     """Ingest the dumps, run every SQL model with its audits, publish; return the dataset folder.
 
     `submissions` and `comments` take files, folders or glob patterns. With `versioned`, the dataset
     goes to out_dir/versions/<id> (named by its inputs and settings) and out_dir/latest points at it,
     so scheduled rebuilds keep every earlier version. Dumps already in the lake are not read again.
+    Dumps without a submission or a comment of the subreddit fail the build, unless `allow_empty`.
     """
     settings = settings or BuildSettings()
     runner = runner or LOCAL_RUNNER
@@ -49,6 +51,7 @@ def build_dataset(
             },
         )
         receipts = [future.result() for future in futures]
+    check_records_found(receipts, IngestFilter.from_settings(settings), allow_empty)
     target = dataset_folder(out_dir, receipts, settings, versioned)
     warehouse = warehouse_path(lake_dir, target)
     build_warehouse(warehouse, raw_partitions(lake_dir, receipts), settings)

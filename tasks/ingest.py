@@ -205,7 +205,7 @@ def check_has_records(path: Path, summary: IngestSummary) -> None:
         return  # kept on purpose; the build still refuses to publish nothing (see check_records_found)
     lines = summary.lines - summary.dropped["empty_line"]
     if not lines:
-        found = f"{summary.lines} empty lines" if summary.lines else "nothing once decompressed"
+        found = "blank lines only" if summary.lines else "nothing once decompressed"
         raise DumpError(f"{path}: no records in this dump ({found})")
     if not summary.kept and sum(summary.rejected.values()) == lines:
         reasons = ", ".join(f"{reason}: {count}" for reason, count in sorted(summary.rejected.items()))
@@ -291,14 +291,17 @@ def no_records_message(kinds: Sequence[str], keep: IngestFilter, receipts: Seque
         files = ", ".join(names) if len(names) <= 3 else f"{len(names)} dump files"
         window = f" from {keep.start} to {keep.end} (exclusive)" if kind == "submissions" else ""
         parts.append(f"no {kind} of r/{keep.subreddit}{window} in {files or 'no dump file'}")
-    advice = "check --subreddit, --start and --end, or pass --allow-empty to publish an empty dataset"
-    return "; ".join([*parts, advice])
+    return "; ".join(parts)
 
 
 @task(name="check-records-found")
 def check_records_found(receipts: list[dict[str, Any]], keep: IngestFilter, allow_empty: bool) -> None:
     """Receipts -> nothing, or NoRecordsError (a warning with `allow_empty`) when a kind has no record."""
     if kinds := kinds_without_records(receipts):
+        message = no_records_message(kinds, keep, receipts)
         if not allow_empty:
-            raise NoRecordsError(no_records_message(kinds, keep, receipts))
-        get_run_logger().warning("publishing an empty dataset: %s", no_records_message(kinds, keep, receipts))
+            raise NoRecordsError(
+                f"{message}; check --subreddit, --start and --end, or pass --allow-empty to publish an "
+                "empty dataset"
+            )
+        get_run_logger().warning("publishing an empty dataset, as allowed: %s", message)

@@ -157,7 +157,7 @@ def test_a_bom_and_a_first_line_that_is_not_an_object_are_handled_like_any_line(
 
 def test_a_dump_without_records_is_refused(tmp_path):
     blank = _dump(tmp_path, "blank.zst", [b"", b""])
-    with pytest.raises(DumpError, match=r"^\S*blank\.zst: no records in this dump \(2 empty lines\)$"):
+    with pytest.raises(DumpError, match=r"^\S*blank\.zst: no records in this dump \(blank lines only\)$"):
         ingest_dump(blank, "comments", tmp_path / "lake", KEEP)
     paper = tmp_path / "paper.pdf"
     paper.write_bytes(b"%PDF-1.7\nbinary\n")
@@ -177,10 +177,9 @@ def test_records_found_per_kind_or_a_clear_refusal():
     assert kinds_without_records(receipts[:1]) == ["comments"]
     assert kinds_without_records([{**receipts[1], "summary": {"kept": 1}}, receipts[0]]) == []
     assert no_records_message(["comments"], KEEP, receipts) == (
-        "no comments of r/AskDocs in RC_1.zst, RC_2.zst; "
-        "check --subreddit, --start and --end, or pass --allow-empty to publish an empty dataset"
+        "no comments of r/AskDocs in RC_1.zst, RC_2.zst"
     )
-    assert no_records_message(["submissions", "comments"], KEEP, receipts[:1]).startswith(
+    assert no_records_message(["submissions", "comments"], KEEP, receipts[:1]) == (
         "no submissions of r/AskDocs from 2015-01-01 to 2023-07-01 (exclusive) in RS_1.zst; "
-        "no comments of r/AskDocs in no dump file; check"
+        "no comments of r/AskDocs in no dump file"
     )
