@@ -66,6 +66,16 @@ def fits_int64(value: Any) -> bool:
     return number is None or INT64_MIN <= number <= INT64_MAX
 
 
+def row_fits_int64(row: tuple, columns: Iterable[int]) -> bool:
+    """Whether every integer column of a row fits int64 (small ints, the usual case, are checked inline)."""
+    for i in columns:
+        value = row[i]
+        usual = value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX)
+        if not usual and not fits_int64(value):
+            return False
+    return True
+
+
 def edited_epoch(value: Any) -> int | None:
     """`edited` is false or an epoch (int or float); return the epoch or None."""
     return None if value is False or value is None else epoch_seconds(value)
@@ -107,10 +117,14 @@ ROW_BUILDERS: dict[str, Callable[[dict[str, Any], int, int, str], tuple]] = {
     "submissions": submission_row,
     "comments": comment_row,
 }
+# Integer columns read from the record (created_utc is checked on its own; source_line is ours).
 INTEGER_COLUMNS: dict[str, tuple[int, ...]] = {
-    kind: tuple(i for i, column in enumerate(contract.schema) if pa.types.is_integer(column.type))
+    kind: tuple(
+        i for i, column in enumerate(contract.schema)
+        if pa.types.is_integer(column.type) and column.name not in ("created_utc", "source_line")
+    )
     for kind, contract in RAW_TABLES.items()
-}
+}  # fmt: skip
 
 
 def _coerce(value: Any, dtype: pa.DataType) -> Any:
@@ -221,7 +235,7 @@ def parse_lines(
             continue
         row = build_row(record, created, line_number, source)
         # One such number (a score of 1e20) would make the whole block unwritable as int64.
-        if not all(fits_int64(row[i]) for i in integer_columns):
+        if not row_fits_int64(row, integer_columns):
             result.rejected["number_out_of_range"] += 1
             result.rejects.append((source, line_number, "number_out_of_range", excerpt(line)))
             continue
