@@ -4,7 +4,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, unmapped
 
-from tasks.ingest import DEFAULT_WORKERS, IngestFilter, ingest_dump_file
+from tasks.ingest import DEFAULT_WORKERS, IngestFilter, check_records_found, ingest_dump_file
 from tasks.lake import expand_dump_paths, raw_partitions, warehouse_path
 from tasks.provenance import write_run_manifest
 from tasks.pseudonym_salt import UNPUBLISHABLE_WARNING, read_pseudonym_salt
@@ -27,6 +27,7 @@ def build_dataset(
     settings: BuildSettings | None = None,
     versioned: bool = False,
     runner: RunnerSettings | None = None,
+    allow_empty: bool = False,
 ) -> str:
     """Ingest the dumps, run every SQL model with its audits, publish; return the dataset folder.
 
@@ -35,6 +36,7 @@ def build_dataset(
     so scheduled rebuilds keep every earlier version. Dumps already in the lake are not read again.
     The pseudonym salt comes from the environment (THREADMED_PSEUDONYM_SALT), never from a parameter:
     Prefect stores parameters.
+    Dumps without a submission or a comment of the subreddit fail the build, unless `allow_empty`.
     """
     settings = settings or BuildSettings()
     salt = read_pseudonym_salt()
@@ -55,6 +57,7 @@ def build_dataset(
             },
         )
         receipts = [future.result() for future in futures]
+    check_records_found(receipts, IngestFilter.from_settings(settings), allow_empty)
     target = dataset_folder(out_dir, receipts, settings, salt.fingerprint, versioned)
     warehouse = warehouse_path(lake_dir, target)
     build_warehouse(warehouse, raw_partitions(lake_dir, receipts), settings, salt)

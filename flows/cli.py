@@ -160,6 +160,9 @@ def build(
         help="Ingest the dumps in parallel on a Dask cluster (a local one unless --dask-address).")] = False,
     dask_address: Annotated[str | None, typer.Option(
         help="Scheduler of a running Dask cluster, e.g. tcp://10.0.0.5:8786 (implies --dask).")] = None,
+    allow_empty: Annotated[bool, typer.Option(
+        help="Publish an empty dataset (with a warning) when the dumps hold no record of the subreddit.")]
+    = False,
 ) -> None:  # fmt: skip
     """Build the dataset from Pushshift dumps (the `build-dataset` flow).
 
@@ -192,6 +195,7 @@ def build(
         settings=settings,
         versioned=versioned,
         runner=runner,
+        allow_empty=allow_empty,
     )
     print_build_summary(Path(dataset))
 

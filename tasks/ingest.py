@@ -2,9 +2,9 @@
 
 A dump is read once, in bounded memory. Records of other subreddits and posts outside the time window
 are dropped as early as possible (in all-of-Reddit monthly dumps, before any JSON is parsed). Each
-dump gets its own folder `raw/<table>/source=<file name>/`, written under a temporary name and renamed
-when complete, with an `_ingest.json` receipt (fingerprint, settings, counts) that lets a later build
-skip files it already holds.
+dump gets its own folder `raw/<table>/source=<file name>-<path hash>/`, written under a temporary
+name and renamed when complete, with an `_ingest.json` receipt (fingerprint, settings, counts) that
+lets a later build skip files it already holds.
 """
 
 import gc
@@ -16,7 +16,7 @@ import re
 import shutil
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,9 +27,9 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from tasks.contracts import RAW_REJECTS
-from tasks.lake import RAW_TABLES, partition_dir
+from tasks.lake import RAW_TABLES, partition_dir, source_key
 from tasks.provenance import artifact_key
-from tasks.reader import TruncatedDumpError, iter_line_blocks
+from tasks.reader import DumpError, TruncatedDumpError, iter_line_blocks
 from tasks.records import (
     BlockJob,
     BlockResult,
@@ -131,22 +131,53 @@ def ingest_dump(
     """Stream one dump into the raw layer; return its receipt (also written as `_ingest.json`).
 
     This process decompresses; `workers` processes parse and write Parquet parts (0: parse here too).
-    Raises DumpError for unreadable files, TruncatedDumpError for a cut zstd stream unless
-    `keep_truncated`, in which case the complete records read so far are kept and flagged.
+    Raises DumpError for unreadable files and dumps without records, TruncatedDumpError for a cut zstd
+    stream unless `keep_truncated`, in which case the complete records read so far are kept and flagged.
+    Whatever ends it early (an error, Ctrl-C), no partial folder is left behind.
     """
-    contract = RAW_TABLES[kind]
-    source = path.name
-    final_dir = partition_dir(lake_dir, contract, source)
-    work_dir = final_dir.with_name(f"{final_dir.name}.partial-{os.getpid()}")
-    shutil.rmtree(work_dir, ignore_errors=True)
-    work_dir.mkdir(parents=True)
-    summary = IngestSummary(source_file=source, kind=kind)
-    prefilter = bool(MONTHLY_DUMP_NAME.match(source))
+    key = source_key(path)
+    final_dirs = [partition_dir(lake_dir, contract, key) for contract in (RAW_TABLES[kind], RAW_REJECTS)]
+    work_dirs = [folder.with_name(f"{folder.name}.partial-{os.getpid()}") for folder in final_dirs]
+    for folder in work_dirs:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    try:
+        summary, rejects = _stream_dump(path, kind, work_dirs[0], keep, keep_truncated, workers, on_progress)
+        check_has_records(path, summary)
+        receipt = {
+            "source_file": path.name,
+            "source_key": key,
+            "path": str(path.resolve()),
+            "fingerprint": file_fingerprint(path),
+            "settings": settings_key(kind, keep, keep_truncated),
+            "summary": summary.to_json(),
+            "complete": True,
+        }
+        (work_dirs[0] / RECEIPT_NAME).write_text(json.dumps(receipt, indent=2))
+        pq.write_table(rows_to_table(rejects, RAW_REJECTS), work_dirs[1] / "part-0.parquet")
+    except BaseException:
+        for folder in work_dirs:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    # Rejects first: the raw folder holds the receipt that marks the dump as done.
+    for work_dir, final_dir in reversed(list(zip(work_dirs, final_dirs, strict=True))):
+        shutil.rmtree(final_dir, ignore_errors=True)
+        work_dir.rename(final_dir)
+    return receipt
+
+
+def _stream_dump(
+    path: Path, kind: DumpKind, work_dir: Path, keep: IngestFilter, keep_truncated: bool, workers: int,
+    on_progress: Callable[[dict[str, Any]], None] | None,
+) -> tuple[IngestSummary, list[tuple]]:  # fmt: skip
+    """Write the Parquet parts of one dump into `work_dir`; return its counts and quarantined lines."""
+    summary = IngestSummary(source_file=path.name, kind=kind)
+    prefilter = bool(MONTHLY_DUMP_NAME.match(path.name))
     total_bytes = path.stat().st_size
     started = last_report = time.monotonic()
     rejects: list[tuple] = []
     jobs = (
-        BlockJob(block, kind, keep, source, prefilter, work_dir / f"part-{index:05d}.parquet")
+        BlockJob(block, kind, keep, path.name, prefilter, work_dir / f"part-{index:05d}.parquet")
         for index, block in enumerate(iter_line_blocks(path))
     )
     try:
@@ -158,32 +189,29 @@ def ingest_dump(
                 on_progress(_progress(summary, total_bytes, last_report - started))
     except TruncatedDumpError:
         if not keep_truncated:
-            shutil.rmtree(work_dir, ignore_errors=True)
             raise
         summary.truncated = True
     if not any(work_dir.glob("*.parquet")):
-        pq.write_table(rows_to_table([], contract), work_dir / "part-00000.parquet")
+        pq.write_table(rows_to_table([], RAW_TABLES[kind]), work_dir / "part-00000.parquet")
     summary.seconds = round(time.monotonic() - started, 3)
-    receipt = {
-        "source_file": source,
-        "path": str(path.resolve()),
-        "fingerprint": file_fingerprint(path),
-        "settings": settings_key(kind, keep, keep_truncated),
-        "summary": summary.to_json(),
-        "complete": True,
-    }
-    (work_dir / RECEIPT_NAME).write_text(json.dumps(receipt, indent=2))
-    _write_rejects(partition_dir(lake_dir, RAW_REJECTS, source), rejects)
-    shutil.rmtree(final_dir, ignore_errors=True)
-    work_dir.rename(final_dir)
     if on_progress:
         on_progress(_progress(summary, total_bytes, summary.seconds))
-    return receipt
+    return summary, rejects
 
 
-def _write_rejects(rejects_dir: Path, rejects: list[tuple]) -> None:
-    rejects_dir.mkdir(parents=True, exist_ok=True)
-    pq.write_table(rows_to_table(rejects, RAW_REJECTS), rejects_dir / "part-0.parquet")
+def check_has_records(path: Path, summary: IngestSummary) -> None:
+    """Refuse a dump with no line that parsed as a record: empty, blank, or not a dump at all."""
+    if summary.truncated:
+        return  # kept on purpose; the build still refuses to publish nothing (see check_records_found)
+    lines = summary.lines - summary.dropped["empty_line"]
+    if not lines:
+        found = "blank lines only" if summary.lines else "nothing once decompressed"
+        raise DumpError(f"{path}: no records in this dump ({found})")
+    if not summary.kept and sum(summary.rejected.values()) == lines:
+        reasons = ", ".join(f"{reason}: {count}" for reason, count in sorted(summary.rejected.items()))
+        raise DumpError(
+            f"{path}: none of its {lines} lines is a usable record ({reasons}); is it a Pushshift dump?"
+        )
 
 
 def _progress(summary: IngestSummary, total_bytes: int, seconds: float) -> dict[str, Any]:
@@ -197,8 +225,8 @@ def _progress(summary: IngestSummary, total_bytes: int, seconds: float) -> dict[
     }
 
 
-def load_receipt(lake_dir: Path, kind: DumpKind, source: str) -> dict[str, Any] | None:
-    path = partition_dir(lake_dir, RAW_TABLES[kind], source) / RECEIPT_NAME
+def load_receipt(lake_dir: Path, kind: DumpKind, key: str) -> dict[str, Any] | None:
+    path = partition_dir(lake_dir, RAW_TABLES[kind], key) / RECEIPT_NAME
     return json.loads(path.read_text()) if path.is_file() else None
 
 
@@ -222,12 +250,13 @@ def ingest_dump_file(
     """Dump file -> raw Parquet partition (skipped when its receipt matches); return the receipt."""
     logger = get_run_logger()
     dump = Path(path)
-    existing = load_receipt(Path(lake_dir), kind, dump.name)
+    key = source_key(dump)
+    existing = load_receipt(Path(lake_dir), kind, key)
     if existing and receipt_matches(existing, dump, settings_key(kind, keep, keep_truncated)):
-        logger.info("%s: already in the lake (same fingerprint and settings), skipped", dump.name)
+        logger.info("%s: already in the lake (same fingerprint and settings), skipped", dump)
         return {**existing, "skipped": True}
     artifact = create_progress_artifact(
-        progress=0.0, key=artifact_key("ingest", dump.name), description=f"Ingest of {dump}: share read"
+        progress=0.0, key=artifact_key("ingest", key), description=f"Ingest of {dump}: share read"
     )
 
     def report(progress: dict[str, Any]) -> None:
@@ -241,3 +270,38 @@ def ingest_dump_file(
         logger.warning("%s is truncated: kept the %s records read before the cut",
                        dump.name, receipt["summary"]["kept"])  # fmt: skip
     return {**receipt, "skipped": False}
+
+
+class NoRecordsError(DumpError):
+    """The dumps hold no submission or no comment of the chosen subreddit: the dataset would be empty."""
+
+
+def kinds_without_records(receipts: Sequence[dict[str, Any]]) -> list[str]:
+    """The dump kinds of which no record was kept (a build needs both posts and comments)."""
+    kept = Counter({kind: 0 for kind in RAW_TABLES})
+    for receipt in receipts:
+        kept[receipt["settings"]["kind"]] += receipt["summary"]["kept"]
+    return [kind for kind in RAW_TABLES if not kept[kind]]
+
+
+def no_records_message(kinds: Sequence[str], keep: IngestFilter, receipts: Sequence[dict[str, Any]]) -> str:
+    parts = []
+    for kind in kinds:
+        names = [r["source_file"] for r in receipts if r["settings"]["kind"] == kind]
+        files = ", ".join(names) if len(names) <= 3 else f"{len(names)} dump files"
+        window = f" from {keep.start} to {keep.end} (exclusive)" if kind == "submissions" else ""
+        parts.append(f"no {kind} of r/{keep.subreddit}{window} in {files or 'no dump file'}")
+    return "; ".join(parts)
+
+
+@task(name="check-records-found")
+def check_records_found(receipts: list[dict[str, Any]], keep: IngestFilter, allow_empty: bool) -> None:
+    """Receipts -> nothing, or NoRecordsError (a warning with `allow_empty`) when a kind has no record."""
+    if kinds := kinds_without_records(receipts):
+        message = no_records_message(kinds, keep, receipts)
+        if not allow_empty:
+            raise NoRecordsError(
+                f"{message}; check --subreddit, --start and --end, or pass --allow-empty to publish an "
+                "empty dataset"
+            )
+        get_run_logger().warning("publishing an empty dataset, as allowed: %s", message)

@@ -1,6 +1,7 @@
 """The data lake's layout: where each layer's files live (data_lake/<layer>/<table>/)."""
 
 import glob
+import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -10,18 +11,28 @@ from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS, Contract
 RAW_TABLES: dict[str, Contract] = {"submissions": RAW_SUBMISSIONS, "comments": RAW_COMMENTS}
 
 
-def partition_dir(lake_dir: Path, contract: Contract, source: str) -> Path:
-    """The raw-layer folder of one dump file."""
-    return lake_dir / "raw" / contract.name / f"source={source}"
+def source_key(dump: Path) -> str:
+    """The lake's name for one dump file: its name and a short hash of its absolute path.
+
+    Two years' `AskDocs_comments.zst` (or two disks) get two partitions; the same file always gets the
+    same one, so a rebuild finds it.
+    """
+    resolved = str(dump.resolve())
+    return f"{dump.name}-{hashlib.sha256(resolved.encode()).hexdigest()[:8]}"
+
+
+def partition_dir(lake_dir: Path, contract: Contract, source_key: str) -> Path:
+    """The raw-layer folder of one dump file, named by its `source_key`."""
+    return lake_dir / "raw" / contract.name / f"source={source_key}"
 
 
 def raw_partitions(lake_dir: str, receipts: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
     """Parquet globs of exactly this build's dumps, per raw table (other dumps in the lake are ignored)."""
     files: dict[str, list[str]] = {contract.name: [] for contract in (*RAW_TABLES.values(), RAW_REJECTS)}
     for receipt in receipts:
-        source = receipt["source_file"]
         for contract in (RAW_TABLES[receipt["settings"]["kind"]], RAW_REJECTS):
-            files[contract.name].append(str(partition_dir(Path(lake_dir), contract, source) / "*.parquet"))
+            folder = partition_dir(Path(lake_dir), contract, receipt["source_key"])
+            files[contract.name].append(str(folder / "*.parquet"))
     return files
 
 
@@ -38,9 +49,10 @@ DUMP_SUFFIXES = {".zst", ".ndjson", ".json"}
 def expand_dump_paths(values: Iterable[str]) -> list[str]:
     """Files, folders (every dump inside) or glob patterns -> existing dump files, in a stable order.
 
+    A file matched twice (a folder and a pattern, say) is listed once: its rows would count twice.
     Raises FileNotFoundError naming the first value that matches nothing.
     """
-    found: list[str] = []
+    found: dict[Path, str] = {}
     for value in values:
         path = Path(value)
         if path.is_dir():
@@ -51,5 +63,6 @@ def expand_dump_paths(values: Iterable[str]) -> list[str]:
             matches = [value] if path.is_file() else []
         if not matches:
             raise FileNotFoundError(f"{value}: no such dump file (nor a folder or pattern matching one)")
-        found += matches
-    return found
+        for match in matches:
+            found.setdefault(Path(match).resolve(), match)
+    return list(found.values())

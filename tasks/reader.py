@@ -14,6 +14,9 @@ import zstandard
 from tasks.preflight import UserError
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+OTHER_COMPRESSIONS = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00"}
+# Editors on Windows start UTF-8 text with one; it is not part of the first record.
+BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 # Pushshift compressed with `--long=31`; a smaller limit refuses their frames.
 MAX_WINDOW_SIZE = 2**31
 COMPRESSED_READ_BYTES = 1 << 18
@@ -49,17 +52,30 @@ class LineBlock:
 
 
 def detect_format(path: Path) -> str:
-    """Return 'zstd' or 'ndjson' from the first bytes; raise DumpError for anything else."""
+    """Return 'zstd' (by its magic number) or 'ndjson' (anything else not named .zst).
+
+    NDJSON is not sniffed: its first line is parsed like any other, so a bad one is quarantined, not fatal.
+    Raises DumpError for a missing or empty file, a `.zst` without the zstd magic, or another compression.
+    """
     if not path.is_file():
         raise DumpError(f"{path}: no such file")
     with path.open("rb") as handle:
-        head = handle.read(4096)
+        head = handle.read(16)
+    if not head:
+        raise DumpError(f"{path}: empty file (0 bytes)")
     if head.startswith(ZSTD_MAGIC):
         return "zstd"
-    stripped = head.lstrip()
-    if not stripped or stripped.startswith(b"{"):
-        return "ndjson"
-    raise DumpError(f"{path}: neither a zstd file nor NDJSON (starts with {head[:16]!r})")
+    for compression, magic in OTHER_COMPRESSIONS.items():
+        if head.startswith(magic):
+            raise DumpError(
+                f"{path}: compressed with {compression}; decompress it, or recompress it with zstd"
+            )
+    if path.suffix == ".zst":
+        raise DumpError(
+            f"{path}: not zstd data: it starts with {head!r}, not the zstd magic number "
+            "(a corrupt or mislabelled download?)"
+        )
+    return "ndjson"
 
 
 def _zstd_chunks(handle: BinaryIO, path: Path, read_size: int) -> Iterator[tuple[bytes, int]]:
@@ -118,6 +134,8 @@ def iter_line_blocks(
 
     def block_of(data: bytes, bytes_read: int) -> LineBlock:
         nonlocal next_line
+        if next_line == 1:
+            data = data.removeprefix(BYTE_ORDER_MARK)
         block = LineBlock(next_line, data, bytes_read)
         next_line += block.line_count
         return block

@@ -22,6 +22,7 @@ from tasks.settings import BuildSettings
 
 DumpKind = Literal["submissions", "comments"]
 EXCERPT_CHARS = 200
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,22 @@ def epoch_seconds(value: Any) -> int | None:
         except (ValueError, OverflowError):
             return None
     return None
+
+
+def fits_int64(value: Any) -> bool:
+    """Whether a value bound for an integer column fits one (a value that is no number becomes null)."""
+    number = epoch_seconds(value)
+    return number is None or INT64_MIN <= number <= INT64_MAX
+
+
+def row_fits_int64(row: tuple, columns: Iterable[int]) -> bool:
+    """Whether every integer column of a row fits int64 (small ints, the usual case, are checked inline)."""
+    for i in columns:
+        value = row[i]
+        usual = value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX)
+        if not usual and not fits_int64(value):
+            return False
+    return True
 
 
 def edited_epoch(value: Any) -> int | None:
@@ -100,6 +117,14 @@ ROW_BUILDERS: dict[str, Callable[[dict[str, Any], int, int, str], tuple]] = {
     "submissions": submission_row,
     "comments": comment_row,
 }
+# Integer columns read from the record (created_utc is checked on its own; source_line is ours).
+INTEGER_COLUMNS: dict[str, tuple[int, ...]] = {
+    kind: tuple(
+        i for i, column in enumerate(contract.schema)
+        if pa.types.is_integer(column.type) and column.name not in ("created_utc", "source_line")
+    )
+    for kind, contract in RAW_TABLES.items()
+}  # fmt: skip
 
 
 def _coerce(value: Any, dtype: pa.DataType) -> Any:
@@ -171,6 +196,7 @@ def parse_lines(
 ) -> BlockResult:
     """Filter, parse and normalise consecutive lines, counting every line that is not kept."""
     build_row = ROW_BUILDERS[kind]
+    integer_columns = INTEGER_COLUMNS[kind]
     wanted = keep.subreddit.lower()
     needle = wanted.encode()
     start, end = keep.start_epoch, keep.end_epoch
@@ -200,14 +226,20 @@ def parse_lines(
             result.dropped["other_subreddit" if subreddit else "missing_subreddit"] += 1
             continue
         created = epoch_seconds(record.get("created_utc"))
-        if created is None:
+        if created is None or not fits_int64(created):
             result.rejected["bad_created_utc"] += 1
             result.rejects.append((source, line_number, "bad_created_utc", excerpt(line)))
             continue
         if kind == "submissions" and not start <= created < end:
             result.dropped["outside_window"] += 1
             continue
-        result.rows.append(build_row(record, created, line_number, source))
+        row = build_row(record, created, line_number, source)
+        # One such number (a score of 1e20) would make the whole block unwritable as int64.
+        if not row_fits_int64(row, integer_columns):
+            result.rejected["number_out_of_range"] += 1
+            result.rejects.append((source, line_number, "number_out_of_range", excerpt(line)))
+            continue
+        result.rows.append(row)
     result.lines = line_number - first_line + 1
     result.kept = len(result.rows)
     return result

@@ -13,8 +13,11 @@ from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, PREFECT_SERVER_
 
 from flows.build_dataset import build_dataset
 from tasks.contracts import QA_PAIRS, THREADS
+from tasks.lake import source_key
 from tasks.pseudonym_salt import SALT_VARIABLE, read_pseudonym_salt
+from tasks.reader import iter_line_blocks
 from tasks.synth import generate_dumps
+from tests.tasks.test_reader import write_zstd
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
@@ -69,6 +72,18 @@ def test_build_publishes_exactly_the_generators_dataset(dumps, tmp_path):
     assert counted == [(dumps.answered_threads,)]
 
 
+def test_same_named_dumps_in_two_folders_are_both_built(dumps, tmp_path):
+    submissions, comments = dumps.files
+    lines = [line for block in iter_line_blocks(comments) for line in block.lines]
+    halves = []
+    for year, part in (("2019", lines[: len(lines) // 2]), ("2020", lines[len(lines) // 2 :])):
+        (tmp_path / year).mkdir()
+        halves.append(str(write_zstd(tmp_path / year / comments.name, b"\n".join(part) + b"\n")))
+    out = Path(build_dataset([str(submissions)], halves, str(tmp_path / "out"), str(tmp_path / "lake")))
+    for dataset in ("full", "answered"):
+        assert built_rows(out, dataset) == truth_rows(dumps.truth_qa_pairs, dataset)
+
+
 def test_same_inputs_give_the_same_bytes_and_are_not_read_twice(dumps, tmp_path):
     submissions, comments = map(str, dumps.files)
     lake = tmp_path / "lake"
@@ -103,8 +118,8 @@ def test_a_new_monthly_file_is_ingested_alone_and_published_as_a_new_version(tmp
     after = {p.parent.name: p.stat().st_mtime_ns for p in lake.glob("raw/*/*/_ingest.json")}
     assert {name: after[name] for name in receipts} == receipts  # the old months were not read again
     assert sorted(set(after) - set(receipts)) == [
-        f"source=RC_{months[-1]}.zst",
-        f"source=RS_{months[-1]}.zst",
+        f"source={source_key(incoming / f'RC_{months[-1]}.zst')}",
+        f"source={source_key(incoming / f'RS_{months[-1]}.zst')}",
     ]
     assert first != second and first.parent == second.parent == releases / "versions"
     assert (releases / "latest").resolve() == second.resolve()

@@ -15,6 +15,7 @@ from flows.cli import app
 from tasks.pseudonym_salt import SALT_VARIABLE
 from tasks.synth import generate_dumps
 from tests.eval_fixtures import write_dataset
+from tests.tasks.test_reader import write_zstd
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +46,7 @@ def test_a_file_that_is_not_a_dump_fails_the_build_with_its_name(tmp_path):
         app, ["build", *dumps, "--out", str(tmp_path / "out"), "--lake", str(tmp_path / "lake")]
     )
     assert result.exit_code == 1
-    assert "paper.zst: neither a zstd file nor NDJSON" in " ".join(result.output.split())
+    assert "paper.zst: not zstd data" in " ".join(result.output.split())
     assert not (tmp_path / "out").exists()
 
 
@@ -233,3 +234,59 @@ def test_an_unknown_split_lists_the_splits_of_the_dataset(tmp_path):
         "choose one of: test (3 threads), train (2 threads), val (1 thread)",
     )
     assert not (tmp_path / "run").exists()
+
+
+@pytest.fixture(scope="module")
+def run_build(tmp_path_factory):
+    """Run the real `threadmed build` in a subprocess (one Prefect home for the module's runs)."""
+    prefect_home = tmp_path_factory.mktemp("prefect-home")
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env |= {"PREFECT_HOME": str(prefect_home), "COLUMNS": "500"}  # COLUMNS: rich wraps at 80 otherwise
+
+    def run(folder: Path, submissions: Path, comments: Path, *options: str) -> subprocess.CompletedProcess:
+        arguments = ["--submissions", str(submissions), "--comments", str(comments), "--out", "out"]
+        return subprocess.run(
+            [THREADMED, "build", *arguments, "--lake", "lake", *options],
+            cwd=folder, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    return run
+
+
+def write_ndjson(path: Path, subreddit: str) -> Path:
+    path.write_text(f'{{"id":"p1","subreddit":"{subreddit}","created_utc":1451606400,"link_id":"t3_p1"}}\n')
+    return path
+
+
+@pytest.mark.slow
+def test_an_empty_dump_fails_the_build_naming_it(tmp_path, run_build):
+    comments = write_ndjson(tmp_path / "RC.ndjson", "AskDocs")
+    (tmp_path / "RS.zst").write_bytes(b"")
+    result = run_build(tmp_path, tmp_path / "RS.zst", comments)
+    assert (result.returncode, error_lines(result)[-1]) == (
+        1,
+        f"Error: {tmp_path / 'RS.zst'}: empty file (0 bytes)",
+    )
+    write_zstd(tmp_path / "RS.zst", b"")
+    result = run_build(tmp_path, tmp_path / "RS.zst", comments)
+    assert (result.returncode, error_lines(result)[-1]) == (
+        1, f"Error: {tmp_path / 'RS.zst'}: no records in this dump (nothing once decompressed)"
+    )  # fmt: skip
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_dumps_without_the_subreddit_fail_unless_an_empty_dataset_is_allowed(tmp_path, run_build):
+    submissions = write_ndjson(tmp_path / "RS.ndjson", "AskReddit")
+    comments = write_ndjson(tmp_path / "RC.ndjson", "AskReddit")
+    result = run_build(tmp_path, submissions, comments)
+    assert (result.returncode, error_lines(result)[-1]) == (1, (
+        "Error: no submissions of r/AskDocs from 2015-01-01 to 2023-07-01 (exclusive) in RS.ndjson; "
+        "no comments of r/AskDocs in RC.ndjson; check --subreddit, --start and --end, or pass "
+        "--allow-empty to publish an empty dataset"
+    ))  # fmt: skip
+    assert not (tmp_path / "out").exists()
+    result = run_build(tmp_path, submissions, comments, "--allow-empty")
+    assert result.returncode == 0
+    assert "publishing an empty dataset, as allowed: no submissions of r/AskDocs" in result.stderr
+    assert (tmp_path / "out/dataset/full/threads.parquet").exists()

@@ -1,84 +1,24 @@
-from collections import Counter
 from datetime import date
 
+import duckdb
 import pyarrow.parquet as pq
 import pytest
 
 from tasks import ingest
 from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS
-from tasks.ingest import ingest_dump, receipt_matches, settings_key
-from tasks.reader import TruncatedDumpError
-from tasks.records import (
-    IngestFilter,
-    edited_epoch,
-    epoch_seconds,
-    parse_line,
-    parse_lines,
-    richtext_flair,
+from tasks.ingest import (
+    ingest_dump,
+    kinds_without_records,
+    no_records_message,
+    receipt_matches,
+    settings_key,
 )
+from tasks.lake import partition_dir, raw_partitions, source_key
+from tasks.reader import DumpError, TruncatedDumpError
+from tasks.records import IngestFilter, run_block_job
 from tests.tasks.test_reader import write_zstd
 
 KEEP = IngestFilter("AskDocs", date(2015, 1, 1), date(2023, 7, 1))
-JAN_2016 = 1451606400
-
-
-def test_epoch_seconds_accepts_every_drifted_type():
-    assert [epoch_seconds(v) for v in (1424100000, "1424100000", 1518653586.0, "1.5e9", "x", None, True)] == [
-        1424100000, 1424100000, 1518653586, 1500000000, None, None, None,
-    ]  # fmt: skip
-    assert [edited_epoch(v) for v in (False, 1473703199.0, 1473703199, None)] == [
-        None, 1473703199, 1473703199, None,
-    ]  # fmt: skip
-
-
-def test_richtext_flair_keeps_text_pieces_only():
-    pieces = [{"e": "emoji", "a": ":md:", "u": "https://x"}, {"e": "text", "t": "Physician | Moderator"}]
-    assert richtext_flair(pieces) == "Physician | Moderator"
-    assert richtext_flair([]) is None
-    assert richtext_flair(None) is None
-
-
-def test_parse_line_quarantine_reasons():
-    assert parse_line(b'{"id":"abc","x":1}') == ({"id": "abc", "x": 1}, None)
-    assert parse_line(b'{"id":"abc",') == (None, "invalid_json")
-    assert parse_line(b'{"id":"ab\xff"}') == (None, "invalid_utf8")
-    assert parse_line(b'{"body":"no id"}') == (None, "missing_id")
-    assert parse_line(b"[1, 2]") == (None, "not_an_object")
-    record, reason = parse_line(b'{"id":"s1","body":"broken \\ud83d emoji"}')
-    assert reason is None
-    assert record["body"] == "broken \ud83d emoji"
-
-
-def test_process_lines_counts_every_line():
-    lines = [
-        b'{"id":"p1","subreddit":"AskDocs","created_utc":"1451606400","title":"t"}',
-        b'{"id":"p2","subreddit":"askdocs","created_utc":1451606400}',
-        b'{"id":"p3","subreddit":"AskReddit","created_utc":1451606400}',
-        b'{"id":"p4","subreddit":"AskDocs","created_utc":1388534400}',
-        b'{"id":"p5","created_utc":1451606400}',
-        b"",
-        b'{"id":"p6","subreddit":"AskDocs","created_utc":"soon"}',
-        b"not json at all",
-    ]
-    result = parse_lines(lines, 10, "submissions", KEEP, "RS_x.zst", prefilter=False)
-    assert [row[0] for row in result.rows] == ["p1", "p2"]
-    assert [(row[5], row[-1]) for row in result.rows] == [(JAN_2016, 10), (JAN_2016, 11)]
-    assert [(r[1], r[2]) for r in result.rejects] == [(16, "bad_created_utc"), (17, "invalid_json")]
-    assert (result.lines, result.kept) == (8, 2)
-    assert result.dropped == Counter(other_subreddit=1, outside_window=1, missing_subreddit=1, empty_line=1)
-    assert result.rejected == Counter(bad_created_utc=1, invalid_json=1)
-
-
-def test_monthly_prefilter_skips_other_subreddits_without_parsing():
-    lines = [
-        b'{"id":"c1","subreddit":"AskReddit", broken',
-        b'{"id":"c2","subreddit":"ASKDOCS","created_utc":5}',
-    ]
-    result = parse_lines(lines, 1, "comments", KEEP, "RC_2016-01.zst", prefilter=True)
-    # Comments are kept whatever their own date: they follow their post.
-    assert [row[0] for row in result.rows] == ["c2"]
-    assert result.dropped == Counter(other_subreddit=1)
-    assert result.rejected == Counter()
 
 
 def _dump(tmp_path, name, lines):
@@ -93,7 +33,7 @@ def test_ingest_dump_writes_contract_parquet_rejects_and_receipt(tmp_path):
         b'{"subreddit":"AskDocs","body":"no id"}',
     ])  # fmt: skip
     receipt = ingest_dump(dump, "comments", tmp_path / "lake", KEEP)
-    table = pq.read_table(tmp_path / "lake/raw/raw_reddit__comments/source=AskDocs_comments.zst")
+    table = pq.read_table(partition_dir(tmp_path / "lake", RAW_COMMENTS, receipt["source_key"]))
     assert table.schema == RAW_COMMENTS.schema
     assert table.to_pylist() == [{
         "id": "c1", "subreddit": "AskDocs", "link_id": "t3_p1", "parent_id": "t3_p1", "author": "doc",
@@ -102,9 +42,7 @@ def test_ingest_dump_writes_contract_parquet_rejects_and_receipt(tmp_path):
         "author_flair_richtext_text": "Physician", "score": 7, "edited_utc": 1451606500,
         "retrieved_utc": 1460000000, "source_file": "AskDocs_comments.zst", "source_line": 1,
     }]  # fmt: skip
-    rejects = pq.read_table(
-        tmp_path / "lake/raw/raw_reddit__rejects/source=AskDocs_comments.zst/part-0.parquet"
-    )
+    rejects = pq.read_table(partition_dir(tmp_path / "lake", RAW_REJECTS, receipt["source_key"]))
     assert rejects.schema == RAW_REJECTS.schema
     assert rejects.select(["source_file", "source_line", "reason"]).to_pylist() == [
         {"source_file": "AskDocs_comments.zst", "source_line": 2, "reason": "missing_id"}
@@ -138,9 +76,9 @@ def test_truncated_dump_fails_unless_asked_to_keep_what_was_read(tmp_path):
     lake = tmp_path / "lake"
     with pytest.raises(TruncatedDumpError, match=r"RS_2016-01\.zst"):
         ingest_dump(cut, "submissions", lake, KEEP)
-    assert not (lake / "raw/raw_reddit__submissions/source=RS_2016-01.zst").exists()
+    assert not partition_dir(lake, RAW_SUBMISSIONS, source_key(cut)).exists()
     receipt = ingest_dump(cut, "submissions", lake, KEEP, keep_truncated=True)
-    kept = pq.read_table(lake / "raw/raw_reddit__submissions/source=RS_2016-01.zst")
+    kept = pq.read_table(partition_dir(lake, RAW_SUBMISSIONS, receipt["source_key"]))
     assert receipt["summary"]["truncated"] is True
     assert 0 < kept.num_rows == receipt["summary"]["kept"] < 30000
     assert kept.schema == RAW_SUBMISSIONS.schema
@@ -153,7 +91,95 @@ def test_worker_processes_write_the_same_rows_as_inline_parsing(tmp_path, monkey
     dump = _dump(tmp_path, "AskDocs_comments.zst", lines)
     inline = ingest_dump(dump, "comments", tmp_path / "inline", KEEP, workers=0)
     pooled = ingest_dump(dump, "comments", tmp_path / "pooled", KEEP, workers=2)
-    folder = "raw/raw_reddit__comments/source=AskDocs_comments.zst"
-    assert pq.read_table(tmp_path / "pooled" / folder) == pq.read_table(tmp_path / "inline" / folder)
+    assert pq.read_table(partition_dir(tmp_path / "pooled", RAW_COMMENTS, pooled["source_key"])) == (
+        pq.read_table(partition_dir(tmp_path / "inline", RAW_COMMENTS, inline["source_key"]))
+    )
     assert pooled["summary"] | {"seconds": 0} == inline["summary"] | {"seconds": 0}
     assert pooled["summary"]["rejected"] == {"invalid_json": 1}
+
+
+def test_same_named_dumps_in_two_folders_both_reach_the_raw_layer(tmp_path):
+    lake = tmp_path / "lake"
+    receipts = []
+    for year in ("2019", "2020"):
+        (tmp_path / year).mkdir()
+        line = b'{"id":"c%s","subreddit":"AskDocs","created_utc":1451606400}' % year.encode()
+        receipts.append(
+            ingest_dump(_dump(tmp_path / year, "AskDocs_comments.zst", [line]), "comments", lake, KEEP)
+        )
+    files = raw_partitions(str(lake), receipts)["raw_reddit__comments"]
+    rows = duckdb.sql(f"select id, source_file from read_parquet({files}) order by id").fetchall()
+    assert rows == [("c2019", "AskDocs_comments.zst"), ("c2020", "AskDocs_comments.zst")]
+
+
+def test_out_of_range_numbers_are_quarantined_with_file_and_line(tmp_path):
+    dump = _dump(tmp_path, "AskDocs_comments.zst", [
+        b'{"id":"c1","subreddit":"AskDocs","created_utc":"1e30"}',
+        b'{"id":"c2","subreddit":"AskDocs","created_utc":1451606400,"score":99999999999999999999}',
+        b'{"id":"c3","subreddit":"AskDocs","created_utc":1451606400,"score":3}',
+    ])  # fmt: skip
+    receipt = ingest_dump(dump, "comments", tmp_path / "lake", KEEP)
+    rejects = pq.read_table(partition_dir(tmp_path / "lake", RAW_REJECTS, receipt["source_key"]))
+    assert rejects.select(["source_file", "source_line", "reason"]).to_pylist() == [
+        {"source_file": "AskDocs_comments.zst", "source_line": 1, "reason": "bad_created_utc"},
+        {"source_file": "AskDocs_comments.zst", "source_line": 2, "reason": "number_out_of_range"},
+    ]
+    kept = pq.read_table(partition_dir(tmp_path / "lake", RAW_COMMENTS, receipt["source_key"]))
+    assert kept.select(["id", "score"]).to_pylist() == [{"id": "c3", "score": 3}]
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, RuntimeError])
+def test_an_ingest_failing_mid_way_leaves_no_partial_folder(tmp_path, monkeypatch, failure):
+    def write_then_fail(job):
+        run_block_job(job)
+        raise failure
+
+    monkeypatch.setattr(ingest, "run_block_job", write_then_fail)
+    line = b'{"id":"c1","subreddit":"AskDocs","created_utc":1451606400}'
+    lake = tmp_path / "lake"
+    with pytest.raises(failure):
+        ingest_dump(_dump(tmp_path, "AskDocs_comments.zst", [line]), "comments", lake, KEEP)
+    assert sorted(p.relative_to(lake).as_posix() for p in lake.rglob("*")) == [
+        "raw", "raw/raw_reddit__comments", "raw/raw_reddit__rejects"
+    ]  # fmt: skip
+
+
+def test_a_bom_and_a_first_line_that_is_not_an_object_are_handled_like_any_line(tmp_path):
+    record = b'{"id":"c%d","subreddit":"AskDocs","created_utc":1451606400}'
+    with_bom = tmp_path / "bom.ndjson"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + record % 1 + b"\n" + record % 2 + b"\n")
+    assert ingest_dump(with_bom, "comments", tmp_path / "lake", KEEP)["summary"]["kept"] == 2
+    array_first = tmp_path / "array.ndjson"
+    array_first.write_bytes(b"[1, 2]\n" + record % 1 + b"\n")
+    summary = ingest_dump(array_first, "comments", tmp_path / "lake", KEEP)["summary"]
+    assert (summary["kept"], summary["rejected"]) == (1, {"not_an_object": 1})
+
+
+def test_a_dump_without_records_is_refused(tmp_path):
+    blank = _dump(tmp_path, "blank.zst", [b"", b""])
+    with pytest.raises(DumpError, match=r"^\S*blank\.zst: no records in this dump \(blank lines only\)$"):
+        ingest_dump(blank, "comments", tmp_path / "lake", KEEP)
+    paper = tmp_path / "paper.pdf"
+    paper.write_bytes(b"%PDF-1.7\nbinary\n")
+    message = r"^\S*paper\.pdf: none of its 2 lines is a usable record \(invalid_json: 2\); is it a Pushshift"
+    with pytest.raises(DumpError, match=message):
+        ingest_dump(paper, "comments", tmp_path / "lake", KEEP)
+    assert not list((tmp_path / "lake").rglob("*.parquet"))
+
+
+def test_records_found_per_kind_or_a_clear_refusal():
+    receipts = [
+        {"source_file": "RS_1.zst", "settings": {"kind": "submissions"}, "summary": {"kept": 3}},
+        {"source_file": "RC_1.zst", "settings": {"kind": "comments"}, "summary": {"kept": 0}},
+        {"source_file": "RC_2.zst", "settings": {"kind": "comments"}, "summary": {"kept": 0}},
+    ]
+    assert kinds_without_records(receipts) == ["comments"]
+    assert kinds_without_records(receipts[:1]) == ["comments"]
+    assert kinds_without_records([{**receipts[1], "summary": {"kept": 1}}, receipts[0]]) == []
+    assert no_records_message(["comments"], KEEP, receipts) == (
+        "no comments of r/AskDocs in RC_1.zst, RC_2.zst"
+    )
+    assert no_records_message(["submissions", "comments"], KEEP, receipts[:1]) == (
+        "no submissions of r/AskDocs from 2015-01-01 to 2023-07-01 (exclusive) in RS_1.zst; "
+        "no comments of r/AskDocs in no dump file"
+    )

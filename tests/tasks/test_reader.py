@@ -77,14 +77,41 @@ def test_truncated_stream_fails_naming_the_file_after_handing_over_complete_line
     assert lines == payload.split(b"\n")[: len(lines)]
 
 
-def test_missing_and_foreign_files_give_clear_errors(tmp_path):
+def test_missing_empty_and_mislabelled_files_give_clear_errors(tmp_path):
     with pytest.raises(DumpError, match=r"nope\.zst: no such file"):
         detect_format(tmp_path / "nope.zst")
-    pdf = tmp_path / "paper.pdf"
+    for name in ("empty.zst", "empty.ndjson"):
+        (tmp_path / name).write_bytes(b"")
+        with pytest.raises(DumpError, match=rf"^\S*{name}: empty file \(0 bytes\)$"):
+            detect_format(tmp_path / name)
+    pdf = tmp_path / "paper.zst"
     pdf.write_bytes(b"%PDF-1.7 binary")
-    with pytest.raises(DumpError, match=r"paper\.pdf: neither a zstd file nor NDJSON"):
+    with pytest.raises(DumpError, match=r"paper\.zst: not zstd data: it starts with b'%PDF-1\.7 binary'"):
         detect_format(pdf)
+    gzipped = tmp_path / "RC.ndjson.gz"
+    gzipped.write_bytes(b"\x1f\x8b\x08\x00rest")
+    with pytest.raises(DumpError, match=r"RC\.ndjson\.gz: compressed with gzip; .* zstd"):
+        detect_format(gzipped)
     corrupt = tmp_path / "corrupt.zst"
     corrupt.write_bytes(b"\x28\xb5\x2f\xfd" + b"\xff" * 64)
     with pytest.raises(DumpError, match=r"corrupt\.zst: corrupt zstd data"):
         read_all(corrupt)
+
+
+def test_zstd_is_known_by_its_magic_number_and_anything_else_is_read_as_ndjson(tmp_path):
+    assert detect_format(write_zstd(tmp_path / "RC_2019-01", b"{}\n")) == "zstd"
+    for head in (b"[1, 2]\n{}\n", b'"text"\n', b"\xef\xbb\xbf{}\n", b"%PDF-1.7\n"):
+        (tmp_path / "x.ndjson").write_bytes(head)
+        assert detect_format(tmp_path / "x.ndjson") == "ndjson"
+    assert read_all(tmp_path / "x.ndjson") == [b"%PDF-1.7"]
+
+
+def test_a_byte_order_mark_is_stripped_from_the_first_line_only(tmp_path):
+    bom = b"\xef\xbb\xbf"
+    payload = bom + b"\n".join(LINES) + b"\n" + bom + LINES[0] + b"\n"
+    plain = tmp_path / "x.ndjson"
+    plain.write_bytes(payload)
+    zst = write_zstd(tmp_path / "x.zst", payload)
+    expected = [*LINES, bom + LINES[0]]
+    assert read_all(plain) == read_all(plain, read_size=1, min_block_bytes=1) == expected
+    assert read_all(zst) == read_all(zst, read_size=1, min_block_bytes=1) == expected
