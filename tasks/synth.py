@@ -1404,7 +1404,10 @@ class _OtherSubreddits:
         rng = self.rng
         for _ in range(count if self._recent else 0):
             post = rng.choice(self._recent)
-            created = post.created + rng.randint(60, 86400)
+            delay = rng.randint(60, 86400)
+            # Dated inside this month (no month of a real all-of-Reddit dump is empty): a reply to an
+            # older post comes `delay` after the month starts.
+            created = max(post.created, _MONTH_STARTS[month]) + delay
             lay, body = self._forge.lay(created), text.lay_comment(rng, rng.choice(self._cases))
             self._forge.reply(post, lay, body, at=created)
         comments = self._forge.queue.release(month)
