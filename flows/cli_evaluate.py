@@ -87,10 +87,17 @@ def evaluate(
         console.print(estimate_table(estimate_plan(build_plan(settings))))
         return
     from flows.evaluate_models import evaluate_models
+    from tasks.run_lock import RunFolderBusy, hold_run_folder
 
-    state = evaluate_models(
-        dataset_dir=str(dataset), run_dir=str(out), config=settings.config, report=report, return_state=True
-    )
+    try:
+        with hold_run_folder(out):  # refused here, before the Prefect server starts
+            state = evaluate_models(
+                dataset_dir=str(dataset), run_dir=str(out), config=settings.config, report=report,
+                return_state=True,
+            )  # fmt: skip
+    except RunFolderBusy as error:
+        console.print(str(error), style="red", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
     manifest = json.loads((out / "manifest.json").read_text())
     console.print(summary_table(manifest["summary"]))
     for note in manifest["notes"]:
