@@ -86,11 +86,14 @@ def evaluate(
     if dry_run:
         console.print(estimate_table(estimate_plan(build_plan(settings))))
         return
+    from flows.cli_process import on_interrupt
     from flows.evaluate_models import evaluate_models
+    from tasks.ledger import CallLedger
     from tasks.run_lock import RunFolderBusy, hold_run_folder
 
     try:
         with hold_run_folder(out):  # refused here, before the Prefect server starts
+            on_interrupt(lambda: interrupted_line(CallLedger(out / "ledger").count_succeeded(), out))
             state = evaluate_models(
                 dataset_dir=str(dataset), run_dir=str(out), config=settings.config, report=report,
                 return_state=True,
@@ -106,6 +109,10 @@ def evaluate(
         console.print(f"[red]{state.message}[/red]")
         raise typer.Exit(1)
     console.print(f"[green]Run {manifest['run_id']} written to[/green] {out}")
+
+
+def interrupted_line(calls_kept: int, run_dir: Path) -> str:
+    return f"interrupted: {calls_kept} calls kept in {run_dir}; re-run the same command to resume"
 
 
 def _list(value: str | None) -> list[str] | None:

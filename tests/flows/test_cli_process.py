@@ -3,13 +3,19 @@
 Every case runs the real command in a subprocess, with the temporary Prefect server it starts itself.
 """
 
+import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.eval_fixtures import write_dataset
+from tests.llm_server import LLMServer
 
 THREADMED = str(Path(sys.executable).with_name("threadmed"))
 LOCK_HOLDER = """
@@ -54,3 +60,57 @@ def test_a_run_folder_being_evaluated_is_refused_in_one_line_naming_the_holder(d
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"{run_dir} is being evaluated by another process (pid {holder.pid} on ")
     assert not (run_dir / "ledger").exists()
+
+
+@pytest.fixture
+def evaluating(dataset, tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], Path, Path, LLMServer]]:
+    """`threadmed evaluate` as a terminal's job (its own process group), once calls hang at the server.
+
+    Yields the process, the run folder, the file its output goes to and the LLM server.
+    """
+    run_dir, output = tmp_path / "run", tmp_path / "output.txt"
+    with LLMServer() as llm, output.open("wb") as sink:
+        llm.hold_after(1)  # one call succeeds, every later one hangs until the test ends
+        process = subprocess.Popen(
+            evaluate_command(dataset, run_dir, llm.url), stdout=sink, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 180
+            while llm.stats()["held"] == 0:
+                assert process.poll() is None, output.read_text()
+                assert time.monotonic() < deadline, "no call reached the LLM server"
+                time.sleep(0.2)
+            yield process, run_dir, output, llm
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_ctrl_c_exits_130_within_seconds_saying_what_was_kept_in_one_line(evaluating):
+    process, run_dir, output, llm = evaluating
+    children = psutil.Process(process.pid).children(recursive=True)
+    printed = output.stat().st_size
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
+    started = time.monotonic()
+    assert process.wait(timeout=60) == 130
+    assert time.monotonic() - started < 8
+    kept = len(list((run_dir / "ledger" / "ok").glob("*/*.json")))
+    assert kept == llm.stats()["ok"] >= 1
+    assert output.read_bytes()[printed:].decode().splitlines() == [
+        f"interrupted: {kept} calls kept in {run_dir}; re-run the same command to resume"
+    ]
+    assert [c for c in children if c.is_running()] == []
+
+
+def test_kill_9_leaves_no_temporary_server_behind(evaluating):
+    process = evaluating[0]
+    children = psutil.Process(process.pid).children(recursive=True)
+    assert any("prefect.server.api.server:create_app" in c.cmdline() for c in children)
+    process.kill()
+    process.wait()
+    _, alive = psutil.wait_procs(children, timeout=10)
+    for orphan in alive:
+        orphan.kill()
+    assert alive == []
