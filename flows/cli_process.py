@@ -3,9 +3,9 @@
 - The temporary Prefect server is flows/temporary_server.py's (own session, ends with its parent),
   put in place when Prefect first loads its server module, so commands that never need it never
   pay for it.
-- Ctrl-C: Prefect is told the flow run crashed, then within a few seconds the process stops the
-  server, prints one line saying what was kept and how to resume, and exits 130. Calls in flight
-  are abandoned: every finished call is already in the ledger, and no half-written file counts.
+- Ctrl-C: the flow run is reported Crashed, then within a few seconds the process stops the server,
+  prints one line saying what was kept and how to resume, and exits 130. Calls in flight are
+  abandoned: every finished call is already in the ledger, and no half-written file counts.
 - At exit, Prefect's event-loop threads are stopped before the interpreter finalizes: left alive,
   they keep DuckDB objects alive past DuckDB's teardown, which then prints `nanobind: leaked ...`.
 
@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 INTERRUPTED_EXIT_CODE = 130
-INTERRUPT_GRACE_S = 3.0  # for Prefect to record the crash; in-flight calls are not waited for
+INTERRUPT_GRACE_S = 3.0  # for the server to record the crash; calls in flight are not waited for
 SERVER_STOP_S = 2.0
 PREFECT_THREAD_JOIN_S = 5.0
 DEFAULT_INTERRUPT_LINE = "interrupted: re-run the same command to resume"
@@ -52,22 +52,54 @@ def run(app: Callable[[], Any]) -> None:
     signal.signal(signal.SIGINT, interrupted)
     try:
         app()
-    except BaseException:
+    except BaseException:  # Typer ends every command with SystemExit
         if _Interrupt.received:
             exit_interrupted()
         raise
+    finally:
+        # The command is over: stopping the server and Prefect's threads takes a moment, and a Ctrl-C
+        # inside those exit hooks would only turn a finished command into a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def interrupted(signum: int, frame: Any) -> None:
-    """SIGINT: raise Prefect's TerminationSignal in the main thread; exit 130 in a few seconds anyway."""
+    """SIGINT: exit 130 within a few seconds, from another thread.
+
+    Nothing is raised into the main thread: it may be inside native code (DuckDB, tiktoken, Arrow) that
+    does not survive an exception from a signal handler, and unwinding would wait for calls in flight.
+    """
     if _Interrupt.received:  # a second Ctrl-C: now
         exit_interrupted()
     _Interrupt.received = True
-    logging.disable(logging.CRITICAL)  # Prefect's crash report and tracebacks: the one line says it all
-    threading.Timer(INTERRUPT_GRACE_S, exit_interrupted).start()
-    from prefect.exceptions import TerminationSignal
+    logging.disable(logging.CRITICAL)  # whatever the main thread still logs: the one line says it all
+    threading.Thread(target=stop_after_interrupt, args=(current_flow_run_id(),), daemon=True).start()
 
-    raise TerminationSignal(signum)
+
+def current_flow_run_id() -> Any:
+    """The flow run the main thread is in (the handler runs in its context), or None."""
+    context = sys.modules.get("prefect.context")
+    flow_run_context = context.FlowRunContext.get() if context is not None else None
+    return flow_run_context.flow_run.id if flow_run_context and flow_run_context.flow_run else None
+
+
+def stop_after_interrupt(flow_run_id: Any) -> None:
+    if flow_run_id is not None:
+        reporter = threading.Thread(target=report_crashed, args=(flow_run_id,), daemon=True)
+        reporter.start()
+        reporter.join(INTERRUPT_GRACE_S)
+    exit_interrupted()
+
+
+def report_crashed(flow_run_id: Any) -> None:
+    """Mark the flow run Crashed, so a server that outlives the command does not show it as running."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    try:
+        with get_client(sync_client=True) as client:
+            client.set_flow_run_state(flow_run_id, Crashed(message="Interrupted (Ctrl-C)"), force=True)
+    except Exception:  # best effort while exiting: an unreachable server changes nothing for the user
+        return
 
 
 def exit_interrupted() -> None:

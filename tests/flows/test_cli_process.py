@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tasks.synth import generate_dumps
 from tests.eval_fixtures import write_dataset
 from tests.llm_server import LLMServer
 
@@ -114,3 +115,17 @@ def test_kill_9_leaves_no_temporary_server_behind(evaluating):
     for orphan in alive:
         orphan.kill()
     assert alive == []
+
+
+def test_a_command_that_used_duckdb_exits_without_nanobind_leak_reports(tmp_path):
+    """Prefect's event-loop threads, alive at exit, kept DuckDB objects past DuckDB's teardown."""
+    dumps = generate_dumps(tmp_path / "dumps", posts=500, seed=5)
+    submissions, comments = map(str, dumps.files)
+    built = subprocess.run(
+        [THREADMED, "build", "--submissions", submissions, "--comments", comments,
+         "--out", str(tmp_path / "out"), "--lake", str(tmp_path / "lake")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (tmp_path / "out" / "dataset.duckdb").exists()
+    assert "nanobind" not in built.stdout + built.stderr
