@@ -240,5 +240,13 @@ def demo(
 app.command()(evaluate)
 app.command()(report)
 
+
+def main() -> None:
+    """The `threadmed` command (pyproject.toml): the app, with Ctrl-C, its server and its exit handled."""
+    from flows.cli_process import run
+
+    run(app)
+
+
 if __name__ == "__main__":
-    app()
+    main()

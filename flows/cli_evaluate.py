@@ -96,11 +96,21 @@ def evaluate(
         console.print(estimate_table(estimate_plan(build_plan(settings))))
         return
     check_writable_folder(out, "--out")
+    from flows.cli_process import on_interrupt
     from flows.evaluate_models import evaluate_models
+    from tasks.ledger import CallLedger
+    from tasks.run_lock import RunFolderBusy, hold_run_folder
 
-    state = evaluate_models(
-        dataset_dir=str(dataset), run_dir=str(out), config=settings.config, report=report, return_state=True
-    )
+    try:
+        with hold_run_folder(out):  # refused here, before the Prefect server starts
+            on_interrupt(lambda: interrupted_line(CallLedger(out / "ledger").count_succeeded(), out))
+            state = evaluate_models(
+                dataset_dir=str(dataset), run_dir=str(out), config=settings.config, report=report,
+                return_state=True,
+            )  # fmt: skip
+    except RunFolderBusy as error:
+        console.print(str(error), style="red", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
     if not (out / "manifest.json").exists():  # the run stopped before writing it: its state says why
         console.print(f"[red]{state.message}[/red]")
         raise typer.Exit(1)
@@ -114,6 +124,10 @@ def evaluate(
         console.print(f"[red]{escape(state.message or '')}[/red]")
         raise typer.Exit(1)
     console.print(f"[green]Run {manifest['run_id']} written to[/green] {out}")
+
+
+def interrupted_line(calls_kept: int, run_dir: Path) -> str:
+    return f"interrupted: {calls_kept} calls kept in {run_dir}; re-run the same command to resume"
 
 
 def _list(value: str | None) -> list[str] | None:

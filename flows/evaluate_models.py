@@ -22,6 +22,7 @@ from tasks.eval_run import (
 )
 from tasks.inference import answer_thread
 from tasks.judge import judge_thread
+from tasks.run_lock import hold_run_folder
 from tasks.runners import RunnerSettings, make_task_runner
 
 
@@ -50,21 +51,24 @@ def evaluate_models(
         dataset_dir=dataset_dir, run_dir=run_dir, config=config, config_file=config_file, models=models,
         judge=judge, conditions=conditions, split=split, limit=limit, api_base=api_base,
     )  # fmt: skip
-    plan = plan_evaluation(settings)
-    ledger = unmapped(plan.ledger_dir)
-    # quote(): jobs hold whole threads; Prefect's parameter introspection would cost ~1.5 ms per task.
-    inference_jobs, judge_jobs = [quote(j) for j in plan.inference_jobs], [quote(j) for j in plan.judge_jobs]
-    with make_task_runner(runner or RunnerSettings(max_workers=settings.config.worker_count())) as workers:
-        responses = workers.map(answer_thread, {"job": inference_jobs, "ledger_dir": ledger})
-        judgments = workers.map(
-            judge_thread, {"job": judge_jobs, "responses": responses, "ledger_dir": ledger}
-        )
-        follow_progress([*responses, *judgments], plan.run_id)
-        summary = write_run_outputs(plan, responses, judgments)
-    write_manifest(settings, plan, summary)
-    publish_run_summary(summary)
-    if report:
-        report_runs(run_dirs=[run_dir])
+    with hold_run_folder(settings.run_dir):  # one process per run folder, or every call is paid twice
+        plan = plan_evaluation(settings)
+        ledger = unmapped(plan.ledger_dir)
+        # quote(): jobs hold whole threads; Prefect's parameter introspection would cost ~1.5 ms per task.
+        inference_jobs = [quote(j) for j in plan.inference_jobs]
+        judge_jobs = [quote(j) for j in plan.judge_jobs]
+        task_runner = make_task_runner(runner or RunnerSettings(max_workers=settings.config.worker_count()))
+        with task_runner as workers:
+            responses = workers.map(answer_thread, {"job": inference_jobs, "ledger_dir": ledger})
+            judgments = workers.map(
+                judge_thread, {"job": judge_jobs, "responses": responses, "ledger_dir": ledger}
+            )
+            follow_progress([*responses, *judgments], plan.run_id)
+            summary = write_run_outputs(plan, responses, judgments)
+        write_manifest(settings, plan, summary)
+        publish_run_summary(summary)
+        if report:
+            report_runs(run_dirs=[run_dir])
     if summary.failed_calls:
         return Failed(message=summary.failure_message())
     return summary

@@ -79,6 +79,10 @@ class CallLedger:
             if (record := _read(path)) is not None and record.key not in succeeded:
                 yield record
 
+    def count_succeeded(self) -> int:
+        """How many calls have succeeded (cheap: counts files, reads none)."""
+        return sum(1 for _ in self.root.glob("ok/*/*.json"))
+
     def _path(self, status: str, key: str) -> Path:
         return self.root / status / key[:2] / f"{key}.json"
 

@@ -1,11 +1,14 @@
 """Session-wide test isolation: Prefect state, result storage and offline settings live in a tmp dir."""
 
+import atexit
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from flows.cli_process import stop_prefect_threads
 
 # Set before Prefect is imported anywhere: a throw-away home, no telemetry, quiet server logs.
 _PREFECT_STATE = Path(tempfile.mkdtemp(prefix="threadmed-tests-"))
@@ -17,6 +20,9 @@ os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "90"
 os.environ.pop("PREFECT_API_URL", None)
 (_PREFECT_STATE / "home").mkdir(parents=True, exist_ok=True)
+# Registered before Prefect's own exit hooks, so it runs after them, as in the `threadmed` command: Prefect's
+# loop threads alive at exit would keep DuckDB objects alive and make DuckDB print `nanobind: leaked`.
+atexit.register(stop_prefect_threads)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,157 @@
+"""How a `threadmed` process behaves around its command: its temporary server, Ctrl-C and its exit.
+
+- The temporary Prefect server is flows/temporary_server.py's (own session, ends with its parent),
+  put in place when Prefect first loads its server module, so commands that never need it never
+  pay for it.
+- Ctrl-C: the flow run is reported Crashed, then within a few seconds the process stops the server,
+  prints one line saying what was kept and how to resume, and exits 130. Calls in flight are
+  abandoned: every finished call is already in the ledger, and no half-written file counts.
+- At exit, Prefect's event-loop threads are stopped before the interpreter finalizes: left alive,
+  they keep DuckDB objects alive past DuckDB's teardown, which then prints `nanobind: leaked ...`.
+
+Signal handlers are process-wide, so what the interrupt line says is process-wide state too
+(`on_interrupt`).
+"""
+
+import atexit
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+INTERRUPTED_EXIT_CODE = 130
+INTERRUPT_GRACE_S = 3.0  # for the server to record the crash; calls in flight are not waited for
+SERVER_STOP_S = 2.0
+PREFECT_THREAD_JOIN_S = 5.0
+DEFAULT_INTERRUPT_LINE = "interrupted: re-run the same command to resume"
+
+
+class _Interrupt:
+    describe: Callable[[], str] = staticmethod(lambda: DEFAULT_INTERRUPT_LINE)
+    received = False
+    exiting = threading.Lock()
+
+
+def on_interrupt(describe: Callable[[], str]) -> None:
+    """Set the line printed when the command is interrupted (called at exit, so counts are current)."""
+    _Interrupt.describe = staticmethod(describe)
+
+
+def run(app: Callable[[], Any]) -> None:
+    """Run the Typer `app` as the `threadmed` process."""
+    atexit.register(stop_prefect_threads)  # registered first, so it runs after Prefect's own exit hooks
+    sys.meta_path.insert(0, AfterImport("prefect.server.api.server", use_detached_temporary_server))
+    signal.signal(signal.SIGINT, interrupted)
+    try:
+        app()
+    except BaseException:  # Typer ends every command with SystemExit
+        if _Interrupt.received:
+            exit_interrupted()
+        raise
+    finally:
+        # The command is over: stopping the server and Prefect's threads takes a moment, and a Ctrl-C
+        # inside those exit hooks would only turn a finished command into a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def interrupted(signum: int, frame: Any) -> None:
+    """SIGINT: exit 130 within a few seconds, from another thread.
+
+    Nothing is raised into the main thread: it may be inside native code (DuckDB, tiktoken, Arrow) that
+    does not survive an exception from a signal handler, and unwinding would wait for calls in flight.
+    """
+    if _Interrupt.received:  # a second Ctrl-C: now
+        exit_interrupted()
+    _Interrupt.received = True
+    logging.disable(logging.CRITICAL)  # whatever the main thread still logs: the one line says it all
+    threading.Thread(target=stop_after_interrupt, args=(current_flow_run_id(),), daemon=True).start()
+
+
+def current_flow_run_id() -> Any:
+    """The flow run the main thread is in (the handler runs in its context), or None."""
+    context = sys.modules.get("prefect.context")
+    flow_run_context = context.FlowRunContext.get() if context is not None else None
+    return flow_run_context.flow_run.id if flow_run_context and flow_run_context.flow_run else None
+
+
+def stop_after_interrupt(flow_run_id: Any) -> None:
+    if flow_run_id is not None:
+        reporter = threading.Thread(target=report_crashed, args=(flow_run_id,), daemon=True)
+        reporter.start()
+        reporter.join(INTERRUPT_GRACE_S)
+    exit_interrupted()
+
+
+def report_crashed(flow_run_id: Any) -> None:
+    """Mark the flow run Crashed, so a server that outlives the command does not show it as running."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    try:
+        with get_client(sync_client=True) as client:
+            client.set_flow_run_state(flow_run_id, Crashed(message="Interrupted (Ctrl-C)"), force=True)
+    except Exception:  # best effort while exiting: an unreachable server changes nothing for the user
+        return
+
+
+def exit_interrupted() -> None:
+    """Stop the temporary server, print the interrupt line and exit 130, skipping threads still busy."""
+    if not _Interrupt.exiting.acquire(blocking=False):
+        return  # another thread is exiting already
+    if "flows.temporary_server" in sys.modules:
+        sys.modules["flows.temporary_server"].stop_temporary_server(SERVER_STOP_S)
+    sys.stdout.flush()
+    sys.stderr.write(_Interrupt.describe() + "\n")
+    sys.stderr.flush()
+    os._exit(INTERRUPTED_EXIT_CODE)
+
+
+def use_detached_temporary_server(_: ModuleType) -> None:
+    importlib.import_module("flows.temporary_server")
+
+
+def stop_prefect_threads() -> None:
+    """Stop Prefect's daemon event-loop threads (the global loop and run_sync's) and wait for them."""
+    threads = sys.modules.get("prefect._internal.concurrency.threads")
+    if threads is None:
+        return
+    loops = [threads._global_loop, threads._run_sync_loop]
+    for loop in loops:
+        if loop is not None:
+            loop.shutdown()
+    for loop in loops:
+        if loop is not None and loop.thread.is_alive():
+            loop.thread.join(PREFECT_THREAD_JOIN_S)
+
+
+class AfterImport(importlib.abc.MetaPathFinder):
+    """Call `then(module)` right after the module `name` is first imported (then step aside)."""
+
+    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        execute, then = spec.loader.exec_module, self.then
+
+        def exec_module(module: ModuleType) -> None:
+            execute(module)
+            then(module)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec

@@ -1,0 +1,91 @@
+"""The temporary Prefect server of a `threadmed` command, in its own session and tied to its parent.
+
+Prefect starts a temporary server when no PREFECT_API_URL is set. Its own one shares the terminal's
+process group, so Ctrl-C kills the server first and the command then spends minutes retrying a dead
+API; and it outlives a parent killed with kill -9 (about 230 MB each time). This one is started the
+same way (`SubprocessASGIServer`, so Prefect's start and stop logic still applies), but in a new
+session, which a terminal's SIGINT does not reach, and it ends itself once its parent is gone.
+
+Importing this module makes it the server Prefect starts (flows/cli_process.py imports it when
+Prefect loads its server module). `python -m flows.temporary_server PARENT_PID UVICORN_ARGS...` is
+the server process itself.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import prefect
+from prefect.server.api.server import SubprocessASGIServer
+from prefect.settings import get_current_settings
+
+PARENT_POLL_S = 0.5
+STOP_GRACE_S = 5.0
+
+
+class DetachedTemporaryServer(SubprocessASGIServer):
+    """Prefect's temporary server, started in a new session by a process that watches its parent."""
+
+    def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
+        # The same command and environment as SubprocessASGIServer (prefect 3.8.8), behind our watchdog.
+        uvicorn_args = [
+            "--app-dir", str(prefect.__module_path__.parent),
+            "--factory", "prefect.server.api.server:create_app",
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--log-level", "error", "--lifespan", "on",
+        ]  # fmt: skip
+        server_env = {
+            "PREFECT_UI_ENABLED": "0",
+            "PREFECT__SERVER_EPHEMERAL": "1",
+            "PREFECT__SERVER_FINAL": "1",
+        }
+        return subprocess.Popen(
+            [sys.executable, "-m", __name__, str(os.getpid()), *uvicorn_args],
+            env={
+                **os.environ,
+                **server_env,
+                **get_current_settings().to_environment_variables(exclude_unset=True),
+            },
+            start_new_session=True,
+        )
+
+
+def stop_temporary_server(timeout_s: float) -> None:
+    """Stop the temporary server now if this process started one (for exits that skip atexit)."""
+    server = SubprocessASGIServer._instances.get(None)
+    process = server.server_process if server is not None else None
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def end_when_orphaned(parent_pid: int) -> None:
+    """Poll the parent; once it is gone (even by kill -9), stop this server, and kill it if it hangs."""
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_S)
+    os.kill(os.getpid(), signal.SIGTERM)  # uvicorn's graceful shutdown
+    time.sleep(STOP_GRACE_S)
+    os._exit(1)
+
+
+def serve(parent_pid: int, uvicorn_args: list[str]) -> None:
+    import uvicorn.main
+
+    threading.Thread(target=end_when_orphaned, args=(parent_pid,), daemon=True).start()
+    uvicorn.main.main(args=uvicorn_args, prog_name="uvicorn")
+
+
+# Registered as the default (port None) instance, which every Prefect client that needs the
+# temporary API asks for (as prefect.testing.utilities.prefect_test_harness does with its own).
+DetachedTemporaryServer()
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), sys.argv[2:])

@@ -1,0 +1,131 @@
+"""The `threadmed` process as a user's terminal sees it: a busy run folder, Ctrl-C, kill -9, a quiet exit.
+
+Every case runs the real command in a subprocess, with the temporary Prefect server it starts itself.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tasks.synth import generate_dumps
+from tests.eval_fixtures import write_dataset
+from tests.llm_server import LLMServer
+
+THREADMED = str(Path(sys.executable).with_name("threadmed"))
+LOCK_HOLDER = """
+import sys, time
+from tasks.run_lock import hold_run_folder
+with hold_run_folder(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    return write_dataset(tmp_path_factory.mktemp("build"))
+
+
+def evaluate_command(dataset: Path, run_dir: Path, api_base: str) -> list[str]:
+    return [
+        THREADMED, "evaluate", "--dataset", str(dataset), "--out", str(run_dir), "--models", "openai/m",
+        "--judge", "openai/judge", "--api-base", api_base, "--split", "test", "--no-report",
+    ]  # fmt: skip
+
+
+def test_a_run_folder_being_evaluated_is_refused_in_one_line_naming_the_holder(dataset, tmp_path):
+    run_dir = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(run_dir)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        refused = subprocess.run(
+            evaluate_command(dataset, run_dir, "http://127.0.0.1:9/v1"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    assert refused.returncode == 1
+    lines = (refused.stdout + refused.stderr).splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"{run_dir} is being evaluated by another process (pid {holder.pid} on ")
+    assert not (run_dir / "ledger").exists()
+
+
+@pytest.fixture
+def evaluating(dataset, tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], Path, Path, LLMServer]]:
+    """`threadmed evaluate` as a terminal's job (its own process group), once calls hang at the server.
+
+    Yields the process, the run folder, the file its output goes to and the LLM server.
+    """
+    run_dir, output = tmp_path / "run", tmp_path / "output.txt"
+    with LLMServer() as llm, output.open("wb") as sink:
+        llm.hold_after(1)  # one call succeeds, every later one hangs until the test ends
+        process = subprocess.Popen(
+            evaluate_command(dataset, run_dir, llm.url), stdout=sink, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 180
+            while llm.stats()["held"] == 0:
+                assert process.poll() is None, output.read_text()
+                assert time.monotonic() < deadline, "no call reached the LLM server"
+                time.sleep(0.2)
+            yield process, run_dir, output, llm
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_ctrl_c_exits_130_within_seconds_saying_what_was_kept_in_one_line(evaluating):
+    process, run_dir, output, llm = evaluating
+    children = psutil.Process(process.pid).children(recursive=True)
+    printed = output.stat().st_size
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
+    started = time.monotonic()
+    assert process.wait(timeout=60) == 130
+    assert time.monotonic() - started < 8
+    kept = len(list((run_dir / "ledger" / "ok").glob("*/*.json")))
+    assert kept == llm.stats()["ok"] >= 1
+    assert output.read_bytes()[printed:].decode().splitlines() == [
+        f"interrupted: {kept} calls kept in {run_dir}; re-run the same command to resume"
+    ]
+    assert [c for c in children if c.is_running()] == []
+
+
+def test_kill_9_leaves_no_temporary_server_behind(evaluating):
+    process = evaluating[0]
+    children = psutil.Process(process.pid).children(recursive=True)
+    assert any("prefect.server.api.server:create_app" in c.cmdline() for c in children)
+    process.kill()
+    process.wait()
+    _, alive = psutil.wait_procs(children, timeout=10)
+    for orphan in alive:
+        orphan.kill()
+    assert alive == []
+
+
+def test_a_command_that_used_duckdb_exits_without_nanobind_leak_reports(tmp_path):
+    """Prefect's event-loop threads, alive at exit, kept DuckDB objects past DuckDB's teardown."""
+    dumps = generate_dumps(tmp_path / "dumps", posts=500, seed=5)
+    submissions, comments = map(str, dumps.files)
+    built = subprocess.run(
+        [THREADMED, "build", "--submissions", submissions, "--comments", comments,
+         "--out", str(tmp_path / "out"), "--lake", str(tmp_path / "lake")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (tmp_path / "out" / "dataset.duckdb").exists()
+    assert "nanobind" not in built.stdout + built.stderr
