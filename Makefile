@@ -44,7 +44,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 bench: $(STAMP)
-	$(BIN)/python -m tests.benchmarks
+	$(BIN)/python -m tests.perf
 
 clean:
 	rm -rf demo .prefect data_lake/raw data_lake/warehouse data_lake/_runs data_lake/.prefect_results

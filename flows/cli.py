@@ -14,10 +14,10 @@ from rich.table import Table
 from flows.cli_errors import reports_errors
 from flows.cli_evaluate import evaluate
 from flows.cli_report import print_report_summary, report
-from tasks.lake import expand_dump_paths
-from tasks.preflight import check_readable_files, check_writable_folder
-from tasks.pseudonym_salt import SALT_VARIABLE
-from tasks.settings import BuildSettings
+from tasks.benchmarks.threadmed.settings import BuildSettings
+from tasks.core.preflight import check_readable_files, check_writable_folder
+from tasks.data.lake import expand_dump_paths
+from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
 
 # Prefect is imported only inside commands, so these defaults reach it; the user's settings win.
 # Telemetry would fail (and log an error) offline; a loaded machine needs time to start the API.
@@ -170,8 +170,8 @@ def build(
     a dataset card (README.md) and dataset.duckdb under --out. Same inputs, same rows.
     """
     from flows.build_dataset import build_dataset
-    from tasks.runners import RunnerSettings
-    from tasks.warehouse import ProjectError, check_answer_roles, flair_roles
+    from tasks.core.runners import RunnerSettings
+    from tasks.data.warehouse import ProjectError, check_answer_roles, flair_roles
 
     try:
         check_answer_roles(answer_roles, flair_roles())

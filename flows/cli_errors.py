@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from tasks.preflight import UserError, describe_os_error, validation_message
+from tasks.core.preflight import UserError, describe_os_error, validation_message
 
 errors = Console(stderr=True)
 Command = TypeVar("Command", bound=Callable[..., Any])

@@ -12,10 +12,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from flows.cli_errors import reports_errors
-from tasks.preflight import check_writable_folder, validation_message
+from tasks.core.preflight import check_writable_folder, validation_message
 
 if TYPE_CHECKING:
-    from tasks.eval_run import CallEstimate
+    from tasks.evals.run import CallEstimate
 
 console = Console()
 
@@ -79,8 +79,8 @@ def evaluate(
     outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed.
     """
     # Imported here: litellm takes seconds to import, and every `threadmed` command would pay for it.
-    from tasks.eval_config import check_dataset_build, check_split, resolve_settings
-    from tasks.eval_run import RunSummary, build_plan, estimate_plan
+    from tasks.evals.config import check_dataset_build, check_split, resolve_settings
+    from tasks.evals.run import RunSummary, build_plan, estimate_plan
 
     check_dataset_build(dataset)
     try:
@@ -98,8 +98,8 @@ def evaluate(
     check_writable_folder(out, "--out")
     from flows.cli_process import on_interrupt
     from flows.evaluate_models import evaluate_models
-    from tasks.ledger import CallLedger
-    from tasks.run_lock import RunFolderBusy, hold_run_folder
+    from tasks.evals.run_lock import RunFolderBusy, hold_run_folder
+    from tasks.llm.ledger import CallLedger
 
     try:
         with hold_run_folder(out):  # refused here, before the Prefect server starts

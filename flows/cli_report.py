@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.cli_errors import reports_errors
-from tasks.preflight import check_writable_folder
-from tasks.settings import ReportSettings
+from tasks.benchmarks.threadmed.settings import ReportSettings
+from tasks.core.preflight import check_writable_folder
 
 DEFAULTS = ReportSettings()
 
@@ -32,7 +32,7 @@ def print_report_summary(report_dir: Path, console: Console) -> None:
                 model, condition, str(overall["n"]), interval, "—" if wrong is None else f"{wrong:.1f}"
             )
     console.print(table)
-    from tasks.report_tables import judge_note
+    from tasks.benchmarks.threadmed.tables import judge_note
 
     note = judge_note(metrics["judge"]["model"])
     if note:
@@ -85,7 +85,7 @@ def report(
     self-contained page) under the report folder, and publishes the tables as Prefect artifacts.
     """
     from flows.report import report_runs
-    from tasks.report import check_run_folder, default_report_dir
+    from tasks.benchmarks.threadmed.report import check_run_folder, default_report_dir
 
     for run_dir in run_dirs:
         check_run_folder(run_dir)

@@ -2,7 +2,7 @@
 
 One Prefect task per (model, condition, thread) for inference, then one per (model, condition, thread)
 for judging, each judge task starting as soon as its thread's answers exist. The calls inside are
-throttled per provider in-process (tasks/llm.py); the worker threads only need to outnumber the slots.
+throttled per provider in-process (tasks/llm/call.py); the worker threads only need to outnumber the slots.
 Resuming is the ledger's job, not Prefect's result cache: re-run the same parameters to finish a run.
 """
 
@@ -11,8 +11,11 @@ from prefect.states import Failed, State
 from prefect.utilities.annotations import quote
 
 from flows.report import report_runs
-from tasks.eval_config import Condition, EvalConfig, resolve_settings
-from tasks.eval_run import (
+from tasks.benchmarks.threadmed.scorer import judge_thread
+from tasks.benchmarks.threadmed.solver import answer_thread
+from tasks.core.runners import RunnerSettings, make_task_runner
+from tasks.evals.config import Condition, EvalConfig, resolve_settings
+from tasks.evals.run import (
     RunSummary,
     follow_progress,
     plan_evaluation,
@@ -20,10 +23,7 @@ from tasks.eval_run import (
     write_manifest,
     write_run_outputs,
 )
-from tasks.inference import answer_thread
-from tasks.judge import judge_thread
-from tasks.run_lock import hold_run_folder
-from tasks.runners import RunnerSettings, make_task_runner
+from tasks.evals.run_lock import hold_run_folder
 
 
 @flow(name="evaluate-models")

@@ -2,8 +2,13 @@
 
 from prefect import flow
 
-from tasks.provenance import write_run_manifest
-from tasks.report import ReportSettings, build_report, default_report_dir, publish_report_artifacts
+from tasks.benchmarks.threadmed.report import (
+    ReportSettings,
+    build_report,
+    default_report_dir,
+    publish_report_artifacts,
+)
+from tasks.core.provenance import write_run_manifest
 
 
 @flow(name="report")

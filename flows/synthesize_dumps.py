@@ -2,7 +2,7 @@
 
 from prefect import flow
 
-from tasks.synth import write_synthetic_dumps
+from tasks.synth.dumps import write_synthetic_dumps
 
 
 @flow(name="synthesize-dumps")

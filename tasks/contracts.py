@@ -26,7 +26,7 @@ def _schema(*fields: tuple[str, pa.DataType]) -> pa.Schema:
     return pa.schema([pa.field(name, dtype) for name, dtype in fields])
 
 
-# --- raw layer: written by tasks/ingest.py, one folder per dump file ---------------------------------
+# --- raw layer: written by tasks/data/reddit/ingest.py, one folder per dump file ----------------------
 # Field names stay those of the dumps; only types are normalised (epoch seconds as int64, flair
 # richtext flattened to its text pieces). `source_file`/`source_line` point back at the dump line.
 
@@ -192,7 +192,7 @@ JUDGMENTS = Contract(
 )
 
 # --- warehouse models (staging, intermediate, marts) ---
-# Tables built by sql/ (see tasks/warehouse.py): seeds, then one contract per model, named after the
+# Tables built by sql/ (see tasks/data/warehouse.py): seeds, then one contract per model, named after the
 # model's table. The published marts full_/answered_{threads,qa_pairs} use THREADS and QA_PAIRS above.
 # Usernames never get past staging: every `*_pseudonym` column is `u_` + 12 hex of sha256(salt + name).
 

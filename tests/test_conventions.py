@@ -25,7 +25,7 @@ SQL_MODELS = sorted(
 )
 SQL_AUDITS = sorted((ROOT / "sql" / "audits").glob("*.sql"))
 SQL_TABLES = {p.stem for p in SQL_MODELS} | {p.stem for p in (ROOT / "sql" / "seeds").glob("*.csv")}
-PROMPTS = sorted((ROOT / "tasks" / "prompts").glob("*.txt"))
+PROMPTS = sorted((ROOT / "tasks").glob("**/prompts/*.txt"))
 
 
 def project_flows() -> dict[str, Flow]:

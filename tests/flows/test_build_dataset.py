@@ -13,11 +13,11 @@ from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, PREFECT_SERVER_
 
 from flows.build_dataset import build_dataset
 from tasks.contracts import QA_PAIRS, THREADS
-from tasks.lake import source_key
-from tasks.pseudonym_salt import SALT_VARIABLE, read_pseudonym_salt
-from tasks.reader import iter_line_blocks
-from tasks.synth import generate_dumps
-from tests.tasks.test_reader import write_zstd
+from tasks.data.lake import source_key
+from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE, read_pseudonym_salt
+from tasks.data.reddit.reader import iter_line_blocks
+from tasks.synth.dumps import generate_dumps
+from tests.tasks.data.reddit.test_reader import write_zstd
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 

@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from tasks.pseudonym_salt import SALT_VARIABLE
-from tasks.synth import generate_dumps
+from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
+from tasks.synth.dumps import generate_dumps
 from tests.eval_fixtures import write_dataset
-from tests.tasks.test_reader import write_zstd
+from tests.tasks.data.reddit.test_reader import write_zstd
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,14 +14,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tasks.synth import generate_dumps
+from tasks.synth.dumps import generate_dumps
 from tests.eval_fixtures import write_dataset
 from tests.llm_server import LLMServer
 
 THREADMED = str(Path(sys.executable).with_name("threadmed"))
 LOCK_HOLDER = """
 import sys, time
-from tasks.run_lock import hold_run_folder
+from tasks.evals.run_lock import hold_run_folder
 with hold_run_folder(sys.argv[1]):
     print("held", flush=True)
     time.sleep(120)

@@ -12,10 +12,10 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect_dask import DaskTaskRunner
 
 from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS
-from tasks.ingest import DEFAULT_WORKERS, ingest_dump_file
-from tasks.records import IngestFilter
-from tasks.runners import RunnerSettings, make_task_runner
-from tests.tasks.test_reader import write_zstd
+from tasks.core.runners import RunnerSettings, make_task_runner
+from tasks.data.reddit.ingest import DEFAULT_WORKERS, ingest_dump_file
+from tasks.data.reddit.records import IngestFilter
+from tests.tasks.data.reddit.test_reader import write_zstd
 
 KEEP = IngestFilter("AskDocs", date(2015, 1, 1), date(2023, 7, 1))
 MONTHS = ("2016-01", "2016-02", "2016-03")

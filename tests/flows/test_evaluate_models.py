@@ -20,9 +20,9 @@ from flows import cli_evaluate
 from flows.cli_evaluate import evaluate
 from flows.evaluate_models import evaluate_models
 from tasks.contracts import JUDGMENTS, RESPONSES
-from tasks.eval_config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
-from tasks.llm import Prices, ProviderLimits, RetryPolicy
-from tasks.provenance import artifact_key
+from tasks.core.provenance import artifact_key
+from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
+from tasks.llm.call import Prices, ProviderLimits, RetryPolicy
 from tests.eval_fixtures import write_dataset
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer, default_reply
 
@@ -175,7 +175,7 @@ def test_unparseable_judgments_are_counted_and_excluded_never_zero(dataset, tmp_
 RUN_IN_CHILD = """
 import sys
 from flows.evaluate_models import evaluate_models
-from tasks.eval_config import EvaluationSettings
+from tasks.evals.config import EvaluationSettings
 run = EvaluationSettings.model_validate_json(sys.argv[1])
 evaluate_models(dataset_dir=str(run.dataset_dir), run_dir=str(run.run_dir), config=run.config, report=False)
 """

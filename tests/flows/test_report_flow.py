@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from flows.cli_report import report
 from flows.report import report_runs
-from tasks.report import ReportSettings
-from tests.benchmarks.bench_report import fabricate_run
+from tasks.benchmarks.threadmed.report import ReportSettings
+from tests.perf.bench_report import fabricate_run
 
 pytestmark = pytest.mark.slow
 TABLES = ("overall", "turn-groups", "consistency", "error-propagation", "oracle-ablation", "coverage")

@@ -7,10 +7,10 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from tasks import warehouse
+from tasks.benchmarks.threadmed.settings import BuildSettings
 from tasks.contracts import Contract
-from tasks.pseudonym_salt import DEFAULT_SALT
-from tasks.settings import BuildSettings
+from tasks.data import warehouse
+from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 
 PROJECT = warehouse.load_project()
 MODELS = {model.name: model for model in PROJECT.models}

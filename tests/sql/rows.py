@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.contracts import Contract
-from tasks.pseudonym_salt import DEFAULT_SALT
+from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 
 SALT = DEFAULT_SALT
 T0 = 1_600_000_000  # 2020-09-13 12:26:40 UTC, inside the default window

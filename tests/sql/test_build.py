@@ -5,12 +5,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tasks import warehouse
-from tasks.ingest import ingest_dump
-from tasks.pseudonym_salt import DEFAULT_SALT
-from tasks.records import IngestFilter
-from tasks.settings import BuildSettings
-from tasks.synth import generate_dumps
+from tasks.benchmarks.threadmed.settings import BuildSettings
+from tasks.data import warehouse
+from tasks.data.reddit.ingest import ingest_dump
+from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
+from tasks.data.reddit.records import IngestFilter
+from tasks.synth.dumps import generate_dumps
 
 POSTS = 1_000
 

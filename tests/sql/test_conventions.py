@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from tasks import warehouse
-from tasks.pseudonym_salt import DEFAULT_SALT
-from tasks.settings import BuildSettings
+from tasks.benchmarks.threadmed.settings import BuildSettings
+from tasks.data import warehouse
+from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 from tests.sql.conftest import CONTRACTS, PROJECT
 
 MODELS = PROJECT.models

@@ -1,8 +1,8 @@
-"""The flair_roles seed gives every flair string the dump generator writes (tasks/synth.py) its role."""
+"""The flair_roles seed gives every flair string the dump generator writes (tasks/synth/dumps.py) its role."""
 
 import pytest
 
-from tasks.synth import FLAIRS_BY_ROLE
+from tasks.synth.dumps import FLAIRS_BY_ROLE
 from tests.sql.rows import raw_comment, raw_submission
 
 FLAIRS = [(flair, role) for role, flairs in FLAIRS_BY_ROLE.items() for flair in flairs]

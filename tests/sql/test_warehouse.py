@@ -1,4 +1,4 @@
-"""The runner (tasks/warehouse.py): discovery, ordering, parameters, raw views, contracts, audits, task."""
+"""The runner (tasks/data/warehouse.py): discovery, ordering, parameters, raw views, contracts, audits."""
 
 from datetime import UTC, datetime
 from pathlib import Path
@@ -7,10 +7,10 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from tasks import warehouse
+from tasks.benchmarks.threadmed.settings import BuildSettings
 from tasks.contracts import QA_PAIRS, RAW_REJECTS, RAW_SUBMISSIONS, THREADS
-from tasks.pseudonym_salt import read_pseudonym_salt
-from tasks.settings import BuildSettings
+from tasks.data import warehouse
+from tasks.data.reddit.pseudonym_salt import read_pseudonym_salt
 from tests.sql.rows import write_parquet
 
 

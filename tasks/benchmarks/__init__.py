@@ -1,0 +1,1 @@
+"""One folder per benchmark; `registry.py` lists them."""

@@ -1,0 +1,659 @@
+"""Turn stored responses and judgments into the paper's metrics, tables, figures and a browsable page.
+
+Reads only RUN_DIR/{responses,judgments}.parquet, RUN_DIR/manifest.json and the dataset the manifest
+names; it never calls a model, so a report can be re-made at any time. Several runs that share a
+dataset and a judge merge into one report. Output folder:
+
+    metrics.json            every number (evaluation.md "Metrics"), null where undefined
+    stats_*.parquet         the tables the figures are drawn from
+    report.md, index.html   the paper's tables; the page adds the figures and a conversation browser
+    fig_*.png               turn scores, wrong rate after each score, dataset funnel
+
+The statistics are in metrics.py, the tables in tables.py and the figures in figures.py (beside
+this module); this module loads runs, assembles metrics.json and holds the tasks.
+"""
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from tasks.benchmarks.threadmed import metrics as m
+from tasks.benchmarks.threadmed.figures import plot_dataset_funnel, plot_turn_scores, plot_wrong_after
+from tasks.benchmarks.threadmed.settings import ReportSettings
+from tasks.benchmarks.threadmed.tables import (
+    build_tables,
+    judge_note,
+    render_html,
+    render_markdown,
+    run_summary,
+    table_records,
+)
+from tasks.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
+from tasks.core.preflight import UserError
+
+RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]
+
+
+# --- loading -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Turns:
+    """One entry per asked turn of every (model, condition, thread), sorted; score is NaN unless judged ok."""
+
+    model: np.ndarray
+    condition: np.ndarray
+    thread_id: np.ndarray
+    conversation: np.ndarray
+    turn: np.ndarray
+    score: np.ndarray
+    status: np.ndarray
+    words: np.ndarray
+    physician_words: np.ndarray
+    input_usd: np.ndarray
+    output_usd: np.ndarray
+    total_usd: np.ndarray
+    judge_usd: np.ndarray
+    question: np.ndarray
+    physician_answer: np.ndarray
+    response: np.ndarray
+    reason: np.ndarray
+
+    @property
+    def scored(self) -> np.ndarray:
+        return ~np.isnan(self.score)
+
+
+@dataclass(frozen=True)
+class RunData:
+    """The merged runs of one report."""
+
+    turns: Turns
+    models: list[str]
+    conditions: list[str]
+    judge_model: str
+    runs: list[dict[str, str]]
+    dataset_fingerprint: str | None
+    funnel: list[dict[str, Any]] | None
+
+
+def _require(path: Path) -> Path:
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: is this a run directory written by evaluate-models?")
+    return path
+
+
+RUN_FILES = ("manifest.json", "responses.parquet", "judgments.parquet")
+
+
+def check_run_folder(run_dir: Path) -> None:
+    """Raise UserError unless `run_dir` holds what evaluate-models writes at the end of a run."""
+    missing = next((name for name in RUN_FILES if not (run_dir / name).is_file()), None)
+    if missing is None:
+        return
+    fix = "pass the --out folder of `threadmed evaluate`"
+    if (run_dir / "ledger").is_dir():
+        fix = f"finish the run: re-run `threadmed evaluate` with --out {run_dir}"
+    raise UserError(f"{run_dir} is not an evaluation run (no {missing}); {fix}", "RUN_DIRS...")
+
+
+def _read_contract(path: Path, columns: list[str], schema: pa.Schema) -> pa.Table:
+    table = pq.read_table(_require(path), columns=columns).select(columns)
+    return table.cast(pa.schema([schema.field(name) for name in columns]))
+
+
+class RunManifest(NamedTuple):
+    """What a report needs from a run's manifest.json."""
+
+    run_id: str
+    run_dir: Path
+    dataset_dir: Path
+    dataset_fingerprint: str | None
+    judge_model: str
+    models: list[str]
+
+
+def read_manifest(run_dir: Path) -> RunManifest:
+    """RUN_DIR/manifest.json → the fields a report needs.
+
+    Accepts top-level `judge`/`models` with `dataset.path`, or evaluate-models' `config` block with
+    `dataset.dir`; a relative dataset path may be relative to the run directory.
+    """
+    raw = json.loads(_require(run_dir / "manifest.json").read_text())
+    config = raw.get("config", {})
+    models = raw.get("models") or config.get("models", [])
+    declared = Path(raw["dataset"].get("path") or raw["dataset"]["dir"])
+    dataset_dir = next((d for d in (declared, run_dir / declared) if (d / "dataset").exists()), declared)
+    return RunManifest(
+        run_id=raw["run_id"],
+        run_dir=run_dir,
+        dataset_dir=dataset_dir,
+        dataset_fingerprint=raw["dataset"].get("fingerprint"),
+        judge_model=(raw.get("judge") or config["judge"])["model"],
+        models=[spec if isinstance(spec, str) else spec.get("name") or spec["model"] for spec in models],
+    )
+
+
+def _read_funnel(dataset_dir: Path) -> list[dict[str, Any]] | None:
+    """funnel.json's rows as a list, whether stored bare or under a single key; None when absent."""
+    path = dataset_dir / "funnel.json"
+    if not path.exists():
+        return None
+    content = json.loads(path.read_text())
+    if isinstance(content, dict):
+        content = next((value for value in content.values() if isinstance(value, list)), [])
+    return [row for row in content if isinstance(row, dict)]
+
+
+def _check_mergeable(manifests: list[RunManifest], responses: pa.Table) -> None:
+    """Runs merge only with one dataset and one judge, and each (model, condition) from a single run."""
+    for field, value in (
+        ("dataset", lambda x: x.dataset_fingerprint or str(x.dataset_dir.resolve())),
+        ("judge", lambda x: x.judge_model),
+    ):
+        values = {value(manifest) for manifest in manifests}
+        if len(values) > 1:
+            raise ValueError(f"runs do not share a {field} ({sorted(map(str, values))}): not comparable")
+    sources = responses.group_by(["model", "condition"]).aggregate([("run_id", "count_distinct")])
+    duplicated = sources.filter(pc.greater(sources["run_id_count_distinct"], 1))
+    if duplicated.num_rows:
+        raise ValueError(f"(model, condition) evaluated in several runs: {duplicated.to_pylist()}")
+
+
+def _word_counts(texts: Iterable[str | None]) -> np.ndarray:
+    return np.array([len(text.split()) if text else 0 for text in texts], dtype=np.int64)
+
+
+def _turn_status(table: pa.Table) -> np.ndarray:
+    """'ok' for a parsed judgment; else the judgment's status, the response's, or 'missing' (never judged)."""
+    answered = pc.if_else(pc.equal(table["status"], "ok"), "missing", table["status"])
+    return pc.coalesce(table["parse_status"], answered, "missing").to_numpy(zero_copy_only=False)
+
+
+def _turns_from_table(table: pa.Table) -> Turns:
+    def column(name: str, fill: float | None = None) -> np.ndarray:
+        values = table[name]
+        if fill is not None:
+            values = pc.fill_null(values, fill)
+        return values.to_numpy(zero_copy_only=False)
+
+    status = _turn_status(table)
+    score = np.where(status == "ok", column("score", np.nan), np.nan).astype(float)
+    thread_id = column("thread_id")
+    response = column("response")
+    return Turns(
+        model=column("model"),
+        condition=column("condition"),
+        thread_id=thread_id,
+        conversation=np.unique(thread_id, return_inverse=True)[1],
+        turn=column("turn"),
+        score=score,
+        status=status,
+        words=_word_counts(response),
+        physician_words=_word_counts(column("answer")),
+        input_usd=column("input_cost_usd", 0.0),
+        output_usd=column("output_cost_usd", 0.0),
+        total_usd=column("cost_usd", 0.0),
+        judge_usd=column("judge_cost_usd", 0.0),
+        question=column("question"),
+        physician_answer=column("answer"),
+        response=response,
+        reason=column("reason"),
+    )
+
+
+def _ordered(values: Iterable[str], preferred: Iterable[str]) -> list[str]:
+    present = set(values)
+    head = [value for value in dict.fromkeys(preferred) if value in present]
+    return head + sorted(present - set(head))
+
+
+def load_runs(run_dirs: list[Path]) -> RunData:
+    """Read and merge run directories (responses ⟕ judgments ⟕ the dataset's QA pairs)."""
+    manifests = [read_manifest(run_dir) for run_dir in run_dirs]
+    response_columns = [*RUN_KEY, "status", "response", "input_cost_usd", "output_cost_usd", "cost_usd"]
+    judgment_columns = [*RUN_KEY, "score", "reason", "parse_status", "cost_usd"]
+    responses = pa.concat_tables(
+        _read_contract(run_dir / "responses.parquet", response_columns, RESPONSES.schema)
+        for run_dir in run_dirs
+    )
+    judgments = pa.concat_tables(
+        _read_contract(run_dir / "judgments.parquet", judgment_columns, JUDGMENTS.schema)
+        for run_dir in run_dirs
+    ).rename_columns([*judgment_columns[:-1], "judge_cost_usd"])
+    _check_mergeable(manifests, responses)
+    dataset_dir = manifests[0].dataset_dir
+    qa_pairs = _read_contract(
+        dataset_dir / "dataset" / "answered" / "qa_pairs.parquet",
+        ["thread_id", "turn", "question", "answer"],
+        QA_PAIRS.schema,
+    )
+    if responses.num_rows == 0:
+        raise ValueError(f"no responses in {', '.join(map(str, run_dirs))}: nothing to report")
+    table = (
+        responses.join(judgments, RUN_KEY, join_type="left outer")
+        .join(qa_pairs, ["thread_id", "turn"], join_type="left outer")
+        .sort_by([(name, "ascending") for name in ("model", "condition", "thread_id", "turn")])
+    )
+    return RunData(
+        turns=_turns_from_table(table),
+        models=_ordered(table["model"].to_pylist(), (name for x in manifests for name in x.models)),
+        conditions=_ordered(table["condition"].to_pylist(), (m.BASELINE, m.ORACLE)),
+        judge_model=manifests[0].judge_model,
+        runs=[{"run_id": x.run_id, "path": str(x.run_dir)} for x in manifests],
+        dataset_fingerprint=manifests[0].dataset_fingerprint,
+        funnel=_read_funnel(dataset_dir),
+    )
+
+
+# --- metrics -------------------------------------------------------------------------------------------
+
+
+def _points(value: float | None) -> float | None:
+    """A score or a rate in [0, 1] on the report's 0-100 scale."""
+    return None if value is None else 100.0 * value
+
+
+def _interval(ci: m.BootstrapCI) -> list[float] | None:
+    return None if ci.low is None else [100.0 * ci.low, 100.0 * ci.high]
+
+
+def _estimate(ci: m.BootstrapCI) -> dict[str, Any]:
+    return {"n": ci.n, "mean": _points(ci.estimate), "ci": _interval(ci)}
+
+
+class Sample(NamedTuple):
+    """The judged turns of one (model, condition), with what its bootstraps need."""
+
+    conversation: np.ndarray
+    turn: np.ndarray
+    score: np.ndarray
+    words: np.ndarray
+    settings: ReportSettings
+    labels: tuple[str, ...]
+
+    def mean(self, selected: np.ndarray, values: np.ndarray, *label: str) -> m.BootstrapCI:
+        """Bootstrap the mean of `values[selected]`, clustered by conversation if the settings say so."""
+        clusters = self.conversation[selected] if self.settings.clustered else None
+        return m.bootstrap_mean(
+            values[selected],
+            m.seeded_rng(self.settings.seed, *self.labels, *label),
+            clusters=clusters,
+            n_resamples=self.settings.n_resamples,
+            level=self.settings.level,
+        )
+
+
+def _overall(sample: Sample, n_unscored: int) -> dict[str, Any]:
+    everything = np.ones(len(sample.score), dtype=bool)
+    shares = {
+        value: float(np.mean(sample.score == value)) if len(sample.score) else None
+        for value in m.SCORE_LABELS
+    }
+    return {
+        **_estimate(sample.mean(everything, sample.score, "overall")),
+        "correct_pct": _points(shares[m.CORRECT]),
+        "partial_pct": _points(shares[m.PARTIAL]),
+        "wrong_pct": _points(shares[m.WRONG]),
+        "avg_words": float(sample.words.mean()) if len(sample.words) else None,
+        "n_unscored": n_unscored,
+    }
+
+
+def _in_group(turns: np.ndarray, first: int, last: int | None) -> np.ndarray:
+    return turns >= first if last is None else (turns >= first) & (turns <= last)
+
+
+def _turn_groups(sample: Sample) -> dict[str, dict[str, Any]]:
+    wrong = (sample.score == m.WRONG).astype(float)
+    t0 = sample.score[sample.turn == 0]
+    groups = {}
+    for name, first, last in m.TURN_GROUPS:
+        selected = _in_group(sample.turn, first, last)
+        test = None if first == 0 else m.mann_whitney(t0, sample.score[selected], alternative="greater")
+        wrong_ci = sample.mean(selected, wrong, "wrong", name)
+        groups[name] = {
+            **_estimate(sample.mean(selected, sample.score, "group", name)),
+            "wrong_pct": _points(wrong_ci.estimate),
+            "wrong_ci": _interval(wrong_ci),
+            "p_vs_t0": None if test is None else test.p_value,
+        }
+    return groups
+
+
+def _per_turn(sample: Sample) -> dict[str, dict[str, Any]]:
+    return {
+        str(t): _estimate(sample.mean(sample.turn == t, sample.score, "turn", str(t))) for t in m.SINGLE_TURNS
+    }
+
+
+def _consistency(sample: Sample) -> dict[str, Any]:
+    result = m.conversation_consistency(
+        sample.conversation,
+        sample.turn,
+        sample.score,
+        m.seeded_rng(sample.settings.seed, *sample.labels, "ccs"),
+        n_resamples=sample.settings.n_resamples,
+        level=sample.settings.level,
+    )
+    return {
+        "n_conversations": result.n_conversations,
+        "ccs": _points(result.ccs.estimate),
+        "ci": _interval(result.ccs),
+        "floor": _points(result.floor),
+        "ceiling": _points(result.ceiling),
+        "volatile_pct": _points(result.volatile_share),
+        "degraded_pct": _points(result.degraded_share),
+    }
+
+
+def _propagation(sample: Sample) -> m.Propagation:
+    return m.error_propagation(
+        sample.conversation,
+        sample.turn,
+        sample.score,
+        [
+            m.seeded_rng(sample.settings.seed, *sample.labels, "after", label)
+            for label in m.SCORE_LABELS.values()
+        ],
+        clustered=sample.settings.clustered,
+        n_resamples=sample.settings.n_resamples,
+        level=sample.settings.level,
+    )
+
+
+def _propagation_json(result: m.Propagation) -> dict[str, Any]:
+    return {
+        "epr": _points(result.epr.estimate),
+        "ci": _interval(result.epr),
+        "n_after_wrong": result.epr.n,
+        "after_correct": _points(result.after_correct.estimate),
+        "after_partial": _points(result.after_partial.estimate),
+        "amplification": result.amplification,
+    }
+
+
+def _costs(turns: Turns, rows: np.ndarray) -> dict[str, float]:
+    """Inference cost of every call of (model, condition), failed ones included."""
+    return {
+        "input_usd": float(turns.input_usd[rows].sum()),
+        "output_usd": float(turns.output_usd[rows].sum()),
+        "total_usd": float(turns.total_usd[rows].sum()),
+    }
+
+
+def _sample(turns: Turns, rows: np.ndarray, settings: ReportSettings, labels: tuple[str, ...]) -> Sample:
+    judged = rows & turns.scored
+    return Sample(
+        turns.conversation[judged],
+        turns.turn[judged],
+        turns.score[judged],
+        turns.words[judged],
+        settings,
+        labels,
+    )
+
+
+def _condition_metrics(sample: Sample, propagation: m.Propagation, n_unscored: int) -> dict[str, Any]:
+    length = m.spearman(sample.words, sample.score)
+    return {
+        "overall": _overall(sample, n_unscored),
+        "turn_groups": _turn_groups(sample),
+        "per_turn": _per_turn(sample),
+        "ccs": _consistency(sample),
+        "epr": _propagation_json(propagation),
+        "length": {"spearman_r": length.r, "p": length.p_value},
+    }
+
+
+def _ablation(baseline: Sample, oracle: Sample) -> dict[str, Any]:
+    result = m.oracle_ablation(baseline.turn, baseline.score, oracle.turn, oracle.score)
+    return {
+        "t0": _points(result.t0),
+        "baseline_t2": _points(result.baseline_t2),
+        "oracle_t2": _points(result.oracle_t2),
+        "q_difficulty_share": result.q_difficulty_share,
+        "context_effect": _points(result.context_effect),
+        "p": None if result.test is None else result.test.p_value,
+    }
+
+
+def _coverage(turns: Turns, models: list[str]) -> dict[str, Any] | None:
+    """Coverage over baseline QA pairs judged for every model; None with fewer than two models."""
+    judged = turns.scored & (turns.condition == m.BASELINE)
+    covered = [model for model in models if np.any(judged & (turns.model == model))]
+    if len(covered) < 2:
+        return None
+    pair = turns.conversation.astype(np.int64) * (int(turns.turn.max()) + 1) + turns.turn
+    common = None
+    for model in covered:
+        keys = pair[judged & (turns.model == model)]
+        common = keys if common is None else np.intersect1d(common, keys)
+    correct = np.column_stack(
+        [
+            np.isin(common, pair[judged & (turns.model == model) & (turns.score == m.CORRECT)])
+            for model in covered
+        ]
+    )
+    result = m.coverage(correct, covered)
+    return {
+        "n_pairs": result.n_pairs,
+        "unsolved_pct": _points(result.unsolved_share),
+        "unique": result.unique,
+    }
+
+
+def _turn_rows(model: str, condition: str, per_turn: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "model": model,
+            "condition": condition,
+            "turn": int(turn),
+            "n": row["n"],
+            "mean": row["mean"],
+            "ci_low": row["ci"][0] if row["ci"] else None,
+            "ci_high": row["ci"][1] if row["ci"] else None,
+        }
+        for turn, row in per_turn.items()
+    ]
+
+
+def _transition_rows(model: str, condition: str, result: m.Propagation) -> list[dict[str, Any]]:
+    rates = zip(m.SCORE_LABELS.items(), (result.epr, result.after_partial, result.after_correct), strict=True)
+    return [
+        {
+            "model": model,
+            "condition": condition,
+            "previous_score": value,
+            "previous_label": label,
+            "n": ci.n,
+            "wrong_next_pct": _points(ci.estimate),
+            "ci_low": _points(ci.low),
+            "ci_high": _points(ci.high),
+        }
+        for (value, label), ci in rates
+    ]
+
+
+def _physician_avg_words(turns: Turns) -> float | None:
+    """Mean words of the physician answers of the distinct QA pairs asked."""
+    _, first = np.unique(np.column_stack([turns.conversation, turns.turn]), axis=0, return_index=True)
+    return float(turns.physician_words[first].mean()) if len(first) else None
+
+
+def _judge_summary(turns: Turns, judge_model: str) -> dict[str, Any]:
+    """Judge cost and the unscored turns by status (unparseable, failed, not_run, missing)."""
+    statuses, counts = np.unique(turns.status[~turns.scored].astype(str), return_counts=True)
+    excluded = {str(status): int(count) for status, count in zip(statuses, counts, strict=True)}
+    return {
+        "model": judge_model,
+        "cost_usd": float(turns.judge_usd.sum()),
+        "unparseable": excluded.get("unparseable", 0),
+        "excluded": excluded,
+    }
+
+
+class StatsTables(NamedTuple):
+    turns: list[dict[str, Any]]
+    transitions: list[dict[str, Any]]
+
+
+def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, Any], StatsTables]:
+    """metrics.json's content and the rows of the stats tables. Pure: numbers depend only on the inputs."""
+    turns = run.turns
+    models: dict[str, dict[str, Any]] = {}
+    stats = StatsTables([], [])
+    for model in run.models:
+        samples = {}
+        for condition in run.conditions:
+            rows = (turns.model == model) & (turns.condition == condition)
+            if not rows.any():
+                continue
+            sample = samples[condition] = _sample(turns, rows, settings, (model, condition))
+            propagation = _propagation(sample)
+            entry = _condition_metrics(sample, propagation, int((rows & ~turns.scored).sum()))
+            models.setdefault(model, {})[condition] = {**entry, "cost": _costs(turns, rows)}
+            stats.turns.extend(_turn_rows(model, condition, entry["per_turn"]))
+            stats.transitions.extend(_transition_rows(model, condition, propagation))
+        both = m.BASELINE in samples and m.ORACLE in samples
+        models[model]["ablation"] = _ablation(samples[m.BASELINE], samples[m.ORACLE]) if both else None
+    metrics = {
+        "models": models,
+        "physician_avg_words": _physician_avg_words(turns),
+        "coverage": _coverage(turns, run.models),
+        "judge": _judge_summary(turns, run.judge_model),
+        "bootstrap": {
+            "resamples": settings.n_resamples,
+            "seed": settings.seed,
+            "level": settings.level,
+            "method": "percentile, clustered by conversation" if settings.clustered else "percentile",
+        },
+        "runs": run.runs,
+        "dataset_fingerprint": run.dataset_fingerprint,
+    }
+    return metrics, stats
+
+
+def funnel_rows(funnel: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stage totals of funnel.json (rows whose reason is null), in stage order."""
+    totals = [row for row in funnel if row.get("reason") is None and row.get("count_rows") is not None]
+    totals.sort(key=lambda row: (row.get("stage_order") is None, row.get("stage_order")))
+    return [
+        {
+            "stage_order": row.get("stage_order"),
+            "stage": str(row.get("stage")),
+            "count_rows": int(row["count_rows"]),
+        }
+        for row in totals
+    ]
+
+
+# --- HTML page -----------------------------------------------------------------------------------------
+
+
+def browser_data(turns: Turns, models: list[str], conditions: list[str]) -> dict[str, Any]:
+    """The conversation browser's compact data: texts of each QA pair once, conversations as index lists."""
+    thread_ids = list(dict.fromkeys(turns.thread_id))
+    thread_index = {thread_id: i for i, thread_id in enumerate(thread_ids)}
+    pairs: list[dict[str, list[str | None]]] = [{} for _ in thread_ids]
+    conversations: dict[tuple[int, int, int], list[list[Any]]] = {}
+    for i in range(len(turns.turn)):
+        thread, turn = thread_index[turns.thread_id[i]], int(turns.turn[i])
+        pairs[thread].setdefault(str(turn), [turns.question[i], turns.physician_answer[i]])
+        key = (models.index(turns.model[i]), conditions.index(turns.condition[i]), thread)
+        score = None if np.isnan(turns.score[i]) else float(turns.score[i])
+        conversations.setdefault(key, []).append(
+            [turn, score, turns.status[i], turns.response[i], turns.reason[i]]
+        )
+    return {
+        "models": models,
+        "conditions": conditions,
+        "max_turn": int(turns.turn.max(initial=0)),
+        "threads": [[thread_id, pairs[i]] for i, thread_id in enumerate(thread_ids)],
+        "conversations": [[*key, rows] for key, rows in sorted(conversations.items())],
+    }
+
+
+# --- tasks ---------------------------------------------------------------------------------------------
+
+
+def default_report_dir(run_dirs: list[str]) -> str:
+    """RUN_DIR/report for one run; FIRST_RUN_DIR/report-merged for several."""
+    return str(Path(run_dirs[0]) / ("report" if len(run_dirs) == 1 else "report-merged"))
+
+
+def _write_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def _write_stats_and_figures(
+    run: RunData, stats: StatsTables, out_dir: Path, note: str | None
+) -> dict[str, bytes]:
+    """Store the stats tables, draw each figure from its table, and return the PNGs by figure id."""
+    turns = _write_parquet(stats.turns, out_dir / "stats_turns.parquet")
+    plot_turn_scores(turns, out_dir / "fig_turn_scores.png", note)
+    transitions = _write_parquet(stats.transitions, out_dir / "stats_transitions.parquet")
+    plot_wrong_after(transitions, out_dir / "fig_wrong_after.png", note)
+    drawn = ["fig_turn_scores", "fig_wrong_after"]
+    funnel = funnel_rows(run.funnel or [])
+    if funnel:
+        plot_dataset_funnel(
+            _write_parquet(funnel, out_dir / "stats_funnel.parquet"), out_dir / "fig_dataset_funnel.png"
+        )
+        drawn.append("fig_dataset_funnel")
+    return {name: (out_dir / f"{name}.png").read_bytes() for name in drawn}
+
+
+@task(name="build-report", cache_policy=NO_CACHE)
+def build_report(run_dirs: list[str], out_dir: str, settings: ReportSettings) -> str:
+    """Run directories → out_dir with metrics.json, stats_*.parquet, report.md, fig_*.png, index.html."""
+    run = load_runs([Path(run_dir) for run_dir in run_dirs])
+    metrics, stats = compute_metrics(run, settings)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    # allow_nan=False: an undefined value must be null, and a NaN reaching here is a bug to surface.
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, allow_nan=False))
+    figures = _write_stats_and_figures(run, stats, out, judge_note(run.judge_model))
+    tables = build_tables(metrics)
+    (out / "report.md").write_text(render_markdown(metrics, tables, list(figures)))
+    data = browser_data(run.turns, run.models, run.conditions)
+    (out / "index.html").write_text(render_html(metrics, tables, figures, data))
+    return str(out)
+
+
+def artifact_key(*parts: str) -> str:
+    """A Prefect artifact key: lowercase letters, digits and dashes only."""
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")[:100]
+
+
+@task(name="publish-report-artifacts", cache_policy=NO_CACHE)
+def publish_report_artifacts(report_dir: str) -> list[str]:
+    """A stored report → one Prefect table artifact per table and a Markdown summary; returns their keys."""
+    out = Path(report_dir)
+    metrics = json.loads((out / "metrics.json").read_text())
+    prefix = artifact_key("report", *(run["run_id"] for run in metrics["runs"]))
+    keys = []
+    for table in build_tables(metrics):
+        if table.rows:
+            key = artifact_key(prefix, table.key)
+            create_table_artifact(
+                table=table_records(table), key=key, description=f"{table.title}. {table.caption}"
+            )
+            keys.append(key)
+    summary_key = artifact_key(prefix, "summary")
+    create_markdown_artifact(
+        markdown=(out / "report.md").read_text(), key=summary_key, description=run_summary(metrics)
+    )
+    return [*keys, summary_key]

@@ -1,0 +1,116 @@
+"""Multi-turn inference: ask a thread's turns in order, in the baseline or the oracle condition.
+
+baseline: the messages of turn t are q0, a0', ..., q(t-1), a(t-1)', qt with the model's own answers a'.
+oracle:   turns >= 1 only, with every earlier assistant message the physician's real answer.
+
+A failed baseline turn ends its thread: later turns would be asked with a history that does not exist,
+so they are reported as not run. Oracle turns do not depend on the model's answers and are all asked.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel
+
+from tasks.evals.config import Condition, ModelSpec, ThreadCase
+from tasks.llm.call import CallOptions, complete
+from tasks.llm.ledger import CallLedger, CallRecord
+
+
+class InferenceJob(BaseModel, frozen=True):
+    """One model, one condition, one thread: the unit of one Prefect task."""
+
+    run_id: str
+    model: ModelSpec
+    options: CallOptions
+    condition: Condition
+    thread: ThreadCase
+
+    @property
+    def turns(self) -> range:
+        return range(1 if self.condition == "oracle" else 0, len(self.thread.questions))
+
+    @property
+    def label(self) -> str:
+        return f"{self.model.name}/{self.condition}/{self.thread.thread_id}"
+
+
+def build_messages(
+    questions: tuple[str, ...] | list[str], answers: tuple[str, ...] | list[str]
+) -> list[dict[str, str]]:
+    """Alternate user questions and assistant answers, ending on the last question."""
+    if len(answers) != len(questions) - 1:
+        raise ValueError(
+            f"{len(questions)} questions need {len(questions) - 1} earlier answers, got {len(answers)}"
+        )
+    messages = []
+    for question, answer in zip(questions[:-1], answers, strict=True):
+        messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+    return [*messages, {"role": "user", "content": questions[-1]}]
+
+
+def turn_messages(job: InferenceJob, turn: int, own_answers: list[str]) -> list[dict[str, str]]:
+    """The messages of `turn`: history from the model's own answers (baseline) or the physician's (oracle)."""
+    history = own_answers[:turn] if job.condition == "baseline" else job.thread.answers[:turn]
+    return build_messages(job.thread.questions[: turn + 1], history)
+
+
+@task(name="answer-thread", cache_policy=NO_CACHE, task_run_name="answer {job.label}")
+def answer_thread(job: InferenceJob, ledger_dir: Path) -> list[dict[str, Any]]:
+    """Ask the job's turns in order → one response row per turn; every call goes through the ledger."""
+    ledger = CallLedger(ledger_dir)
+    rows: list[dict[str, Any]] = []
+    own_answers: list[str] = []
+    for turn in job.turns:
+        record = complete(job.model.request(turn_messages(job, turn, own_answers)), job.options, ledger)
+        rows.append(response_row(job, turn, record))
+        if record.status != "ok" and job.condition == "baseline":
+            rows += [not_run_row(job, later, failed_turn=turn) for later in job.turns if later > turn]
+            break
+        own_answers.append(record.text or "")
+    return rows
+
+
+def response_row(job: InferenceJob, turn: int, record: CallRecord) -> dict[str, Any]:
+    """A RESPONSES row for one answered (or failed) turn."""
+    return {
+        **_row_key(job, turn),
+        "status": record.status,
+        "response": record.text,
+        "finish_reason": record.finish_reason,
+        "prompt_tokens": record.prompt_tokens,
+        "completion_tokens": record.completion_tokens,
+        "cost_usd": record.cost_usd,
+        "input_cost_usd": record.input_cost_usd,
+        "output_cost_usd": record.output_cost_usd,
+        "latency_s": record.latency_s,
+        "attempts": record.attempts,
+        "error": record.error,
+        "error_class": record.error_kind,
+        "provider_response_id": record.response_id,
+        "call_key": record.key,
+        "started_at": record.started_at,
+        "finished_at": record.finished_at,
+    }
+
+
+def not_run_row(job: InferenceJob, turn: int, *, failed_turn: int) -> dict[str, Any]:
+    """A RESPONSES row for a turn that was not asked because an earlier turn of its thread failed."""
+    return {
+        **_row_key(job, turn),
+        "status": "not_run",
+        "attempts": 0,
+        "error": f"not run: turn {failed_turn} failed and this turn's history needs its answer",
+    }
+
+
+def _row_key(job: InferenceJob, turn: int) -> dict[str, Any]:
+    return {
+        "run_id": job.run_id,
+        "model": job.model.name,
+        "condition": job.condition,
+        "thread_id": job.thread.thread_id,
+        "turn": turn,
+    }

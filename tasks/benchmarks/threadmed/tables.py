@@ -1,0 +1,340 @@
+"""The paper's tables from metrics.json's content, rendered to Markdown, HTML and Prefect table records.
+
+Pure: everything here works on the metrics dict (or the browser data) and returns text.
+"""
+
+import base64
+import html
+import json
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from tasks.benchmarks.threadmed.figures import FIGURES
+from tasks.benchmarks.threadmed.metrics import TURN_GROUPS, significance_stars
+
+OVERLAP_JUDGE_PREFIX = "threadmed/overlap-judge"
+TEMPLATE = Path(__file__).resolve().parents[2] / "report" / "template.html"
+
+
+class Table(NamedTuple):
+    """One of the paper's tables, rendered alike to Markdown, HTML and a Prefect table artifact."""
+
+    key: str
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    caption: str
+
+
+def judge_note(judge_model: str) -> str | None:
+    """The warning every table carries when the scores come from the lexical overlap judge."""
+    if not judge_model.startswith(OVERLAP_JUDGE_PREFIX):
+        return None
+    return (
+        f"Scored by {judge_model}, a word-overlap stand-in for smoke tests: these numbers are not "
+        "comparable to an LLM judge's or to the paper's."
+    )
+
+
+def _number(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _ci_name(metrics: dict[str, Any]) -> str:
+    return f"{metrics['bootstrap']['level']:.0%} CI"
+
+
+def _with_ci(value: float | None, ci: list[float] | None) -> str:
+    if value is None:
+        return "—"
+    return _number(value) if ci is None else f"{value:.1f} [{ci[0]:.1f}, {ci[1]:.1f}]"
+
+
+def _p_value(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def _conditions(metrics: dict[str, Any]) -> Iterable[tuple[str, str, dict[str, Any]]]:
+    for model, entry in metrics["models"].items():
+        for condition, values in entry.items():
+            if condition != "ablation":
+                yield model, condition, values
+
+
+def _overall_table(metrics: dict[str, Any]) -> Table:
+    rows = [["Physician", "", "", "", "", "", "", _number(metrics["physician_avg_words"], 0), ""]]
+    for model, condition, values in _conditions(metrics):
+        o = values["overall"]
+        rows.append(
+            [
+                model,
+                condition,
+                str(o["n"]),
+                _with_ci(o["mean"], o["ci"]),
+                _number(o["correct_pct"]),
+                _number(o["partial_pct"]),
+                _number(o["wrong_pct"]),
+                _number(o["avg_words"], 0),
+                str(o["n_unscored"]),
+            ]
+        )
+    columns = ["Model", "Condition", "n", f"Mean [{_ci_name(metrics)}]", "Correct %", "Partial %", "Wrong %"]
+    caption = (
+        "Mean judge score on a 0-100 scale (0 wrong, 50 partially correct, 100 correct). Unscored: turns "
+        "without a parsed judgment (unparseable, failed, not run), excluded from every metric."
+    )
+    return Table("overall", "Overall performance", [*columns, "Avg words", "Unscored"], rows, caption)
+
+
+def _group_table(metrics: dict[str, Any], key: str, title: str, cell: Callable[[dict], str]) -> Table:
+    rows = [
+        [model, condition, *(cell(values["turn_groups"][name]) for name, _, _ in TURN_GROUPS)]
+        for model, condition, values in _conditions(metrics)
+    ]
+    caption = (
+        f"0-based turns; cells are estimate [{_ci_name(metrics)}] (n). Stars: one-sided Mann-Whitney U "
+        "of T0 against the group (T0 greater): * p < 0.05, ** p < 0.01, *** p < 0.001, ns not significant. "
+        "T6+ is indicative."
+    )
+    return Table(key, title, ["Model", "Condition", *(name for name, _, _ in TURN_GROUPS)], rows, caption)
+
+
+def _mean_cell(group: dict[str, Any]) -> str:
+    if group["n"] == 0:
+        return "—"
+    return f"{_with_ci(group['mean'], group['ci'])}{significance_stars(group['p_vs_t0'])} (n={group['n']})"
+
+
+def _wrong_cell(group: dict[str, Any]) -> str:
+    if group["n"] == 0:
+        return "—"
+    return f"{_with_ci(group['wrong_pct'], group['wrong_ci'])}{significance_stars(group['p_vs_t0'])}"
+
+
+def _consistency_table(metrics: dict[str, Any]) -> Table:
+    rows = []
+    for model, condition, values in _conditions(metrics):
+        c = values["ccs"]
+        rows.append(
+            [
+                model,
+                condition,
+                str(c["n_conversations"]),
+                _with_ci(c["ccs"], c["ci"]),
+                _number(c["floor"]),
+                _number(c["ceiling"]),
+                _number(c["volatile_pct"]),
+                _number(c["degraded_pct"]),
+            ]
+        )
+    columns = ["Model", "Condition", "Conversations", f"CCS [{_ci_name(metrics)}]", "Floor", "Ceiling"]
+    caption = (
+        "Conversations with at least 3 judged turns; CCS = 100 - mean(max - min). Floor/Ceiling: mean "
+        "per-conversation worst and best score. Volatile: holds both a correct and a wrong answer. "
+        "Degraded: mean over turns >= 1 more than 10 points below turn 0 (among those with turn 0 judged)."
+    )
+    columns += ["Volatile %", "Degraded %"]
+    return Table("consistency", "Conversational Consistency Score", columns, rows, caption)
+
+
+def _propagation_table(metrics: dict[str, Any]) -> Table:
+    rows = []
+    for model, condition, values in _conditions(metrics):
+        e = values["epr"]
+        amplification = "—" if e["amplification"] is None else f"{e['amplification']:.1f}×"
+        rows.append(
+            [
+                model,
+                condition,
+                f"{_with_ci(e['epr'], e['ci'])} (n={e['n_after_wrong']})",
+                _number(e["after_partial"]),
+                _number(e["after_correct"]),
+                amplification,
+            ]
+        )
+    columns = ["Model", "Condition", f"EPR % [{_ci_name(metrics)}]", "After partial %", "After correct %"]
+    caption = (
+        "Over consecutive judged turns (t, t+1) of a conversation. EPR: wrong rate at t+1 after a wrong turn "
+        "(n such pairs); after partial/correct likewise. Amplification: EPR / after-correct."
+    )
+    return Table("error-propagation", "Error Propagation Rate", [*columns, "Amplification"], rows, caption)
+
+
+def _ablation_table(metrics: dict[str, Any]) -> Table:
+    rows = []
+    for model, entry in metrics["models"].items():
+        a = entry.get("ablation")
+        if a is None:
+            continue
+        share = "—" if a["q_difficulty_share"] is None else f"{100 * a['q_difficulty_share']:.0f}% of drop"
+        effect = "—" if a["context_effect"] is None else f"{a['context_effect']:+.1f} ({_p_value(a['p'])})"
+        rows.append(
+            [model, _number(a["t0"]), _number(a["baseline_t2"]), _number(a["oracle_t2"]), share, effect]
+        )
+    caption = (
+        "Q-difficulty: (T0 - oracle T2) / (T0 - baseline T2); above 100% the oracle scores below baseline "
+        "T2, i.e. the model's own earlier answers helped. Context effect: oracle T2 - baseline T2, with a "
+        "two-sided Mann-Whitney U of baseline against oracle scores over turns 1-5."
+        if rows
+        else "Not computed: no model was evaluated in both the baseline and the oracle condition."
+    )
+    columns = ["Model", "T0", "Baseline T2", "Oracle T2", "Q-difficulty", "Context effect"]
+    return Table("oracle-ablation", "Oracle-physician ablation", columns, rows, caption)
+
+
+def _coverage_table(metrics: dict[str, Any]) -> Table:
+    coverage = metrics["coverage"]
+    columns = ["Model", "Only it correct", "% of pairs"]
+    if coverage is None:
+        caption = "Not computed: needs at least two models evaluated in the baseline condition."
+        return Table("coverage", "Coverage across models", columns, [], caption)
+    n_pairs = coverage["n_pairs"]
+    rows = [
+        [model, str(count), _number(100 * count / n_pairs if n_pairs else None)]
+        for model, count in coverage["unique"].items()
+    ]
+    caption = (
+        f"{n_pairs} baseline QA pairs judged for every model; no model fully correct on "
+        f"{_number(coverage['unsolved_pct'])}% of them."
+    )
+    return Table("coverage", "Coverage across models", columns, rows, caption)
+
+
+def _length_table(metrics: dict[str, Any]) -> Table:
+    rows = [
+        [model, condition, _number(values["length"]["spearman_r"], 3), _p_value(values["length"]["p"])]
+        for model, condition, values in _conditions(metrics)
+    ]
+    caption = "Spearman correlation of the answer's word count with its score (two-sided p)."
+    return Table(
+        "length", "Answer length and score", ["Model", "Condition", "Spearman r", "p"], rows, caption
+    )
+
+
+def _cost_tables(metrics: dict[str, Any]) -> list[Table]:
+    rows = [
+        [model, condition, *(_number(values["cost"][k], 2) for k in ("input_usd", "output_usd", "total_usd"))]
+        for model, condition, values in _conditions(metrics)
+    ]
+    judge = metrics["judge"]
+    other = sum(count for status, count in judge["excluded"].items() if status != "unparseable")
+    judge_row = [judge["model"], str(judge["unparseable"]), str(other), _number(judge["cost_usd"], 2)]
+    return [
+        Table(
+            "inference-cost",
+            "Inference cost",
+            ["Model", "Condition", "Input ($)", "Output ($)", "Total ($)"],
+            rows,
+            "From the stored responses, failed calls included.",
+        ),
+        Table(
+            "judge-cost",
+            "Judge",
+            ["Judge model", "Unparseable", "Other unscored", "Cost ($)"],
+            [judge_row],
+            "Unscored by status: "
+            + (", ".join(f"{status} {count}" for status, count in judge["excluded"].items()) or "none"),
+        ),
+    ]
+
+
+def build_tables(metrics: dict[str, Any]) -> list[Table]:
+    """The paper's tables from metrics.json's content, in the paper's order."""
+    return [
+        _overall_table(metrics),
+        _group_table(metrics, "turn-groups", "Mean score by turn group", _mean_cell),
+        _group_table(metrics, "turn-groups-wrong", "Wrong rate (%) by turn group", _wrong_cell),
+        _consistency_table(metrics),
+        _propagation_table(metrics),
+        _ablation_table(metrics),
+        _coverage_table(metrics),
+        _length_table(metrics),
+        *_cost_tables(metrics),
+    ]
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table_markdown(table: Table, note: str | None) -> str:
+    lines = [f"### {table.title}", ""]
+    if note:
+        lines += [f"> **Note:** {note}", ""]
+    if table.rows:
+        lines.append("| " + " | ".join(map(_markdown_cell, table.columns)) + " |")
+        lines.append("|" + "---|" * len(table.columns))
+        lines += ["| " + " | ".join(map(_markdown_cell, row)) + " |" for row in table.rows]
+        lines.append("")
+    return "\n".join([*lines, table.caption, ""])
+
+
+def table_html(table: Table, note: str | None) -> str:
+    head = "".join(f"<th>{html.escape(column)}</th>" for column in table.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in table.rows
+    )
+    note_html = f'<p class="note">{html.escape(note)}</p>' if note else ""
+    content = (
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+        f"<caption>{html.escape(table.caption)}</caption></table>"
+        if table.rows
+        else f'<p class="empty">{html.escape(table.caption)}</p>'
+    )
+    title = f"<h3>{html.escape(table.title)}</h3>"
+    return f'<div class="table-block" id="table-{table.key}">{title}{note_html}{content}</div>'
+
+
+def table_records(table: Table) -> list[dict[str, str]]:
+    return [dict(zip(table.columns, row, strict=True)) for row in table.rows]
+
+
+def run_summary(metrics: dict[str, Any]) -> str:
+    runs = ", ".join(run["run_id"] for run in metrics["runs"])
+    boot = metrics["bootstrap"]
+    return (
+        f"Runs: {runs}. Judge: {metrics['judge']['model']}. "
+        f"Dataset: {(metrics['dataset_fingerprint'] or 'unknown')[:12]}. "
+        f"Intervals: {boot['level']:.0%} {boot['method']} bootstrap, {boot['resamples']} resamples, "
+        f"seed {boot['seed']}."
+    )
+
+
+def render_markdown(metrics: dict[str, Any], tables: list[Table], figures: list[str]) -> str:
+    note = judge_note(metrics["judge"]["model"])
+    parts = ["# Evaluation report", "", run_summary(metrics), ""]
+    parts += [table_markdown(table, note) for table in tables]
+    parts += ["## Figures", ""] + [f"![{FIGURES[name]}]({name}.png)\n" for name in figures]
+    return "\n".join(parts)
+
+
+def _script_json(value: Any) -> str:
+    """JSON safe inside a <script> element: '<' is escaped, so no text can close it or open a comment."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+
+
+def render_html(
+    metrics: dict[str, Any], tables: list[Table], figures: dict[str, bytes], data: dict[str, Any]
+) -> str:
+    """The self-contained page: tables, figures as data URIs, and the browser's data as inline JSON."""
+    note = judge_note(metrics["judge"]["model"])
+    figure_html = "".join(
+        f'<figure id="{name}"><img alt="{html.escape(FIGURES[name])}" '
+        f'src="data:image/png;base64,{base64.b64encode(png).decode()}"><figcaption>'
+        f"{html.escape(FIGURES[name])}</figcaption></figure>"
+        for name, png in figures.items()
+    )
+    parts = {
+        "title": "ThReadMed-QA evaluation report",
+        "meta": html.escape(run_summary(metrics)),
+        "note": f'<p class="note">{html.escape(note)}</p>' if note else "",
+        "tables": "".join(table_html(table, note) for table in tables),
+        "figures": figure_html,
+        "data": _script_json(data),
+    }
+    # One pass, so text inserted for one placeholder is never scanned for another.
+    return re.sub(r"\{\{(\w+)\}\}", lambda match: parts[match.group(1)], TEMPLATE.read_text())

@@ -1,0 +1,1 @@
+"""What every job uses: task runners, provenance, atomic files, tokens."""

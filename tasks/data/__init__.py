@@ -1,0 +1,1 @@
+"""The lake and the warehouse, with one folder per source."""

@@ -1,0 +1,1 @@
+"""The Reddit source: the Pushshift reader, record normalisation and the streaming ingest."""

@@ -1,0 +1,266 @@
+"""Pushshift records -> typed rows of the raw contracts: parsing, filtering and type normalisation.
+
+Pure and free of Prefect, so that ingest worker processes start fast (they import only this module).
+"""
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tasks.benchmarks.threadmed.settings import BuildSettings
+from tasks.contracts import Contract
+from tasks.data.lake import RAW_TABLES
+from tasks.data.reddit.reader import LineBlock
+
+DumpKind = Literal["submissions", "comments"]
+EXCERPT_CHARS = 200
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass(frozen=True)
+class IngestFilter:
+    """What to keep: one subreddit (case-insensitive) and, for posts, a [start, end) UTC window."""
+
+    subreddit: str
+    start: date
+    end: date
+
+    @classmethod
+    def from_settings(cls, settings: BuildSettings) -> "IngestFilter":
+        return cls(settings.subreddit, settings.start, settings.end)
+
+    @property
+    def start_epoch(self) -> int:
+        return int(datetime(self.start.year, self.start.month, self.start.day, tzinfo=UTC).timestamp())
+
+    @property
+    def end_epoch(self) -> int:
+        return int(datetime(self.end.year, self.end.month, self.end.day, tzinfo=UTC).timestamp())
+
+
+def epoch_seconds(value: Any) -> int | None:
+    """Epoch seconds from an int, a float or a numeric string (all occur in the dumps); else None."""
+    if type(value) is int:
+        return value
+    if value is None:
+        return None
+    if isinstance(value, float | str) and not isinstance(value, bool):
+        try:
+            return int(float(value))
+        except (ValueError, OverflowError):
+            return None
+    return None
+
+
+def fits_int64(value: Any) -> bool:
+    """Whether a value bound for an integer column fits one (a value that is no number becomes null)."""
+    number = epoch_seconds(value)
+    return number is None or INT64_MIN <= number <= INT64_MAX
+
+
+def row_fits_int64(row: tuple, columns: Iterable[int]) -> bool:
+    """Whether every integer column of a row fits int64 (small ints, the usual case, are checked inline)."""
+    for i in columns:
+        value = row[i]
+        usual = value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX)
+        if not usual and not fits_int64(value):
+            return False
+    return True
+
+
+def edited_epoch(value: Any) -> int | None:
+    """`edited` is false or an epoch (int or float); return the epoch or None."""
+    return None if value is False or value is None else epoch_seconds(value)
+
+
+def richtext_flair(value: Any) -> str | None:
+    """Concatenate the text pieces of `author_flair_richtext` (emoji pieces carry no text)."""
+    if not value or not isinstance(value, list):
+        return None
+    text = "".join(p.get("t", "") for p in value if isinstance(p, dict) and p.get("e") == "text")
+    return text or None
+
+
+def submission_row(record: dict[str, Any], created: int, line_number: int, source: str) -> tuple:
+    get = record.get
+    return (
+        record["id"], get("subreddit"), get("author"), get("title"), get("selftext"), created,
+        get("is_self"), get("domain"), get("url"), get("post_hint"), get("is_gallery"), get("is_video"),
+        get("removed_by_category"), get("banned_by"), epoch_seconds(get("banned_at_utc")),
+        get("distinguished"), get("stickied"), get("num_comments"), get("score"),
+        get("author_flair_text"), richtext_flair(get("author_flair_richtext")), get("link_flair_text"),
+        edited_epoch(get("edited")), epoch_seconds(get("retrieved_on", get("retrieved_utc"))),
+        source, line_number,
+    )  # fmt: skip
+
+
+def comment_row(record: dict[str, Any], created: int, line_number: int, source: str) -> tuple:
+    get = record.get
+    return (
+        record["id"], get("subreddit"), get("link_id"), get("parent_id"), get("author"), get("body"),
+        created, get("distinguished"), get("stickied"), get("is_submitter"), get("banned_by"),
+        get("removed_by_category"), get("author_flair_text"), richtext_flair(get("author_flair_richtext")),
+        get("score"), edited_epoch(get("edited")),
+        epoch_seconds(get("retrieved_on", get("retrieved_utc"))), source, line_number,
+    )  # fmt: skip
+
+
+ROW_BUILDERS: dict[str, Callable[[dict[str, Any], int, int, str], tuple]] = {
+    "submissions": submission_row,
+    "comments": comment_row,
+}
+# Integer columns read from the record (created_utc is checked on its own; source_line is ours).
+INTEGER_COLUMNS: dict[str, tuple[int, ...]] = {
+    kind: tuple(
+        i for i, column in enumerate(contract.schema)
+        if pa.types.is_integer(column.type) and column.name not in ("created_utc", "source_line")
+    )
+    for kind, contract in RAW_TABLES.items()
+}  # fmt: skip
+
+
+def _coerce(value: Any, dtype: pa.DataType) -> Any:
+    """Best-effort cast of one odd value (a number where text was expected, and so on) to `dtype`."""
+    if value is None:
+        return None
+    if pa.types.is_string(dtype):
+        if isinstance(value, str):
+            # Lone surrogates (a broken emoji escape) cannot be written as UTF-8.
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return None if isinstance(value, dict | list) else str(value)
+    if pa.types.is_boolean(dtype):
+        return value if isinstance(value, bool) else None
+    return epoch_seconds(value)
+
+
+def rows_to_table(rows: list[tuple], contract: Contract) -> pa.Table:
+    """Columns of `rows` as a table of the contract; odd values are coerced (or nulled) column by column."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(contract.schema)
+    arrays = []
+    for values, schema_field in zip(columns, contract.schema, strict=True):
+        try:
+            arrays.append(pa.array(values, type=schema_field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, UnicodeEncodeError):
+            arrays.append(pa.array([_coerce(v, schema_field.type) for v in values], type=schema_field.type))
+    return pa.Table.from_arrays(arrays, schema=contract.schema)
+
+
+def parse_line(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """Parse one NDJSON line: (record, None) or (None, reject reason)."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, "invalid_utf8"
+        try:
+            # orjson refuses lone surrogate escapes that the standard library accepts.
+            record = json.loads(text)
+        except ValueError:
+            return None, "invalid_json"
+    if not isinstance(record, dict):
+        return None, "not_an_object"
+    if not isinstance(record.get("id"), str) or not record["id"]:
+        return None, "missing_id"
+    return record, None
+
+
+def excerpt(line: bytes) -> str:
+    return line[: EXCERPT_CHARS * 2].decode("utf-8", "replace")[:EXCERPT_CHARS]
+
+
+@dataclass
+class BlockResult:
+    """What one block of lines became: typed rows, quarantined lines, and counts by reason."""
+
+    rows: list[tuple]
+    rejects: list[tuple]
+    lines: int
+    dropped: Counter
+    rejected: Counter
+    kept: int = 0
+    bytes_read: int = 0
+
+
+def parse_lines(
+    lines: Iterable[bytes], first_line: int, kind: DumpKind, keep: IngestFilter, source: str, prefilter: bool
+) -> BlockResult:
+    """Filter, parse and normalise consecutive lines, counting every line that is not kept."""
+    build_row = ROW_BUILDERS[kind]
+    integer_columns = INTEGER_COLUMNS[kind]
+    wanted = keep.subreddit.lower()
+    needle = wanted.encode()
+    start, end = keep.start_epoch, keep.end_epoch
+    result = BlockResult([], [], 0, Counter(), Counter())
+    line_number = first_line - 1
+    for line in lines:
+        line_number += 1
+        if prefilter and needle not in line.lower():
+            result.dropped["other_subreddit"] += 1
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            record = None
+        # Fast path for the usual well-formed record; parse_line classifies everything else.
+        if type(record) is not dict or type(record.get("id")) is not str or not record["id"]:
+            record, reason = parse_line(line)
+        if record is None:
+            if not line.strip():
+                result.dropped["empty_line"] += 1
+                continue
+            result.rejected[reason] += 1
+            result.rejects.append((source, line_number, reason, excerpt(line)))
+            continue
+        subreddit = record.get("subreddit")
+        if not isinstance(subreddit, str) or subreddit.lower() != wanted:
+            result.dropped["other_subreddit" if subreddit else "missing_subreddit"] += 1
+            continue
+        created = epoch_seconds(record.get("created_utc"))
+        if created is None or not fits_int64(created):
+            result.rejected["bad_created_utc"] += 1
+            result.rejects.append((source, line_number, "bad_created_utc", excerpt(line)))
+            continue
+        if kind == "submissions" and not start <= created < end:
+            result.dropped["outside_window"] += 1
+            continue
+        row = build_row(record, created, line_number, source)
+        # One such number (a score of 1e20) would make the whole block unwritable as int64.
+        if not row_fits_int64(row, integer_columns):
+            result.rejected["number_out_of_range"] += 1
+            result.rejects.append((source, line_number, "number_out_of_range", excerpt(line)))
+            continue
+        result.rows.append(row)
+    result.lines = line_number - first_line + 1
+    result.kept = len(result.rows)
+    return result
+
+
+@dataclass(frozen=True)
+class BlockJob:
+    """One block of lines to parse in a worker process, and where to write its Parquet part."""
+
+    block: LineBlock
+    kind: DumpKind
+    keep: IngestFilter
+    source: str
+    prefilter: bool
+    part_path: Path
+
+
+def run_block_job(job: BlockJob) -> BlockResult:
+    """Parse one block and write its rows as a Parquet part (runs in a worker process)."""
+    result = parse_lines(job.block.lines, job.block.first_line, job.kind, job.keep, job.source, job.prefilter)
+    pq.write_table(rows_to_table(result.rows, RAW_TABLES[job.kind]), job.part_path, compression="zstd")
+    result.rows = []  # written; don't ship them back
+    result.bytes_read = job.block.bytes_read
+    return result

@@ -1,0 +1,345 @@
+"""Evaluation settings: the YAML config, its command-line overrides, and the sample of threads.
+
+Configuration flows one way: YAML (or deployment parameters) -> `EvaluationSettings` in the flow
+signature -> jobs with explicit settings. See deployments/eval.example.yaml for every field.
+"""
+
+import hashlib
+import json
+import random
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import pyarrow.parquet as pq
+import yaml
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from tasks.benchmarks.threadmed import baselines
+from tasks.contracts import QA_PAIRS, THREADS
+from tasks.core.preflight import UserError
+from tasks.llm.call import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
+
+Condition = Literal["baseline", "oracle"]
+
+
+class ModelSpec(BaseModel):
+    """One model under test: how litellm reaches it and what is sent. Every param is sent and recorded."""
+
+    name: str = Field("", description="Label in the outputs; defaults to `model`.")
+    model: str = Field(description="litellm model string, e.g. openai/gpt-4o or anthropic/claude-haiku-4-5.")
+    api_base: str | None = Field(None, description="OpenAI-compatible endpoint (vLLM, a gateway).")
+    api_key_env: str | None = Field(
+        None, description="Environment variable holding the key; default: the provider's standard one."
+    )
+    provider: str | None = Field(None, description="Throttle group; default: the model string's prefix.")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Request params over `default_params`; null removes one."
+    )
+    timeout_s: float = Field(120.0, gt=0, description="Time-out of one HTTP attempt.")
+    prices: Prices | None = Field(
+        None, description="USD per token, when litellm's price table lacks the model."
+    )
+    price_model: str | None = Field(None, description="Model string to price by, if not `model`.")
+    estimated_reply_tokens: int = Field(400, ge=0, description="Reply length assumed by --dry-run.")
+
+    @model_validator(mode="after")
+    def _default_name(self) -> "ModelSpec":
+        self.name = self.name or self.model
+        return self
+
+    @property
+    def provider_name(self) -> str:
+        return self.provider or self.model.split("/", 1)[0]
+
+    def request(self, messages: list[dict[str, str]], prompt_version: str | None = None) -> ChatRequest:
+        """The request for `messages`, with this model's params exactly as they will be sent."""
+        return ChatRequest(
+            model=self.model,
+            messages=tuple(messages),
+            params=self.params,
+            api_base=self.api_base,
+            prompt_version=prompt_version,
+        )
+
+    def with_api_base(self, api_base: str) -> "ModelSpec":
+        """The same model reached through one OpenAI-compatible endpoint, still priced as itself."""
+        if baselines.is_offline(self.model):
+            return self
+        model = self.model if self.model.startswith("openai/") else f"openai/{self.model}"
+        return self.model_copy(
+            update={"model": model, "api_base": api_base, "price_model": self.price_model or self.model}
+        )
+
+
+SpecT = TypeVar("SpecT", bound=ModelSpec)
+
+
+class JudgeSpec(ModelSpec):
+    """The judge model, its rubric prompt and how often an unparseable verdict is asked again."""
+
+    rubric: Path | None = Field(
+        None, description="Rubric prompt file; default: the benchmark's judge_rubric_v1.txt."
+    )
+    max_reasks: int = Field(2, ge=0, description="Follow-up requests for a reply without a valid score.")
+    estimated_reply_tokens: int = 120
+
+
+class SampleSpec(BaseModel):
+    """Which threads are evaluated: a split, optional per-stratum quotas drawn with a seed, a limit."""
+
+    split: str = "test"
+    quotas: dict[str, int] | None = Field(None, description="Threads per stratum; none: the whole split.")
+    seed: int = 0
+    limit: int | None = Field(None, ge=1, description="Keep the first N threads of the seeded sample order.")
+
+
+class EvalConfig(BaseModel):
+    """Everything an evaluation run needs besides its input and output folders."""
+
+    models: list[ModelSpec] = Field(min_length=1)
+    judge: JudgeSpec = JudgeSpec(name="gpt-4o", model="openai/gpt-4o")
+    conditions: list[Condition] = ["baseline", "oracle"]
+    sample: SampleSpec = SampleSpec()
+    default_params: dict[str, Any] = Field(default_factory=lambda: {"temperature": 0})
+    providers: dict[str, ProviderLimits] = Field(default_factory=dict, description="Throttle per provider.")
+    default_limits: ProviderLimits = ProviderLimits()
+    retry: RetryPolicy = RetryPolicy()
+    max_workers: int | None = Field(None, ge=1, description="Prefect worker threads; default from limits.")
+
+    @field_validator("models")
+    @classmethod
+    def _unique_names(cls, models: list[ModelSpec]) -> list[ModelSpec]:
+        names = [m.name for m in models]
+        if duplicates := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"model names must be unique: {duplicates}")
+        return models
+
+    @field_validator("conditions")
+    @classmethod
+    def _some_conditions(cls, conditions: list[Condition]) -> list[Condition]:
+        if not conditions:
+            raise ValueError("at least one condition is needed")
+        return list(dict.fromkeys(conditions))
+
+    def resolved(self, spec: SpecT) -> SpecT:
+        """`spec` with `default_params` under its own params (a null param removes a default)."""
+        params = {k: v for k, v in {**self.default_params, **spec.params}.items() if v is not None}
+        return spec.model_copy(update={"params": params})
+
+    def call_options(self, spec: ModelSpec) -> CallOptions:
+        return CallOptions(
+            provider=spec.provider_name,
+            limits=self.providers.get(spec.provider_name, self.default_limits),
+            retry=self.retry,
+            timeout_s=spec.timeout_s,
+            api_key_env=spec.api_key_env,
+            prices=spec.prices,
+            price_model=spec.price_model,
+        )
+
+    def worker_count(self) -> int:
+        """Enough worker threads to keep every provider busy even while some threads wait on a slow one."""
+        if self.max_workers is not None:
+            return self.max_workers
+        providers = {m.provider_name for m in [*self.models, self.judge]}
+        slots = sum(self.providers.get(p, self.default_limits).max_concurrency for p in providers)
+        return max(4, min(256, 2 * slots))
+
+
+class EvaluationSettings(BaseModel):
+    """The `evaluate-models` flow's parameter: input dataset, run directory and config.
+
+    A deployment run may name a YAML file (`config_file`) instead of passing the whole `config`.
+    """
+
+    dataset_dir: Path = Field(description="A build output folder holding dataset/answered/*.parquet.")
+    run_dir: Path = Field(
+        description="Where the ledger, parquet outputs and manifest go; re-use it to resume."
+    )
+    # Not required in the schema, so a deployment run may give `config_file` alone; validation fills it.
+    config: EvalConfig = Field(None, validate_default=True)  # type: ignore[assignment]
+    config_file: Path | None = Field(None, description="YAML config read when `config` is not given.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_config_file(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("config") is not None:
+            return data
+        if not data.get("config_file"):
+            raise ValueError("give `config` (the settings themselves) or `config_file` (a YAML file)")
+        return {**data, "config": load_config(Path(data["config_file"]))}
+
+
+def load_config(path: Path) -> EvalConfig:
+    """Read a YAML config; a relative rubric path is taken relative to the config file."""
+    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    config = EvalConfig.model_validate(raw)
+    if config.judge.rubric is not None and not config.judge.rubric.is_absolute():
+        config.judge.rubric = (Path(path).parent / config.judge.rubric).resolve()
+    return config
+
+
+def apply_overrides(
+    config: EvalConfig,
+    *,
+    models: list[str] | None = None,
+    judge: str | None = None,
+    conditions: list[Condition] | None = None,
+    split: str | None = None,
+    limit: int | None = None,
+    api_base: str | None = None,
+) -> EvalConfig:
+    """The config with command-line choices applied; a model or judge not in the config is a model string."""
+    known = {m.name: m for m in config.models}
+    chosen = [known.get(name) or ModelSpec(model=name) for name in models] if models else config.models
+    judge_spec = config.judge
+    if judge is not None and judge != config.judge.name:
+        judge_spec = JudgeSpec(model=judge, rubric=config.judge.rubric, max_reasks=config.judge.max_reasks)
+    if api_base is not None:
+        chosen = [m.with_api_base(api_base) for m in chosen]
+        judge_spec = judge_spec.with_api_base(api_base)
+    sample = config.sample.model_copy(
+        update={k: v for k, v in {"split": split, "limit": limit}.items() if v is not None}
+    )
+    return EvalConfig.model_validate(
+        {
+            **config.model_dump(),
+            "models": [m.model_dump() for m in chosen],
+            "judge": judge_spec.model_dump(),
+            "conditions": conditions or config.conditions,
+            "sample": sample.model_dump(),
+        }
+    )
+
+
+def resolve_settings(
+    *,
+    dataset_dir: str | Path,
+    run_dir: str | Path,
+    config: EvalConfig | None = None,
+    config_file: str | Path | None = None,
+    models: list[str] | None = None,
+    judge: str | None = None,
+    conditions: list[Condition] | None = None,
+    split: str | None = None,
+    limit: int | None = None,
+    api_base: str | None = None,
+) -> EvaluationSettings:
+    """The settings of one evaluation: a config (given, read from a file, or made of bare model strings)
+    with the per-run choices applied on top. Raises ValueError when no models are named anywhere."""
+    if config is None and config_file is not None:
+        config = load_config(Path(config_file))
+    if config is None:
+        if not models:
+            raise ValueError("give a config, a config file, or models (litellm model strings)")
+        config = EvalConfig(models=[ModelSpec(model=name) for name in models])
+    overridden = apply_overrides(
+        config, models=models, judge=judge, conditions=conditions, split=split, limit=limit, api_base=api_base
+    )
+    return EvaluationSettings(dataset_dir=Path(dataset_dir), run_dir=Path(run_dir), config=overridden)
+
+
+class ThreadCase(BaseModel, frozen=True):
+    """One sampled thread: its patient questions and the physician answers, turn by turn."""
+
+    thread_id: str
+    stratum: str
+    questions: tuple[str, ...]
+    answers: tuple[str, ...]
+
+
+def answered_dir(dataset_dir: Path) -> Path:
+    return Path(dataset_dir) / "dataset" / "answered"
+
+
+def check_dataset_build(dataset_dir: Path) -> None:
+    """Raise UserError unless `dataset_dir` holds the answered dataset that `threadmed build` publishes."""
+    files = [answered_dir(dataset_dir) / f"{contract.name}.parquet" for contract in (THREADS, QA_PAIRS)]
+    missing = next((path for path in files if not path.is_file()), None)
+    if missing is None:
+        return
+    fix = "pass the --out folder of `threadmed build`"
+    if answered_dir(dataset_dir / "latest").is_dir():
+        fix = f"pass {Path(dataset_dir) / 'latest'} (the newest version of a --versioned build)"
+    relative = missing.relative_to(dataset_dir)
+    raise UserError(f"{dataset_dir} is not a dataset build (no {relative}); {fix}", "--dataset")
+
+
+def check_split(dataset_dir: Path, split: str) -> None:
+    """Raise UserError listing the dataset's splits when `split` holds no answered thread."""
+    threads = pq.read_table(answered_dir(dataset_dir) / "threads.parquet", columns=["split"])
+    counts = Counter(threads["split"].to_pylist())
+    if split in counts:
+        return
+    choices = ", ".join(f"{name} ({n} thread{'s' * (n != 1)})" for name, n in sorted(counts.items()))
+    raise UserError(
+        f"{dataset_dir} has no thread in split '{split}'; choose one of: {choices or 'none, it is empty'}",
+        "--split",
+    )
+
+
+def draw_sample(threads: list[dict[str, Any]], spec: SampleSpec) -> list[str]:
+    """Thread ids of the sample, in a seeded order (so a larger --limit extends a smaller one)."""
+    in_split = sorted((t for t in threads if t["split"] == spec.split), key=lambda t: t["thread_id"])
+    rng = random.Random(spec.seed)
+    if spec.quotas is None:
+        chosen = [t["thread_id"] for t in in_split]
+    else:
+        by_stratum: dict[str, list[str]] = defaultdict(list)
+        for t in in_split:
+            by_stratum[t["stratum"]].append(t["thread_id"])
+        chosen = []
+        for stratum, quota in sorted(spec.quotas.items()):
+            pool = by_stratum[stratum]
+            chosen += rng.sample(pool, min(quota, len(pool)))
+        chosen.sort()
+    rng.shuffle(chosen)
+    return chosen[: spec.limit]
+
+
+def load_sample(dataset_dir: Path, spec: SampleSpec) -> list[ThreadCase]:
+    """Read the answered dataset and return the sampled threads with their QA pairs in turn order."""
+    folder = answered_dir(dataset_dir)
+    threads = pq.read_table(folder / "threads.parquet", columns=["thread_id", "split", "stratum"]).to_pylist()
+    strata = {t["thread_id"]: t["stratum"] for t in threads}
+    ids = draw_sample(threads, spec)
+    wanted = set(ids)
+    pairs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in pq.read_table(
+        folder / "qa_pairs.parquet", columns=["thread_id", "turn", "question", "answer"]
+    ).to_pylist():
+        if row["thread_id"] in wanted:
+            pairs[row["thread_id"]].append(row)
+    return [_thread_case(thread_id, strata[thread_id], pairs[thread_id]) for thread_id in ids]
+
+
+def _thread_case(thread_id: str, stratum: str, rows: list[dict[str, Any]]) -> ThreadCase:
+    rows = sorted(rows, key=lambda r: r["turn"])
+    if [r["turn"] for r in rows] != list(range(len(rows))) or any(r["answer"] is None for r in rows):
+        raise ValueError(f"thread {thread_id}: turns must be 0..n-1, each with a physician answer")
+    return ThreadCase(
+        thread_id=thread_id,
+        stratum=stratum,
+        questions=tuple(r["question"] for r in rows),
+        answers=tuple(r["answer"] for r in rows),
+    )
+
+
+def dataset_fingerprint(dataset_dir: Path) -> str:
+    """sha256 over the answered dataset's two parquet files (the manifest's proof of what was evaluated)."""
+    digest = hashlib.sha256()
+    for contract in (THREADS, QA_PAIRS):
+        digest.update((answered_dir(dataset_dir) / f"{contract.name}.parquet").read_bytes())
+    return digest.hexdigest()
+
+
+# Settings that change how calls are made, never what they return, do not change the run id.
+_NOT_IN_RUN_ID = {"providers", "default_limits", "retry", "max_workers"}
+
+
+def run_id_for(config: EvalConfig, fingerprint: str) -> str:
+    """Same config and dataset, same run id: a re-run into the same run directory rewrites the same rows."""
+    settings = config.model_dump(mode="json", exclude=_NOT_IN_RUN_ID)
+    canonical = json.dumps({"config": settings, "dataset": fingerprint}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]

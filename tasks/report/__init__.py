@@ -1,0 +1,1 @@
+"""Report pieces every benchmark shares."""

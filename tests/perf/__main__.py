@@ -1,0 +1,33 @@
+"""`make bench`: run every benchmark side by side and write their numbers to data_lake/bench/.
+
+Usage: python -m tests.perf [build|evaluation|report ...]   (default: all)
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from tests.perf import bench_build, bench_evaluation, bench_report
+
+BENCHMARKS = {"build": bench_build, "evaluation": bench_evaluation, "report": bench_report}
+OUT = Path("data_lake/bench")
+
+
+def main(names: list[str]) -> None:
+    unknown = sorted(set(names) - set(BENCHMARKS))
+    if unknown:
+        sys.exit(f"unknown benchmark(s) {unknown}; choose from {sorted(BENCHMARKS)}")
+    results = {}
+    for name in names or list(BENCHMARKS):
+        print(f"== {name} ==", flush=True)
+        results[name] = BENCHMARKS[name].main(OUT / name)
+        for line in BENCHMARKS[name].summary_lines(results[name]):
+            print(f"  {line}", flush=True)
+    path = OUT / "results.json"
+    existing = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**existing, **results}, indent=2, default=str))
+    print(f"numbers written to {path}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

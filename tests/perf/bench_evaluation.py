@@ -1,0 +1,160 @@
+"""Evaluation benchmark: 5 models x ~240 threads x 2 conditions, answered and judged, against a test server.
+
+The scriptable OpenAI-compatible server (tests/llm_server.py) runs as a subprocess with a fixed latency,
+and every model and the judge share one provider limit C. The lower bound of the wall time is the larger
+of (total calls x latency / C) and the longest chain of dependent calls (a thread's turns, then its
+judgments). Per call, the time a slot is held beyond the server's latency splits into the call layer
+(litellm and the HTTP client, measured around each call) and orchestration (everything else: Prefect
+tasks, ledger, limiter hand-offs). Targets: wall within 1.3x of the bound, orchestration under 10 ms.
+"""
+
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow.parquet as pq
+
+from flows.evaluate_models import evaluate_models
+from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec, SampleSpec
+from tasks.llm.call import ProviderLimits
+from tests.eval_fixtures import write_dataset
+
+SEED = 11
+LATENCY_S = 0.2
+# 16 slots at 200 ms is 80 calls/s: about what one Python process drives through litellm (~4 ms of
+# CPU per call) and Prefect's local API records (~30 task runs/s) on the 2-core reference machine.
+CONCURRENCY = 16
+MODELS = 5
+N_THREADS = 240
+# Share of threads with 3, 4, ... 9 QA pairs, as in the answered dataset.
+THREAD_LENGTHS = {3: 0.55, 4: 0.18, 5: 0.12, 6: 0.07, 7: 0.04, 8: 0.02, 9: 0.02}
+TARGET_RATIO = 1.3
+TARGET_OVERHEAD_MS = 10.0
+WORD_TEXT = (
+    "pain swelling rash fever cough headache knee ankle chest stomach weeks days since started worse better "
+    "doctor ibuprofen rest ice blood test scan normal sore tired dizzy sleep eat walk night morning"
+)
+WORDS = WORD_TEXT.split()
+
+
+def synthetic_threads(rng: random.Random) -> dict[str, tuple[str, list[tuple[str, str]]]]:
+    """Test-split threads with the dataset's length mix and questions/answers of realistic length."""
+    lengths = rng.choices(list(THREAD_LENGTHS), weights=list(THREAD_LENGTHS.values()), k=N_THREADS)
+
+    def text(words: int) -> str:
+        return " ".join(rng.choices(WORDS, k=words))
+
+    return {f"t{i:04d}": ("test", [(text(100), text(50)) for _ in range(n)]) for i, n in enumerate(lengths)}
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.llm_server", "--latency", str(LATENCY_S)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[2],
+    )
+    return server, server.stdout.readline().strip()
+
+
+def settings(dataset: Path, run_dir: Path, url: str, limit: int | None = None) -> EvaluationSettings:
+    return EvaluationSettings(
+        dataset_dir=dataset,
+        run_dir=run_dir,
+        config=EvalConfig(
+            models=[
+                ModelSpec(name=f"m{i}", model=f"openai/m{i}", api_base=url) for i in range(1, MODELS + 1)
+            ],
+            judge=JudgeSpec(name="judge", model="openai/judge", api_base=url),
+            providers={"openai": ProviderLimits(max_concurrency=CONCURRENCY)},
+            sample=SampleSpec(limit=limit),
+        ),
+    )
+
+
+def main(out_dir: Path) -> dict[str, Any]:
+    threads = synthetic_threads(random.Random(SEED))
+    dataset = write_dataset(out_dir / "build", threads)
+    run_dir = out_dir / f"run-{time.strftime('%Y%m%dT%H%M%S')}"
+    server, url = start_server()
+    try:
+        timings = timed_run(dataset, run_dir, url)
+    finally:
+        server.terminate()
+        server.wait()
+    longest = max(len(turns) for _, turns in threads.values())
+    bound_s = max(timings["calls"] * LATENCY_S / CONCURRENCY, 2 * longest * LATENCY_S)
+    # Inference calls' own latencies, measured around litellm.completion inside the provider slot.
+    latencies = pq.read_table(run_dir / "responses.parquet", columns=["latency_s"])["latency_s"].to_pylist()
+    slot_overhead_ms = (
+        1000 * (timings["wall_s"] * CONCURRENCY - timings["calls"] * LATENCY_S) / timings["calls"]
+    )
+    call_layer_ms = 1000 * (sum(latencies) / len(latencies) - LATENCY_S)
+    return {
+        "models": MODELS,
+        "threads": N_THREADS,
+        "latency_s": LATENCY_S,
+        "concurrency": CONCURRENCY,
+        **timings,
+        "bound_s": bound_s,
+        "ratio": timings["wall_s"] / bound_s,
+        "slot_overhead_ms": slot_overhead_ms,
+        "call_layer_ms": call_layer_ms,
+        "orchestration_ms": slot_overhead_ms - call_layer_ms,
+        "target_ratio": TARGET_RATIO,
+        "target_overhead_ms": TARGET_OVERHEAD_MS,
+    }
+
+
+def timed_run(dataset: Path, run_dir: Path, url: str) -> dict[str, Any]:
+    """Warm up on one thread (Prefect's API and litellm start once), then time the whole evaluation."""
+    start = time.perf_counter()
+    evaluate(settings(dataset, run_dir.with_name("warm-up"), url, limit=1))
+    startup_s = time.perf_counter() - start
+    before = server_stats(url)
+    start = time.perf_counter()
+    evaluate(settings(dataset, run_dir, url))
+    wall_s = time.perf_counter() - start
+    after = server_stats(url)
+    return {
+        "startup_s": startup_s,
+        "wall_s": wall_s,
+        "calls": after["requests"] - before["requests"],
+        "max_in_flight": after["max_in_flight"],
+    }
+
+
+def evaluate(run: EvaluationSettings) -> None:
+    """The evaluate-models flow without its report (timed by the report benchmark)."""
+    evaluate_models(
+        dataset_dir=str(run.dataset_dir), run_dir=str(run.run_dir), config=run.config, report=False
+    )
+
+
+def server_stats(url: str) -> dict[str, Any]:
+    return httpx.get(url.removesuffix("/v1") + "/stats").json()
+
+
+def summary_lines(results: dict[str, Any]) -> list[str]:
+    return [
+        f"{results['models']} models x {results['threads']} threads x 2 conditions + judging: "
+        f"{results['calls']:,} calls at {results['latency_s'] * 1000:.0f} ms, concurrency "
+        f"{results['concurrency']} (max in flight {results['max_in_flight']}); "
+        f"start-up {results['startup_s']:.0f} s",
+        f"wall {results['wall_s']:.1f} s vs bound {results['bound_s']:.1f} s: {results['ratio']:.2f}x "
+        f"(target <= {results['target_ratio']}x)",
+        f"per call, a slot is held {results['slot_overhead_ms']:.1f} ms beyond the server's latency: "
+        f"{results['call_layer_ms']:.1f} ms in litellm + HTTP, {results['orchestration_ms']:.1f} ms "
+        f"orchestration (target < {results['target_overhead_ms']:.0f} ms)",
+    ]
+
+
+if __name__ == "__main__":
+    outcome = main(Path("data_lake/bench/evaluation"))
+    print(json.dumps(outcome, indent=2))
+    print("\n".join(summary_lines(outcome)))

@@ -1,0 +1,356 @@
+"""The report on a hand-made run whose every number is worked out by hand below."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats
+
+from tasks.benchmarks.threadmed.report import (
+    ReportSettings,
+    build_report,
+    check_run_folder,
+    compute_metrics,
+    load_runs,
+    read_manifest,
+)
+from tasks.core.preflight import UserError
+from tests.perf.bench_report import write_dataset, write_run
+
+# Scores per (model, condition) and thread, by turn. "U": unparseable judgment; "F": failed call (its
+# judgment not run); None: not asked (the oracle condition starts at turn 1).
+SCORES: dict[tuple[str, str], dict[str, list[Any]]] = {
+    ("alpha", "baseline"): {"c1": [1, 0, 0], "c2": [0.5, 1, 0.5, 1], "c3": [0.5, 0, "U", 0]},
+    ("alpha", "oracle"): {"c1": [None, 0.5, 1], "c2": [None, 1, 1, 0.5], "c3": [None, 0, 0.5, 1]},
+    ("beta", "baseline"): {"c1": [1, 1, "F"], "c2": [0, 0, 1, 0.5], "c3": [0, 0.5, 1, 0]},
+}
+TURNS = {"c1": 3, "c2": 4, "c3": 4}
+SETTINGS = ReportSettings(n_resamples=500)
+CALL_USD = {"input_cost_usd": 0.001, "output_cost_usd": 0.002, "cost_usd": 0.003}
+JUDGE_USD = 0.01
+
+
+def words(model: str, thread: str, turn: int) -> int:
+    """Length of the model's answer: varies with the turn so that the length correlation is defined."""
+    return 10 * (turn + 1) + len(model) + int(thread[1])
+
+
+def rows_of(pairs: dict[tuple[str, str], dict[str, list[Any]]], run_id: str) -> tuple[list[dict], list[dict]]:
+    responses, judgments = [], []
+    for (model, condition), threads in pairs.items():
+        for thread, scores in threads.items():
+            for turn, score in enumerate(scores):
+                if score is None:
+                    continue
+                key = {
+                    "run_id": run_id,
+                    "model": model,
+                    "condition": condition,
+                    "thread_id": thread,
+                    "turn": turn,
+                }
+                failed = score == "F"
+                text = None if failed else " ".join(["word"] * words(model, thread, turn))
+                responses.append(
+                    {**key, "status": "failed" if failed else "ok", "response": text, **CALL_USD}
+                )
+                status = {"F": "not_run", "U": "unparseable"}.get(score, "ok")
+                judged = {
+                    "parse_status": status,
+                    "score": score if status == "ok" else None,
+                    "cost_usd": JUDGE_USD,
+                }
+                judgments.append({**key, **judged, "reason": f"reason {thread} {turn}"})
+    return responses, judgments
+
+
+def make_run(
+    root: Path,
+    pairs: dict[tuple[str, str], dict[str, list[Any]]] = SCORES,
+    run_id: str = "r1",
+    judge: str = "openai/gpt-4o",
+    funnel: bool = True,
+) -> Path:
+    """A run directory next to a shared dataset build under root."""
+    qa_pairs = [
+        # The physician's answer at turn t has t + 1 words.
+        {
+            "thread_id": thread,
+            "turn": turn,
+            "question": f"question {thread} {turn}",
+            "answer": "w " * (turn + 1),
+        }
+        for thread, n in TURNS.items()
+        for turn in range(n)
+    ]
+    funnel_rows = [
+        {"stage_order": 1, "stage": "threads", "reason": None, "count_rows": 3},
+        {"stage_order": 1, "stage": "threads", "reason": "too short", "count_rows": 40},
+        {"stage_order": 0, "stage": "posts", "reason": None, "count_rows": 5000},
+    ]
+    dataset = write_dataset(root / "build", qa_pairs, funnel_rows if funnel else None)
+    manifest = {
+        "run_id": run_id,
+        "dataset": {"path": str(dataset), "fingerprint": "fp"},
+        "judge": {"model": judge},
+        "models": sorted({model for model, _ in pairs}),
+        "conditions": ["baseline", "oracle"],
+    }
+    return write_run(root / run_id, manifest, *rows_of(pairs, run_id))
+
+
+@pytest.fixture(scope="module")
+def metrics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return compute_metrics(load_runs([make_run(tmp_path_factory.mktemp("run"))]), SETTINGS)[0]
+
+
+def test_overall_by_hand(metrics: dict[str, Any]) -> None:
+    overall = metrics["models"]["alpha"]["baseline"]["overall"]
+    # 10 judged turns summing to 4.5; 3 correct, 3 partial, 4 wrong; c3's turn 2 is unscored.
+    assert overall["n"] == 10 and overall["n_unscored"] == 1
+    assert overall["mean"] == pytest.approx(45.0)
+    assert overall["ci"][0] < 45.0 < overall["ci"][1]
+    assert (overall["correct_pct"], overall["partial_pct"], overall["wrong_pct"]) == pytest.approx(
+        (30, 30, 40)
+    )
+    judged_words = [
+        words("alpha", t, turn) for t, n in TURNS.items() for turn in range(n) if (t, turn) != ("c3", 2)
+    ]
+    assert overall["avg_words"] == pytest.approx(sum(judged_words) / 10)
+    # Physician answers of the 11 pairs asked: 1+2+3 + 1+2+3+4 + 1+2+3+4 words.
+    assert metrics["physician_avg_words"] == pytest.approx(26 / 11)
+
+
+def test_turn_groups_by_hand(metrics: dict[str, Any]) -> None:
+    groups = metrics["models"]["alpha"]["baseline"]["turn_groups"]
+    expected = {"T0": (3, 200 / 3, 0), "T1": (3, 100 / 3, 200 / 3), "T2": (2, 25, 50), "T3-5": (2, 50, 50)}
+    for name, (n, mean, wrong) in expected.items():
+        assert (groups[name]["n"], groups[name]["mean"], groups[name]["wrong_pct"]) == pytest.approx(
+            (n, mean, wrong)
+        )
+    assert groups["T6+"] == {
+        "n": 0,
+        "mean": None,
+        "ci": None,
+        "wrong_pct": None,
+        "wrong_ci": None,
+        "p_vs_t0": None,
+    }
+    assert groups["T0"]["p_vs_t0"] is None
+    t0 = [1, 0.5, 0.5]
+    for name, later in (("T1", [0, 1, 0]), ("T2", [0, 0.5]), ("T3-5", [1, 0])):
+        assert groups[name]["p_vs_t0"] == stats.mannwhitneyu(t0, later, alternative="greater").pvalue
+    per_turn = metrics["models"]["alpha"]["baseline"]["per_turn"]
+    assert [per_turn[str(t)]["n"] for t in range(6)] == [3, 3, 2, 2, 0, 0]
+    assert per_turn["3"]["mean"] == 50.0 and per_turn["4"]["mean"] is None
+
+
+def test_consistency_and_propagation_by_hand(metrics: dict[str, Any]) -> None:
+    alpha = metrics["models"]["alpha"]["baseline"]
+    # Ranges 1, 0.5, 0.5; minima 0, 0.5, 0; maxima 1, 1, 0.5; c1 volatile; c1 and c3 degraded.
+    ccs = alpha["ccs"]
+    assert ccs["n_conversations"] == 3
+    assert (ccs["ccs"], ccs["floor"], ccs["ceiling"]) == pytest.approx((100 / 3, 50 / 3, 250 / 3))
+    assert (ccs["volatile_pct"], ccs["degraded_pct"]) == pytest.approx((100 / 3, 200 / 3))
+    # Pairs: c1 (1,0) (0,0); c2 (0.5,1) (1,0.5) (0.5,1); c3 (0.5,0); its unparseable turn 2 ends the chain.
+    epr = alpha["epr"]
+    assert (epr["epr"], epr["n_after_wrong"], epr["after_correct"]) == pytest.approx((100, 1, 50))
+    assert (epr["after_partial"], epr["amplification"]) == pytest.approx((100 / 3, 2.0))
+    # The oracle condition has no turn 0, so no conversation can be called degraded.
+    assert metrics["models"]["alpha"]["oracle"]["ccs"]["degraded_pct"] is None
+
+
+def test_ablation_by_hand(metrics: dict[str, Any]) -> None:
+    ablation = metrics["models"]["alpha"]["ablation"]
+    # T0 = 2/3, baseline T2 = 1/4, oracle T2 = (1 + 1 + 0.5)/3 = 5/6.
+    assert (ablation["t0"], ablation["baseline_t2"], ablation["oracle_t2"]) == pytest.approx(
+        (200 / 3, 25, 250 / 3)
+    )
+    assert ablation["context_effect"] == pytest.approx(250 / 3 - 25)
+    assert ablation["q_difficulty_share"] == pytest.approx((2 / 3 - 5 / 6) / (2 / 3 - 1 / 4))
+    baseline_1_to_5, oracle_1_to_5 = [0, 0, 1, 0.5, 1, 0, 0], [0.5, 1, 1, 1, 0.5, 0, 0.5, 1]
+    assert ablation["p"] == stats.mannwhitneyu(baseline_1_to_5, oracle_1_to_5, alternative="two-sided").pvalue
+    assert metrics["models"]["beta"]["ablation"] is None
+
+
+def test_coverage_by_hand(metrics: dict[str, Any]) -> None:
+    # Pairs judged for both: all 11 but alpha's unparseable c3/2 and beta's failed c1/2. Fully correct:
+    # alpha c1/0 c2/1 c2/3; beta c1/0 c1/1 c2/2. None: c2/0 c3/0 c3/1 c3/3.
+    assert metrics["coverage"] == {
+        "n_pairs": 9,
+        "unsolved_pct": pytest.approx(400 / 9),
+        "unique": {"alpha": 2, "beta": 2},
+    }
+
+
+def test_unscored_judgments_are_excluded_and_counted(metrics: dict[str, Any]) -> None:
+    beta = metrics["models"]["beta"]["baseline"]["overall"]
+    assert (beta["n"], beta["n_unscored"]) == (10, 1)
+    judge = metrics["judge"]
+    assert (judge["unparseable"], judge["excluded"]) == (1, {"not_run": 1, "unparseable": 1})
+
+
+def test_costs_count_every_call(metrics: dict[str, Any]) -> None:
+    # beta asked 11 turns, one of which failed: the failed call is paid for too.
+    assert metrics["models"]["beta"]["baseline"]["cost"] == pytest.approx(
+        {"input_usd": 0.011, "output_usd": 0.022, "total_usd": 0.033}
+    )
+    assert metrics["models"]["alpha"]["oracle"]["cost"]["total_usd"] == pytest.approx(8 * 0.003)
+    assert metrics["judge"]["cost_usd"] == pytest.approx(30 * JUDGE_USD)
+
+
+def test_length_is_spearman_over_judged_answers(metrics: dict[str, Any]) -> None:
+    scored = [
+        (words("alpha", t, turn), s)
+        for t, row in SCORES["alpha", "baseline"].items()
+        for turn, s in enumerate(row)
+    ]
+    x, y = zip(*[(w, s) for w, s in scored if s != "U"], strict=True)
+    expected = stats.spearmanr(x, y)
+    assert metrics["models"]["alpha"]["baseline"]["length"] == {
+        "spearman_r": expected.statistic,
+        "p": expected.pvalue,
+    }
+
+
+def test_metrics_follow_the_documented_shape(metrics: dict[str, Any]) -> None:
+    entry = metrics["models"]["alpha"]["baseline"]
+    assert set(entry) == {"overall", "turn_groups", "per_turn", "ccs", "epr", "length", "cost"}
+    assert set(entry["turn_groups"]) == {"T0", "T1", "T2", "T3-5", "T6+"}
+    assert {"n_conversations", "ccs", "ci", "floor", "ceiling", "volatile_pct", "degraded_pct"} <= set(
+        entry["ccs"]
+    )
+    assert {"epr", "ci", "after_correct", "after_partial", "amplification"} <= set(entry["epr"])
+    ablation_keys = {"t0", "baseline_t2", "oracle_t2", "q_difficulty_share", "context_effect", "p"}
+    assert set(metrics["models"]["alpha"]["ablation"]) == ablation_keys
+    assert metrics["bootstrap"] == {"resamples": 500, "seed": 0, "level": 0.95, "method": "percentile"}
+    assert {"physician_avg_words", "coverage", "judge"} <= set(metrics)
+
+
+def test_one_model_without_oracle_skips_coverage_and_ablation(tmp_path: Path) -> None:
+    run = make_run(tmp_path, {("beta", "baseline"): SCORES["beta", "baseline"]})
+    report_dir = Path(
+        build_report.fn(run_dirs=[str(run)], out_dir=str(tmp_path / "report"), settings=SETTINGS)
+    )
+    metrics = json.loads((report_dir / "metrics.json").read_text())
+    assert metrics["coverage"] is None and metrics["models"]["beta"]["ablation"] is None
+    markdown = (report_dir / "report.md").read_text()
+    assert "Not computed: needs at least two models" in markdown
+    assert "Not computed: no model was evaluated in both" in markdown
+
+
+def test_report_files_and_stats_tables(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    report_dir = Path(
+        build_report.fn(run_dirs=[str(run)], out_dir=str(tmp_path / "report"), settings=SETTINGS)
+    )
+    for name in ("index.html", "fig_turn_scores.png", "fig_wrong_after.png", "fig_dataset_funnel.png"):
+        assert (report_dir / name).stat().st_size > 0
+    # Strict JSON: undefined values are null, never NaN.
+    json.loads(
+        (report_dir / "metrics.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON")
+    )
+    turn_2 = pq.read_table(report_dir / "stats_turns.parquet").to_pylist()[2]
+    assert [turn_2[k] for k in ("model", "condition", "turn", "n", "mean")] == [
+        "alpha",
+        "baseline",
+        2,
+        2,
+        25.0,
+    ]
+    assert turn_2["ci_low"] <= 25.0 <= turn_2["ci_high"]
+    transitions = pq.read_table(report_dir / "stats_transitions.parquet").to_pylist()
+    after_wrong = transitions[0]
+    assert (after_wrong["previous_label"], after_wrong["n"], after_wrong["wrong_next_pct"]) == (
+        "wrong",
+        1,
+        100.0,
+    )
+    funnel = pq.read_table(report_dir / "stats_funnel.parquet").to_pylist()
+    assert [(row["stage"], row["count_rows"]) for row in funnel] == [("posts", 5000), ("threads", 3)]
+    markdown = (report_dir / "report.md").read_text()
+    assert "| alpha | baseline | 10 | 45.0 [" in markdown and "![" in markdown
+
+
+def test_same_seed_same_report(tmp_path: Path) -> None:
+    run = load_runs([make_run(tmp_path)])
+    assert compute_metrics(run, SETTINGS) == compute_metrics(run, SETTINGS)
+    other = compute_metrics(run, SETTINGS.model_copy(update={"seed": 1}))[0]
+    alpha = other["models"]["alpha"]["baseline"]["overall"]
+    assert alpha["mean"] == pytest.approx(45.0)
+
+
+def test_clustered_intervals_keep_the_estimates(metrics: dict[str, Any], tmp_path: Path) -> None:
+    run = load_runs([make_run(tmp_path)])
+    clustered = compute_metrics(run, SETTINGS.model_copy(update={"clustered": True}))[0]
+    plain, other = metrics["models"]["alpha"]["baseline"], clustered["models"]["alpha"]["baseline"]
+    assert other["overall"]["mean"] == plain["overall"]["mean"]
+    assert other["overall"]["ci"] != plain["overall"]["ci"]
+    assert other["epr"]["epr"] == plain["epr"]["epr"]
+    assert clustered["bootstrap"]["method"] == "percentile, clustered by conversation"
+
+
+def test_runs_sharing_dataset_and_judge_merge(metrics: dict[str, Any], tmp_path: Path) -> None:
+    alpha = {key: value for key, value in SCORES.items() if key[0] == "alpha"}
+    first = make_run(tmp_path, alpha, run_id="r1")
+    later = make_run(tmp_path, {("beta", "baseline"): SCORES["beta", "baseline"]}, run_id="r2")
+    merged = compute_metrics(load_runs([first, later]), SETTINGS)[0]
+    # Each statistic draws from its own named stream, so merging changes no number.
+    assert merged["models"] == metrics["models"]
+    assert merged["coverage"] == metrics["coverage"]
+    assert [run["run_id"] for run in merged["runs"]] == ["r1", "r2"]
+
+
+def test_runs_with_another_judge_or_the_same_model_do_not_merge(tmp_path: Path) -> None:
+    first = make_run(tmp_path / "a", run_id="r1")
+    other_judge = make_run(
+        tmp_path / "b", {("gamma", "baseline"): SCORES["beta", "baseline"]}, "r2", judge="x/y"
+    )
+    with pytest.raises(ValueError, match="do not share a judge"):
+        load_runs([first, other_judge])
+    same_model = make_run(tmp_path / "a", {("alpha", "baseline"): SCORES["alpha", "baseline"]}, run_id="r3")
+    with pytest.raises(ValueError, match="evaluated in several runs"):
+        load_runs([first, same_model])
+
+
+def test_overlap_judge_reports_say_they_are_not_comparable(tmp_path: Path) -> None:
+    run = make_run(tmp_path, judge="threadmed/overlap-judge", funnel=False)
+    report_dir = Path(
+        build_report.fn(run_dirs=[str(run)], out_dir=str(tmp_path / "report"), settings=SETTINGS)
+    )
+    markdown = (report_dir / "report.md").read_text()
+    assert markdown.count("not comparable to an LLM judge") == markdown.count("### ") > 5
+    assert "not comparable to an LLM judge" in (report_dir / "index.html").read_text()
+    assert not (report_dir / "fig_dataset_funnel.png").exists()
+
+
+def test_manifest_with_an_evaluation_config_block(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(
+        json.dumps(
+            {
+                "run_id": "r1",
+                "dataset": {"dir": manifest["dataset"]["path"], "fingerprint": "fp"},
+                "config": {
+                    "judge": {"name": "judge", "model": "threadmed/overlap-judge"},
+                    "models": [{"name": "beta", "model": "x/beta"}, {"name": "", "model": "alpha"}],
+                },
+            }
+        )
+    )
+    loaded = read_manifest(run)
+    assert (loaded.judge_model, loaded.models) == ("threadmed/overlap-judge", ["beta", "alpha"])
+    assert load_runs([run]).models == ["beta", "alpha"]
+
+
+def test_an_unfinished_run_is_told_to_finish(tmp_path):
+    (tmp_path / "ledger").mkdir()
+    with pytest.raises(UserError) as caught:
+        check_run_folder(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path} is not an evaluation run (no manifest.json); "
+        f"finish the run: re-run `threadmed evaluate` with --out {tmp_path}"
+    )

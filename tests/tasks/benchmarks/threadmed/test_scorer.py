@@ -1,0 +1,229 @@
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from tasks.benchmarks.threadmed.scorer import (
+    DEFAULT_RUBRIC,
+    PROMPTS_DIR,
+    REASK_PROMPT,
+    JudgeJob,
+    Verdict,
+    judge_thread,
+    load_prompt,
+    parse_verdict,
+    render_judge_messages,
+)
+from tasks.contracts import JUDGMENTS
+from tasks.evals.config import JudgeSpec, SampleSpec, load_sample
+from tasks.llm.call import CallOptions, RetryPolicy
+from tests.eval_fixtures import write_dataset
+from tests.llm_server import JUDGE_REPLY, Action, LLMServer
+
+GOLDEN = Path(__file__).parents[3] / "golden"
+EXAMPLE = {
+    "question": "Rolled my ankle, it's swollen. Do I need an x-ray? (cost me $40 last time)",
+    "physician_answer": "If you cannot walk four steps, get an x-ray. Otherwise rest and ice it.",
+    "model_answer": "Rest, ice, compression, elevation. See a doctor if it gets worse.",
+}
+
+
+@pytest.fixture
+def server():
+    with LLMServer() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def ankle(tmp_path_factory):
+    build = write_dataset(tmp_path_factory.mktemp("build"))
+    return next(case for case in load_sample(build, SampleSpec()) if case.thread_id == "ankle")
+
+
+def job(server: LLMServer, thread, max_reasks: int = 2) -> JudgeJob:
+    judge = JudgeSpec(name="judge", model="openai/judge", api_base=server.url, max_reasks=max_reasks)
+    return JudgeJob(
+        run_id="r1",
+        judge=judge,
+        options=CallOptions(provider="test", retry=RetryPolicy(max_attempts=1)),
+        rubric=load_prompt(DEFAULT_RUBRIC),
+        reask=load_prompt(REASK_PROMPT),
+        model_name="m1",
+        condition="baseline",
+        thread=thread,
+    )
+
+
+def responses(thread, *statuses: str) -> list[dict]:
+    return [
+        {"turn": turn, "status": status, "response": f"answer {turn}" if status == "ok" else None}
+        for turn, status in enumerate(statuses)
+    ]
+
+
+# --- prompt files -----------------------------------------------------------------------------------------
+
+
+def test_every_prompt_file_carries_its_own_version():
+    for path in PROMPTS_DIR.glob("*.txt"):
+        assert load_prompt(path).version == path.stem
+
+
+@pytest.mark.parametrize("name", ["judge_rubric_v1", "judge_reask_v1"])
+def test_prompt_renders_match_their_golden_files(name):
+    prompt = load_prompt(PROMPTS_DIR / f"{name}.txt")
+    rendered = "".join(
+        f"=== {section} ===\n{prompt.render(section, **EXAMPLE)}\n" for section in prompt.sections
+    )
+    golden = GOLDEN / f"{name}.render.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(rendered, encoding="utf-8")
+    assert rendered == golden.read_text(encoding="utf-8"), (
+        f"prompt changed: UPDATE_GOLDEN=1 pytest {__file__}"
+    )
+
+
+def test_the_rubric_puts_each_text_in_its_tagged_section():
+    system, user = render_judge_messages(load_prompt(DEFAULT_RUBRIC), **EXAMPLE)
+    assert system["role"] == "system" and "0.5" in system["content"] and "$" not in system["content"]
+    assert f"<physician_answer>\n{EXAMPLE['physician_answer']}\n</physician_answer>" in user["content"]
+    assert f"<ai_answer>\n{EXAMPLE['model_answer']}\n</ai_answer>" in user["content"]
+
+
+def test_a_prompt_without_version_is_refused(tmp_path):
+    (tmp_path / "p.txt").write_text("=== user ===\nhello\n")
+    with pytest.raises(ValueError, match="version"):
+        load_prompt(tmp_path / "p.txt")
+
+
+# --- parsing ----------------------------------------------------------------------------------------------
+
+NOTES = (
+    "Main point: x-ray if she cannot walk four steps (Ottawa rules). The AI gives RICE only, no red flag.\n"
+)
+FENCED = '```json\n{"SCORE": 0.5, "REASON": "No red flag."}\n```'
+
+# Real-looking judge replies and what each must parse to: a score on the rubric's scale, or None
+# (unparseable: asked again, never scored). A score counts only from the rubric's field or a bare grade.
+JUDGE_REPLIES = {
+    "rubric-json": ('{"SCORE": 1.0, "REASON": "Same advice."}', Verdict(1.0, "Same advice.")),
+    "rubric-json-zero": ('{"SCORE": 0.0, "REASON": "Wrong problem."}', Verdict(0.0, "Wrong problem.")),
+    "integer-zero": ('{"SCORE": 0, "REASON": "Wrong problem."}', Verdict(0.0, "Wrong problem.")),
+    "lower-case-keys": (
+        '{"score": 0.5, "reason": "Misses the red flag."}',
+        Verdict(0.5, "Misses the red flag."),
+    ),
+    "code-fence": (FENCED, Verdict(0.5, "No red flag.")),
+    "notes-then-fence": (NOTES + FENCED, Verdict(0.5, "No red flag.")),
+    "notes-then-json": (NOTES + '{"SCORE": 0.5, "REASON": "No red flag."}', Verdict(0.5, "No red flag.")),
+    "json-then-prose": ('{"score": "1", "reason": "ok"} Done.', Verdict(1.0, "ok")),
+    "score-as-string": ('{"SCORE": "0.5", "REASON": "Partly."}', Verdict(0.5, "Partly.")),
+    "reason-mentions-other-score": (
+        '{"SCORE": 1.0, "REASON": "A score: 0 would ignore that it matches."}',
+        Verdict(1.0, "A score: 0 would ignore that it matches."),
+    ),
+    "nested-once": ('{"verdict": {"SCORE": 0.5}}', Verdict(0.5, None)),
+    "two-objects-agreeing": ('{"SCORE": 1} ... {"SCORE": 1.0, "REASON": "sure"}', Verdict(1.0, "sure")),
+    "label-lines": ("SCORE: 1.0\nREASON: matches", Verdict(1.0, "matches")),
+    "label-line-after-notes": (NOTES + "Score: 0.5", Verdict(0.5, None)),
+    "truncated-after-score": ('{"SCORE": 0.5, "REASON": "cut off', Verdict(0.5, "cut off")),
+    "bare-one": ("1", Verdict(1.0, None)),
+    "bare-half-newline": ("0.5\n", Verdict(0.5, None)),
+    "bare-zero-period": ("0.", Verdict(0.0, None)),
+    "bare-one-period": ("1.0.", Verdict(1.0, None)),
+    # Off the rubric's scale, or several numbers: never a score.
+    "out-of-ten": ("Score: 1/10. The reply is poor", None),
+    "out-of-five": ("score = 1 out of 5, it is wrong", None),
+    "number-in-a-sentence": ("I would not give a score: 1 is too generous; 0 fits.", None),
+    "two-scores-in-prose": ("SCORE: 1.0 at first, but on reflection SCORE: 0.0", None),
+    "json-off-scale-2": ('{"SCORE": 2, "REASON": "good"}', None),
+    "json-off-scale-5": ('{"SCORE": 5, "REASON": "excellent"}', None),
+    "json-between": ('{"SCORE": 0.7, "REASON": "between"}', None),
+    "label-ten": ("Score: 10", None),
+    "bare-off-scale": ("5", None),
+    "bare-two-numbers": ("1 0.5", None),
+    "bare-fraction": ("1/10", None),
+    "prose-contradicts-json": ('Score: 1 but it misses the red flag.\n{"SCORE": 0.5, "REASON": "x"}', None),
+    "label-contradicts-json": ('SCORE: 0\n{"SCORE": 1.0, "REASON": "x"}', None),
+    "two-objects-disagreeing": (
+        '{"SCORE": 1.0, "REASON": "a"}\nOn reflection:\n{"SCORE": 0.0, "REASON": "b"}',
+        None,
+    ),
+    "duplicate-key": ('{"score": 1, "score": 0}', None),
+    "nested-and-top-disagreeing": ('{"SCORE": 1, "details": {"score": 0}}', None),
+    "score-null": ('{"SCORE": null, "REASON": "cannot tell"}', None),
+    "score-boolean": ('{"SCORE": true}', None),
+    "score-word": ('{"SCORE": "high", "REASON": "fine"}', None),
+    "score-list": ('{"SCORE": [1], "REASON": "fine"}', None),
+    "wrong-key": ('{"GRADE": 1.0, "REASON": "fine"}', None),
+    "truncated-in-score": ('{"SCORE": 0.', None),
+    "truncated-after-number": ('{"SCORE": 1', None),
+    "echoed-template": ('{"SCORE": <0.0, 0.5 or 1.0>, "REASON": "<one sentence>"}', None),
+    "score-without-label": ("The score is 1.", None),
+    "refusal": ("I'm sorry, but I can't grade medical advice.", None),
+    "label-without-number": ("SCORE: maybe", None),
+    "empty": ("", None),
+    "whitespace": ("  \n", None),
+    "none": (None, None),
+}
+
+
+@pytest.mark.parametrize(("reply", "expected"), JUDGE_REPLIES.values(), ids=JUDGE_REPLIES.keys())
+def test_a_judge_reply_parses_to_a_rubric_score_or_to_nothing(reply, expected):
+    assert parse_verdict(reply) == expected
+
+
+# --- judging through the HTTP path --------------------------------------------------------------------------
+
+
+def test_each_answered_turn_is_judged_against_its_physician_answer(server, ankle, tmp_path):
+    rows = judge_thread.fn(job(server, ankle), responses(ankle, "ok", "ok", "ok"), tmp_path)
+    assert [(row["turn"], row["score"], row["parse_status"]) for row in rows] == [
+        (t, 1.0, "ok") for t in range(3)
+    ]
+    user = server.requests[1].messages[1]["content"]
+    assert f"<patient_question>\n{ankle.questions[1]}\n</patient_question>" in user
+    assert f"<physician_answer>\n{ankle.answers[1]}\n</physician_answer>" in user
+    assert "<ai_answer>\nanswer 1\n</ai_answer>" in user
+    assert rows[0]["rubric_version"] == "judge_rubric_v1" and rows[0]["judge_model"] == "judge"
+
+
+def test_a_broken_reply_is_asked_again_with_the_judges_own_reply(server, ankle, tmp_path):
+    server.script(Action(content='{"SCORE": "high", "REASON": "fine"}'))
+    [row] = judge_thread.fn(job(server, ankle), responses(ankle, "ok"), tmp_path)
+    assert (row["score"], row["parse_status"], row["attempts"]) == (1.0, "ok", 2)
+    reask = server.requests[1].messages
+    assert reask[:2] == server.requests[0].messages
+    assert reask[2] == {"role": "assistant", "content": '{"SCORE": "high", "REASON": "fine"}'}
+    assert reask[3]["role"] == "user" and "valid verdict" in reask[3]["content"]
+    assert row["raw_reply"] == JUDGE_REPLY
+
+
+def test_a_reply_never_parsed_is_unparseable_never_zero(server, ankle, tmp_path):
+    server.script(*[Action(content="I would rather not grade this.")] * 3)
+    [row] = judge_thread.fn(job(server, ankle, max_reasks=2), responses(ankle, "ok"), tmp_path)
+    assert (row["score"], row["parse_status"], row["attempts"]) == (None, "unparseable", 3)
+    assert row["raw_reply"] == "I would rather not grade this." and row["error"] is None
+    assert len(server.requests) == 3
+
+
+def test_a_failed_judge_call_is_a_failure_not_a_score(server, ankle, tmp_path):
+    server.script(Action(status=401))
+    [row] = judge_thread.fn(job(server, ankle), responses(ankle, "ok"), tmp_path)
+    assert (row["score"], row["parse_status"]) == (None, "failed")
+    assert row["error"].startswith("authentication: openai/judge")
+
+
+def test_turns_without_an_answer_are_not_judged(server, ankle, tmp_path):
+    rows = judge_thread.fn(job(server, ankle), responses(ankle, "ok", "failed", "not_run"), tmp_path)
+    assert [row["parse_status"] for row in rows] == ["ok", "not_run", "not_run"]
+    assert len(server.requests) == 1
+    table = pa.Table.from_pylist(rows, schema=JUDGMENTS.schema)
+    assert table.num_rows == 3 and set(rows[0]) == set(JUDGMENTS.columns)
+
+
+def test_judgments_are_resumed_from_the_ledger(server, ankle, tmp_path):
+    first = judge_thread.fn(job(server, ankle), responses(ankle, "ok", "ok"), tmp_path)
+    again = judge_thread.fn(job(server, ankle), responses(ankle, "ok", "ok"), tmp_path)
+    assert again == first and len(server.requests) == 2

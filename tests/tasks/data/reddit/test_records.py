@@ -1,0 +1,101 @@
+from collections import Counter
+from datetime import date
+
+from tasks.contracts import RAW_COMMENTS
+from tasks.data.reddit.records import (
+    IngestFilter,
+    edited_epoch,
+    epoch_seconds,
+    parse_line,
+    parse_lines,
+    richtext_flair,
+    rows_to_table,
+)
+
+KEEP = IngestFilter("AskDocs", date(2015, 1, 1), date(2023, 7, 1))
+JAN_2016 = 1451606400
+
+
+def test_epoch_seconds_accepts_every_drifted_type():
+    assert [epoch_seconds(v) for v in (1424100000, "1424100000", 1518653586.0, "1.5e9", "x", None, True)] == [
+        1424100000, 1424100000, 1518653586, 1500000000, None, None, None,
+    ]  # fmt: skip
+    assert [edited_epoch(v) for v in (False, 1473703199.0, 1473703199, None)] == [
+        None, 1473703199, 1473703199, None,
+    ]  # fmt: skip
+
+
+def test_richtext_flair_keeps_text_pieces_only():
+    pieces = [{"e": "emoji", "a": ":md:", "u": "https://x"}, {"e": "text", "t": "Physician | Moderator"}]
+    assert richtext_flair(pieces) == "Physician | Moderator"
+    assert richtext_flair([]) is None
+    assert richtext_flair(None) is None
+
+
+def test_parse_line_quarantine_reasons():
+    assert parse_line(b'{"id":"abc","x":1}') == ({"id": "abc", "x": 1}, None)
+    assert parse_line(b'{"id":"abc",') == (None, "invalid_json")
+    assert parse_line(b'{"id":"ab\xff"}') == (None, "invalid_utf8")
+    assert parse_line(b'{"body":"no id"}') == (None, "missing_id")
+    assert parse_line(b"[1, 2]") == (None, "not_an_object")
+    record, reason = parse_line(b'{"id":"s1","body":"broken \\ud83d emoji"}')
+    assert reason is None
+    assert record["body"] == "broken \ud83d emoji"
+
+
+def test_process_lines_counts_every_line():
+    lines = [
+        b'{"id":"p1","subreddit":"AskDocs","created_utc":"1451606400","title":"t"}',
+        b'{"id":"p2","subreddit":"askdocs","created_utc":1451606400}',
+        b'{"id":"p3","subreddit":"AskReddit","created_utc":1451606400}',
+        b'{"id":"p4","subreddit":"AskDocs","created_utc":1388534400}',
+        b'{"id":"p5","created_utc":1451606400}',
+        b"",
+        b'{"id":"p6","subreddit":"AskDocs","created_utc":"soon"}',
+        b"not json at all",
+    ]
+    result = parse_lines(lines, 10, "submissions", KEEP, "RS_x.zst", prefilter=False)
+    assert [row[0] for row in result.rows] == ["p1", "p2"]
+    assert [(row[5], row[-1]) for row in result.rows] == [(JAN_2016, 10), (JAN_2016, 11)]
+    assert [(r[1], r[2]) for r in result.rejects] == [(16, "bad_created_utc"), (17, "invalid_json")]
+    assert (result.lines, result.kept) == (8, 2)
+    assert result.dropped == Counter(other_subreddit=1, outside_window=1, missing_subreddit=1, empty_line=1)
+    assert result.rejected == Counter(bad_created_utc=1, invalid_json=1)
+
+
+def test_monthly_prefilter_skips_other_subreddits_without_parsing():
+    lines = [
+        b'{"id":"c1","subreddit":"AskReddit", broken',
+        b'{"id":"c2","subreddit":"ASKDOCS","created_utc":5}',
+    ]
+    result = parse_lines(lines, 1, "comments", KEEP, "RC_2016-01.zst", prefilter=True)
+    # Comments are kept whatever their own date: they follow their post.
+    assert [row[0] for row in result.rows] == ["c2"]
+    assert result.dropped == Counter(other_subreddit=1)
+    assert result.rejected == Counter()
+
+
+def test_numbers_beyond_int64_are_quarantined_and_the_other_lines_kept():
+    lines = [
+        b'{"id":"c1","subreddit":"AskDocs","created_utc":"1e30"}',
+        b'{"id":"c2","subreddit":"AskDocs","created_utc":1451606400,"score":99999999999999999999}',
+        b'{"id":"c3","subreddit":"AskDocs","created_utc":1451606400,"edited":1e300}',
+        b'{"id":"c4","subreddit":"AskDocs","created_utc":1451606400,"score":"-1e19"}',
+        b'{"id":"c5","subreddit":"AskDocs","created_utc":1451606400,"score":9223372036854775807}',
+    ]
+    result = parse_lines(lines, 1, "comments", KEEP, "RC_x.zst", prefilter=False)
+    assert [(r[0], r[1], r[2]) for r in result.rejects] == [
+        ("RC_x.zst", 1, "bad_created_utc"),
+        ("RC_x.zst", 2, "number_out_of_range"),
+        ("RC_x.zst", 3, "number_out_of_range"),
+        ("RC_x.zst", 4, "number_out_of_range"),
+    ]
+    assert result.rejected == Counter(bad_created_utc=1, number_out_of_range=3)
+    table = rows_to_table(result.rows, RAW_COMMENTS)
+    assert table.select(["id", "score"]).to_pylist() == [{"id": "c5", "score": 9223372036854775807}]
+
+
+def test_a_submission_dated_beyond_int64_is_quarantined_not_dropped_as_outside_the_window():
+    lines = [b'{"id":"p1","subreddit":"AskDocs","created_utc":1e30}']
+    result = parse_lines(lines, 1, "submissions", KEEP, "RS_x.zst", prefilter=False)
+    assert (result.rejected, result.dropped) == (Counter(bad_created_utc=1), Counter())

@@ -1,0 +1,175 @@
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tasks.benchmarks.threadmed.scorer import judge_thread
+from tasks.benchmarks.threadmed.solver import answer_thread
+from tasks.contracts import RESPONSES
+from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec, answered_dir
+from tasks.evals.run import GroupSummary, RunSummary, build_plan, estimate_plan, summarize, write_table
+from tasks.llm.call import Prices
+from tests.eval_fixtures import write_dataset
+
+OFFLINE = EvalConfig(
+    models=[ModelSpec(name="retrieval", model="threadmed/retrieval"), ModelSpec(model="threadmed/deferral")],
+    judge=JudgeSpec(model="threadmed/overlap-judge"),
+)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    return write_dataset(tmp_path_factory.mktemp("build"))
+
+
+def test_the_plan_pairs_every_thread_model_and_condition_thread_major(dataset, tmp_path):
+    plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=OFFLINE))
+    labels = [job.label for job in plan.inference_jobs]
+    assert len(labels) == 3 * 2 * 2
+    assert [label.split("/")[-1] for label in labels[:4]] == [labels[0].split("/")[-1]] * 4
+    assert [job.label for job in plan.judge_jobs] == labels
+    retrieval = plan.inference_jobs[0].model
+    assert retrieval.params == {"temperature": 0, "corpus_dir": str(answered_dir(dataset).resolve())}
+    assert plan.ledger_dir == tmp_path / "ledger"
+
+
+def test_the_dry_run_counts_calls_and_drops_the_ones_already_made(dataset, tmp_path):
+    config = OFFLINE.model_copy(update={"conditions": ["baseline"]})
+    plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=config))
+    before = {(e.model, e.role): e for e in estimate_plan(plan)}
+    assert {key: (e.calls, e.cached) for key, e in before.items()} == {
+        ("retrieval", "inference"): (13, 0),
+        ("threadmed/deferral", "inference"): (13, 0),
+        ("threadmed/overlap-judge", "judge"): (26, 0),
+    }
+    assert before[("retrieval", "inference")].completion_tokens == 13 * 400
+    assert before[("retrieval", "inference")].cost_usd == 0.0
+
+    deferral = next(job for job in plan.inference_jobs if job.model.name == "threadmed/deferral")
+    rows = answer_thread.fn(deferral, plan.ledger_dir)
+    judge_thread.fn(plan.judge_jobs[plan.inference_jobs.index(deferral)], rows[:1], plan.ledger_dir)
+    after = {(e.model, e.role): (e.calls, e.cached) for e in estimate_plan(plan)}
+    assert after[("threadmed/deferral", "inference")] == (13 - len(rows), len(rows))
+    assert after[("threadmed/overlap-judge", "judge")] == (25, 1)
+
+
+def test_the_dry_run_prices_known_models_and_flags_unknown_ones(dataset, tmp_path):
+    config = EvalConfig(
+        models=[ModelSpec(model="openai/gpt-4o"), ModelSpec(model="openai/local")],
+        judge=JudgeSpec(model="openai/judge", prices=Prices(input_per_token=1e-6, output_per_token=1e-6)),
+    )
+    plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=config))
+    estimates = {e.model: e for e in estimate_plan(plan)}
+    gpt4o = estimates["openai/gpt-4o"]
+    assert gpt4o.cost_usd == pytest.approx(gpt4o.prompt_tokens * 2.5e-6 + gpt4o.completion_tokens * 1e-5)
+    assert estimates["openai/local"].cost_usd is None
+    judge = estimates["openai/judge"]
+    assert judge.cost_usd == pytest.approx((judge.prompt_tokens + judge.completion_tokens) * 1e-6)
+
+
+def test_the_summary_counts_statuses_means_and_failures_keeping_a_message_per_kind():
+    key = {"run_id": "r", "model": "m", "condition": "baseline", "thread_id": "t"}
+    overloaded = "m: error in an HTTP 200 reply: Overloaded (gave up after 6 attempts; re-run to retry)"
+    responses = [
+        {**key, "turn": 0, "status": "ok", "error_class": None, "cost_usd": 0.5},
+        {**key, "turn": 1, "status": "failed", "error_class": "server_error", "error": overloaded},
+        {**key, "turn": 2, "status": "not_run", "error_class": None, "error": "not run: turn 1 failed"},
+    ]
+    judgments = [
+        {**key, "turn": 0, "parse_status": "ok", "score": 0.5, "cost_usd": 0.25},
+        {**key, "turn": 3, "parse_status": "unparseable", "score": None, "cost_usd": 0.25},
+        {**key, "turn": 4, "parse_status": "failed", "score": None, "error": "server_error: judge: 503"},
+        {**key, "turn": 5, "parse_status": "failed", "score": None, "error": "authentication: judge: no key"},
+    ]
+    summary = summarize("r", Path("run"), responses, judgments)
+    [group] = summary.groups
+    assert group.responses == {"ok": 1, "failed": 1, "not_run": 1}
+    assert group.judgments == {"ok": 1, "unparseable": 1, "failed": 2}
+    assert (group.mean_score, group.inference_cost_usd, group.judge_cost_usd) == (50.0, 0.5, 0.5)
+    assert summary.failed_calls == {"server_error": 2, "authentication": 1}
+    assert summary.failure_examples == {"server_error": overloaded, "authentication": "judge: no key"}
+
+
+TRANSIENT_FAILURES = {"rate_limit": 2, "timeout": 1}
+PERMANENT_FAILURES = {"authentication": 1, "context_length": 2, "not_found": 1}
+KEPT = "(completed calls are kept)"
+FIX_KEY = (
+    "[authentication] set the provider's key variable (e.g. OPENAI_API_KEY) or `api_key_env` in the config"
+)
+FIX_CONTEXT = (
+    "[context length] the conversation exceeds the model's context window; use a longer-context model"
+)
+FIX_MODEL = "[not found] check the litellm model string (provider/model) and api_base"
+
+
+@pytest.mark.parametrize(
+    ("failed_calls", "message"),
+    [
+        (
+            TRANSIENT_FAILURES,
+            f"3 calls failed: rate limit 2, timeout 1; re-run the same command to finish {KEPT}",
+        ),
+        (
+            PERMANENT_FAILURES,
+            "4 calls failed: authentication 1, context length 2, not found 1. A re-run alone will not help;"
+            f" fix first: {FIX_KEY}; {FIX_CONTEXT}; {FIX_MODEL}. Then re-run the same command {KEPT}",
+        ),
+        (
+            {"content_filter": 1},
+            "1 call failed: content filter 1. A re-run alone will not help; fix first: [content filter] the"
+            " provider refuses this content; only another model or provider can answer it."
+            f" Then re-run the same command {KEPT}",
+        ),
+        (
+            {**TRANSIENT_FAILURES, "authentication": 1},
+            "4 calls failed: authentication 1, rate limit 2, timeout 1. Re-run the same command to retry the"
+            f" rate limit and timeout failures {KEPT}; the others need a fix first: {FIX_KEY}",
+        ),
+    ],
+    ids=["transient", "permanent", "content-filter", "mixed"],
+)
+def test_the_failure_message_says_what_will_finish_the_run(failed_calls, message):
+    summary = RunSummary(run_id="r1", run_dir=Path("r1"), groups=[], failed_calls=failed_calls)
+    assert summary.failure_message() == message
+
+
+def test_tables_are_written_sorted_by_their_key(tmp_path):
+    key = {"run_id": "r", "model": "m", "condition": "baseline", "thread_id": "t", "status": "ok"}
+    write_table([{**key, "turn": 2}, {**key, "turn": 0}], RESPONSES, tmp_path / "responses.parquet")
+    table = pq.read_table(tmp_path / "responses.parquet")
+    assert table.schema.equals(RESPONSES.schema) and table["turn"].to_pylist() == [0, 2]
+    assert [p.name for p in tmp_path.iterdir()] == ["responses.parquet"]
+
+
+def test_the_summary_says_what_failed_and_lists_every_group():
+    summary = RunSummary(
+        run_id="r1",
+        run_dir=Path("runs/r1"),
+        groups=[
+            GroupSummary(
+                model="m",
+                condition="baseline",
+                responses={"ok": 5, "failed": 1, "not_run": 2},
+                judgments={"ok": 3, "unparseable": 1, "failed": 1},
+                mean_score=62.5,
+                inference_cost_usd=0.25,
+                judge_cost_usd=0.5,
+            ),
+        ],
+        failed_calls={"rate_limit": 2},
+        failure_examples={"rate_limit": "m: Rate limit reached (gave up after 6 attempts; re-run to retry)"},
+    )
+    assert summary.markdown().splitlines() == [
+        "# Evaluation run r1",
+        "",
+        "**2 calls failed: rate limit 2; re-run the same command to finish (completed calls are kept)**",
+        "",
+        "- rate limit (2), e.g. m: Rate limit reached (gave up after 6 attempts; re-run to retry)",
+        "",
+        "| model | condition | answered | answer failed | not run | judged | unparseable | judge failed"
+        " | mean (0-100) | USD |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| m | baseline | 5 | 1 | 2 | 3 | 1 | 1 | 62.5 | 0.7500 |",
+    ]
+    succeeded = summary.model_copy(update={"failed_calls": {}, "failure_examples": {}})
+    assert succeeded.markdown().splitlines()[2:4] == ["**Every call succeeded.**", ""]

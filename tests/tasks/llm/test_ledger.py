@@ -1,0 +1,83 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tasks.llm.ledger import CallLedger, CallRecord
+
+NOW = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def record(key: str, status: str = "ok", **fields) -> CallRecord:
+    return CallRecord(key=key, model="openai/m", status=status, started_at=NOW, finished_at=NOW, **fields)
+
+
+def test_a_success_is_found_by_its_key(tmp_path):
+    ledger = CallLedger(tmp_path)
+    ledger.write(record("ab12", text="rest and ice", attempts=1))
+    assert ledger.lookup("ab12").text == "rest and ice"
+    assert ledger.lookup("cd34") is None
+    assert (tmp_path / "ok" / "ab" / "ab12.json").exists()
+
+
+def test_a_failure_is_kept_apart_and_retired_by_a_later_success(tmp_path):
+    ledger = CallLedger(tmp_path)
+    ledger.write(record("ab12", "failed", attempts=6, error_kind="rate_limit", error="429"))
+    assert ledger.lookup("ab12") is None
+    assert ledger.last_failure("ab12").attempts == 6
+
+    ledger.write(record("ab12", text="ok", attempts=7))
+    assert ledger.last_failure("ab12") is None
+    assert [(r.key, r.status) for r in ledger.records()] == [("ab12", "ok")]
+
+
+def test_records_lists_successes_and_calls_still_failing(tmp_path):
+    ledger = CallLedger(tmp_path)
+    ledger.write(record("aa01", text="x"))
+    ledger.write(record("bb02", "failed", error_kind="server_error"))
+    assert sorted((r.key, r.status) for r in CallLedger(tmp_path).records()) == [
+        ("aa01", "ok"),
+        ("bb02", "failed"),
+    ]
+
+
+def test_stray_temporary_and_torn_files_read_as_missing(tmp_path):
+    ledger = CallLedger(tmp_path)
+    folder = tmp_path / "ok" / "ab"
+    folder.mkdir(parents=True)
+    (folder / "ab12.json.123.456.tmp").write_text(record("ab12", text="x").model_dump_json())
+    (folder / "ab34.json").write_text('{"key": "ab34", "model": "openai/m", "sta')
+    assert ledger.lookup("ab12") is None
+    assert ledger.lookup("ab34") is None
+    assert list(ledger.records()) == []
+
+
+WRITER = """
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from tasks.llm.ledger import CallLedger, CallRecord
+ledger = CallLedger(Path(sys.argv[1]))
+now = datetime.now(UTC)
+for i in range(100_000):
+    ledger.write(CallRecord(key=f"{i:08x}", model="m", status="ok", text="x" * 200_000,
+                            started_at=now, finished_at=now))
+"""
+
+
+def test_kill_9_while_writing_leaves_only_whole_records(tmp_path):
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], cwd=Path(__file__).parents[3])
+    deadline = time.monotonic() + 30
+    while len(list(tmp_path.glob("ok/*/*.json"))) < 20 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+
+    files = list(tmp_path.glob("ok/*/*.json"))
+    assert len(files) >= 20
+    records = list(CallLedger(tmp_path).records())
+    assert len(records) == len(files)
+    assert all(len(r.text) == 200_000 for r in records)
