@@ -2,7 +2,7 @@
 
 from prefect import flow
 
-from tasks.synth.dumps import write_synthetic_dumps
+from tasks.synth.generator import write_synthetic_dumps
 
 
 @flow(name="synthesize-dumps")

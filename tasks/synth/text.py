@@ -1,4 +1,4 @@
-"""Vocabulary and text of the synthetic r/AskDocs dumps (see tasks/synth/dumps.py).
+"""Vocabulary and text of the synthetic r/AskDocs dumps (see tasks/synth/README.md).
 
 A post is written from a `Case`: one topic (a condition with its body parts, symptoms, tests and drugs)
 and the facts picked from it. The post, the OP's follow-ups and the physicians' answers are all filled

@@ -16,7 +16,7 @@ from tasks.contracts import QA_PAIRS, THREADS
 from tasks.data.lake import source_key
 from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE, read_pseudonym_salt
 from tasks.data.reddit.reader import iter_line_blocks
-from tasks.synth.dumps import generate_dumps
+from tasks.synth.generator import generate_dumps
 from tests.tasks.data.reddit.test_reader import write_zstd
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
-from tasks.synth.dumps import generate_dumps
+from tasks.synth.generator import generate_dumps
 from tests.eval_fixtures import write_dataset
 from tests.tasks.data.reddit.test_reader import write_zstd
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tasks.synth.dumps import generate_dumps
+from tasks.synth.generator import generate_dumps
 from tests.eval_fixtures import write_dataset
 from tests.llm_server import LLMServer
 

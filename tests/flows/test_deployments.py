@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.synth.dumps import generate_dumps
+from tasks.synth.generator import generate_dumps
 from tests.llm_server import Action, LLMServer
 from tests.prefect_server import PrefectStack
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import psutil
 
-from tasks.synth.dumps import FULL_SCALE_POSTS, generate_dumps
+from tasks.synth.generator import generate_dumps
+from tasks.synth.plans import FULL_SCALE_POSTS
 
 SEED = 2024
 BASELINE_CHUNK = 2**27

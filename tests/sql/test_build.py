@@ -10,7 +10,7 @@ from tasks.data import warehouse
 from tasks.data.reddit.ingest import ingest_dump
 from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 from tasks.data.reddit.records import IngestFilter
-from tasks.synth.dumps import generate_dumps
+from tasks.synth.generator import generate_dumps
 
 POSTS = 1_000
 

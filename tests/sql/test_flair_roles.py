@@ -2,7 +2,7 @@
 
 import pytest
 
-from tasks.synth.dumps import FLAIRS_BY_ROLE
+from tasks.synth.people import FLAIRS_BY_ROLE
 from tests.sql.rows import raw_comment, raw_submission
 
 FLAIRS = [(flair, role) for role, flairs in FLAIRS_BY_ROLE.items() for flair in flairs]
