@@ -1,4 +1,4 @@
-"""The flair_roles seed gives every flair string the dump generator writes (tasks/synth/dumps.py) its role."""
+"""The flair_roles seed gives every flair string the dump generator writes (tasks/synth/) its role."""
 
 import pytest
 
