@@ -16,7 +16,7 @@ from prefect.flows import load_flow_from_entrypoint
 import flows
 from deployments.serve import project_deployments
 from tasks import contracts
-from tasks.contracts import Contract
+from tasks.data.contracts import Contract
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOYMENTS: list[dict[str, Any]] = yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.contracts import Contract
 from tasks.data import warehouse
+from tasks.data.contracts import Contract
 from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 
 PROJECT = warehouse.load_project()

@@ -6,8 +6,8 @@ import duckdb
 import pytest
 
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.contracts import RAW_COMMENTS, RAW_SUBMISSIONS
 from tasks.data import warehouse
+from tasks.data.reddit.contracts import RAW_COMMENTS, RAW_SUBMISSIONS
 from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 from tests.sql.conftest import PROJECT
 from tests.sql.rows import T0, raw_comment, raw_submission, write_parquet

@@ -7,9 +7,10 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.contracts import QA_PAIRS, RAW_REJECTS, RAW_SUBMISSIONS, THREADS
 from tasks.data import warehouse
+from tasks.data.reddit.contracts import RAW_REJECTS, RAW_SUBMISSIONS
 from tasks.data.reddit.pseudonym_salt import read_pseudonym_salt
 from tests.sql.rows import write_parquet
 
