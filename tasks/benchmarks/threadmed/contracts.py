@@ -20,6 +20,7 @@ THREADS = Contract(
         ("jaccard", pa.float64()),
     ),
     key=("thread_id",),
+    not_null=("created_utc", "op", "stratum", "split"),
 )
 
 QA_PAIRS = Contract(
@@ -37,6 +38,7 @@ QA_PAIRS = Contract(
         ("answered_utc", pa.timestamp("us", tz="UTC")),
     ),
     key=("thread_id", "turn"),
+    not_null=("question_id", "question", "asked_utc"),
     references={"thread_id": "threads.thread_id"},
 )
 
