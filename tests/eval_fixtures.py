@@ -6,7 +6,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.contracts import QA_PAIRS, THREADS
+from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 
 # thread_id -> (split, [(question, physician answer), ...])
 THREAD_TEXTS: dict[str, tuple[str, list[tuple[str, str]]]] = {

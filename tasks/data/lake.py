@@ -6,9 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS, Contract
-
-RAW_TABLES: dict[str, Contract] = {"submissions": RAW_SUBMISSIONS, "comments": RAW_COMMENTS}
+from tasks.data.contracts import Contract
+from tasks.data.sources import REDDIT
 
 
 def source_key(dump: Path) -> str:
@@ -28,9 +27,9 @@ def partition_dir(lake_dir: Path, contract: Contract, source_key: str) -> Path:
 
 def raw_partitions(lake_dir: str, receipts: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
     """Parquet globs of exactly this build's dumps, per raw table (other dumps in the lake are ignored)."""
-    files: dict[str, list[str]] = {contract.name: [] for contract in (*RAW_TABLES.values(), RAW_REJECTS)}
+    files: dict[str, list[str]] = {contract.name: [] for contract in REDDIT.raw_contracts}
     for receipt in receipts:
-        for contract in (RAW_TABLES[receipt["settings"]["kind"]], RAW_REJECTS):
+        for contract in (REDDIT.lake_tables[receipt["settings"]["kind"]], REDDIT.rejects):
             folder = partition_dir(Path(lake_dir), contract, receipt["source_key"])
             files[contract.name].append(str(folder / "*.parquet"))
     return files

@@ -1,25 +1,28 @@
-"""Build the warehouse: run the SQL project under sql/ into one DuckDB file, layer by layer, with audits.
+"""Build a benchmark's warehouse: run its SQL under sql/ into one DuckDB file, layer by layer, with audits.
 
-The project (shared/spec/house-style.md, "SQL"):
+The project (shared/spec/house-style.md, "SQL"), in the folders tasks/data/sources.py declares for each
+source and each benchmark (`staging/reddit/`, `marts/threadmed/`, ...):
 
-- `sql/seeds/<table>.csv`: small tables of rules (flair roles, bots, ...), typed by their contract;
-- `sql/macros/<macro>.sql`: one `create macro` each (and the session variables it reads), loaded next;
-- `sql/{staging,intermediate,marts}/<table>.sql`: one `select` each, built as `create or replace table`;
-- `sql/audits/<model>__<rule>.sql`: a `select` of the rows that break a rule; it must return none.
+- `sql/seeds/<owner>/<table>.csv`: small tables of rules (flair roles, bots, ...), typed by their contract;
+- `sql/macros/<macro>.sql`: one `create macro` each (and the session variables it reads), shared, loaded next;
+- `sql/<layer>/<owner>/<table>.sql`: one `select` each, built as `create or replace table`;
+- `sql/audits/<owner>/<table>__<rule>.sql`: a `select` of the rows that break a rule; it must return none.
+  The key, not-null and reference audits are generated from each table's contract (tasks/data/audits.py).
 
 Each SQL file opens with a header comment: its name, its purpose, then one `field: value` line per field.
 `upstream:` lists the tables a file reads (for a macro: the macros it calls and the seeds it reads) and
-orders the build; models also give `grain:` and `contract:` (an attribute of tasks.contracts).
-Settings reach the SQL only as DuckDB named parameters (`$min_words`); the only text pasted into SQL
-is table names and file paths.
+orders the build; models also give `grain:` and `contract:` (a contract of a module registered in
+tasks/data/sources.py). A model with `variants: a, b` is built once per variant, as tables `a_<name>` and
+`b_<name>`, with the variant as the parameter `$variant`. Settings reach the SQL only as DuckDB named
+parameters (`$min_words`); the only text pasted into SQL is table names and file paths.
 """
 
 import csv
 import glob
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, time
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
@@ -29,15 +32,16 @@ import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks import contracts
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS, Contract
+from tasks.data.audits import contract_audits
+from tasks.data.contracts import Contract
 from tasks.data.reddit.pseudonym_salt import PseudonymSalt
+from tasks.data.sources import MACRO_FOLDER, THREADMED, BenchmarkWarehouse, declared_contracts
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 MODEL_LAYERS = ("staging", "intermediate", "marts")
-RAW_CONTRACTS = {contract.name: contract for contract in (RAW_SUBMISSIONS, RAW_COMMENTS, RAW_REJECTS)}
-HEADER_FIELDS = ("grain", "contract", "upstream")
+HEADER_FIELDS = ("grain", "contract", "upstream", "variants")
+REQUIRED_MODEL_FIELDS = ("grain", "contract", "upstream")
 AUDIT_SAMPLE_ROWS = 5
 
 _DUCKDB_TYPES = {
@@ -75,11 +79,21 @@ class SqlFile:
     text: str
     purpose: str
     fields: Mapping[str, str] = field(default_factory=dict)
+    variant: str | None = None
+    generated: bool = False
 
     @property
     def upstream(self) -> tuple[str, ...]:
-        value = self.fields.get("upstream", "")
-        return tuple(name for name in re.split(r"[,\s]+", value) if name and name != "(none)")
+        return _names(self.fields.get("upstream", ""))
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return _names(self.fields.get("variants", ""))
+
+    @property
+    def file_name(self) -> str:
+        """The name its file's header gives (a variant's table name adds the variant in front)."""
+        return self.name.removeprefix(f"{self.variant}_") if self.variant else self.name
 
     @property
     def parameters(self) -> frozenset[str]:
@@ -90,10 +104,18 @@ class SqlFile:
         return contract_for(self)
 
 
+def _names(value: str) -> tuple[str, ...]:
+    return tuple(name for name in re.split(r"[,\s]+", value) if name and name != "(none)")
+
+
 @dataclass(frozen=True)
 class Project:
-    """Everything under sql/: seed files, macros and models in build order, audits."""
+    """One benchmark's SQL: raw tables, seed files, macros and models in build order, audits.
 
+    Audits are the hand-written ones and those generated from the contracts of the seeds and models.
+    """
+
+    raw: tuple[Contract, ...]
     seeds: tuple[Path, ...]
     macros: tuple[SqlFile, ...]
     models: tuple[SqlFile, ...]
@@ -103,6 +125,25 @@ class Project:
         """The audits of the given tables (an audit belongs to the table before `__` + rule)."""
         names = set(tables)
         return [audit for audit in self.audits if audit_target(audit) in names]
+
+    @property
+    def marts(self) -> list[str]:
+        return [model.name for model in self.models if model.kind == "marts"]
+
+    def ancestors(self, tables: Iterable[str]) -> list[SqlFile]:
+        """The models that build `tables` (model names): them and every model upstream, in build order."""
+        by_name = {model.name: model for model in self.models}
+        wanted = list(tables)
+        unknown = sorted(set(wanted) - set(by_name))
+        if unknown:
+            raise ProjectError(f"no model builds {', '.join(unknown)}")
+        needed: set[str] = set()
+        while wanted:
+            name = wanted.pop()
+            if name in by_name and name not in needed:
+                needed.add(name)
+                wanted += by_name[name].upstream
+        return [model for model in self.models if model.name in needed]
 
 
 def referenced_parameters(sql: str) -> frozenset[str]:
@@ -139,20 +180,20 @@ def parse_sql_file(path: Path, kind: str) -> SqlFile:
 
 
 def contract_for(model: SqlFile) -> Contract:
-    """The contract a model's header names (`contract: contracts.THREADS`)."""
+    """The contract a model's header names (`contract: contracts.THREADS`), from the registered modules."""
     attribute = model.fields.get("contract", "").removeprefix("contracts.")
-    found = getattr(contracts, attribute, None)
-    if not isinstance(found, Contract):
+    found = declared_contracts().get(attribute)
+    if found is None:
         raise ProjectError(f"{model.path}: unknown contract {model.fields.get('contract')!r}")
     return found
 
 
 def seed_contract(path: Path) -> Contract:
-    """The contract of a seed file: the one in tasks.contracts named after the file."""
-    for value in vars(contracts).values():
-        if isinstance(value, Contract) and value.name == path.stem:
-            return value
-    raise ProjectError(f"{path}: no contract named {path.stem!r} in tasks.contracts")
+    """The contract of a seed file: the registered contract named after the file."""
+    for contract in declared_contracts().values():
+        if contract.name == path.stem:
+            return contract
+    raise ProjectError(f"{path}: no registered contract named {path.stem!r}")
 
 
 def audit_target(audit: SqlFile) -> str:
@@ -176,32 +217,69 @@ def order_by_upstream(files: Sequence[SqlFile], sources: Iterable[str] = ()) -> 
         raise ProjectError(f"dependency cycle: {' -> '.join(error.args[1])}") from error
 
 
-def load_project(sql_dir: Path = SQL_DIR) -> Project:
-    """Discover and check the SQL project: headers, names, upstream references, layering."""
-    macros = [parse_sql_file(path, "macro") for path in sorted((sql_dir / "macros").glob("*.sql"))]
-    seeds = tuple(sorted((sql_dir / "seeds").glob("*.csv")))
-    models = [
-        parse_sql_file(path, layer)
-        for layer in MODEL_LAYERS
-        for path in sorted((sql_dir / layer).glob("*.sql"))
+def with_variants(model: SqlFile) -> list[SqlFile]:
+    """A model as the tables it builds: itself, or one `<variant>_<name>` table per variant."""
+    if not model.variants:
+        return [model]
+    return [replace(model, name=f"{variant}_{model.name}", variant=variant) for variant in model.variants]
+
+
+def generated_audits(models: Sequence[SqlFile], seeds: Sequence[Path]) -> list[SqlFile]:
+    """The contract audits of every seed and model table; a variant's references resolve to its variant."""
+    tables = [(path.stem, seed_contract(path), path, None) for path in seeds]
+    tables += [(model.name, model.contract, model.path, model.variant) for model in models]
+    variant_tables = {(model.variant, model.file_name): model.name for model in models if model.variant}
+    audits = []
+    for table, contract, path, variant in tables:
+        resolve = {base: name for (other, base), name in variant_tables.items() if other == variant}
+        for audit in contract_audits(table, contract, resolve):
+            fields = {"upstream": ", ".join(audit.upstream)}
+            audits.append(
+                SqlFile(audit.name, "audit", path, audit.sql, audit.purpose, fields, generated=True)
+            )
+    return audits
+
+
+def load_project(warehouse: BenchmarkWarehouse = THREADMED, sql_dir: Path = SQL_DIR) -> Project:
+    """Discover and check a benchmark's SQL: headers, names, contracts, upstream references, layering."""
+    folders = warehouse.folders
+    macros = [parse_sql_file(path, "macro") for path in sorted((sql_dir / MACRO_FOLDER).glob("*.sql"))]
+    seeds = tuple(path for folder in folders.seeds for path in sorted((sql_dir / folder).glob("*.csv")))
+    files = [
+        parse_sql_file(path, Path(folder).parts[0])
+        for folder in folders.models
+        for path in sorted((sql_dir / folder).glob("*.sql"))
     ]
-    audits = tuple(parse_sql_file(path, "audit") for path in sorted((sql_dir / "audits").glob("*.sql")))
-    for sql_file in (*macros, *models, *audits):
+    handwritten = [
+        parse_sql_file(path, "audit")
+        for folder in folders.audits
+        for path in sorted((sql_dir / folder).glob("*.sql"))
+    ]
+    for sql_file in (*macros, *files, *handwritten):
         if sql_file.name != sql_file.path.stem:
             raise ProjectError(f"{sql_file.path}: header names {sql_file.name!r}, not the file's stem")
-    for model in models:
-        missing = [name for name in HEADER_FIELDS if not model.fields.get(name)]
-        if missing or not model.purpose:
-            raise ProjectError(f"{model.path}: header lacks {', '.join(missing) or 'a purpose'}")
+    for model in files:
+        missing = [name for name in REQUIRED_MODEL_FIELDS if not model.fields.get(name)]
+        if model.kind not in MODEL_LAYERS or missing or not model.purpose:
+            raise ProjectError(f"{model.path}: header lacks {', '.join(missing) or 'a purpose'} or a layer")
         contract_for(model)
+    models = [table for model in files for table in with_variants(model)]
+    for model in models:
         _check_layering(model, models)
-    sources = [*RAW_CONTRACTS, *(path.stem for path in seeds)]
+    sources = [*(contract.name for contract in warehouse.raw_contracts), *(path.stem for path in seeds)]
     ordered_models = order_by_upstream(models, sources)
     tables = {*sources, *(model.name for model in models)}
-    for audit in audits:
+    for audit in handwritten:
         if audit_target(audit) not in tables or not set(audit.upstream) <= tables:
             raise ProjectError(f"{audit.path}: audits an unknown table or reads one")
-    return Project(seeds, tuple(order_by_upstream(macros, sources)), tuple(ordered_models), audits)
+    audits = (*handwritten, *generated_audits(ordered_models, seeds))
+    return Project(
+        warehouse.raw_contracts,
+        seeds,
+        tuple(order_by_upstream(macros, sources)),
+        tuple(ordered_models),
+        audits,
+    )
 
 
 def _check_layering(model: SqlFile, models: Sequence[SqlFile]) -> None:
@@ -236,11 +314,15 @@ def sql_parameters(settings: BuildSettings, salt: str) -> dict[str, object]:
 
 
 def parameters_for(sql_file: SqlFile, parameters: Mapping[str, object]) -> dict[str, object]:
-    """The parameters a file references, and only those (DuckDB rejects unused named parameters)."""
-    missing = sorted(sql_file.parameters - set(parameters))
+    """The parameters a file references, and only those (DuckDB rejects unused named parameters).
+
+    A model variant also gets its variant as `$variant`.
+    """
+    available = {**parameters, **({"variant": sql_file.variant} if sql_file.variant else {})}
+    missing = sorted(sql_file.parameters - set(available))
     if missing:
         raise ProjectError(f"{sql_file.path}: no value for parameter(s) {', '.join(missing)}")
-    return {name: parameters[name] for name in sorted(sql_file.parameters)}
+    return {name: available[name] for name in sorted(sql_file.parameters)}
 
 
 def duckdb_type(data_type: pa.DataType) -> str:
@@ -299,13 +381,15 @@ def expand_files(patterns: Sequence[str]) -> list[str]:
     return files
 
 
-def create_raw_views(con: duckdb.DuckDBPyConnection, raw_files: Mapping[str, Sequence[str]]) -> None:
-    """Create the three raw views over their Parquet files or globs (a missing entry means no files)."""
-    unknown = set(raw_files) - set(RAW_CONTRACTS)
+def create_raw_views(
+    con: duckdb.DuckDBPyConnection, raw_files: Mapping[str, Sequence[str]], raw: Sequence[Contract]
+) -> None:
+    """Create the raw views over their Parquet files or globs (a missing entry means no files)."""
+    unknown = set(raw_files) - {contract.name for contract in raw}
     if unknown:
         raise ProjectError(f"unknown raw tables: {', '.join(sorted(unknown))}")
-    for name, contract in RAW_CONTRACTS.items():
-        con.execute(raw_view_sql(contract, expand_files(raw_files.get(name, []))))
+    for contract in raw:
+        con.execute(raw_view_sql(contract, expand_files(raw_files.get(contract.name, []))))
 
 
 def load_macros(con: duckdb.DuckDBPyConnection, macros: Iterable[SqlFile]) -> None:
@@ -316,7 +400,7 @@ def load_macros(con: duckdb.DuckDBPyConnection, macros: Iterable[SqlFile]) -> No
 
 def flair_roles(sql_dir: Path = SQL_DIR) -> set[str]:
     """The roles the flair seed table can give a commenter: what `answer_roles` may name."""
-    with (sql_dir / "seeds" / "flair_roles.csv").open(encoding="utf-8", newline="") as handle:
+    with (sql_dir / "seeds" / "threadmed" / "flair_roles.csv").open(encoding="utf-8", newline="") as handle:
         return {row["role"] for row in csv.DictReader(handle)}
 
 
@@ -381,21 +465,30 @@ def build(
     con: duckdb.DuckDBPyConnection,
     raw_files: Mapping[str, Sequence[str]],
     parameters: Mapping[str, object],
+    marts: Collection[str] | None = None,
     project: Project | None = None,
 ) -> dict[str, int]:
-    """Build every model into `con`, auditing the seeds and then each layer; return row counts."""
+    """Build `marts` (default: every mart) and the models upstream of them into `con`; return row counts.
+
+    The seeds are audited first, then each layer once built; an audit that reads a table this build
+    skipped is skipped with it.
+    """
     project = project or load_project()
+    models = project.ancestors(project.marts if marts is None else marts)
     prepare_connection(con)
-    create_raw_views(con, raw_files)
+    create_raw_views(con, raw_files, project.raw)
     load_seeds(con, project.seeds)
     load_macros(con, project.macros)
+    built = {*(contract.name for contract in project.raw), *(path.stem for path in project.seeds)}
     run_audits(con, project.audits_of(path.stem for path in project.seeds), parameters)
     for layer in MODEL_LAYERS:
-        models = [model for model in project.models if model.kind == layer]
-        for model in models:
+        layer_models = [model for model in models if model.kind == layer]
+        for model in layer_models:
             run_model(con, model, parameters)
-        run_audits(con, project.audits_of(model.name for model in models), parameters)
-    return {model.name: count_rows(con, model.name) for model in project.models}
+        built |= {model.name for model in layer_models}
+        audits = project.audits_of(model.name for model in layer_models)
+        run_audits(con, [audit for audit in audits if set(audit.upstream) <= built], parameters)
+    return {model.name: count_rows(con, model.name) for model in models}
 
 
 @task(cache_policy=NO_CACHE)

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from tasks.benchmarks.threadmed import baselines
-from tasks.contracts import QA_PAIRS, THREADS
+from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 from tasks.core.preflight import UserError
 from tasks.llm.call import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
 

@@ -26,6 +26,7 @@ from prefect.futures import PrefectFuture, as_completed
 from pydantic import BaseModel
 
 from tasks.benchmarks.threadmed import baselines
+from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.benchmarks.threadmed.scorer import (
     DEFAULT_RUBRIC,
     REASK_PROMPT,
@@ -35,8 +36,8 @@ from tasks.benchmarks.threadmed.scorer import (
     render_judge_messages,
 )
 from tasks.benchmarks.threadmed.solver import InferenceJob, turn_messages
-from tasks.contracts import JUDGMENTS, RESPONSES, Contract
 from tasks.core.provenance import artifact_key
+from tasks.data.contracts import Contract
 from tasks.evals.config import (
     EvaluationSettings,
     ModelSpec,

@@ -12,7 +12,7 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, PREFECT_SERVER_DATABASE_CONNECTION_URL
 
 from flows.build_dataset import build_dataset
-from tasks.contracts import QA_PAIRS, THREADS
+from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 from tasks.data.lake import source_key
 from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE, read_pseudonym_salt
 from tasks.data.reddit.reader import iter_line_blocks

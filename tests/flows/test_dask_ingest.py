@@ -11,8 +11,8 @@ from prefect import flow, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect_dask import DaskTaskRunner
 
-from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS
 from tasks.core.runners import RunnerSettings, make_task_runner
+from tasks.data.reddit.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS
 from tasks.data.reddit.ingest import DEFAULT_WORKERS, ingest_dump_file
 from tasks.data.reddit.records import IngestFilter
 from tests.tasks.data.reddit.test_reader import write_zstd

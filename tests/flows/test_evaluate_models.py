@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from flows import cli_evaluate
 from flows.cli_evaluate import evaluate
 from flows.evaluate_models import evaluate_models
-from tasks.contracts import JUDGMENTS, RESPONSES
+from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.core.provenance import artifact_key
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
 from tasks.llm.call import Prices, ProviderLimits, RetryPolicy

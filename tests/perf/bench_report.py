@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
 from tasks.benchmarks.threadmed.report import ReportSettings, build_report
-from tasks.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
 
 SEED = 2024
 MODELS = (

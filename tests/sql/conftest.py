@@ -8,14 +8,14 @@ import pyarrow as pa
 import pytest
 
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.contracts import Contract
 from tasks.data import warehouse
+from tasks.data.contracts import Contract
 from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 
 PROJECT = warehouse.load_project()
 MODELS = {model.name: model for model in PROJECT.models}
 CONTRACTS: dict[str, Contract] = {
-    **warehouse.RAW_CONTRACTS,
+    **{contract.name: contract for contract in PROJECT.raw},
     **{path.stem: warehouse.seed_contract(path) for path in PROJECT.seeds},
     **{model.name: model.contract for model in PROJECT.models},
 }

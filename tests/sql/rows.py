@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.contracts import Contract
+from tasks.data.contracts import Contract
 from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 
 SALT = DEFAULT_SALT

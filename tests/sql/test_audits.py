@@ -6,8 +6,8 @@ import duckdb
 import pytest
 
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.contracts import RAW_COMMENTS, RAW_SUBMISSIONS
 from tasks.data import warehouse
+from tasks.data.reddit.contracts import RAW_COMMENTS, RAW_SUBMISSIONS
 from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 from tests.sql.conftest import PROJECT
 from tests.sql.rows import T0, raw_comment, raw_submission, write_parquet
@@ -68,11 +68,9 @@ VIOLATIONS = {
     "length_strata__ranges_partition_counts": (
         "update length_strata set min_pairs = 5 where stratum = 'medium'"
     ),
-    "stg_reddit__submissions__submission_id_unique": insert_copy("stg_reddit__submissions"),
     "stg_reddit__submissions__author_pseudonymised": (
         "update stg_reddit__submissions set author_pseudonym = 'alice'"
     ),
-    "stg_reddit__comments__comment_id_unique": insert_copy("stg_reddit__comments"),
     "stg_reddit__comments__author_pseudonymised": (
         "update stg_reddit__comments set author_pseudonym = 'dr_jones'"
     ),
@@ -80,7 +78,6 @@ VIOLATIONS = {
     "int_comments__classified__class_matches_reasons": (
         "update int_comments__classified set answer_defect = 'garbled' where comment_class = 'op'"
     ),
-    "int_comments__classified__comment_id_unique": insert_copy("int_comments__classified"),
     "int_paths__enumerated__paths_are_well_formed": (
         "update int_paths__enumerated set position = position + 1"
     ),
@@ -90,19 +87,16 @@ VIOLATIONS = {
     ),
     "int_turns__linearised__turns_are_contiguous": "delete from int_turns__linearised where turn = 1",
     "int_branches__selected__one_per_post": "update int_branches__selected set is_selected = false",
+    "int_threads__assembled__questions_are_turns": "delete from int_turns__linearised where turn = 1",
     "int_threads__assembled__counts_add_up": (
         "update int_threads__assembled set count_orphans = count_orphans + 1"
     ),
-    "full_threads__thread_id_unique": insert_copy("full_threads"),
-    "full_threads__follows_the_rules": "update full_threads set stratum = null",
+    "full_threads__follows_the_rules": "update full_threads set n_orphans = n_orphans + 1",
     "full_threads__ops_never_straddle_splits": insert_copy(
         "full_threads", thread_id="'copy'", split="case when split = 'train' then 'test' else 'train' end"
     ),
-    "full_qa_pairs__turns_belong_to_threads": "delete from full_qa_pairs where turn = 0",
     "full_qa_pairs__answers_are_whole": "update full_qa_pairs set answer = null",
-    "answered_threads__thread_id_unique": insert_copy("answered_threads"),
     "answered_threads__subset_of_full": "update answered_threads set split = 'holdout'",
-    "answered_qa_pairs__turns_belong_to_threads": insert_copy("answered_qa_pairs", turn="99"),
     "answered_qa_pairs__every_turn_answered": "update answered_qa_pairs set answer_id = null where turn = 2",
     "stats_funnel__stages_add_up": (
         "update stats_funnel set count_rows = count_rows + 1 where stage = 'posts' and reason = 'kept'"
@@ -110,16 +104,58 @@ VIOLATIONS = {
 }
 
 
-def test_every_audit_has_a_violation_case():
-    assert set(VIOLATIONS) == {audit.name for audit in PROJECT.audits}
+HANDWRITTEN = [audit for audit in PROJECT.audits if not audit.generated]
+GENERATED = {audit.name: audit for audit in PROJECT.audits if audit.generated}
+
+# One violation per kind of generated audit, on the tables of a variant model and of a nullable key.
+GENERATED_VIOLATIONS = {
+    "full_qa_pairs__key_unique": insert_copy("full_qa_pairs"),
+    "answered_threads__key_unique": "update answered_threads set thread_id = null",
+    "stats_funnel__key_unique": insert_copy("stats_funnel", reason="null"),
+    "full_threads__split_not_null": "update full_threads set split = null",
+    "answered_qa_pairs__thread_id_references_answered_threads": "delete from answered_threads",
+}
 
 
-@pytest.mark.parametrize("audit", PROJECT.audits, ids=lambda audit: audit.name)
-def test_each_audit_catches_its_violation(built, audit):
-    built.begin()
+def test_every_handwritten_audit_has_a_violation_case():
+    assert set(VIOLATIONS) == {audit.name for audit in HANDWRITTEN}
+
+
+def catches(con: duckdb.DuckDBPyConnection, audit: warehouse.SqlFile, violation: str) -> None:
+    con.begin()
     try:
-        built.execute(VIOLATIONS[audit.name])
+        con.execute(violation)
         with pytest.raises(warehouse.AuditError, match=f"audit {audit.name} failed"):
-            warehouse.run_audits(built, [audit], PARAMETERS)
+            warehouse.run_audits(con, [audit], PARAMETERS)
     finally:
-        built.rollback()
+        con.rollback()
+
+
+@pytest.mark.parametrize("audit", HANDWRITTEN, ids=lambda audit: audit.name)
+def test_each_audit_catches_its_violation(built, audit):
+    catches(built, audit, VIOLATIONS[audit.name])
+
+
+@pytest.mark.parametrize("name", GENERATED_VIOLATIONS)
+def test_each_kind_of_generated_audit_catches_its_violation(built, name):
+    catches(built, GENERATED[name], GENERATED_VIOLATIONS[name])
+
+
+def test_a_null_reason_is_a_value_of_the_funnel_key(built):
+    warehouse.run_audits(built, [GENERATED["stats_funnel__key_unique"]], PARAMETERS)
+    assert built.execute("select count(*) from stats_funnel where reason is null").fetchall()[0][0] > 0
+
+
+def test_every_contract_key_is_audited():
+    tables = {model.name: model.contract for model in PROJECT.models}
+    tables |= {path.stem: warehouse.seed_contract(path) for path in PROJECT.seeds}
+    for table, contract in tables.items():
+        audit = GENERATED[f"{table}__key_unique"]
+        assert f"group by {', '.join(contract.key)}" in audit.text, table
+
+
+def test_the_hand_written_key_audits_are_gone():
+    key_rules = [
+        audit.name for audit in HANDWRITTEN if audit.name.endswith(("_id_unique", "belong_to_threads"))
+    ]
+    assert not key_rules

@@ -13,6 +13,7 @@ MODELS = PROJECT.models
 AUDITS = PROJECT.audits
 MACROS = PROJECT.macros
 ALL_SQL = (*MACROS, *MODELS, *AUDITS)
+FILES = [sql_file for sql_file in ALL_SQL if not sql_file.generated]
 TABLES = set(CONTRACTS)
 _LITERAL_OR_COMMENT = re.compile(r"'(?:[^']|'')*'|--[^\n]*")
 
@@ -27,8 +28,8 @@ def tables_read(sql_file: warehouse.SqlFile) -> set[str]:
 
 
 def test_every_sql_file_is_named_by_its_header_and_states_its_purpose():
-    for sql_file in ALL_SQL:
-        assert sql_file.name == sql_file.path.stem, sql_file.path
+    for sql_file in FILES:
+        assert sql_file.file_name == sql_file.path.stem, sql_file.path
         assert sql_file.purpose, sql_file.path
         assert "upstream" in sql_file.fields, sql_file.path
 
@@ -99,7 +100,12 @@ def test_no_value_is_pasted_into_sql():
 def test_every_parameter_is_provided_and_every_provided_parameter_is_used():
     provided = set(warehouse.sql_parameters(BuildSettings(), DEFAULT_SALT))
     used = set().union(*(sql_file.parameters for sql_file in ALL_SQL))
-    assert used == provided
+    assert used == provided | {"variant"}
+
+
+def test_only_variant_models_read_the_variant():
+    for sql_file in ALL_SQL:
+        assert ("variant" in sql_file.parameters) == bool(sql_file.variant), sql_file.path
 
 
 def test_seeds_match_their_contracts():

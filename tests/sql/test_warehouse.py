@@ -7,10 +7,12 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.contracts import QA_PAIRS, RAW_REJECTS, RAW_SUBMISSIONS, THREADS
 from tasks.data import warehouse
+from tasks.data.reddit.contracts import RAW_REJECTS, RAW_SUBMISSIONS
 from tasks.data.reddit.pseudonym_salt import read_pseudonym_salt
+from tests.sql.conftest import CONTRACTS, PROJECT
 from tests.sql.rows import write_parquet
 
 
@@ -74,13 +76,13 @@ def test_order_by_upstream_puts_dependencies_first_and_rejects_unknowns_and_cycl
 )
 def test_load_project_rejects_malformed_models(tmp_path, layer, text, error):
     sql_file(
-        tmp_path / "marts",
+        tmp_path / "marts" / "threadmed",
         "m",
         "-- m\n-- p\n-- grain: g\n-- contract: contracts.THREADS\n-- upstream: bots\n",
     )
-    sql_file(tmp_path / layer, "stg_x", text)
+    sql_file(tmp_path / layer / "reddit", "stg_x", text)
     with pytest.raises(warehouse.ProjectError, match=error):
-        warehouse.load_project(tmp_path)
+        warehouse.load_project(sql_dir=tmp_path)
 
 
 def test_sql_parameters_cover_every_rule_setting():
@@ -113,21 +115,22 @@ def test_raw_views_follow_the_contract_even_without_files(duck, tmp_path):
     write_parquet(
         tmp_path / "source=RS" / "part-0.parquet", RAW_SUBMISSIONS, [{"id": "p1", "source_line": 1}]
     )
+    raw = PROJECT.raw
     warehouse.create_raw_views(duck, {
         "raw_reddit__submissions": [str(tmp_path / "source=RS" / "*.parquet")],
         "raw_reddit__rejects": [str(tmp_path / "source=none" / "*.parquet")],
-    })  # fmt: skip
+    }, raw)  # fmt: skip
     for table, rows in (
         ("raw_reddit__submissions", 1),
         ("raw_reddit__comments", 0),
         ("raw_reddit__rejects", 0),
     ):
-        warehouse.check_contract(duck, table, warehouse.RAW_CONTRACTS[table])
+        warehouse.check_contract(duck, table, CONTRACTS[table])
         assert warehouse.count_rows(duck, table) == rows
     with pytest.raises(warehouse.ProjectError, match="unknown raw tables"):
-        warehouse.create_raw_views(duck, {"raw_reddit__posts": []})
+        warehouse.create_raw_views(duck, {"raw_reddit__posts": []}, raw)
     with pytest.raises(FileNotFoundError):
-        warehouse.create_raw_views(duck, {"raw_reddit__comments": [str(tmp_path / "missing.parquet")]})
+        warehouse.create_raw_views(duck, {"raw_reddit__comments": [str(tmp_path / "missing.parquet")]}, raw)
 
 
 def test_a_table_that_breaks_its_contract_is_refused(duck):
@@ -175,3 +178,23 @@ def test_answer_roles_must_be_roles_of_the_flair_seed():
     warehouse.check_answer_roles(["physician", "physician_assistant"], known)
     with pytest.raises(warehouse.ProjectError, match=r"unknown answer role\(s\) \['Physician'\]"):
         warehouse.check_answer_roles(["physician", "Physician"], known)
+
+
+def test_a_build_runs_only_the_ancestors_of_the_tables_asked_for():
+    parameters = warehouse.sql_parameters(BuildSettings(), "pepper")
+    with duckdb.connect(":memory:") as con:
+        counts = warehouse.build(con, {}, parameters, marts=["int_comments__classified"])
+        tables = {row[0] for row in con.sql("select table_name from duckdb_tables()").fetchall()}
+    ancestors = {"stg_reddit__submissions", "stg_reddit__comments", "int_posts__filtered"}
+    assert set(counts) == ancestors | {"int_comments__classified"}
+    assert tables == set(counts) | {path.stem for path in PROJECT.seeds}
+    with pytest.raises(warehouse.ProjectError, match="no model builds nowhere"):
+        warehouse.build(duckdb.connect(":memory:"), {}, parameters, marts=["nowhere"])
+
+
+def test_a_model_with_variants_builds_one_table_per_variant():
+    tables = {model.name: model.variant for model in PROJECT.models if model.file_name == "threads"}
+    assert tables == {"full_threads": "full", "answered_threads": "answered"}
+    assert warehouse.parameters_for(PROJECT.ancestors(["answered_threads"])[-1], {"min_questions": 2}) == {
+        "variant": "answered"
+    }

@@ -15,9 +15,10 @@ import tiktoken
 from matplotlib.figure import Figure
 from prefect import task
 
+from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.contracts import QA_PAIRS, THREADS, Contract
 from tasks.core.provenance import git_commit, package_versions, utc_now
+from tasks.data.contracts import Contract
 from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
 
 DATASETS = ("full", "answered")

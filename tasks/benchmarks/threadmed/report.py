@@ -29,6 +29,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from tasks.benchmarks.threadmed import metrics as m
+from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
 from tasks.benchmarks.threadmed.figures import plot_dataset_funnel, plot_turn_scores, plot_wrong_after
 from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.benchmarks.threadmed.tables import (
@@ -39,7 +40,6 @@ from tasks.benchmarks.threadmed.tables import (
     run_summary,
     table_records,
 )
-from tasks.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
 from tasks.core.preflight import UserError
 
 RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]

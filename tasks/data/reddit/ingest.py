@@ -26,9 +26,9 @@ import pyarrow.parquet as pq
 from prefect import get_run_logger, task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from tasks.contracts import RAW_REJECTS
 from tasks.core.provenance import artifact_key
-from tasks.data.lake import RAW_TABLES, partition_dir, source_key
+from tasks.data.lake import partition_dir, source_key
+from tasks.data.reddit.contracts import RAW_REJECTS
 from tasks.data.reddit.reader import DumpError, TruncatedDumpError, iter_line_blocks
 from tasks.data.reddit.records import (
     BlockJob,
@@ -38,6 +38,7 @@ from tasks.data.reddit.records import (
     rows_to_table,
     run_block_job,
 )
+from tasks.data.sources import REDDIT
 
 MONTHLY_DUMP_NAME = re.compile(r"^R[SC]_\d{4}-\d{2}")
 RECEIPT_NAME = "_ingest.json"
@@ -136,7 +137,9 @@ def ingest_dump(
     Whatever ends it early (an error, Ctrl-C), no partial folder is left behind.
     """
     key = source_key(path)
-    final_dirs = [partition_dir(lake_dir, contract, key) for contract in (RAW_TABLES[kind], RAW_REJECTS)]
+    final_dirs = [
+        partition_dir(lake_dir, contract, key) for contract in (REDDIT.lake_tables[kind], RAW_REJECTS)
+    ]
     work_dirs = [folder.with_name(f"{folder.name}.partial-{os.getpid()}") for folder in final_dirs]
     for folder in work_dirs:
         shutil.rmtree(folder, ignore_errors=True)
@@ -192,7 +195,7 @@ def _stream_dump(
             raise
         summary.truncated = True
     if not any(work_dir.glob("*.parquet")):
-        pq.write_table(rows_to_table([], RAW_TABLES[kind]), work_dir / "part-00000.parquet")
+        pq.write_table(rows_to_table([], REDDIT.lake_tables[kind]), work_dir / "part-00000.parquet")
     summary.seconds = round(time.monotonic() - started, 3)
     if on_progress:
         on_progress(_progress(summary, total_bytes, summary.seconds))
@@ -226,7 +229,7 @@ def _progress(summary: IngestSummary, total_bytes: int, seconds: float) -> dict[
 
 
 def load_receipt(lake_dir: Path, kind: DumpKind, key: str) -> dict[str, Any] | None:
-    path = partition_dir(lake_dir, RAW_TABLES[kind], key) / RECEIPT_NAME
+    path = partition_dir(lake_dir, REDDIT.lake_tables[kind], key) / RECEIPT_NAME
     return json.loads(path.read_text()) if path.is_file() else None
 
 
@@ -278,10 +281,10 @@ class NoRecordsError(DumpError):
 
 def kinds_without_records(receipts: Sequence[dict[str, Any]]) -> list[str]:
     """The dump kinds of which no record was kept (a build needs both posts and comments)."""
-    kept = Counter({kind: 0 for kind in RAW_TABLES})
+    kept = Counter({kind: 0 for kind in REDDIT.lake_tables})
     for receipt in receipts:
         kept[receipt["settings"]["kind"]] += receipt["summary"]["kept"]
-    return [kind for kind in RAW_TABLES if not kept[kind]]
+    return [kind for kind in REDDIT.lake_tables if not kept[kind]]
 
 
 def no_records_message(kinds: Sequence[str], keep: IngestFilter, receipts: Sequence[dict[str, Any]]) -> str:

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.contracts import Contract
-from tasks.data.lake import RAW_TABLES
+from tasks.data.contracts import Contract
 from tasks.data.reddit.reader import LineBlock
+from tasks.data.sources import REDDIT
 
 DumpKind = Literal["submissions", "comments"]
 EXCERPT_CHARS = 200
@@ -123,7 +123,7 @@ INTEGER_COLUMNS: dict[str, tuple[int, ...]] = {
         i for i, column in enumerate(contract.schema)
         if pa.types.is_integer(column.type) and column.name not in ("created_utc", "source_line")
     )
-    for kind, contract in RAW_TABLES.items()
+    for kind, contract in REDDIT.lake_tables.items()
 }  # fmt: skip
 
 
@@ -260,7 +260,9 @@ class BlockJob:
 def run_block_job(job: BlockJob) -> BlockResult:
     """Parse one block and write its rows as a Parquet part (runs in a worker process)."""
     result = parse_lines(job.block.lines, job.block.first_line, job.kind, job.keep, job.source, job.prefilter)
-    pq.write_table(rows_to_table(result.rows, RAW_TABLES[job.kind]), job.part_path, compression="zstd")
+    pq.write_table(
+        rows_to_table(result.rows, REDDIT.lake_tables[job.kind]), job.part_path, compression="zstd"
+    )
     result.rows = []  # written; don't ship them back
     result.bytes_read = job.block.bytes_read
     return result

@@ -3,9 +3,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tasks.benchmarks.threadmed.contracts import RESPONSES
 from tasks.benchmarks.threadmed.scorer import judge_thread
 from tasks.benchmarks.threadmed.solver import answer_thread
-from tasks.contracts import RESPONSES
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec, answered_dir
 from tasks.evals.run import GroupSummary, RunSummary, build_plan, estimate_plan, summarize, write_table
 from tasks.llm.call import Prices

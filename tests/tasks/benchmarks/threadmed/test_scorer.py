@@ -4,6 +4,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from tasks.benchmarks.threadmed.contracts import JUDGMENTS
 from tasks.benchmarks.threadmed.scorer import (
     DEFAULT_RUBRIC,
     PROMPTS_DIR,
@@ -15,7 +16,6 @@ from tasks.benchmarks.threadmed.scorer import (
     parse_verdict,
     render_judge_messages,
 )
-from tasks.contracts import JUDGMENTS
 from tasks.evals.config import JudgeSpec, SampleSpec, load_sample
 from tasks.llm.call import CallOptions, RetryPolicy
 from tests.eval_fixtures import write_dataset

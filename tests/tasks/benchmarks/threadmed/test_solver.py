@@ -1,8 +1,8 @@
 import pyarrow as pa
 import pytest
 
+from tasks.benchmarks.threadmed.contracts import RESPONSES
 from tasks.benchmarks.threadmed.solver import InferenceJob, answer_thread, build_messages
-from tasks.contracts import RESPONSES
 from tasks.evals.config import EvalConfig, ModelSpec, SampleSpec, load_sample
 from tasks.llm.call import RetryPolicy
 from tests.eval_fixtures import THREAD_TEXTS, write_dataset

@@ -4,9 +4,9 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS
 from tasks.data.lake import partition_dir, raw_partitions, source_key
 from tasks.data.reddit import ingest
+from tasks.data.reddit.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS
 from tasks.data.reddit.ingest import (
     ingest_dump,
     kinds_without_records,

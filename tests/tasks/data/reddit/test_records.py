@@ -1,7 +1,7 @@
 from collections import Counter
 from datetime import date
 
-from tasks.contracts import RAW_COMMENTS
+from tasks.data.reddit.contracts import RAW_COMMENTS
 from tasks.data.reddit.records import (
     IngestFilter,
     edited_epoch,

@@ -19,4 +19,3 @@ where
     or answered.n_orphans <> 0
     or answered.n_answered <> answered.n_questions
     or answered.n_questions < $min_answered_pairs
-    or answered.stratum is null

@@ -1,110 +1,14 @@
-"""Every table's columns, types and key, defined once.
-
-SQL models name their contract in their header; tests check what was built against it. Schemas are
-pyarrow schemas so that Parquet writers, DuckDB and the tests share one definition.
-"""
-
-from dataclasses import dataclass
+"""ThReadMed-QA's tables: its seeds, intermediate models and marts, the published dataset, run outputs."""
 
 import pyarrow as pa
 
-
-@dataclass(frozen=True)
-class Contract:
-    """A table's name, schema and key (the columns that identify a row)."""
-
-    name: str
-    schema: pa.Schema
-    key: tuple[str, ...]
-
-    @property
-    def columns(self) -> list[str]:
-        return self.schema.names
-
-
-def _schema(*fields: tuple[str, pa.DataType]) -> pa.Schema:
-    return pa.schema([pa.field(name, dtype) for name, dtype in fields])
-
-
-# --- raw layer: written by tasks/data/reddit/ingest.py, one folder per dump file ----------------------
-# Field names stay those of the dumps; only types are normalised (epoch seconds as int64, flair
-# richtext flattened to its text pieces). `source_file`/`source_line` point back at the dump line.
-
-RAW_SUBMISSIONS = Contract(
-    "raw_reddit__submissions",
-    _schema(
-        ("id", pa.string()),
-        ("subreddit", pa.string()),
-        ("author", pa.string()),
-        ("title", pa.string()),
-        ("selftext", pa.string()),
-        ("created_utc", pa.int64()),
-        ("is_self", pa.bool_()),
-        ("domain", pa.string()),
-        ("url", pa.string()),
-        ("post_hint", pa.string()),
-        ("is_gallery", pa.bool_()),
-        ("is_video", pa.bool_()),
-        ("removed_by_category", pa.string()),
-        ("banned_by", pa.string()),
-        ("banned_at_utc", pa.int64()),
-        ("distinguished", pa.string()),
-        ("stickied", pa.bool_()),
-        ("num_comments", pa.int64()),
-        ("score", pa.int64()),
-        ("author_flair_text", pa.string()),
-        ("author_flair_richtext_text", pa.string()),
-        ("link_flair_text", pa.string()),
-        ("edited_utc", pa.int64()),
-        ("retrieved_utc", pa.int64()),
-        ("source_file", pa.string()),
-        ("source_line", pa.int64()),
-    ),
-    key=("source_file", "source_line"),
-)
-
-RAW_COMMENTS = Contract(
-    "raw_reddit__comments",
-    _schema(
-        ("id", pa.string()),
-        ("subreddit", pa.string()),
-        ("link_id", pa.string()),
-        ("parent_id", pa.string()),
-        ("author", pa.string()),
-        ("body", pa.string()),
-        ("created_utc", pa.int64()),
-        ("distinguished", pa.string()),
-        ("stickied", pa.bool_()),
-        ("is_submitter", pa.bool_()),
-        ("banned_by", pa.string()),
-        ("removed_by_category", pa.string()),
-        ("author_flair_text", pa.string()),
-        ("author_flair_richtext_text", pa.string()),
-        ("score", pa.int64()),
-        ("edited_utc", pa.int64()),
-        ("retrieved_utc", pa.int64()),
-        ("source_file", pa.string()),
-        ("source_line", pa.int64()),
-    ),
-    key=("source_file", "source_line"),
-)
-
-RAW_REJECTS = Contract(
-    "raw_reddit__rejects",
-    _schema(
-        ("source_file", pa.string()),
-        ("source_line", pa.int64()),
-        ("reason", pa.string()),
-        ("excerpt", pa.string()),
-    ),
-    key=("source_file", "source_line"),
-)
+from tasks.data.contracts import Contract, schema
 
 # --- published dataset: dataset/{full,answered}/ (see shared/spec/dataset.md, "Outputs") ---------------
 
 THREADS = Contract(
     "threads",
-    _schema(
+    schema(
         ("thread_id", pa.string()),
         ("created_utc", pa.timestamp("us", tz="UTC")),
         ("op", pa.string()),
@@ -116,11 +20,12 @@ THREADS = Contract(
         ("jaccard", pa.float64()),
     ),
     key=("thread_id",),
+    not_null=("created_utc", "op", "stratum", "split"),
 )
 
 QA_PAIRS = Contract(
     "qa_pairs",
-    _schema(
+    schema(
         ("thread_id", pa.string()),
         ("turn", pa.int64()),
         ("question_id", pa.string()),
@@ -133,6 +38,8 @@ QA_PAIRS = Contract(
         ("answered_utc", pa.timestamp("us", tz="UTC")),
     ),
     key=("thread_id", "turn"),
+    not_null=("question_id", "question", "asked_utc"),
+    references={"thread_id": "threads.thread_id"},
 )
 
 # --- evaluation run directory (see shared/spec/evaluation.md) -----------------------------------------
@@ -141,7 +48,7 @@ QA_PAIRS = Contract(
 
 RESPONSES = Contract(
     "responses",
-    _schema(
+    schema(
         ("run_id", pa.string()),
         ("model", pa.string()),
         ("condition", pa.string()),
@@ -169,7 +76,7 @@ RESPONSES = Contract(
 
 JUDGMENTS = Contract(
     "judgments",
-    _schema(
+    schema(
         ("run_id", pa.string()),
         ("model", pa.string()),
         ("condition", pa.string()),
@@ -191,93 +98,32 @@ JUDGMENTS = Contract(
     key=("run_id", "model", "condition", "thread_id", "turn"),
 )
 
-# --- warehouse models (staging, intermediate, marts) ---
-# Tables built by sql/ (see tasks/data/warehouse.py): seeds, then one contract per model, named after the
-# model's table. The published marts full_/answered_{threads,qa_pairs} use THREADS and QA_PAIRS above.
-# Usernames never get past staging: every `*_pseudonym` column is `u_` + 12 hex of sha256(salt + name).
+# --- warehouse: seeds, intermediate models and marts (sql/*/threadmed/, see tasks/data/warehouse.py) ---
+# One contract per model, named after the model's table; the published marts full_/answered_{threads,
+# qa_pairs} are the two variants of the models threads and qa_pairs and use THREADS and QA_PAIRS above.
 
 FLAIR_ROLES = Contract(
     "flair_roles",
-    _schema(("pattern", pa.string()), ("role", pa.string()), ("priority", pa.int64())),
+    schema(("pattern", pa.string()), ("role", pa.string()), ("priority", pa.int64())),
     key=("pattern",),
 )
 """Case-insensitive RE2 patterns over flair text; among the patterns a flair matches, the highest
 priority gives its role (so 'Physician Assistant' outranks 'Physician')."""
 
-BOTS = Contract("bots", _schema(("username", pa.string())), key=("username",))
-"""Known bot accounts, matched case-insensitively."""
 
-IMAGE_DOMAINS = Contract("image_domains", _schema(("domain", pa.string())), key=("domain",))
+IMAGE_DOMAINS = Contract("image_domains", schema(("domain", pa.string())), key=("domain",))
 """Hosts of images and videos: a non-self post linking there with no text is image-only."""
-
-HTML_ENTITIES = Contract(
-    "html_entities",
-    _schema(("entity", pa.string()), ("characters", pa.string())),
-    key=("entity",),
-)
-"""Named HTML5 character references (`&nbsp;` -> U+00A0); numeric ones are decoded by the macro."""
 
 LENGTH_STRATA = Contract(
     "length_strata",
-    _schema(("stratum", pa.string()), ("min_pairs", pa.int64()), ("max_pairs", pa.int64())),
+    schema(("stratum", pa.string()), ("min_pairs", pa.int64()), ("max_pairs", pa.int64())),
     key=("stratum",),
 )
 """Thread length strata by number of QA pairs, inclusive bounds; a null max_pairs is unbounded."""
 
-STG_REDDIT__SUBMISSIONS = Contract(
-    "stg_reddit__submissions",
-    _schema(
-        ("submission_id", pa.string()),
-        ("subreddit", pa.string()),
-        ("author_pseudonym", pa.string()),
-        ("is_bot_author", pa.bool_()),
-        ("title", pa.string()),
-        ("selftext", pa.string()),
-        ("is_selftext_removed", pa.bool_()),
-        ("created_at", pa.timestamp("us", tz="UTC")),
-        ("is_self", pa.bool_()),
-        ("domain", pa.string()),
-        ("post_hint", pa.string()),
-        ("is_gallery", pa.bool_()),
-        ("is_video", pa.bool_()),
-        ("removed_by_category", pa.string()),
-        ("is_banned", pa.bool_()),
-        ("retrieved_at", pa.timestamp("us", tz="UTC")),
-        ("source_file", pa.string()),
-        ("source_line", pa.int64()),
-        ("count_duplicates", pa.int64()),
-    ),
-    key=("submission_id",),
-)
-
-STG_REDDIT__COMMENTS = Contract(
-    "stg_reddit__comments",
-    _schema(
-        ("comment_id", pa.string()),
-        ("submission_id", pa.string()),
-        ("parent_comment_id", pa.string()),
-        ("is_top_level", pa.bool_()),
-        ("subreddit", pa.string()),
-        ("author_pseudonym", pa.string()),
-        ("is_bot_author", pa.bool_()),
-        ("body", pa.string()),
-        ("is_body_removed", pa.bool_()),
-        ("flair_text", pa.string()),
-        ("created_at", pa.timestamp("us", tz="UTC")),
-        ("distinguished", pa.string()),
-        ("removed_by_category", pa.string()),
-        ("is_banned", pa.bool_()),
-        ("retrieved_at", pa.timestamp("us", tz="UTC")),
-        ("source_file", pa.string()),
-        ("source_line", pa.int64()),
-        ("count_duplicates", pa.int64()),
-    ),
-    key=("comment_id",),
-)
-
 INT_POSTS__FILTERED = Contract(
     "int_posts__filtered",
-    _schema(
+    schema(
         ("submission_id", pa.string()),
         ("author_pseudonym", pa.string()),
         ("created_at", pa.timestamp("us", tz="UTC")),
@@ -291,7 +137,7 @@ INT_POSTS__FILTERED = Contract(
 
 INT_COMMENTS__CLASSIFIED = Contract(
     "int_comments__classified",
-    _schema(
+    schema(
         ("comment_id", pa.string()),
         ("submission_id", pa.string()),
         ("parent_comment_id", pa.string()),
@@ -309,7 +155,7 @@ INT_COMMENTS__CLASSIFIED = Contract(
 
 INT_PATHS__ENUMERATED = Contract(
     "int_paths__enumerated",
-    _schema(
+    schema(
         ("submission_id", pa.string()),
         ("path_id", pa.string()),
         ("position", pa.int64()),
@@ -321,7 +167,7 @@ INT_PATHS__ENUMERATED = Contract(
 
 INT_PATHS__SCREENED = Contract(
     "int_paths__screened",
-    _schema(
+    schema(
         ("submission_id", pa.string()),
         ("path_id", pa.string()),
         ("branch_id", pa.string()),
@@ -335,7 +181,7 @@ INT_PATHS__SCREENED = Contract(
 
 INT_TURNS__LINEARISED = Contract(
     "int_turns__linearised",
-    _schema(
+    schema(
         ("submission_id", pa.string()),
         ("branch_id", pa.string()),
         ("turn", pa.int64()),
@@ -353,7 +199,7 @@ INT_TURNS__LINEARISED = Contract(
 
 INT_BRANCHES__SELECTED = Contract(
     "int_branches__selected",
-    _schema(
+    schema(
         ("submission_id", pa.string()),
         ("branch_id", pa.string()),
         ("jaccard", pa.float64()),
@@ -368,7 +214,7 @@ INT_BRANCHES__SELECTED = Contract(
 
 INT_THREADS__ASSEMBLED = Contract(
     "int_threads__assembled",
-    _schema(
+    schema(
         ("thread_id", pa.string()),
         ("branch_id", pa.string()),
         ("created_at", pa.timestamp("us", tz="UTC")),
@@ -386,11 +232,13 @@ INT_THREADS__ASSEMBLED = Contract(
 
 STATS_FUNNEL = Contract(
     "stats_funnel",
-    _schema(
+    schema(
         ("stage_order", pa.int64()),
         ("stage", pa.string()),
         ("reason", pa.string()),
         ("count_rows", pa.int64()),
     ),
     key=("stage", "reason"),
+    nullable_key=("reason",),
 )
+"""A stage's row with a null reason is its total."""

@@ -1,9 +1,11 @@
--- full_qa_pairs
--- The turns of the full dataset's threads, orphans included (null answer, physician and
--- answered_utc). Published as dataset/full/qa_pairs.parquet.
+-- qa_pairs
+-- The turns of a published dataset's threads, one per variant. full: every turn, orphans included (null
+-- answer, physician and answered_utc); answered: the turns up to the thread's last answered one, all of
+-- them answered. Published as dataset/<variant>/qa_pairs.parquet.
 -- grain: thread_id, turn
 -- contract: contracts.QA_PAIRS
 -- upstream: int_threads__assembled, int_turns__linearised
+-- variants: full, answered
 -- `physician` and `physician_flair` describe whoever answered: a role in $answer_roles, by default a
 -- physician only.
 
@@ -11,6 +13,7 @@ with
 
 threads as (
     select * from int_threads__assembled
+    where $variant = 'full' or answered_drop_reason is null
 ),
 
 turns as (
@@ -32,6 +35,7 @@ final as (
     from threads
     inner join turns
         on threads.branch_id = turns.branch_id
+        and ($variant = 'full' or turns.turn < threads.count_answered_turns)
 )
 
 select * from final
