@@ -156,6 +156,32 @@ def _call(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedg
     return record
 
 
+def retry_delay(
+    attempt: int, policy: RetryPolicy, retry_after_s: float | None, rng: random.Random
+) -> float | None:
+    """Seconds to wait before attempt `attempt + 1`, or None when the provider's wait exceeds the cap.
+
+    Exponential back-off with "equal jitter" (half fixed, half random), so that calls which failed
+    together do not retry together; a Retry-After is honoured in full, plus up to one base delay.
+    """
+    if retry_after_s is not None:
+        if retry_after_s > policy.max_retry_after_s:
+            return None
+        return retry_after_s + rng.uniform(0, policy.base_delay_s)
+    backoff = min(policy.max_delay_s, policy.base_delay_s * 2 ** (attempt - 1))
+    return backoff / 2 + rng.uniform(0, backoff / 2)
+
+
+def _final(error: CallError, attempts: int, policy: RetryPolicy) -> CallError:
+    if not error.retryable:
+        return error
+    if error.retry_after_s is not None and error.retry_after_s > policy.max_retry_after_s:
+        reason = f"provider asked to wait {error.retry_after_s:.0f} s, more than max_retry_after_s"
+    else:
+        reason = f"gave up after {attempts} attempts"
+    return CallError(error.kind, True, f"{error.message} ({reason}; re-run to retry)")
+
+
 def _attempt(request: ChatRequest, options: CallOptions, tally: _Tally) -> tuple[Any, CallError | None]:
     """Make one HTTP call; return the response, or the classified reason it cannot be used."""
     if offline.is_offline(request.model):
@@ -287,32 +313,6 @@ def _api_key(request: ChatRequest, options: CallOptions) -> str | None:
     if request.api_base:
         return PLACEHOLDER_API_KEY
     raise MissingCredentials(f"{' or '.join(environment['missing_keys'])} is not set")
-
-
-def retry_delay(
-    attempt: int, policy: RetryPolicy, retry_after_s: float | None, rng: random.Random
-) -> float | None:
-    """Seconds to wait before attempt `attempt + 1`, or None when the provider's wait exceeds the cap.
-
-    Exponential back-off with "equal jitter" (half fixed, half random), so that calls which failed
-    together do not retry together; a Retry-After is honoured in full, plus up to one base delay.
-    """
-    if retry_after_s is not None:
-        if retry_after_s > policy.max_retry_after_s:
-            return None
-        return retry_after_s + rng.uniform(0, policy.base_delay_s)
-    backoff = min(policy.max_delay_s, policy.base_delay_s * 2 ** (attempt - 1))
-    return backoff / 2 + rng.uniform(0, backoff / 2)
-
-
-def _final(error: CallError, attempts: int, policy: RetryPolicy) -> CallError:
-    if not error.retryable:
-        return error
-    if error.retry_after_s is not None and error.retry_after_s > policy.max_retry_after_s:
-        reason = f"provider asked to wait {error.retry_after_s:.0f} s, more than max_retry_after_s"
-    else:
-        reason = f"gave up after {attempts} attempts"
-    return CallError(error.kind, True, f"{error.message} ({reason}; re-run to retry)")
 
 
 def _record(
