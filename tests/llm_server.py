@@ -3,8 +3,9 @@
 It answers `POST /v1/chat/completions` like a provider would, and records every request so tests can
 count calls at the server. Behaviour is scripted per request with `Action`s queued for a model:
 latency, 429 with Retry-After, 5xx, a hang past the client's time-out, a body trickled out slowly, an
-`{"error": ...}` body with any status (gateways send it with 200 when overloaded), a malformed body or
-any reply text (e.g. broken judge JSON). Unscripted requests get a deterministic reply after `latency_s`.
+`{"error": ...}` body with any status (gateways send it with 200 when overloaded), a malformed body,
+any reply text (e.g. broken judge JSON) or tool calls (see `tool_call`). Unscripted requests get a
+deterministic reply after `latency_s`.
 
 `GET /stats` returns the counters as JSON, so a server started as a subprocess
 (`python -m tests.llm_server --latency 0.2`) can be read from another process.
@@ -36,6 +37,13 @@ class Action:
     finish_reason: str = "stop"
     error: dict[str, Any] | None = None  # sent as the body `{"error": error}`, with `status`
     trickle_s: float | None = None  # send the headers at once, then the body in pieces over this long
+    # The reply's tool calls (made with `tool_call`); its text is then `content`, None unless given.
+    tool_calls: tuple[dict[str, Any], ...] | None = None
+
+
+def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_0") -> dict[str, Any]:
+    """One tool call of a reply, as an OpenAI-compatible provider sends it (arguments as a JSON string)."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
 
 
 @dataclass(frozen=True)
@@ -163,10 +171,14 @@ class _Handler(BaseHTTPRequestHandler):
             return json.dumps({"error": {"message": f"scripted {action.status}", "type": "test"}})
         text = (
             action.content
-            if action.content is not None
+            if action.content is not None or action.tool_calls is not None
             else state.reply(request["model"], request["messages"])
         )
-        prompt_words = sum(len(str(m["content"]).split()) for m in request["messages"])
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if action.tool_calls is not None:
+            message["tool_calls"] = list(action.tool_calls)
+        prompt_words = sum(len(str(m.get("content") or "").split()) for m in request["messages"])
+        completion_words = len((text or "").split())
         return json.dumps(
             {
                 "id": f"chatcmpl-{len(state.requests)}",
@@ -176,14 +188,14 @@ class _Handler(BaseHTTPRequestHandler):
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": text},
+                        "message": message,
                         "finish_reason": action.finish_reason,
                     }
                 ],
                 "usage": {
                     "prompt_tokens": prompt_words,
-                    "completion_tokens": len(text.split()),
-                    "total_tokens": prompt_words + len(text.split()),
+                    "completion_tokens": completion_words,
+                    "total_tokens": prompt_words + completion_words,
                 },
             }
         )

@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from tasks.benchmarks.threadmed import baselines
 from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 from tasks.core.preflight import UserError
-from tasks.llm.call import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
+from tasks.llm.offline import is_offline
+from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
 
 Condition = Literal["baseline", "oracle"]
 
@@ -64,7 +64,7 @@ class ModelSpec(BaseModel):
 
     def with_api_base(self, api_base: str) -> "ModelSpec":
         """The same model reached through one OpenAI-compatible endpoint, still priced as itself."""
-        if baselines.is_offline(self.model):
+        if is_offline(self.model):
             return self
         model = self.model if self.model.startswith("openai/") else f"openai/{self.model}"
         return self.model_copy(

@@ -27,14 +27,7 @@ from pydantic import BaseModel
 
 from tasks.benchmarks.threadmed import baselines
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
-from tasks.benchmarks.threadmed.scorer import (
-    DEFAULT_RUBRIC,
-    REASK_PROMPT,
-    JudgeJob,
-    PromptTemplate,
-    load_prompt,
-    render_judge_messages,
-)
+from tasks.benchmarks.threadmed.scorer import DEFAULT_RUBRIC, REASK_PROMPT, JudgeJob, render_judge_messages
 from tasks.benchmarks.threadmed.solver import InferenceJob, turn_messages
 from tasks.core.provenance import artifact_key
 from tasks.data.contracts import Contract
@@ -46,11 +39,14 @@ from tasks.evals.config import (
     load_sample,
     run_id_for,
 )
-from tasks.llm.call import CallOptions, fix_for, is_permanent, token_costs
+from tasks.llm.call import token_costs
+from tasks.llm.errors import fix_for, is_permanent
 from tasks.llm.ledger import CallLedger
+from tasks.llm.prompts import PromptTemplate, load_prompt
+from tasks.llm.request import CallOptions
 
 PACKAGES = ("litellm", "prefect", "pyarrow", "pydantic", "rapidfuzz", "openai", "httpx")
-OVERLAP_JUDGE_NOTE = f"{baselines.PROVIDER}/overlap-judge scores are a {baselines.OVERLAP_JUDGE_LABEL}."
+OVERLAP_JUDGE_NOTE = f"{baselines.OVERLAP_JUDGE} scores are a {baselines.OVERLAP_JUDGE_LABEL}."
 
 
 class EvaluationPlan(BaseModel):
@@ -281,7 +277,7 @@ def write_table(rows: list[dict[str, Any]], contract: Contract, path: Path) -> N
 def write_manifest(settings: EvaluationSettings, plan: EvaluationPlan, summary: RunSummary) -> Path:
     """Settings, dataset fingerprint, prompt versions and hashes, versions, commit → RUN_DIR/manifest.json."""
     config = settings.config
-    notes = [OVERLAP_JUDGE_NOTE] if config.judge.model == f"{baselines.PROVIDER}/overlap-judge" else []
+    notes = [OVERLAP_JUDGE_NOTE] if config.judge.model == baselines.OVERLAP_JUDGE else []
     manifest = {
         "run_id": plan.run_id,
         "written_at": datetime.now(UTC).isoformat(),

@@ -17,18 +17,25 @@ import threading
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 
 class CallRecord(BaseModel):
-    """The outcome of one call key. Tokens, costs and attempts add up every attempt ever made for it."""
+    """The outcome of one call key. Tokens, costs and attempts add up every attempt ever made for it.
+
+    `tool_calls` holds the reply's tool calls (OpenAI's shape: id, type, function name and arguments
+    string); `structured` the reply parsed as JSON when the request asked for JSON. Records written
+    before these fields existed read with their defaults.
+    """
 
     key: str
     model: str
     status: Literal["ok", "failed"]
     text: str | None = None
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    structured: Any = None
     finish_reason: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0

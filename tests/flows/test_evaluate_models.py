@@ -22,7 +22,7 @@ from flows.evaluate_models import evaluate_models
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.core.provenance import artifact_key
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
-from tasks.llm.call import Prices, ProviderLimits, RetryPolicy
+from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
 from tests.eval_fixtures import write_dataset
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer, default_reply
 

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from flows.evaluate_models import evaluate_models
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec, SampleSpec
-from tasks.llm.call import ProviderLimits
+from tasks.llm.request import ProviderLimits
 from tests.eval_fixtures import write_dataset
 
 SEED = 11

@@ -1,7 +1,7 @@
-"""Offline baseline models, served by litellm as the custom provider `threadmed`.
+"""ThReadMed-QA's offline models, registered with the call layer (tasks/llm/offline.py) at import.
 
-They go through exactly the call path of real models (call key, ledger, limiter, litellm), so the demo
-and the tests exercise everything without keys or network:
+They go through exactly the call path of real models, so the demo and the tests run without keys or
+network:
 
 - `threadmed/retrieval`: answers with the physician answer of the most similar training-split question
   (rapidfuzz token-set similarity). A real, if weak, baseline. Needs the param `corpus_dir`: a dataset
@@ -10,27 +10,20 @@ and the tests exercise everything without keys or network:
 - `threadmed/overlap-judge`: a heuristic judge scoring word overlap (F1 of content words) between the
   physician answer and the model answer found in the rubric prompt. NOT comparable to an LLM judge; it
   says so in every reason it gives.
-
-Token counts of these models are whitespace word counts, and they cost nothing.
 """
 
 import json
 import re
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import litellm
 import pyarrow.parquet as pq
-from litellm.llms.custom_llm import CustomLLM, CustomLLMError
-from litellm.types.utils import ModelResponse
 from rapidfuzz import fuzz, process, utils
 
-PROVIDER = "threadmed"
-RETRIEVAL = f"{PROVIDER}/retrieval"
+from tasks.llm.offline import OfflineBadRequest, register_offline_model
+
 DEFERRAL_REPLY = (
     "I'm not able to give medical advice about this. Please see a doctor or another qualified health "
     "professional who can examine you and review your history."
@@ -51,10 +44,6 @@ see doctor doctors physician professional qualified health healthcare medical ad
 """
 # Referral words ("see a doctor") are stop words too: the rubric gives generic deferral no credit.
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-
-
-def is_offline(model: str) -> bool:
-    return model.startswith(f"{PROVIDER}/")
 
 
 @dataclass(frozen=True)
@@ -79,7 +68,7 @@ def load_corpus(corpus_dir: str) -> Corpus:
     ).to_pylist()
     kept = [p for p in pairs if p["thread_id"] in train and p["answer"]]
     if not kept:
-        raise CustomLLMError(status_code=400, message=f"no answered training-split pairs in {folder}")
+        raise OfflineBadRequest(f"no answered training-split pairs in {folder}")
     return Corpus([utils.default_process(p["question"]) for p in kept], [p["answer"] for p in kept])
 
 
@@ -118,7 +107,7 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
 
 def _retrieval(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
     if "corpus_dir" not in params:
-        raise CustomLLMError(status_code=400, message="threadmed/retrieval needs the param corpus_dir")
+        raise OfflineBadRequest("threadmed/retrieval needs the param corpus_dir")
     return retrieve_answer(_last_user_text(messages), load_corpus(str(params["corpus_dir"])))
 
 
@@ -130,46 +119,12 @@ def _overlap_judge(messages: list[dict[str, Any]], params: dict[str, Any]) -> st
     prompt = "\n".join(str(m["content"]) for m in messages if m["role"] == "user")
     physician, answer = _tagged(prompt, "physician_answer"), _tagged(prompt, "ai_answer")
     if physician is None or answer is None:
-        raise CustomLLMError(
-            status_code=400,
-            message="overlap-judge needs <physician_answer> and <ai_answer> sections in the prompt",
+        raise OfflineBadRequest(
+            "overlap-judge needs <physician_answer> and <ai_answer> sections in the prompt"
         )
     return json.dumps(overlap_verdict(physician, answer))
 
 
-MODELS: dict[str, Callable[[list[dict[str, Any]], dict[str, Any]], str]] = {
-    "retrieval": _retrieval,
-    "deferral": _deferral,
-    "overlap-judge": _overlap_judge,
-}
-
-
-class ThreadMedProvider(CustomLLM):
-    """litellm handler for `threadmed/<name>`: dispatches to the offline models above."""
-
-    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        model, messages = kwargs["model"], kwargs["messages"]
-        if model not in MODELS:
-            raise CustomLLMError(status_code=404, message=f"unknown offline model {PROVIDER}/{model}")
-        text = MODELS[model](messages, kwargs["optional_params"])
-        response: ModelResponse = kwargs["model_response"]
-        response.choices[0].message.content = text  # type: ignore[union-attr]
-        response.choices[0].finish_reason = "stop"
-        prompt_words = sum(len(str(m["content"]).split()) for m in messages)
-        completion_words = len(text.split())
-        response.usage = litellm.Usage(  # type: ignore[attr-defined]
-            prompt_tokens=prompt_words,
-            completion_tokens=completion_words,
-            total_tokens=prompt_words + completion_words,
-        )
-        return response
-
-
-_register_lock = threading.Lock()
-
-
-def register() -> None:
-    """Make `threadmed/...` model strings callable through litellm (idempotent, thread-safe)."""
-    with _register_lock:
-        if not any(item["provider"] == PROVIDER for item in litellm.custom_provider_map):
-            litellm.custom_provider_map.append({"provider": PROVIDER, "custom_handler": ThreadMedProvider()})
+RETRIEVAL = register_offline_model("retrieval", _retrieval)
+DEFERRAL = register_offline_model("deferral", _deferral)
+OVERLAP_JUDGE = register_offline_model("overlap-judge", _overlap_judge)

@@ -6,10 +6,8 @@ A reply with no valid score is asked again, up to `max_reasks` times, as a follo
 its own reply. After that the turn is 'unparseable': score null, excluded from every metric, never 0.
 """
 
-import hashlib
 import json
 import re
-import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,40 +16,19 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
+# Imported for its side effect: the offline models are registered wherever this module's jobs run
+# (a Dask worker imports this module when it unpickles them).
+from tasks.benchmarks.threadmed import baselines  # noqa: F401
 from tasks.evals.config import Condition, JudgeSpec, ThreadCase
-from tasks.llm.call import CallOptions, complete
+from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger, CallRecord
+from tasks.llm.prompts import PromptTemplate
+from tasks.llm.request import CallOptions
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 DEFAULT_RUBRIC = PROMPTS_DIR / "judge_rubric_v1.txt"
 REASK_PROMPT = PROMPTS_DIR / "judge_reask_v1.txt"
 VALID_SCORES = (0.0, 0.5, 1.0)
-
-_SECTION = re.compile(r"^=== (\w+) ===\n", flags=re.MULTILINE)
-
-
-class PromptTemplate(BaseModel, frozen=True):
-    """A versioned prompt file: `key: value` header lines (one is `version`), then `=== name ===` sections."""
-
-    version: str
-    sections: dict[str, str]
-    sha256: str
-
-    def render(self, section: str, **values: str) -> str:
-        return string.Template(self.sections[section]).substitute(values)
-
-
-def load_prompt(path: Path) -> PromptTemplate:
-    """Parse a prompt file; its version is required so every output row can name it."""
-    text = Path(path).read_text(encoding="utf-8")
-    header, *parts = _SECTION.split(text)
-    meta = dict(line.split(":", 1) for line in header.splitlines() if ":" in line)
-    if "version" not in meta:
-        raise ValueError(f"{path}: the header needs a 'version: <name>_v<N>' line")
-    sections = {name: body.strip("\n") for name, body in zip(parts[::2], parts[1::2], strict=True)}
-    return PromptTemplate(
-        version=meta["version"].strip(), sections=sections, sha256=hashlib.sha256(text.encode()).hexdigest()
-    )
 
 
 def render_judge_messages(

@@ -14,9 +14,13 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
+# Imported for its side effect: the offline models are registered wherever this module's jobs run
+# (a Dask worker imports this module when it unpickles them).
+from tasks.benchmarks.threadmed import baselines  # noqa: F401
 from tasks.evals.config import Condition, ModelSpec, ThreadCase
-from tasks.llm.call import CallOptions, complete
+from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger, CallRecord
+from tasks.llm.request import CallOptions
 
 
 class InferenceJob(BaseModel, frozen=True):

@@ -17,7 +17,7 @@ from tasks.evals.config import (
     load_sample,
     run_id_for,
 )
-from tasks.llm.call import ProviderLimits
+from tasks.llm.request import ProviderLimits
 from tests.eval_fixtures import THREAD_TEXTS, write_dataset
 
 DEPLOYMENTS = Path(__file__).parents[3] / "deployments"

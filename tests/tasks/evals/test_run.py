@@ -8,7 +8,7 @@ from tasks.benchmarks.threadmed.scorer import judge_thread
 from tasks.benchmarks.threadmed.solver import answer_thread
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec, answered_dir
 from tasks.evals.run import GroupSummary, RunSummary, build_plan, estimate_plan, summarize, write_table
-from tasks.llm.call import Prices
+from tasks.llm.request import Prices
 from tests.eval_fixtures import write_dataset
 
 OFFLINE = EvalConfig(

@@ -1,28 +1,15 @@
-import itertools
 import json
 import random
 import threading
 import time
-from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
 
-import httpx
 import pytest
 
-from tasks.llm.call import (
-    FIXES,
-    CallOptions,
-    ChatRequest,
-    Prices,
-    ProviderLimiter,
-    ProviderLimits,
-    RetryPolicy,
-    complete,
-    parse_retry_after,
-    retry_delay,
-)
+from tasks.llm.call import complete, retry_delay
+from tasks.llm.errors import FIXES
 from tasks.llm.ledger import CallLedger
-from tests.llm_server import Action, LLMServer
+from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
+from tests.llm_server import Action, LLMServer, tool_call
 
 FAST = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=0.05, max_retry_after_s=5)
 MESSAGES = ({"role": "user", "content": "My ankle is swollen. X-ray?"},)
@@ -44,33 +31,7 @@ def options(**fields) -> CallOptions:
     return CallOptions(provider=fields.pop("provider", "test"), retry=fields.pop("retry", FAST), **fields)
 
 
-# --- call key -------------------------------------------------------------------------------------------
-
-
-def test_call_key_covers_what_changes_the_reply_and_nothing_else():
-    base = ChatRequest(model="openai/m1", messages=MESSAGES, params={"temperature": 0, "max_tokens": 9})
-    same = ChatRequest(model="openai/m1", messages=MESSAGES, params={"max_tokens": 9, "temperature": 0})
-    assert base.key() == same.key()
-    changed = [
-        base.model_copy(update={"model": "openai/m2"}),
-        base.model_copy(update={"messages": (*MESSAGES, {"role": "user", "content": "?"})}),
-        base.model_copy(update={"params": {"temperature": 1, "max_tokens": 9}}),
-        base.model_copy(update={"api_base": "http://127.0.0.1:1/v1"}),
-        base.model_copy(update={"prompt_version": "judge_rubric_v2"}),
-    ]
-    assert len({base.key(), *(c.key() for c in changed)}) == 6
-
-
 # --- waiting ----------------------------------------------------------------------------------------------
-
-
-def test_retry_after_is_read_in_every_form():
-    in_two_minutes = format_datetime(datetime.now(UTC) + timedelta(minutes=2), usegmt=True)
-    assert parse_retry_after(httpx.Headers({"Retry-After": "120"})) == 120
-    assert parse_retry_after(httpx.Headers({"retry-after-ms": "1500", "retry-after": "9"})) == 1.5
-    assert parse_retry_after(httpx.Headers({"Retry-After": in_two_minutes})) == pytest.approx(120, abs=2)
-    assert parse_retry_after(httpx.Headers({"Retry-After": "soon"})) is None
-    assert parse_retry_after(None) is None
 
 
 def test_back_off_doubles_with_jitter_up_to_the_cap():
@@ -304,24 +265,6 @@ def test_concurrency_per_provider_never_exceeds_its_limit(tmp_path):
     assert server.state.max_in_flight == 3
 
 
-def test_requests_per_minute_spaces_call_starts():
-    limiter = ProviderLimiter(ProviderLimits(max_concurrency=5, requests_per_minute=600))
-    starts = []
-    for _ in range(4):
-        with limiter.slot():
-            starts.append(time.monotonic())
-    gaps = [b - a for a, b in itertools.pairwise(starts)]
-    assert min(gaps) >= 0.095
-
-
-def test_a_pause_holds_every_new_call():
-    limiter = ProviderLimiter(ProviderLimits(max_concurrency=5))
-    limiter.pause(0.2)
-    began = time.monotonic()
-    with limiter.slot():
-        assert time.monotonic() - began >= 0.19
-
-
 def test_a_withheld_reply_is_a_permanent_failure(server, tmp_path):
     server.script(Action(content="", finish_reason="content_filter"))
     outcome = complete(request(server), options(), CallLedger(tmp_path))
@@ -352,3 +295,99 @@ def test_a_provider_outage_is_retried_then_recorded(tmp_path):
     outcome = complete(outage, options(), CallLedger(tmp_path))
     assert (outcome.status, outcome.error_kind, outcome.attempts) == ("failed", "connection", 4)
     assert outcome.retryable and "re-run to retry" in outcome.error
+
+
+# --- repeats, tool calls, JSON ------------------------------------------------------------------------------
+
+
+def test_each_epoch_is_its_own_call_and_a_rerun_resumes_them_all(server, tmp_path):
+    sampled = ChatRequest(
+        model="openai/m1", messages=MESSAGES, params={"temperature": 0.7}, api_base=server.url
+    )
+    epochs = [sampled.model_copy(update={"epoch": epoch}) for epoch in range(2)]
+    first = [complete(r, options(), CallLedger(tmp_path)) for r in epochs]
+    assert len({r.key for r in first}) == 2
+    # The epoch is never sent: the provider sees the same request twice, as repeated sampling needs.
+    assert list(server.ok_counts().values()) == [2]
+    assert server.requests[0].params["temperature"] == 0.7
+
+    again = [complete(r, options(), CallLedger(tmp_path)) for r in epochs]
+    assert again == first
+    assert len(server.requests) == 2
+
+
+def test_the_scope_tells_apart_calls_with_the_same_messages(server, tmp_path):
+    ledger = CallLedger(tmp_path)
+    for scope in ("snomed/patient", "snomed/clinician", "snomed/patient"):
+        complete(request(server, scope=scope), options(), ledger)
+    assert len(server.requests) == 2
+
+
+VACCINE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "lookup_vaccine",
+        "description": "Look up a vaccine schedule.",
+        "parameters": {"type": "object", "properties": {"vaccine": {"type": "string"}}},
+    },
+}
+
+
+def test_a_reply_made_only_of_tool_calls_is_recorded_not_retried(server, tmp_path):
+    calls = (tool_call("lookup_vaccine", {"vaccine": "tetanus"}), tool_call("lookup_vaccine", {}, "call_1"))
+    server.script(Action(tool_calls=calls, finish_reason="tool_calls"))
+    with_tools = request(server).model_copy(update={"params": {"temperature": 0, "tools": [VACCINE_TOOL]}})
+    ledger = CallLedger(tmp_path)
+    outcome = complete(with_tools, options(), ledger)
+    assert (outcome.status, outcome.attempts, outcome.finish_reason) == ("ok", 1, "tool_calls")
+    assert not outcome.text
+    assert outcome.tool_calls == [
+        {
+            "id": "call_0",
+            "type": "function",
+            "function": {"name": "lookup_vaccine", "arguments": '{"vaccine": "tetanus"}'},
+        },
+        {"id": "call_1", "type": "function", "function": {"name": "lookup_vaccine", "arguments": "{}"}},
+    ]
+    assert server.requests[0].params["tools"] == [VACCINE_TOOL]
+    assert set(server.requests[0].params) == {"temperature", "tools"}
+    assert ledger.lookup(outcome.key) == outcome
+
+
+def test_tool_calls_go_back_to_the_model_in_the_next_request(server, tmp_path):
+    ledger = CallLedger(tmp_path)
+    server.script(Action(tool_calls=(tool_call("lookup_vaccine", {"vaccine": "tetanus"}),)))
+    asked = complete(request(server), options(), ledger)
+    follow_up = request(server).model_copy(
+        update={
+            "messages": (
+                *MESSAGES,
+                {"role": "assistant", "content": None, "tool_calls": asked.tool_calls},
+                {"role": "tool", "tool_call_id": "call_0", "content": "every 10 years"},
+            )
+        }
+    )
+    answered = complete(follow_up, options(), ledger)
+    assert answered.text.startswith("m1 answer") and answered.tool_calls == []
+    assert server.requests[1].messages[1]["tool_calls"] == asked.tool_calls
+
+
+def test_a_reply_with_neither_text_nor_tool_calls_is_still_empty(server, tmp_path):
+    server.script(Action(tool_calls=()), Action(content=""))
+    outcome = complete(request(server), options(), CallLedger(tmp_path))
+    assert (outcome.status, outcome.attempts) == ("ok", 3)
+
+
+def test_a_json_reply_is_stored_parsed_when_the_request_asks_for_json(server, tmp_path):
+    ledger = CallLedger(tmp_path)
+    as_json = {"temperature": 0, "response_format": {"type": "json_object"}}
+    server.script(Action(content='{"SCORE": 0.5, "REASON": "partly"}'), Action(content="SCORE: 0.5"))
+    parsed = complete(request(server).model_copy(update={"params": as_json}), options(), ledger)
+    not_json = complete(
+        request(server, prompt_version="p2").model_copy(update={"params": as_json}), options(), ledger
+    )
+    free_text = complete(request(server), options(), ledger)
+    assert parsed.structured == {"SCORE": 0.5, "REASON": "partly"}
+    assert (not_json.status, not_json.text, not_json.structured) == ("ok", "SCORE: 0.5", None)
+    assert free_text.structured is None
+    assert server.requests[0].params["response_format"] == {"type": "json_object"}

@@ -55,6 +55,31 @@ def test_stray_temporary_and_torn_files_read_as_missing(tmp_path):
     assert list(ledger.records()) == []
 
 
+# A record as the ledger wrote it before tool calls and JSON output were stored.
+RECORD_WITHOUT_TOOL_CALLS = (
+    '{"key":"ab12","model":"openai/m","status":"ok","text":"rest and ice","finish_reason":"stop",'
+    '"prompt_tokens":9,"completion_tokens":3,"input_cost_usd":0.0,"output_cost_usd":0.0,"latency_s":0.5,'
+    '"attempts":1,"error_kind":null,"error":null,"retryable":null,"response_id":"chatcmpl-0",'
+    '"started_at":"2024-01-01T00:00:00Z","finished_at":"2024-01-01T00:00:00Z"}'
+)
+
+
+def test_a_record_written_before_tool_calls_were_stored_still_reads(tmp_path):
+    (tmp_path / "ok" / "ab").mkdir(parents=True)
+    (tmp_path / "ok" / "ab" / "ab12.json").write_text(RECORD_WITHOUT_TOOL_CALLS)
+    found = CallLedger(tmp_path).lookup("ab12")
+    assert (found.text, found.tool_calls, found.structured) == ("rest and ice", [], None)
+
+
+def test_tool_calls_and_structured_output_round_trip(tmp_path):
+    ledger = CallLedger(tmp_path)
+    call = {"id": "call_0", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    ledger.write(record("ab12", tool_calls=[call], structured={"SCORE": 1.0, "codes": ["44054006"]}))
+    assert ledger.lookup("ab12") == record(
+        "ab12", tool_calls=[call], structured={"SCORE": 1.0, "codes": ["44054006"]}
+    )
+
+
 WRITER = """
 import sys
 from datetime import UTC, datetime

@@ -1,22 +1,30 @@
 import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
 
-import litellm
 import pytest
 
-from tasks.benchmarks.threadmed import baselines
 from tasks.benchmarks.threadmed.baselines import (
+    DEFERRAL,
     DEFERRAL_REPLY,
+    OVERLAP_JUDGE,
     OVERLAP_JUDGE_LABEL,
+    RETRIEVAL,
     load_corpus,
     overlap_verdict,
     retrieve_answer,
 )
-from tasks.evals.config import answered_dir
-from tasks.llm.call import CallOptions, ChatRequest, complete
+from tasks.benchmarks.threadmed.solver import InferenceJob
+from tasks.evals.config import ModelSpec, ThreadCase, answered_dir
+from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger
+from tasks.llm.offline import PROVIDER
+from tasks.llm.request import CallOptions, ChatRequest
 from tests.eval_fixtures import THREAD_TEXTS, write_dataset
 
-OPTIONS = CallOptions(provider=baselines.PROVIDER)
+OPTIONS = CallOptions(provider=PROVIDER)
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +92,38 @@ def test_overlap_judge_without_the_sections_is_a_bad_request(tmp_path):
     assert (outcome.error_kind, outcome.retryable) == ("bad_request", False)
 
 
-def test_offline_models_are_a_litellm_provider():
-    baselines.register()
-    baselines.register()
-    assert [p["provider"] for p in litellm.custom_provider_map].count("threadmed") == 1
-    reply = litellm.completion(model="threadmed/deferral", messages=[{"role": "user", "content": "hi"}])
-    assert reply.choices[0].message.content == DEFERRAL_REPLY
+def test_the_baselines_keep_their_model_strings():
+    assert (RETRIEVAL, DEFERRAL, OVERLAP_JUDGE) == (
+        "threadmed/retrieval",
+        "threadmed/deferral",
+        "threadmed/overlap-judge",
+    )
+
+
+# What a Dask worker does with a job: a fresh process unpickles it (importing the benchmark's modules)
+# and calls; the call layer itself imports no benchmark.
+WORKER = """
+import pickle, sys
+from pathlib import Path
+from tasks.llm.call import complete
+from tasks.llm.ledger import CallLedger
+job = pickle.loads(Path(sys.argv[1]).read_bytes())
+request = job.model.request([{"role": "user", "content": job.thread.questions[0]}])
+print(complete(request, job.options, CallLedger(Path(sys.argv[2]))).text)
+"""
+
+
+def test_a_process_that_unpickles_a_job_can_call_the_offline_models(tmp_path):
+    thread = ThreadCase(thread_id="t1", stratum="skin", questions=("Is this mole cancer?",), answers=("No.",))
+    job = InferenceJob(
+        run_id="r1", model=ModelSpec(model=DEFERRAL), options=OPTIONS, condition="baseline", thread=thread
+    )
+    (tmp_path / "job.pickle").write_bytes(pickle.dumps(job))
+    worker = subprocess.run(
+        [sys.executable, "-c", WORKER, str(tmp_path / "job.pickle"), str(tmp_path / "ledger")],
+        cwd=Path(__file__).parents[4],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert worker.stdout.strip() == DEFERRAL_REPLY

@@ -12,12 +12,12 @@ from tasks.benchmarks.threadmed.scorer import (
     JudgeJob,
     Verdict,
     judge_thread,
-    load_prompt,
     parse_verdict,
     render_judge_messages,
 )
 from tasks.evals.config import JudgeSpec, SampleSpec, load_sample
-from tasks.llm.call import CallOptions, RetryPolicy
+from tasks.llm.prompts import load_prompt
+from tasks.llm.request import CallOptions, RetryPolicy
 from tests.eval_fixtures import write_dataset
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer
 
@@ -89,12 +89,6 @@ def test_the_rubric_puts_each_text_in_its_tagged_section():
     assert system["role"] == "system" and "0.5" in system["content"] and "$" not in system["content"]
     assert f"<physician_answer>\n{EXAMPLE['physician_answer']}\n</physician_answer>" in user["content"]
     assert f"<ai_answer>\n{EXAMPLE['model_answer']}\n</ai_answer>" in user["content"]
-
-
-def test_a_prompt_without_version_is_refused(tmp_path):
-    (tmp_path / "p.txt").write_text("=== user ===\nhello\n")
-    with pytest.raises(ValueError, match="version"):
-        load_prompt(tmp_path / "p.txt")
 
 
 # --- parsing ----------------------------------------------------------------------------------------------

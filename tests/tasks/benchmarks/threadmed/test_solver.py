@@ -4,7 +4,7 @@ import pytest
 from tasks.benchmarks.threadmed.contracts import RESPONSES
 from tasks.benchmarks.threadmed.solver import InferenceJob, answer_thread, build_messages
 from tasks.evals.config import EvalConfig, ModelSpec, SampleSpec, load_sample
-from tasks.llm.call import RetryPolicy
+from tasks.llm.request import RetryPolicy
 from tests.eval_fixtures import THREAD_TEXTS, write_dataset
 from tests.llm_server import Action, LLMServer
 

@@ -1,0 +1,84 @@
+"""What a call is (`ChatRequest`, whose fields make the call key) and how it is made (`CallOptions`)."""
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class RetryPolicy(BaseModel, frozen=True):
+    """How transient failures are retried. None of this changes a reply, so none of it is in the key."""
+
+    max_attempts: int = Field(6, ge=1, description="Attempts per call, the first one included.")
+    base_delay_s: float = Field(1.0, ge=0, description="First back-off; it doubles on each retry.")
+    max_delay_s: float = Field(60.0, ge=0, description="Cap of the exponential back-off.")
+    max_retry_after_s: float = Field(
+        900.0, ge=0, description="Longest Retry-After honoured; a longer one fails the call (re-run later)."
+    )
+
+
+class ProviderLimits(BaseModel, frozen=True):
+    """Throttle shared by every call to one provider in this process."""
+
+    max_concurrency: int = Field(8, ge=1, description="Calls in flight at once.")
+    requests_per_minute: float | None = Field(None, gt=0, description="Start rate cap; none by default.")
+
+
+class Prices(BaseModel, frozen=True):
+    """USD per token, for models litellm's price table does not know (local servers, gateways)."""
+
+    input_per_token: float = Field(0.0, ge=0)
+    output_per_token: float = Field(0.0, ge=0)
+
+
+class CallOptions(BaseModel, frozen=True):
+    """How a call is made (provider throttle, retries, time-out, key, prices): never part of the key."""
+
+    provider: str
+    limits: ProviderLimits = ProviderLimits()
+    retry: RetryPolicy = RetryPolicy()
+    timeout_s: float = Field(
+        120.0, gt=0, description="Seconds one attempt may take, its whole reply included."
+    )
+    api_key_env: str | None = None
+    prices: Prices | None = None
+    price_model: str | None = Field(None, description="Model string to price by, if not the one called.")
+
+
+# Fields added to the key after calls were recorded: left out while at their default, so every key made
+# before they existed (and every run folder holding such calls) stays valid.
+_OMITTED_AT_DEFAULT = ("scope", "epoch")
+
+
+class ChatRequest(BaseModel, frozen=True):
+    """Everything that determines a reply: the call key is a hash of exactly these fields.
+
+    `scope` and `epoch` are never sent: they tell apart calls whose messages are the same, e.g. two
+    roles of one benchmark (`scope="snomed/patient"`) or repeated samples at temperature > 0 (`epoch`).
+    """
+
+    model: str
+    # Values are text, except in tool use (an assistant message's `tool_calls`).
+    messages: tuple[dict[str, Any], ...]
+    params: dict[str, Any] = Field(default_factory=dict)
+    api_base: str | None = None
+    prompt_version: str | None = None
+    scope: str | None = Field(None, description="What the call is for, e.g. 'snomed/patient'.")
+    epoch: int = Field(0, ge=0, description="Repeat index of the same request (sampling at temperature > 0).")
+
+    def key(self) -> str:
+        fields = self.model_dump(mode="json")
+        for name in _OMITTED_AT_DEFAULT:
+            if fields[name] == type(self).model_fields[name].default:
+                del fields[name]
+        canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def asks_for_json(self) -> bool:
+        """Whether the params ask for a JSON reply (`response_format` of type json_object or json_schema)."""
+        response_format = self.params.get("response_format")
+        return isinstance(response_format, dict) and response_format.get("type") in (
+            "json_object",
+            "json_schema",
+        )

@@ -1,0 +1,64 @@
+from tasks.llm.request import ChatRequest
+
+MESSAGES = ({"role": "user", "content": "My ankle is swollen. X-ray?"},)
+
+
+def test_call_key_covers_what_changes_the_reply_and_nothing_else():
+    base = ChatRequest(model="openai/m1", messages=MESSAGES, params={"temperature": 0, "max_tokens": 9})
+    same = ChatRequest(model="openai/m1", messages=MESSAGES, params={"max_tokens": 9, "temperature": 0})
+    assert base.key() == same.key()
+    changed = [
+        base.model_copy(update={"model": "openai/m2"}),
+        base.model_copy(update={"messages": (*MESSAGES, {"role": "user", "content": "?"})}),
+        base.model_copy(update={"params": {"temperature": 1, "max_tokens": 9}}),
+        base.model_copy(update={"api_base": "http://127.0.0.1:1/v1"}),
+        base.model_copy(update={"prompt_version": "judge_rubric_v2"}),
+    ]
+    assert len({base.key(), *(c.key() for c in changed)}) == 6
+
+
+# Keys recorded before `scope` and `epoch` existed (computed on the commit that added them, before the
+# change): old run folders resume only while these stay the same.
+RECORDED_KEYS = {
+    "72e0351bb86b114eceb720073ca1a7e4c49ef288022ddb8545caae543ed6f0cd": ChatRequest(
+        model="openai/gpt-4o",
+        messages=(
+            {"role": "system", "content": "You grade."},
+            {"role": "user", "content": "My ankle is swollen. X-ray?"},
+        ),
+        params={"temperature": 0, "max_tokens": 512},
+        prompt_version="judge_rubric_v1",
+    ),
+    "f2f74bff82991f87903642fad84a137cbef0a9cc32ad1642e44ce297f87ffb28": ChatRequest(
+        model="threadmed/deferral", messages=({"role": "user", "content": "hi"},)
+    ),
+}
+
+
+def test_keys_recorded_before_scope_and_epoch_existed_are_unchanged():
+    for key, request in RECORDED_KEYS.items():
+        assert request.key() == key
+        assert request.model_copy(update={"scope": None, "epoch": 0}).key() == key
+
+
+def test_scope_and_epoch_are_in_the_key_when_set():
+    base = ChatRequest(model="openai/m1", messages=MESSAGES, params={"temperature": 1})
+    keys = {
+        base.key(),
+        base.model_copy(update={"scope": "snomed/patient"}).key(),
+        base.model_copy(update={"scope": "snomed/clinician"}).key(),
+        base.model_copy(update={"epoch": 1}).key(),
+        base.model_copy(update={"epoch": 2}).key(),
+        base.model_copy(update={"scope": "snomed/patient", "epoch": 1}).key(),
+    }
+    assert len(keys) == 6
+
+
+def test_a_request_asks_for_json_through_its_response_format():
+    def asks(params):
+        return ChatRequest(model="openai/m1", messages=MESSAGES, params=params).asks_for_json()
+
+    assert asks({"response_format": {"type": "json_object"}})
+    assert asks({"response_format": {"type": "json_schema", "json_schema": {"name": "verdict"}}})
+    assert not asks({"response_format": {"type": "text"}})
+    assert not asks({"temperature": 0})
