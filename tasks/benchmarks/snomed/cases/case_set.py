@@ -1,0 +1,177 @@
+"""A case set: cases from any source, split and sampled by seeded hashes, written as `cases.parquet` plus
+`manifest.json`. Same input and settings, same bytes: cases are sorted by id and nothing holds a clock."""
+
+import hashlib
+import itertools
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow.parquet as pq
+from prefect import task
+
+from tasks.benchmarks.snomed.case import Case
+from tasks.benchmarks.snomed.cases.fhir import read_fhir_cases
+from tasks.benchmarks.snomed.cases.omop import read_omop_cases
+from tasks.benchmarks.snomed.cases.reference import read_reference_cases
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
+from tasks.benchmarks.snomed.cases.synthea_csv import read_synthea_csv_cases
+from tasks.benchmarks.snomed.contracts import cases_to_table
+from tasks.benchmarks.snomed.vocabulary import (
+    Vocabulary,
+    add_gold_codes,
+    derive_synthea_vocabulary,
+    synthea_version,
+    vocabulary_fingerprint,
+)
+
+READERS = {
+    "fhir": read_fhir_cases,
+    "synthea_csv": read_synthea_csv_cases,
+    "omop": read_omop_cases,
+    "reference": read_reference_cases,
+}
+CASES_FILE, MANIFEST_FILE = "cases.parquet", "manifest.json"
+DUCKDB_SUFFIXES = (".duckdb", ".db", ".ddb")
+
+
+def detect_source_format(path: Path) -> SourceFormat:
+    """A reference JSON file, an OMOP DuckDB file, or a Synthea CSV, OMOP table or FHIR bundle folder."""
+    if path.is_file():
+        if path.suffix == ".json":
+            return "reference"
+        if path.suffix in DUCKDB_SUFFIXES:
+            return "omop"
+    elif path.is_dir():
+        if (path / "patients.csv").exists():
+            return "synthea_csv"
+        if (path / "person.csv").exists() or (path / "person.parquet").exists():
+            return "omop"
+        if any(path.glob("*.json")):
+            return "fhir"
+    raise ValueError(
+        f"cannot tell the format of {path}: expected a reference .json file, an OMOP .duckdb file, "
+        "or a folder with patients.csv (Synthea CSV), person.csv/.parquet (OMOP) or *.json bundles (FHIR)"
+    )
+
+
+def unit_hash(seed: int, purpose: str, key: str) -> float:
+    """A number in [0, 1) fixed by seed, purpose and key: the same patient always lands the same way."""
+    digest = hashlib.sha256(f"{seed}:{purpose}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def finish_case_set(cases: list[Case], settings: CaseSetSettings) -> list[Case]:
+    """Sort by case id (refusing duplicates), keep the seeded sample, and assign each case its split."""
+    ordered = sorted(cases, key=lambda c: c.case_id)
+    duplicates = sorted({a.case_id for a, b in itertools.pairwise(ordered) if a.case_id == b.case_id})
+    if duplicates:
+        raise ValueError(f"duplicate case ids: {duplicates[:5]}")
+    if settings.sample_size is not None:
+        chosen = sorted(ordered, key=lambda c: unit_hash(settings.seed, "sample", c.patient_id))
+        keep = {c.case_id for c in chosen[: settings.sample_size]}
+        ordered = [c for c in ordered if c.case_id in keep]
+    return [
+        case.model_copy(
+            update={
+                "split": "train"
+                if unit_hash(settings.seed, "split", case.patient_id) < settings.train_share
+                else "test"
+            }
+        )
+        for case in ordered
+    ]
+
+
+def source_fingerprint(path: Path) -> str:
+    """sha256 over a file's bytes, or over a folder's top-level file names and bytes in name order."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
+    for file in files:
+        digest.update(file.name.encode() + b"\0")
+        with file.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def case_set_vocabulary(cases: list[Case], modules_vocabulary: Vocabulary) -> Vocabulary:
+    """The Synthea modules' condition codes plus the case set's own gold codes."""
+    gold = (
+        (code, display) for c in cases for code, display in zip(c.gold_codes, c.gold_displays, strict=True)
+    )
+    return add_gold_codes(modules_vocabulary, gold)
+
+
+def case_set_counts(cases: list[Case]) -> dict[str, int]:
+    return {
+        "cases": len(cases),
+        "train": sum(c.split == "train" for c in cases),
+        "test": sum(c.split == "test" for c in cases),
+        "cases_without_gold": sum(not c.gold_codes for c in cases),
+        "gold_codes": sum(len(c.gold_codes) for c in cases),
+        "distinct_gold_codes": len({code for c in cases for code in c.gold_codes}),
+        "conditions": sum(len(c.conditions) for c in cases),
+        "observations": sum(len(c.observations) for c in cases),
+    }
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def write_cases_parquet(cases: list[Case], path: Path) -> str:
+    """Write the cases (already in their final order) atomically; return the file's sha256."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    pq.write_table(cases_to_table(cases), temporary, compression="zstd")
+    os.replace(temporary, path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def case_set_manifest(
+    cases: list[Case],
+    source: Path,
+    source_format: SourceFormat,
+    settings: CaseSetSettings,
+    vocabulary: Vocabulary,
+    cases_sha256: str,
+) -> dict[str, Any]:
+    return {
+        "table": "cases",
+        "cases_sha256": cases_sha256,
+        "source": {"path": str(source), "format": source_format, "fingerprint": source_fingerprint(source)},
+        "settings": settings.model_dump(mode="json"),
+        "counts": case_set_counts(cases),
+        "vocabulary": {
+            "fingerprint": vocabulary_fingerprint(vocabulary),
+            "codes": len(vocabulary),
+            "synthea_version": synthea_version(),
+        },
+    }
+
+
+def build_cases(
+    source: Path, source_format: SourceFormat, settings: CaseSetSettings, modules_vocabulary: Vocabulary
+) -> list[Case]:
+    """Read the source in its format -> the finished, sorted, sampled and split cases."""
+    return finish_case_set(READERS[source_format](source, settings, modules_vocabulary), settings)
+
+
+@task(name="build-snomed-case-set")
+def build_case_set(
+    source: str, out_dir: str, settings: CaseSetSettings, source_format: SourceFormat | None = None
+) -> str:
+    """Source records -> `<out_dir>/cases.parquet` and `manifest.json` (written last); return out_dir."""
+    source_path, out_path = Path(source).resolve(), Path(out_dir)
+    source_format = source_format or detect_source_format(source_path)
+    modules_vocabulary = derive_synthea_vocabulary()
+    cases = build_cases(source_path, source_format, settings, modules_vocabulary)
+    out_path.mkdir(parents=True, exist_ok=True)
+    cases_sha256 = write_cases_parquet(cases, out_path / CASES_FILE)
+    vocabulary = case_set_vocabulary(cases, modules_vocabulary)
+    manifest = case_set_manifest(cases, source_path, source_format, settings, vocabulary, cases_sha256)
+    write_bytes_atomic(out_path / MANIFEST_FILE, orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    return str(out_path)

@@ -1,0 +1,184 @@
+"""A patient's whole record as a source gives it, and the one function that turns it into a Case.
+
+Each reader (FHIR, Synthea CSV, OMOP) only translates its format into a `PatientRecord`; reading the
+record at the reference date, keeping the latest observation per kind and choosing the gold set happen
+here, once, so the formats cannot drift apart.
+"""
+
+from collections.abc import Iterable
+from datetime import date
+
+from pydantic import BaseModel
+
+from tasks.benchmarks.snomed.case import (
+    Case,
+    ObservationKind,
+    RecordCondition,
+    RecordItem,
+    RecordObservation,
+)
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
+from tasks.benchmarks.snomed.vocabulary import Vocabulary, semantic_tag
+
+OBSERVATION_KINDS: dict[str, ObservationKind] = {
+    "vital-signs": "vital",
+    "laboratory": "lab",
+    "survey": "survey",
+}
+
+
+class SourceCondition(BaseModel, frozen=True):
+    """One episode of a condition: a code can recur (viral sinusitis), each episode with its own dates."""
+
+    code: str
+    display: str
+    onset: date | None = None
+    stop: date | None = None
+
+
+class SourceItem(BaseModel, frozen=True):
+    """A medication or an allergy with the dates it held; no stop means still current."""
+
+    code: str
+    display: str
+    start: date | None = None
+    stop: date | None = None
+
+
+class PatientRecord(BaseModel, frozen=True):
+    patient_id: str
+    birth_date: date | None
+    sex: str | None
+    last_record_date: date | None
+    conditions: tuple[SourceCondition, ...] = ()
+    observations: tuple[RecordObservation, ...] = ()
+    medications: tuple[SourceItem, ...] = ()
+    allergies: tuple[SourceItem, ...] = ()
+
+
+def observation_kind(category: str | None) -> ObservationKind:
+    """FHIR observation category code (`vital-signs`, `laboratory`, `survey`) -> the case's kind."""
+    return OBSERVATION_KINDS.get((category or "").strip().lower(), "other")
+
+
+def normalize_sex(value: str | None) -> str | None:
+    """`male`/`M`/`female`/`F` (any case) -> `male`/`female`; anything else -> None."""
+    return {"m": "male", "male": "male", "f": "female", "female": "female"}.get((value or "").strip().lower())
+
+
+def age_in_years(birth_date: date | None, on: date | None) -> int | None:
+    if birth_date is None or on is None:
+        return None
+    return on.year - birth_date.year - ((on.month, on.day) < (birth_date.month, birth_date.day))
+
+
+def is_on_or_before(day: date | None, reference_date: date | None) -> bool:
+    """Undated facts and any fact when there is no reference date belong to the record."""
+    return day is None or reference_date is None or day <= reference_date
+
+
+def condition_tag(display: str, code: str, vocabulary: Vocabulary | None) -> str | None:
+    """The display's own tag, else the vocabulary's, else None (unknown)."""
+    entry = (vocabulary or {}).get(code)
+    return semantic_tag(display) or (entry.semantic_tag if entry else None)
+
+
+def conditions_at(
+    episodes: Iterable[SourceCondition], reference_date: date | None, vocabulary: Vocabulary | None
+) -> tuple[RecordCondition, ...]:
+    """One condition per code as known at the reference date, ordered by onset then code.
+
+    Episodes starting after the reference date are unknown yet. A code is active when any known episode
+    has no stop before the reference date; its `stop` is then None (a later stop is not known yet),
+    otherwise the last stop. Onset is the first episode's, display the first episode's.
+    """
+    by_code: dict[str, list[SourceCondition]] = {}
+    for episode in episodes:
+        if is_on_or_before(episode.onset, reference_date):
+            by_code.setdefault(episode.code, []).append(episode)
+    conditions = []
+    for code, known in by_code.items():
+        known.sort(key=lambda e: (e.onset or date.min, e.stop or date.max, e.display))
+        stops = [e.stop for e in known]
+        is_active = any(
+            stop is None or (reference_date is not None and stop >= reference_date) for stop in stops
+        )
+        display = known[0].display or ((vocabulary or {}).get(code) or known[0]).display or code
+        conditions.append(
+            RecordCondition(
+                code=code,
+                display=display,
+                onset=known[0].onset,
+                stop=None if is_active else max(s for s in stops if s is not None),
+                semantic_tag=condition_tag(display, code, vocabulary),
+            )
+        )
+    return tuple(sorted(conditions, key=lambda c: (c.onset or date.min, c.code)))
+
+
+def gold_conditions(
+    conditions: Iterable[RecordCondition], settings: CaseSetSettings
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(gold codes, sorted and unique; their displays): conditions in scope whose tag is kept or unknown."""
+    gold = {
+        c.code: c.display
+        for c in conditions
+        if (settings.gold_scope == "all" or c.stop is None)
+        and (c.semantic_tag is None or c.semantic_tag in settings.gold_tags)
+    }
+    codes = tuple(sorted(gold))
+    return codes, tuple(gold[code] for code in codes)
+
+
+def latest_observations(
+    observations: Iterable[RecordObservation], reference_date: date | None, max_observations: int | None
+) -> tuple[RecordObservation, ...]:
+    """The latest value per observation code at the reference date, most recent first then by code, capped."""
+    latest: dict[str, RecordObservation] = {}
+    for item in observations:
+        if not is_on_or_before(item.observed_on, reference_date):
+            continue
+        held = latest.get(item.code)
+        # Same-day readings are ordered by value so the choice never depends on input order.
+        if held is None or _observation_order(item) > _observation_order(held):
+            latest[item.code] = item
+    ordered = sorted(latest.values(), key=lambda o: (-(o.observed_on or date.min).toordinal(), o.code))
+    return tuple(ordered if max_observations is None else ordered[:max_observations])
+
+
+def _observation_order(item: RecordObservation) -> tuple[date, str, str]:
+    return (item.observed_on or date.min, item.value, item.unit or "")
+
+
+def current_items(items: Iterable[SourceItem], reference_date: date | None) -> tuple[RecordItem, ...]:
+    """Items started by the reference date and not stopped before it, one per code, sorted by code."""
+    current = {
+        item.code: RecordItem(code=item.code, display=item.display)
+        for item in sorted(items, key=lambda i: (i.code, i.start or date.min, i.display))
+        if is_on_or_before(item.start, reference_date)
+        and (item.stop is None or reference_date is None or item.stop >= reference_date)
+    }
+    return tuple(current[code] for code in sorted(current))
+
+
+def build_case(
+    record: PatientRecord, source: SourceFormat, settings: CaseSetSettings, vocabulary: Vocabulary | None
+) -> Case:
+    """Read one record at the settings' reference date (else its last record date) -> a Case (split: test)."""
+    reference_date = settings.reference_date or record.last_record_date
+    conditions = conditions_at(record.conditions, reference_date, vocabulary)
+    gold_codes, gold_displays = gold_conditions(conditions, settings)
+    return Case(
+        case_id=record.patient_id,
+        source=source,
+        patient_id=record.patient_id,
+        reference_date=reference_date,
+        age_years=age_in_years(record.birth_date, reference_date),
+        sex=normalize_sex(record.sex),
+        conditions=conditions,
+        observations=latest_observations(record.observations, reference_date, settings.max_observations),
+        medications=current_items(record.medications, reference_date),
+        allergies=current_items(record.allergies, reference_date),
+        gold_codes=gold_codes,
+        gold_displays=gold_displays,
+    )

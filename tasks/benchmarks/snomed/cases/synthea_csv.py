@@ -1,0 +1,177 @@
+"""Synthea's CSV export folder (`output/csv/`, Synthea's column names) -> PatientRecords -> Cases.
+
+DuckDB reads every file as text (Synthea writes dates both as `2019-02-17` and `2019-02-17T05:07:38Z`);
+only the latest observation rows per patient and code, at the reference date, leave DuckDB.
+"""
+
+from pathlib import Path
+
+import duckdb
+
+from tasks.benchmarks.snomed.case import Case, RecordObservation
+from tasks.benchmarks.snomed.cases.records import (
+    PatientRecord,
+    SourceCondition,
+    SourceItem,
+    build_case,
+    observation_kind,
+)
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
+from tasks.benchmarks.snomed.cases.tables import ensure_table, load_table_file, rows_by_patient
+from tasks.benchmarks.snomed.vocabulary import Vocabulary
+
+# The columns each file must give (optional ones are added as nulls when an older Synthea left them out).
+SYNTHEA_CSV_COLUMNS = {
+    "patients": ("Id", "BIRTHDATE", "GENDER"),
+    "encounters": ("Id", "START", "PATIENT"),
+    "conditions": ("START", "STOP", "PATIENT", "SYSTEM", "CODE", "DESCRIPTION"),
+    "observations": ("DATE", "PATIENT", "CATEGORY", "CODE", "DESCRIPTION", "VALUE", "UNITS"),
+    "medications": ("START", "STOP", "PATIENT", "CODE", "DESCRIPTION"),
+    "allergies": ("START", "STOP", "PATIENT", "CODE", "DESCRIPTION"),
+}
+REQUIRED_FILES = ("patients", "conditions")
+
+PATIENTS_SQL = """
+with
+
+record_dates as (
+    select PATIENT as patient_id, START as day from encounters
+    union all select PATIENT, START from conditions
+    union all select PATIENT, DATE from observations
+    union all select PATIENT, START from medications
+    union all select PATIENT, START from allergies
+),
+
+last_dates as (
+    select patient_id, max(try_cast(left(day, 10) as date)) as last_record_date
+    from record_dates
+    group by patient_id
+),
+
+patient_rows as (
+    select
+        patients.Id as patient_id,
+        try_cast(left(patients.BIRTHDATE, 10) as date) as birth_date,
+        patients.GENDER as sex,
+        last_dates.last_record_date,
+        coalesce($reference_date, last_dates.last_record_date) as reference_date
+    from patients
+    left join last_dates on last_dates.patient_id = patients.Id
+)
+
+select * from patient_rows
+"""
+
+CONDITIONS_SQL = """
+select
+    PATIENT as patient_id,
+    CODE as code,
+    coalesce(DESCRIPTION, '') as display,
+    try_cast(left(START, 10) as date) as onset,
+    try_cast(left(STOP, 10) as date) as stop
+from conditions
+where SYSTEM is null or SYSTEM in ('SNOMED-CT', 'SNOMED CT', 'http://snomed.info/sct')
+order by all
+"""
+
+# Every row of the latest date per patient and code (same-day ties are settled in Python, by value).
+LATEST_OBSERVATIONS_SQL = """
+with
+
+dated as (
+    select
+        observations.PATIENT as patient_id,
+        observations.CODE as code,
+        coalesce(observations.DESCRIPTION, observations.CODE) as display,
+        observations.VALUE as value,
+        nullif(observations.UNITS, '') as unit,
+        try_cast(left(observations.DATE, 10) as date) as observed_on,
+        observations.CATEGORY as category,
+        patient_rows.reference_date
+    from observations
+    inner join patient_rows on patient_rows.patient_id = observations.PATIENT
+    where observations.VALUE is not null and observations.VALUE <> ''
+),
+
+latest as (
+    select patient_id, code, display, value, unit, observed_on, category
+    from dated
+    where reference_date is null or observed_on is null or observed_on <= reference_date
+    qualify observed_on = max(observed_on) over (partition by patient_id, code)
+)
+
+select * from latest order by all
+"""
+
+ITEMS_SQL = """
+select
+    PATIENT as patient_id,
+    CODE as code,
+    coalesce(DESCRIPTION, CODE) as display,
+    try_cast(left(START, 10) as date) as start,
+    try_cast(left(STOP, 10) as date) as stop
+from {table}
+order by all
+"""
+
+
+def load_synthea_csv(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
+    """Load the export's files as text tables named after them; missing optional files become empty tables."""
+    for name, columns in SYNTHEA_CSV_COLUMNS.items():
+        if not load_table_file(con, name, folder, all_varchar=True) and name in REQUIRED_FILES:
+            raise FileNotFoundError(f"{folder} has no {name}.csv: not a Synthea CSV export folder")
+        ensure_table(con, name, [f"{column} varchar" for column in columns])
+
+
+def read_synthea_csv_records(folder: Path, settings: CaseSetSettings) -> list[PatientRecord]:
+    """A Synthea CSV export folder -> one PatientRecord per row of patients.csv, sorted by patient id."""
+    with duckdb.connect() as con:
+        load_synthea_csv(con, folder)
+        con.execute(
+            f"create table patient_rows as {PATIENTS_SQL}", {"reference_date": settings.reference_date}
+        )
+        patients = con.execute(
+            "select patient_id, birth_date, sex, last_record_date from patient_rows"
+        ).fetchall()
+        conditions = rows_by_patient(con.execute(CONDITIONS_SQL).fetchall())
+        observations = rows_by_patient(con.execute(LATEST_OBSERVATIONS_SQL).fetchall())
+        medications = rows_by_patient(con.execute(ITEMS_SQL.format(table="medications")).fetchall())
+        allergies = rows_by_patient(con.execute(ITEMS_SQL.format(table="allergies")).fetchall())
+    records = []
+    for patient_id, birth_date, sex, last_record_date in sorted(patients):
+        records.append(
+            PatientRecord(
+                patient_id=patient_id,
+                birth_date=birth_date,
+                sex=sex,
+                last_record_date=last_record_date,
+                conditions=tuple(
+                    SourceCondition(code=c, display=d, onset=on, stop=off)
+                    for c, d, on, off in conditions.get(patient_id, [])
+                ),
+                observations=tuple(
+                    RecordObservation(
+                        code=c, display=d, value=v, unit=u, observed_on=on, kind=observation_kind(category)
+                    )
+                    for c, d, v, u, on, category in observations.get(patient_id, [])
+                ),
+                medications=tuple(
+                    SourceItem(code=c, display=d, start=on, stop=off)
+                    for c, d, on, off in medications.get(patient_id, [])
+                ),
+                allergies=tuple(
+                    SourceItem(code=c, display=d, start=on, stop=off)
+                    for c, d, on, off in allergies.get(patient_id, [])
+                ),
+            )
+        )
+    return records
+
+
+def read_synthea_csv_cases(
+    folder: Path, settings: CaseSetSettings, vocabulary: Vocabulary | None = None
+) -> list[Case]:
+    """A Synthea CSV export folder -> one Case per patient, sorted by patient id."""
+    return [
+        build_case(r, "synthea_csv", settings, vocabulary) for r in read_synthea_csv_records(folder, settings)
+    ]

@@ -1,0 +1,133 @@
+"""The clinician's final answer: find it, parse its SNOMED codes, check them against a vocabulary.
+
+Pure functions. A reply without a final-answer line parses to None; a final answer naming no code parses
+to an empty tuple, so "the model did not answer" and "the model answered: nothing" stay apart.
+"""
+
+import json
+import re
+from collections.abc import Collection, Iterable, Sequence
+from typing import Literal, NamedTuple
+
+CodeStatus = Literal["valid", "invalid", "malformed"]
+MIN_CODE_DIGITS, MAX_CODE_DIGITS = 6, 18
+
+# `<Final Answer>` anywhere (models wrap it in prose or bold), or a bare `Final Answer:` opening a line,
+# so that a question that merely mentions "final answer" is not taken for one.
+_MARKER = re.compile(
+    r"<\s*final[\s_-]*answer\s*>[\s*_`]*:?|^[\s>#*_`-]*final[\s_-]*answer[\s*_`]*:",
+    re.IGNORECASE | re.MULTILINE,
+)
+# A digit run not glued to letters or part of a decimal ("CODE123456789" and "440540.06" are not codes).
+_DIGIT_RUN = re.compile(r"(?<![0-9A-Za-z])(?<![0-9]\.)[0-9]+(?![0-9A-Za-z])(?!\.[0-9])")
+_FENCE_OPENING = re.compile(r"^\s*(```[a-z]*\s*)?", re.IGNORECASE)
+
+# Verhoeff's dihedral-group multiplication, position permutation and inverse tables (SNOMED CT's check digit).
+_VERHOEFF_MULTIPLY = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+    (1, 2, 3, 4, 0, 6, 7, 8, 9, 5),
+    (2, 3, 4, 0, 1, 7, 8, 9, 5, 6),
+    (3, 4, 0, 1, 2, 8, 9, 5, 6, 7),
+    (4, 0, 1, 2, 3, 9, 5, 6, 7, 8),
+    (5, 9, 8, 7, 6, 0, 4, 3, 2, 1),
+    (6, 5, 9, 8, 7, 1, 0, 4, 3, 2),
+    (7, 6, 5, 9, 8, 2, 1, 0, 4, 3),
+    (8, 7, 6, 5, 9, 3, 2, 1, 0, 4),
+    (9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+)
+_VERHOEFF_PERMUTE = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+    (1, 5, 7, 6, 2, 8, 3, 0, 9, 4),
+    (5, 8, 0, 3, 7, 9, 6, 1, 4, 2),
+    (8, 9, 1, 6, 0, 4, 3, 5, 2, 7),
+    (9, 4, 5, 3, 1, 2, 6, 8, 7, 0),
+    (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
+    (2, 7, 9, 3, 8, 0, 6, 4, 1, 5),
+    (7, 0, 4, 6, 9, 1, 3, 2, 5, 8),
+)
+
+
+class CodeCheck(NamedTuple):
+    """Predicted codes split by the vocabulary; `malformed` is the part of `invalid` failing Verhoeff."""
+
+    valid: tuple[str, ...]
+    invalid: tuple[str, ...]
+    malformed: tuple[str, ...]
+
+
+def find_final_answer(reply: str) -> str | None:
+    """The text of the last final answer in `reply` (its bracketed list, else the rest of its line)."""
+    markers = list(_MARKER.finditer(reply))
+    if not markers:
+        return None
+    rest = reply[markers[-1].end() :]
+    rest = rest[_FENCE_OPENING.match(rest).end() :]  # type: ignore[union-attr]
+    if rest.startswith("["):
+        return _bracketed(rest)
+    return rest.split("\n", 1)[0].strip().strip("`").strip()
+
+
+def _bracketed(text: str) -> str:
+    """`text` up to the `]` closing its opening `[` (display names may hold brackets), or all of it."""
+    depth = 0
+    for index, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth == 0:
+            return text[: index + 1]
+    return text
+
+
+def parse_codes(answer: str) -> tuple[str, ...]:
+    """Codes of a final answer, in order, once each: every 6-18 digit run, whatever surrounds it.
+
+    This reads `["44054006", "38341003 - Hypertension"]`, `[44054006]` and `44054006, 38341003` alike;
+    a JSON list is read item by item first so that a code is never glued to a neighbour's digits.
+    """
+    try:
+        items = json.loads(answer)
+    except ValueError:
+        items = [answer]
+    texts = [str(item) for item in items] if isinstance(items, list) else [answer]
+    runs = (run for text in texts for run in _DIGIT_RUN.findall(text))
+    return tuple(dict.fromkeys(run for run in runs if MIN_CODE_DIGITS <= len(run) <= MAX_CODE_DIGITS))
+
+
+def parse_final_answer(reply: str) -> tuple[str, ...] | None:
+    """The codes of the reply's final answer; None when the reply has no final-answer line."""
+    answer = find_final_answer(reply)
+    return None if answer is None else parse_codes(answer)
+
+
+def format_final_answer(codes: Iterable[str]) -> str:
+    """The final-answer line the clinician prompt asks for."""
+    return f"<Final Answer>: {json.dumps(list(codes))}"
+
+
+def has_valid_check_digit(code: str) -> bool:
+    """True when the last digit of `code` is its Verhoeff check digit (every SNOMED CT id has one)."""
+    if not code.isdigit():
+        return False
+    check = 0
+    for position, digit in enumerate(reversed(code)):
+        check = _VERHOEFF_MULTIPLY[check][_VERHOEFF_PERMUTE[position % 8][int(digit)]]
+    return check == 0
+
+
+def classify_code(code: str, vocabulary: Collection[str]) -> CodeStatus:
+    """valid (in the vocabulary), malformed (not, and no SNOMED id either), else invalid.
+
+    The vocabulary is asked first: Synthea emits codes that fail Verhoeff (10939881000119104).
+    """
+    if code in vocabulary:
+        return "valid"
+    return "invalid" if has_valid_check_digit(code) else "malformed"
+
+
+def check_codes(codes: Sequence[str], vocabulary: Collection[str]) -> CodeCheck:
+    """Split `codes` into valid, invalid (malformed ones included) and malformed, order kept."""
+    statuses = [classify_code(code, vocabulary) for code in codes]
+    return CodeCheck(
+        valid=tuple(c for c, s in zip(codes, statuses, strict=True) if s == "valid"),
+        invalid=tuple(c for c, s in zip(codes, statuses, strict=True) if s != "valid"),
+        malformed=tuple(c for c, s in zip(codes, statuses, strict=True) if s == "malformed"),
+    )

@@ -1,0 +1,173 @@
+"""The interview of one case: the clinician (the model under test) asks, the patient answers, to the end.
+
+Roles keep their real chat roles: in the clinician's messages its own questions are `assistant` and the
+patient's answers `user`; in the patient's messages it is the other way round. The loop is pure: `ask`
+makes a call for a role and returns its outcome, so the same loop runs against the call layer in a Prefect
+task and against canned replies in the tests.
+
+Endings (snomed.md, "The interview"):
+- `answered`: a clinician reply holds a parseable `<Final Answer>` line;
+- `no_answer`: after `max_turns` questions the clinician is asked once for its final answer, then re-asked
+  `max_reasks` times; a reply that still has none is an empty prediction (the model failed the task);
+- `failed`: a provider failure of either role; the case is not scored and a re-run finishes it.
+"""
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Literal, NamedTuple
+
+from pydantic import BaseModel, Field
+
+from tasks.benchmarks.snomed.case import Case
+from tasks.benchmarks.snomed.codes import parse_final_answer
+from tasks.benchmarks.snomed.leak import find_leaks
+from tasks.benchmarks.snomed.patient import Disclosure, Lexicon, leak_names_by_code, load_lexicon
+
+Role = Literal["clinician", "patient"]
+InterviewStatus = Literal["answered", "no_answer", "failed"]
+Messages = list[dict[str, str]]
+
+DISCLOSURE_RULES = {
+    "symptoms": "Describe what you feel and what you were told in lay words, but never say the name of a "
+    "diagnosis or condition, even if you know it.",
+    "history": "You may name a diagnosis you have been told you have, as patients with long-standing "
+    "conditions do.",
+}
+
+
+class InterviewSettings(BaseModel, frozen=True):
+    """How an interview runs; every field is recorded with the run."""
+
+    max_turns: int = Field(20, ge=1, description="Questions the clinician may ask before it must answer.")
+    max_reasks: int = Field(1, ge=0, description="Re-asks of a final reply with no parseable answer.")
+    disclosure: Disclosure = "symptoms"
+
+
+class Reply(NamedTuple):
+    """What `ask` returns: the reply text when the call succeeded, else its error; the call's key."""
+
+    text: str | None
+    call_key: str
+    error: str | None = None
+
+
+class Turn(NamedTuple):
+    """One message of the conversation, from the clinician's side; `leaked` names the gold codes leaked."""
+
+    turn: int
+    role: Role
+    text: str
+    call_key: str
+    leaked: tuple[str, ...] = ()
+
+
+class Interview(NamedTuple):
+    status: InterviewStatus
+    turns: tuple[Turn, ...]
+    final_reply: str | None
+    predicted_codes: tuple[str, ...]
+    questions_asked: int
+    error: str | None = None
+
+
+Ask = Callable[[Role, Messages], Reply]
+
+
+class InterviewPrompts(NamedTuple):
+    """The rendered texts the loop sends (from the versioned prompt files)."""
+
+    clinician_system: str
+    opening: str
+    final: str
+    reask: str
+    patient_system: str
+
+
+def record_text(case: Case) -> str:
+    """The patient's record as the patient prompt shows it: no gold list, no codes."""
+    lines = [f"Age: {case.age_years if case.age_years is not None else 'unknown'}"]
+    lines.append(f"Sex: {case.sex or 'unknown'}")
+    lines += [f"Condition: {c.display}" + (" (resolved)" if c.stop else "") for c in case.conditions]
+    lines += [f"Latest {o.display}: {o.value}{' ' + o.unit if o.unit else ''}" for o in case.observations]
+    lines += [f"Takes: {m.display}" for m in case.medications]
+    lines += [f"Allergic to: {a.display}" for a in case.allergies]
+    return "\n".join(lines)
+
+
+def offline_patient_params(case: Case, disclosure: Disclosure) -> dict[str, str]:
+    """Request params for the offline patient, which answers from the structured record, not prose."""
+    return {"case": case.model_dump_json(), "disclosure": disclosure}
+
+
+def _patient_messages(system: str, conversation: Sequence[Turn]) -> Messages:
+    roles = {"clinician": "user", "patient": "assistant"}
+    return [{"role": "system", "content": system}] + [
+        {"role": roles[t.role], "content": t.text} for t in conversation[1:]
+    ]
+
+
+def _clinician_messages(system: str, conversation: Sequence[Turn]) -> Messages:
+    roles = {"clinician": "assistant", "patient": "user"}
+    return [{"role": "system", "content": system}] + [
+        {"role": roles[t.role], "content": t.text} for t in conversation
+    ]
+
+
+def run_interview(
+    case: Case,
+    prompts: InterviewPrompts,
+    ask: Ask,
+    settings: InterviewSettings,
+    lexicon: Lexicon | None = None,
+) -> Interview:
+    """Interview the patient of `case`; every call goes through `ask`, in conversation order."""
+    leak_names = leak_names_by_code(lexicon or load_lexicon())
+    conversation: list[Turn] = [Turn(0, "patient", prompts.opening, "")]
+    for turn in range(1, settings.max_turns + 1):
+        reply = ask("clinician", _clinician_messages(prompts.clinician_system, conversation))
+        if reply.text is None:
+            return _failed(conversation, reply, turn - 1)
+        codes = parse_final_answer(reply.text)
+        if codes is not None:
+            return Interview("answered", (*conversation, _turn(turn, "clinician", reply)), reply.text, codes,
+                             turn - 1)  # fmt: skip
+        conversation.append(_turn(turn, "clinician", reply))
+        answer = ask("patient", _patient_messages(prompts.patient_system, conversation))
+        if answer.text is None:
+            return _failed(conversation, answer, turn)
+        leaked = find_leaks(answer.text, case.gold_codes, case.gold_displays, leak_names)
+        conversation.append(_turn(turn, "patient", answer, tuple(hit.code for hit in leaked)))
+    return _final_answer(conversation, prompts, ask, settings)
+
+
+def _final_answer(
+    conversation: list[Turn], prompts: InterviewPrompts, ask: Ask, settings: InterviewSettings
+) -> Interview:
+    """Ask once for the final answer, then re-ask (showing the clinician its own reply) a bounded number of
+    times; a clinician that never gives one made an empty prediction (`no_answer`)."""
+    questions = settings.max_turns
+    forced = [{"role": "user", "content": prompts.final}]
+    for attempt in range(settings.max_reasks + 1):
+        reply = ask("clinician", _clinician_messages(prompts.clinician_system, conversation) + forced)
+        if reply.text is None:
+            return _failed(conversation, reply, questions)
+        turn = _turn(questions + 1 + attempt, "clinician", reply)
+        codes = parse_final_answer(reply.text)
+        if codes is not None or attempt == settings.max_reasks:
+            status: InterviewStatus = "answered" if codes is not None else "no_answer"
+            return Interview(status, (*conversation, turn), reply.text, codes or (), questions)
+        forced += [{"role": "assistant", "content": reply.text}, {"role": "user", "content": prompts.reask}]
+    raise AssertionError("unreachable: the last attempt returns")
+
+
+def _turn(turn: int, role: Role, reply: Reply, leaked: tuple[str, ...] = ()) -> Turn:
+    return Turn(turn, role, reply.text or "", reply.call_key, leaked)
+
+
+def _failed(conversation: list[Turn], reply: Reply, questions: int) -> Interview:
+    return Interview("failed", tuple(conversation), None, (), questions, reply.error)
+
+
+def conversation_json(interview: Interview) -> str:
+    """The turns as JSON, for the report's browser."""
+    return json.dumps([t._asdict() for t in interview.turns], ensure_ascii=False)

@@ -1,0 +1,198 @@
+"""Scores of the SNOMED benchmark: per case (exact match, precision, recall, F1) and per run of one model.
+
+Pure functions. Invalid predicted codes stay in the predicted set, so they count as wrong predictions.
+Cases whose status is `failed` (a provider failure) are not scored; `no_answer` is an empty prediction.
+Rates with nothing to count are None, never NaN.
+"""
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+from tasks.benchmarks.threadmed.metrics import N_RESAMPLES, BootstrapCI, bootstrap_mean
+
+CaseStatus = Literal["answered", "no_answer", "failed"]
+
+
+class CaseScore(NamedTuple):
+    """One case's scores; `empty_gold` cases are perfect only when the prediction is empty too."""
+
+    exact_match: float
+    precision: float
+    recall: float
+    f1: float
+    n_predicted: int
+    n_gold: int
+    n_correct: int
+    empty_gold: bool
+
+
+class CaseOutcome(NamedTuple):
+    """What one interview of one case (one epoch) produced, as the run stores it."""
+
+    case_id: str
+    epoch: int
+    status: CaseStatus
+    predicted_codes: tuple[str, ...]
+    gold_codes: tuple[str, ...]
+    invalid_codes: tuple[str, ...] = ()
+    malformed_codes: tuple[str, ...] = ()
+    n_questions: int = 0
+    n_patient_replies: int = 0
+    n_leaking_replies: int = 0
+
+
+class ConditionRecall(NamedTuple):
+    """How often one gold condition was found among the cases that have it."""
+
+    code: str
+    n_gold: int
+    n_found: int
+    n_missed: int
+    recall: float
+
+
+class F1ByGoldCount(NamedTuple):
+    n_gold: int
+    n_cases: int
+    mean_f1: float
+
+
+class RunMetrics(NamedTuple):
+    """One model's metrics over one run; macro means come with bootstrap intervals over cases."""
+
+    n_cases: int
+    n_failed: int
+    n_empty_gold: int
+    exact_match: BootstrapCI
+    precision: BootstrapCI
+    recall: BootstrapCI
+    f1: BootstrapCI
+    micro_precision: float | None
+    micro_recall: float | None
+    micro_f1: float | None
+    invalid_code_rate: float | None
+    malformed_code_rate: float | None
+    no_answer_rate: float | None
+    mean_questions: float | None
+    leak_rate: float | None
+    condition_recall: tuple[ConditionRecall, ...]
+    f1_by_gold_count: tuple[F1ByGoldCount, ...]
+
+
+def f1_score(precision: float, recall: float) -> float:
+    """Harmonic mean; 0 when both are 0."""
+    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+
+def score_case(predicted: Sequence[str], gold: Sequence[str]) -> CaseScore:
+    """Scores of one predicted code set against one gold set.
+
+    Precision is 0 when nothing is predicted but gold is not empty; recall is 1 when gold is empty (there
+    was nothing to find), so an empty gold with an empty prediction is perfect and one with predictions
+    scores precision 0, F1 0.
+    """
+    predicted_set, gold_set = set(predicted), set(gold)
+    n_correct = len(predicted_set & gold_set)
+    precision = n_correct / len(predicted_set) if predicted_set else float(not gold_set)
+    recall = n_correct / len(gold_set) if gold_set else 1.0
+    return CaseScore(
+        exact_match=float(predicted_set == gold_set),
+        precision=precision,
+        recall=recall,
+        f1=f1_score(precision, recall),
+        n_predicted=len(predicted_set),
+        n_gold=len(gold_set),
+        n_correct=n_correct,
+        empty_gold=not gold_set,
+    )
+
+
+def score_outcome(outcome: CaseOutcome) -> CaseScore:
+    """Score of a non-failed outcome; a `no_answer` is scored as an empty prediction."""
+    predicted = () if outcome.status == "no_answer" else outcome.predicted_codes
+    return score_case(predicted, outcome.gold_codes)
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _condition_recall(outcomes: Sequence[CaseOutcome]) -> tuple[ConditionRecall, ...]:
+    gold_counts: Counter[str] = Counter()
+    found_counts: Counter[str] = Counter()
+    for outcome, predicted in zip(outcomes, _scored_predictions(outcomes), strict=True):
+        for code in set(outcome.gold_codes):
+            gold_counts[code] += 1
+            found_counts[code] += code in predicted
+    ranked = sorted(gold_counts, key=lambda code: (-gold_counts[code], code))
+    return tuple(
+        ConditionRecall(
+            code,
+            gold_counts[code],
+            found_counts[code],
+            gold_counts[code] - found_counts[code],
+            found_counts[code] / gold_counts[code],
+        )
+        for code in ranked
+    )
+
+
+def _scored_predictions(outcomes: Sequence[CaseOutcome]) -> list[set[str]]:
+    return [set() if o.status == "no_answer" else set(o.predicted_codes) for o in outcomes]
+
+
+def _f1_by_gold_count(scores: Sequence[CaseScore]) -> tuple[F1ByGoldCount, ...]:
+    groups: defaultdict[int, list[float]] = defaultdict(list)
+    for score in scores:
+        groups[score.n_gold].append(score.f1)
+    return tuple(F1ByGoldCount(n, len(groups[n]), float(np.mean(groups[n]))) for n in sorted(groups))
+
+
+def summarise_run(
+    outcomes: Sequence[CaseOutcome], rng: np.random.Generator, *, n_resamples: int = N_RESAMPLES
+) -> RunMetrics:
+    """Metrics of one model's outcomes (all epochs); `failed` outcomes are counted, never scored.
+
+    The intervals resample whole cases (all epochs of a case together), drawing from `rng` in the order
+    exact match, precision, recall, F1. Code rates are shares of all predicted codes, the leak rate a
+    share of all patient replies.
+    """
+    scored = [o for o in outcomes if o.status != "failed"]
+    scores = [score_outcome(o) for o in scored]
+    case_ids = np.array([o.case_id for o in scored], dtype=object)
+    macro = {
+        name: bootstrap_mean(
+            np.array([getattr(s, name) for s in scores], dtype=float),
+            rng,
+            clusters=case_ids if scored else None,
+            n_resamples=n_resamples,
+        )
+        for name in ("exact_match", "precision", "recall", "f1")
+    }
+    n_correct = sum(s.n_correct for s in scores)
+    micro_precision = _ratio(n_correct, sum(s.n_predicted for s in scores))
+    micro_recall = _ratio(n_correct, sum(s.n_gold for s in scores))
+    micro_f1 = None
+    if micro_precision is not None and micro_recall is not None:
+        micro_f1 = f1_score(micro_precision, micro_recall)
+    n_predicted = sum(s.n_predicted for s in scores)
+    answered = [o for o in scored if o.status == "answered"]
+    return RunMetrics(
+        n_cases=len(scored),
+        n_failed=len(outcomes) - len(scored),
+        n_empty_gold=sum(s.empty_gold for s in scores),
+        **macro,
+        micro_precision=micro_precision,
+        micro_recall=micro_recall,
+        micro_f1=micro_f1,
+        invalid_code_rate=_ratio(sum(len(set(o.invalid_codes)) for o in answered), n_predicted),
+        malformed_code_rate=_ratio(sum(len(set(o.malformed_codes)) for o in answered), n_predicted),
+        no_answer_rate=_ratio(sum(o.status == "no_answer" for o in scored), len(scored)),
+        mean_questions=_ratio(sum(o.n_questions for o in scored), len(scored)),
+        leak_rate=_ratio(sum(o.n_leaking_replies for o in scored), sum(o.n_patient_replies for o in scored)),
+        condition_recall=_condition_recall(scored),
+        f1_by_gold_count=_f1_by_gold_count(scores),
+    )

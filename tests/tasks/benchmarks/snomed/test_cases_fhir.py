@@ -1,0 +1,236 @@
+from datetime import date
+
+import orjson
+
+from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
+from tasks.benchmarks.snomed.cases import CaseSetSettings, read_fhir_cases
+
+SNOMED, LOINC, RXNORM = (
+    "http://snomed.info/sct",
+    "http://loinc.org",
+    "http://www.nlm.nih.gov/research/umls/rxnorm",
+)
+
+
+def coded(system: str, code: str, display: str) -> dict:
+    return {"coding": [{"system": system, "code": code, "display": display}]}
+
+
+def category(code: str) -> list[dict]:
+    return [{"coding": [{"code": code}]}]
+
+
+def condition(code: str, display: str, onset: str, stop: str | None = None) -> dict:
+    resource = {"resourceType": "Condition", "code": coded(SNOMED, code, display), "onsetDateTime": onset}
+    return resource | ({"abatementDateTime": stop} if stop else {})
+
+
+def quantity(code: str, display: str, day: str, value: float, unit: str, kind: str = "vital-signs") -> dict:
+    return {
+        "resourceType": "Observation",
+        "category": category(kind),
+        "code": coded(LOINC, code, display),
+        "effectiveDateTime": day,
+        "valueQuantity": {"value": value, "unit": unit},
+    }
+
+
+PATIENT_BUNDLE = {
+    "resourceType": "Bundle",
+    "entry": [
+        {"resource": r}
+        for r in [
+            {"resourceType": "Patient", "id": "p1", "gender": "female", "birthDate": "1980-06-15"},
+            {"resourceType": "Encounter", "period": {"start": "2020-03-01T09:00:00+00:00"}},
+            condition(
+                "444814009", "Viral sinusitis (disorder)", "2010-01-01T00:00:00Z", "2010-01-20T00:00:00Z"
+            ),
+            condition(
+                "444814009", "Viral sinusitis (disorder)", "2019-12-01T00:00:00Z", "2019-12-20T00:00:00Z"
+            ),
+            condition("59621000", "Essential hypertension (disorder)", "2015-05-05T00:00:00Z"),
+            condition("160903007", "Full-time employment (finding)", "2012-01-01T00:00:00Z"),
+            condition("73595000", "Stress (finding)", "2012-01-01T00:00:00Z", "2013-01-01T00:00:00Z"),
+            quantity("29463-7", "Body Weight", "2019-01-01T00:00:00Z", 70.0, "kg"),
+            quantity("29463-7", "Body Weight", "2020-03-01T09:00:00Z", 72.5, "kg"),
+            quantity("2339-0", "Glucose", "2018-04-04T00:00:00Z", 99, "mg/dL", kind="laboratory"),
+            {
+                "resourceType": "Observation",
+                "category": category("vital-signs"),
+                "code": coded(LOINC, "85354-9", "Blood pressure panel"),
+                "effectiveDateTime": "2020-03-01T09:00:00+00:00",
+                "component": [
+                    {
+                        "code": coded(LOINC, "8480-6", "Systolic blood pressure"),
+                        "valueQuantity": {"value": 141.0, "unit": "mm[Hg]"},
+                    },
+                    {
+                        "code": coded(LOINC, "8462-4", "Diastolic blood pressure"),
+                        "valueQuantity": {"value": 92.0, "unit": "mm[Hg]"},
+                    },
+                ],
+            },
+            {
+                "resourceType": "Observation",
+                "category": category("social-history"),
+                "code": coded(LOINC, "72166-2", "Tobacco smoking status"),
+                "effectiveDateTime": "2020-03-01T09:00:00+00:00",
+                "valueCodeableConcept": coded(SNOMED, "266919005", "Never smoked tobacco (finding)"),
+            },
+            {
+                "resourceType": "Observation",
+                "category": category("vital-signs"),
+                "code": coded(LOINC, "8289-1", "No value"),
+            },
+            {
+                "resourceType": "MedicationRequest",
+                "status": "active",
+                "medicationCodeableConcept": coded(RXNORM, "314076", "lisinopril 10 MG Oral Tablet"),
+                "authoredOn": "2015-05-05T00:00:00Z",
+            },
+            {
+                "resourceType": "MedicationRequest",
+                "status": "stopped",
+                "medicationCodeableConcept": coded(RXNORM, "198405", "Ibuprofen 100 MG Oral Tablet"),
+                "authoredOn": "2010-01-01T00:00:00Z",
+            },
+            {
+                "resourceType": "AllergyIntolerance",
+                "clinicalStatus": coded("x", "active", "Active"),
+                "code": coded(SNOMED, "782576004", "Tree pollen (substance)"),
+                "recordedDate": "2011-01-01T00:00:00Z",
+            },
+        ]
+    ],
+}
+PRACTITIONER_BUNDLE = {
+    "resourceType": "Bundle",
+    "entry": [{"resource": {"resourceType": "Practitioner", "id": "d1"}}],
+}
+
+EXPECTED = Case(
+    case_id="p1",
+    source="fhir",
+    patient_id="p1",
+    reference_date=date(2020, 3, 1),
+    age_years=39,
+    sex="female",
+    conditions=(
+        RecordCondition(
+            code="444814009",
+            display="Viral sinusitis (disorder)",
+            onset=date(2010, 1, 1),
+            stop=date(2019, 12, 20),
+            semantic_tag="disorder",
+        ),
+        RecordCondition(
+            code="160903007",
+            display="Full-time employment (finding)",
+            onset=date(2012, 1, 1),
+            semantic_tag="finding",
+        ),
+        RecordCondition(
+            code="73595000",
+            display="Stress (finding)",
+            onset=date(2012, 1, 1),
+            stop=date(2013, 1, 1),
+            semantic_tag="finding",
+        ),
+        RecordCondition(
+            code="59621000",
+            display="Essential hypertension (disorder)",
+            onset=date(2015, 5, 5),
+            semantic_tag="disorder",
+        ),
+    ),
+    observations=(
+        RecordObservation(
+            code="29463-7",
+            display="Body Weight",
+            value="72.5",
+            unit="kg",
+            observed_on=date(2020, 3, 1),
+            kind="vital",
+        ),
+        RecordObservation(
+            code="72166-2",
+            display="Tobacco smoking status",
+            value="Never smoked tobacco (finding)",
+            observed_on=date(2020, 3, 1),
+            kind="other",
+        ),
+        RecordObservation(
+            code="8462-4",
+            display="Diastolic blood pressure",
+            value="92.0",
+            unit="mm[Hg]",
+            observed_on=date(2020, 3, 1),
+            kind="vital",
+        ),
+        RecordObservation(
+            code="8480-6",
+            display="Systolic blood pressure",
+            value="141.0",
+            unit="mm[Hg]",
+            observed_on=date(2020, 3, 1),
+            kind="vital",
+        ),
+        RecordObservation(
+            code="2339-0",
+            display="Glucose",
+            value="99",
+            unit="mg/dL",
+            observed_on=date(2018, 4, 4),
+            kind="lab",
+        ),
+    ),
+    medications=(RecordItem(code="314076", display="lisinopril 10 MG Oral Tablet"),),
+    allergies=(RecordItem(code="782576004", display="Tree pollen (substance)"),),
+    gold_codes=("160903007", "444814009", "59621000", "73595000"),
+    gold_displays=(
+        "Full-time employment (finding)",
+        "Viral sinusitis (disorder)",
+        "Essential hypertension (disorder)",
+        "Stress (finding)",
+    ),
+)
+
+
+def write_bundles(folder):
+    (folder / "Jane_Doe_p1.json").write_bytes(orjson.dumps(PATIENT_BUNDLE))
+    (folder / "practitionerInformation1.json").write_bytes(orjson.dumps(PRACTITIONER_BUNDLE))
+    return folder
+
+
+def test_fhir_reader_builds_the_whole_case_and_skips_bundles_without_a_patient(tmp_path):
+    assert read_fhir_cases(write_bundles(tmp_path), CaseSetSettings()) == [EXPECTED]
+
+
+def test_fhir_reader_reads_the_record_as_of_an_earlier_reference_date(tmp_path):
+    settings = CaseSetSettings(reference_date=date(2012, 6, 1), gold_scope="active")
+    [case] = read_fhir_cases(write_bundles(tmp_path), settings)
+    assert (case.age_years, case.conditions, case.observations, case.medications) == (
+        31,
+        (
+            RecordCondition(
+                code="444814009",
+                display="Viral sinusitis (disorder)",
+                onset=date(2010, 1, 1),
+                stop=date(2010, 1, 20),
+                semantic_tag="disorder",
+            ),
+            RecordCondition(
+                code="160903007",
+                display="Full-time employment (finding)",
+                onset=date(2012, 1, 1),
+                semantic_tag="finding",
+            ),
+            # Its stop (2013) lies after the reference date: not known yet, so the condition is active.
+            RecordCondition(
+                code="73595000", display="Stress (finding)", onset=date(2012, 1, 1), semantic_tag="finding"
+            ),
+        ),
+        (),
+        (),
+    )
+    assert case.gold_codes == ("160903007", "73595000")

@@ -1,0 +1,172 @@
+import shutil
+import subprocess
+import time
+from datetime import date
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+import pytest
+
+from tasks.benchmarks.snomed.case import Case, RecordCondition
+from tasks.benchmarks.snomed.cases import (
+    CaseSetSettings,
+    build_case_set,
+    detect_source_format,
+    eunomia_duckdb_path,
+    read_fhir_cases,
+)
+from tasks.benchmarks.snomed.cases.case_set import finish_case_set
+from tasks.benchmarks.snomed.cases.records import gold_conditions
+from tasks.benchmarks.snomed.contracts import CASES, cases_from_table
+from tests.tasks.benchmarks.snomed.test_cases_csv import write_export
+from tests.tasks.benchmarks.snomed.test_cases_fhir import write_bundles
+from tests.tasks.benchmarks.snomed.test_cases_omop import write_tables
+
+CONDITIONS = [
+    RecordCondition(code="1", display="Asthma (disorder)", semantic_tag="disorder"),
+    RecordCondition(code="2", display="Stress (finding)", stop=date(2020, 1, 1), semantic_tag="finding"),
+    RecordCondition(code="3", display="Refugee (person)", semantic_tag="person"),
+    RecordCondition(code="4", display="Prediabetes", semantic_tag=None),
+]
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (CaseSetSettings(), (("1", "2", "4"), ("Asthma (disorder)", "Stress (finding)", "Prediabetes"))),
+        (CaseSetSettings(gold_scope="active"), (("1", "4"), ("Asthma (disorder)", "Prediabetes"))),
+        (CaseSetSettings(gold_tags=("person",)), (("3", "4"), ("Refugee (person)", "Prediabetes"))),
+    ],
+)
+def test_gold_set_follows_scope_and_tags_and_keeps_unknown_tags(settings, expected):
+    assert gold_conditions(CONDITIONS, settings) == expected
+
+
+def case(case_id: str) -> Case:
+    return Case(
+        case_id=case_id,
+        source="reference",
+        patient_id=case_id,
+        reference_date=None,
+        age_years=None,
+        sex=None,
+        conditions=(),
+        observations=(),
+        gold_codes=(),
+        gold_displays=(),
+    )
+
+
+def test_split_and_sample_are_seeded_by_patient_and_independent_of_input_order():
+    cases = [case(f"p{i}") for i in range(200)]
+    settings = CaseSetSettings(train_share=0.25, sample_size=50, seed=7)
+    finished = finish_case_set(cases, settings)
+    assert finished == finish_case_set(list(reversed(cases)), settings)
+    assert [c.case_id for c in finished] == sorted(c.case_id for c in finished) and len(finished) == 50
+    assert 5 <= sum(c.split == "train" for c in finished) <= 20
+    assert finish_case_set(cases, settings.model_copy(update={"seed": 8})) != finished
+    with pytest.raises(ValueError, match="duplicate case ids"):
+        finish_case_set([case("a"), case("a")], CaseSetSettings())
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda d: write_bundles(d), "fhir"),
+        (lambda d: write_export(d), "synthea_csv"),
+        (lambda d: write_tables(d), "omop"),
+    ],
+)
+def test_source_format_is_detected_from_folder_contents(tmp_path, make, expected):
+    assert detect_source_format(make(tmp_path)) == expected
+
+
+def test_source_format_of_files_and_unknown_folders(tmp_path):
+    (tmp_path / "reference.json").write_text("[]")
+    (tmp_path / "cdm.duckdb").write_bytes(b"")
+    assert [detect_source_format(tmp_path / n) for n in ("reference.json", "cdm.duckdb")] == [
+        "reference",
+        "omop",
+    ]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        detect_source_format(tmp_path / "empty")
+
+
+def test_case_set_is_byte_identical_when_built_twice_and_reads_back(tmp_path):
+    (tmp_path / "csv").mkdir()
+    source = write_export(tmp_path / "csv")
+    first = Path(
+        build_case_set.fn(source=str(source), out_dir=str(tmp_path / "a"), settings=CaseSetSettings())
+    )
+    second = Path(
+        build_case_set.fn(source=str(source), out_dir=str(tmp_path / "b"), settings=CaseSetSettings())
+    )
+    assert (first / "cases.parquet").read_bytes() == (second / "cases.parquet").read_bytes()
+    assert (first / "manifest.json").read_bytes() == (second / "manifest.json").read_bytes()
+    table = pq.read_table(first / "cases.parquet")
+    assert table.schema.equals(CASES)
+    assert [c.case_id for c in cases_from_table(table)] == ["p1", "p2"]
+    manifest = orjson.loads((first / "manifest.json").read_bytes())
+    assert manifest["source"]["format"] == "synthea_csv"
+    assert manifest["settings"] == CaseSetSettings().model_dump(mode="json")
+    assert manifest["counts"] == {
+        "cases": 2,
+        "train": 0,
+        "test": 2,
+        "cases_without_gold": 1,
+        "gold_codes": 2,
+        "distinct_gold_codes": 2,
+        "conditions": 3,
+        "observations": 3,
+    }
+    assert manifest["vocabulary"]["codes"] > 300 and set(manifest) == {
+        "table",
+        "cases_sha256",
+        "source",
+        "settings",
+        "counts",
+        "vocabulary",
+    }
+
+
+def test_snomed_cases_flow_builds_a_case_set(tmp_path, prefect_harness):
+    from flows.snomed_cases import snomed_cases
+
+    out_dir = snomed_cases(source=str(write_bundles(tmp_path)), out_dir=str(tmp_path / "out"))
+    assert [c.case_id for c in cases_from_table(pq.read_table(Path(out_dir) / "cases.parquet"))] == ["p1"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("synthea") is None and not Path(".venv/bin/synthea").exists(), reason="no synthea"
+)
+def test_two_generated_synthea_patients_build_cases_whose_codes_are_in_the_vocabulary(tmp_path):
+    from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
+
+    synthea = shutil.which("synthea") or ".venv/bin/synthea"
+    subprocess.run(
+        [synthea, "-p", "2", "-s", "7", "-r", "20240101", "-o", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
+    vocabulary = derive_synthea_vocabulary()
+    started = time.perf_counter()
+    cases = read_fhir_cases(tmp_path / "fhir", CaseSetSettings(), vocabulary)
+    print(f"FHIR: {len(cases) / (time.perf_counter() - started):.1f} patients/s")
+    assert len(cases) >= 2
+    assert all(c.conditions and c.observations and c.age_years is not None for c in cases)
+    assert {x.code for c in cases for x in c.conditions} <= set(vocabulary)
+
+
+@pytest.mark.slow
+def test_eunomia_case_set_from_its_duckdb(tmp_path):
+    settings = CaseSetSettings(sample_size=5, seed=1)
+    started = time.perf_counter()
+    out_dir = Path(
+        build_case_set.fn(source=str(eunomia_duckdb_path()), out_dir=str(tmp_path), settings=settings)
+    )
+    print(f"Eunomia: {2694 / (time.perf_counter() - started):.0f} patients/s")
+    cases = cases_from_table(pq.read_table(out_dir / "cases.parquet"))
+    assert len(cases) == 5 and all(c.source == "omop" and c.gold_codes for c in cases)

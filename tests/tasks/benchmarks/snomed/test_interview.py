@@ -1,0 +1,145 @@
+"""The interview loop: real roles per turn, forced final answer, bounded re-ask, failures, leaks."""
+
+from datetime import date
+
+from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
+from tasks.benchmarks.snomed.interview import (
+    Interview,
+    InterviewPrompts,
+    InterviewSettings,
+    Reply,
+    Turn,
+    offline_patient_params,
+    record_text,
+    run_interview,
+)
+from tasks.benchmarks.snomed.patient import answer_question, offline_patient_reply
+
+CASE = Case(
+    case_id="fhir:p1",
+    source="fhir",
+    patient_id="p1",
+    reference_date=date(2024, 1, 1),
+    age_years=40,
+    sex="female",
+    conditions=(RecordCondition(code="59621000", display="Hypertension", onset=date(2020, 1, 1)),),
+    observations=(
+        RecordObservation(code="8480-6", display="Systolic Blood Pressure", value="150", unit="mm[Hg]"),
+    ),
+    gold_codes=("59621000",),
+    gold_displays=("Hypertension",),
+)
+PROMPTS = InterviewPrompts("CLINICIAN", "Hello, doctor.", "FINAL NOW", "REASK", "PATIENT")
+
+
+class Script:
+    """Replies in order per role, and every (role, messages) asked, for whole-value asserts."""
+
+    def __init__(self, clinician: list[str | None], patient: list[str | None]) -> None:
+        self.replies = {"clinician": list(clinician), "patient": list(patient)}
+        self.asked: list[tuple[str, list[dict[str, str]]]] = []
+
+    def __call__(self, role, messages):
+        self.asked.append((role, messages))
+        text = self.replies[role].pop(0)
+        key = f"{role}-{len(self.asked)}"
+        return Reply(text, key) if text is not None else Reply(None, key, "rate_limit: gave up")
+
+
+def test_messages_keep_real_roles_and_the_final_answer_ends_the_interview():
+    script = Script(["Any headaches?", '<Final Answer>: ["59621000"]'], ["Sometimes, in the morning."])
+    interview = run_interview(CASE, PROMPTS, script, InterviewSettings())
+    assert script.asked == [
+        (
+            "clinician",
+            [{"role": "system", "content": "CLINICIAN"}, {"role": "user", "content": "Hello, doctor."}],
+        ),
+        (
+            "patient",
+            [{"role": "system", "content": "PATIENT"}, {"role": "user", "content": "Any headaches?"}],
+        ),
+        (
+            "clinician",
+            [
+                {"role": "system", "content": "CLINICIAN"},
+                {"role": "user", "content": "Hello, doctor."},
+                {"role": "assistant", "content": "Any headaches?"},
+                {"role": "user", "content": "Sometimes, in the morning."},
+            ],
+        ),
+    ]
+    assert interview == Interview(
+        status="answered",
+        turns=(
+            Turn(0, "patient", "Hello, doctor.", ""),
+            Turn(1, "clinician", "Any headaches?", "clinician-1"),
+            Turn(1, "patient", "Sometimes, in the morning.", "patient-2"),
+            Turn(2, "clinician", '<Final Answer>: ["59621000"]', "clinician-3"),
+        ),
+        final_reply='<Final Answer>: ["59621000"]',
+        predicted_codes=("59621000",),
+        questions_asked=1,
+    )
+
+
+def test_at_the_turn_limit_the_final_answer_is_forced_then_re_asked_once():
+    script = Script(
+        ["Q1?", "Q2?", "I think it is blood pressure.", '<Final Answer>: ["59621000"]'], ["A1.", "A2."]
+    )
+    interview = run_interview(CASE, PROMPTS, script, InterviewSettings(max_turns=2))
+    last_role, last_messages = script.asked[-1]
+    assert last_role == "clinician"
+    assert last_messages[-4:] == [
+        {"role": "user", "content": "A2."},
+        {"role": "user", "content": "FINAL NOW"},
+        {"role": "assistant", "content": "I think it is blood pressure."},
+        {"role": "user", "content": "REASK"},
+    ]
+    assert (interview.status, interview.predicted_codes, interview.questions_asked) == (
+        "answered",
+        ("59621000",),
+        2,
+    )
+
+
+def test_no_parseable_answer_after_the_re_ask_is_an_empty_prediction():
+    script = Script(["Q1?", "no idea", "still no idea"], ["A1."])
+    interview = run_interview(CASE, PROMPTS, script, InterviewSettings(max_turns=1, max_reasks=1))
+    assert (interview.status, interview.predicted_codes, interview.final_reply) == (
+        "no_answer",
+        (),
+        "still no idea",
+    )
+    assert len(script.asked) == 4
+
+
+def test_an_empty_final_list_is_an_answer_not_a_missing_one():
+    script = Script(["<Final Answer>: []"], [])
+    interview = run_interview(CASE, PROMPTS, script, InterviewSettings())
+    assert (interview.status, interview.predicted_codes, interview.questions_asked) == ("answered", (), 0)
+
+
+def test_a_provider_failure_of_either_role_fails_the_case_unscored():
+    clinician_fails = run_interview(CASE, PROMPTS, Script([None], []), InterviewSettings())
+    patient_fails = run_interview(CASE, PROMPTS, Script(["Q1?"], [None]), InterviewSettings())
+    assert (clinician_fails.status, clinician_fails.error) == ("failed", "rate_limit: gave up")
+    assert (patient_fails.status, patient_fails.questions_asked) == ("failed", 1)
+    assert patient_fails.predicted_codes == ()
+
+
+def test_every_patient_reply_is_checked_for_leaks():
+    script = Script(["Q1?", "Q2?", "<Final Answer>: []"], ["I was told I have hypertension.", "I feel fine."])
+    interview = run_interview(CASE, PROMPTS, script, InterviewSettings())
+    assert [t.leaked for t in interview.turns if t.role == "patient"] == [(), ("59621000",), ()]
+
+
+def test_the_patient_record_names_no_code_and_the_offline_patient_answers_from_the_case():
+    text = record_text(CASE)
+    assert text == (
+        "Age: 40\nSex: female\nCondition: Hypertension\nLatest Systolic Blood Pressure: 150 mm[Hg]"
+    )
+    assert "59621000" not in text
+    params = offline_patient_params(CASE, "symptoms")
+    reply = offline_patient_reply([{"role": "user", "content": "What was your blood pressure?"}], params)
+    assert reply == answer_question(CASE, "What was your blood pressure?", disclosure="symptoms")
+    assert reply == "They keep telling me my pressure readings are on the high side."

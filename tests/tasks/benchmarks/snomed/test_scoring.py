@@ -1,0 +1,103 @@
+"""Case and run scores on tiny hand-worked outcomes."""
+
+import numpy as np
+import pytest
+
+from tasks.benchmarks.snomed.scoring import (
+    CaseOutcome,
+    CaseScore,
+    ConditionRecall,
+    F1ByGoldCount,
+    score_case,
+    score_outcome,
+    summarise_run,
+)
+from tasks.benchmarks.threadmed.metrics import BootstrapCI, seeded_rng
+
+SINUSITIS, BRONCHITIS, HYPERTENSION, ANEMIA = "444814009", "10509002", "59621000", "271737000"
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold", "expected"),
+    [
+        ([SINUSITIS, BRONCHITIS], [BRONCHITIS, SINUSITIS], CaseScore(1.0, 1.0, 1.0, 1.0, 2, 2, 2, False)),
+        ([SINUSITIS, ANEMIA], [SINUSITIS, BRONCHITIS], CaseScore(0.0, 0.5, 0.5, 0.5, 2, 2, 1, False)),
+        ([SINUSITIS], [SINUSITIS, BRONCHITIS], CaseScore(0.0, 1.0, 0.5, 2 / 3, 1, 2, 1, False)),
+        ([ANEMIA], [SINUSITIS], CaseScore(0.0, 0.0, 0.0, 0.0, 1, 1, 0, False)),
+        ([], [SINUSITIS], CaseScore(0.0, 0.0, 0.0, 0.0, 0, 1, 0, False)),
+        ([], [], CaseScore(1.0, 1.0, 1.0, 1.0, 0, 0, 0, True)),
+        ([SINUSITIS], [], CaseScore(0.0, 0.0, 1.0, 0.0, 1, 0, 0, True)),
+        # an invalid code is a wrong prediction; a repeated code counts once
+        (["99999999999", SINUSITIS, SINUSITIS], [SINUSITIS], CaseScore(0.0, 0.5, 1.0, 2 / 3, 2, 1, 1, False)),
+    ],
+)
+def test_score_case(predicted, gold, expected):
+    assert score_case(predicted, gold) == pytest.approx(expected)
+
+
+def test_no_answer_is_scored_as_an_empty_prediction():
+    outcome = CaseOutcome("c1", 0, "no_answer", (SINUSITIS,), (SINUSITIS,))
+    assert score_outcome(outcome) == CaseScore(0.0, 0.0, 0.0, 0.0, 0, 1, 0, False)
+
+
+OUTCOMES = [
+    # c1: perfect, 3 questions, 3 replies, none leaking
+    CaseOutcome("c1", 0, "answered", (SINUSITIS, BRONCHITIS), (SINUSITIS, BRONCHITIS), (), (), 3, 3, 0),
+    # c2: one right, one invalid and malformed; P = R = F1 = 0.5
+    CaseOutcome(
+        "c2",
+        0,
+        "answered",
+        (SINUSITIS, "44054007"),
+        (SINUSITIS, HYPERTENSION),
+        ("44054007",),
+        ("44054007",),
+        5,
+        5,
+        1,
+    ),
+    # c3: no final answer: empty prediction, all zero
+    CaseOutcome("c3", 0, "no_answer", (), (HYPERTENSION,), (), (), 20, 20, 0),
+    # c4: empty gold and empty prediction: perfect
+    CaseOutcome("c4", 0, "answered", (), (), (), (), 2, 2, 1),
+    # c5: provider failure: counted, not scored
+    CaseOutcome("c5", 0, "failed", (ANEMIA,), (ANEMIA,), (), (), 1, 1, 1),
+]
+
+
+def test_summarise_run_whole_value():
+    metrics = summarise_run(OUTCOMES, seeded_rng(0, "run"), n_resamples=200)
+    point = {name: getattr(metrics, name).estimate for name in ("exact_match", "precision", "recall", "f1")}
+    assert point == pytest.approx({"exact_match": 0.5, "precision": 0.625, "recall": 0.625, "f1": 0.625})
+    assert metrics.f1.n == 4 and metrics.f1.n_resamples == 200
+    assert metrics.f1.low <= 0.625 <= metrics.f1.high
+    assert metrics[:3] == (4, 1, 1)  # n_cases, n_failed, n_empty_gold
+    rates = metrics[7:15]  # micro P, R, F1, invalid, malformed, no-answer, mean questions, leak rate
+    assert rates == pytest.approx((3 / 4, 3 / 5, 2 / 3, 1 / 4, 1 / 4, 1 / 4, 30 / 4, 2 / 30))
+    assert metrics.condition_recall == (
+        ConditionRecall(SINUSITIS, 2, 2, 0, 1.0),  # ties: by code
+        ConditionRecall(HYPERTENSION, 2, 0, 2, 0.0),
+        ConditionRecall(BRONCHITIS, 1, 1, 0, 1.0),
+    )
+    assert metrics.f1_by_gold_count == (
+        F1ByGoldCount(0, 1, 1.0),
+        F1ByGoldCount(1, 1, 0.0),
+        F1ByGoldCount(2, 2, 0.75),
+    )
+
+
+def test_summarise_run_is_seeded_and_resamples_cases_not_epochs():
+    # Two epochs of one case agree perfectly: resampling by case gives the same interval as one epoch each.
+    doubled = [o._replace(epoch=e) for o in OUTCOMES for e in (0, 1)]
+    once = summarise_run(OUTCOMES, np.random.default_rng(7), n_resamples=500)
+    twice = summarise_run(doubled, np.random.default_rng(7), n_resamples=500)
+    assert once == summarise_run(OUTCOMES, np.random.default_rng(7), n_resamples=500)
+    assert twice.f1[:3] == once.f1[:3]
+    assert twice.f1.n == 8
+
+
+def test_summarise_run_with_nothing_scored():
+    metrics = summarise_run([OUTCOMES[-1]], np.random.default_rng(0), n_resamples=10)
+    assert metrics.f1 == BootstrapCI(None, None, None, 0, 10)
+    assert (metrics.n_cases, metrics.n_failed, metrics.micro_f1, metrics.leak_rate) == (0, 1, None, None)
+    assert (metrics.condition_recall, metrics.f1_by_gold_count) == ((), ())
