@@ -18,7 +18,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
-from tasks.evals.config import Condition, JudgeSpec, ThreadCase
+from tasks.benchmarks.threadmed.cases import ThreadCase
+from tasks.evals.config import Condition, JudgeSpec
 from tasks.llm.call import CallOptions, complete
 from tasks.llm.ledger import CallLedger, CallRecord
 
@@ -187,14 +188,14 @@ class JudgeJob(BaseModel, frozen=True):
 
 
 @task(name="judge-thread", cache_policy=NO_CACHE, task_run_name="judge {job.label}")
-def judge_thread(job: JudgeJob, responses: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
-    """Judge each answered turn of `responses` → one judgment row per response row; calls go to the ledger."""
+def judge_thread(job: JudgeJob, solved: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
+    """Judge each answered turn of `solved` (response rows) → a judgment row each; calls go to the ledger."""
     ledger = CallLedger(ledger_dir)
     return [
         judge_turn(job, row["turn"], row["response"], ledger)
         if row["status"] == "ok"
         else not_judged_row(job, row)
-        for row in responses
+        for row in solved
     ]
 
 

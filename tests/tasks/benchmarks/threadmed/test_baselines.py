@@ -11,7 +11,7 @@ from tasks.benchmarks.threadmed.baselines import (
     overlap_verdict,
     retrieve_answer,
 )
-from tasks.evals.config import answered_dir
+from tasks.benchmarks.threadmed.cases import answered_dir
 from tasks.llm.call import CallOptions, ChatRequest, complete
 from tasks.llm.ledger import CallLedger
 from tests.eval_fixtures import THREAD_TEXTS, write_dataset

@@ -4,6 +4,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from tasks.benchmarks.threadmed.cases import load_sample
 from tasks.benchmarks.threadmed.scorer import (
     DEFAULT_RUBRIC,
     PROMPTS_DIR,
@@ -16,7 +17,7 @@ from tasks.benchmarks.threadmed.scorer import (
     render_judge_messages,
 )
 from tasks.contracts import JUDGMENTS
-from tasks.evals.config import JudgeSpec, SampleSpec, load_sample
+from tasks.evals.config import JudgeSpec, SampleSpec
 from tasks.llm.call import CallOptions, RetryPolicy
 from tests.eval_fixtures import write_dataset
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer
