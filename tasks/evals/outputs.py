@@ -200,7 +200,7 @@ def run_manifest(
     return {
         "run_id": plan.run_id,
         "written_at": datetime.now(UTC).isoformat(),
-        "dataset": {"dir": str(settings.dataset_dir.resolve()), "fingerprint": plan.dataset_fingerprint},
+        "dataset": {"dir": str(plan.dataset_dir.resolve()), "fingerprint": plan.dataset_fingerprint},
         "config": settings.config.model_dump(mode="json"),
         **plan.manifest_facts,
         "prompts": {version: {"sha256": sha256} for version, sha256 in plan.prompts.items()},

@@ -8,12 +8,7 @@ from tasks.benchmarks.threadmed.solver import answer_thread
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
 from tasks.evals.estimate import EstimateTally, estimate_plan
 from tasks.llm.call import Prices
-from tests.eval_fixtures import write_dataset
-
-OFFLINE = EvalConfig(
-    models=[ModelSpec(name="retrieval", model="threadmed/retrieval"), ModelSpec(model="threadmed/deferral")],
-    judge=JudgeSpec(model="threadmed/overlap-judge"),
-)
+from tests.eval_fixtures import OFFLINE, write_dataset
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,13 @@
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from tasks.contracts import RESPONSES
-from tasks.evals.outputs import GroupSummary, RunSummary, summarize, write_table
+from tasks.evals.config import EvalConfig, EvaluationSettings, ModelSpec
+from tasks.evals.outputs import GroupSummary, RunSummary, summarize, write_manifest, write_table
+from tasks.evals.plan import RunPlan
 
 
 def test_the_summary_counts_statuses_means_and_failures_keeping_a_message_per_kind():
@@ -113,3 +116,31 @@ def test_the_summary_says_what_failed_and_lists_every_group():
     ]
     succeeded = summary.model_copy(update={"failed_calls": {}, "failure_examples": {}})
     assert succeeded.markdown().splitlines()[2:4] == ["**Every call succeeded.**", ""]
+
+
+def test_the_manifest_names_what_ran_and_carries_the_benchmarks_own_facts(tmp_path):
+    config = EvalConfig(models=[ModelSpec(model="openai/a")])
+    settings = EvaluationSettings(dataset_dir=tmp_path / "build", run_dir=tmp_path / "run", config=config)
+    plan = RunPlan[ModelSpec, ModelSpec](
+        run_id="r1",
+        run_dir=settings.run_dir,
+        dataset_dir=settings.dataset_dir,
+        dataset_fingerprint="f" * 64,
+        jobs=[],
+        prompts={"rubric_v1": "ab"},
+        manifest_facts={"threads": 3},
+        notes=["a caveat"],
+    )
+    summary = RunSummary(run_id="r1", run_dir=settings.run_dir, groups=[], failed_calls={})
+    path = write_manifest.fn(settings, plan, summary)
+    manifest = json.loads(path.read_text())
+    assert path == tmp_path / "run" / "manifest.json"
+    assert manifest["dataset"] == {"dir": str((tmp_path / "build").resolve()), "fingerprint": "f" * 64}
+    assert manifest["config"]["models"][0]["model"] == "openai/a"
+    assert (manifest["prompts"], manifest["threads"], manifest["notes"]) == (
+        {"rubric_v1": {"sha256": "ab"}},
+        3,
+        ["a caveat"],
+    )
+    assert {"litellm", "prefect"} <= manifest["packages"].keys() and "dirty" in manifest["git"]
+    assert manifest["summary"]["run_id"] == "r1"

@@ -4,13 +4,8 @@ import pytest
 
 from tasks.benchmarks.threadmed.cases import answered_dir
 from tasks.benchmarks.threadmed.plan import OVERLAP_JUDGE_NOTE, build_plan
-from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
-from tests.eval_fixtures import write_dataset
-
-OFFLINE = EvalConfig(
-    models=[ModelSpec(name="retrieval", model="threadmed/retrieval"), ModelSpec(model="threadmed/deferral")],
-    judge=JudgeSpec(model="threadmed/overlap-judge"),
-)
+from tasks.evals.config import EvaluationSettings
+from tests.eval_fixtures import OFFLINE, write_dataset
 
 
 @pytest.fixture(scope="module")
