@@ -15,7 +15,7 @@ from flows.cli_errors import reports_errors
 from tasks.core.preflight import check_writable_folder, validation_message
 
 if TYPE_CHECKING:
-    from tasks.evals.run import CallEstimate
+    from tasks.evals.estimate import CallEstimate
 
 console = Console()
 
@@ -79,21 +79,26 @@ def evaluate(
     outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed.
     """
     # Imported here: litellm takes seconds to import, and every `threadmed` command would pay for it.
-    from tasks.evals.config import check_dataset_build, check_split, resolve_settings
-    from tasks.evals.run import RunSummary, build_plan, estimate_plan
+    from tasks.benchmarks.registry import benchmark
+    from tasks.benchmarks.threadmed.cases import check_dataset_build, check_split
+    from tasks.evals.config import RunOverrides, resolve_settings
+    from tasks.evals.estimate import estimate_plan
+    from tasks.evals.outputs import RunSummary
 
     check_dataset_build(dataset)
     try:
-        settings = resolve_settings(
-            dataset_dir=dataset, run_dir=out, config_file=config, models=_list(models), judge=judge,
-            conditions=_list(conditions), split=split, limit=limit, api_base=api_base,  # type: ignore[arg-type]
+        overrides = RunOverrides(
+            models=_list(models), judge=judge, conditions=_list(conditions), split=split, limit=limit,
+            api_base=api_base,  # type: ignore[arg-type]
         )  # fmt: skip
+        settings = resolve_settings(dataset_dir=dataset, run_dir=out, config_file=config, overrides=overrides)
     except ValueError as error:  # pydantic's ValidationError is one too
         message = validation_message(error) if isinstance(error, ValidationError) else str(error)
         raise typer.BadParameter(message) from None
     check_split(dataset, settings.config.sample.split)
     if dry_run:
-        console.print(estimate_table(estimate_plan(build_plan(settings))))
+        threadmed = benchmark("threadmed")
+        console.print(estimate_table(estimate_plan(threadmed.plan(settings), threadmed.estimate_job)))
         return
     check_writable_folder(out, "--out")
     from flows.cli_process import on_interrupt

@@ -2,12 +2,8 @@
 
 from prefect import flow
 
-from tasks.benchmarks.threadmed.report import (
-    ReportSettings,
-    build_report,
-    default_report_dir,
-    publish_report_artifacts,
-)
+from tasks.benchmarks.registry import benchmark as benchmark_named
+from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.core.provenance import write_run_manifest
 
 
@@ -17,13 +13,12 @@ def report_runs(
     out_dir: str | None = None,
     lake_dir: str = "data_lake",
     settings: ReportSettings | None = None,
+    benchmark: str = "threadmed",
 ) -> str:
     """Metrics, tables, figures and index.html for the runs, also as Prefect artifacts; return the folder."""
-    settings = settings or ReportSettings()
-    report_dir = build_report(
-        run_dirs=run_dirs, out_dir=out_dir or default_report_dir(run_dirs), settings=settings
-    )
-    publish_report_artifacts(report_dir=report_dir)
+    bench = benchmark_named(benchmark)
+    settings = settings or bench.report_settings()
+    report_dir = bench.report(run_dirs, out_dir, settings)
     write_run_manifest(
         lake_dir, "report", {"run_dirs": run_dirs, "out_dir": report_dir, **settings.model_dump()}
     )

@@ -7,6 +7,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
+from tasks.evals.config import EvalConfig, JudgeSpec, ModelSpec
+
+# The demo's offline models and judge: no keys, no network.
+OFFLINE = EvalConfig(
+    models=[ModelSpec(name="retrieval", model="threadmed/retrieval"), ModelSpec(model="threadmed/deferral")],
+    judge=JudgeSpec(model="threadmed/overlap-judge"),
+)
+
 
 # thread_id -> (split, [(question, physician answer), ...])
 THREAD_TEXTS: dict[str, tuple[str, list[tuple[str, str]]]] = {

@@ -1,6 +1,6 @@
-"""Where an output came from: git commit, package versions, and the per-run manifest of every flow."""
+"""Where an output came from: git state, package versions, and the per-run manifest of every flow."""
 
-import json
+import platform
 import re
 import subprocess
 from collections.abc import Iterable
@@ -12,19 +12,32 @@ from typing import Any
 from prefect import task
 from prefect.runtime import flow_run
 
+from tasks.core.files import write_json_atomic
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CORE_PACKAGES = ("prefect", "duckdb", "pyarrow", "zstandard", "orjson", "tiktoken", "litellm")
 
 
+def _git(*args: str) -> str | None:
+    """The output of a git command in the project, or None outside a git checkout."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), *args], capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
 def git_commit() -> str | None:
     """The project's HEAD commit, or None outside a git checkout."""
-    try:
-        completed = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return completed.stdout.strip()
+    return _git("rev-parse", "HEAD")
+
+
+def git_state() -> dict[str, Any]:
+    """The commit of the code that ran, and whether the tree had uncommitted changes (None outside git)."""
+    status = _git("status", "--porcelain")
+    return {"commit": git_commit(), "dirty": None if status is None else bool(status)}
 
 
 def package_versions(names: Iterable[str] = CORE_PACKAGES) -> dict[str, str | None]:
@@ -37,6 +50,11 @@ def package_versions(names: Iterable[str] = CORE_PACKAGES) -> dict[str, str | No
     return versions
 
 
+def code_provenance(packages: Iterable[str]) -> dict[str, Any]:
+    """The manifest entries naming the code that ran: package versions, Python version, git state."""
+    return {"packages": package_versions(packages), "python": platform.python_version(), "git": git_state()}
+
+
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -45,8 +63,6 @@ def utc_now() -> str:
 def write_run_manifest(lake_dir: str, flow_name: str, settings: dict[str, Any]) -> str:
     """Record a flow run's settings and provenance in `<lake>/_runs/<flow>/<run id>.json`; return its path."""
     run_id = str(flow_run.get_id() or "local")
-    path = Path(lake_dir) / "_runs" / flow_name / f"{run_id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
     manifest = {
         "flow": flow_name,
         "flow_run_id": run_id,
@@ -56,10 +72,9 @@ def write_run_manifest(lake_dir: str, flow_name: str, settings: dict[str, Any]) 
         "packages": package_versions(),
         "settings": settings,
     }
-    path.write_text(json.dumps(manifest, indent=2, default=str))
-    return str(path)
+    return str(write_json_atomic(Path(lake_dir) / "_runs" / flow_name / f"{run_id}.json", manifest))
 
 
 def artifact_key(*parts: str) -> str:
-    """A Prefect artifact key (lowercase letters, digits and dashes only) from free text."""
-    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
+    """A Prefect artifact key (lowercase letters, digits and dashes only, at most 100) from free text."""
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")[:100]

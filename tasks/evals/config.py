@@ -1,22 +1,15 @@
-"""Evaluation settings: the YAML config, its command-line overrides, and the sample of threads.
+"""Evaluation settings: the YAML config with its named roles, and the per-run overrides.
 
 Configuration flows one way: YAML (or deployment parameters) -> `EvaluationSettings` in the flow
 signature -> jobs with explicit settings. See deployments/eval.example.yaml for every field.
 """
 
-import hashlib
-import json
-import random
-from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import pyarrow.parquet as pq
 import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
-from tasks.core.preflight import UserError
 from tasks.llm.offline import is_offline
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
 
@@ -42,6 +35,9 @@ class ModelSpec(BaseModel):
     )
     price_model: str | None = Field(None, description="Model string to price by, if not `model`.")
     estimated_reply_tokens: int = Field(400, ge=0, description="Reply length assumed by --dry-run.")
+    limits: ProviderLimits | None = Field(
+        None, description="Throttle of this role alone; default: its provider's (`providers`)."
+    )
 
     @model_validator(mode="after")
     def _default_name(self) -> "ModelSpec":
@@ -127,10 +123,18 @@ class EvalConfig(BaseModel):
         params = {k: v for k, v in {**self.default_params, **spec.params}.items() if v is not None}
         return spec.model_copy(update={"params": params})
 
+    def roles(self) -> dict[str, list[ModelSpec]]:
+        """The models of the run by role: the models under test, and the judge."""
+        return {"model": list(self.models), "judge": [self.judge]}
+
+    def limits_for(self, spec: ModelSpec) -> ProviderLimits:
+        """The role's own limits, else its provider's, else the default."""
+        return spec.limits or self.providers.get(spec.provider_name, self.default_limits)
+
     def call_options(self, spec: ModelSpec) -> CallOptions:
         return CallOptions(
             provider=spec.provider_name,
-            limits=self.providers.get(spec.provider_name, self.default_limits),
+            limits=self.limits_for(spec),
             retry=self.retry,
             timeout_s=spec.timeout_s,
             api_key_env=spec.api_key_env,
@@ -142,8 +146,11 @@ class EvalConfig(BaseModel):
         """Enough worker threads to keep every provider busy even while some threads wait on a slow one."""
         if self.max_workers is not None:
             return self.max_workers
-        providers = {m.provider_name for m in [*self.models, self.judge]}
-        slots = sum(self.providers.get(p, self.default_limits).max_concurrency for p in providers)
+        # Calls are throttled per (provider, limits): a role with limits of its own has its own slots.
+        throttles = {
+            (spec.provider_name, self.limits_for(spec)) for specs in self.roles().values() for spec in specs
+        }
+        slots = sum(limits.max_concurrency for _, limits in throttles)
         return max(4, min(256, 2 * slots))
 
 
@@ -180,34 +187,38 @@ def load_config(path: Path) -> EvalConfig:
     return config
 
 
-def apply_overrides(
-    config: EvalConfig,
-    *,
-    models: list[str] | None = None,
-    judge: str | None = None,
-    conditions: list[Condition] | None = None,
-    split: str | None = None,
-    limit: int | None = None,
-    api_base: str | None = None,
-) -> EvalConfig:
-    """The config with command-line choices applied; a model or judge not in the config is a model string."""
+class RunOverrides(BaseModel):
+    """Per-run choices over a config (command-line flags, flow parameters); None keeps the config's."""
+
+    models: list[str] | None = Field(None, description="Model names from the config, or litellm strings.")
+    judge: str | None = Field(None, description="The config's judge name, or a litellm model string.")
+    conditions: list[Condition] | None = None
+    split: str | None = None
+    limit: int | None = Field(None, ge=1)
+    api_base: str | None = Field(None, description="Send every model and the judge to this endpoint.")
+
+
+def apply_overrides(config: EvalConfig, overrides: RunOverrides) -> EvalConfig:
+    """The config with per-run choices applied; a model or judge not in the config is a model string."""
     known = {m.name: m for m in config.models}
+    models = overrides.models
     chosen = [known.get(name) or ModelSpec(model=name) for name in models] if models else config.models
     judge_spec = config.judge
-    if judge is not None and judge != config.judge.name:
-        judge_spec = JudgeSpec(model=judge, rubric=config.judge.rubric, max_reasks=config.judge.max_reasks)
-    if api_base is not None:
-        chosen = [m.with_api_base(api_base) for m in chosen]
-        judge_spec = judge_spec.with_api_base(api_base)
-    sample = config.sample.model_copy(
-        update={k: v for k, v in {"split": split, "limit": limit}.items() if v is not None}
-    )
+    if overrides.judge is not None and overrides.judge != config.judge.name:
+        judge_spec = JudgeSpec(
+            model=overrides.judge, rubric=config.judge.rubric, max_reasks=config.judge.max_reasks
+        )
+    if overrides.api_base is not None:
+        chosen = [m.with_api_base(overrides.api_base) for m in chosen]
+        judge_spec = judge_spec.with_api_base(overrides.api_base)
+    sample_choices = {"split": overrides.split, "limit": overrides.limit}
+    sample = config.sample.model_copy(update={k: v for k, v in sample_choices.items() if v is not None})
     return EvalConfig.model_validate(
         {
             **config.model_dump(),
             "models": [m.model_dump() for m in chosen],
             "judge": judge_spec.model_dump(),
-            "conditions": conditions or config.conditions,
+            "conditions": overrides.conditions or config.conditions,
             "sample": sample.model_dump(),
         }
     )
@@ -219,127 +230,17 @@ def resolve_settings(
     run_dir: str | Path,
     config: EvalConfig | None = None,
     config_file: str | Path | None = None,
-    models: list[str] | None = None,
-    judge: str | None = None,
-    conditions: list[Condition] | None = None,
-    split: str | None = None,
-    limit: int | None = None,
-    api_base: str | None = None,
+    overrides: RunOverrides | None = None,
 ) -> EvaluationSettings:
     """The settings of one evaluation: a config (given, read from a file, or made of bare model strings)
     with the per-run choices applied on top. Raises ValueError when no models are named anywhere."""
+    overrides = overrides or RunOverrides()
     if config is None and config_file is not None:
         config = load_config(Path(config_file))
     if config is None:
-        if not models:
+        if not overrides.models:
             raise ValueError("give a config, a config file, or models (litellm model strings)")
-        config = EvalConfig(models=[ModelSpec(model=name) for name in models])
-    overridden = apply_overrides(
-        config, models=models, judge=judge, conditions=conditions, split=split, limit=limit, api_base=api_base
+        config = EvalConfig(models=[ModelSpec(model=name) for name in overrides.models])
+    return EvaluationSettings(
+        dataset_dir=Path(dataset_dir), run_dir=Path(run_dir), config=apply_overrides(config, overrides)
     )
-    return EvaluationSettings(dataset_dir=Path(dataset_dir), run_dir=Path(run_dir), config=overridden)
-
-
-class ThreadCase(BaseModel, frozen=True):
-    """One sampled thread: its patient questions and the physician answers, turn by turn."""
-
-    thread_id: str
-    stratum: str
-    questions: tuple[str, ...]
-    answers: tuple[str, ...]
-
-
-def answered_dir(dataset_dir: Path) -> Path:
-    return Path(dataset_dir) / "dataset" / "answered"
-
-
-def check_dataset_build(dataset_dir: Path) -> None:
-    """Raise UserError unless `dataset_dir` holds the answered dataset that `threadmed build` publishes."""
-    files = [answered_dir(dataset_dir) / f"{contract.name}.parquet" for contract in (THREADS, QA_PAIRS)]
-    missing = next((path for path in files if not path.is_file()), None)
-    if missing is None:
-        return
-    fix = "pass the --out folder of `threadmed build`"
-    if answered_dir(dataset_dir / "latest").is_dir():
-        fix = f"pass {Path(dataset_dir) / 'latest'} (the newest version of a --versioned build)"
-    relative = missing.relative_to(dataset_dir)
-    raise UserError(f"{dataset_dir} is not a dataset build (no {relative}); {fix}", "--dataset")
-
-
-def check_split(dataset_dir: Path, split: str) -> None:
-    """Raise UserError listing the dataset's splits when `split` holds no answered thread."""
-    threads = pq.read_table(answered_dir(dataset_dir) / "threads.parquet", columns=["split"])
-    counts = Counter(threads["split"].to_pylist())
-    if split in counts:
-        return
-    choices = ", ".join(f"{name} ({n} thread{'s' * (n != 1)})" for name, n in sorted(counts.items()))
-    raise UserError(
-        f"{dataset_dir} has no thread in split '{split}'; choose one of: {choices or 'none, it is empty'}",
-        "--split",
-    )
-
-
-def draw_sample(threads: list[dict[str, Any]], spec: SampleSpec) -> list[str]:
-    """Thread ids of the sample, in a seeded order (so a larger --limit extends a smaller one)."""
-    in_split = sorted((t for t in threads if t["split"] == spec.split), key=lambda t: t["thread_id"])
-    rng = random.Random(spec.seed)
-    if spec.quotas is None:
-        chosen = [t["thread_id"] for t in in_split]
-    else:
-        by_stratum: dict[str, list[str]] = defaultdict(list)
-        for t in in_split:
-            by_stratum[t["stratum"]].append(t["thread_id"])
-        chosen = []
-        for stratum, quota in sorted(spec.quotas.items()):
-            pool = by_stratum[stratum]
-            chosen += rng.sample(pool, min(quota, len(pool)))
-        chosen.sort()
-    rng.shuffle(chosen)
-    return chosen[: spec.limit]
-
-
-def load_sample(dataset_dir: Path, spec: SampleSpec) -> list[ThreadCase]:
-    """Read the answered dataset and return the sampled threads with their QA pairs in turn order."""
-    folder = answered_dir(dataset_dir)
-    threads = pq.read_table(folder / "threads.parquet", columns=["thread_id", "split", "stratum"]).to_pylist()
-    strata = {t["thread_id"]: t["stratum"] for t in threads}
-    ids = draw_sample(threads, spec)
-    wanted = set(ids)
-    pairs: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in pq.read_table(
-        folder / "qa_pairs.parquet", columns=["thread_id", "turn", "question", "answer"]
-    ).to_pylist():
-        if row["thread_id"] in wanted:
-            pairs[row["thread_id"]].append(row)
-    return [_thread_case(thread_id, strata[thread_id], pairs[thread_id]) for thread_id in ids]
-
-
-def _thread_case(thread_id: str, stratum: str, rows: list[dict[str, Any]]) -> ThreadCase:
-    rows = sorted(rows, key=lambda r: r["turn"])
-    if [r["turn"] for r in rows] != list(range(len(rows))) or any(r["answer"] is None for r in rows):
-        raise ValueError(f"thread {thread_id}: turns must be 0..n-1, each with a physician answer")
-    return ThreadCase(
-        thread_id=thread_id,
-        stratum=stratum,
-        questions=tuple(r["question"] for r in rows),
-        answers=tuple(r["answer"] for r in rows),
-    )
-
-
-def dataset_fingerprint(dataset_dir: Path) -> str:
-    """sha256 over the answered dataset's two parquet files (the manifest's proof of what was evaluated)."""
-    digest = hashlib.sha256()
-    for contract in (THREADS, QA_PAIRS):
-        digest.update((answered_dir(dataset_dir) / f"{contract.name}.parquet").read_bytes())
-    return digest.hexdigest()
-
-
-# Settings that change how calls are made, never what they return, do not change the run id.
-_NOT_IN_RUN_ID = {"providers", "default_limits", "retry", "max_workers"}
-
-
-def run_id_for(config: EvalConfig, fingerprint: str) -> str:
-    """Same config and dataset, same run id: a re-run into the same run directory rewrites the same rows."""
-    settings = config.model_dump(mode="json", exclude=_NOT_IN_RUN_ID)
-    canonical = json.dumps({"config": settings, "dataset": fingerprint}, sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:12]

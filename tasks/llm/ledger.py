@@ -12,14 +12,14 @@ shared database file, so parallel tasks and processes never contend for a lock, 
 every finished call by its key, whichever task, condition or earlier run made it.
 """
 
-import os
-import threading
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
+
+from tasks.core.files import write_text_atomic
 
 
 class CallRecord(BaseModel):
@@ -71,7 +71,7 @@ class CallLedger:
 
     def write(self, record: CallRecord) -> None:
         """Store `record` atomically; a success also retires the call's failure record."""
-        _write_atomic(self._path(record.status, record.key), record.model_dump_json())
+        write_text_atomic(self._path(record.status, record.key), record.model_dump_json())
         if record.status == "ok":
             self._path("failed", record.key).unlink(missing_ok=True)
 
@@ -102,10 +102,3 @@ def _read(path: Path) -> CallRecord | None:
     except ValidationError:
         # Only reachable after an OS crash (rename without fsync): treat the call as not made.
         return None
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

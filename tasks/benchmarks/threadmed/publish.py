@@ -11,18 +11,17 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
-import tiktoken
 from matplotlib.figure import Figure
 from prefect import task
 
 from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 from tasks.benchmarks.threadmed.settings import BuildSettings
 from tasks.core.provenance import git_commit, package_versions, utc_now
+from tasks.core.tokens import TOKENIZER, count_tokens_batch
 from tasks.data.contracts import Contract
 from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
 
 DATASETS = ("full", "answered")
-TOKENIZER = "cl100k_base"
 INGEST_STAGES = ("submissions", "comments")
 
 
@@ -67,18 +66,12 @@ def table1(
     }
 
 
-def count_tokens(texts: Sequence[str | None], encoding: tiktoken.Encoding) -> list[int]:
-    """Token counts of each text (None counts 0), encoded on two threads."""
-    encoded = encoding.encode_ordinary_batch([text or "" for text in texts], num_threads=2)
-    return [len(tokens) for tokens in encoded]
-
-
-def dataset_statistics(threads: pa.Table, qa_pairs: pa.Table, encoding: tiktoken.Encoding) -> dict[str, Any]:
+def dataset_statistics(threads: pa.Table, qa_pairs: pa.Table) -> dict[str, Any]:
     """Table 1 plus strata and split counts of one published dataset."""
     questions = qa_pairs.column("question").to_pylist()
     answers = qa_pairs.column("answer").to_pylist()
-    question_tokens = count_tokens(questions, encoding)
-    answer_tokens = count_tokens(answers, encoding)
+    question_tokens = count_tokens_batch(questions)
+    answer_tokens = count_tokens_batch(answers)
     per_thread: dict[str, int] = {}
     for thread_id, q_tokens, a_tokens in zip(
         qa_pairs.column("thread_id").to_pylist(), question_tokens, answer_tokens, strict=True
@@ -271,7 +264,6 @@ def publish_dataset(
     `pseudonyms` is what may be said about the salt (PseudonymSalt.describe()), never the salt itself.
     """
     out = Path(out_dir)
-    encoding = tiktoken.get_encoding(TOKENIZER)
     stats: dict[str, Any] = {"tokenizer": TOKENIZER}
     with duckdb.connect(warehouse, read_only=True) as connection:
         for name in DATASETS:
@@ -281,7 +273,7 @@ def publish_dataset(
             qa_pairs = read_mart(connection, f"{name}_qa_pairs", QA_PAIRS)
             pq.write_table(threads, folder / "threads.parquet")
             pq.write_table(qa_pairs, folder / "qa_pairs.parquet")
-            stats[name] = dataset_statistics(threads, qa_pairs, encoding)
+            stats[name] = dataset_statistics(threads, qa_pairs)
         sql_funnel = connection.sql(
             "select stage_order, stage, reason, count_rows from stats_funnel order by stage_order, reason"
         ).fetchall()

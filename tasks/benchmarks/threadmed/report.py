@@ -14,7 +14,6 @@ this module); this module loads runs, assembles metrics.json and holds the tasks
 """
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ from tasks.benchmarks.threadmed.tables import (
     table_records,
 )
 from tasks.core.preflight import UserError
+from tasks.core.provenance import artifact_key
 
 RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]
 
@@ -631,11 +631,6 @@ def build_report(run_dirs: list[str], out_dir: str, settings: ReportSettings) ->
     data = browser_data(run.turns, run.models, run.conditions)
     (out / "index.html").write_text(render_html(metrics, tables, figures, data))
     return str(out)
-
-
-def artifact_key(*parts: str) -> str:
-    """A Prefect artifact key: lowercase letters, digits and dashes only."""
-    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")[:100]
 
 
 @task(name="publish-report-artifacts", cache_policy=NO_CACHE)

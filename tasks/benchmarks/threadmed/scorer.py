@@ -19,7 +19,8 @@ from pydantic import BaseModel
 # Imported for its side effect: the offline models are registered wherever this module's jobs run
 # (a Dask worker imports this module when it unpickles them).
 from tasks.benchmarks.threadmed import baselines  # noqa: F401
-from tasks.evals.config import Condition, JudgeSpec, ThreadCase
+from tasks.benchmarks.threadmed.cases import ThreadCase
+from tasks.evals.config import Condition, JudgeSpec
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.prompts import PromptTemplate
@@ -164,14 +165,14 @@ class JudgeJob(BaseModel, frozen=True):
 
 
 @task(name="judge-thread", cache_policy=NO_CACHE, task_run_name="judge {job.label}")
-def judge_thread(job: JudgeJob, responses: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
-    """Judge each answered turn of `responses` → one judgment row per response row; calls go to the ledger."""
+def judge_thread(job: JudgeJob, solved: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
+    """Judge each answered turn of `solved` (response rows) → a judgment row each; calls go to the ledger."""
     ledger = CallLedger(ledger_dir)
     return [
         judge_turn(job, row["turn"], row["response"], ledger)
         if row["status"] == "ok"
         else not_judged_row(job, row)
-        for row in responses
+        for row in solved
     ]
 
 

@@ -17,7 +17,9 @@ from pydantic import BaseModel
 # Imported for its side effect: the offline models are registered wherever this module's jobs run
 # (a Dask worker imports this module when it unpickles them).
 from tasks.benchmarks.threadmed import baselines  # noqa: F401
-from tasks.evals.config import Condition, ModelSpec, ThreadCase
+from tasks.benchmarks.threadmed.cases import ThreadCase
+from tasks.evals.config import Condition, ModelSpec
+from tasks.evals.dialogue import Exchange, Reply, run_dialogue, scripted
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.request import CallOptions
@@ -41,39 +43,21 @@ class InferenceJob(BaseModel, frozen=True):
         return f"{self.model.name}/{self.condition}/{self.thread.thread_id}"
 
 
-def build_messages(
-    questions: tuple[str, ...] | list[str], answers: tuple[str, ...] | list[str]
-) -> list[dict[str, str]]:
-    """Alternate user questions and assistant answers, ending on the last question."""
-    if len(answers) != len(questions) - 1:
-        raise ValueError(
-            f"{len(questions)} questions need {len(questions) - 1} earlier answers, got {len(answers)}"
-        )
-    messages = []
-    for question, answer in zip(questions[:-1], answers, strict=True):
-        messages += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
-    return [*messages, {"role": "user", "content": questions[-1]}]
-
-
-def turn_messages(job: InferenceJob, turn: int, own_answers: list[str]) -> list[dict[str, str]]:
-    """The messages of `turn`: history from the model's own answers (baseline) or the physician's (oracle)."""
-    history = own_answers[:turn] if job.condition == "baseline" else job.thread.answers[:turn]
-    return build_messages(job.thread.questions[: turn + 1], history)
+def ask_turns(job: InferenceJob, reply: Reply) -> list[Exchange]:
+    """The job's turns asked in order, with the history its condition prescribes (tasks/evals/dialogue.py)."""
+    given = job.thread.answers if job.condition == "oracle" else None
+    return run_dialogue(job.turns, scripted(job.thread.questions), reply, given_replies=given)
 
 
 @task(name="answer-thread", cache_policy=NO_CACHE, task_run_name="answer {job.label}")
 def answer_thread(job: InferenceJob, ledger_dir: Path) -> list[dict[str, Any]]:
     """Ask the job's turns in order → one response row per turn; every call goes through the ledger."""
     ledger = CallLedger(ledger_dir)
-    rows: list[dict[str, Any]] = []
-    own_answers: list[str] = []
-    for turn in job.turns:
-        record = complete(job.model.request(turn_messages(job, turn, own_answers)), job.options, ledger)
-        rows.append(response_row(job, turn, record))
-        if record.status != "ok" and job.condition == "baseline":
-            rows += [not_run_row(job, later, failed_turn=turn) for later in job.turns if later > turn]
-            break
-        own_answers.append(record.text or "")
+    exchanges = ask_turns(job, lambda messages: complete(job.model.request(messages), job.options, ledger))
+    rows = [response_row(job, turn, record) for turn, record in exchanges if record is not None]
+    failed = [turn for turn, record in exchanges if record is not None and record.status != "ok"]
+    if failed and job.condition == "baseline":
+        rows += [not_run_row(job, later, failed_turn=failed[0]) for later in job.turns if later > failed[0]]
     return rows
 
 

@@ -16,8 +16,9 @@ from tasks.benchmarks.threadmed.baselines import (
     overlap_verdict,
     retrieve_answer,
 )
+from tasks.benchmarks.threadmed.cases import ThreadCase, answered_dir
 from tasks.benchmarks.threadmed.solver import InferenceJob
-from tasks.evals.config import ModelSpec, ThreadCase, answered_dir
+from tasks.evals.config import ModelSpec
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger
 from tasks.llm.offline import PROVIDER

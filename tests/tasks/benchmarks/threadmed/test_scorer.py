@@ -4,6 +4,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from tasks.benchmarks.threadmed.cases import load_sample
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS
 from tasks.benchmarks.threadmed.scorer import (
     DEFAULT_RUBRIC,
@@ -15,7 +16,7 @@ from tasks.benchmarks.threadmed.scorer import (
     parse_verdict,
     render_judge_messages,
 )
-from tasks.evals.config import JudgeSpec, SampleSpec, load_sample
+from tasks.evals.config import JudgeSpec, SampleSpec
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import CallOptions, RetryPolicy
 from tests.eval_fixtures import write_dataset

@@ -1,9 +1,10 @@
 import pyarrow as pa
 import pytest
 
+from tasks.benchmarks.threadmed.cases import load_sample
 from tasks.benchmarks.threadmed.contracts import RESPONSES
-from tasks.benchmarks.threadmed.solver import InferenceJob, answer_thread, build_messages
-from tasks.evals.config import EvalConfig, ModelSpec, SampleSpec, load_sample
+from tasks.benchmarks.threadmed.solver import InferenceJob, answer_thread
+from tasks.evals.config import EvalConfig, ModelSpec, SampleSpec
 from tasks.llm.request import RetryPolicy
 from tests.eval_fixtures import THREAD_TEXTS, write_dataset
 from tests.llm_server import Action, LLMServer
@@ -34,13 +35,6 @@ def job(server: LLMServer, thread, condition: str) -> InferenceJob:
 def conversation(*texts: str) -> list[dict[str, str]]:
     roles = ["user", "assistant"] * len(texts)
     return [{"role": role, "content": text} for role, text in zip(roles, texts, strict=False)]
-
-
-def test_build_messages_alternates_and_ends_on_the_question():
-    assert build_messages(["q0", "q1", "q2"], ["a0", "a1"]) == conversation("q0", "a0", "q1", "a1", "q2")
-    assert build_messages(["q0"], []) == conversation("q0")
-    with pytest.raises(ValueError, match="earlier answers"):
-        build_messages(["q0", "q1"], [])
 
 
 def test_baseline_builds_each_turn_on_the_models_own_answers(server, headache, tmp_path):

@@ -1,70 +1,13 @@
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from tasks.benchmarks.threadmed.contracts import RESPONSES
-from tasks.benchmarks.threadmed.scorer import judge_thread
-from tasks.benchmarks.threadmed.solver import answer_thread
-from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec, answered_dir
-from tasks.evals.run import GroupSummary, RunSummary, build_plan, estimate_plan, summarize, write_table
-from tasks.llm.request import Prices
-from tests.eval_fixtures import write_dataset
-
-OFFLINE = EvalConfig(
-    models=[ModelSpec(name="retrieval", model="threadmed/retrieval"), ModelSpec(model="threadmed/deferral")],
-    judge=JudgeSpec(model="threadmed/overlap-judge"),
-)
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory) -> Path:
-    return write_dataset(tmp_path_factory.mktemp("build"))
-
-
-def test_the_plan_pairs_every_thread_model_and_condition_thread_major(dataset, tmp_path):
-    plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=OFFLINE))
-    labels = [job.label for job in plan.inference_jobs]
-    assert len(labels) == 3 * 2 * 2
-    assert [label.split("/")[-1] for label in labels[:4]] == [labels[0].split("/")[-1]] * 4
-    assert [job.label for job in plan.judge_jobs] == labels
-    retrieval = plan.inference_jobs[0].model
-    assert retrieval.params == {"temperature": 0, "corpus_dir": str(answered_dir(dataset).resolve())}
-    assert plan.ledger_dir == tmp_path / "ledger"
-
-
-def test_the_dry_run_counts_calls_and_drops_the_ones_already_made(dataset, tmp_path):
-    config = OFFLINE.model_copy(update={"conditions": ["baseline"]})
-    plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=config))
-    before = {(e.model, e.role): e for e in estimate_plan(plan)}
-    assert {key: (e.calls, e.cached) for key, e in before.items()} == {
-        ("retrieval", "inference"): (13, 0),
-        ("threadmed/deferral", "inference"): (13, 0),
-        ("threadmed/overlap-judge", "judge"): (26, 0),
-    }
-    assert before[("retrieval", "inference")].completion_tokens == 13 * 400
-    assert before[("retrieval", "inference")].cost_usd == 0.0
-
-    deferral = next(job for job in plan.inference_jobs if job.model.name == "threadmed/deferral")
-    rows = answer_thread.fn(deferral, plan.ledger_dir)
-    judge_thread.fn(plan.judge_jobs[plan.inference_jobs.index(deferral)], rows[:1], plan.ledger_dir)
-    after = {(e.model, e.role): (e.calls, e.cached) for e in estimate_plan(plan)}
-    assert after[("threadmed/deferral", "inference")] == (13 - len(rows), len(rows))
-    assert after[("threadmed/overlap-judge", "judge")] == (25, 1)
-
-
-def test_the_dry_run_prices_known_models_and_flags_unknown_ones(dataset, tmp_path):
-    config = EvalConfig(
-        models=[ModelSpec(model="openai/gpt-4o"), ModelSpec(model="openai/local")],
-        judge=JudgeSpec(model="openai/judge", prices=Prices(input_per_token=1e-6, output_per_token=1e-6)),
-    )
-    plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=config))
-    estimates = {e.model: e for e in estimate_plan(plan)}
-    gpt4o = estimates["openai/gpt-4o"]
-    assert gpt4o.cost_usd == pytest.approx(gpt4o.prompt_tokens * 2.5e-6 + gpt4o.completion_tokens * 1e-5)
-    assert estimates["openai/local"].cost_usd is None
-    judge = estimates["openai/judge"]
-    assert judge.cost_usd == pytest.approx((judge.prompt_tokens + judge.completion_tokens) * 1e-6)
+from tasks.evals.config import EvalConfig, EvaluationSettings, ModelSpec
+from tasks.evals.outputs import GroupSummary, RunSummary, summarize, write_manifest, write_table
+from tasks.evals.plan import RunPlan
 
 
 def test_the_summary_counts_statuses_means_and_failures_keeping_a_message_per_kind():
@@ -173,3 +116,31 @@ def test_the_summary_says_what_failed_and_lists_every_group():
     ]
     succeeded = summary.model_copy(update={"failed_calls": {}, "failure_examples": {}})
     assert succeeded.markdown().splitlines()[2:4] == ["**Every call succeeded.**", ""]
+
+
+def test_the_manifest_names_what_ran_and_carries_the_benchmarks_own_facts(tmp_path):
+    config = EvalConfig(models=[ModelSpec(model="openai/a")])
+    settings = EvaluationSettings(dataset_dir=tmp_path / "build", run_dir=tmp_path / "run", config=config)
+    plan = RunPlan[ModelSpec, ModelSpec](
+        run_id="r1",
+        run_dir=settings.run_dir,
+        dataset_dir=settings.dataset_dir,
+        dataset_fingerprint="f" * 64,
+        jobs=[],
+        prompts={"rubric_v1": "ab"},
+        manifest_facts={"threads": 3},
+        notes=["a caveat"],
+    )
+    summary = RunSummary(run_id="r1", run_dir=settings.run_dir, groups=[], failed_calls={})
+    path = write_manifest.fn(settings, plan, summary)
+    manifest = json.loads(path.read_text())
+    assert path == tmp_path / "run" / "manifest.json"
+    assert manifest["dataset"] == {"dir": str((tmp_path / "build").resolve()), "fingerprint": "f" * 64}
+    assert manifest["config"]["models"][0]["model"] == "openai/a"
+    assert (manifest["prompts"], manifest["threads"], manifest["notes"]) == (
+        {"rubric_v1": {"sha256": "ab"}},
+        3,
+        ["a caveat"],
+    )
+    assert {"litellm", "prefect"} <= manifest["packages"].keys() and "dirty" in manifest["git"]
+    assert manifest["summary"]["run_id"] == "r1"

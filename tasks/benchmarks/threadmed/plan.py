@@ -1,0 +1,144 @@
+"""ThReadMed-QA's run plan: every sampled thread x model x condition, answered then judged; its dry run."""
+
+from pathlib import Path
+from typing import Any
+
+from tasks.benchmarks.threadmed import baselines
+from tasks.benchmarks.threadmed.cases import answered_dir, dataset_fingerprint, load_sample
+from tasks.benchmarks.threadmed.scorer import DEFAULT_RUBRIC, REASK_PROMPT, JudgeJob, render_judge_messages
+from tasks.benchmarks.threadmed.solver import InferenceJob, ask_turns
+from tasks.core.tokens import count_tokens
+from tasks.evals.config import EvaluationSettings, ModelSpec
+from tasks.evals.estimate import CallEstimate, EstimateTally
+from tasks.evals.plan import Job, RunPlan, run_id_for
+from tasks.llm.ledger import CallLedger
+from tasks.llm.prompts import load_prompt
+
+ThreadmedJob = Job[InferenceJob, JudgeJob]
+ThreadmedPlan = RunPlan[InferenceJob, JudgeJob]
+OVERLAP_JUDGE_NOTE = f"{baselines.OVERLAP_JUDGE} scores are a {baselines.OVERLAP_JUDGE_LABEL}."
+
+
+def build_plan(settings: EvaluationSettings) -> ThreadmedPlan:
+    """Draw the sample and pair it with every model and condition. Reads the dataset; calls nothing."""
+    config = settings.config
+    fingerprint = dataset_fingerprint(settings.dataset_dir)
+    run_id = run_id_for(config, fingerprint)
+    rubric, reask = load_prompt(config.judge.rubric or DEFAULT_RUBRIC), load_prompt(REASK_PROMPT)
+    judge = config.resolved(config.judge)
+    models = [_with_corpus(config.resolved(m), settings.dataset_dir) for m in config.models]
+    threads = load_sample(settings.dataset_dir, config.sample)
+    # Thread-major order: the tasks running at any moment are spread over every model and provider.
+    jobs = [
+        ThreadmedJob(
+            solve=InferenceJob(
+                run_id=run_id,
+                model=model,
+                options=config.call_options(model),
+                condition=condition,
+                thread=thread,
+            ),
+            score=JudgeJob(
+                run_id=run_id,
+                judge=judge,
+                options=config.call_options(judge),
+                rubric=rubric,
+                reask=reask,
+                model_name=model.name,
+                condition=condition,
+                thread=thread,
+            ),
+        )
+        for thread in threads
+        for model in models
+        for condition in config.conditions
+    ]
+    return ThreadmedPlan(
+        run_id=run_id,
+        run_dir=settings.run_dir,
+        dataset_dir=settings.dataset_dir,
+        dataset_fingerprint=fingerprint,
+        jobs=jobs,
+        prompts={p.version: p.sha256 for p in (rubric, reask)},
+        manifest_facts={"sent": _sent_settings(models, judge), "threads": len(threads)},
+        notes=[OVERLAP_JUDGE_NOTE] if config.judge.model == baselines.OVERLAP_JUDGE else [],
+    )
+
+
+def _with_corpus(spec: ModelSpec, dataset_dir: Path) -> ModelSpec:
+    """The retrieval baseline answers from the training split of the dataset under evaluation."""
+    if spec.model != baselines.RETRIEVAL or "corpus_dir" in spec.params:
+        return spec
+    corpus = str(answered_dir(dataset_dir).resolve())
+    return spec.model_copy(update={"params": {**spec.params, "corpus_dir": corpus}})
+
+
+def _sent_settings(models: list[ModelSpec], judge: ModelSpec) -> dict[str, Any]:
+    """Model string, endpoint and params exactly as sent, per model name and for the judge."""
+    fields = {"model", "api_base", "params"}
+    return {
+        "models": {spec.name: spec.model_dump(mode="json", include=fields) for spec in models},
+        "judge": {judge.name: judge.model_dump(mode="json", include=fields)},
+    }
+
+
+def estimate_job(job: ThreadmedJob, ledger: CallLedger, tally: EstimateTally) -> None:
+    """Count one job's answer and judge calls still to make; judge re-asks are not counted.
+
+    Unknown answers (not in the ledger yet) count `estimated_reply_tokens`.
+    """
+    answers = tally.of(job.solve.model, job.solve.options, "inference")
+    judgments = tally.of(job.score.judge, job.score.options, "judge")
+    for turn, answer in _walk_answers(job.solve, ledger, answers):
+        _estimate_judging(job.score, turn, answer, ledger, judgments)
+
+
+def _walk_answers(
+    job: InferenceJob, ledger: CallLedger, estimate: CallEstimate
+) -> list[tuple[int, str | None]]:
+    """Each turn with its answer from the ledger, or None once an answer is unknown; counts the calls."""
+    known = {
+        turn: record.text
+        for turn, record in ask_turns(job, lambda messages: ledger.lookup(job.model.request(messages).key()))
+        if record is not None
+    }
+    answers: list[str] = []
+    turns: list[tuple[int, str | None]] = []
+    for turn in job.turns:
+        if turn in known:
+            estimate.cached += 1
+            answers.append(known[turn] or "")
+            turns.append((turn, known[turn]))
+            continue
+        estimate.calls += 1
+        estimate.prompt_tokens += _prompt_tokens(job, turn, answers)
+        estimate.completion_tokens += job.model.estimated_reply_tokens
+        turns.append((turn, None))
+    return turns
+
+
+def _prompt_tokens(job: InferenceJob, turn: int, known_answers: list[str]) -> int:
+    """Questions so far plus the history: physician answers (oracle) or own answers, known or assumed."""
+    questions = sum(count_tokens(q) for q in job.thread.questions[: turn + 1])
+    if job.condition == "oracle":
+        return questions + sum(count_tokens(a) for a in job.thread.answers[:turn])
+    assumed = (turn - len(known_answers)) * job.model.estimated_reply_tokens
+    return questions + sum(count_tokens(a) for a in known_answers) + assumed
+
+
+def _estimate_judging(
+    job: JudgeJob, turn: int, answer: str | None, ledger: CallLedger, estimate: CallEstimate
+) -> None:
+    if answer is not None:
+        messages = render_judge_messages(
+            job.rubric, job.thread.questions[turn], job.thread.answers[turn], answer
+        )
+        if ledger.lookup(job.judge.request(messages, job.rubric.version).key()) is not None:
+            estimate.cached += 1
+            return
+    placeholder = render_judge_messages(job.rubric, job.thread.questions[turn], job.thread.answers[turn], "")
+    estimate.calls += 1
+    estimate.prompt_tokens += sum(count_tokens(m["content"]) for m in placeholder) + (
+        count_tokens(answer) if answer is not None else job.judge.estimated_reply_tokens
+    )
+    estimate.completion_tokens += job.judge.estimated_reply_tokens

@@ -1,0 +1,210 @@
+"""A run's outputs: its tables by contract, its summary (counts, costs, failures) and its manifest.
+
+RUN_DIR holds `ledger/` (every call, see tasks/llm/ledger.py), one Parquet table per output contract
+(ThReadMed-QA: `responses.parquet`, `judgments.parquet`) and `manifest.json`. The tables are rewritten
+from the calls on every run, so a re-run of the same command into the same RUN_DIR completes them
+without repeating any successful call.
+"""
+
+from collections import Counter, defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture, as_completed
+from pydantic import BaseModel
+
+from tasks.core.files import write_json_atomic, write_parquet_atomic
+from tasks.core.provenance import artifact_key, code_provenance
+from tasks.data.contracts import Contract
+from tasks.evals.config import EvaluationSettings
+from tasks.evals.plan import RunPlan
+from tasks.llm.errors import fix_for, is_permanent
+
+PACKAGES = ("litellm", "prefect", "pyarrow", "pydantic", "rapidfuzz", "openai", "httpx")
+
+
+class RunTables(NamedTuple):
+    """The contracts of a run's two tables: rows of the solve tasks, and rows of the score tasks."""
+
+    solved: Contract
+    scored: Contract
+
+
+class GroupSummary(BaseModel):
+    """Counts and costs of one model in one condition."""
+
+    model: str
+    condition: str
+    responses: dict[str, int]
+    judgments: dict[str, int]
+    mean_score: float | None
+    inference_cost_usd: float
+    judge_cost_usd: float
+
+
+class RunSummary(BaseModel):
+    run_id: str
+    run_dir: Path
+    groups: list[GroupSummary]
+    failed_calls: dict[str, int]
+    failure_examples: dict[str, str] = {}  # per failure kind, one error as recorded (the provider's words)
+
+    def markdown(self) -> str:
+        """The run's outcome for people: whether calls failed (an example of each kind), one row per group."""
+        outcome = self.failure_message() if self.failed_calls else "Every call succeeded."
+        lines = [f"# Evaluation run {self.run_id}", "", f"**{outcome}**", ""]
+        if self.failure_examples:
+            lines += [f"- {line}" for line in self.failure_lines()] + [""]
+        lines += [
+            "| model | condition | answered | answer failed | not run | judged | unparseable | judge failed"
+            " | mean (0-100) | USD |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for g in self.groups:
+            mean = "-" if g.mean_score is None else f"{g.mean_score:.1f}"
+            counts = [g.responses.get(s, 0) for s in ("ok", "failed", "not_run")]
+            counts += [g.judgments.get(s, 0) for s in ("ok", "unparseable", "failed")]
+            cost = g.inference_cost_usd + g.judge_cost_usd
+            lines.append(
+                f"| {g.model} | {g.condition} | {' | '.join(map(str, counts))} | {mean} | {cost:.4f} |"
+            )
+        return "\n".join(lines)
+
+    def failure_message(self) -> str:
+        """What failed and what will finish the run: a re-run for transient failures, a fix for the others."""
+        kinds = ", ".join(f"{_label(kind)} {n}" for kind, n in sorted(self.failed_calls.items()))
+        total = sum(self.failed_calls.values())
+        failed = f"{total} {'call' if total == 1 else 'calls'} failed: {kinds}"
+        kept = "(completed calls are kept)"
+        fixes = "; ".join(f"[{_label(k)}] {fix_for(k)}" for k in sorted(self.failed_calls) if is_permanent(k))
+        transient = [_label(k) for k in sorted(self.failed_calls) if not is_permanent(k)]
+        if not fixes:
+            return f"{failed}; re-run the same command to finish {kept}"
+        if not transient:
+            advice = f"A re-run alone will not help; fix first: {fixes}. Then re-run the same command {kept}"
+            return f"{failed}. {advice}"
+        return (
+            f"{failed}. Re-run the same command to retry the {' and '.join(transient)} failures {kept};"
+            f" the others need a fix first: {fixes}"
+        )
+
+    def failure_lines(self) -> list[str]:
+        """One line per failure kind: its count and one of its errors."""
+        return [
+            f"{_label(kind)} ({self.failed_calls.get(kind, 0)}), e.g. {error}"
+            for kind, error in sorted(self.failure_examples.items())
+        ]
+
+
+def _label(kind: str) -> str:
+    return kind.replace("_", " ")
+
+
+def summarize(
+    run_id: str, run_dir: Path, responses: list[dict[str, Any]], judgments: list[dict[str, Any]]
+) -> RunSummary:
+    """Per model and condition: rows by status, mean judged score (0-100, unparseable excluded), costs."""
+    by_group: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in responses:
+        by_group[(row["model"], row["condition"])]["responses"].append(row)
+    for row in judgments:
+        by_group[(row["model"], row["condition"])]["judgments"].append(row)
+    groups = []
+    for (model, condition), rows in sorted(by_group.items()):
+        scores = [j["score"] for j in rows["judgments"] if j["parse_status"] == "ok"]
+        groups.append(
+            GroupSummary(
+                model=model,
+                condition=condition,
+                responses=dict(Counter(r["status"] for r in rows["responses"])),
+                judgments=dict(Counter(j["parse_status"] for j in rows["judgments"])),
+                mean_score=100 * sum(scores) / len(scores) if scores else None,
+                inference_cost_usd=sum(r.get("cost_usd") or 0.0 for r in rows["responses"]),
+                judge_cost_usd=sum(j.get("cost_usd") or 0.0 for j in rows["judgments"]),
+            )
+        )
+    # JUDGMENTS has no error_class column: a failed judgment's error is "<kind>: <error>".
+    failures = [(r["error_class"], r["error"]) for r in responses if r["status"] == "failed"]
+    failures += [j["error"].split(": ", 1) for j in judgments if j["parse_status"] == "failed"]
+    examples: dict[str, str] = {}
+    for kind, error in failures:
+        examples.setdefault(kind, error)
+    return RunSummary(
+        run_id=run_id,
+        run_dir=run_dir,
+        groups=groups,
+        failed_calls=dict(Counter(kind for kind, _ in failures)),
+        failure_examples=examples,
+    )
+
+
+def follow_progress(futures: list[PrefectFuture], run_id: str) -> None:
+    """Wait for the thread tasks, keeping a progress artifact of the share done (about 50 updates)."""
+    artifact = create_progress_artifact(
+        progress=0.0,
+        key=artifact_key("evaluation-progress", run_id),
+        description=f"Run {run_id}: thread tasks done",
+    )
+    step = max(1, len(futures) // 50)
+    for done, _ in enumerate(as_completed(futures), start=1):
+        if done % step == 0 or done == len(futures):
+            update_progress_artifact(artifact_id=artifact, progress=100 * done / len(futures))
+
+
+@task(name="publish-run-summary", cache_policy=NO_CACHE)
+def publish_run_summary(summary: RunSummary) -> None:
+    """The run's counts, costs and failures -> a Markdown artifact (its key names the run)."""
+    create_markdown_artifact(
+        key=artifact_key("evaluation-summary", summary.run_id),
+        markdown=summary.markdown(),
+        description="Calls answered, failed and judged per model and condition",
+    )
+
+
+@task(name="write-run-outputs", cache_policy=NO_CACHE)
+def write_run_outputs(
+    plan: RunPlan[Any, Any],
+    solved: list[list[dict[str, Any]]],
+    scored: list[list[dict[str, Any]]],
+    tables: RunTables,
+) -> RunSummary:
+    """Per-job rows → RUN_DIR/<contract name>.parquet for both tables (atomic); returns the summary."""
+    solved_rows = [row for rows in solved for row in rows]
+    scored_rows = [row for rows in scored for row in rows]
+    write_table(solved_rows, tables.solved, plan.run_dir / f"{tables.solved.name}.parquet")
+    write_table(scored_rows, tables.scored, plan.run_dir / f"{tables.scored.name}.parquet")
+    return summarize(plan.run_id, plan.run_dir, solved_rows, scored_rows)
+
+
+def write_table(rows: list[dict[str, Any]], contract: Contract, path: Path) -> None:
+    """Rows → a Parquet file with the contract's schema, sorted by its key."""
+    table = pa.Table.from_pylist(rows, schema=contract.schema)
+    write_parquet_atomic(path, table.sort_by([(k, "ascending") for k in contract.key]))
+
+
+@task(name="write-manifest", cache_policy=NO_CACHE)
+def write_manifest(settings: EvaluationSettings, plan: RunPlan[Any, Any], summary: RunSummary) -> Path:
+    """Settings, dataset fingerprint, prompt hashes, versions, commit, summary → RUN_DIR/manifest.json."""
+    return write_json_atomic(plan.run_dir / "manifest.json", run_manifest(settings, plan, summary))
+
+
+def run_manifest(
+    settings: EvaluationSettings, plan: RunPlan[Any, Any], summary: RunSummary
+) -> dict[str, Any]:
+    """The manifest's content: what ran (settings, dataset, prompts, code) and how it went."""
+    return {
+        "run_id": plan.run_id,
+        "written_at": datetime.now(UTC).isoformat(),
+        "dataset": {"dir": str(plan.dataset_dir.resolve()), "fingerprint": plan.dataset_fingerprint},
+        "config": settings.config.model_dump(mode="json"),
+        **plan.manifest_facts,
+        "prompts": {version: {"sha256": sha256} for version, sha256 in plan.prompts.items()},
+        **code_provenance(PACKAGES),
+        "summary": summary.model_dump(mode="json"),
+        "notes": plan.notes,
+    }

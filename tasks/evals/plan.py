@@ -1,0 +1,71 @@
+"""The plan of one evaluation run: its id, its folder, and its jobs (what each solve and score task gets).
+
+A benchmark's planner (tasks/benchmarks/<name>/) turns the settings into a `RunPlan`; the flow maps the
+benchmark's solve task over `job.solve` and its score task over `job.score` with the solve output.
+"""
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel
+
+from tasks.evals.config import EvalConfig, EvaluationSettings
+
+SolveJobT = TypeVar("SolveJobT", bound=BaseModel)
+ScoreJobT = TypeVar("ScoreJobT", bound=BaseModel)
+
+
+class Job(BaseModel, Generic[SolveJobT, ScoreJobT], frozen=True):
+    """One unit of a run: the solve task's input, and the score task's input beside the solve output."""
+
+    solve: SolveJobT
+    score: ScoreJobT
+
+
+class RunPlan(BaseModel, Generic[SolveJobT, ScoreJobT]):
+    """Everything a run will do, decided before any call: the jobs and what the manifest records of them."""
+
+    run_id: str
+    run_dir: Path
+    dataset_dir: Path
+    dataset_fingerprint: str
+    jobs: list[Job[SolveJobT, ScoreJobT]]
+    prompts: dict[str, str] = {}  # sha256 of each prompt file used, by prompt version
+    manifest_facts: dict[str, Any] = {}  # the benchmark's own manifest entries (models as sent, counts)
+    notes: list[str] = []  # caveats for people reading the run's outputs
+
+    @property
+    def ledger_dir(self) -> Path:
+        return self.run_dir / "ledger"
+
+
+Planner = Callable[[EvaluationSettings], RunPlan[Any, Any]]
+
+
+@task(name="plan-evaluation", cache_policy=NO_CACHE)
+def plan_evaluation(planner: Planner, settings: EvaluationSettings) -> RunPlan[Any, Any]:
+    """Dataset + config → the run's jobs, by the benchmark's planner (reads the dataset)."""
+    return planner(settings)
+
+
+# Settings that change how calls are made, never what they return, do not change the run id.
+_NOT_IN_RUN_ID: dict[str, Any] = {
+    "providers": True,
+    "default_limits": True,
+    "retry": True,
+    "max_workers": True,
+    "models": {"__all__": {"limits"}},
+    "judge": {"limits"},
+}
+
+
+def run_id_for(config: EvalConfig, fingerprint: str) -> str:
+    """Same config and dataset, same run id: a re-run into the same run directory rewrites the same rows."""
+    settings = config.model_dump(mode="json", exclude=_NOT_IN_RUN_ID)
+    canonical = json.dumps({"config": settings, "dataset": fingerprint}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]

@@ -1,0 +1,61 @@
+from pathlib import Path
+
+import pytest
+
+from tasks.benchmarks.threadmed.plan import build_plan, estimate_job
+from tasks.benchmarks.threadmed.scorer import judge_thread
+from tasks.benchmarks.threadmed.solver import answer_thread
+from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
+from tasks.evals.estimate import EstimateTally, estimate_plan
+from tasks.llm.request import Prices
+from tests.eval_fixtures import OFFLINE, write_dataset
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    return write_dataset(tmp_path_factory.mktemp("build"))
+
+
+def test_the_dry_run_counts_calls_and_drops_the_ones_already_made(dataset, tmp_path):
+    config = OFFLINE.model_copy(update={"conditions": ["baseline"]})
+    plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=config))
+    before = {(e.model, e.role): e for e in estimate_plan(plan, estimate_job)}
+    assert {key: (e.calls, e.cached) for key, e in before.items()} == {
+        ("retrieval", "inference"): (13, 0),
+        ("threadmed/deferral", "inference"): (13, 0),
+        ("threadmed/overlap-judge", "judge"): (26, 0),
+    }
+    assert before[("retrieval", "inference")].completion_tokens == 13 * 400
+    assert before[("retrieval", "inference")].cost_usd == 0.0
+
+    deferral = next(job for job in plan.jobs if job.solve.model.name == "threadmed/deferral")
+    rows = answer_thread.fn(deferral.solve, plan.ledger_dir)
+    judge_thread.fn(deferral.score, rows[:1], plan.ledger_dir)
+    after = {(e.model, e.role): (e.calls, e.cached) for e in estimate_plan(plan, estimate_job)}
+    assert after[("threadmed/deferral", "inference")] == (13 - len(rows), len(rows))
+    assert after[("threadmed/overlap-judge", "judge")] == (25, 1)
+
+
+def test_the_dry_run_prices_known_models_and_flags_unknown_ones(dataset, tmp_path):
+    config = EvalConfig(
+        models=[ModelSpec(model="openai/gpt-4o"), ModelSpec(model="openai/local")],
+        judge=JudgeSpec(model="openai/judge", prices=Prices(input_per_token=1e-6, output_per_token=1e-6)),
+    )
+    plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=config))
+    estimates = {e.model: e for e in estimate_plan(plan, estimate_job)}
+    gpt4o = estimates["openai/gpt-4o"]
+    assert gpt4o.cost_usd == pytest.approx(gpt4o.prompt_tokens * 2.5e-6 + gpt4o.completion_tokens * 1e-5)
+    assert estimates["openai/local"].cost_usd is None
+    judge = estimates["openai/judge"]
+    assert judge.cost_usd == pytest.approx((judge.prompt_tokens + judge.completion_tokens) * 1e-6)
+
+
+def test_the_estimates_of_two_runs_in_one_tally_keep_apart_per_model_and_role():
+    tally = EstimateTally()
+    spec, options = ModelSpec(model="openai/gpt-4o"), OFFLINE.call_options(ModelSpec(model="openai/gpt-4o"))
+    tally.of(spec, options, "inference").calls += 2
+    tally.of(spec, options, "judge").calls += 1
+    tally.of(spec, options, "inference").prompt_tokens += 1000
+    inference, judge = tally.priced()
+    assert (inference.role, inference.calls, judge.role, judge.calls) == ("inference", 2, "judge", 1)
+    assert inference.cost_usd == pytest.approx(1000 * 2.5e-6) and judge.cost_usd == 0.0
