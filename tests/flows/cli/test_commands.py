@@ -17,7 +17,7 @@ from tasks.synth.dumps import generate_dumps
 from tests.eval_fixtures import write_dataset
 from tests.tasks.data.reddit.test_reader import write_zstd
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 runner = CliRunner()
 
