@@ -112,12 +112,18 @@ def run_summary_tables(summary: dict[str, Any]) -> list[Table]:
 
 
 # Borderless and compact, so a model's whole name and nine columns fit in 80.
-COMPACT = {"title_justify": "left", "box": box.SIMPLE_HEAD, "show_edge": False, "pad_edge": False}
+COMPACT = {
+    "title_justify": "left",
+    "box": box.SIMPLE_HEAD,
+    "show_edge": False,
+    "pad_edge": False,
+    "collapse_padding": True,
+}
 
 
 def summary_tables(summary: dict[str, Any]) -> Group:
     """The run summary readable at 80 columns: compact tables under one title line."""
-    tables = [table_rich(table, **COMPACT, collapse_padding=True) for table in run_summary_tables(summary)]
+    tables = [table_rich(table, **COMPACT) for table in run_summary_tables(summary)]
     title = f"Run {summary['run_id']}: mean score 0-100 over judged turns (unparseable excluded)"
     return Group(title, *tables)
 

@@ -23,9 +23,9 @@ def test_bootstrap_mean_is_reproducible_and_contains_the_estimate() -> None:
 
 def test_multinomial_resampling_matches_index_resampling() -> None:
     """Drawing counts over distinct values is the same bootstrap as drawing indices, in distribution."""
-    values = np.randoreport_stats.default_rng(1).choice([0.0, 0.5, 1.0], size=300)
+    values = np.random.default_rng(1).choice([0.0, 0.5, 1.0], size=300)
     ours = report_stats.bootstrap_mean(values, rng(), n_resamples=20_000)
-    indices = np.randoreport_stats.default_rng(2).integers(0, len(values), size=(20_000, len(values)))
+    indices = np.random.default_rng(2).integers(0, len(values), size=(20_000, len(values)))
     naive_low, naive_high = np.quantile(values[indices].mean(axis=1), [0.025, 0.975])
     assert ours.low == pytest.approx(naive_low, abs=0.006)
     assert ours.high == pytest.approx(naive_high, abs=0.006)
