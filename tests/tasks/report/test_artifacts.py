@@ -1,6 +1,7 @@
-"""Tables and Markdown published as Prefect artifacts, under keys made from the prefix and the table key."""
+"""Tables and Markdown published as Prefect artifacts (from a flow run), keyed by prefix and table key."""
 
 import pytest
+from prefect import flow
 from prefect.artifacts import Artifact
 
 from tasks.report.artifacts import publish_markdown, publish_tables
@@ -13,7 +14,7 @@ def test_tables_with_rows_become_table_artifacts_and_empty_ones_are_skipped():
         Table("overall", "Overall", ["Model", "n"], [["m", "3"]], "Judged turns."),
         Table("coverage", "Coverage", ["Model"], [], "Not computed."),
     ]
-    assert publish_tables(tables, "report-run-7") == ["report-run-7-overall"]
+    assert flow(publish_tables)(tables, "report-run-7") == ["report-run-7-overall"]
     artifact = Artifact.get(key="report-run-7-overall")
     assert artifact is not None and artifact.type == "table"
     assert artifact.description == "Overall. Judged turns."
@@ -22,6 +23,7 @@ def test_tables_with_rows_become_table_artifacts_and_empty_ones_are_skipped():
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_markdown_is_published_under_its_key():
-    assert publish_markdown("# Report", "report-run-7-summary", "Runs: 7.") == "report-run-7-summary"
+    key = flow(publish_markdown)("# Report", "report-run-7-summary", "Runs: 7.")
+    assert key == "report-run-7-summary"
     artifact = Artifact.get(key="report-run-7-summary")
     assert artifact is not None and artifact.data == "# Report"
