@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli_process import stop_prefect_threads
+from flows.cli.process import stop_prefect_threads
 
 # Set before Prefect is imported anywhere: a throw-away home, no telemetry, quiet server logs.
 _PREFECT_STATE = Path(tempfile.mkdtemp(prefix="threadmed-tests-"))

@@ -16,8 +16,8 @@ from prefect.client.schemas.sorting import ArtifactSort
 from rich.console import Console
 from typer.testing import CliRunner
 
-from flows import cli_evaluate
-from flows.cli_evaluate import evaluate
+from flows.cli import evaluate as cli_evaluate
+from flows.cli.evaluate import evaluate
 from flows.evaluate_models import evaluate_models
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.core.provenance import artifact_key

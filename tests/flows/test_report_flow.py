@@ -8,7 +8,7 @@ import typer
 from prefect.artifacts import Artifact
 from typer.testing import CliRunner
 
-from flows.cli_report import report
+from flows.cli.report import report
 from flows.report import report_runs
 from tasks.benchmarks.threadmed.report import ReportSettings
 from tests.perf.bench_report import fabricate_run

@@ -1,48 +1,25 @@
-"""Pure statistics of evaluation.md's "Metrics": bootstrap intervals, rank tests, CCS, EPR, ablation.
+"""ThReadMed-QA's statistics (evaluation.md's "Metrics"): CCS, EPR, the oracle ablation and coverage.
 
 Scores are judge scores on their own 0 / 0.5 / 1 scale and rates are proportions in [0, 1]; the report
 rescales to 0-100. Every function takes plain numpy arrays of judged turns only (unscored turns are
 removed before), returns a NamedTuple, and draws randomness only from the `rng` it is given.
-Undefined values (an empty group, a zero denominator) are None, never NaN.
+Undefined values (an empty group, a zero denominator) are None, never NaN. The bootstrap and the rank
+tests they build on are the shared ones of tasks/report/stats.py.
 """
 
-import hashlib
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
-N_RESAMPLES = 10_000
-LEVEL = 0.95
+from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, RankTest, bootstrap_mean, mann_whitney
+
 CORRECT, PARTIAL, WRONG = 1.0, 0.5, 0.0
 SCORE_LABELS = {WRONG: "wrong", PARTIAL: "partial", CORRECT: "correct"}
 BASELINE, ORACLE = "baseline", "oracle"
 # Turn groups of the degradation table (0-based, last inclusive, None = open) and the single turns plotted.
 TURN_GROUPS = (("T0", 0, 0), ("T1", 1, 1), ("T2", 2, 2), ("T3-5", 3, 5), ("T6+", 6, None))
 SINGLE_TURNS = range(6)
-
-
-class BootstrapCI(NamedTuple):
-    estimate: float | None
-    low: float | None
-    high: float | None
-    n: int
-    n_resamples: int
-
-
-class RankTest(NamedTuple):
-    statistic: float
-    p_value: float
-    alternative: str
-    n_x: int
-    n_y: int
-
-
-class Correlation(NamedTuple):
-    r: float | None
-    p_value: float | None
-    n: int
 
 
 class Consistency(NamedTuple):
@@ -75,93 +52,6 @@ class Coverage(NamedTuple):
     n_pairs: int
     unsolved_share: float | None
     unique: dict[str, int]
-
-
-def seeded_rng(seed: int, *labels: str) -> np.random.Generator:
-    """A generator for one named statistic: the same labels give the same stream whatever else is computed.
-
-    Keying streams by name keeps a model's intervals unchanged when a model is added to or dropped
-    from a report, which a single shared stream consumed in order would not.
-    """
-    digest = hashlib.sha256("\x1f".join(labels).encode()).digest()
-    return np.random.default_rng(np.random.SeedSequence([seed, int.from_bytes(digest[:16], "little")]))
-
-
-def bootstrap_ratio(
-    numerators: np.ndarray,
-    denominators: np.ndarray,
-    rng: np.random.Generator,
-    *,
-    n_resamples: int = N_RESAMPLES,
-    level: float = LEVEL,
-) -> BootstrapCI:
-    """Percentile interval of sum(numerators) / sum(denominators), resampling the units with replacement.
-
-    A unit is a QA pair (numerator = score, denominator = 1) or a cluster (numerator = sum of its scores,
-    denominator = its count). Identical units are merged first, so one resample is a multinomial draw of
-    counts over the distinct units: the same distribution as drawing n indices, at a cost of
-    resamples x distinct units (3 for judge scores) instead of resamples x n.
-    """
-    numerators = np.asarray(numerators, dtype=float)
-    denominators = np.asarray(denominators, dtype=float)
-    n = len(numerators)
-    if n == 0 or denominators.sum() == 0:
-        return BootstrapCI(None, None, None, n, n_resamples)
-    units, counts = np.unique(np.column_stack([numerators, denominators]), axis=0, return_counts=True)
-    weights = rng.multinomial(n, counts / n, size=n_resamples)
-    resampled = (weights @ units[:, 0]) / (weights @ units[:, 1])
-    low, high = np.quantile(resampled, [(1 - level) / 2, (1 + level) / 2])
-    estimate = numerators.sum() / denominators.sum()
-    return BootstrapCI(float(estimate), float(low), float(high), n, n_resamples)
-
-
-def bootstrap_mean(
-    values: np.ndarray,
-    rng: np.random.Generator,
-    *,
-    clusters: np.ndarray | None = None,
-    n_resamples: int = N_RESAMPLES,
-    level: float = LEVEL,
-) -> BootstrapCI:
-    """Percentile interval of the mean of `values`, resampling values, or whole clusters when given.
-
-    `n` of the result is the number of values either way.
-    """
-    values = np.asarray(values, dtype=float)
-    if clusters is None:
-        return bootstrap_ratio(values, np.ones_like(values), rng, n_resamples=n_resamples, level=level)
-    _, cluster_index = np.unique(clusters, return_inverse=True)
-    sums = np.bincount(cluster_index, weights=values)
-    sizes = np.bincount(cluster_index).astype(float)
-    result = bootstrap_ratio(sums, sizes, rng, n_resamples=n_resamples, level=level)
-    return result._replace(n=len(values))
-
-
-def mann_whitney(x: np.ndarray, y: np.ndarray, *, alternative: str) -> RankTest | None:
-    """Mann-Whitney U of x against y (scipy's tie and continuity corrections); None if either is empty."""
-    if len(x) == 0 or len(y) == 0:
-        return None
-    result = stats.mannwhitneyu(x, y, alternative=alternative)
-    return RankTest(float(result.statistic), float(result.pvalue), alternative, len(x), len(y))
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> Correlation:
-    """Spearman rank correlation with its two-sided p; r and p are None when either side is constant."""
-    n = len(x)
-    if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return Correlation(None, None, n)
-    result = stats.spearmanr(x, y)
-    return Correlation(float(result.statistic), float(result.pvalue), n)
-
-
-def significance_stars(p_value: float | None) -> str:
-    """'***' < 0.001, '**' < 0.01, '*' < 0.05, else 'ns'; '' when there is no test."""
-    if p_value is None:
-        return ""
-    for threshold, stars in ((0.001, "***"), (0.01, "**"), (0.05, "*")):
-        if p_value < threshold:
-            return stars
-    return "ns"
 
 
 def _per_conversation(conversations: np.ndarray, turns: np.ndarray, scores: np.ndarray) -> dict:

@@ -9,8 +9,9 @@ dataset and a judge merge into one report. Output folder:
     report.md, index.html   the paper's tables; the page adds the figures and a conversation browser
     fig_*.png               turn scores, wrong rate after each score, dataset funnel
 
-The statistics are in metrics.py, the tables in tables.py and the figures in figures.py (beside
-this module); this module loads runs, assembles metrics.json and holds the tasks.
+ThReadMed's statistics are in metrics.py, its tables in tables.py and its figures in figures.py (beside
+this module), built on the shared bootstrap, table renderers, page and artifacts of tasks/report/; this
+module loads runs, assembles metrics.json and holds the tasks.
 """
 
 import json
@@ -24,7 +25,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from prefect import task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from tasks.benchmarks.threadmed import metrics as m
@@ -37,10 +37,11 @@ from tasks.benchmarks.threadmed.tables import (
     render_html,
     render_markdown,
     run_summary,
-    table_records,
 )
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
+from tasks.report.artifacts import publish_markdown, publish_tables
+from tasks.report.stats import BootstrapCI, bootstrap_mean, mann_whitney, seeded_rng, spearman
 
 RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]
 
@@ -265,11 +266,11 @@ def _points(value: float | None) -> float | None:
     return None if value is None else 100.0 * value
 
 
-def _interval(ci: m.BootstrapCI) -> list[float] | None:
+def _interval(ci: BootstrapCI) -> list[float] | None:
     return None if ci.low is None else [100.0 * ci.low, 100.0 * ci.high]
 
 
-def _estimate(ci: m.BootstrapCI) -> dict[str, Any]:
+def _estimate(ci: BootstrapCI) -> dict[str, Any]:
     return {"n": ci.n, "mean": _points(ci.estimate), "ci": _interval(ci)}
 
 
@@ -283,12 +284,12 @@ class Sample(NamedTuple):
     settings: ReportSettings
     labels: tuple[str, ...]
 
-    def mean(self, selected: np.ndarray, values: np.ndarray, *label: str) -> m.BootstrapCI:
+    def mean(self, selected: np.ndarray, values: np.ndarray, *label: str) -> BootstrapCI:
         """Bootstrap the mean of `values[selected]`, clustered by conversation if the settings say so."""
         clusters = self.conversation[selected] if self.settings.clustered else None
-        return m.bootstrap_mean(
+        return bootstrap_mean(
             values[selected],
-            m.seeded_rng(self.settings.seed, *self.labels, *label),
+            seeded_rng(self.settings.seed, *self.labels, *label),
             clusters=clusters,
             n_resamples=self.settings.n_resamples,
             level=self.settings.level,
@@ -321,7 +322,7 @@ def _turn_groups(sample: Sample) -> dict[str, dict[str, Any]]:
     groups = {}
     for name, first, last in m.TURN_GROUPS:
         selected = _in_group(sample.turn, first, last)
-        test = None if first == 0 else m.mann_whitney(t0, sample.score[selected], alternative="greater")
+        test = None if first == 0 else mann_whitney(t0, sample.score[selected], alternative="greater")
         wrong_ci = sample.mean(selected, wrong, "wrong", name)
         groups[name] = {
             **_estimate(sample.mean(selected, sample.score, "group", name)),
@@ -343,7 +344,7 @@ def _consistency(sample: Sample) -> dict[str, Any]:
         sample.conversation,
         sample.turn,
         sample.score,
-        m.seeded_rng(sample.settings.seed, *sample.labels, "ccs"),
+        seeded_rng(sample.settings.seed, *sample.labels, "ccs"),
         n_resamples=sample.settings.n_resamples,
         level=sample.settings.level,
     )
@@ -364,7 +365,7 @@ def _propagation(sample: Sample) -> m.Propagation:
         sample.turn,
         sample.score,
         [
-            m.seeded_rng(sample.settings.seed, *sample.labels, "after", label)
+            seeded_rng(sample.settings.seed, *sample.labels, "after", label)
             for label in m.SCORE_LABELS.values()
         ],
         clustered=sample.settings.clustered,
@@ -406,7 +407,7 @@ def _sample(turns: Turns, rows: np.ndarray, settings: ReportSettings, labels: tu
 
 
 def _condition_metrics(sample: Sample, propagation: m.Propagation, n_unscored: int) -> dict[str, Any]:
-    length = m.spearman(sample.words, sample.score)
+    length = spearman(sample.words, sample.score)
     return {
         "overall": _overall(sample, n_unscored),
         "turn_groups": _turn_groups(sample),
@@ -639,16 +640,8 @@ def publish_report_artifacts(report_dir: str) -> list[str]:
     out = Path(report_dir)
     metrics = json.loads((out / "metrics.json").read_text())
     prefix = artifact_key("report", *(run["run_id"] for run in metrics["runs"]))
-    keys = []
-    for table in build_tables(metrics):
-        if table.rows:
-            key = artifact_key(prefix, table.key)
-            create_table_artifact(
-                table=table_records(table), key=key, description=f"{table.title}. {table.caption}"
-            )
-            keys.append(key)
-    summary_key = artifact_key(prefix, "summary")
-    create_markdown_artifact(
-        markdown=(out / "report.md").read_text(), key=summary_key, description=run_summary(metrics)
+    keys = publish_tables(build_tables(metrics), prefix)
+    summary_key = publish_markdown(
+        (out / "report.md").read_text(), artifact_key(prefix, "summary"), run_summary(metrics)
     )
     return [*keys, summary_key]

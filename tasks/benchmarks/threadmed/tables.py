@@ -1,31 +1,20 @@
-"""The paper's tables from metrics.json's content, rendered to Markdown, HTML and Prefect table records.
+"""The paper's tables from metrics.json's content, and the report's Markdown and HTML page around them.
 
-Pure: everything here works on the metrics dict (or the browser data) and returns text.
+Pure: everything here works on the metrics dict (or the browser data) and returns Tables or text; the
+renderers are the shared ones of tasks/report/.
 """
 
-import base64
 import html
-import json
-import re
 from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from tasks.benchmarks.threadmed.figures import FIGURES
-from tasks.benchmarks.threadmed.metrics import TURN_GROUPS, significance_stars
+from tasks.benchmarks.threadmed.metrics import TURN_GROUPS
+from tasks.report.html import figures_html, render_page, script_json
+from tasks.report.stats import significance_stars
+from tasks.report.tables import Table, table_html, table_markdown
 
 OVERLAP_JUDGE_PREFIX = "threadmed/overlap-judge"
-TEMPLATE = Path(__file__).resolve().parents[2] / "report" / "template.html"
-
-
-class Table(NamedTuple):
-    """One of the paper's tables, rendered alike to Markdown, HTML and a Prefect table artifact."""
-
-    key: str
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    caption: str
 
 
 def judge_note(judge_model: str) -> str | None:
@@ -88,6 +77,24 @@ def _overall_table(metrics: dict[str, Any]) -> Table:
         "without a parsed judgment (unparseable, failed, not run), excluded from every metric."
     )
     return Table("overall", "Overall performance", [*columns, "Avg words", "Unscored"], rows, caption)
+
+
+# The overall table's columns the terminal summary keeps (model, condition, n, mean [CI], wrong %).
+SUMMARY_COLUMNS = {0: "model", 1: "condition", 2: "n", 3: "mean [CI]", 6: "wrong %"}
+
+
+def summary_table(metrics: dict[str, Any]) -> Table:
+    """The overall table cut to what a terminal shows after a report: its model rows, five columns."""
+    overall = _overall_table(metrics)
+    model_rows = [row for row in overall.rows if row[1]]  # the physician's row has no condition
+    return Table(
+        "summary",
+        "Overall (0-100)",
+        list(SUMMARY_COLUMNS.values()),
+        [[row[index] for index in SUMMARY_COLUMNS] for row in model_rows],
+        "",
+        right_aligned=("n", "wrong %"),
+    )
 
 
 def _group_table(metrics: dict[str, Any], key: str, title: str, cell: Callable[[dict], str]) -> Table:
@@ -257,42 +264,6 @@ def build_tables(metrics: dict[str, Any]) -> list[Table]:
     ]
 
 
-def _markdown_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def table_markdown(table: Table, note: str | None) -> str:
-    lines = [f"### {table.title}", ""]
-    if note:
-        lines += [f"> **Note:** {note}", ""]
-    if table.rows:
-        lines.append("| " + " | ".join(map(_markdown_cell, table.columns)) + " |")
-        lines.append("|" + "---|" * len(table.columns))
-        lines += ["| " + " | ".join(map(_markdown_cell, row)) + " |" for row in table.rows]
-        lines.append("")
-    return "\n".join([*lines, table.caption, ""])
-
-
-def table_html(table: Table, note: str | None) -> str:
-    head = "".join(f"<th>{html.escape(column)}</th>" for column in table.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in table.rows
-    )
-    note_html = f'<p class="note">{html.escape(note)}</p>' if note else ""
-    content = (
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
-        f"<caption>{html.escape(table.caption)}</caption></table>"
-        if table.rows
-        else f'<p class="empty">{html.escape(table.caption)}</p>'
-    )
-    title = f"<h3>{html.escape(table.title)}</h3>"
-    return f'<div class="table-block" id="table-{table.key}">{title}{note_html}{content}</div>'
-
-
-def table_records(table: Table) -> list[dict[str, str]]:
-    return [dict(zip(table.columns, row, strict=True)) for row in table.rows]
-
-
 def run_summary(metrics: dict[str, Any]) -> str:
     runs = ", ".join(run["run_id"] for run in metrics["runs"])
     boot = metrics["bootstrap"]
@@ -312,29 +283,18 @@ def render_markdown(metrics: dict[str, Any], tables: list[Table], figures: list[
     return "\n".join(parts)
 
 
-def _script_json(value: Any) -> str:
-    """JSON safe inside a <script> element: '<' is escaped, so no text can close it or open a comment."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-
-
 def render_html(
     metrics: dict[str, Any], tables: list[Table], figures: dict[str, bytes], data: dict[str, Any]
 ) -> str:
     """The self-contained page: tables, figures as data URIs, and the browser's data as inline JSON."""
     note = judge_note(metrics["judge"]["model"])
-    figure_html = "".join(
-        f'<figure id="{name}"><img alt="{html.escape(FIGURES[name])}" '
-        f'src="data:image/png;base64,{base64.b64encode(png).decode()}"><figcaption>'
-        f"{html.escape(FIGURES[name])}</figcaption></figure>"
-        for name, png in figures.items()
+    return render_page(
+        {
+            "title": "ThReadMed-QA evaluation report",
+            "meta": html.escape(run_summary(metrics)),
+            "note": f'<p class="note">{html.escape(note)}</p>' if note else "",
+            "tables": "".join(table_html(table, note) for table in tables),
+            "figures": figures_html(figures, FIGURES),
+            "data": script_json(data),
+        }
     )
-    parts = {
-        "title": "ThReadMed-QA evaluation report",
-        "meta": html.escape(run_summary(metrics)),
-        "note": f'<p class="note">{html.escape(note)}</p>' if note else "",
-        "tables": "".join(table_html(table, note) for table in tables),
-        "figures": figure_html,
-        "data": _script_json(data),
-    }
-    # One pass, so text inserted for one placeholder is never scanned for another.
-    return re.sub(r"\{\{(\w+)\}\}", lambda match: parts[match.group(1)], TEMPLATE.read_text())

@@ -1,6 +1,6 @@
 """How a `threadmed` process behaves around its command: its temporary server, Ctrl-C and its exit.
 
-- The temporary Prefect server is flows/temporary_server.py's (own session, ends with its parent),
+- The temporary Prefect server is flows/cli/temporary_server.py's (own session, ends with its parent),
   put in place when Prefect first loads its server module, so commands that never need it never
   pay for it.
 - Ctrl-C: the flow run is reported Crashed, then within a few seconds the process stops the server,
@@ -106,8 +106,8 @@ def exit_interrupted() -> None:
     """Stop the temporary server, print the interrupt line and exit 130, skipping threads still busy."""
     if not _Interrupt.exiting.acquire(blocking=False):
         return  # another thread is exiting already
-    if "flows.temporary_server" in sys.modules:
-        sys.modules["flows.temporary_server"].stop_temporary_server(SERVER_STOP_S)
+    if "flows.cli.temporary_server" in sys.modules:
+        sys.modules["flows.cli.temporary_server"].stop_temporary_server(SERVER_STOP_S)
     sys.stdout.flush()
     sys.stderr.write(_Interrupt.describe() + "\n")
     sys.stderr.flush()
@@ -115,7 +115,7 @@ def exit_interrupted() -> None:
 
 
 def use_detached_temporary_server(_: ModuleType) -> None:
-    importlib.import_module("flows.temporary_server")
+    importlib.import_module("flows.cli.temporary_server")
 
 
 def stop_prefect_threads() -> None:

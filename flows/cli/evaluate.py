@@ -2,22 +2,16 @@
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich import box
-from rich.console import Console, Group
 from rich.markup import escape
-from rich.table import Table
 
-from flows.cli_errors import reports_errors
+from flows.cli.errors import reports_errors
+from flows.cli.render import console, estimate_table, summary_tables
 from tasks.core.preflight import check_writable_folder, validation_message
-
-if TYPE_CHECKING:
-    from tasks.evals.estimate import CallEstimate
-
-console = Console()
+from tasks.report.tables import table_rich
 
 
 @reports_errors("out")
@@ -98,10 +92,12 @@ def evaluate(
     check_split(dataset, settings.config.sample.split)
     if dry_run:
         threadmed = benchmark("threadmed")
-        console.print(estimate_table(estimate_plan(threadmed.plan(settings), threadmed.estimate_job)))
+        console.print(
+            table_rich(estimate_table(estimate_plan(threadmed.plan(settings), threadmed.estimate_job)))
+        )
         return
     check_writable_folder(out, "--out")
-    from flows.cli_process import on_interrupt
+    from flows.cli.process import on_interrupt
     from flows.evaluate_models import evaluate_models
     from tasks.evals.run_lock import RunFolderBusy, hold_run_folder
     from tasks.llm.ledger import CallLedger
@@ -137,56 +133,3 @@ def interrupted_line(calls_kept: int, run_dir: Path) -> str:
 
 def _list(value: str | None) -> list[str] | None:
     return [item.strip() for item in value.split(",") if item.strip()] if value else None
-
-
-def estimate_table(estimates: "list[CallEstimate]") -> Table:
-    table = Table(
-        title="Dry run: calls still to make (tokens estimated with cl100k; judge re-asks not counted)"
-    )
-    for column in ("model", "role", "calls", "already done", "prompt tokens", "completion tokens", "USD"):
-        table.add_column(column, justify="left" if column in ("model", "role") else "right")
-    for e in estimates:
-        cost = "unpriced" if e.cost_usd is None else f"{e.cost_usd:,.2f}"
-        row = (
-            e.model,
-            e.role,
-            f"{e.calls:,}",
-            f"{e.cached:,}",
-            f"{e.prompt_tokens:,}",
-            f"{e.completion_tokens:,}",
-        )
-        table.add_row(*row, cost)
-    priced = [e.cost_usd for e in estimates if e.cost_usd is not None]
-    table.caption = f"total: {sum(e.calls for e in estimates):,} calls, about {sum(priced):,.2f} USD"
-    return table
-
-
-# Per count column, the summary's counter and status; stacked header words keep 80 columns enough.
-COUNT_COLUMNS = {
-    "answered": ("responses", "ok"),
-    "answer\nfailed": ("responses", "failed"),
-    "not\nrun": ("responses", "not_run"),
-    "judged": ("judgments", "ok"),
-    "unparseable": ("judgments", "unparseable"),
-    "judge\nfailed": ("judgments", "failed"),
-}
-
-
-def summary_tables(summary: dict[str, Any]) -> Group:
-    """One table per model, titled with its whole name, one row per condition: readable at 80 columns."""
-    tables = []
-    for model in dict.fromkeys(group["model"] for group in summary["groups"]):
-        table = Table(
-            title=model, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-            collapse_padding=True,
-        )  # fmt: skip
-        for column in ("condition", *COUNT_COLUMNS, "mean", "USD"):
-            table.add_column(column, justify="left" if column == "condition" else "right")
-        for group in (g for g in summary["groups"] if g["model"] == model):
-            counts = [f"{group[counter].get(status, 0):,}" for counter, status in COUNT_COLUMNS.values()]
-            mean = "—" if group["mean_score"] is None else f"{group['mean_score']:.1f}"
-            cost = group["inference_cost_usd"] + group["judge_cost_usd"]
-            table.add_row(group["condition"], *counts, mean, f"{cost:,.4f}")
-        tables.append(table)
-    title = f"Run {summary['run_id']}: mean score 0-100 over judged turns (unparseable excluded)"
-    return Group(title, *tables)

@@ -1,38 +1,21 @@
-"""`threadmed`: the command line. Every command is a thin wrapper that runs a Prefect flow."""
+"""`threadmed synth` and `threadmed build`: the dumps and the dataset built from them."""
 
-import json
 import os
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from flows.cli_errors import reports_errors
-from flows.cli_evaluate import evaluate
-from flows.cli_report import print_report_summary, report
+from flows.cli.errors import reports_errors
+from flows.cli.render import console, print_build_summary
 from tasks.benchmarks.threadmed.settings import BuildSettings
 from tasks.core.preflight import check_readable_files, check_writable_folder
 from tasks.data.lake import expand_dump_paths
 from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
 
-# Prefect is imported only inside commands, so these defaults reach it; the user's settings win.
-# Telemetry would fail (and log an error) offline; a loaded machine needs time to start the API.
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
-
-app = typer.Typer(
-    help="ThReadMed-QA: rebuild the multi-turn r/AskDocs benchmark from Pushshift dumps; evaluate LLMs.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode="rich",
-)
-console = Console()
 DEFAULTS = BuildSettings()
-DEMO_CONFIG = Path(__file__).resolve().parents[1] / "deployments" / "eval.demo.yaml"
 
 
 class Layout(StrEnum):
@@ -49,59 +32,6 @@ def expand_dumps(values: list[str], option: str) -> list[str]:
     return paths
 
 
-def funnel_table(funnel: list[dict[str, Any]]) -> Table:
-    table = Table(title="Build funnel: rows kept at every stage, and why others were dropped")
-    table.add_column("stage")
-    table.add_column("reason")
-    table.add_column("rows", justify="right")
-    for row in sorted(funnel, key=lambda r: (r["stage_order"], r["reason"] is not None, r["reason"] or "")):
-        if row["reason"] is None:
-            table.add_row(
-                f"[bold]{row['stage']}[/bold]", "[bold]passed on[/bold]", f"[bold]{row['count_rows']:,}"
-            )
-        else:
-            table.add_row("", row["reason"], f"{row['count_rows']:,}")
-    return table
-
-
-TABLE1_ROWS = [
-    ("Conversation threads", "threads", "{:,}"),
-    ("Questions", "questions", "{:,}"),
-    ("Answered questions", "answered_questions", "{:,}"),
-    ("Answered (%)", "answered_pct", "{:.1f}"),
-    ("Follow-ups per thread (min / max)", ("follow_ups_min", "follow_ups_max"), "{} / {}"),
-    ("Follow-ups per thread (mean / median)", ("follow_ups_mean", "follow_ups_median"), "{} / {}"),
-    ("Threads with exactly 3 turns (%)", "threads_exactly_3_turns_pct", "{:.1f}"),
-    ("Threads with >= 4 turns (%)", "threads_4plus_turns_pct", "{:.1f}"),
-    ("Threads with >= 5 turns (%)", "threads_5plus_turns_pct", "{:.1f}"),
-    ("Question tokens (mean)", "question_tokens_mean", "{:.1f}"),
-    ("Answer tokens (mean)", "answer_tokens_mean", "{:.1f}"),
-    ("Thread tokens (mean)", "thread_tokens_mean", "{:.1f}"),
-]
-
-
-def table1(stats: dict[str, Any]) -> Table:
-    table = Table(title=f"Table 1: dataset statistics (tokens: tiktoken {stats['tokenizer']})")
-    table.add_column("metric")
-    table.add_column("full", justify="right")
-    table.add_column("answered", justify="right")
-    for label, keys, template in TABLE1_ROWS:
-        names = keys if isinstance(keys, tuple) else (keys,)
-        cells = [template.format(*(stats[d][k] for k in names)) for d in ("full", "answered")]
-        table.add_row(label, *cells)
-    return table
-
-
-def print_build_summary(out_dir: Path) -> None:
-    console.print(funnel_table(json.loads((out_dir / "funnel.json").read_text())))
-    console.print(table1(json.loads((out_dir / "stats.json").read_text())))
-    console.print(f"[green]Dataset written to[/green] {out_dir}")
-    for name in ("dataset/full", "dataset/answered", "stats.json", "funnel.json", "funnel.png",
-                 "README.md", "dataset.duckdb"):  # fmt: skip
-        console.print(f"  {out_dir / name}")
-
-
-@app.command()
 @reports_errors("out")
 def synth(
     out: Annotated[Path, typer.Option(help="Folder for the dump files and the generator's truth tables.")],
@@ -128,7 +58,6 @@ def synth(
         console.print(f"  {path}")
 
 
-@app.command()
 @reports_errors("out", "lake")
 def build(
     submissions: Annotated[list[str], typer.Option(
@@ -198,55 +127,3 @@ def build(
         allow_empty=allow_empty,
     )
     print_build_summary(Path(dataset))
-
-
-@app.command()
-@reports_errors("workdir")
-def demo(
-    workdir: Annotated[Path, typer.Option(help="Folder for the demo's dumps, lake, dataset and run.")] = Path(
-        "demo"),
-    posts: Annotated[int, typer.Option(min=500, help="Posts in the generated dump.")] = 12_000,
-    seed: Annotated[int, typer.Option(help="Seed of the generated dump.")] = 7,
-) -> None:  # fmt: skip
-    """Run everything offline on a generated dump: synthesize, build, evaluate two baselines, report.
-
-    The baselines (threadmed/retrieval, threadmed/deferral) and the judge (threadmed/overlap-judge)
-    are built in, so no key is needed; the overlap judge is a heuristic, not comparable to an LLM judge.
-    """
-    from flows.build_dataset import build_dataset
-    from flows.evaluate_models import evaluate_models
-    from flows.synthesize_dumps import synthesize_dumps
-
-    check_writable_folder(workdir, "--workdir")
-    dumps = workdir / "dumps"
-    synthesize_dumps(out_dir=str(dumps), posts=posts, seed=seed, layout="subreddit")
-    dataset = Path(build_dataset(
-        submissions=[str(dumps / "AskDocs_submissions.zst")],
-        comments=[str(dumps / "AskDocs_comments.zst")],
-        out_dir=str(workdir / "build"),
-        lake_dir=str(workdir / "data_lake"),
-    ))  # fmt: skip
-    print_build_summary(dataset)
-    run_dir = workdir / "run"
-    state = evaluate_models(
-        dataset_dir=str(dataset), run_dir=str(run_dir), config_file=str(DEMO_CONFIG), return_state=True
-    )
-    print_report_summary(run_dir / "report", console)
-    if not state.is_completed():
-        console.print(f"[red]{state.message}[/red]")
-        raise typer.Exit(1)
-
-
-app.command()(evaluate)
-app.command()(report)
-
-
-def main() -> None:
-    """The `threadmed` command (pyproject.toml): the app, with Ctrl-C, its server and its exit handled."""
-    from flows.cli_process import run
-
-    run(app)
-
-
-if __name__ == "__main__":
-    main()

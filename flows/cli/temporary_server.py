@@ -6,8 +6,8 @@ API; and it outlives a parent killed with kill -9 (about 230 MB each time). This
 same way (`SubprocessASGIServer`, so Prefect's start and stop logic still applies), but in a new
 session, which a terminal's SIGINT does not reach, and it ends itself once its parent is gone.
 
-Importing this module makes it the server Prefect starts (flows/cli_process.py imports it when
-Prefect loads its server module). `python -m flows.temporary_server PARENT_PID UVICORN_ARGS...` is
+Importing this module makes it the server Prefect starts (flows/cli/process.py imports it when
+Prefect loads its server module). `python -m flows.cli.temporary_server PARENT_PID UVICORN_ARGS...` is
 the server process itself.
 """
 

@@ -1,4 +1,4 @@
-"""The `threadmed` command line: bad input gives a clear message naming the file, not a traceback."""
+"""`threadmed synth` and `threadmed build`: bad input gives a clear message naming the file."""
 
 import json
 import os
@@ -14,20 +14,12 @@ from typer.testing import CliRunner
 from flows.cli import app
 from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
 from tasks.synth.generator import generate_dumps
-from tests.eval_fixtures import write_dataset
+from tests.flows.cli.terminal import THREADMED, assert_usage_error, error_lines, threadmed
 from tests.tasks.data.reddit.test_reader import write_zstd
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 runner = CliRunner()
-
-
-def test_every_command_has_help():
-    result = runner.invoke(app, ["--help"])
-    assert result.exit_code == 0
-    for command in ("synth", "build", "evaluate", "report", "demo"):
-        assert command in result.output
-        assert runner.invoke(app, [command, "--help"]).exit_code == 0
 
 
 def test_a_missing_dump_is_refused_before_anything_runs(tmp_path):
@@ -98,38 +90,6 @@ def test_build_warns_without_a_salt_and_never_writes_the_one_given(tmp_path):
     assert json.loads((tmp_path / "secret" / "build.json").read_text())["pseudonyms"]["publishable"] is True
     written = [p for root in ("secret", "lake") for p in (tmp_path / root).rglob("*") if p.is_file()]
     assert [p for p in written if canary.encode() in p.read_bytes()] == []
-
-
-# --- the real `threadmed` command in a subprocess: exit code, one clear line, no traceback ---------------
-
-THREADMED = str(Path(sys.executable).with_name("threadmed"))
-# Root reads and writes through any permission bits; without these capabilities it obeys them like a user.
-UNPRIVILEGED = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
-                "--bounding-set=-dac_override,-dac_read_search"]  # fmt: skip
-OFFLINE_MODELS = ["--models", "threadmed/deferral", "--judge", "threadmed/overlap-judge"]
-
-
-def threadmed(*arguments: object, cwd: Path, unprivileged: bool = False) -> subprocess.CompletedProcess:
-    prefix = UNPRIVILEGED if unprivileged and os.geteuid() == 0 else []
-    environment = {**os.environ, "COLUMNS": "200"}  # a wide terminal: one message, one line
-    command = [*prefix, THREADMED, *map(str, arguments)]
-    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=environment, timeout=300)
-
-
-def error_lines(result: subprocess.CompletedProcess) -> list[str]:
-    """The lines the command printed, with rich's box drawing (usage errors) removed."""
-    lines = [line.strip(" │╭╮╰╯─") for line in (result.stdout + result.stderr).splitlines()]
-    return [line for line in lines if line and line != "Error"]
-
-
-def assert_usage_error(result: subprocess.CompletedProcess, message: str) -> None:
-    """Click's usage error: two lines of usage, then the message (wrapped only if the terminal is narrow)."""
-    assert "Traceback" not in result.stdout + result.stderr
-    assert result.returncode == 2
-    lines = error_lines(result)
-    assert lines[1].startswith("Try 'threadmed ")
-    assert " ".join(lines[2:]) == message
-    assert len(lines) <= 4
 
 
 @pytest.fixture
@@ -203,37 +163,6 @@ def test_a_full_disk_names_the_folder_being_written(tmp_path):
         "Error: no space left on device while writing under dumps; free some space or choose a folder "
         "on another disk"
     )
-
-
-def test_report_on_a_folder_that_is_not_a_run(tmp_path):
-    (tmp_path / "dumps").mkdir()
-    assert_usage_error(
-        threadmed("report", "dumps", cwd=tmp_path),
-        "Invalid value for 'RUN_DIRS...': dumps is not an evaluation run (no manifest.json); "
-        "pass the --out folder of `threadmed evaluate`",
-    )
-
-
-def test_evaluate_on_a_folder_that_is_not_a_build(tmp_path):
-    (tmp_path / "dumps").mkdir()
-    result = threadmed("evaluate", "--dataset", "dumps", "--out", "run", *OFFLINE_MODELS, cwd=tmp_path)
-    assert_usage_error(
-        result,
-        "Invalid value for '--dataset': dumps is not a dataset build (no dataset/answered/threads.parquet); "
-        "pass the --out folder of `threadmed build`",
-    )
-    assert not (tmp_path / "run").exists()
-
-
-def test_an_unknown_split_lists_the_splits_of_the_dataset(tmp_path):
-    write_dataset(tmp_path / "build")
-    arguments = ["--dataset", "build", "--out", "run", *OFFLINE_MODELS, "--split", "tset"]
-    assert_usage_error(
-        threadmed("evaluate", *arguments, cwd=tmp_path),
-        "Invalid value for '--split': build has no thread in split 'tset'; "
-        "choose one of: test (3 threads), train (2 threads), val (1 thread)",
-    )
-    assert not (tmp_path / "run").exists()
 
 
 @pytest.fixture(scope="module")

@@ -1,44 +1,17 @@
 """`threadmed report`: the paper's metrics, tables, figures and a browsable page, from stored judgments."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from flows.cli_errors import reports_errors
+from flows.cli.errors import reports_errors
+from flows.cli.render import print_report_summary
 from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.core.preflight import check_writable_folder
 
 DEFAULTS = ReportSettings()
-
-
-def print_report_summary(report_dir: Path, console: Console) -> None:
-    """Mean score and wrong rate per model and condition, the judge caveat, and where the files are."""
-    metrics = json.loads((report_dir / "metrics.json").read_text())
-    table = Table(title="Overall (0-100)")
-    for column in ("model", "condition", "n", "mean [CI]", "wrong %"):
-        table.add_column(column, justify="right" if column in ("n", "wrong %") else "left")
-    for model, entry in metrics["models"].items():
-        for condition, values in entry.items():
-            if condition == "ablation":
-                continue
-            overall = values["overall"]
-            mean, ci, wrong = overall["mean"], overall["ci"], overall["wrong_pct"]
-            interval = "—" if mean is None else f"{mean:.1f}" + (f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "")
-            table.add_row(
-                model, condition, str(overall["n"]), interval, "—" if wrong is None else f"{wrong:.1f}"
-            )
-    console.print(table)
-    from tasks.benchmarks.threadmed.tables import judge_note
-
-    note = judge_note(metrics["judge"]["model"])
-    if note:
-        console.print(f"[yellow]{note}[/yellow]")
-    for name in ("report.md", "index.html", "metrics.json"):
-        console.print(f"  {report_dir / name}")
 
 
 @reports_errors("out", "lake")

@@ -1,0 +1,32 @@
+"""`threadmed`: the command line. Every command is a thin wrapper that runs a Prefect flow.
+
+One module per command group (dataset: synth and build; evaluate; report; demo); what they print is
+drawn in render.py; process.py runs the app as a process (Ctrl-C, the temporary server, the exit).
+"""
+
+import os
+
+import typer
+
+from flows.cli import dataset, demo, evaluate, report
+
+# Prefect is imported only inside commands, so these defaults reach it; the user's settings win.
+# Telemetry would fail (and log an error) offline; a loaded machine needs time to start the API.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+
+app = typer.Typer(
+    help="ThReadMed-QA: rebuild the multi-turn r/AskDocs benchmark from Pushshift dumps; evaluate LLMs.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, report.report):
+    app.command()(command)
+
+
+def main() -> None:
+    """The `threadmed` command (pyproject.toml): the app, with Ctrl-C, its server and its exit handled."""
+    from flows.cli.process import run
+
+    run(app)

@@ -1,0 +1,141 @@
+"""What `threadmed` commands print: rich renderings of the build, the dry run, the run and the report.
+
+Tables are drawn as `tasks.report.tables.Table` records and rendered with `table_rich`, the renderer the
+report's Markdown, HTML and Prefect artifacts share; the report summary is the report's overall table.
+"""
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich import box
+from rich.console import Console, Group
+
+from tasks.report.tables import Table, table_rich
+
+if TYPE_CHECKING:
+    from tasks.evals.estimate import CallEstimate
+
+console = Console()
+
+
+def funnel_table(funnel: list[dict[str, Any]]) -> Table:
+    rows = []
+    for row in sorted(funnel, key=lambda r: (r["stage_order"], r["reason"] is not None, r["reason"] or "")):
+        if row["reason"] is None:
+            rows.append(
+                [f"[bold]{row['stage']}[/bold]", "[bold]passed on[/bold]", f"[bold]{row['count_rows']:,}"]
+            )
+        else:
+            rows.append(["", row["reason"], f"{row['count_rows']:,}"])
+    title = "Build funnel: rows kept at every stage, and why others were dropped"
+    return Table("build-funnel", title, ["stage", "reason", "rows"], rows, "", right_aligned=("rows",))
+
+
+TABLE1_ROWS = [
+    ("Conversation threads", "threads", "{:,}"),
+    ("Questions", "questions", "{:,}"),
+    ("Answered questions", "answered_questions", "{:,}"),
+    ("Answered (%)", "answered_pct", "{:.1f}"),
+    ("Follow-ups per thread (min / max)", ("follow_ups_min", "follow_ups_max"), "{} / {}"),
+    ("Follow-ups per thread (mean / median)", ("follow_ups_mean", "follow_ups_median"), "{} / {}"),
+    ("Threads with exactly 3 turns (%)", "threads_exactly_3_turns_pct", "{:.1f}"),
+    ("Threads with >= 4 turns (%)", "threads_4plus_turns_pct", "{:.1f}"),
+    ("Threads with >= 5 turns (%)", "threads_5plus_turns_pct", "{:.1f}"),
+    ("Question tokens (mean)", "question_tokens_mean", "{:.1f}"),
+    ("Answer tokens (mean)", "answer_tokens_mean", "{:.1f}"),
+    ("Thread tokens (mean)", "thread_tokens_mean", "{:.1f}"),
+]
+
+
+def table1(stats: dict[str, Any]) -> Table:
+    rows = []
+    for label, keys, template in TABLE1_ROWS:
+        names = keys if isinstance(keys, tuple) else (keys,)
+        rows.append([label, *(template.format(*(stats[d][k] for k in names)) for d in ("full", "answered"))])
+    title = f"Table 1: dataset statistics (tokens: tiktoken {stats['tokenizer']})"
+    columns = ["metric", "full", "answered"]
+    return Table("table-1", title, columns, rows, "", right_aligned=("full", "answered"))
+
+
+def print_build_summary(out_dir: Path) -> None:
+    console.print(table_rich(funnel_table(json.loads((out_dir / "funnel.json").read_text()))))
+    console.print(table_rich(table1(json.loads((out_dir / "stats.json").read_text()))))
+    console.print(f"[green]Dataset written to[/green] {out_dir}")
+    for name in ("dataset/full", "dataset/answered", "stats.json", "funnel.json", "funnel.png",
+                 "README.md", "dataset.duckdb"):  # fmt: skip
+        console.print(f"  {out_dir / name}")
+
+
+def estimate_table(estimates: "list[CallEstimate]") -> Table:
+    rows = []
+    for e in estimates:
+        cost = "unpriced" if e.cost_usd is None else f"{e.cost_usd:,.2f}"
+        counts = (e.calls, e.cached, e.prompt_tokens, e.completion_tokens)
+        rows.append([e.model, e.role, *(f"{count:,}" for count in counts), cost])
+    priced = [e.cost_usd for e in estimates if e.cost_usd is not None]
+    columns = ["model", "role", "calls", "already done", "prompt tokens", "completion tokens", "USD"]
+    return Table(
+        "dry-run",
+        "Dry run: calls still to make (tokens estimated with cl100k; judge re-asks not counted)",
+        columns,
+        rows,
+        f"total: {sum(e.calls for e in estimates):,} calls, about {sum(priced):,.2f} USD",
+        right_aligned=tuple(columns[2:]),
+    )
+
+
+# Per count column, the summary's counter and status; stacked header words keep 80 columns enough.
+COUNT_COLUMNS = {
+    "answered": ("responses", "ok"),
+    "answer\nfailed": ("responses", "failed"),
+    "not\nrun": ("responses", "not_run"),
+    "judged": ("judgments", "ok"),
+    "unparseable": ("judgments", "unparseable"),
+    "judge\nfailed": ("judgments", "failed"),
+}
+
+
+def run_summary_tables(summary: dict[str, Any]) -> list[Table]:
+    """One table per model, titled with its whole name, one row per condition."""
+    tables = []
+    for model in dict.fromkeys(group["model"] for group in summary["groups"]):
+        rows = []
+        for group in (g for g in summary["groups"] if g["model"] == model):
+            counts = [f"{group[counter].get(status, 0):,}" for counter, status in COUNT_COLUMNS.values()]
+            mean = "—" if group["mean_score"] is None else f"{group['mean_score']:.1f}"
+            cost = group["inference_cost_usd"] + group["judge_cost_usd"]
+            rows.append([group["condition"], *counts, mean, f"{cost:,.4f}"])
+        numbers = (*COUNT_COLUMNS, "mean", "USD")
+        tables.append(Table(f"run-{model}", model, ["condition", *numbers], rows, "", right_aligned=numbers))
+    return tables
+
+
+# Borderless and compact, so a model's whole name and nine columns fit in 80.
+COMPACT = {
+    "title_justify": "left",
+    "box": box.SIMPLE_HEAD,
+    "show_edge": False,
+    "pad_edge": False,
+    "collapse_padding": True,
+}
+
+
+def summary_tables(summary: dict[str, Any]) -> Group:
+    """The run summary readable at 80 columns: compact tables under one title line."""
+    tables = [table_rich(table, **COMPACT) for table in run_summary_tables(summary)]
+    title = f"Run {summary['run_id']}: mean score 0-100 over judged turns (unparseable excluded)"
+    return Group(title, *tables)
+
+
+def print_report_summary(report_dir: Path, console: Console) -> None:
+    """Mean score and wrong rate per model and condition, the judge caveat, and where the files are."""
+    from tasks.benchmarks.threadmed.tables import judge_note, summary_table
+
+    metrics = json.loads((report_dir / "metrics.json").read_text())
+    console.print(table_rich(summary_table(metrics)))
+    note = judge_note(metrics["judge"]["model"])
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
+    for name in ("report.md", "index.html", "metrics.json"):
+        console.print(f"  {report_dir / name}")

@@ -1,0 +1,27 @@
+"""Publish report tables and Markdown as Prefect artifacts (call from inside a task or a flow)."""
+
+from collections.abc import Iterable
+
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from tasks.core.provenance import artifact_key
+from tasks.report.tables import Table, table_records
+
+
+def publish_tables(tables: Iterable[Table], prefix: str) -> list[str]:
+    """One table artifact per table with rows, keyed `<prefix>-<table key>`; returns the keys."""
+    keys = []
+    for table in tables:
+        if table.rows:
+            key = artifact_key(prefix, table.key)
+            create_table_artifact(
+                table=table_records(table), key=key, description=f"{table.title}. {table.caption}"
+            )
+            keys.append(key)
+    return keys
+
+
+def publish_markdown(markdown: str, key: str, description: str) -> str:
+    """One Markdown artifact under `key` (an `artifact_key`); returns the key."""
+    create_markdown_artifact(markdown=markdown, key=key, description=description)
+    return key

@@ -1,0 +1,70 @@
+"""Tables of any benchmark, drawn once as a `Table` and rendered alike to Markdown, HTML, a Prefect table
+artifact and the terminal (rich), so the CLI and the artifacts show the same cells.
+
+Pure: every renderer takes a Table and returns text or a rich renderable.
+"""
+
+import html
+from typing import Any, NamedTuple
+
+from rich.table import Table as RichTable
+
+
+class Table(NamedTuple):
+    """A titled table of text cells; `right_aligned` names the columns a terminal aligns right."""
+
+    key: str
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    caption: str
+    right_aligned: tuple[str, ...] = ()
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table_markdown(table: Table, note: str | None) -> str:
+    """A '###' section: the title, the note as a quote, the rows (when any) and the caption."""
+    lines = [f"### {table.title}", ""]
+    if note:
+        lines += [f"> **Note:** {note}", ""]
+    if table.rows:
+        lines.append("| " + " | ".join(map(_markdown_cell, table.columns)) + " |")
+        lines.append("|" + "---|" * len(table.columns))
+        lines += ["| " + " | ".join(map(_markdown_cell, row)) + " |" for row in table.rows]
+        lines.append("")
+    return "\n".join([*lines, table.caption, ""])
+
+
+def table_html(table: Table, note: str | None) -> str:
+    """A block with the title, the note and the table; an empty table shows only its caption."""
+    head = "".join(f"<th>{html.escape(column)}</th>" for column in table.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in table.rows
+    )
+    note_html = f'<p class="note">{html.escape(note)}</p>' if note else ""
+    content = (
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+        f"<caption>{html.escape(table.caption)}</caption></table>"
+        if table.rows
+        else f'<p class="empty">{html.escape(table.caption)}</p>'
+    )
+    title = f"<h3>{html.escape(table.title)}</h3>"
+    return f'<div class="table-block" id="table-{table.key}">{title}{note_html}{content}</div>'
+
+
+def table_records(table: Table) -> list[dict[str, str]]:
+    """The rows as column -> cell records, the shape of a Prefect table artifact."""
+    return [dict(zip(table.columns, row, strict=True)) for row in table.rows]
+
+
+def table_rich(table: Table, **options: Any) -> RichTable:
+    """The table for a terminal; cells may hold rich markup; `options` go to rich (box, title_justify...)."""
+    rendered = RichTable(title=table.title, caption=table.caption or None, **options)
+    for column in table.columns:
+        rendered.add_column(column, justify="right" if column in table.right_aligned else "left")
+    for row in table.rows:
+        rendered.add_row(*row)
+    return rendered

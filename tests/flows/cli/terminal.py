@@ -1,0 +1,35 @@
+"""The real `threadmed` command in a subprocess, and what a user's terminal shows of its errors."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+THREADMED = str(Path(sys.executable).with_name("threadmed"))
+# Root reads and writes through any permission bits; without these capabilities it obeys them like a user.
+UNPRIVILEGED = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
+                "--bounding-set=-dac_override,-dac_read_search"]  # fmt: skip
+OFFLINE_MODELS = ["--models", "threadmed/deferral", "--judge", "threadmed/overlap-judge"]
+
+
+def threadmed(*arguments: object, cwd: Path, unprivileged: bool = False) -> subprocess.CompletedProcess:
+    prefix = UNPRIVILEGED if unprivileged and os.geteuid() == 0 else []
+    environment = {**os.environ, "COLUMNS": "200"}  # a wide terminal: one message, one line
+    command = [*prefix, THREADMED, *map(str, arguments)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=environment, timeout=300)
+
+
+def error_lines(result: subprocess.CompletedProcess) -> list[str]:
+    """The lines the command printed, with rich's box drawing (usage errors) removed."""
+    lines = [line.strip(" │╭╮╰╯─") for line in (result.stdout + result.stderr).splitlines()]
+    return [line for line in lines if line and line != "Error"]
+
+
+def assert_usage_error(result: subprocess.CompletedProcess, message: str) -> None:
+    """Click's usage error: two lines of usage, then the message (wrapped only if the terminal is narrow)."""
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.returncode == 2
+    lines = error_lines(result)
+    assert lines[1].startswith("Try 'threadmed ")
+    assert " ".join(lines[2:]) == message
+    assert len(lines) <= 4

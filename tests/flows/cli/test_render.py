@@ -1,0 +1,64 @@
+"""What the commands print, drawn as Table records: cells, alignment and the whole terminal text."""
+
+from rich.console import Console
+
+from flows.cli.render import funnel_table, run_summary_tables, summary_tables, table1
+from tasks.report.tables import table_rich
+
+FUNNEL = [
+    {"stage": "threads", "stage_order": 2, "reason": None, "count_rows": 1200},
+    {"stage": "threads", "stage_order": 2, "reason": "single turn", "count_rows": 30},
+    {"stage": "posts", "stage_order": 1, "reason": None, "count_rows": 5000},
+]
+SIDE = {
+    "threads": 1200, "questions": 4000, "answered_questions": 3000, "answered_pct": 75.0,
+    "follow_ups_min": 1, "follow_ups_max": 9, "follow_ups_mean": 2.3, "follow_ups_median": 2,
+    "threads_exactly_3_turns_pct": 40.0, "threads_4plus_turns_pct": 20.0, "threads_5plus_turns_pct": 10.0,
+    "question_tokens_mean": 80.25, "answer_tokens_mean": 60.0, "thread_tokens_mean": 400.0,
+}  # fmt: skip
+SUMMARY = {
+    "run_id": "r1",
+    "groups": [
+        {"model": "openai/m", "condition": "baseline", "responses": {"ok": 1500, "failed": 2},
+         "judgments": {"ok": 1400, "unparseable": 3}, "mean_score": 61.25, "inference_cost_usd": 1.5,
+         "judge_cost_usd": 0.25},
+        {"model": "openai/m", "condition": "oracle", "responses": {"not_run": 4}, "judgments": {},
+         "mean_score": None, "inference_cost_usd": 0.0, "judge_cost_usd": 0.0},
+    ],
+}  # fmt: skip
+
+
+def text(renderable) -> str:
+    console = Console(width=100, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_funnel_rows_are_in_stage_order_with_totals_first():
+    table = funnel_table(FUNNEL)
+    assert [row[:2] for row in table.rows] == [
+        ["[bold]posts[/bold]", "[bold]passed on[/bold]"],
+        ["[bold]threads[/bold]", "[bold]passed on[/bold]"],
+        ["", "single turn"],
+    ]
+    assert "5,000" in text(table_rich(table))
+
+
+def test_table1_formats_both_datasets():
+    table = table1({"tokenizer": "cl100k_base", "full": SIDE, "answered": SIDE})
+    assert table.title == "Table 1: dataset statistics (tokens: tiktoken cl100k_base)"
+    assert table.rows[0] == ["Conversation threads", "1,200", "1,200"]
+    assert table.rows[4] == ["Follow-ups per thread (min / max)", "1 / 9", "1 / 9"]
+    assert table.rows[9] == ["Question tokens (mean)", "80.2", "80.2"]
+
+
+def test_run_summary_is_one_table_per_model_with_a_dash_for_no_score():
+    [table] = run_summary_tables(SUMMARY)
+    assert table.title == "openai/m"
+    assert table.rows == [
+        ["baseline", "1,500", "2", "0", "1,400", "3", "0", "61.2", "1.7500"],
+        ["oracle", "0", "0", "4", "0", "0", "0", "—", "0.0000"],
+    ]
+    printed = text(summary_tables(SUMMARY))
+    assert printed.startswith("Run r1: mean score 0-100 over judged turns (unparseable excluded)\n")
+    assert "openai/m" in printed and "61.2" in printed

@@ -1,0 +1,29 @@
+"""Tables and Markdown published as Prefect artifacts (from a flow run), keyed by prefix and table key."""
+
+import pytest
+from prefect import flow
+from prefect.artifacts import Artifact
+
+from tasks.report.artifacts import publish_markdown, publish_tables
+from tasks.report.tables import Table
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_tables_with_rows_become_table_artifacts_and_empty_ones_are_skipped():
+    tables = [
+        Table("overall", "Overall", ["Model", "n"], [["m", "3"]], "Judged turns."),
+        Table("coverage", "Coverage", ["Model"], [], "Not computed."),
+    ]
+    assert flow(publish_tables)(tables, "report-run-7") == ["report-run-7-overall"]
+    artifact = Artifact.get(key="report-run-7-overall")
+    assert artifact is not None and artifact.type == "table"
+    assert artifact.description == "Overall. Judged turns."
+    assert Artifact.get(key="report-run-7-coverage") is None
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_markdown_is_published_under_its_key():
+    key = flow(publish_markdown)("# Report", "report-run-7-summary", "Runs: 7.")
+    assert key == "report-run-7-summary"
+    artifact = Artifact.get(key="report-run-7-summary")
+    assert artifact is not None and artifact.data == "# Report"
