@@ -11,7 +11,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from tasks.benchmarks.threadmed.metrics import N_RESAMPLES, BootstrapCI, bootstrap_mean
+from tasks.report.stats import N_RESAMPLES, BootstrapCI, bootstrap_mean
 
 CaseStatus = Literal["answered", "no_answer", "failed"]
 

@@ -12,7 +12,7 @@ from tasks.benchmarks.snomed.scoring import (
     score_outcome,
     summarise_run,
 )
-from tasks.benchmarks.threadmed.metrics import BootstrapCI, seeded_rng
+from tasks.report.stats import BootstrapCI, seeded_rng
 
 SINUSITIS, BRONCHITIS, HYPERTENSION, ANEMIA = "444814009", "10509002", "59621000", "271737000"
 
