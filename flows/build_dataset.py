@@ -6,12 +6,12 @@ from prefect import flow, get_run_logger, unmapped
 
 from tasks.benchmarks.threadmed.publish import dataset_folder, promote_latest, publish_dataset
 from tasks.benchmarks.threadmed.settings import BuildSettings
+from tasks.benchmarks.threadmed.warehouse import build_warehouse
 from tasks.core.provenance import write_run_manifest
 from tasks.core.runners import RunnerSettings, make_task_runner
 from tasks.data.lake import expand_dump_paths, raw_partitions, warehouse_path
 from tasks.data.reddit.ingest import DEFAULT_WORKERS, IngestFilter, check_records_found, ingest_dump_file
 from tasks.data.reddit.pseudonym_salt import UNPUBLISHABLE_WARNING, read_pseudonym_salt
-from tasks.data.warehouse import build_warehouse
 
 # One dump at a time by default: each ingest already uses every core (worker processes parse its
 # blocks), and one zstd decoder at a time keeps memory bounded. Dask spreads dumps over machines.

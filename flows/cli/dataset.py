@@ -79,7 +79,7 @@ def build(
         show_default=False)] = None,
     answer_roles: Annotated[list[str], typer.Option(
         help="Flair role(s) whose comments count as answers (repeat for more): physician, "
-             "physician_assistant, nurse_practitioner... (see sql/seeds/flair_roles.csv).")]
+             "physician_assistant, nurse_practitioner... (see sql/seeds/threadmed/flair_roles.csv).")]
     = DEFAULTS.answer_roles,
     keep_truncated: Annotated[bool, typer.Option(
         help="Keep the records before the cut of a truncated dump instead of failing.")] = False,
@@ -99,8 +99,9 @@ def build(
     a dataset card (README.md) and dataset.duckdb under --out. Same inputs, same rows.
     """
     from flows.build_dataset import build_dataset
+    from tasks.benchmarks.threadmed.warehouse import check_answer_roles, flair_roles
     from tasks.core.runners import RunnerSettings
-    from tasks.data.warehouse import ProjectError, check_answer_roles, flair_roles
+    from tasks.data.warehouse import ProjectError
 
     try:
         check_answer_roles(answer_roles, flair_roles())

@@ -23,19 +23,14 @@ import os
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, time
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
-from tasks.benchmarks.threadmed.settings import BuildSettings
 from tasks.data.audits import contract_audits
 from tasks.data.contracts import Contract
-from tasks.data.reddit.pseudonym_salt import PseudonymSalt
 from tasks.data.sources import MACRO_FOLDER, THREADMED, BenchmarkWarehouse, declared_contracts
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
@@ -291,28 +286,6 @@ def _check_layering(model: SqlFile, models: Sequence[SqlFile]) -> None:
         raise ProjectError(f"{model.path}: reads a higher layer: {', '.join(higher)}")
 
 
-def sql_parameters(settings: BuildSettings, salt: str) -> dict[str, object]:
-    """The DuckDB named parameters of the SQL project: one per rule of `settings`, and the salt.
-
-    `keep_truncated` is an ingest setting and has no parameter. The window bounds become UTC instants.
-    """
-    return {
-        "subreddit": settings.subreddit,
-        "window_start": datetime.combine(settings.start, time(), tzinfo=UTC),
-        "window_end": datetime.combine(settings.end, time(), tzinfo=UTC),
-        "answer_roles": list(settings.answer_roles),
-        "seed": settings.seed,
-        "salt": salt,
-        "min_words": settings.min_words,
-        "min_questions": settings.min_questions,
-        "min_answered_pairs": settings.min_answered_pairs,
-        "max_removed_markers": settings.max_removed_markers,
-        "min_clean_char_share": settings.min_clean_char_share,
-        "train_share": settings.train_share,
-        "val_share": settings.val_share,
-    }
-
-
 def parameters_for(sql_file: SqlFile, parameters: Mapping[str, object]) -> dict[str, object]:
     """The parameters a file references, and only those (DuckDB rejects unused named parameters).
 
@@ -398,19 +371,6 @@ def load_macros(con: duckdb.DuckDBPyConnection, macros: Iterable[SqlFile]) -> No
         con.execute(macro.text)
 
 
-def flair_roles(sql_dir: Path = SQL_DIR) -> set[str]:
-    """The roles the flair seed table can give a commenter: what `answer_roles` may name."""
-    with (sql_dir / "seeds" / "threadmed" / "flair_roles.csv").open(encoding="utf-8", newline="") as handle:
-        return {row["role"] for row in csv.DictReader(handle)}
-
-
-def check_answer_roles(roles: Iterable[str], known: set[str]) -> None:
-    """Raise ProjectError for a role no flair maps to (a typo would silently build an empty dataset)."""
-    unknown = sorted(set(roles) - known)
-    if unknown:
-        raise ProjectError(f"unknown answer role(s) {unknown}; the flair seed table has {sorted(known)}")
-
-
 def load_seeds(con: duckdb.DuckDBPyConnection, seeds: Iterable[Path]) -> None:
     """Load each seed CSV into a table named after it, after checking its header against its contract."""
     for path in seeds:
@@ -491,12 +451,10 @@ def build(
     return {model.name: count_rows(con, model.name) for model in models}
 
 
-@task(cache_policy=NO_CACHE)
-def build_warehouse(
-    db_path: str, raw_files: dict[str, list[str]], settings: BuildSettings, salt: PseudonymSalt
+def build_database(
+    db_path: str, raw_files: Mapping[str, Sequence[str]], parameters: Mapping[str, object]
 ) -> dict[str, int]:
-    """Run every SQL model into db_path (one writer), audit each layer; return row counts per table."""
-    check_answer_roles(settings.answer_roles, flair_roles())
+    """Build every model into the DuckDB file db_path (one writer), auditing each layer; return row counts."""
     target = Path(db_path)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
@@ -505,6 +463,6 @@ def build_warehouse(
     for leftover in (partial, partial.with_name(partial.name + ".wal")):
         leftover.unlink(missing_ok=True)
     with duckdb.connect(str(partial)) as con:
-        counts = build(con, raw_files, sql_parameters(settings, salt.secret.get_secret_value()))
+        counts = build(con, raw_files, parameters)
     os.replace(partial, target)
     return counts

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from tasks.benchmarks.threadmed.settings import BuildSettings
+from tasks.benchmarks.threadmed.warehouse import sql_parameters
 from tasks.data import warehouse
 from tasks.data.contracts import Contract
 from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
@@ -46,7 +47,7 @@ def read_table(con: duckdb.DuckDBPyConnection, table: str) -> Rows:
 
 def build_model(con: duckdb.DuckDBPyConnection, name: str, salt: str = DEFAULT_SALT, **settings: Any) -> Rows:
     """Build one model with BuildSettings(**settings) and `salt` as parameters; return its whole output."""
-    warehouse.run_model(con, MODELS[name], warehouse.sql_parameters(BuildSettings(**settings), salt))
+    warehouse.run_model(con, MODELS[name], sql_parameters(BuildSettings(**settings), salt))
     return read_table(con, name)
 
 

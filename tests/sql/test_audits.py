@@ -6,13 +6,14 @@ import duckdb
 import pytest
 
 from tasks.benchmarks.threadmed.settings import BuildSettings
+from tasks.benchmarks.threadmed.warehouse import sql_parameters
 from tasks.data import warehouse
 from tasks.data.reddit.contracts import RAW_COMMENTS, RAW_SUBMISSIONS
 from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 from tests.sql.conftest import PROJECT
 from tests.sql.rows import T0, raw_comment, raw_submission, write_parquet
 
-PARAMETERS = warehouse.sql_parameters(BuildSettings(), DEFAULT_SALT)
+PARAMETERS = sql_parameters(BuildSettings(), DEFAULT_SALT)
 DOCTOR = {"author": "dr_jones", "author_flair_text": "Physician"}
 
 

@@ -6,6 +6,7 @@ import duckdb
 import pytest
 
 from tasks.benchmarks.threadmed.settings import BuildSettings
+from tasks.benchmarks.threadmed.warehouse import sql_parameters
 from tasks.data import warehouse
 from tasks.data.reddit.ingest import ingest_dump
 from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
@@ -26,7 +27,7 @@ def test_build_reproduces_the_generators_truth(tmp_path: Path, layout):
     raw = tmp_path / "lake" / "raw"
     raw_files = {table.name: sorted(str(p) for p in table.glob("*/*.parquet")) for table in raw.iterdir()}
     with duckdb.connect(":memory:") as con:
-        warehouse.build(con, raw_files, warehouse.sql_parameters(settings, DEFAULT_SALT))
+        warehouse.build(con, raw_files, sql_parameters(settings, DEFAULT_SALT))
         con.execute(f"create table truth as select * from read_parquet('{summary.truth_qa_pairs}')")
         for dataset in ("full", "answered"):
             built = con.sql(

@@ -5,6 +5,7 @@ import re
 import pytest
 
 from tasks.benchmarks.threadmed.settings import BuildSettings
+from tasks.benchmarks.threadmed.warehouse import sql_parameters
 from tasks.data import warehouse
 from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 from tests.sql.conftest import CONTRACTS, PROJECT
@@ -98,7 +99,7 @@ def test_no_value_is_pasted_into_sql():
 
 
 def test_every_parameter_is_provided_and_every_provided_parameter_is_used():
-    provided = set(warehouse.sql_parameters(BuildSettings(), DEFAULT_SALT))
+    provided = set(sql_parameters(BuildSettings(), DEFAULT_SALT))
     used = set().union(*(sql_file.parameters for sql_file in ALL_SQL))
     assert used == provided | {"variant"}
 

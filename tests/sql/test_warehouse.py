@@ -1,17 +1,15 @@
 """The runner (tasks/data/warehouse.py): discovery, ordering, parameters, raw views, contracts, audits."""
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-import pyarrow.parquet as pq
 import pytest
 
-from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
+from tasks.benchmarks.threadmed.contracts import THREADS
 from tasks.benchmarks.threadmed.settings import BuildSettings
+from tasks.benchmarks.threadmed.warehouse import sql_parameters
 from tasks.data import warehouse
 from tasks.data.reddit.contracts import RAW_REJECTS, RAW_SUBMISSIONS
-from tasks.data.reddit.pseudonym_salt import read_pseudonym_salt
 from tests.sql.conftest import CONTRACTS, PROJECT
 from tests.sql.rows import write_parquet
 
@@ -85,21 +83,6 @@ def test_load_project_rejects_malformed_models(tmp_path, layer, text, error):
         warehouse.load_project(sql_dir=tmp_path)
 
 
-def test_sql_parameters_cover_every_rule_setting():
-    settings = BuildSettings(
-        answer_roles=["physician", "nurse_practitioner"], seed=3, min_clean_char_share=0.5
-    )
-    parameters = warehouse.sql_parameters(settings, "pepper")
-    assert parameters["window_start"] == datetime(2015, 1, 1, tzinfo=UTC)
-    assert parameters["window_end"] == datetime(2023, 7, 1, tzinfo=UTC)
-    assert (parameters["answer_roles"], parameters["seed"], parameters["min_clean_char_share"]) == (
-        ["physician", "nurse_practitioner"], 3, 0.5,
-    )  # fmt: skip
-    assert parameters["salt"] == "pepper"
-    rule_fields = set(BuildSettings.model_fields) - {"start", "end", "keep_truncated"}
-    assert set(parameters) == rule_fields | {"window_start", "window_end", "salt"}
-
-
 def test_a_file_gets_only_the_parameters_it_references(tmp_path):
     model = warehouse.parse_sql_file(sql_file(tmp_path, "m", "-- m\nselect $seed, $salt\n"), "marts")
     assert warehouse.parameters_for(model, {"seed": 1, "salt": "s", "min_words": 5}) == {
@@ -155,33 +138,8 @@ def test_a_failed_audit_names_itself_and_shows_rows(duck, tmp_path):
     warehouse.run_audits(duck, [audit], {"limit": 0})
 
 
-def test_build_warehouse_task_writes_one_complete_file(tmp_path):
-    db_path = tmp_path / "warehouse" / "build.duckdb"
-    counts = warehouse.build_warehouse.fn(str(db_path), {}, BuildSettings(), read_pseudonym_salt({}))
-    # with no input, only the staging stages of the funnel have rows: three reasons and a total each
-    assert counts == {model.name: 0 for model in warehouse.load_project().models} | {"stats_funnel": 8}
-    assert sorted(path.name for path in db_path.parent.iterdir()) == ["build.duckdb"]
-    with duckdb.connect(str(db_path), read_only=True) as con:
-        con.execute("copy full_threads to '{}'".format(tmp_path / "threads.parquet"))
-        con.execute("copy answered_qa_pairs to '{}'".format(tmp_path / "qa_pairs.parquet"))
-    for path, contract in (
-        (tmp_path / "threads.parquet", THREADS),
-        (tmp_path / "qa_pairs.parquet", QA_PAIRS),
-    ):
-        exported = pq.read_schema(path)
-        assert [(f.name, f.type) for f in exported] == [(f.name, f.type) for f in contract.schema]
-
-
-def test_answer_roles_must_be_roles_of_the_flair_seed():
-    known = warehouse.flair_roles()
-    assert {"physician", "physician_assistant", "nurse_practitioner", "unverified"} <= known
-    warehouse.check_answer_roles(["physician", "physician_assistant"], known)
-    with pytest.raises(warehouse.ProjectError, match=r"unknown answer role\(s\) \['Physician'\]"):
-        warehouse.check_answer_roles(["physician", "Physician"], known)
-
-
 def test_a_build_runs_only_the_ancestors_of_the_tables_asked_for():
-    parameters = warehouse.sql_parameters(BuildSettings(), "pepper")
+    parameters = sql_parameters(BuildSettings(), "pepper")
     with duckdb.connect(":memory:") as con:
         counts = warehouse.build(con, {}, parameters, marts=["int_comments__classified"])
         tables = {row[0] for row in con.sql("select table_name from duckdb_tables()").fetchall()}

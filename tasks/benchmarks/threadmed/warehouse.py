@@ -1,0 +1,57 @@
+"""ThReadMed-QA's warehouse: the SQL parameters of its build settings, and the build task."""
+
+import csv
+from collections.abc import Iterable
+from datetime import UTC, datetime, time
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from tasks.benchmarks.threadmed.settings import BuildSettings
+from tasks.data.reddit.pseudonym_salt import PseudonymSalt
+from tasks.data.warehouse import SQL_DIR, ProjectError, build_database
+
+
+def sql_parameters(settings: BuildSettings, salt: str) -> dict[str, object]:
+    """The DuckDB named parameters of the SQL project: one per rule of `settings`, and the salt.
+
+    `keep_truncated` is an ingest setting and has no parameter. The window bounds become UTC instants.
+    """
+    return {
+        "subreddit": settings.subreddit,
+        "window_start": datetime.combine(settings.start, time(), tzinfo=UTC),
+        "window_end": datetime.combine(settings.end, time(), tzinfo=UTC),
+        "answer_roles": list(settings.answer_roles),
+        "seed": settings.seed,
+        "salt": salt,
+        "min_words": settings.min_words,
+        "min_questions": settings.min_questions,
+        "min_answered_pairs": settings.min_answered_pairs,
+        "max_removed_markers": settings.max_removed_markers,
+        "min_clean_char_share": settings.min_clean_char_share,
+        "train_share": settings.train_share,
+        "val_share": settings.val_share,
+    }
+
+
+def flair_roles(sql_dir: Path = SQL_DIR) -> set[str]:
+    """The roles the flair seed table can give a commenter: what `answer_roles` may name."""
+    with (sql_dir / "seeds" / "threadmed" / "flair_roles.csv").open(encoding="utf-8", newline="") as handle:
+        return {row["role"] for row in csv.DictReader(handle)}
+
+
+def check_answer_roles(roles: Iterable[str], known: set[str]) -> None:
+    """Raise ProjectError for a role no flair maps to (a typo would silently build an empty dataset)."""
+    unknown = sorted(set(roles) - known)
+    if unknown:
+        raise ProjectError(f"unknown answer role(s) {unknown}; the flair seed table has {sorted(known)}")
+
+
+@task(cache_policy=NO_CACHE)
+def build_warehouse(
+    db_path: str, raw_files: dict[str, list[str]], settings: BuildSettings, salt: PseudonymSalt
+) -> dict[str, int]:
+    """Run every SQL model into db_path (one writer), audit each layer; return row counts per table."""
+    check_answer_roles(settings.answer_roles, flair_roles())
+    return build_database(db_path, raw_files, sql_parameters(settings, salt.secret.get_secret_value()))
