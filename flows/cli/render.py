@@ -86,31 +86,6 @@ def estimate_table(estimates: "list[CallEstimate]") -> Table:
 
 
 # Per count column, the summary's counter and status; stacked header words keep 80 columns enough.
-COUNT_COLUMNS = {
-    "answered": ("responses", "ok"),
-    "answer\nfailed": ("responses", "failed"),
-    "not\nrun": ("responses", "not_run"),
-    "judged": ("judgments", "ok"),
-    "unparseable": ("judgments", "unparseable"),
-    "judge\nfailed": ("judgments", "failed"),
-}
-
-
-def run_summary_tables(summary: dict[str, Any]) -> list[Table]:
-    """One table per model, titled with its whole name, one row per condition."""
-    tables = []
-    for model in dict.fromkeys(group["model"] for group in summary["groups"]):
-        rows = []
-        for group in (g for g in summary["groups"] if g["model"] == model):
-            counts = [f"{group[counter].get(status, 0):,}" for counter, status in COUNT_COLUMNS.values()]
-            mean = "—" if group["mean_score"] is None else f"{group['mean_score']:.1f}"
-            cost = group["inference_cost_usd"] + group["judge_cost_usd"]
-            rows.append([group["condition"], *counts, mean, f"{cost:,.4f}"])
-        numbers = (*COUNT_COLUMNS, "mean", "USD")
-        tables.append(Table(f"run-{model}", model, ["condition", *numbers], rows, "", right_aligned=numbers))
-    return tables
-
-
 # Borderless and compact, so a model's whole name and nine columns fit in 80.
 COMPACT = {
     "title_justify": "left",
@@ -123,7 +98,9 @@ COMPACT = {
 
 def summary_tables(summary: dict[str, Any]) -> Group:
     """The run summary readable at 80 columns: compact tables under one title line."""
-    tables = [table_rich(table, **COMPACT) for table in run_summary_tables(summary)]
+    from tasks.evals.outputs import RunSummary  # the call layer behind it imports litellm: seconds
+
+    tables = [table_rich(table, **COMPACT) for table in RunSummary.model_validate(summary).tables()]
     title = f"Run {summary['run_id']}: mean score 0-100 over judged turns (unparseable excluded)"
     return Group(title, *tables)
 

@@ -24,6 +24,7 @@ from tasks.data.contracts import Contract
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.plan import RunPlan
 from tasks.llm.errors import fix_for, is_permanent
+from tasks.report.tables import Table, table_markdown
 
 PACKAGES = ("litellm", "prefect", "pyarrow", "pydantic", "rapidfuzz", "openai", "httpx")
 
@@ -33,6 +34,17 @@ class RunTables(NamedTuple):
 
     solved: Contract
     scored: Contract
+
+
+# Column label -> (GroupSummary counter, status) of the run summary; the line breaks keep it 80 columns wide.
+COUNTS = {
+    "answered": ("responses", "ok"),
+    "answer\nfailed": ("responses", "failed"),
+    "not\nrun": ("responses", "not_run"),
+    "judged": ("judgments", "ok"),
+    "unparseable": ("judgments", "unparseable"),
+    "judge\nfailed": ("judgments", "failed"),
+}
 
 
 class GroupSummary(BaseModel):
@@ -54,25 +66,32 @@ class RunSummary(BaseModel):
     failed_calls: dict[str, int]
     failure_examples: dict[str, str] = {}  # per failure kind, one error as recorded (the provider's words)
 
+    def tables(self) -> list[Table]:
+        """One table per model, titled with its whole name, one row per condition: what the CLI prints
+        and the summary artifact shows."""
+        tables = []
+        for model in dict.fromkeys(group.model for group in self.groups):
+            rows = []
+            for group in (g for g in self.groups if g.model == model):
+                counts = [
+                    f"{getattr(group, counter).get(status, 0):,}" for counter, status in COUNTS.values()
+                ]
+                mean = "—" if group.mean_score is None else f"{group.mean_score:.1f}"
+                cost = group.inference_cost_usd + group.judge_cost_usd
+                rows.append([group.condition, *counts, mean, f"{cost:,.4f}"])
+            numbers = (*COUNTS, "mean", "USD")
+            tables.append(
+                Table(f"run-{model}", model, ["condition", *numbers], rows, "", right_aligned=numbers)
+            )
+        return tables
+
     def markdown(self) -> str:
-        """The run's outcome for people: whether calls failed (an example of each kind), one row per group."""
+        """The run's outcome for people: whether calls failed (an example of each kind), a table per model."""
         outcome = self.failure_message() if self.failed_calls else "Every call succeeded."
         lines = [f"# Evaluation run {self.run_id}", "", f"**{outcome}**", ""]
         if self.failure_examples:
             lines += [f"- {line}" for line in self.failure_lines()] + [""]
-        lines += [
-            "| model | condition | answered | answer failed | not run | judged | unparseable | judge failed"
-            " | mean (0-100) | USD |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        ]
-        for g in self.groups:
-            mean = "-" if g.mean_score is None else f"{g.mean_score:.1f}"
-            counts = [g.responses.get(s, 0) for s in ("ok", "failed", "not_run")]
-            counts += [g.judgments.get(s, 0) for s in ("ok", "unparseable", "failed")]
-            cost = g.inference_cost_usd + g.judge_cost_usd
-            lines.append(
-                f"| {g.model} | {g.condition} | {' | '.join(map(str, counts))} | {mean} | {cost:.4f} |"
-            )
+        lines += [table_markdown(table, None) for table in self.tables()]
         return "\n".join(lines)
 
     def failure_message(self) -> str:

@@ -2,7 +2,8 @@
 
 from rich.console import Console
 
-from flows.cli.render import funnel_table, run_summary_tables, summary_tables, table1
+from flows.cli.render import funnel_table, summary_tables, table1
+from tasks.evals.outputs import RunSummary
 from tasks.report.tables import table_rich
 
 FUNNEL = [
@@ -18,6 +19,8 @@ SIDE = {
 }  # fmt: skip
 SUMMARY = {
     "run_id": "r1",
+    "run_dir": "run",
+    "failed_calls": {},
     "groups": [
         {"model": "openai/m", "condition": "baseline", "responses": {"ok": 1500, "failed": 2},
          "judgments": {"ok": 1400, "unparseable": 3}, "mean_score": 61.25, "inference_cost_usd": 1.5,
@@ -53,7 +56,7 @@ def test_table1_formats_both_datasets():
 
 
 def test_run_summary_is_one_table_per_model_with_a_dash_for_no_score():
-    [table] = run_summary_tables(SUMMARY)
+    [table] = RunSummary.model_validate(SUMMARY).tables()
     assert table.title == "openai/m"
     assert table.rows == [
         ["baseline", "1,500", "2", "0", "1,400", "3", "0", "61.2", "1.7500"],

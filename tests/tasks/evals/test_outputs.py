@@ -109,10 +109,14 @@ def test_the_summary_says_what_failed_and_lists_every_group():
         "",
         "- rate limit (2), e.g. m: Rate limit reached (gave up after 6 attempts; re-run to retry)",
         "",
-        "| model | condition | answered | answer failed | not run | judged | unparseable | judge failed"
-        " | mean (0-100) | USD |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        "| m | baseline | 5 | 1 | 2 | 3 | 1 | 1 | 62.5 | 0.7500 |",
+        "### m",
+        "",
+        "| condition | answered | answer failed | not run | judged | unparseable | judge failed | mean"
+        " | USD |",
+        "|---|---|---|---|---|---|---|---|---|",
+        "| baseline | 5 | 1 | 2 | 3 | 1 | 1 | 62.5 | 0.7500 |",
+        "",
+        "",
     ]
     succeeded = summary.model_copy(update={"failed_calls": {}, "failure_examples": {}})
     assert succeeded.markdown().splitlines()[2:4] == ["**Every call succeeded.**", ""]
