@@ -127,39 +127,38 @@ class _Handler(BaseHTTPRequestHandler):
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:
-            status = self._answer(state, request)
+            self._answer(state, request, body, started)
         finally:
             with state.lock:
                 state.in_flight -= 1
-        if status is None:
-            return
-        params = {k: v for k, v in request.items() if k not in ("model", "messages")}
-        record = RecordedRequest(
-            model=request["model"],
-            messages=request["messages"],
-            params=params,
-            body_hash=hashlib.sha256(body).hexdigest(),
-            status=status,
-            started=started,
-            finished=time.monotonic(),
-        )
-        with state.lock:
-            state.requests.append(record)
 
-    def _answer(self, state: _State, request: dict[str, Any]) -> int | None:
-        """Send the scripted answer; return its status, or None if the connection was dropped."""
+    def _answer(self, state: _State, request: dict[str, Any], body: bytes, started: float) -> None:
+        """Send the scripted answer, recorded first: a client holding its reply finds its request counted.
+        A dropped connection takes its record back."""
         if state.should_hold():
             state.release.wait()
             self.close_connection = True
-            return None
+            return
         action = state.next_action(request["model"])
         time.sleep(state.latency_s if action.delay_s is None else action.delay_s)
+        record = RecordedRequest(
+            model=request["model"],
+            messages=request["messages"],
+            params={k: v for k, v in request.items() if k not in ("model", "messages")},
+            body_hash=hashlib.sha256(body).hexdigest(),
+            status=action.status,
+            started=started,
+            finished=time.monotonic(),
+        )
+        reply = self._body(state, request, action)
+        with state.lock:
+            state.requests.append(record)
         headers = {"Retry-After": action.retry_after} if action.retry_after is not None else {}
         try:
-            self._send(action.status, self._body(state, request, action), headers, action.trickle_s)
+            self._send(action.status, reply, headers, action.trickle_s)
         except (BrokenPipeError, ConnectionResetError):
-            return None
-        return action.status
+            with state.lock:
+                state.requests.remove(record)
 
     @staticmethod
     def _body(state: _State, request: dict[str, Any], action: Action) -> str:
