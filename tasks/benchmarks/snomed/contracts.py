@@ -1,8 +1,10 @@
-"""Tables of the SNOMED benchmark, defined once: the case set (`cases.parquet`, one row per case)."""
+"""Tables of the SNOMED benchmark, defined once: the case set (`cases.parquet`, one row per case) and a
+run's conversations, predictions and scores."""
 
 import pyarrow as pa
 
 from tasks.benchmarks.snomed.case import Case
+from tasks.data.contracts import Contract, schema
 
 ITEM = pa.struct([("code", pa.string()), ("display", pa.string())])
 
@@ -60,3 +62,82 @@ def cases_to_table(cases: list[Case]) -> pa.Table:
 def cases_from_table(table: pa.Table) -> list[Case]:
     """A table of the CASES schema -> Cases (the inverse of `cases_to_table`)."""
     return [Case.model_validate(row) for row in table.to_pylist()]
+
+
+# A run's tables (snomed.md, "Outputs"). Every row names the run, the model under test (the clinician),
+# the case and the epoch: one interview.
+_INTERVIEW_KEY = ("run_id", "model", "case_id", "epoch")
+_INTERVIEW_FIELDS = (
+    ("run_id", pa.string()),
+    ("model", pa.string()),
+    ("case_id", pa.string()),
+    ("epoch", pa.int32()),
+)
+
+# One row per message of an interview in conversation order: the scripted opening (turn 0, no call), each
+# question and answer, the final answer and its re-asks; a failed call is a row with status `failed`.
+CONVERSATIONS = Contract(
+    name="conversations",
+    schema=schema(
+        *_INTERVIEW_FIELDS,
+        ("turn", pa.int32()),
+        ("role", pa.string()),  # clinician | patient
+        ("speaker", pa.string()),  # the role's model name (the clinician is `model`)
+        ("status", pa.string()),  # ok | failed | scripted
+        ("text", pa.string()),
+        ("leaked_codes", pa.list_(pa.string())),  # gold codes a patient reply gave away
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("cost_usd", pa.float64()),
+        ("latency_s", pa.float64()),
+        ("attempts", pa.int32()),
+        ("error", pa.string()),
+        ("error_class", pa.string()),
+        ("call_key", pa.string()),
+    ),
+    key=(*_INTERVIEW_KEY, "turn", "role"),
+    not_null=("status",),
+)
+
+# One row per interview: what the clinician answered and how its codes check against the vocabulary.
+PREDICTIONS = Contract(
+    name="predictions",
+    schema=schema(
+        *_INTERVIEW_FIELDS,
+        ("status", pa.string()),  # answered | no_answer | failed
+        ("final_answer", pa.string()),  # the clinician's last reply, raw
+        ("predicted_codes", pa.list_(pa.string())),
+        ("invalid_codes", pa.list_(pa.string())),  # not in the vocabulary
+        ("malformed_codes", pa.list_(pa.string())),  # invalid and failing the Verhoeff check digit
+        ("questions_asked", pa.int32()),
+        ("patient_replies", pa.int32()),
+        ("leaking_replies", pa.int32()),
+        ("error", pa.string()),
+        ("error_class", pa.string()),
+    ),
+    key=_INTERVIEW_KEY,
+    not_null=("status",),
+)
+
+# One row per interview: its scores against the gold set; null scores for a `failed` interview.
+SCORES = Contract(
+    name="scores",
+    schema=schema(
+        *_INTERVIEW_FIELDS,
+        ("status", pa.string()),
+        ("gold_codes", pa.list_(pa.string())),
+        ("hit_codes", pa.list_(pa.string())),  # predicted and gold
+        ("missed_codes", pa.list_(pa.string())),  # gold, not predicted
+        ("wrong_codes", pa.list_(pa.string())),  # predicted, not gold
+        ("n_gold", pa.int32()),
+        ("n_predicted", pa.int32()),
+        ("n_correct", pa.int32()),
+        ("exact_match", pa.float64()),
+        ("precision", pa.float64()),
+        ("recall", pa.float64()),
+        ("f1", pa.float64()),
+        ("empty_gold", pa.bool_()),
+    ),
+    key=_INTERVIEW_KEY,
+    not_null=("status",),
+)
