@@ -1,6 +1,6 @@
 """`threadmed`: the command line. Every command is a thin wrapper that runs a Prefect flow.
 
-One module per command group (dataset: synth and build; evaluate; report; demo); what they print is
+One module per command group (dataset: synth and build; evaluate; report; demo; snomed); what they print is
 drawn in render.py; process.py runs the app as a process (Ctrl-C, the temporary server, the exit).
 """
 
@@ -8,7 +8,7 @@ import os
 
 import typer
 
-from flows.cli import dataset, demo, evaluate, report
+from flows.cli import dataset, demo, evaluate, report, snomed
 
 # Prefect is imported only inside commands, so these defaults reach it; the user's settings win.
 # Telemetry would fail (and log an error) offline; a loaded machine needs time to start the API.
@@ -23,6 +23,7 @@ app = typer.Typer(
 )
 for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, report.report):
     app.command()(command)
+app.add_typer(snomed.app, name="snomed")
 
 
 def main() -> None:

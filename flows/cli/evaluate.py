@@ -1,8 +1,9 @@
 """`threadmed evaluate`: run the evaluate-models flow from the command line, or estimate it (--dry-run)."""
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
@@ -12,6 +13,12 @@ from flows.cli.errors import reports_errors
 from flows.cli.render import console, estimate_table, summary_tables
 from tasks.core.preflight import check_writable_folder, validation_message
 from tasks.report.tables import table_rich
+
+if TYPE_CHECKING:  # importing them at run time costs every command the seconds litellm takes
+    from prefect.states import State
+
+    from tasks.benchmarks.protocol import Benchmark
+    from tasks.evals.config import EvaluationSettings
 
 
 @reports_errors("out")
@@ -73,42 +80,71 @@ def evaluate(
     outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed.
     """
     # Imported here: litellm takes seconds to import, and every `threadmed` command would pay for it.
-    from tasks.benchmarks.registry import benchmark
+    from tasks.benchmarks.threadmed.benchmark import THREADMED
     from tasks.benchmarks.threadmed.cases import check_dataset_build, check_split
     from tasks.evals.config import RunOverrides, resolve_settings
-    from tasks.evals.estimate import estimate_plan
-    from tasks.evals.outputs import RunSummary
 
     check_dataset_build(dataset)
+    overrides = RunOverrides(
+        models=split_list(models),
+        roles={"judge": judge} if judge else {},
+        settings={"conditions": split_list(conditions)} if conditions else {},
+        split=split,
+        limit=limit,
+        api_base=api_base,
+    )
+    settings = checked_settings(
+        lambda: resolve_settings(dataset_dir=dataset, run_dir=out, config_file=config, overrides=overrides)
+    )
+    check_split(dataset, settings.config.sample.split)
+
+    def run_flow() -> "State":
+        from flows.evaluate_models import evaluate_models
+
+        return evaluate_models(
+            dataset_dir=str(dataset),
+            run_dir=str(out),
+            config=settings.config,
+            report=report,
+            return_state=True,
+        )
+
+    run_or_estimate(THREADMED, settings, out, dry_run, run_flow)
+
+
+def checked_settings(resolve: Callable[[], "EvaluationSettings"]) -> "EvaluationSettings":
+    """The run's settings, or exit 2 with what is wrong in the options or the config file."""
     try:
-        overrides = RunOverrides(
-            models=_list(models), judge=judge, conditions=_list(conditions), split=split, limit=limit,
-            api_base=api_base,  # type: ignore[arg-type]
-        )  # fmt: skip
-        settings = resolve_settings(dataset_dir=dataset, run_dir=out, config_file=config, overrides=overrides)
+        return resolve()
     except ValueError as error:  # pydantic's ValidationError is one too
         message = validation_message(error) if isinstance(error, ValidationError) else str(error)
         raise typer.BadParameter(message) from None
-    check_split(dataset, settings.config.sample.split)
+
+
+def run_or_estimate(
+    bench: "Benchmark",
+    settings: "EvaluationSettings",
+    out: Path,
+    dry_run: bool,
+    run_flow: Callable[[], "State"],
+) -> None:
+    """Print the dry run's estimate, or run the benchmark's evaluate flow holding the run folder and print
+    its summary; exit 1 when calls failed."""
+    from tasks.evals.estimate import estimate_plan
+    from tasks.evals.outputs import RunSummary
+
     if dry_run:
-        threadmed = benchmark("threadmed")
-        console.print(
-            table_rich(estimate_table(estimate_plan(threadmed.plan(settings), threadmed.estimate_job)))
-        )
+        console.print(table_rich(estimate_table(estimate_plan(bench.plan(settings), bench.estimate_job))))
         return
     check_writable_folder(out, "--out")
     from flows.cli.process import on_interrupt
-    from flows.evaluate_models import evaluate_models
     from tasks.evals.run_lock import RunFolderBusy, hold_run_folder
     from tasks.llm.ledger import CallLedger
 
     try:
         with hold_run_folder(out):  # refused here, before the Prefect server starts
             on_interrupt(lambda: interrupted_line(CallLedger(out / "ledger").count_succeeded(), out))
-            state = evaluate_models(
-                dataset_dir=str(dataset), run_dir=str(out), config=settings.config, report=report,
-                return_state=True,
-            )  # fmt: skip
+            state = run_flow()
     except RunFolderBusy as error:
         console.print(str(error), style="red", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
@@ -131,5 +167,5 @@ def interrupted_line(calls_kept: int, run_dir: Path) -> str:
     return f"interrupted: {calls_kept} calls kept in {run_dir}; re-run the same command to resume"
 
 
-def _list(value: str | None) -> list[str] | None:
+def split_list(value: str | None) -> list[str] | None:
     return [item.strip() for item in value.split(",") if item.strip()] if value else None

@@ -85,7 +85,6 @@ def estimate_table(estimates: "list[CallEstimate]") -> Table:
     )
 
 
-# Per count column, the summary's counter and status; stacked header words keep 80 columns enough.
 # Borderless and compact, so a model's whole name and nine columns fit in 80.
 COMPACT = {
     "title_justify": "left",
@@ -100,9 +99,8 @@ def summary_tables(summary: dict[str, Any]) -> Group:
     """The run summary readable at 80 columns: compact tables under one title line."""
     from tasks.evals.outputs import RunSummary  # the call layer behind it imports litellm: seconds
 
-    tables = [table_rich(table, **COMPACT) for table in RunSummary.model_validate(summary).tables()]
-    title = f"Run {summary['run_id']}: mean score 0-100 over judged turns (unparseable excluded)"
-    return Group(title, *tables)
+    run = RunSummary.model_validate(summary)
+    return Group(run.title(), *[table_rich(table, **COMPACT) for table in run.tables()])
 
 
 def print_report_summary(report_dir: Path, console: Console) -> None:

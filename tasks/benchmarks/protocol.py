@@ -2,8 +2,8 @@
 
 A run of any benchmark has one shape (flows/evaluate_models.py): `plan` turns the settings into jobs,
 the `solve` task runs once per job (one case x model x condition or epoch; every call through the
-ledger), the `score` task grades each solve output, the rows are written as the two `tables`, then
-the manifest, the summary and the `report`. Everything a benchmark owns lives in its folder
+ledger), the `score` task grades each solve output, the rows are written as the `tables`, then the
+summary, the manifest and the `report`. Everything a benchmark owns lives in its folder
 `tasks/benchmarks/<name>/`; `registry.py` lists the benchmarks.
 """
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from tasks.data.contracts import Contract
 from tasks.evals.config import SampleSpec
 from tasks.evals.estimate import JobEstimator
-from tasks.evals.outputs import RunTables
+from tasks.evals.outputs import RunTables, Summarizer
 from tasks.evals.plan import Planner
 
 
@@ -38,6 +38,8 @@ class Benchmark:
     # score(job=..., solved=<the solve rows>, ledger_dir=...) -> rows of `tables.scored`.
     score: Task[..., list[dict[str, Any]]]
     tables: RunTables
+    # (run id, run folder, solve rows, score rows) -> the run's summary: counts, score, cost, failures.
+    summarize: Summarizer
     # The dry run's walk of one job: counts the calls still to make into the tally.
     estimate_job: JobEstimator
     # (run folders, report folder or None for the default, report settings or None) -> the report folder.

@@ -1,9 +1,10 @@
 """Every benchmark by name: adding one is a folder under tasks/benchmarks/ and a line here."""
 
 from tasks.benchmarks.protocol import Benchmark
+from tasks.benchmarks.snomed.benchmark import SNOMED
 from tasks.benchmarks.threadmed.benchmark import THREADMED
 
-BENCHMARKS: dict[str, Benchmark] = {benchmark.name: benchmark for benchmark in (THREADMED,)}
+BENCHMARKS: dict[str, Benchmark] = {benchmark.name: benchmark for benchmark in (THREADMED, SNOMED)}
 
 
 def benchmark(name: str) -> Benchmark:

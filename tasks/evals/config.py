@@ -5,10 +5,11 @@ signature -> jobs with explicit settings. See deployments/eval.example.yaml for 
 """
 
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Self
 
 import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
+from typing_extensions import TypeVar
 
 from tasks.llm.offline import is_offline
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
@@ -48,14 +49,24 @@ class ModelSpec(BaseModel):
     def provider_name(self) -> str:
         return self.provider or self.model.split("/", 1)[0]
 
-    def request(self, messages: list[dict[str, str]], prompt_version: str | None = None) -> ChatRequest:
-        """The request for `messages`, with this model's params exactly as they will be sent."""
+    def request(
+        self,
+        messages: list[dict[str, str]],
+        prompt_version: str | None = None,
+        *,
+        scope: str | None = None,
+        epoch: int = 0,
+        extra_params: dict[str, Any] | None = None,
+    ) -> ChatRequest:
+        """The request for `messages`, with this model's params (and `extra_params`) exactly as sent."""
         return ChatRequest(
             model=self.model,
             messages=tuple(messages),
-            params=self.params,
+            params={**self.params, **(extra_params or {})},
             api_base=self.api_base,
             prompt_version=prompt_version,
+            scope=scope,
+            epoch=epoch,
         )
 
     def with_api_base(self, api_base: str) -> "ModelSpec":
@@ -90,12 +101,17 @@ class SampleSpec(BaseModel):
     limit: int | None = Field(None, ge=1, description="Keep the first N threads of the seeded sample order.")
 
 
-class EvalConfig(BaseModel):
-    """Everything an evaluation run needs besides its input and output folders."""
+class RunConfig(BaseModel):
+    """What every benchmark's run config has: the models under test, a sample, call settings and limits.
+
+    A benchmark's config adds its other roles (a judge, a patient) as `ModelSpec` fields named in
+    `ROLE_FIELDS`, and its own settings; `with_overrides` applies per-run choices to any of them.
+    """
+
+    # The fields holding the other roles' specs, in the order `roles()` lists them.
+    ROLE_FIELDS: ClassVar[tuple[str, ...]] = ()
 
     models: list[ModelSpec] = Field(min_length=1)
-    judge: JudgeSpec = JudgeSpec(name="gpt-4o", model="openai/gpt-4o")
-    conditions: list[Condition] = ["baseline", "oracle"]
     sample: SampleSpec = SampleSpec()
     default_params: dict[str, Any] = Field(default_factory=lambda: {"temperature": 0})
     providers: dict[str, ProviderLimits] = Field(default_factory=dict, description="Throttle per provider.")
@@ -111,21 +127,14 @@ class EvalConfig(BaseModel):
             raise ValueError(f"model names must be unique: {duplicates}")
         return models
 
-    @field_validator("conditions")
-    @classmethod
-    def _some_conditions(cls, conditions: list[Condition]) -> list[Condition]:
-        if not conditions:
-            raise ValueError("at least one condition is needed")
-        return list(dict.fromkeys(conditions))
-
     def resolved(self, spec: SpecT) -> SpecT:
         """`spec` with `default_params` under its own params (a null param removes a default)."""
         params = {k: v for k, v in {**self.default_params, **spec.params}.items() if v is not None}
         return spec.model_copy(update={"params": params})
 
     def roles(self) -> dict[str, list[ModelSpec]]:
-        """The models of the run by role: the models under test, and the judge."""
-        return {"model": list(self.models), "judge": [self.judge]}
+        """The models of the run by role: the models under test, then each role of `ROLE_FIELDS`."""
+        return {"model": list(self.models), **{role: [getattr(self, role)] for role in self.ROLE_FIELDS}}
 
     def limits_for(self, spec: ModelSpec) -> ProviderLimits:
         """The role's own limits, else its provider's, else the default."""
@@ -153,19 +162,96 @@ class EvalConfig(BaseModel):
         slots = sum(limits.max_concurrency for _, limits in throttles)
         return max(4, min(256, 2 * slots))
 
+    def not_in_run_id(self) -> dict[str, Any]:
+        """Settings that change how calls are made, never what they return: left out of the run id."""
+        return {
+            "providers": True,
+            "default_limits": True,
+            "retry": True,
+            "max_workers": True,
+            "models": {"__all__": {"limits"}},
+            **{role: {"limits"} for role in self.ROLE_FIELDS},
+        }
 
-class EvaluationSettings(BaseModel):
-    """The `evaluate-models` flow's parameter: input dataset, run directory and config.
+    def with_paths_from(self, folder: Path) -> Self:
+        """The config with its relative file paths (prompt files) read from `folder`."""
+        return self
 
-    A deployment run may name a YAML file (`config_file`) instead of passing the whole `config`.
+    def with_overrides(self, overrides: "RunOverrides") -> Self:
+        """The config with per-run choices applied; a model or role not in the config is a model string.
+
+        A role given a new model keeps its own settings (a judge's rubric) but not the old model's
+        name, endpoint or params. Raises ValueError for a role or setting this config does not have.
+        """
+        if unknown := sorted(set(overrides.roles) - set(self.ROLE_FIELDS)):
+            raise ValueError(f"no role {unknown} in this benchmark; its roles: {list(self.ROLE_FIELDS)}")
+        if unknown := sorted(set(overrides.settings) - set(type(self).model_fields)):
+            raise ValueError(f"no setting {unknown} in this benchmark's config")
+        known = {m.name: m for m in self.models}
+        names = overrides.models
+        models = [known.get(name) or ModelSpec(model=name) for name in names] if names else self.models
+        roles = {role: getattr(self, role) for role in self.ROLE_FIELDS}
+        for role, model in overrides.roles.items():
+            if model != roles[role].name:
+                kept = set(type(roles[role]).model_fields) - set(ModelSpec.model_fields)
+                roles[role] = type(roles[role])(model=model, **{k: getattr(roles[role], k) for k in kept})
+        if overrides.api_base is not None:
+            models = [m.with_api_base(overrides.api_base) for m in models]
+            roles = {role: spec.with_api_base(overrides.api_base) for role, spec in roles.items()}
+        sample_choices = {"split": overrides.split, "limit": overrides.limit}
+        sample = self.sample.model_copy(update={k: v for k, v in sample_choices.items() if v is not None})
+        return self.model_validate(
+            {
+                **self.model_dump(),
+                "models": [m.model_dump() for m in models],
+                **{role: spec.model_dump() for role, spec in roles.items()},
+                "sample": sample.model_dump(),
+                **overrides.settings,
+            }
+        )
+
+
+class EvalConfig(RunConfig):
+    """ThReadMed-QA's run config: the models under test, the judge and the conditions."""
+
+    ROLE_FIELDS: ClassVar[tuple[str, ...]] = ("judge",)
+
+    judge: JudgeSpec = JudgeSpec(name="gpt-4o", model="openai/gpt-4o")
+    conditions: list[Condition] = ["baseline", "oracle"]
+
+    @field_validator("conditions")
+    @classmethod
+    def _some_conditions(cls, conditions: list[Condition]) -> list[Condition]:
+        if not conditions:
+            raise ValueError("at least one condition is needed")
+        return list(dict.fromkeys(conditions))
+
+    def with_paths_from(self, folder: Path) -> Self:
+        rubric = self.judge.rubric
+        if rubric is None or rubric.is_absolute():
+            return self
+        return self.model_copy(
+            update={"judge": self.judge.model_copy(update={"rubric": (folder / rubric).resolve()})}
+        )
+
+
+# Unparametrized, `EvaluationSettings` holds ThReadMed's config (PEP 696 default).
+ConfigT = TypeVar("ConfigT", bound=RunConfig, default=EvalConfig)
+
+
+class EvaluationSettings(BaseModel, Generic[ConfigT]):
+    """The evaluation's input (a dataset or case set folder), its run directory and its config.
+
+    `EvaluationSettings[SnomedConfig]` validates another benchmark's config; unparametrized it is
+    ThReadMed's. A deployment run may name a YAML file (`config_file`) instead of passing the `config`.
     """
 
-    dataset_dir: Path = Field(description="A build output folder holding dataset/answered/*.parquet.")
+    dataset_dir: Path = Field(description="The benchmark's input folder (a dataset build, a case set).")
     run_dir: Path = Field(
         description="Where the ledger, parquet outputs and manifest go; re-use it to resume."
     )
     # Not required in the schema, so a deployment run may give `config_file` alone; validation fills it.
-    config: EvalConfig = Field(None, validate_default=True)  # type: ignore[assignment]
+    config: ConfigT = Field(None, validate_default=True)  # type: ignore[assignment]
     config_file: Path | None = Field(None, description="YAML config read when `config` is not given.")
 
     @model_validator(mode="before")
@@ -175,52 +261,33 @@ class EvaluationSettings(BaseModel):
             return data
         if not data.get("config_file"):
             raise ValueError("give `config` (the settings themselves) or `config_file` (a YAML file)")
-        return {**data, "config": load_config(Path(data["config_file"]))}
+        return {**data, "config": load_config(Path(data["config_file"]), cls.config_model())}
+
+    @classmethod
+    def config_model(cls) -> type[RunConfig]:
+        annotation = cls.model_fields["config"].annotation
+        return annotation if isinstance(annotation, type) else EvalConfig
 
 
-def load_config(path: Path) -> EvalConfig:
-    """Read a YAML config; a relative rubric path is taken relative to the config file."""
+def load_config(path: Path, config_model: type[ConfigT] = EvalConfig) -> ConfigT:  # type: ignore[assignment]
+    """Read a YAML config; relative paths of prompt files are taken relative to the config file."""
     raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    config = EvalConfig.model_validate(raw)
-    if config.judge.rubric is not None and not config.judge.rubric.is_absolute():
-        config.judge.rubric = (Path(path).parent / config.judge.rubric).resolve()
-    return config
+    config = config_model.model_validate(raw)
+    return config.with_paths_from(Path(path).parent)
 
 
 class RunOverrides(BaseModel):
-    """Per-run choices over a config (command-line flags, flow parameters); None keeps the config's."""
+    """Per-run choices over a config (command-line flags, flow parameters); None or empty keeps it."""
 
     models: list[str] | None = Field(None, description="Model names from the config, or litellm strings.")
-    judge: str | None = Field(None, description="The config's judge name, or a litellm model string.")
-    conditions: list[Condition] | None = None
+    roles: dict[str, str] = Field(
+        default_factory=dict, description="A role's new model (e.g. judge, patient): a litellm string."
+    )
     split: str | None = None
     limit: int | None = Field(None, ge=1)
-    api_base: str | None = Field(None, description="Send every model and the judge to this endpoint.")
-
-
-def apply_overrides(config: EvalConfig, overrides: RunOverrides) -> EvalConfig:
-    """The config with per-run choices applied; a model or judge not in the config is a model string."""
-    known = {m.name: m for m in config.models}
-    models = overrides.models
-    chosen = [known.get(name) or ModelSpec(model=name) for name in models] if models else config.models
-    judge_spec = config.judge
-    if overrides.judge is not None and overrides.judge != config.judge.name:
-        judge_spec = JudgeSpec(
-            model=overrides.judge, rubric=config.judge.rubric, max_reasks=config.judge.max_reasks
-        )
-    if overrides.api_base is not None:
-        chosen = [m.with_api_base(overrides.api_base) for m in chosen]
-        judge_spec = judge_spec.with_api_base(overrides.api_base)
-    sample_choices = {"split": overrides.split, "limit": overrides.limit}
-    sample = config.sample.model_copy(update={k: v for k, v in sample_choices.items() if v is not None})
-    return EvalConfig.model_validate(
-        {
-            **config.model_dump(),
-            "models": [m.model_dump() for m in chosen],
-            "judge": judge_spec.model_dump(),
-            "conditions": overrides.conditions or config.conditions,
-            "sample": sample.model_dump(),
-        }
+    api_base: str | None = Field(None, description="Send every model and role to this endpoint.")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="Top-level settings of the benchmark's config (conditions, epochs)."
     )
 
 
@@ -228,19 +295,20 @@ def resolve_settings(
     *,
     dataset_dir: str | Path,
     run_dir: str | Path,
-    config: EvalConfig | None = None,
+    config: RunConfig | None = None,
     config_file: str | Path | None = None,
     overrides: RunOverrides | None = None,
+    config_model: type[RunConfig] = EvalConfig,
 ) -> EvaluationSettings:
     """The settings of one evaluation: a config (given, read from a file, or made of bare model strings)
     with the per-run choices applied on top. Raises ValueError when no models are named anywhere."""
     overrides = overrides or RunOverrides()
     if config is None and config_file is not None:
-        config = load_config(Path(config_file))
+        config = load_config(Path(config_file), config_model)
     if config is None:
         if not overrides.models:
             raise ValueError("give a config, a config file, or models (litellm model strings)")
-        config = EvalConfig(models=[ModelSpec(model=name) for name in overrides.models])
-    return EvaluationSettings(
-        dataset_dir=Path(dataset_dir), run_dir=Path(run_dir), config=apply_overrides(config, overrides)
+        config = config_model(models=[ModelSpec(model=name) for name in overrides.models])
+    return EvaluationSettings[config_model](
+        dataset_dir=Path(dataset_dir), run_dir=Path(run_dir), config=config.with_overrides(overrides)
     )

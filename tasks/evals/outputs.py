@@ -1,12 +1,13 @@
 """A run's outputs: its tables by contract, its summary (counts, costs, failures) and its manifest.
 
 RUN_DIR holds `ledger/` (every call, see tasks/llm/ledger.py), one Parquet table per output contract
-(ThReadMed-QA: `responses.parquet`, `judgments.parquet`) and `manifest.json`. The tables are rewritten
-from the calls on every run, so a re-run of the same command into the same RUN_DIR completes them
-without repeating any successful call.
+(ThReadMed-QA: responses, judgments; SNOMED: conversations, predictions, scores) and `manifest.json`.
+The tables are rewritten from the calls on every run, so a re-run of the same command into the same
+RUN_DIR completes them without repeating any successful call.
 """
 
-from collections import Counter, defaultdict
+from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -30,33 +31,21 @@ PACKAGES = ("litellm", "prefect", "pyarrow", "pydantic", "rapidfuzz", "openai", 
 
 
 class RunTables(NamedTuple):
-    """The contracts of a run's two tables: rows of the solve tasks, and rows of the score tasks."""
+    """The contracts of a run's tables: those written from the solve tasks' rows, and from the score
+    tasks' rows. Each contract takes its own columns from the rows, so one row can feed two tables."""
 
-    solved: Contract
-    scored: Contract
-
-
-# Column label -> (GroupSummary counter, status) of the run summary; the line breaks keep it 80 columns wide.
-COUNTS = {
-    "answered": ("responses", "ok"),
-    "answer\nfailed": ("responses", "failed"),
-    "not\nrun": ("responses", "not_run"),
-    "judged": ("judgments", "ok"),
-    "unparseable": ("judgments", "unparseable"),
-    "judge\nfailed": ("judgments", "failed"),
-}
+    solved: tuple[Contract, ...]
+    scored: tuple[Contract, ...]
 
 
 class GroupSummary(BaseModel):
-    """Counts and costs of one model in one condition."""
+    """Counts and costs of one model in one group (ThReadMed: a condition)."""
 
     model: str
-    condition: str
-    responses: dict[str, int]
-    judgments: dict[str, int]
-    mean_score: float | None
-    inference_cost_usd: float
-    judge_cost_usd: float
+    group: str
+    counts: dict[str, int]  # by column label of the summary
+    score: float | None
+    cost_usd: float
 
 
 class RunSummary(BaseModel):
@@ -65,25 +54,29 @@ class RunSummary(BaseModel):
     groups: list[GroupSummary]
     failed_calls: dict[str, int]
     failure_examples: dict[str, str] = {}  # per failure kind, one error as recorded (the provider's words)
+    group_label: str = "condition"
+    count_labels: list[str] = []  # the count columns in order; line breaks keep a table 80 columns wide
+    score_label: str = "mean"
+    score_note: str = ""  # what the score is, for the title line
 
     def tables(self) -> list[Table]:
-        """One table per model, titled with its whole name, one row per condition: what the CLI prints
+        """One table per model, titled with its whole name, one row per group: what the CLI prints
         and the summary artifact shows."""
         tables = []
         for model in dict.fromkeys(group.model for group in self.groups):
             rows = []
             for group in (g for g in self.groups if g.model == model):
-                counts = [
-                    f"{getattr(group, counter).get(status, 0):,}" for counter, status in COUNTS.values()
-                ]
-                mean = "—" if group.mean_score is None else f"{group.mean_score:.1f}"
-                cost = group.inference_cost_usd + group.judge_cost_usd
-                rows.append([group.condition, *counts, mean, f"{cost:,.4f}"])
-            numbers = (*COUNTS, "mean", "USD")
+                counts = [f"{group.counts.get(label, 0):,}" for label in self.count_labels]
+                score = "—" if group.score is None else f"{group.score:.1f}"
+                rows.append([group.group, *counts, score, f"{group.cost_usd:,.4f}"])
+            numbers = (*self.count_labels, self.score_label, "USD")
             tables.append(
-                Table(f"run-{model}", model, ["condition", *numbers], rows, "", right_aligned=numbers)
+                Table(f"run-{model}", model, [self.group_label, *numbers], rows, "", right_aligned=numbers)
             )
         return tables
+
+    def title(self) -> str:
+        return f"Run {self.run_id}: {self.score_note}" if self.score_note else f"Run {self.run_id}"
 
     def markdown(self) -> str:
         """The run's outcome for people: whether calls failed (an example of each kind), a table per model."""
@@ -91,6 +84,8 @@ class RunSummary(BaseModel):
         lines = [f"# Evaluation run {self.run_id}", "", f"**{outcome}**", ""]
         if self.failure_examples:
             lines += [f"- {line}" for line in self.failure_lines()] + [""]
+        if self.score_note:
+            lines += [f"{self.score_label}: {self.score_note}", ""]
         lines += [table_markdown(table, None) for table in self.tables()]
         return "\n".join(lines)
 
@@ -120,46 +115,20 @@ class RunSummary(BaseModel):
         ]
 
 
-def _label(kind: str) -> str:
-    return kind.replace("_", " ")
-
-
-def summarize(
-    run_id: str, run_dir: Path, responses: list[dict[str, Any]], judgments: list[dict[str, Any]]
-) -> RunSummary:
-    """Per model and condition: rows by status, mean judged score (0-100, unparseable excluded), costs."""
-    by_group: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for row in responses:
-        by_group[(row["model"], row["condition"])]["responses"].append(row)
-    for row in judgments:
-        by_group[(row["model"], row["condition"])]["judgments"].append(row)
-    groups = []
-    for (model, condition), rows in sorted(by_group.items()):
-        scores = [j["score"] for j in rows["judgments"] if j["parse_status"] == "ok"]
-        groups.append(
-            GroupSummary(
-                model=model,
-                condition=condition,
-                responses=dict(Counter(r["status"] for r in rows["responses"])),
-                judgments=dict(Counter(j["parse_status"] for j in rows["judgments"])),
-                mean_score=100 * sum(scores) / len(scores) if scores else None,
-                inference_cost_usd=sum(r.get("cost_usd") or 0.0 for r in rows["responses"]),
-                judge_cost_usd=sum(j.get("cost_usd") or 0.0 for j in rows["judgments"]),
-            )
-        )
-    # JUDGMENTS has no error_class column: a failed judgment's error is "<kind>: <error>".
-    failures = [(r["error_class"], r["error"]) for r in responses if r["status"] == "failed"]
-    failures += [j["error"].split(": ", 1) for j in judgments if j["parse_status"] == "failed"]
+def failure_counts(failures: list[tuple[str, str]]) -> dict[str, Any]:
+    """(kind, error) of each failed call -> the summary's `failed_calls` and `failure_examples`."""
     examples: dict[str, str] = {}
     for kind, error in failures:
         examples.setdefault(kind, error)
-    return RunSummary(
-        run_id=run_id,
-        run_dir=run_dir,
-        groups=groups,
-        failed_calls=dict(Counter(kind for kind, _ in failures)),
-        failure_examples=examples,
-    )
+    return {"failed_calls": dict(Counter(kind for kind, _ in failures)), "failure_examples": examples}
+
+
+# A benchmark's summary of a run: (run id, run folder, solve rows, score rows) -> RunSummary.
+Summarizer = Callable[[str, Path, list[dict[str, Any]], list[dict[str, Any]]], RunSummary]
+
+
+def _label(kind: str) -> str:
+    return kind.replace("_", " ")
 
 
 def follow_progress(futures: list[PrefectFuture], run_id: str) -> None:
@@ -191,12 +160,14 @@ def write_run_outputs(
     solved: list[list[dict[str, Any]]],
     scored: list[list[dict[str, Any]]],
     tables: RunTables,
+    summarize: Summarizer,
 ) -> RunSummary:
-    """Per-job rows → RUN_DIR/<contract name>.parquet for both tables (atomic); returns the summary."""
+    """Per-job rows → RUN_DIR/<contract name>.parquet for every table (atomic); returns the summary."""
     solved_rows = [row for rows in solved for row in rows]
     scored_rows = [row for rows in scored for row in rows]
-    write_table(solved_rows, tables.solved, plan.run_dir / f"{tables.solved.name}.parquet")
-    write_table(scored_rows, tables.scored, plan.run_dir / f"{tables.scored.name}.parquet")
+    for rows, contracts in ((solved_rows, tables.solved), (scored_rows, tables.scored)):
+        for contract in contracts:
+            write_table(rows, contract, plan.run_dir / f"{contract.name}.parquet")
     return summarize(plan.run_id, plan.run_dir, solved_rows, scored_rows)
 
 

@@ -14,7 +14,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
-from tasks.evals.config import EvalConfig, EvaluationSettings
+from tasks.evals.config import EvaluationSettings, RunConfig
 
 SolveJobT = TypeVar("SolveJobT", bound=BaseModel)
 ScoreJobT = TypeVar("ScoreJobT", bound=BaseModel)
@@ -53,19 +53,8 @@ def plan_evaluation(planner: Planner, settings: EvaluationSettings) -> RunPlan[A
     return planner(settings)
 
 
-# Settings that change how calls are made, never what they return, do not change the run id.
-_NOT_IN_RUN_ID: dict[str, Any] = {
-    "providers": True,
-    "default_limits": True,
-    "retry": True,
-    "max_workers": True,
-    "models": {"__all__": {"limits"}},
-    "judge": {"limits"},
-}
-
-
-def run_id_for(config: EvalConfig, fingerprint: str) -> str:
+def run_id_for(config: RunConfig, fingerprint: str) -> str:
     """Same config and dataset, same run id: a re-run into the same run directory rewrites the same rows."""
-    settings = config.model_dump(mode="json", exclude=_NOT_IN_RUN_ID)
+    settings = config.model_dump(mode="json", exclude=config.not_in_run_id())
     canonical = json.dumps({"config": settings, "dataset": fingerprint}, sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]

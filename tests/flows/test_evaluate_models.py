@@ -167,8 +167,10 @@ def test_unparseable_judgments_are_counted_and_excluded_never_zero(dataset, tmp_
     beta = [j for j in judgments if j["model"] == "beta"]
     assert {(j["parse_status"], j["score"], j["attempts"]) for j in beta} == {("unparseable", None, 2)}
     groups = {g.model: g for g in summary.groups}
-    assert groups["beta"].judgments == {"unparseable": 13} and groups["beta"].mean_score is None
-    assert groups["alpha"].judgments == {"ok": 13} and groups["alpha"].mean_score == 100.0
+    assert (groups["beta"].counts["judged"], groups["beta"].counts["unparseable"]) == (0, 13)
+    assert groups["beta"].score is None
+    assert (groups["alpha"].counts["judged"], groups["alpha"].counts["unparseable"]) == (13, 0)
+    assert groups["alpha"].score == 100.0
     assert summary.failed_calls == {}
 
 

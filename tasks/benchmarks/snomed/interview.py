@@ -147,15 +147,16 @@ def _final_answer(
     times; a clinician that never gives one made an empty prediction (`no_answer`)."""
     questions = settings.max_turns
     forced = [{"role": "user", "content": prompts.final}]
+    tried: list[Turn] = []
     for attempt in range(settings.max_reasks + 1):
         reply = ask("clinician", _clinician_messages(prompts.clinician_system, conversation) + forced)
         if reply.text is None:
-            return _failed(conversation, reply, questions)
-        turn = _turn(questions + 1 + attempt, "clinician", reply)
+            return _failed([*conversation, *tried], reply, questions)
+        tried.append(_turn(questions + 1 + attempt, "clinician", reply))
         codes = parse_final_answer(reply.text)
         if codes is not None or attempt == settings.max_reasks:
             status: InterviewStatus = "answered" if codes is not None else "no_answer"
-            return Interview(status, (*conversation, turn), reply.text, codes or (), questions)
+            return Interview(status, (*conversation, *tried), reply.text, codes or (), questions)
         forced += [{"role": "assistant", "content": reply.text}, {"role": "user", "content": prompts.reask}]
     raise AssertionError("unreachable: the last attempt returns")
 

@@ -8,6 +8,7 @@ from tasks.benchmarks.threadmed.report import build_report, default_report_dir, 
 from tasks.benchmarks.threadmed.scorer import PROMPTS_DIR, judge_thread
 from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.benchmarks.threadmed.solver import answer_thread
+from tasks.benchmarks.threadmed.summary import summarize
 from tasks.evals.config import EvalConfig
 from tasks.evals.outputs import RunTables
 
@@ -31,7 +32,8 @@ THREADMED = Benchmark(
     plan=build_plan,
     solve=answer_thread,
     score=judge_thread,
-    tables=RunTables(solved=RESPONSES, scored=JUDGMENTS),
+    tables=RunTables(solved=(RESPONSES,), scored=(JUDGMENTS,)),
+    summarize=summarize,
     estimate_job=estimate_job,
     report=report_runs,
     report_settings=ReportSettings,

@@ -22,12 +22,12 @@ SUMMARY = {
     "run_dir": "run",
     "failed_calls": {},
     "groups": [
-        {"model": "openai/m", "condition": "baseline", "responses": {"ok": 1500, "failed": 2},
-         "judgments": {"ok": 1400, "unparseable": 3}, "mean_score": 61.25, "inference_cost_usd": 1.5,
-         "judge_cost_usd": 0.25},
-        {"model": "openai/m", "condition": "oracle", "responses": {"not_run": 4}, "judgments": {},
-         "mean_score": None, "inference_cost_usd": 0.0, "judge_cost_usd": 0.0},
+        {"model": "openai/m", "group": "baseline", "score": 61.25, "cost_usd": 1.75,
+         "counts": {"answered": 1500, "answer\nfailed": 2, "judged": 1400, "unparseable": 3}},
+        {"model": "openai/m", "group": "oracle", "counts": {"not\nrun": 4}, "score": None, "cost_usd": 0.0},
     ],
+    "count_labels": ["answered", "answer\nfailed", "not\nrun", "judged", "unparseable", "judge\nfailed"],
+    "score_note": "mean score 0-100 over judged turns (unparseable excluded)",
 }  # fmt: skip
 
 

@@ -9,7 +9,6 @@ from tasks.evals.config import (
     JudgeSpec,
     ModelSpec,
     RunOverrides,
-    apply_overrides,
     load_config,
 )
 from tasks.llm.request import ProviderLimits
@@ -64,10 +63,13 @@ def test_overrides_choose_models_judge_conditions_and_sample():
         models=[ModelSpec(name="a", model="openai/gpt-4o"), ModelSpec(name="b", model="openai/gpt-4o-mini")],
         judge=JudgeSpec(name="j", model="openai/gpt-4o", max_reasks=1),
     )
-    chosen = apply_overrides(
-        config,
+    chosen = config.with_overrides(
         RunOverrides(
-            models=["b", "anthropic/claude-x"], judge="openai/o3", conditions=["oracle"], split="val", limit=5
+            models=["b", "anthropic/claude-x"],
+            roles={"judge": "openai/o3"},
+            settings={"conditions": ["oracle"]},
+            split="val",
+            limit=5,
         ),
     )
     assert [(m.name, m.model) for m in chosen.models] == [
@@ -76,7 +78,7 @@ def test_overrides_choose_models_judge_conditions_and_sample():
     ]
     assert (chosen.judge.model, chosen.judge.max_reasks) == ("openai/o3", 1)
     assert (chosen.conditions, chosen.sample.split, chosen.sample.limit) == (["oracle"], "val", 5)
-    assert apply_overrides(config, RunOverrides()) == config
+    assert config.with_overrides(RunOverrides()) == config
 
 
 def test_api_base_sends_every_real_model_to_one_openai_compatible_endpoint():
@@ -86,7 +88,7 @@ def test_api_base_sends_every_real_model_to_one_openai_compatible_endpoint():
             ModelSpec(model="threadmed/deferral"),
         ]
     )
-    routed = apply_overrides(config, RunOverrides(api_base="http://127.0.0.1:9/v1"))
+    routed = config.with_overrides(RunOverrides(api_base="http://127.0.0.1:9/v1"))
     haiku, deferral = routed.models
     assert (haiku.model, haiku.api_base, haiku.price_model) == (
         "openai/anthropic/claude-haiku",
@@ -143,7 +145,16 @@ def test_a_role_with_its_own_limits_is_throttled_apart_from_its_provider():
 
 
 def test_overrides_validate_their_values():
+    config = EvalConfig(models=[ModelSpec(model="openai/a")])
     with pytest.raises(ValidationError, match="conditions"):
-        RunOverrides(conditions=["blind"])
+        config.with_overrides(RunOverrides(settings={"conditions": ["blind"]}))
     with pytest.raises(ValidationError, match="limit"):
         RunOverrides(limit=0)
+
+
+def test_overrides_name_only_roles_and_settings_the_config_has():
+    config = EvalConfig(models=[ModelSpec(model="openai/a")])
+    with pytest.raises(ValueError, match=r"no role \['patient'\] in this benchmark; its roles: \['judge'\]"):
+        config.with_overrides(RunOverrides(roles={"patient": "openai/b"}))
+    with pytest.raises(ValueError, match=r"no setting \['epochs'\]"):
+        config.with_overrides(RunOverrides(settings={"epochs": 2}))

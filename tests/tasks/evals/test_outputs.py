@@ -6,32 +6,8 @@ import pytest
 
 from tasks.benchmarks.threadmed.contracts import RESPONSES
 from tasks.evals.config import EvalConfig, EvaluationSettings, ModelSpec
-from tasks.evals.outputs import GroupSummary, RunSummary, summarize, write_manifest, write_table
+from tasks.evals.outputs import GroupSummary, RunSummary, write_manifest, write_table
 from tasks.evals.plan import RunPlan
-
-
-def test_the_summary_counts_statuses_means_and_failures_keeping_a_message_per_kind():
-    key = {"run_id": "r", "model": "m", "condition": "baseline", "thread_id": "t"}
-    overloaded = "m: error in an HTTP 200 reply: Overloaded (gave up after 6 attempts; re-run to retry)"
-    responses = [
-        {**key, "turn": 0, "status": "ok", "error_class": None, "cost_usd": 0.5},
-        {**key, "turn": 1, "status": "failed", "error_class": "server_error", "error": overloaded},
-        {**key, "turn": 2, "status": "not_run", "error_class": None, "error": "not run: turn 1 failed"},
-    ]
-    judgments = [
-        {**key, "turn": 0, "parse_status": "ok", "score": 0.5, "cost_usd": 0.25},
-        {**key, "turn": 3, "parse_status": "unparseable", "score": None, "cost_usd": 0.25},
-        {**key, "turn": 4, "parse_status": "failed", "score": None, "error": "server_error: judge: 503"},
-        {**key, "turn": 5, "parse_status": "failed", "score": None, "error": "authentication: judge: no key"},
-    ]
-    summary = summarize("r", Path("run"), responses, judgments)
-    [group] = summary.groups
-    assert group.responses == {"ok": 1, "failed": 1, "not_run": 1}
-    assert group.judgments == {"ok": 1, "unparseable": 1, "failed": 2}
-    assert (group.mean_score, group.inference_cost_usd, group.judge_cost_usd) == (50.0, 0.5, 0.5)
-    assert summary.failed_calls == {"server_error": 2, "authentication": 1}
-    assert summary.failure_examples == {"server_error": overloaded, "authentication": "judge: no key"}
-
 
 TRANSIENT_FAILURES = {"rate_limit": 2, "timeout": 1}
 PERMANENT_FAILURES = {"authentication": 1, "context_length": 2, "not_found": 1}
@@ -91,14 +67,13 @@ def test_the_summary_says_what_failed_and_lists_every_group():
         groups=[
             GroupSummary(
                 model="m",
-                condition="baseline",
-                responses={"ok": 5, "failed": 1, "not_run": 2},
-                judgments={"ok": 3, "unparseable": 1, "failed": 1},
-                mean_score=62.5,
-                inference_cost_usd=0.25,
-                judge_cost_usd=0.5,
+                group="baseline",
+                counts={"answered": 5, "failed": 1, "judged": 3},
+                score=62.5,
+                cost_usd=0.75,
             ),
         ],
+        count_labels=["answered", "failed", "judged"],
         failed_calls={"rate_limit": 2},
         failure_examples={"rate_limit": "m: Rate limit reached (gave up after 6 attempts; re-run to retry)"},
     )
@@ -111,10 +86,9 @@ def test_the_summary_says_what_failed_and_lists_every_group():
         "",
         "### m",
         "",
-        "| condition | answered | answer failed | not run | judged | unparseable | judge failed | mean"
-        " | USD |",
-        "|---|---|---|---|---|---|---|---|---|",
-        "| baseline | 5 | 1 | 2 | 3 | 1 | 1 | 62.5 | 0.7500 |",
+        "| condition | answered | failed | judged | mean | USD |",
+        "|---|---|---|---|---|---|",
+        "| baseline | 5 | 1 | 3 | 62.5 | 0.7500 |",
         "",
         "",
     ]

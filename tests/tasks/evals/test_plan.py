@@ -1,4 +1,4 @@
-from tasks.evals.config import EvalConfig, JudgeSpec, ModelSpec, RunOverrides, apply_overrides
+from tasks.evals.config import EvalConfig, JudgeSpec, ModelSpec, RunOverrides
 from tasks.evals.plan import Job, RunPlan, run_id_for
 from tasks.llm.request import ProviderLimits
 
@@ -8,7 +8,7 @@ def test_the_run_id_ignores_how_calls_are_made():
     throttled = config.model_copy(
         update={"default_limits": ProviderLimits(max_concurrency=1), "max_workers": 3}
     )
-    oracle_only = apply_overrides(config, RunOverrides(conditions=["oracle"]))
+    oracle_only = config.with_overrides(RunOverrides(settings={"conditions": ["oracle"]}))
     assert run_id_for(config, "abc") == run_id_for(throttled, "abc")
     assert run_id_for(config, "abc") != run_id_for(config, "abd")
     assert run_id_for(config, "abc") != run_id_for(oracle_only, "abc")

@@ -187,7 +187,13 @@ def read_fhir_cases(
     """A folder of Synthea FHIR R4 bundles -> one Case per patient bundle, in file-name order."""
     cases = []
     for path in fhir_bundle_paths(folder):
-        record = record_from_bundle(orjson.loads(path.read_bytes()))
+        bundle = orjson.loads(path.read_bytes())
+        if not isinstance(bundle, dict) or bundle.get("resourceType") != "Bundle":
+            raise ValueError(
+                f"{path} is not a FHIR Bundle; a folder of FHIR input holds one Synthea bundle per patient "
+                "(a reference benchmark .json is given as the file itself)"
+            )
+        record = record_from_bundle(bundle)
         if record is not None:
             cases.append(build_case(record, "fhir", settings, vocabulary))
     return cases

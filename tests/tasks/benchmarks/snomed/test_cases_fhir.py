@@ -1,6 +1,7 @@
 from datetime import date
 
 import orjson
+import pytest
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
 from tasks.benchmarks.snomed.cases import CaseSetSettings, read_fhir_cases
@@ -234,3 +235,9 @@ def test_fhir_reader_reads_the_record_as_of_an_earlier_reference_date(tmp_path):
         (),
     )
     assert case.gold_codes == ("160903007", "73595000")
+
+
+def test_fhir_reader_names_a_json_file_that_is_not_a_bundle(tmp_path):
+    (tmp_path / "cases.json").write_text('[{"patient_id": "p1"}]')
+    with pytest.raises(ValueError, match=r"cases.json is not a FHIR Bundle; .* given as the file itself"):
+        read_fhir_cases(tmp_path, CaseSetSettings())

@@ -1,0 +1,57 @@
+"""The body every benchmark's evaluate flow shares: plan, solve and score each job, write, summarize, report.
+
+One Prefect task per job solves it (a thread, an interview), then one scores it, each score task starting
+as soon as its job's solve output exists. The calls inside are throttled per provider in-process
+(tasks/llm/call.py); the worker threads only need to outnumber the slots. Resuming is the ledger's job,
+not Prefect's result cache: re-run the same parameters to finish a run.
+"""
+
+from collections.abc import Callable
+
+from prefect import unmapped
+from prefect.states import Failed, State
+from prefect.utilities.annotations import quote
+
+from tasks.benchmarks.protocol import Benchmark
+from tasks.core.runners import RunnerSettings, make_task_runner
+from tasks.evals.config import EvaluationSettings
+from tasks.evals.outputs import (
+    RunSummary,
+    follow_progress,
+    publish_run_summary,
+    write_manifest,
+    write_run_outputs,
+)
+from tasks.evals.plan import plan_evaluation
+from tasks.evals.run_lock import hold_run_folder
+
+
+def evaluate_benchmark(
+    bench: Benchmark,
+    settings: EvaluationSettings,
+    runner: RunnerSettings | None,
+    report: Callable[[list[str]], str] | None,
+) -> RunSummary | State:
+    """Write the benchmark's tables, manifest.json (and report/ by `report`) to the run folder.
+
+    Ends Failed (after writing every output) when calls failed; re-running the same settings finishes it.
+    """
+    with hold_run_folder(settings.run_dir):  # one process per run folder, or every call is paid twice
+        plan = plan_evaluation(bench.plan, settings)
+        ledger = unmapped(plan.ledger_dir)
+        # quote(): jobs hold whole cases; Prefect's parameter introspection would cost ~1.5 ms per task.
+        solve_jobs = [quote(job.solve) for job in plan.jobs]
+        score_jobs = [quote(job.score) for job in plan.jobs]
+        task_runner = make_task_runner(runner or RunnerSettings(max_workers=settings.config.worker_count()))
+        with task_runner as workers:
+            solved = workers.map(bench.solve, {"job": solve_jobs, "ledger_dir": ledger})
+            scored = workers.map(bench.score, {"job": score_jobs, "solved": solved, "ledger_dir": ledger})
+            follow_progress([*solved, *scored], plan.run_id)
+            summary = write_run_outputs(plan, solved, scored, bench.tables, bench.summarize)
+        write_manifest(settings, plan, summary)
+        publish_run_summary(summary)
+        if report is not None:
+            report([str(settings.run_dir)])
+    if summary.failed_calls:
+        return Failed(message=summary.failure_message())
+    return summary
