@@ -1,7 +1,7 @@
 """The solve step of the SNOMED benchmark: one Prefect task per (clinician, case, epoch) runs an interview.
 
-Every call of both roles goes through the shared call layer and ledger, keyed with its role (`scope`) and
-its epoch, so a re-run resumes exactly and repeated epochs at temperature > 0 are real samples. The rows
+Every call of both roles goes through the shared call layer and ledger, keyed with its role and case
+(`scope`) and its epoch, so a re-run resumes exactly and repeated epochs at temperature > 0 are real samples. The rows
 are the interview's messages (CONVERSATIONS); a failed call is a row too, so the score step and the
 summary can say what failed.
 """
@@ -61,9 +61,10 @@ class InterviewJob(BaseModel, frozen=True):
         return self.clinician if role == "clinician" else self.patient
 
     def request(self, role: Role, messages: Messages) -> ChatRequest:
-        """The request `role` makes for `messages`: keyed by role and epoch besides what is sent."""
+        """The request `role` makes for `messages`: keyed by role, case and epoch besides what is sent."""
         setup = self.setup(role)
-        scope, params = f"snomed/{role}", setup.params
+        # The case is in the scope: two cases' first questions are the same messages, yet separate samples.
+        scope, params = f"snomed/{role}/{self.case.case_id}", setup.params
         return setup.spec.request(
             messages, setup.prompt_version, scope=scope, epoch=self.epoch, extra_params=params
         )

@@ -1,0 +1,202 @@
+"""The SNOMED benchmark end to end through litellm's real HTTP path: a local OpenAI-compatible server
+plays both the clinician and the patient, scripted per role."""
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from flows.snomed_evaluate import snomed_evaluate
+from tasks.benchmarks.snomed.config import SnomedConfig
+from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
+from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
+from tasks.evals.config import ModelSpec
+from tasks.llm.prompts import load_prompt
+from tasks.llm.request import RetryPolicy
+from tests.llm_server import Action, LLMServer
+from tests.snomed_fixtures import CASES, write_case_set
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
+
+CLINICIAN_PROMPT = load_prompt(Path("tasks/benchmarks/snomed/prompts/clinician_v1.txt"))
+PATIENT_PROMPT = load_prompt(Path("tasks/benchmarks/snomed/prompts/patient_v1.txt"))
+QUESTIONS = ("Do you get headaches?", "Any dizziness?")
+FINAL = '<Final Answer>: ["59621000", "123456789"]'
+
+
+def role_reply(model: str, messages: list[dict]) -> str:
+    """The clinician `doc` asks its questions then answers; the `stubborn` one never answers; the patient
+    `pat` answers each question with a numbered line."""
+    if model == "pat":
+        return f"Answer to: {messages[-1]['content']}"
+    asked = sum(m["role"] == "assistant" for m in messages)
+    if model == "doc" and asked >= len(QUESTIONS):
+        return FINAL
+    return QUESTIONS[asked % len(QUESTIONS)] if model == "doc" else f"Let me think ({asked})."
+
+
+def config(url: str, clinicians=("doc",), **settings) -> SnomedConfig:
+    return SnomedConfig(
+        models=[ModelSpec(name=name, model=f"openai/{name}", api_base=url) for name in clinicians],
+        patient=ModelSpec(name="pat", model="openai/pat", api_base=url),
+        retry=RetryPolicy(max_attempts=1),
+        **settings,
+    )
+
+
+def run(cases_dir: Path, run_dir: Path, snomed_config: SnomedConfig, **options):
+    return snomed_evaluate(
+        cases_dir=str(cases_dir), run_dir=str(run_dir), config=snomed_config, report=False, **options
+    )
+
+
+def read(run_dir: Path, name: str) -> list[dict]:
+    return pq.read_table(run_dir / f"{name}.parquet").to_pylist()
+
+
+@pytest.fixture(scope="module")
+def cases_dir(tmp_path_factory) -> Path:
+    return write_case_set(tmp_path_factory.mktemp("cases") / "cases")
+
+
+def test_each_role_sees_its_own_messages_with_real_roles_and_the_codes_are_scored(cases_dir, tmp_path):
+    with LLMServer(reply=role_reply) as server:
+        summary = run(cases_dir, tmp_path, config(server.url))
+        requests = server.requests
+    p1 = next(c for c in CASES if c.case_id == "p1")
+    clinician_system = CLINICIAN_PROMPT.render("system")
+    patient_system = PATIENT_PROMPT.render(
+        "system", disclosure_rule=DISCLOSURE_RULES["symptoms"], record=record_text(p1)
+    )
+    p1_requests = [
+        (r.model, r.messages)
+        for r in requests
+        if r.messages[0]["content"] in (clinician_system, patient_system)
+        and (r.model == "doc" or r.messages[0]["content"] == patient_system)
+    ]
+    # Two test cases, each: 3 clinician calls (2 questions, the answer) and 2 patient calls.
+    assert len(requests) == 2 * 5
+    opening = {"role": "user", "content": "Hello, doctor."}
+    q1, q2 = ({"role": "assistant", "content": q} for q in QUESTIONS)
+    a1, a2 = ({"role": "user", "content": f"Answer to: {q}"} for q in QUESTIONS)
+    p1_patient = [m for model, m in p1_requests if model == "pat"]
+    assert p1_patient == [
+        [{"role": "system", "content": patient_system}, {"role": "user", "content": QUESTIONS[0]}],
+        [
+            {"role": "system", "content": patient_system},
+            {"role": "user", "content": QUESTIONS[0]},
+            {"role": "assistant", "content": f"Answer to: {QUESTIONS[0]}"},
+            {"role": "user", "content": QUESTIONS[1]},
+        ],
+    ]
+    last_clinician = max((m for model, m in p1_requests if model == "doc"), key=len)
+    assert last_clinician == [{"role": "system", "content": clinician_system}, opening, q1, a1, q2, a2]
+
+    assert pq.read_schema(tmp_path / "conversations.parquet").equals(CONVERSATIONS.schema)
+    conversation = [
+        (r["turn"], r["role"], r["speaker"], r["status"], r["text"])
+        for r in read(tmp_path, "conversations")
+        if r["case_id"] == "p1"
+    ]
+    assert conversation == [
+        (0, "patient", None, "scripted", "Hello, doctor."),
+        (1, "clinician", "doc", "ok", QUESTIONS[0]),
+        (1, "patient", "pat", "ok", f"Answer to: {QUESTIONS[0]}"),
+        (2, "clinician", "doc", "ok", QUESTIONS[1]),
+        (2, "patient", "pat", "ok", f"Answer to: {QUESTIONS[1]}"),
+        (3, "clinician", "doc", "ok", FINAL),
+    ]
+    assert pq.read_schema(tmp_path / "predictions.parquet").equals(PREDICTIONS.schema)
+    assert pq.read_schema(tmp_path / "scores.parquet").equals(SCORES.schema)
+    predictions = {r["case_id"]: r for r in read(tmp_path, "predictions")}
+    assert {
+        k: predictions["p1"][k] for k in ("status", "predicted_codes", "invalid_codes", "questions_asked")
+    } == {
+        "status": "answered",
+        "predicted_codes": ["59621000", "123456789"],
+        "invalid_codes": ["123456789"],
+        "questions_asked": 2,
+    }
+    scores = {r["case_id"]: r for r in read(tmp_path, "scores")}
+    assert (scores["p1"]["precision"], scores["p1"]["recall"], scores["p1"]["exact_match"]) == (0.5, 1.0, 0.0)
+    assert (scores["p2"]["precision"], scores["p2"]["recall"], scores["p2"]["f1"]) == (0.0, 0.0, 0.0)
+    assert scores["p2"]["missed_codes"] == ["444814009", "714628002"]
+    [group] = summary.groups
+    assert (group.model, group.counts, group.score) == (
+        "doc",
+        {"answered": 2, "no\nanswer": 0, "failed": 0},
+        pytest.approx(100 * (2 / 3 + 0) / 2),
+    )
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["prompts"].keys() == {"snomed_clinician_v1", "snomed_patient_v1"}
+    assert manifest["config"]["patient"]["model"] == "openai/pat"
+    assert manifest["case_set"]["counts"]["cases"] == 3
+
+
+def test_at_the_turn_limit_the_final_answer_is_forced_then_reasked_once_then_no_answer(cases_dir, tmp_path):
+    with LLMServer(reply=role_reply) as server:
+        run(cases_dir, tmp_path, config(server.url, clinicians=("stubborn",), max_turns=2), limit=1)
+        clinician_requests = [r.messages for r in server.requests if r.model == "stubborn"]
+    final, reask = CLINICIAN_PROMPT.render("final"), CLINICIAN_PROMPT.render("reask")
+    assert len(clinician_requests) == 2 + 1 + 1
+    forced, reasked = clinician_requests[2], clinician_requests[3]
+    assert forced[-1] == {"role": "user", "content": final}
+    assert reasked[-3:] == [
+        {"role": "user", "content": final},
+        {"role": "assistant", "content": "Let me think (2)."},
+        {"role": "user", "content": reask},
+    ]
+    [prediction] = read(tmp_path, "predictions")
+    assert (prediction["status"], prediction["predicted_codes"], prediction["questions_asked"]) == (
+        "no_answer",
+        [],
+        2,
+    )
+    [score] = read(tmp_path, "scores")
+    assert (score["precision"], score["recall"], score["f1"]) == (0.0, 0.0, 0.0)
+    turns = [(r["turn"], r["role"]) for r in read(tmp_path, "conversations")]
+    assert turns[-2:] == [(3, "clinician"), (4, "clinician")]
+
+
+def test_a_provider_failure_is_not_scored_and_a_rerun_finishes_without_repeating_a_call(cases_dir, tmp_path):
+    with LLMServer(reply=role_reply) as server:
+        server.script(Action(status=200), Action(status=503), model="pat")  # the second patient call fails
+        # One worker: the first case's interview (the one failing) runs before the second's.
+        state = run(cases_dir, tmp_path, config(server.url, max_workers=1), return_state=True)
+        assert state.is_failed()
+        assert state.message.startswith("1 call failed: server error 1; re-run the same command")
+        predictions = {r["case_id"]: r for r in read(tmp_path, "predictions")}
+        assert sorted(r["status"] for r in predictions.values()) == ["answered", "failed"]
+        failed = next(r for r in predictions.values() if r["status"] == "failed")
+        [failed_score] = [s for s in read(tmp_path, "scores") if s["case_id"] == failed["case_id"]]
+        assert (failed_score["f1"], failed_score["precision"]) == (None, None)
+        [failed_message] = [r for r in read(tmp_path, "conversations") if r["status"] == "failed"]
+        assert (failed_message["role"], failed_message["turn"], failed_message["error_class"]) == (
+            "patient",
+            2,
+            "server_error",
+        )
+        ok_before = server.stats()["ok"]
+
+        summary = run(cases_dir, tmp_path, config(server.url))
+        assert summary.failed_calls == {}
+        assert all(r["status"] == "answered" for r in read(tmp_path, "predictions"))
+        # 3 + 5 calls had succeeded; the re-run made only the failed one and the final answer after it.
+        assert (ok_before, server.stats()["ok"]) == (8, 10)
+        # Each successful call was made once: as many as the interviews' distinct call keys.
+        assert len({r["call_key"] for r in read(tmp_path, "conversations") if r["status"] == "ok"}) == 10
+
+
+def test_epochs_are_separate_calls_and_a_rerun_of_all_epochs_calls_nothing(cases_dir, tmp_path):
+    with LLMServer(reply=role_reply) as server:
+        summary = run(cases_dir, tmp_path, config(server.url, epochs=2, default_params={"temperature": 0.7}))
+        assert server.stats()["ok"] == 2 * 2 * 5
+        run(cases_dir, tmp_path, config(server.url, epochs=2, default_params={"temperature": 0.7}))
+        assert server.stats()["requests"] == 2 * 2 * 5
+    assert [(g.group, g.counts["answered"]) for g in summary.groups] == [("0", 2), ("1", 2)]
+    keys = {
+        (r["case_id"], r["epoch"], r["turn"], r["role"]): r["call_key"]
+        for r in read(tmp_path, "conversations")
+    }
+    assert keys[("p1", 0, 1, "clinician")] != keys[("p1", 1, 1, "clinician")]

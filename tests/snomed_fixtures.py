@@ -1,0 +1,57 @@
+"""A tiny SNOMED case set written as `threadmed snomed cases` writes one, for the run and report tests."""
+
+from datetime import date
+from pathlib import Path
+
+import orjson
+
+from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
+from tasks.benchmarks.snomed.cases.case_set import (
+    CASES_FILE,
+    MANIFEST_FILE,
+    case_set_manifest,
+    case_set_vocabulary,
+    write_cases_parquet,
+)
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
+
+
+def case(case_id: str, split: str, *conditions: tuple[str, str]) -> Case:
+    return Case(
+        case_id=case_id,
+        source="fhir",
+        patient_id=case_id,
+        reference_date=date(2024, 1, 1),
+        age_years=50,
+        sex="female",
+        conditions=tuple(
+            RecordCondition(code=code, display=display, onset=date(2020, 1, 1)) for code, display in conditions
+        ),
+        observations=(
+            RecordObservation(code="8480-6", display="Systolic Blood Pressure", value="150", unit="mm[Hg]"),
+        ),
+        gold_codes=tuple(code for code, _ in sorted(conditions)),
+        gold_displays=tuple(display for _, display in sorted(conditions)),
+        split=split,
+    )
+
+
+HYPERTENSION = ("59621000", "Essential hypertension (disorder)")
+SINUSITIS = ("444814009", "Viral sinusitis (disorder)")
+PREDIABETES = ("714628002", "Prediabetes (finding)")
+CASES = [
+    case("p1", "test", HYPERTENSION),
+    case("p2", "test", SINUSITIS, PREDIABETES),
+    case("p3", "train", HYPERTENSION, PREDIABETES),
+]
+
+
+def write_case_set(folder: Path, cases: list[Case] = CASES) -> Path:
+    """`cases` (in their final order) as cases.parquet and manifest.json in `folder`; returns it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    sha256 = write_cases_parquet(cases, folder / CASES_FILE)
+    manifest = case_set_manifest(
+        cases, folder, "fhir", CaseSetSettings(), case_set_vocabulary(cases, {}), sha256
+    )
+    (folder / MANIFEST_FILE).write_bytes(orjson.dumps(manifest))
+    return folder
