@@ -18,6 +18,7 @@ from tasks.benchmarks.snomed.report import (
     load_runs,
 )
 from tasks.benchmarks.snomed.scoring import CaseOutcome, summarise_run
+from tasks.benchmarks.snomed.tables import build_tables
 from tasks.core.preflight import UserError
 from tasks.evals.outputs import write_table
 from tasks.report.stats import seeded_rng
@@ -482,3 +483,18 @@ def test_page_holds_the_browser_with_hits_misses_and_leaks(tmp_path: Path, runs)
     )
     no_answer = data["interviews"][4]
     assert (no_answer["status"], no_answer["f1"], no_answer["missed"]) == ("no_answer", 0.0, [HYPERTENSION])
+
+
+def test_published_tables_are_rebuilt_from_the_stored_metrics(
+    metrics: dict[str, Any], tmp_path: Path
+) -> None:
+    stored = json.loads(json.dumps(metrics))
+    tables = build_tables(stored, stored["settings"]["top_conditions"])
+    assert [table.key for table in tables] == [
+        "results",
+        "answers",
+        "condition-recall",
+        "f1-by-gold-count",
+        "usage",
+    ]
+    assert tables == build_tables(metrics, SETTINGS.top_conditions)
