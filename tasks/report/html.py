@@ -1,4 +1,5 @@
-"""The self-contained report page: template.html filled with tables, figures and inline data."""
+"""The self-contained report page: template.html filled with tables, figures, inline data and the
+benchmark's own conversation browser (its browser.html and browser.css)."""
 
 import base64
 import html
@@ -30,3 +31,8 @@ def render_page(parts: Mapping[str, str], template: Path = TEMPLATE) -> str:
     """The template with every {{name}} replaced by parts[name], already escaped by the caller."""
     # One pass, so text inserted for one placeholder is never scanned for another.
     return re.sub(r"\{\{(\w+)\}\}", lambda match: parts[match.group(1)], template.read_text())
+
+
+def browser_parts(folder: Path) -> dict[str, str]:
+    """The page parts of a benchmark's conversation browser: its markup and script, and its styles."""
+    return {"browser": (folder / "browser.html").read_text(), "style": (folder / "browser.css").read_text()}

@@ -41,6 +41,8 @@ from tasks.benchmarks.threadmed.tables import (
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
 from tasks.report.artifacts import publish_markdown, publish_tables
+from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the CLI
+from tasks.report.files import write_stats_table
 from tasks.report.stats import BootstrapCI, bootstrap_mean, mann_whitney, seeded_rng, spearman
 
 RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]
@@ -589,29 +591,19 @@ def browser_data(turns: Turns, models: list[str], conditions: list[str]) -> dict
 # --- tasks ---------------------------------------------------------------------------------------------
 
 
-def default_report_dir(run_dirs: list[str]) -> str:
-    """RUN_DIR/report for one run; FIRST_RUN_DIR/report-merged for several."""
-    return str(Path(run_dirs[0]) / ("report" if len(run_dirs) == 1 else "report-merged"))
-
-
-def _write_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    return path
-
-
 def _write_stats_and_figures(
     run: RunData, stats: StatsTables, out_dir: Path, note: str | None
 ) -> dict[str, bytes]:
     """Store the stats tables, draw each figure from its table, and return the PNGs by figure id."""
-    turns = _write_parquet(stats.turns, out_dir / "stats_turns.parquet")
+    turns = write_stats_table(stats.turns, out_dir / "stats_turns.parquet")
     plot_turn_scores(turns, out_dir / "fig_turn_scores.png", note)
-    transitions = _write_parquet(stats.transitions, out_dir / "stats_transitions.parquet")
+    transitions = write_stats_table(stats.transitions, out_dir / "stats_transitions.parquet")
     plot_wrong_after(transitions, out_dir / "fig_wrong_after.png", note)
     drawn = ["fig_turn_scores", "fig_wrong_after"]
     funnel = funnel_rows(run.funnel or [])
     if funnel:
         plot_dataset_funnel(
-            _write_parquet(funnel, out_dir / "stats_funnel.parquet"), out_dir / "fig_dataset_funnel.png"
+            write_stats_table(funnel, out_dir / "stats_funnel.parquet"), out_dir / "fig_dataset_funnel.png"
         )
         drawn.append("fig_dataset_funnel")
     return {name: (out_dir / f"{name}.png").read_bytes() for name in drawn}

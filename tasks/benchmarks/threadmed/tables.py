@@ -6,11 +6,12 @@ renderers are the shared ones of tasks/report/.
 
 import html
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from tasks.benchmarks.threadmed.figures import FIGURES
 from tasks.benchmarks.threadmed.metrics import TURN_GROUPS
-from tasks.report.html import figures_html, render_page, script_json
+from tasks.report.html import browser_parts, figures_html, render_page, script_json
 from tasks.report.stats import significance_stars
 from tasks.report.tables import Table, table_html, table_markdown
 
@@ -296,5 +297,6 @@ def render_html(
             "tables": "".join(table_html(table, note) for table in tables),
             "figures": figures_html(figures, FIGURES),
             "data": script_json(data),
+            **browser_parts(Path(__file__).parent),
         }
     )

@@ -3,7 +3,7 @@
 import base64
 import json
 
-from tasks.report.html import figures_html, render_page, script_json
+from tasks.report.html import browser_parts, figures_html, render_page, script_json
 
 
 def test_script_json_cannot_close_its_script_element():
@@ -25,3 +25,12 @@ def test_placeholders_are_filled_once_never_rescanned(tmp_path):
     template = tmp_path / "page.html"
     template.write_text("<h1>{{title}}</h1>{{body}}")
     assert render_page({"title": "{{body}}", "body": "x"}, template) == "<h1>{{body}}</h1>x"
+
+
+def test_a_benchmarks_browser_fills_the_browser_and_style_parts(tmp_path):
+    (tmp_path / "browser.html").write_text("<form></form><script>go()</script>")
+    (tmp_path / "browser.css").write_text(".hit { color: green; }")
+    assert browser_parts(tmp_path) == {
+        "browser": "<form></form><script>go()</script>",
+        "style": ".hit { color: green; }",
+    }

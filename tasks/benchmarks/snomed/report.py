@@ -1,0 +1,504 @@
+"""Turn stored SNOMED runs into metrics, tables, figures and a page with a conversation browser.
+
+Reads only RUN_DIR/{conversations,predictions,scores}.parquet, RUN_DIR/manifest.json and the case set the
+manifest names; it never calls a model, so a report can be re-made at any time. Several runs over the
+same case set (same fingerprint) merge into one report, each model coming from one run. Output folder:
+
+    metrics.json            every number (snomed.md "Scoring"), null where undefined
+    stats_*.parquet         the tables the figures are drawn from
+    report.md, index.html   the tables and notes; the page adds the figures and a conversation browser
+    fig_*.png               F1 per model, F1 against questions asked, recall per condition
+
+The statistics are scoring.py's, the tables tables.py's and the figures figures.py's (beside this module);
+this module loads runs, assembles metrics.json and the browser's data, and holds the tasks.
+"""
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow.parquet as pq
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, Field
+
+from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES, cases_from_table
+from tasks.benchmarks.snomed.figures import STATS_SCHEMAS, draw_figures
+from tasks.benchmarks.snomed.scoring import CaseOutcome, RunMetrics, summarise_run
+from tasks.benchmarks.snomed.tables import build_tables, render_html, render_markdown, run_summary
+from tasks.core.preflight import UserError
+from tasks.core.provenance import artifact_key
+from tasks.report.artifacts import publish_markdown, publish_tables
+from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the benchmark
+from tasks.report.files import write_stats_table
+from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, seeded_rng
+
+RUN_FILES = ("manifest.json", "conversations.parquet", "predictions.parquet", "scores.parquet")
+
+
+class ReportSettings(BaseModel):
+    """How intervals are computed and how much the tables show; recorded in metrics.json."""
+
+    n_resamples: int = Field(N_RESAMPLES, ge=10, description="Bootstrap resamples per interval.")
+    seed: int = Field(0, description="Seed of the bootstrap; each model derives its own stream from it.")
+    top_conditions: int = Field(
+        20, ge=1, description="Conditions shown in the per-condition recall table and figure."
+    )
+
+
+# --- loading -------------------------------------------------------------------------------------------
+
+
+class RunManifest(NamedTuple):
+    """What a report needs from a run's manifest.json; config keys beyond models and patient are optional."""
+
+    run_id: str
+    run_dir: Path
+    case_set_dir: Path
+    fingerprint: str | None
+    models: list[str]
+    patient: str | None
+    disclosure: str | None
+    epochs: int | None
+    max_turns: int | None
+    case_set: dict[str, Any]
+
+
+class RunData(NamedTuple):
+    """The merged runs of one report: rows of the three run tables, and the case set's gold displays."""
+
+    manifests: list[RunManifest]
+    models: list[str]
+    conversations: list[dict[str, Any]]
+    predictions: list[dict[str, Any]]
+    scores: list[dict[str, Any]]
+    displays: dict[str, str]
+    case_set_found: bool
+
+
+def check_run_folder(run_dir: Path) -> None:
+    """Raise UserError unless `run_dir` holds what a finished SNOMED run writes."""
+    missing = next((name for name in RUN_FILES if not (run_dir / name).is_file()), None)
+    if missing is not None:
+        raise UserError(
+            f"{run_dir} is not a finished SNOMED run (no {missing}): pass a run's --out folder, "
+            "or re-run the run to finish it",
+            "RUN_DIRS...",
+        )
+
+
+def _model_name(spec: str | dict[str, Any]) -> str:
+    return spec if isinstance(spec, str) else spec.get("name") or spec["model"]
+
+
+def read_manifest(run_dir: Path) -> RunManifest:
+    """RUN_DIR/manifest.json -> the fields a report needs; a relative case-set dir may be the run's."""
+    raw = json.loads((run_dir / "manifest.json").read_text())
+    config = raw.get("config", {})
+    declared = Path(raw["dataset"]["dir"])
+    case_set_dir = next(
+        (d for d in (declared, run_dir / declared) if (d / "cases.parquet").exists()), declared
+    )
+    patient = config.get("patient")
+    return RunManifest(
+        run_id=raw["run_id"],
+        run_dir=run_dir,
+        case_set_dir=case_set_dir,
+        fingerprint=raw["dataset"].get("fingerprint"),
+        models=[_model_name(spec) for spec in config.get("models", [])],
+        patient=None if patient is None else _model_name(patient),
+        disclosure=config.get("disclosure"),
+        epochs=config.get("epochs"),
+        max_turns=config.get("max_turns"),
+        case_set=raw.get("case_set") or {},
+    )
+
+
+def _run_label(manifest: RunManifest) -> str:
+    return f"{manifest.run_id} ({manifest.run_dir})"
+
+
+def check_mergeable(manifests: list[RunManifest], models_by_run: list[set[str]]) -> None:
+    """Runs merge only over one case set, and a model name may come from one run only."""
+    fingerprints = {m.fingerprint or str(m.case_set_dir.resolve()) for m in manifests}
+    if len(fingerprints) > 1:
+        runs = ", ".join(f"{_run_label(m)}: {m.fingerprint or m.case_set_dir}" for m in manifests)
+        raise UserError(
+            f"these runs use different case sets, so their scores are not comparable ({runs}): "
+            "report them separately",
+            "RUN_DIRS...",
+        )
+    runs_of: defaultdict[str, list[str]] = defaultdict(list)
+    for manifest, models in zip(manifests, models_by_run, strict=True):
+        for model in models:
+            runs_of[model].append(_run_label(manifest))
+    repeated = {model: runs for model, runs in runs_of.items() if len(runs) > 1}
+    if repeated:
+        named = "; ".join(f"{model!r} in {', '.join(runs)}" for model, runs in sorted(repeated.items()))
+        raise UserError(
+            f"a model appears in several runs ({named}): report those runs separately or rename the model",
+            "RUN_DIRS...",
+        )
+
+
+def _rows(path: Path, contract: Any) -> list[dict[str, Any]]:
+    return pq.read_table(path).select(contract.columns).cast(contract.schema).to_pylist()
+
+
+def _case_displays(case_set_dir: Path) -> dict[str, str]:
+    """Gold code -> display over the case set; empty when the case set is not where the manifest says."""
+    path = case_set_dir / "cases.parquet"
+    if not path.exists():
+        return {}
+    cases = cases_from_table(pq.read_table(path))
+    return {code: display for c in cases for code, display in zip(c.gold_codes, c.gold_displays, strict=True)}
+
+
+def _ordered(present: set[str], preferred: list[str]) -> list[str]:
+    head = [name for name in dict.fromkeys(preferred) if name in present]
+    return head + sorted(present - set(head))
+
+
+def load_runs(run_dirs: list[Path]) -> RunData:
+    """Read and merge run folders; UserError when a folder is not a run or the runs do not merge."""
+    for run_dir in run_dirs:
+        check_run_folder(run_dir)
+    manifests = [read_manifest(run_dir) for run_dir in run_dirs]
+    predictions_by_run = [_rows(d / "predictions.parquet", PREDICTIONS) for d in run_dirs]
+    check_mergeable(manifests, [{row["model"] for row in rows} for rows in predictions_by_run])
+    predictions = [row for rows in predictions_by_run for row in rows]
+    if not predictions:
+        raise UserError(f"no interviews in {', '.join(map(str, run_dirs))}: nothing to report", "RUN_DIRS...")
+    return RunData(
+        manifests=manifests,
+        models=_ordered({row["model"] for row in predictions}, [n for m in manifests for n in m.models]),
+        conversations=[row for d in run_dirs for row in _rows(d / "conversations.parquet", CONVERSATIONS)],
+        predictions=predictions,
+        scores=[row for d in run_dirs for row in _rows(d / "scores.parquet", SCORES)],
+        displays=_case_displays(manifests[0].case_set_dir),
+        case_set_found=(manifests[0].case_set_dir / "cases.parquet").exists(),
+    )
+
+
+# --- metrics -------------------------------------------------------------------------------------------
+
+
+def _interview_key(row: dict[str, Any]) -> tuple[str, str, int]:
+    return row["model"], row["case_id"], row["epoch"]
+
+
+def outcomes_of(run: RunData, model: str) -> list[CaseOutcome]:
+    """The model's interviews as scoring's outcomes; gold codes are those the run scored against."""
+    gold = {_interview_key(row): tuple(row["gold_codes"] or ()) for row in run.scores}
+    return [
+        CaseOutcome(
+            case_id=row["case_id"],
+            epoch=row["epoch"],
+            status=row["status"],
+            predicted_codes=tuple(row["predicted_codes"] or ()),
+            gold_codes=gold.get(_interview_key(row), ()),
+            invalid_codes=tuple(row["invalid_codes"] or ()),
+            malformed_codes=tuple(row["malformed_codes"] or ()),
+            n_questions=row["questions_asked"] or 0,
+            n_patient_replies=row["patient_replies"] or 0,
+            n_leaking_replies=row["leaking_replies"] or 0,
+        )
+        for row in run.predictions
+        if row["model"] == model
+    ]
+
+
+def _estimate(ci: BootstrapCI) -> dict[str, Any]:
+    return {"n": ci.n, "mean": ci.estimate, "ci": None if ci.low is None else [ci.low, ci.high]}
+
+
+def _usage(rows: list[dict[str, Any]], name: str | None) -> dict[str, Any]:
+    """Tokens and cost of one role's calls (scripted messages are not calls)."""
+    calls = [row for row in rows if row["status"] != "scripted"]
+    return {
+        "model": name,
+        "calls": len(calls),
+        "prompt_tokens": sum(row["prompt_tokens"] or 0 for row in calls),
+        "completion_tokens": sum(row["completion_tokens"] or 0 for row in calls),
+        "cost_usd": sum(row["cost_usd"] or 0.0 for row in calls),
+    }
+
+
+def _model_usage(run: RunData, model: str, patient: str | None) -> dict[str, Any]:
+    rows = [row for row in run.conversations if row["model"] == model]
+    patient_rows = [row for row in rows if row["role"] == "patient"]
+    speakers = sorted({row["speaker"] for row in patient_rows if row["status"] != "scripted"} - {None})
+    return {
+        "clinician": _usage([row for row in rows if row["role"] == "clinician"], model),
+        "patient": _usage(patient_rows, patient or (", ".join(speakers) or None)),
+    }
+
+
+def _model_metrics(
+    summary: RunMetrics, displays: dict[str, str], usage: dict[str, Any], manifest: RunManifest | None
+) -> dict[str, Any]:
+    return {
+        "run_id": None if manifest is None else manifest.run_id,
+        "disclosure": None if manifest is None else manifest.disclosure,
+        "epochs": None if manifest is None else manifest.epochs,
+        "n_cases": summary.n_cases,
+        "n_failed": summary.n_failed,
+        "n_empty_gold": summary.n_empty_gold,
+        **{name: _estimate(getattr(summary, name)) for name in ("exact_match", "precision", "recall", "f1")},
+        "micro": {
+            "precision": summary.micro_precision,
+            "recall": summary.micro_recall,
+            "f1": summary.micro_f1,
+        },
+        "invalid_code_rate": summary.invalid_code_rate,
+        "malformed_code_rate": summary.malformed_code_rate,
+        "no_answer_rate": summary.no_answer_rate,
+        "leak_rate": summary.leak_rate,
+        "mean_questions": summary.mean_questions,
+        "condition_recall": [
+            {
+                "code": c.code,
+                "display": displays.get(c.code),
+                "n_gold": c.n_gold,
+                "found": c.n_found,
+                "missed": c.n_missed,
+                "recall": c.recall,
+            }
+            for c in summary.condition_recall
+        ],
+        "f1_by_gold_count": [
+            {"n_gold": g.n_gold, "n_cases": g.n_cases, "mean_f1": g.mean_f1} for g in summary.f1_by_gold_count
+        ],
+        "usage": usage,
+    }
+
+
+def _run_of(run: RunData) -> dict[str, RunManifest]:
+    """Model -> the manifest of the run it was evaluated in."""
+    run_ids = {row["model"]: row["run_id"] for row in run.predictions}
+    by_id = {m.run_id: m for m in run.manifests}
+    return {model: by_id[run_ids[model]] for model in run.models if run_ids[model] in by_id}
+
+
+def leaking_replies(run: RunData) -> list[dict[str, Any]]:
+    """Every patient reply that gave a gold code away, with where it is and under which disclosure."""
+    disclosure = {model: m.disclosure for model, m in _run_of(run).items()}
+    return [
+        {
+            "model": row["model"],
+            "case_id": row["case_id"],
+            "epoch": row["epoch"],
+            "turn": row["turn"],
+            "codes": list(row["leaked_codes"]),
+            "disclosure": disclosure.get(row["model"]),
+        }
+        for row in sorted(run.conversations, key=lambda r: (r["model"], r["case_id"], r["epoch"], r["turn"]))
+        if row["role"] == "patient" and row["leaked_codes"]
+    ]
+
+
+def failed_interviews(run: RunData) -> list[dict[str, Any]]:
+    return [
+        {"model": row["model"], "case_id": row["case_id"], "epoch": row["epoch"], "error": row["error"]}
+        for row in sorted(run.predictions, key=_interview_key)
+        if row["status"] == "failed"
+    ]
+
+
+def _runs(run: RunData) -> list[dict[str, Any]]:
+    return [
+        {
+            "run_id": m.run_id,
+            "path": str(m.run_dir),
+            "models": [model for model in run.models if _run_of(run).get(model) == m],
+            "patient": m.patient,
+            "disclosure": m.disclosure,
+            "epochs": m.epochs,
+            "max_turns": m.max_turns,
+        }
+        for m in run.manifests
+    ]
+
+
+def _case_set(run: RunData) -> dict[str, Any]:
+    first = run.manifests[0]
+    return {
+        "dir": str(first.case_set_dir),
+        "fingerprint": first.fingerprint,
+        "gold_scope": first.case_set.get("gold_scope"),
+        "gold_tags": first.case_set.get("gold_tags"),
+        "found": run.case_set_found,
+    }
+
+
+class StatsTables(NamedTuple):
+    """The rows the figures are drawn from: one per scored interview, one per (model, top condition)."""
+
+    interviews: list[dict[str, Any]]
+    condition_recall: list[dict[str, Any]]
+
+
+def _interview_rows(run: RunData) -> list[dict[str, Any]]:
+    questions = {_interview_key(row): row["questions_asked"] for row in run.predictions}
+    return [
+        {
+            "model": row["model"],
+            "case_id": row["case_id"],
+            "epoch": row["epoch"],
+            "n_gold": row["n_gold"],
+            "questions_asked": questions.get(_interview_key(row)),
+            "f1": row["f1"],
+        }
+        for row in sorted(run.scores, key=_interview_key)
+        if row["status"] != "failed" and row["f1"] is not None
+    ]
+
+
+def top_conditions(models: dict[str, dict[str, Any]], n: int) -> list[str]:
+    """The n gold codes seen most often over all models (ties by code)."""
+    totals: defaultdict[str, int] = defaultdict(int)
+    for entry in models.values():
+        for row in entry["condition_recall"]:
+            totals[row["code"]] += row["n_gold"]
+    return sorted(totals, key=lambda code: (-totals[code], code))[:n]
+
+
+def _condition_rows(models: dict[str, dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    rows = []
+    for rank, code in enumerate(top_conditions(models, n)):
+        for model, entry in models.items():
+            found = next((row for row in entry["condition_recall"] if row["code"] == code), None)
+            if found is not None:
+                rows.append({"rank": rank, "model": model, **found})
+    return rows
+
+
+def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, Any], StatsTables]:
+    """metrics.json's content and the rows of the stats tables. Pure: numbers depend only on the inputs."""
+    run_of = _run_of(run)
+    models = {}
+    for model in run.models:
+        manifest = run_of.get(model)
+        summary = summarise_run(
+            outcomes_of(run, model),
+            seeded_rng(settings.seed, "snomed", model),
+            n_resamples=settings.n_resamples,
+        )
+        usage = _model_usage(run, model, None if manifest is None else manifest.patient)
+        models[model] = _model_metrics(summary, run.displays, usage, manifest)
+    metrics = {
+        "models": models,
+        "runs": _runs(run),
+        "case_set": _case_set(run),
+        "leaks": leaking_replies(run),
+        "failed": failed_interviews(run),
+        "settings": {**settings.model_dump(), "level": LEVEL, "method": "percentile, resampling cases"},
+    }
+    stats = StatsTables(_interview_rows(run), _condition_rows(models, settings.top_conditions))
+    return metrics, stats
+
+
+# --- HTML page -----------------------------------------------------------------------------------------
+
+
+def _codes(row: dict[str, Any] | None, name: str) -> list[str]:
+    return [] if row is None else list(row[name] or [])
+
+
+def _interview_entry(
+    prediction: dict[str, Any], score: dict[str, Any] | None, turns: list[list[Any]]
+) -> dict[str, Any]:
+    """One interview for the browser; its answer's codes split into hits, wrong, invalid and malformed."""
+    invalid = set(_codes(prediction, "invalid_codes"))
+    malformed = set(_codes(prediction, "malformed_codes"))
+    scored = score is not None and score["status"] != "failed"
+    wrong = _codes(score, "wrong_codes") if scored else []
+    return {
+        "status": prediction["status"],
+        "f1": score["f1"] if scored else None,
+        "final_answer": prediction["final_answer"],
+        "hits": _codes(score, "hit_codes") if scored else [],
+        "wrong": [code for code in wrong if code not in invalid],
+        "invalid": [code for code in wrong if code in invalid and code not in malformed],
+        "malformed": [code for code in wrong if code in malformed],
+        "missed": _codes(score, "missed_codes") if scored else [],
+        "error": prediction["error"],
+        "turns": turns,
+    }
+
+
+def browser_data(run: RunData) -> dict[str, Any]:
+    """The browser's data: one entry per interview, each with its messages in order.
+
+    A message is [turn, role, speaker, status, text, leaked codes]; models and cases are indexes into
+    the lists of the same names.
+    """
+    messages: defaultdict[tuple[str, str, int], list[list[Any]]] = defaultdict(list)
+    role_order = {"clinician": 0, "patient": 1}
+    for row in sorted(
+        run.conversations, key=lambda r: (*_interview_key(r), r["turn"], role_order.get(r["role"], 2))
+    ):
+        messages[_interview_key(row)].append(
+            [
+                row["turn"],
+                row["role"],
+                row["speaker"],
+                row["status"],
+                row["text"],
+                list(row["leaked_codes"] or []),
+            ]
+        )
+    scores = {_interview_key(row): row for row in run.scores}
+    cases = sorted({row["case_id"] for row in run.predictions})
+    interviews = [
+        {
+            "model": run.models.index(row["model"]),
+            "case": cases.index(row["case_id"]),
+            "epoch": row["epoch"],
+            **_interview_entry(row, scores.get(_interview_key(row)), messages[_interview_key(row)]),
+        }
+        for row in sorted(
+            run.predictions, key=lambda r: (run.models.index(r["model"]), r["case_id"], r["epoch"])
+        )
+    ]
+    return {"models": run.models, "cases": cases, "displays": run.displays, "interviews": interviews}
+
+
+# --- tasks ---------------------------------------------------------------------------------------------
+
+
+@task(name="build-snomed-report", cache_policy=NO_CACHE)
+def build_report(run_dirs: list[str], out_dir: str, settings: ReportSettings) -> str:
+    """Run folders -> out_dir with metrics.json, stats_*.parquet, report.md, fig_*.png, index.html."""
+    run = load_runs([Path(run_dir) for run_dir in run_dirs])
+    metrics, stats = compute_metrics(run, settings)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    # allow_nan=False: an undefined value must be null, and a NaN reaching here is a bug to surface.
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, allow_nan=False))
+    stats_paths = {
+        name: write_stats_table(rows, out / f"{name}.parquet", STATS_SCHEMAS[name])
+        for name, rows in (
+            ("stats_interviews", stats.interviews),
+            ("stats_condition_recall", stats.condition_recall),
+        )
+    }
+    figures = draw_figures(stats_paths, out)
+    tables = build_tables(metrics, settings.top_conditions)
+    (out / "report.md").write_text(render_markdown(metrics, tables, list(figures)))
+    (out / "index.html").write_text(render_html(metrics, tables, figures, browser_data(run)))
+    return str(out)
+
+
+@task(name="publish-snomed-report-artifacts", cache_policy=NO_CACHE)
+def publish_report_artifacts(report_dir: str) -> list[str]:
+    """A stored report -> one Prefect table artifact per table and a Markdown summary; returns their keys."""
+    out = Path(report_dir)
+    metrics = json.loads((out / "metrics.json").read_text())
+    prefix = artifact_key("snomed-report", *(run["run_id"] for run in metrics["runs"]))
+    keys = publish_tables(build_tables(metrics, metrics["settings"]["top_conditions"]), prefix)
+    summary_key = publish_markdown(
+        (out / "report.md").read_text(), artifact_key(prefix, "summary"), run_summary(metrics)
+    )
+    return [*keys, summary_key]
