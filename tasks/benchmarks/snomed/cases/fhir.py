@@ -4,9 +4,7 @@ Bundles are read one at a time (a few MB each). Bundles without a Patient (Synth
 practitioner information bundles) are skipped.
 """
 
-import gc
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -179,23 +177,6 @@ def record_from_bundle(bundle: Resource) -> PatientRecord | None:
     )
 
 
-@contextmanager
-def garbage_collection_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector inside the block (if it was running), restoring it on exit.
-
-    A Synthea bundle (a few MB) parses into some 10^5 dicts and lists; as they pile up the collector
-    traverses them again and again, which took half the reading time. They hold no cycles, so reference
-    counting frees them once the bundle is dropped.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def fhir_bundle_paths(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.json"))
 
@@ -206,8 +187,7 @@ def read_fhir_cases(
     """A folder of Synthea FHIR R4 bundles -> one Case per patient bundle, in file-name order."""
     cases = []
     for path in fhir_bundle_paths(folder):
-        with garbage_collection_paused():
-            record = record_from_bundle(orjson.loads(path.read_bytes()))
+        record = record_from_bundle(orjson.loads(path.read_bytes()))
         if record is not None:
             cases.append(build_case(record, "fhir", settings, vocabulary))
     return cases

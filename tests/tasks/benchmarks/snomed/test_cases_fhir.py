@@ -1,8 +1,6 @@
-import gc
 from datetime import date
 
 import orjson
-import pytest
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
 from tasks.benchmarks.snomed.cases import CaseSetSettings, read_fhir_cases
@@ -236,30 +234,3 @@ def test_fhir_reader_reads_the_record_as_of_an_earlier_reference_date(tmp_path):
         (),
     )
     assert case.gold_codes == ("160903007", "73595000")
-
-
-def test_fhir_reader_parses_a_large_bundle_without_a_garbage_collection_and_restores_the_collector(tmp_path):
-    # A real bundle parses into ~10^5 containers without cycles; the collector traversing them again and
-    # again as they pile up took half the reading time. Once resumed it may run once (its allocation count
-    # kept rising while paused); before the fix this bundle set off dozens of collections.
-    weights = [
-        quantity("29463-7", "Body Weight", f"2019-01-{1 + i % 28:02d}", 70.0 + i, "kg") for i in range(3000)
-    ]
-    bundle = {**PATIENT_BUNDLE, "entry": PATIENT_BUNDLE["entry"] + [{"resource": r} for r in weights]}
-    (tmp_path / "big.json").write_bytes(orjson.dumps(bundle))
-    collections = []
-
-    def count(phase, info):
-        collections.append(phase == "start")
-
-    gc.callbacks.append(count)
-    try:
-        [case] = read_fhir_cases(tmp_path, CaseSetSettings())
-    finally:
-        gc.callbacks.remove(count)
-    assert sum(collections) <= 1
-    assert (case.case_id, gc.isenabled()) == ("p1", True)
-    (tmp_path / "broken.json").write_bytes(b"{")
-    with pytest.raises(orjson.JSONDecodeError):
-        read_fhir_cases(tmp_path, CaseSetSettings())
-    assert gc.isenabled()

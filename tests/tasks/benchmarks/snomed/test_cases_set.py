@@ -1,7 +1,8 @@
+import gc
 import shutil
 import subprocess
 import time
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import orjson
@@ -12,6 +13,7 @@ from tasks.benchmarks.snomed.case import Case, RecordCondition
 from tasks.benchmarks.snomed.cases import (
     CaseSetSettings,
     build_case_set,
+    build_cases,
     detect_source_format,
     eunomia_duckdb_path,
     read_fhir_cases,
@@ -19,8 +21,9 @@ from tasks.benchmarks.snomed.cases import (
 from tasks.benchmarks.snomed.cases.case_set import finish_case_set
 from tasks.benchmarks.snomed.cases.records import gold_conditions
 from tasks.benchmarks.snomed.contracts import CASES, cases_from_table
+from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
 from tests.tasks.benchmarks.snomed.test_cases_csv import write_export
-from tests.tasks.benchmarks.snomed.test_cases_fhir import write_bundles
+from tests.tasks.benchmarks.snomed.test_cases_fhir import PATIENT_BUNDLE, quantity, write_bundles
 from tests.tasks.benchmarks.snomed.test_cases_omop import write_tables
 
 CONDITIONS = [
@@ -94,6 +97,53 @@ def test_source_format_of_files_and_unknown_folders(tmp_path):
         detect_source_format(tmp_path / "empty")
 
 
+def write_large_bundle(folder: Path) -> Path:
+    weights = [
+        quantity("29463-7", "Body Weight", f"2019-01-{1 + i % 28:02d}", 70.0 + i, "kg") for i in range(3000)
+    ]
+    bundle = {**PATIENT_BUNDLE, "entry": PATIENT_BUNDLE["entry"] + [{"resource": r} for r in weights]}
+    (folder / "p1.json").write_bytes(orjson.dumps(bundle))
+    return folder
+
+
+def write_long_omop_history(folder: Path) -> Path:
+    write_tables(folder)
+    days = [date(2000, 1, 1) + timedelta(days=i) for i in range(3000)]
+    episodes = "".join(f"1,4112343,195662009,{day},{day}\n" for day in days)
+    with (folder / "condition_occurrence.csv").open("a") as handle:
+        handle.write(episodes)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("write", "source_format"), [(write_large_bundle, "fhir"), (write_long_omop_history, "omop")]
+)
+def test_cases_are_read_without_garbage_collections_and_the_collector_is_restored(
+    tmp_path, write, source_format
+):
+    # Read records are ~10^5 containers without cycles; the collector traversing them again and again as
+    # they pile up took half the reading time. Resumed, it may run once (its allocation count kept rising
+    # while paused); before the fix these sources set off dozens of collections.
+    source = write(tmp_path)
+    vocabulary = derive_synthea_vocabulary()
+    collections = []
+
+    def count(phase, info):
+        collections.append(phase == "start")
+
+    gc.callbacks.append(count)
+    try:
+        cases = build_cases(source, source_format, CaseSetSettings(), vocabulary)
+    finally:
+        gc.callbacks.remove(count)
+    assert sum(collections) <= 1
+    assert (len(cases) >= 1, gc.isenabled()) == (True, True)
+    (tmp_path / "broken.json").write_bytes(b"{")
+    with pytest.raises(orjson.JSONDecodeError):
+        build_cases(tmp_path, "fhir", CaseSetSettings(), vocabulary)
+    assert gc.isenabled()
+
+
 def test_case_set_is_byte_identical_when_built_twice_and_reads_back(tmp_path):
     (tmp_path / "csv").mkdir()
     source = write_export(tmp_path / "csv")
@@ -143,8 +193,6 @@ def test_snomed_cases_flow_builds_a_case_set(tmp_path, prefect_harness):
     shutil.which("synthea") is None and not Path(".venv/bin/synthea").exists(), reason="no synthea"
 )
 def test_two_generated_synthea_patients_build_cases_whose_codes_are_in_the_vocabulary(tmp_path):
-    from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
-
     synthea = shutil.which("synthea") or ".venv/bin/synthea"
     subprocess.run(
         [synthea, "-p", "2", "-s", "7", "-r", "20240101", "-o", str(tmp_path)],
