@@ -1,4 +1,5 @@
 import gc
+import hashlib
 import shutil
 import subprocess
 import time
@@ -25,6 +26,7 @@ from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
 from tests.tasks.benchmarks.snomed.test_cases_csv import write_export
 from tests.tasks.benchmarks.snomed.test_cases_fhir import PATIENT_BUNDLE, quantity, write_bundles
 from tests.tasks.benchmarks.snomed.test_cases_omop import write_tables
+from tests.tasks.benchmarks.snomed.test_cases_reference import REFERENCE
 
 CONDITIONS = [
     RecordCondition(code="1", display="Asthma (disorder)", semantic_tag="disorder"),
@@ -218,3 +220,45 @@ def test_eunomia_case_set_from_its_duckdb(tmp_path):
     print(f"Eunomia: {2694 / (time.perf_counter() - started):.0f} patients/s")
     cases = cases_from_table(pq.read_table(out_dir / "cases.parquet"))
     assert len(cases) == 5 and all(c.source == "omop" and c.gold_codes for c in cases)
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="shared reference data not present")
+def test_the_500_reference_cases_build_into_the_same_bytes_twice_with_their_settings_recorded(tmp_path):
+    settings = CaseSetSettings(train_share=0.2, seed=3, gold_scope="active", max_observations=5)
+    first, second = (
+        Path(build_case_set.fn(source=str(REFERENCE), out_dir=str(tmp_path / name), settings=settings))
+        for name in ("a", "b")
+    )
+    cases_bytes = (first / "cases.parquet").read_bytes()
+    assert cases_bytes == (second / "cases.parquet").read_bytes()
+    assert (first / "manifest.json").read_bytes() == (second / "manifest.json").read_bytes()
+    manifest = orjson.loads((first / "manifest.json").read_bytes())
+    cases = cases_from_table(pq.read_table(first / "cases.parquet"))
+    assert (
+        len(cases),
+        len({c.case_id for c in cases}),
+        {c.source for c in cases},
+        manifest["cases_sha256"],
+        manifest["source"]["format"],
+        manifest["settings"],
+        manifest["counts"]["cases"],
+        manifest["counts"]["train"] + manifest["counts"]["test"],
+    ) == (
+        500,
+        500,
+        {"reference"},
+        hashlib.sha256(cases_bytes).hexdigest(),
+        "reference",
+        {
+            "reference_date": None,
+            "gold_scope": "active",
+            "gold_tags": ["disorder", "finding"],
+            "max_observations": 5,
+            "train_share": 0.2,
+            "sample_size": None,
+            "seed": 3,
+        },
+        500,
+        500,
+    )
+    assert 0 < manifest["counts"]["train"] < 500 and max(len(c.observations) for c in cases) == 5
