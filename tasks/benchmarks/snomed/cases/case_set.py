@@ -1,9 +1,12 @@
 """A case set: cases from any source, split and sampled by seeded hashes, written as `cases.parquet` plus
 `manifest.json`. Same input and settings, same bytes: cases are sorted by id and nothing holds a clock."""
 
+import gc
 import hashlib
 import itertools
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -153,11 +156,30 @@ def case_set_manifest(
     }
 
 
+@contextmanager
+def garbage_collection_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector inside the block (if it was running), restoring it on exit.
+
+    Reading a source allocates some 10^5 containers per FHIR bundle, and 10^5 records and query rows for
+    Eunomia; as they pile up the collector traverses them again and again, which took half the reading
+    time. They hold no cycles, so reference counting frees them all the same.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def build_cases(
     source: Path, source_format: SourceFormat, settings: CaseSetSettings, modules_vocabulary: Vocabulary
 ) -> list[Case]:
     """Read the source in its format -> the finished, sorted, sampled and split cases."""
-    return finish_case_set(READERS[source_format](source, settings, modules_vocabulary), settings)
+    with garbage_collection_paused():
+        cases = READERS[source_format](source, settings, modules_vocabulary)
+    return finish_case_set(cases, settings)
 
 
 @task(name="build-snomed-case-set")

@@ -139,7 +139,12 @@ def test_omop_reader_names_codes_from_the_vocabulary_without_a_concept_table(tmp
 
 
 @pytest.mark.slow
-def test_eunomia_builds_a_case_for_every_person():
-    cases = read_omop_cases(eunomia_duckdb_path(), CaseSetSettings())
+def test_eunomia_builds_a_case_for_every_person_and_its_file_is_left_untouched():
+    database = eunomia_duckdb_path()
+    before = database.stat()
+    cases = read_omop_cases(database, CaseSetSettings())
+    after = database.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert not list(database.parent.glob("eunomia.duckdb.wal"))
     assert len(cases) == 2694
     assert all(case.conditions and case.sex and case.age_years is not None for case in cases)

@@ -1,7 +1,9 @@
+import gc
+import hashlib
 import shutil
 import subprocess
 import time
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import orjson
@@ -12,6 +14,7 @@ from tasks.benchmarks.snomed.case import Case, RecordCondition
 from tasks.benchmarks.snomed.cases import (
     CaseSetSettings,
     build_case_set,
+    build_cases,
     detect_source_format,
     eunomia_duckdb_path,
     read_fhir_cases,
@@ -19,9 +22,11 @@ from tasks.benchmarks.snomed.cases import (
 from tasks.benchmarks.snomed.cases.case_set import finish_case_set
 from tasks.benchmarks.snomed.cases.records import gold_conditions
 from tasks.benchmarks.snomed.contracts import CASES, cases_from_table
+from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
 from tests.tasks.benchmarks.snomed.test_cases_csv import write_export
-from tests.tasks.benchmarks.snomed.test_cases_fhir import write_bundles
+from tests.tasks.benchmarks.snomed.test_cases_fhir import PATIENT_BUNDLE, quantity, write_bundles
 from tests.tasks.benchmarks.snomed.test_cases_omop import write_tables
+from tests.tasks.benchmarks.snomed.test_cases_reference import REFERENCE
 
 CONDITIONS = [
     RecordCondition(code="1", display="Asthma (disorder)", semantic_tag="disorder"),
@@ -94,6 +99,53 @@ def test_source_format_of_files_and_unknown_folders(tmp_path):
         detect_source_format(tmp_path / "empty")
 
 
+def write_large_bundle(folder: Path) -> Path:
+    weights = [
+        quantity("29463-7", "Body Weight", f"2019-01-{1 + i % 28:02d}", 70.0 + i, "kg") for i in range(3000)
+    ]
+    bundle = {**PATIENT_BUNDLE, "entry": PATIENT_BUNDLE["entry"] + [{"resource": r} for r in weights]}
+    (folder / "p1.json").write_bytes(orjson.dumps(bundle))
+    return folder
+
+
+def write_long_omop_history(folder: Path) -> Path:
+    write_tables(folder)
+    days = [date(2000, 1, 1) + timedelta(days=i) for i in range(3000)]
+    episodes = "".join(f"1,4112343,195662009,{day},{day}\n" for day in days)
+    with (folder / "condition_occurrence.csv").open("a") as handle:
+        handle.write(episodes)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("write", "source_format"), [(write_large_bundle, "fhir"), (write_long_omop_history, "omop")]
+)
+def test_cases_are_read_without_garbage_collections_and_the_collector_is_restored(
+    tmp_path, write, source_format
+):
+    # Read records are ~10^5 containers without cycles; the collector traversing them again and again as
+    # they pile up took half the reading time. Resumed, it may run once (its allocation count kept rising
+    # while paused); before the fix these sources set off dozens of collections.
+    source = write(tmp_path)
+    vocabulary = derive_synthea_vocabulary()
+    collections = []
+
+    def count(phase, info):
+        collections.append(phase == "start")
+
+    gc.callbacks.append(count)
+    try:
+        cases = build_cases(source, source_format, CaseSetSettings(), vocabulary)
+    finally:
+        gc.callbacks.remove(count)
+    assert sum(collections) <= 1
+    assert (len(cases) >= 1, gc.isenabled()) == (True, True)
+    (tmp_path / "broken.json").write_bytes(b"{")
+    with pytest.raises(orjson.JSONDecodeError):
+        build_cases(tmp_path, "fhir", CaseSetSettings(), vocabulary)
+    assert gc.isenabled()
+
+
 def test_case_set_is_byte_identical_when_built_twice_and_reads_back(tmp_path):
     (tmp_path / "csv").mkdir()
     source = write_export(tmp_path / "csv")
@@ -143,8 +195,6 @@ def test_snomed_cases_flow_builds_a_case_set(tmp_path, prefect_harness):
     shutil.which("synthea") is None and not Path(".venv/bin/synthea").exists(), reason="no synthea"
 )
 def test_two_generated_synthea_patients_build_cases_whose_codes_are_in_the_vocabulary(tmp_path):
-    from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
-
     synthea = shutil.which("synthea") or ".venv/bin/synthea"
     subprocess.run(
         [synthea, "-p", "2", "-s", "7", "-r", "20240101", "-o", str(tmp_path)],
@@ -170,3 +220,45 @@ def test_eunomia_case_set_from_its_duckdb(tmp_path):
     print(f"Eunomia: {2694 / (time.perf_counter() - started):.0f} patients/s")
     cases = cases_from_table(pq.read_table(out_dir / "cases.parquet"))
     assert len(cases) == 5 and all(c.source == "omop" and c.gold_codes for c in cases)
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="shared reference data not present")
+def test_the_500_reference_cases_build_into_the_same_bytes_twice_with_their_settings_recorded(tmp_path):
+    settings = CaseSetSettings(train_share=0.2, seed=3, gold_scope="active", max_observations=5)
+    first, second = (
+        Path(build_case_set.fn(source=str(REFERENCE), out_dir=str(tmp_path / name), settings=settings))
+        for name in ("a", "b")
+    )
+    cases_bytes = (first / "cases.parquet").read_bytes()
+    assert cases_bytes == (second / "cases.parquet").read_bytes()
+    assert (first / "manifest.json").read_bytes() == (second / "manifest.json").read_bytes()
+    manifest = orjson.loads((first / "manifest.json").read_bytes())
+    cases = cases_from_table(pq.read_table(first / "cases.parquet"))
+    assert (
+        len(cases),
+        len({c.case_id for c in cases}),
+        {c.source for c in cases},
+        manifest["cases_sha256"],
+        manifest["source"]["format"],
+        manifest["settings"],
+        manifest["counts"]["cases"],
+        manifest["counts"]["train"] + manifest["counts"]["test"],
+    ) == (
+        500,
+        500,
+        {"reference"},
+        hashlib.sha256(cases_bytes).hexdigest(),
+        "reference",
+        {
+            "reference_date": None,
+            "gold_scope": "active",
+            "gold_tags": ["disorder", "finding"],
+            "max_observations": 5,
+            "train_share": 0.2,
+            "sample_size": None,
+            "seed": 3,
+        },
+        500,
+        500,
+    )
+    assert 0 < manifest["counts"]["train"] < 500 and max(len(c.observations) for c in cases) == 5
