@@ -25,7 +25,8 @@ def case(case_id: str, split: str, *conditions: tuple[str, str]) -> Case:
         age_years=50,
         sex="female",
         conditions=tuple(
-            RecordCondition(code=code, display=display, onset=date(2020, 1, 1)) for code, display in conditions
+            RecordCondition(code=code, display=display, onset=date(2020, 1, 1))
+            for code, display in conditions
         ),
         observations=(
             RecordObservation(code="8480-6", display="Systolic Blood Pressure", value="150", unit="mm[Hg]"),

@@ -1,5 +1,6 @@
-"""`threadmed demo`: everything offline on a generated dump, from synthesis to the report."""
+"""`threadmed demo`: both benchmarks offline on generated data, from synthesis to the report."""
 
+from datetime import date
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,8 @@ from flows.cli.render import console, print_build_summary, print_report_summary
 from tasks.core.preflight import check_writable_folder
 
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "deployments" / "eval.demo.yaml"
+SNOMED_DEMO_CLINICIANS = ("threadmed/prevalence", "threadmed/checklist")
+SNOMED_DEMO_DATE = date(2024, 1, 1)
 
 
 @reports_errors("workdir")
@@ -17,12 +20,17 @@ def demo(
     workdir: Annotated[Path, typer.Option(help="Folder for the demo's dumps, lake, dataset and run.")] = Path(
         "demo"),
     posts: Annotated[int, typer.Option(min=500, help="Posts in the generated dump.")] = 12_000,
-    seed: Annotated[int, typer.Option(help="Seed of the generated dump.")] = 7,
+    seed: Annotated[int, typer.Option(help="Seed of the generated dump and patients.")] = 7,
+    snomed_patients: Annotated[
+        int, typer.Option(min=2, help="Synthea patients generated for the SNOMED benchmark (about 2 s each).")
+    ] = 12,
 ) -> None:  # fmt: skip
-    """Run everything offline on a generated dump: synthesize, build, evaluate two baselines, report.
+    """Run both benchmarks offline: ThReadMed-QA on a generated dump, SNOMED on generated patients.
 
-    The baselines (threadmed/retrieval, threadmed/deferral) and the judge (threadmed/overlap-judge)
-    are built in, so no key is needed; the overlap judge is a heuristic, not comparable to an LLM judge.
+    ThReadMed-QA: synthesize, build, evaluate two baselines (threadmed/retrieval, threadmed/deferral)
+    judged by threadmed/overlap-judge (a heuristic, not comparable to an LLM judge), report. SNOMED:
+    generate Synthea patients, build cases, interview the offline patient with threadmed/prevalence and
+    threadmed/checklist, report. Everything is built in: no key, no network.
     """
     from flows.build_dataset import build_dataset
     from flows.evaluate_models import evaluate_models
@@ -43,6 +51,35 @@ def demo(
         dataset_dir=str(dataset), run_dir=str(run_dir), config_file=str(DEMO_CONFIG), return_state=True
     )
     print_report_summary(run_dir / "report", console)
+    if not state.is_completed():
+        console.print(f"[red]{state.message}[/red]")
+        raise typer.Exit(1)
+    snomed_demo(workdir / "snomed", patients=snomed_patients, seed=seed)
+
+
+def snomed_demo(workdir: Path, patients: int, seed: int) -> None:
+    """The SNOMED benchmark on generated Synthea patients: the offline clinicians interview the offline
+    patient; half the patients are the train split the prevalence baseline counts codes in."""
+    from flows.cli.snomed import print_snomed_report
+    from flows.snomed_cases import snomed_cases
+    from flows.snomed_evaluate import snomed_evaluate
+    from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
+    from tasks.benchmarks.snomed.cases.synthea_patients import generate_patients
+
+    console.rule("SNOMED diagnosis benchmark")
+    bundles = generate_patients(
+        out_dir=str(workdir / "synthea"), patients=patients, seed=seed, reference_date=SNOMED_DEMO_DATE
+    )
+    cases = snomed_cases(
+        source=bundles,
+        out_dir=str(workdir / "cases"),
+        settings=CaseSetSettings(train_share=0.5),
+    )
+    run_dir = workdir / "run"
+    state = snomed_evaluate(
+        cases_dir=cases, run_dir=str(run_dir), models=list(SNOMED_DEMO_CLINICIANS), return_state=True
+    )
+    print_snomed_report(run_dir / "report", console)
     if not state.is_completed():
         console.print(f"[red]{state.message}[/red]")
         raise typer.Exit(1)

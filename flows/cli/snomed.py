@@ -1,11 +1,13 @@
 """`threadmed snomed`: the SNOMED diagnosis benchmark: build a case set, evaluate clinicians, report."""
 
+import json
 from datetime import date
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from flows.cli.errors import reports_errors
 from flows.cli.evaluate import checked_settings, run_or_estimate, split_list
@@ -227,9 +229,13 @@ def report_command(
 
 
 def print_snomed_report(report_dir: Path, to: Console) -> None:
-    """The report's main table, and where the report is."""
-    from tasks.benchmarks.snomed.report import summary_table
+    """The report's results table, its notes (leaks, failures) and where its files are."""
+    from tasks.benchmarks.snomed.tables import report_notes, terminal_table
     from tasks.report.tables import table_rich
 
-    to.print(table_rich(summary_table(report_dir)))
-    to.print(f"[green]Report written to[/green] {report_dir} (open index.html)")
+    metrics = json.loads((report_dir / "metrics.json").read_text())
+    to.print(table_rich(terminal_table(metrics)))
+    for note in report_notes(metrics):
+        to.print(f"[yellow]{escape(note)}[/yellow]")
+    for name in ("report.md", "index.html", "metrics.json"):
+        to.print(f"  {report_dir / name}")

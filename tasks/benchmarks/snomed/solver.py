@@ -1,9 +1,9 @@
 """The solve step of the SNOMED benchmark: one Prefect task per (clinician, case, epoch) runs an interview.
 
 Every call of both roles goes through the shared call layer and ledger, keyed with its role and case
-(`scope`) and its epoch, so a re-run resumes exactly and repeated epochs at temperature > 0 are real samples. The rows
-are the interview's messages (CONVERSATIONS); a failed call is a row too, so the score step and the
-summary can say what failed.
+(`scope`) and its epoch, so a re-run resumes exactly and repeated epochs at temperature > 0 are real
+samples. The rows are the interview's messages (CONVERSATIONS); a failed call is a row too, so the score
+step and the summary can say what failed.
 """
 
 from pathlib import Path

@@ -69,6 +69,33 @@ def results_table(metrics: dict[str, Any]) -> Table:
     )
 
 
+def terminal_table(metrics: dict[str, Any]) -> Table:
+    """The main results turned sideways, one column per model, so a terminal 80 columns wide shows them."""
+    models = metrics["models"]
+    measures = {
+        "cases": lambda e: str(e["n_cases"]),
+        **{label: (lambda e, n=name: _with_ci(e[n])) for label, name in _MACRO.items()},
+        "micro F1": lambda e: _percent(e["micro"]["f1"]),
+        "invalid codes %": lambda e: _percent(e["invalid_code_rate"]),
+        "no answer %": lambda e: _percent(e["no_answer_rate"]),
+        "questions": lambda e: _number(e["mean_questions"]),
+        "leaking replies %": lambda e: _percent(e["leak_rate"]),
+        "cost USD": lambda e: f"{_total_cost(e['usage']):.4f}",
+    }
+    rows = [[label, *(show(entry) for entry in models.values())] for label, show in measures.items()]
+    return Table(
+        key="results-terminal",
+        title="SNOMED diagnosis: macro % [95% CI] over scored interviews",
+        columns=["", *models],
+        rows=rows,
+        caption="",
+        right_aligned=tuple(models),
+    )
+
+
+_MACRO = {"exact match": "exact_match", "precision": "precision", "recall": "recall", "F1": "f1"}
+
+
 def answers_table(metrics: dict[str, Any]) -> Table:
     rows = [
         [

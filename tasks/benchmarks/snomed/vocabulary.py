@@ -105,11 +105,9 @@ def derive_synthea_vocabulary(modules_dir: Path | None = None) -> Vocabulary:
     return merge_entries(found)
 
 
-def add_gold_codes(vocabulary: Vocabulary, gold: Iterable[tuple[str, str]]) -> Vocabulary:
-    """The vocabulary plus the (code, display) gold pairs it lacks; codes already in it keep their entry."""
-    extra = merge_entries(
-        (code, display, "case_set_gold") for code, display in gold if code not in vocabulary
-    )
+def add_case_set_codes(vocabulary: Vocabulary, gold: Iterable[tuple[str, str]]) -> Vocabulary:
+    """The vocabulary plus the case set's (code, display) pairs it lacks; codes in it keep their entry."""
+    extra = merge_entries((code, display, "case_set") for code, display in gold if code not in vocabulary)
     return dict(sorted({**vocabulary, **extra}.items()))
 
 

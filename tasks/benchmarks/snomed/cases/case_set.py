@@ -23,7 +23,7 @@ from tasks.benchmarks.snomed.cases.synthea_csv import read_synthea_csv_cases
 from tasks.benchmarks.snomed.contracts import cases_to_table
 from tasks.benchmarks.snomed.vocabulary import (
     Vocabulary,
-    add_gold_codes,
+    add_case_set_codes,
     derive_synthea_vocabulary,
     synthea_version,
     vocabulary_fingerprint,
@@ -100,11 +100,10 @@ def source_fingerprint(path: Path) -> str:
 
 
 def case_set_vocabulary(cases: list[Case], modules_vocabulary: Vocabulary) -> Vocabulary:
-    """The Synthea modules' condition codes plus the case set's own gold codes."""
-    gold = (
-        (code, display) for c in cases for code, display in zip(c.gold_codes, c.gold_displays, strict=True)
-    )
-    return add_gold_codes(modules_vocabulary, gold)
+    """The Synthea modules' condition codes plus every condition code of the case set's records (gold or
+    not: Synthea emitted each of them, e.g. the `(situation)` codes its modules reach by other states)."""
+    found = ((c.code, c.display) for case in cases for c in case.conditions)
+    return add_case_set_codes(modules_vocabulary, found)
 
 
 def case_set_counts(cases: list[Case]) -> dict[str, int]:

@@ -6,7 +6,7 @@ import orjson
 
 from tasks.benchmarks.snomed.vocabulary import (
     VocabularyEntry,
-    add_gold_codes,
+    add_case_set_codes,
     derive_synthea_vocabulary,
     installed_modules_dir,
     semantic_tag,
@@ -87,12 +87,10 @@ def test_gold_codes_are_added_without_replacing_module_entries():
     module = {
         "1": VocabularyEntry(code="1", display="A (disorder)", semantic_tag="disorder", sources=("a.json",))
     }
-    merged = add_gold_codes(module, [("1", "A"), ("2", "B (finding)")])
+    merged = add_case_set_codes(module, [("1", "A"), ("2", "B (finding)")])
     assert merged == {
         "1": module["1"],
-        "2": VocabularyEntry(
-            code="2", display="B (finding)", semantic_tag="finding", sources=("case_set_gold",)
-        ),
+        "2": VocabularyEntry(code="2", display="B (finding)", semantic_tag="finding", sources=("case_set",)),
     }
     assert (
         vocabulary_fingerprint(merged)
