@@ -10,7 +10,7 @@ from tasks.benchmarks.snomed.plan import HISTORY_NOTE, PREVALENCE_NOTE, build_pl
 from tasks.benchmarks.snomed.scorer import ScoreJob
 from tasks.benchmarks.snomed.solver import interview_case
 from tasks.core.preflight import UserError
-from tasks.evals.config import EvaluationSettings, ModelSpec, RunOverrides
+from tasks.evals.config import EvaluationSettings, ModelSpec, RunOverrides, load_config
 from tasks.evals.estimate import estimate_plan
 from tasks.evals.plan import run_id_for
 from tests.tasks.benchmarks.snomed.test_loading import CASES, write_case_set
@@ -18,6 +18,7 @@ from tests.tasks.benchmarks.snomed.test_loading import CASES, write_case_set
 CHECKLIST = ModelSpec(name="checklist", model="threadmed/checklist")
 PREVALENCE = ModelSpec(name="prevalence", model="threadmed/prevalence")
 TEST_CASES = {case.case_id: case for case in CASES if case.split == "test"}
+DEPLOYMENTS = Path(__file__).parents[4] / "deployments"
 SEEDED_ORDER = ["t3", "t1", "t2"]  # the test split's order with seed 0 (test_loading.py)
 
 
@@ -183,4 +184,37 @@ def test_the_dry_run_counts_the_upper_bound_then_nothing_once_the_calls_are_made
         ("checklist", "clinician"): (0, 3 * 4),
         ("offline-patient", "patient"): (0, 3 * 3),
         ("prevalence", "clinician"): (0, 3 * 1),
+    }
+
+
+def test_the_example_configs_dry_run_prices_both_clinicians_and_the_llm_patient(case_set, tmp_path):
+    config = load_config(DEPLOYMENTS / "snomed.example.yaml", SnomedConfig)
+    estimates = estimate_plan(plan_for(case_set, tmp_path, config), estimate_job)
+    assert [(e.model, e.role, e.calls, e.cached, e.completion_tokens) for e in estimates] == [
+        ("gpt-4o", "clinician", 3 * 22, 0, 3 * 22 * 40),
+        ("gpt-4o-mini", "patient", 2 * 3 * 20, 0, 2 * 3 * 20 * 40),
+        ("claude-haiku-4.5", "clinician", 3 * 22, 0, 3 * 22 * 40),
+    ]
+    assert all(e.cost_usd > 0 for e in estimates)
+
+
+def test_the_demo_config_plans_both_offline_clinicians_with_the_offline_patient(case_set, tmp_path):
+    plan = plan_for(case_set, tmp_path, load_config(DEPLOYMENTS / "snomed.demo.yaml", SnomedConfig))
+    assert [(j.solve.clinician.spec.name, j.solve.patient.spec.model) for j in plan.jobs[:2]] == [
+        ("prevalence", "threadmed/patient"),
+        ("checklist", "threadmed/patient"),
+    ]
+    assert len(plan.jobs) == 6 and plan.notes == [PREVALENCE_NOTE]
+
+
+def test_the_dry_run_replays_an_interview_up_to_its_first_call_not_in_the_ledger(case_set, tmp_path):
+    short = plan_for(case_set, tmp_path, SnomedConfig(models=[CHECKLIST], max_turns=3))
+    for job in short.jobs:
+        interview_case.fn(job.solve, short.ledger_dir)
+    longer = plan_for(case_set, tmp_path, SnomedConfig(models=[CHECKLIST], max_turns=5))
+    estimates = {(e.model, e.role): (e.calls, e.cached) for e in estimate_plan(longer, estimate_job)}
+    # The 3 questions and answers are known; the 4th question is not (the short run asked for the answer).
+    assert estimates == {
+        ("checklist", "clinician"): (3 * (5 + 1 + 1 - 3), 3 * 3),
+        ("offline-patient", "patient"): (3 * (5 - 3), 3 * 3),
     }
