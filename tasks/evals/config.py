@@ -192,7 +192,8 @@ class RunConfig(BaseModel):
         models = [known.get(name) or ModelSpec(model=name) for name in names] if names else self.models
         roles = {role: getattr(self, role) for role in self.ROLE_FIELDS}
         for role, model in overrides.roles.items():
-            if model != roles[role].name:
+            # Naming the role's own model (by name or model string) keeps it as configured.
+            if model not in (roles[role].name, roles[role].model):
                 kept = set(type(roles[role]).model_fields) - set(ModelSpec.model_fields)
                 roles[role] = type(roles[role])(model=model, **{k: getattr(roles[role], k) for k in kept})
         if overrides.api_base is not None:

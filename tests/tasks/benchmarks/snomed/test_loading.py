@@ -1,0 +1,96 @@
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
+from tasks.benchmarks.snomed.cases.case_set import case_set_manifest, write_cases_parquet
+from tasks.benchmarks.snomed.cases.loading import check_case_set, load_case_set, load_sample
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
+from tasks.core.preflight import UserError
+from tasks.evals.config import SampleSpec
+
+HYPERTENSION = ("59621000", "Essential hypertension (disorder)")
+SINUSITIS = ("444814009", "Viral sinusitis (disorder)")
+PHARYNGITIS = ("195662009", "Acute viral pharyngitis (disorder)")
+
+
+def case(case_id: str, split: str, *conditions: tuple[str, str]) -> Case:
+    """A 40-year-old woman with `conditions` (all gold) and a high systolic blood pressure."""
+    return Case(
+        case_id=case_id,
+        source="reference",
+        patient_id=case_id,
+        reference_date=date(2024, 1, 1),
+        age_years=40,
+        sex="female",
+        conditions=tuple(RecordCondition(code=code, display=display) for code, display in conditions),
+        observations=(
+            RecordObservation(code="8480-6", display="Systolic Blood Pressure", value="150", unit="mm[Hg]"),
+        ),
+        gold_codes=tuple(code for code, _ in sorted(conditions)),
+        gold_displays=tuple(display for _, display in sorted(conditions)),
+        split=split,
+    )
+
+
+# Three test cases (one with no gold) and two train cases, in which hypertension is the most frequent.
+CASES = [
+    case("t1", "test", HYPERTENSION, SINUSITIS),
+    case("t2", "test", PHARYNGITIS),
+    case("t3", "test"),
+    case("r1", "train", HYPERTENSION, SINUSITIS),
+    case("r2", "train", HYPERTENSION),
+]
+
+
+def write_case_set(folder: Path, cases: list[Case]) -> Path:
+    """`cases.parquet` in the given order and its manifest, as `threadmed snomed cases` writes them."""
+    folder.mkdir(parents=True)
+    sha256 = write_cases_parquet(cases, folder / "cases.parquet")
+    manifest = case_set_manifest(cases, folder / "cases.parquet", "reference", CaseSetSettings(), {}, sha256)
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return folder
+
+
+def test_a_folder_without_cases_or_manifest_is_not_a_case_set(tmp_path):
+    with pytest.raises(UserError) as error:
+        check_case_set(tmp_path)
+    assert (str(error.value), error.value.option) == (
+        f"{tmp_path} is not a SNOMED case set (no cases.parquet); pass the --out folder of "
+        "`threadmed snomed cases`",
+        "--cases",
+    )
+    write_cases_parquet(CASES, tmp_path / "cases.parquet")
+    with pytest.raises(UserError, match=r"\(no manifest\.json\)"):
+        check_case_set(tmp_path)
+
+
+def test_the_case_set_reads_back_in_file_order(tmp_path):
+    assert load_case_set(write_case_set(tmp_path / "cases", CASES)) == CASES
+
+
+def test_the_sample_is_the_split_in_a_seeded_order_independent_of_the_files_order(tmp_path):
+    forward = write_case_set(tmp_path / "forward", CASES)
+    backward = write_case_set(tmp_path / "backward", CASES[::-1])
+    order = [c.case_id for c in load_sample(forward, SampleSpec())]
+    assert order == ["t3", "t1", "t2"]
+    assert [c.case_id for c in load_sample(backward, SampleSpec())] == order
+    assert [c.case_id for c in load_sample(forward, SampleSpec(seed=4))] == ["t3", "t2", "t1"]
+    assert [c.case_id for c in load_sample(forward, SampleSpec(split="train"))] == ["r2", "r1"]
+
+
+def test_the_limit_keeps_the_first_cases_of_the_seeded_order(tmp_path):
+    folder = write_case_set(tmp_path / "cases", CASES)
+    assert load_sample(folder, SampleSpec(limit=2)) == [CASES[2], CASES[0]]
+
+
+def test_an_unknown_split_names_the_case_sets_splits(tmp_path):
+    folder = write_case_set(tmp_path / "cases", CASES)
+    with pytest.raises(UserError) as error:
+        load_sample(folder, SampleSpec(split="val"))
+    assert (str(error.value), error.value.option) == (
+        "the case set has no 'val' cases; its splits: ['test', 'train']",
+        "--split",
+    )

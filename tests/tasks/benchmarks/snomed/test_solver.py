@@ -1,0 +1,153 @@
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from tasks.benchmarks.snomed.contracts import CONVERSATIONS
+from tasks.benchmarks.snomed.interview import InterviewPrompts, InterviewSettings
+from tasks.benchmarks.snomed.solver import InterviewJob, RoleSetup, failed_row, interview_turns, message_row
+from tasks.evals.config import ModelSpec
+from tasks.evals.outputs import write_table
+from tasks.llm.ledger import CallRecord
+from tasks.llm.request import CallOptions, ChatRequest
+from tests.tasks.benchmarks.snomed.test_loading import CASES
+
+AT = datetime(2025, 1, 1, tzinfo=UTC)
+FINAL = '<Final Answer>: ["59621000"]'
+PROMPTS = InterviewPrompts("CLINICIAN", "Hello, doctor.", "FINAL NOW", "REASK", "PATIENT")
+
+
+def job(epoch: int = 0, max_turns: int = 20) -> InterviewJob:
+    """The clinician `doc` interviews the LLM patient `sim` about case t1 (hypertension, sinusitis)."""
+    return InterviewJob(
+        run_id="run1",
+        clinician=RoleSetup(
+            spec=ModelSpec(name="doc", model="openai/doc", params={"temperature": 1}),
+            options=CallOptions(provider="openai"),
+            prompt_version="snomed_clinician_v1",
+        ),
+        patient=RoleSetup(
+            spec=ModelSpec(name="sim", model="openai/sim"),
+            options=CallOptions(provider="openai"),
+            prompt_version="snomed_patient_v1",
+            params={"seed": 3},
+        ),
+        prompts=PROMPTS,
+        settings=InterviewSettings(max_turns=max_turns),
+        case=CASES[0],
+        epoch=epoch,
+    )
+
+
+class Provider:
+    """Canned replies per role in order (None: the call failed for good); every request it was sent."""
+
+    def __init__(self, clinician: list[str | None], patient: list[str | None]) -> None:
+        self.replies = {"clinician": list(clinician), "patient": list(patient)}
+        self.requests: list[tuple[str, ChatRequest]] = []
+
+    def __call__(self, role: str, request: ChatRequest) -> CallRecord:
+        self.requests.append((role, request))
+        text = self.replies[role].pop(0)
+        if text is None:
+            return CallRecord(key=request.key(), model=request.model, status="failed", attempts=6,
+                              error_kind="rate_limit", error="429 Too Many Requests", started_at=AT,
+                              finished_at=AT)  # fmt: skip
+        return CallRecord(key=request.key(), model=request.model, status="ok", text=text, prompt_tokens=20,
+                          completion_tokens=5, input_cost_usd=0.002, output_cost_usd=0.001, latency_s=0.5,
+                          attempts=1, started_at=AT, finished_at=AT)  # fmt: skip
+
+
+KEY = {"run_id": "run1", "model": "doc", "case_id": "t1", "epoch": 0}
+OK_CALL = {"status": "ok", "prompt_tokens": 20, "completion_tokens": 5, "cost_usd": 0.003, "latency_s": 0.5,
+           "attempts": 1, "error": None, "error_class": None}  # fmt: skip
+FAILED_CALL = {"status": "failed", "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0,
+               "latency_s": None, "attempts": 6, "error": "429 Too Many Requests",
+               "error_class": "rate_limit"}  # fmt: skip
+
+
+def rows_of(interview_job: InterviewJob, provider: Provider) -> list[dict[str, Any]]:
+    """The CONVERSATIONS rows of an interview, as the solve task makes them."""
+    interview, calls = interview_turns(interview_job, provider)
+    records = {record.key: record for _, record in calls}
+    rows = [message_row(interview_job, turn, records.get(turn.call_key)) for turn in interview.turns]
+    if interview.status == "failed":
+        rows.append(failed_row(interview_job, interview, *calls[-1]))
+    return rows
+
+
+def test_requests_carry_the_role_as_scope_and_the_epoch_in_their_key():
+    first, second = Provider(["Any headaches?", FINAL], ["No."]), Provider(["Any headaches?", FINAL], ["No."])
+    interview, calls = interview_turns(job(epoch=0), first)
+    interview_turns(job(epoch=1), second)
+    assert [(role, r.model, r.scope, r.epoch, r.prompt_version, r.params) for role, r in first.requests] == [
+        ("clinician", "openai/doc", "snomed/clinician", 0, "snomed_clinician_v1", {"temperature": 1}),
+        ("patient", "openai/sim", "snomed/patient", 0, "snomed_patient_v1", {"seed": 3}),
+        ("clinician", "openai/doc", "snomed/clinician", 0, "snomed_clinician_v1", {"temperature": 1}),
+    ]
+    assert [(role, record.key) for role, record in calls] == [(role, r.key()) for role, r in first.requests]
+    assert (interview.status, interview.predicted_codes) == ("answered", ("59621000",))
+    assert [r.model_copy(update={"epoch": 0}) for _, r in second.requests] == [r for _, r in first.requests]
+    assert {r.key() for _, r in first.requests}.isdisjoint(r.key() for _, r in second.requests)
+
+
+def test_rows_hold_each_message_with_its_call_and_speaker_and_the_patients_leaks():
+    provider = Provider(["Any headaches?", FINAL], ["My essential hypertension, they say."])
+    keys = lambda: [r.key() for _, r in provider.requests]  # noqa: E731
+    rows = rows_of(job(), provider)
+    assert rows == [
+        {**KEY, "turn": 0, "role": "patient", "text": "Hello, doctor.", "leaked_codes": [],
+         "status": "scripted"},
+        {**KEY, "turn": 1, "role": "clinician", "text": "Any headaches?", "leaked_codes": [], **OK_CALL,
+         "call_key": keys()[0], "speaker": "doc"},
+        {**KEY, "turn": 1, "role": "patient", "text": "My essential hypertension, they say.",
+         "leaked_codes": ["59621000"], **OK_CALL, "call_key": keys()[1], "speaker": "sim"},
+        {**KEY, "turn": 2, "role": "clinician", "text": FINAL, "leaked_codes": [], **OK_CALL,
+         "call_key": keys()[2], "speaker": "doc"},
+    ]  # fmt: skip
+
+
+def test_a_failed_patient_call_is_numbered_in_its_questions_turn():
+    provider = Provider(["Any headaches?", "Any fever?"], ["No.", None])
+    rows = rows_of(job(), provider)
+    assert [(r["turn"], r["role"], r["status"]) for r in rows] == [
+        (0, "patient", "scripted"),
+        (1, "clinician", "ok"),
+        (1, "patient", "ok"),
+        (2, "clinician", "ok"),
+        (2, "patient", "failed"),
+    ]
+    assert rows[-1] == {**KEY, "turn": 2, "role": "patient", "speaker": "sim", "text": None,
+                        "leaked_codes": [], **FAILED_CALL,
+                        "call_key": provider.requests[-1][1].key()}  # fmt: skip
+
+
+def test_a_failed_clinician_call_is_numbered_in_the_next_turn_also_at_the_final_answer():
+    asking = rows_of(job(), Provider(["Any headaches?", None], ["No."]))
+    forced = rows_of(job(max_turns=1), Provider(["Any headaches?", None], ["No."]))
+    reasked = rows_of(job(max_turns=1), Provider(["Any headaches?", "Not sure yet.", None], ["No."]))
+    assert [(r["turn"], r["role"], r["status"]) for r in asking] == [
+        (0, "patient", "scripted"),
+        (1, "clinician", "ok"),
+        (1, "patient", "ok"),
+        (2, "clinician", "failed"),
+    ]
+    assert asking[-1] == {**KEY, "turn": 2, "role": "clinician", "speaker": "doc", "text": None,
+                          "leaked_codes": [], **FAILED_CALL, "call_key": asking[-1]["call_key"]}  # fmt: skip
+    assert forced[:-1] == asking[:-1] and forced[-1]["turn"] == 2
+    assert [(r["turn"], r["role"], r["status"], r["text"]) for r in reasked[3:]] == [
+        (2, "clinician", "ok", "Not sure yet."),
+        (3, "clinician", "failed", None),
+    ]
+
+
+def test_the_rows_fit_the_conversations_contract(tmp_path):
+    rows = [
+        *rows_of(job(), Provider(["Any headaches?", FINAL], ["No."])),
+        *rows_of(job(epoch=1), Provider(["Any headaches?", None], ["No."])),
+    ]
+    assert {name for row in rows for name in row} <= set(CONVERSATIONS.columns)
+    write_table(rows, CONVERSATIONS, tmp_path / "conversations.parquet")
+    table = pq.read_table(tmp_path / "conversations.parquet")
+    assert table.schema.equals(CONVERSATIONS.schema)
+    assert table.to_pylist() == [{name: row.get(name) for name in CONVERSATIONS.columns} for row in rows]
