@@ -54,7 +54,7 @@ def interview_result(
     failed = next((m for m in messages if m["status"] == "failed"), None)
     if failed is not None:
         error = {"error": failed["error"], "error_class": failed["error_class"]}
-        return {**key, **counts, **error, "status": "failed", "predicted_codes": [], "invalid_codes": []}
+        return {**key, **counts, **error, "status": "failed"}
     final_answer = [m for m in messages if m["role"] == "clinician"][-1]["text"]
     parsed = parse_final_answer(final_answer)
     status: CaseStatus = "no_answer" if parsed is None else "answered"

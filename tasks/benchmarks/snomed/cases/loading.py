@@ -50,8 +50,11 @@ def load_sample(case_set_dir: Path, sample: SampleSpec) -> list[Case]:
     return ordered[: sample.limit]
 
 
-@cache
 def vocabulary_codes(case_set_dir: Path) -> frozenset[str]:
-    """Every code a valid prediction may name: the installed Synthea modules' plus the case set's gold."""
-    vocabulary = case_set_vocabulary(load_case_set(case_set_dir), derive_synthea_vocabulary())
-    return frozenset(vocabulary)
+    """Every code a valid prediction may name: the installed Synthea modules' and the case set's records'."""
+    return _vocabulary_codes(Path(case_set_dir).resolve(), case_set_fingerprint(case_set_dir))
+
+
+@cache  # by fingerprint too: a case set rebuilt in the same folder is read again
+def _vocabulary_codes(case_set_dir: Path, fingerprint: str) -> frozenset[str]:
+    return frozenset(case_set_vocabulary(load_case_set(case_set_dir), derive_synthea_vocabulary()))

@@ -107,8 +107,6 @@ def test_a_failed_call_leaves_the_interview_unscored_with_its_error():
         "error": "429 Too Many Requests",
         "error_class": "rate_limit",
         "status": "failed",
-        "predicted_codes": [],
-        "invalid_codes": [],
     }
 
 
