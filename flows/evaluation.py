@@ -7,6 +7,7 @@ not Prefect's result cache: re-run the same parameters to finish a run.
 """
 
 from collections.abc import Callable
+from typing import Any
 
 from prefect import unmapped
 from prefect.states import Failed, State
@@ -39,10 +40,13 @@ def evaluate_benchmark(
     with hold_run_folder(settings.run_dir):  # one process per run folder, or every call is paid twice
         plan = plan_evaluation(bench.plan, settings)
         ledger = unmapped(plan.ledger_dir)
+        runner = runner or RunnerSettings(max_workers=settings.config.worker_count())
         # quote(): jobs hold whole cases; Prefect's parameter introspection would cost ~1.5 ms per task.
-        solve_jobs = [quote(job.solve) for job in plan.jobs]
-        score_jobs = [quote(job.score) for job in plan.jobs]
-        task_runner = make_task_runner(runner or RunnerSettings(max_workers=settings.config.worker_count()))
+        # Not on Dask: its runner rebuilds quoted parameters into bare tuples (prefect-dask 0.3).
+        wrap = quote if runner.kind == "threads" else _as_is
+        solve_jobs = [wrap(job.solve) for job in plan.jobs]
+        score_jobs = [wrap(job.score) for job in plan.jobs]
+        task_runner = make_task_runner(runner)
         with task_runner as workers:
             solved = workers.map(bench.solve, {"job": solve_jobs, "ledger_dir": ledger})
             scored = workers.map(bench.score, {"job": score_jobs, "solved": solved, "ledger_dir": ledger})
@@ -55,3 +59,7 @@ def evaluate_benchmark(
     if summary.failed_calls:
         return Failed(message=summary.failure_message())
     return summary
+
+
+def _as_is(job: Any) -> Any:
+    return job

@@ -10,24 +10,21 @@ from tasks.benchmarks.snomed.cases.case_set import (
     CASES_FILE,
     MANIFEST_FILE,
     case_set_manifest,
-    case_set_vocabulary,
     write_cases_parquet,
 )
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 
 
 def case(case_id: str, split: str, *conditions: tuple[str, str]) -> Case:
+    """A 40-year-old woman with `conditions` (all gold) and a high systolic blood pressure."""
     return Case(
         case_id=case_id,
-        source="fhir",
+        source="reference",
         patient_id=case_id,
         reference_date=date(2024, 1, 1),
-        age_years=50,
+        age_years=40,
         sex="female",
-        conditions=tuple(
-            RecordCondition(code=code, display=display, onset=date(2020, 1, 1))
-            for code, display in conditions
-        ),
+        conditions=tuple(RecordCondition(code=code, display=display) for code, display in conditions),
         observations=(
             RecordObservation(code="8480-6", display="Systolic Blood Pressure", value="150", unit="mm[Hg]"),
         ),
@@ -48,11 +45,9 @@ CASES = [
 
 
 def write_case_set(folder: Path, cases: list[Case] = CASES) -> Path:
-    """`cases` (in their final order) as cases.parquet and manifest.json in `folder`; returns it."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """`cases.parquet` in the given order and its manifest, as `threadmed snomed cases` writes them."""
+    folder.mkdir(parents=True)
     sha256 = write_cases_parquet(cases, folder / CASES_FILE)
-    manifest = case_set_manifest(
-        cases, folder, "fhir", CaseSetSettings(), case_set_vocabulary(cases, {}), sha256
-    )
+    manifest = case_set_manifest(cases, folder / CASES_FILE, "reference", CaseSetSettings(), {}, sha256)
     (folder / MANIFEST_FILE).write_bytes(orjson.dumps(manifest))
     return folder

@@ -16,10 +16,13 @@ from prefect import Task
 from pydantic import BaseModel
 
 from tasks.data.contracts import Contract
-from tasks.evals.config import SampleSpec
+from tasks.evals.config import RunConfig, SampleSpec
 from tasks.evals.estimate import JobEstimator
 from tasks.evals.outputs import RunTables, Summarizer
 from tasks.evals.plan import Planner
+from tasks.report.files import default_report_dir
+
+ReportFunction = Callable[[list[str], str | None, Any], str]
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Benchmark:
     name: str
     title: str
     # The run config: roles (model under test, judge, ...), conditions, sample, limits.
-    config_model: type[BaseModel]
+    config_model: type[RunConfig]
     # (dataset folder, sample spec) -> the cases of a run, in their seeded order.
     load_cases: Callable[[Path, SampleSpec], list[Any]]
     plan: Planner
@@ -43,7 +46,25 @@ class Benchmark:
     # The dry run's walk of one job: counts the calls still to make into the tally.
     estimate_job: JobEstimator
     # (run folders, report folder or None for the default, report settings or None) -> the report folder.
-    report: Callable[[list[str], str | None, Any], str]
+    report: ReportFunction
     report_settings: type[BaseModel]
     contracts: tuple[Contract, ...]
     prompts_dir: Path
+
+
+def published_report(
+    build: Task[..., str], publish: Task[..., Any], settings_model: type[BaseModel]
+) -> ReportFunction:
+    """A benchmark's `report`: build the report folder (default: tasks/report/files.py), then publish its
+    Prefect artifacts; settings None are the benchmark's defaults."""
+
+    def report(run_dirs: list[str], out_dir: str | None, settings: Any) -> str:
+        report_dir = build(
+            run_dirs=run_dirs,
+            out_dir=out_dir or default_report_dir(run_dirs),
+            settings=settings or settings_model(),
+        )
+        publish(report_dir=report_dir)
+        return report_dir
+
+    return report

@@ -11,6 +11,7 @@ from flows.snomed_evaluate import snomed_evaluate
 from tasks.benchmarks.snomed.config import SnomedConfig
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
+from tasks.core.runners import RunnerSettings
 from tasks.evals.config import ModelSpec
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
@@ -200,3 +201,19 @@ def test_epochs_are_separate_calls_and_a_rerun_of_all_epochs_calls_nothing(cases
         for r in read(tmp_path, "conversations")
     }
     assert keys[("p1", 0, 1, "clinician")] != keys[("p1", 1, 1, "clinician")]
+
+
+def test_a_dask_cluster_writes_the_interviews_the_thread_runner_writes(cases_dir, tmp_path):
+    """The offline clinicians and patient are registered in the Dask workers too (the solver imports them)."""
+    offline = SnomedConfig(
+        models=[ModelSpec(model="threadmed/prevalence"), ModelSpec(model="threadmed/checklist")]
+    )
+    run(cases_dir, tmp_path / "threads", offline)
+    run(cases_dir, tmp_path / "dask", offline, runner=RunnerSettings(kind="dask", dask_workers=1))
+    timing = {"latency_s", "started_at", "finished_at"}
+    for table in ("conversations", "predictions", "scores"):
+        threads, dask = (
+            [{k: v for k, v in row.items() if k not in timing} for row in read(tmp_path / name, table)]
+            for name in ("threads", "dask")
+        )
+        assert dask == threads and threads

@@ -1,6 +1,6 @@
 """The SNOMED diagnosis benchmark as a `Benchmark`: the record the registry lists and its flows run."""
 
-from tasks.benchmarks.protocol import Benchmark
+from tasks.benchmarks.protocol import Benchmark, published_report
 from tasks.benchmarks.snomed.cases.loading import load_sample
 from tasks.benchmarks.snomed.config import PROMPTS_DIR, SnomedConfig
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
@@ -8,25 +8,12 @@ from tasks.benchmarks.snomed.plan import build_plan, estimate_job
 from tasks.benchmarks.snomed.report import (
     ReportSettings,
     build_report,
-    default_report_dir,
     publish_report_artifacts,
 )
 from tasks.benchmarks.snomed.scorer import score_interview
 from tasks.benchmarks.snomed.solver import interview_case
 from tasks.benchmarks.snomed.summary import summarize
 from tasks.evals.outputs import RunTables
-
-
-def report_runs(run_dirs: list[str], out_dir: str | None, settings: ReportSettings | None) -> str:
-    """Runs → the report folder (metrics.json, report.md, figures, index.html) and its Prefect artifacts."""
-    report_dir = build_report(
-        run_dirs=run_dirs,
-        out_dir=out_dir or default_report_dir(run_dirs),
-        settings=settings or ReportSettings(),
-    )
-    publish_report_artifacts(report_dir=report_dir)
-    return report_dir
-
 
 SNOMED = Benchmark(
     name="snomed",
@@ -39,7 +26,7 @@ SNOMED = Benchmark(
     tables=RunTables(solved=(CONVERSATIONS,), scored=(PREDICTIONS, SCORES)),
     summarize=summarize,
     estimate_job=estimate_job,
-    report=report_runs,
+    report=published_report(build_report, publish_report_artifacts, ReportSettings),
     report_settings=ReportSettings,
     contracts=(CONVERSATIONS, PREDICTIONS, SCORES),
     prompts_dir=PROMPTS_DIR,

@@ -1,38 +1,12 @@
-import json
-from datetime import date
-from pathlib import Path
-
 import pytest
 
-from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
-from tasks.benchmarks.snomed.cases.case_set import case_set_manifest, write_cases_parquet
+from tasks.benchmarks.snomed.cases.case_set import write_cases_parquet
 from tasks.benchmarks.snomed.cases.loading import check_case_set, load_case_set, load_sample
-from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 from tasks.core.preflight import UserError
 from tasks.evals.config import SampleSpec
+from tests.snomed_fixtures import HYPERTENSION, SINUSITIS, case, write_case_set
 
-HYPERTENSION = ("59621000", "Essential hypertension (disorder)")
-SINUSITIS = ("444814009", "Viral sinusitis (disorder)")
 PHARYNGITIS = ("195662009", "Acute viral pharyngitis (disorder)")
-
-
-def case(case_id: str, split: str, *conditions: tuple[str, str]) -> Case:
-    """A 40-year-old woman with `conditions` (all gold) and a high systolic blood pressure."""
-    return Case(
-        case_id=case_id,
-        source="reference",
-        patient_id=case_id,
-        reference_date=date(2024, 1, 1),
-        age_years=40,
-        sex="female",
-        conditions=tuple(RecordCondition(code=code, display=display) for code, display in conditions),
-        observations=(
-            RecordObservation(code="8480-6", display="Systolic Blood Pressure", value="150", unit="mm[Hg]"),
-        ),
-        gold_codes=tuple(code for code, _ in sorted(conditions)),
-        gold_displays=tuple(display for _, display in sorted(conditions)),
-        split=split,
-    )
 
 
 # Three test cases (one with no gold) and two train cases, in which hypertension is the most frequent.
@@ -43,15 +17,6 @@ CASES = [
     case("r1", "train", HYPERTENSION, SINUSITIS),
     case("r2", "train", HYPERTENSION),
 ]
-
-
-def write_case_set(folder: Path, cases: list[Case]) -> Path:
-    """`cases.parquet` in the given order and its manifest, as `threadmed snomed cases` writes them."""
-    folder.mkdir(parents=True)
-    sha256 = write_cases_parquet(cases, folder / "cases.parquet")
-    manifest = case_set_manifest(cases, folder / "cases.parquet", "reference", CaseSetSettings(), {}, sha256)
-    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    return folder
 
 
 def test_a_folder_without_cases_or_manifest_is_not_a_case_set(tmp_path):

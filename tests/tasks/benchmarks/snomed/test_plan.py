@@ -106,7 +106,7 @@ def test_the_offline_patient_gets_the_case_as_params_and_a_real_patient_none(cas
     assert (request.model, request.params, request.scope, request.epoch) == (
         "threadmed/patient",
         {"temperature": 0, "case": job.case.model_dump_json(), "disclosure": "symptoms"},
-        "snomed/patient",
+        "snomed/patient/t1",
         0,
     )
     config = SnomedConfig(models=[CHECKLIST]).with_overrides(

@@ -76,14 +76,14 @@ def rows_of(interview_job: InterviewJob, provider: Provider) -> list[dict[str, A
     return rows
 
 
-def test_requests_carry_the_role_as_scope_and_the_epoch_in_their_key():
+def test_requests_carry_the_role_and_case_as_scope_and_the_epoch_in_their_key():
     first, second = Provider(["Any headaches?", FINAL], ["No."]), Provider(["Any headaches?", FINAL], ["No."])
     interview, calls = interview_turns(job(epoch=0), first)
     interview_turns(job(epoch=1), second)
     assert [(role, r.model, r.scope, r.epoch, r.prompt_version, r.params) for role, r in first.requests] == [
-        ("clinician", "openai/doc", "snomed/clinician", 0, "snomed_clinician_v1", {"temperature": 1}),
-        ("patient", "openai/sim", "snomed/patient", 0, "snomed_patient_v1", {"seed": 3}),
-        ("clinician", "openai/doc", "snomed/clinician", 0, "snomed_clinician_v1", {"temperature": 1}),
+        ("clinician", "openai/doc", "snomed/clinician/t1", 0, "snomed_clinician_v1", {"temperature": 1}),
+        ("patient", "openai/sim", "snomed/patient/t1", 0, "snomed_patient_v1", {"seed": 3}),
+        ("clinician", "openai/doc", "snomed/clinician/t1", 0, "snomed_clinician_v1", {"temperature": 1}),
     ]
     assert [(role, record.key) for role, record in calls] == [(role, r.key()) for role, r in first.requests]
     assert (interview.status, interview.predicted_codes) == ("answered", ("59621000",))

@@ -1,0 +1,84 @@
+"""`threadmed snomed`: the real command in a subprocess, from a reference JSON to a report, offline."""
+
+import json
+
+import pytest
+
+from tests.flows.cli.terminal import assert_usage_error, error_lines, threadmed
+from tests.snomed_fixtures import CASES, write_case_set
+
+pytestmark = pytest.mark.slow
+
+REFERENCE = [
+    {
+        "patient_id": f"p{i}",
+        "oracle_context": "Patient: 54-year-old female.\nConditions: Essential hypertension; Prediabetes",
+        "snomed_gold": ["59621000 - Essential hypertension (disorder)", "714628002 - Prediabetes (finding)"],
+    }
+    for i in range(6)
+]
+OFFLINE = ["--models", "threadmed/prevalence,threadmed/checklist"]
+
+
+def test_cases_evaluate_dry_run_run_and_report_from_a_reference_json(tmp_path):
+    (tmp_path / "reference.json").write_text(json.dumps(REFERENCE))
+    built = threadmed(
+        "snomed", "cases", "reference.json", "--out", "cases", "--train-share", "0.5", cwd=tmp_path
+    )
+    assert built.returncode == 0, built.stderr
+    manifest = json.loads((tmp_path / "cases" / "manifest.json").read_text())
+    counts = manifest["counts"]
+    assert (counts["cases"], counts["train"] + counts["test"]) == (6, 6)
+    assert (
+        f"6 cases ({counts['train']} train, {counts['test']} test; 12 gold codes, 2 distinct)" in built.stdout
+    )
+
+    estimate = threadmed(
+        "snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, "--dry-run", cwd=tmp_path
+    )
+    assert estimate.returncode == 0, estimate.stderr
+    assert "threadmed/checklist" in estimate.stdout and "offline-patient" in estimate.stdout
+    assert not (tmp_path / "run").exists()
+
+    run = threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "SNOMED diagnosis: macro % [95% CI]" in run.stdout and "Traceback" not in run.stderr
+    assert {p.name for p in (tmp_path / "run").iterdir()} >= {
+        "conversations.parquet",
+        "predictions.parquet",
+        "scores.parquet",
+        "manifest.json",
+        "ledger",
+        "report",
+    }
+    metrics = json.loads((tmp_path / "run" / "report" / "metrics.json").read_text())
+    assert set(metrics["models"]) == {"threadmed/prevalence", "threadmed/checklist"}
+
+    again = threadmed("snomed", "report", "run", "--out", "again", "--resamples", "200", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again" / "index.html").is_file()
+
+
+def test_evaluate_on_a_folder_that_is_not_a_case_set(tmp_path):
+    (tmp_path / "cases").mkdir()
+    assert_usage_error(
+        threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path),
+        "Invalid value for '--cases': cases is not a SNOMED case set (no cases.parquet); "
+        "pass the --out folder of `threadmed snomed cases`",
+    )
+
+
+def test_prevalence_needs_a_train_split(tmp_path):
+    write_case_set(tmp_path / "cases", [case for case in CASES if case.split == "test"])
+    assert_usage_error(
+        threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path),
+        "Invalid value for '--models': threadmed/prevalence needs train cases to count codes in: build the "
+        "case set with a train share (threadmed snomed cases --train-share 0.5)",
+    )
+
+
+def test_a_source_in_no_known_format_is_named(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    result = threadmed("snomed", "cases", "notes.txt", "--out", "cases", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
+    assert error_lines(result)[-1].startswith("cannot tell the format of")
