@@ -101,7 +101,9 @@ def snomed_reply(model: str, messages: list[dict[str, Any]]) -> str:
         return SNOMED_FINAL
     case_tag = next((tag.group(1) for tag in tags if tag), None)
     if case_tag is None or asked < snomed_questions(model, case_tag):
-        return f"Question {asked + 1}: when did it start, how often does it happen, and what makes it worse?"
+        # Each clinician words its questions its own way, or two interviews of a case would send the patient
+        # the same requests, and the ledger would answer the second without a call.
+        return f"{model}, question {asked + 1}: when did it start, how often does it come, what eases it?"
     return SNOMED_FINAL
 
 

@@ -56,6 +56,11 @@ def test_the_snomed_clinician_answers_when_asked_for_its_final_answer_before_it_
     assert (result.status, result.questions_asked, result.final_reply) == ("answered", 2, SNOMED_FINAL)
 
 
+def test_two_snomed_clinicians_ask_differently_so_the_patient_gets_different_requests():
+    opening = [{"role": "system", "content": "Clinician"}, {"role": "user", "content": "Hello, doctor."}]
+    assert snomed_reply("c1", opening) != snomed_reply("c2", opening)
+
+
 @pytest.mark.slow
 def test_a_server_started_as_a_subprocess_serves_the_named_reply():
     messages = [{"role": "system", "content": "Record 0"}, {"role": "user", "content": "Any cough?"}]
