@@ -40,7 +40,9 @@ from tests.snomed_fixtures import case, write_case_set
 
 SEED = 11
 LATENCY_S = 0.2
-# As in the evaluation benchmark: 16 slots at 200 ms (80 calls/s) is what one Python process drives.
+# 8 slots at 200 ms is 40 calls/s. An interview's call holds the GIL ~10 ms (litellm and the openai SDK,
+# whose request transform walks every message: 4 ms at 3 messages, 11 ms at 41), so the evaluation
+# benchmark's 16 slots would keep one process's GIL ~80% busy and queue the calls behind it.
 CONCURRENCY = 8
 CLINICIANS = ("clinician-1", "clinician-2")
 N_CASES = 60
