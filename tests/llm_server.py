@@ -8,12 +8,14 @@ any reply text (e.g. broken judge JSON) or tool calls (see `tool_call`). Unscrip
 deterministic reply after `latency_s`.
 
 `GET /stats` returns the counters as JSON, so a server started as a subprocess
-(`python -m tests.llm_server --latency 0.2`) can be read from another process.
+(`python -m tests.llm_server --latency 0.2`) can be read from another process; `--reply` picks one of
+the named reply functions (`REPLIES`) for it, since a function cannot be passed to another process.
 """
 
 import argparse
 import hashlib
 import json
+import re
 import threading
 import time
 from collections import Counter, defaultdict, deque
@@ -23,6 +25,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 JUDGE_REPLY = '{"SCORE": 1.0, "REASON": "Matches the physician."}'
+SNOMED_PATIENT = "patient"
+SNOMED_FINAL = '<Final Answer>: ["59621000", "44054006"]'
+_CASE_TAG = re.compile(r"\[case ([0-9a-f]{8})\]")
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,43 @@ def default_reply(model: str, messages: list[dict[str, Any]]) -> str:
         return JUDGE_REPLY
     digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:8]
     return f"{model} answer {digest}: rest, fluids, and see a doctor if it gets worse."
+
+
+def snomed_questions(model: str, case_tag: str) -> int:
+    """How many questions the clinician `model` asks the patient whose answers carry `case_tag`: 5 to 20."""
+    return 5 + int(hashlib.sha256(f"{model}/{case_tag}".encode()).hexdigest(), 16) % 16
+
+
+def snomed_reply(model: str, messages: list[dict[str, Any]]) -> str:
+    """Both roles of a SNOMED interview, by model name, with replies of realistic length.
+
+    `patient` answers every question, tagging its answer with its case (a digest of its system prompt,
+    which holds the record). Any other model is a clinician: it asks `snomed_questions` questions, then
+    gives its final answer, at once when a user turn is not a patient's answer (the forced final prompt).
+    """
+    if model == SNOMED_PATIENT:
+        case_tag = hashlib.sha256(str(messages[0]["content"]).encode()).hexdigest()[:8]
+        answered = sum(m["role"] == "assistant" for m in messages)
+        return (
+            f"[case {case_tag}] Answer {answered + 1}: it started a few weeks ago, comes and goes, is worse "
+            "at night and after climbing the stairs, and resting for a while makes it a little better."
+        )
+    asked = sum(m["role"] == "assistant" for m in messages)
+    tags = [_CASE_TAG.search(str(m["content"])) for m in messages if m["role"] == "user"]
+    if asked and tags[-1] is None:
+        return SNOMED_FINAL
+    case_tag = next((tag.group(1) for tag in tags if tag), None)
+    if case_tag is None or asked < snomed_questions(model, case_tag):
+        # Each clinician words its questions its own way, or two interviews of a case would send the patient
+        # the same requests, and the ledger would answer the second without a call.
+        return f"{model}, question {asked + 1}: when did it start, how often does it come, what eases it?"
+    return SNOMED_FINAL
+
+
+REPLIES: dict[str, Callable[[str, list[dict[str, Any]]], str]] = {
+    "default": default_reply,
+    "snomed": snomed_reply,
+}
 
 
 @dataclass
@@ -293,8 +335,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0, help="Seconds before each reply.")
     parser.add_argument("--port", type=int, default=0, help="Port on 127.0.0.1 (0: any free port).")
+    parser.add_argument("--reply", choices=sorted(REPLIES), default="default", help="How to answer.")
     args = parser.parse_args()
-    with LLMServer(latency_s=args.latency, port=args.port) as server:
+    with LLMServer(latency_s=args.latency, reply=REPLIES[args.reply], port=args.port) as server:
         print(server.url, flush=True)
         threading.Event().wait()
 

@@ -1,19 +1,26 @@
 """`make bench`: run every benchmark side by side and write their numbers to data_lake/bench/.
 
-Usage: python -m tests.perf [build|evaluation|report|snomed-cases ...]   (default: all)
+Usage: python -m tests.perf [build|evaluation|report|snomed-cases|snomed-evaluation ...]   (default: all)
 """
 
 import json
 import sys
 from pathlib import Path
 
-from tests.perf import bench_build, bench_evaluation, bench_report, bench_snomed_cases
+from tests.perf import (
+    bench_build,
+    bench_evaluation,
+    bench_report,
+    bench_snomed_cases,
+    bench_snomed_evaluation,
+)
 
 BENCHMARKS = {
     "build": bench_build,
     "evaluation": bench_evaluation,
     "report": bench_report,
     "snomed-cases": bench_snomed_cases,
+    "snomed-evaluation": bench_snomed_evaluation,
 }
 OUT = Path("data_lake/bench")
 

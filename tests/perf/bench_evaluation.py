@@ -1,28 +1,27 @@
 """Evaluation benchmark: 5 models x ~240 threads x 2 conditions, answered and judged, against a test server.
 
-The scriptable OpenAI-compatible server (tests/llm_server.py) runs as a subprocess with a fixed latency,
-and every model and the judge share one provider limit C. The lower bound of the wall time is the larger
-of (total calls x latency / C) and the longest chain of dependent calls (a thread's turns, then its
-judgments). Per call, the time a slot is held beyond the server's latency splits into the call layer
-(litellm and the HTTP client, measured around each call) and orchestration (everything else: Prefect
-tasks, ledger, limiter hand-offs). Targets: wall within 1.3x of the bound, orchestration under 10 ms.
+The scriptable OpenAI-compatible server (tests/llm_server.py) runs as a subprocess with a fixed latency
+(tests/perf/calls.py), and every model and the judge share one provider limit C. The lower bound of the
+wall time is the larger of (total calls x latency / C) and the longest chain of dependent calls (a
+thread's turns, then its judgments). Per call, the time a slot is held beyond the server's latency splits
+into the call layer (litellm and the HTTP client, measured around each call) and orchestration
+(everything else: Prefect tasks, ledger, limiter hand-offs). Targets: wall within 1.3x of the bound,
+orchestration under 10 ms.
 """
 
 import json
 import random
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pyarrow.parquet as pq
 
 from flows.evaluate_models import evaluate_models
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec, SampleSpec
 from tasks.llm.request import ProviderLimits
 from tests.eval_fixtures import write_dataset
+from tests.perf.calls import served, slot_split, slot_split_line, timed_calls
 
 SEED = 11
 LATENCY_S = 0.2
@@ -52,16 +51,6 @@ def synthetic_threads(rng: random.Random) -> dict[str, tuple[str, list[tuple[str
     return {f"t{i:04d}": ("test", [(text(100), text(50)) for _ in range(n)]) for i, n in enumerate(lengths)}
 
 
-def start_server() -> tuple[subprocess.Popen, str]:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tests.llm_server", "--latency", str(LATENCY_S)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).parents[2],
-    )
-    return server, server.stdout.readline().strip()
-
-
 def settings(dataset: Path, run_dir: Path, url: str, limit: int | None = None) -> EvaluationSettings:
     return EvaluationSettings(
         dataset_dir=dataset,
@@ -81,20 +70,12 @@ def main(out_dir: Path) -> dict[str, Any]:
     threads = synthetic_threads(random.Random(SEED))
     dataset = write_dataset(out_dir / "build", threads)
     run_dir = out_dir / f"run-{time.strftime('%Y%m%dT%H%M%S')}"
-    server, url = start_server()
-    try:
+    with served(LATENCY_S) as url:
         timings = timed_run(dataset, run_dir, url)
-    finally:
-        server.terminate()
-        server.wait()
     longest = max(len(turns) for _, turns in threads.values())
     bound_s = max(timings["calls"] * LATENCY_S / CONCURRENCY, 2 * longest * LATENCY_S)
     # Inference calls' own latencies, measured around litellm.completion inside the provider slot.
     latencies = pq.read_table(run_dir / "responses.parquet", columns=["latency_s"])["latency_s"].to_pylist()
-    slot_overhead_ms = (
-        1000 * (timings["wall_s"] * CONCURRENCY - timings["calls"] * LATENCY_S) / timings["calls"]
-    )
-    call_layer_ms = 1000 * (sum(latencies) / len(latencies) - LATENCY_S)
     return {
         "models": MODELS,
         "threads": N_THREADS,
@@ -103,30 +84,19 @@ def main(out_dir: Path) -> dict[str, Any]:
         **timings,
         "bound_s": bound_s,
         "ratio": timings["wall_s"] / bound_s,
-        "slot_overhead_ms": slot_overhead_ms,
-        "call_layer_ms": call_layer_ms,
-        "orchestration_ms": slot_overhead_ms - call_layer_ms,
+        **slot_split(timings["wall_s"], timings["calls"], LATENCY_S, CONCURRENCY, latencies),
         "target_ratio": TARGET_RATIO,
         "target_overhead_ms": TARGET_OVERHEAD_MS,
     }
 
 
 def timed_run(dataset: Path, run_dir: Path, url: str) -> dict[str, Any]:
-    """Warm up on one thread (Prefect's API and litellm start once), then time the whole evaluation."""
-    start = time.perf_counter()
-    evaluate(settings(dataset, run_dir.with_name("warm-up"), url, limit=1))
-    startup_s = time.perf_counter() - start
-    before = server_stats(url)
-    start = time.perf_counter()
-    evaluate(settings(dataset, run_dir, url))
-    wall_s = time.perf_counter() - start
-    after = server_stats(url)
-    return {
-        "startup_s": startup_s,
-        "wall_s": wall_s,
-        "calls": after["requests"] - before["requests"],
-        "max_in_flight": after["max_in_flight"],
-    }
+    """Warm up on one thread, then time the whole evaluation."""
+    return timed_calls(
+        lambda: evaluate(settings(dataset, run_dir.with_name("warm-up"), url, limit=1)),
+        lambda: evaluate(settings(dataset, run_dir, url)),
+        url,
+    )
 
 
 def evaluate(run: EvaluationSettings) -> None:
@@ -134,10 +104,6 @@ def evaluate(run: EvaluationSettings) -> None:
     evaluate_models(
         dataset_dir=str(run.dataset_dir), run_dir=str(run.run_dir), config=run.config, report=False
     )
-
-
-def server_stats(url: str) -> dict[str, Any]:
-    return httpx.get(url.removesuffix("/v1") + "/stats").json()
 
 
 def summary_lines(results: dict[str, Any]) -> list[str]:
@@ -148,9 +114,7 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         f"start-up {results['startup_s']:.0f} s",
         f"wall {results['wall_s']:.1f} s vs bound {results['bound_s']:.1f} s: {results['ratio']:.2f}x "
         f"(target <= {results['target_ratio']}x)",
-        f"per call, a slot is held {results['slot_overhead_ms']:.1f} ms beyond the server's latency: "
-        f"{results['call_layer_ms']:.1f} ms in litellm + HTTP, {results['orchestration_ms']:.1f} ms "
-        f"orchestration (target < {results['target_overhead_ms']:.0f} ms)",
+        slot_split_line(results),
     ]
 
 
