@@ -133,8 +133,9 @@ def run_or_estimate(
     from tasks.evals.estimate import estimate_plan
     from tasks.evals.outputs import RunSummary
 
+    plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
     if dry_run:
-        console.print(table_rich(estimate_table(estimate_plan(bench.plan(settings), bench.estimate_job))))
+        console.print(table_rich(estimate_table(estimate_plan(plan, bench.estimate_job))))
         return
     check_writable_folder(out, "--out")
     from flows.cli.process import on_interrupt

@@ -77,7 +77,7 @@ def estimate_table(estimates: "list[CallEstimate]") -> Table:
     columns = ["model", "role", "calls", "already done", "prompt tokens", "completion tokens", "USD"]
     return Table(
         "dry-run",
-        "Dry run: calls still to make (tokens estimated with cl100k; judge re-asks not counted)",
+        "Dry run: calls still to make, per model and role (tokens estimated with cl100k)",
         columns,
         rows,
         f"total: {sum(e.calls for e in estimates):,} calls, about {sum(priced):,.2f} USD",

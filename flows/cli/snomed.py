@@ -66,6 +66,7 @@ def cases(
 ) -> None:
     """Build a case set (the `snomed-cases` flow): same input and options, same bytes."""
     from flows.snomed_cases import snomed_cases
+    from tasks.benchmarks.snomed.cases.case_set import detect_source_format
     from tasks.benchmarks.snomed.cases.loading import case_set_manifest
 
     check_writable_folder(out, "--out")
@@ -78,8 +79,8 @@ def cases(
         sample_size=sample,
         seed=seed,
     )
-    chosen_format: SourceFormat | None = source_format  # type: ignore[assignment]
-    try:
+    try:  # before any flow runs: a source in no known format is one line, not a failed flow run
+        chosen_format: SourceFormat = source_format or detect_source_format(source.resolve())  # type: ignore[assignment]
         snomed_cases(source=str(source), out_dir=str(out), settings=settings, source_format=chosen_format)
     except ValueError as error:  # the readers' word for input that is not what its format promises
         raise UserError(str(error)) from None

@@ -23,15 +23,12 @@ OFFLINE = ["--models", "threadmed/prevalence,threadmed/checklist"]
 def test_cases_evaluate_dry_run_run_and_report_from_a_reference_json(tmp_path):
     (tmp_path / "reference.json").write_text(json.dumps(REFERENCE))
     built = threadmed(
-        "snomed", "cases", "reference.json", "--out", "cases", "--train-share", "0.5", cwd=tmp_path
+        "snomed", "cases", "reference.json", "--out", "cases", "--train-share", "0.9", cwd=tmp_path
     )
     assert built.returncode == 0, built.stderr
     manifest = json.loads((tmp_path / "cases" / "manifest.json").read_text())
-    counts = manifest["counts"]
-    assert (counts["cases"], counts["train"] + counts["test"]) == (6, 6)
-    assert (
-        f"6 cases ({counts['train']} train, {counts['test']} test; 12 gold codes, 2 distinct)" in built.stdout
-    )
+    assert (manifest["counts"]["train"], manifest["counts"]["test"]) == (5, 1)
+    assert "6 cases (5 train, 1 test; 12 gold codes, 2 distinct) written to cases" in built.stdout
 
     estimate = threadmed(
         "snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, "--dry-run", cwd=tmp_path
@@ -81,4 +78,9 @@ def test_a_source_in_no_known_format_is_named(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     result = threadmed("snomed", "cases", "notes.txt", "--out", "cases", cwd=tmp_path)
     assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
-    assert error_lines(result)[-1].startswith("cannot tell the format of")
+    assert error_lines(result) == [
+        f"Error: cannot tell the format of {tmp_path / 'notes.txt'}: expected a reference .json file, an "
+        "OMOP .duckdb file, or a folder with patients.csv (Synthea CSV), person.csv/.parquet (OMOP) or "
+        "*.json bundles (FHIR)"
+    ]
+    assert not (tmp_path / "cases").exists()
