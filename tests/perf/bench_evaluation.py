@@ -11,6 +11,7 @@ orchestration under 10 ms.
 
 import json
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -92,8 +93,10 @@ def main(out_dir: Path) -> dict[str, Any]:
 
 def timed_run(dataset: Path, run_dir: Path, url: str) -> dict[str, Any]:
     """Warm up on one thread, then time the whole evaluation."""
+    warm_up_dir = run_dir.with_name("warm-up")
+    shutil.rmtree(warm_up_dir, ignore_errors=True)  # a warm-up replayed from its ledger would call nothing
     return timed_calls(
-        lambda: evaluate(settings(dataset, run_dir.with_name("warm-up"), url, limit=1)),
+        lambda: evaluate(settings(dataset, warm_up_dir, url, limit=1)),
         lambda: evaluate(settings(dataset, run_dir, url)),
         url,
     )

@@ -1,19 +1,35 @@
 import pytest
 
 from tasks.benchmarks.registry import BENCHMARKS, benchmark
+from tasks.benchmarks.snomed.config import SnomedConfig
+from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
+from tasks.benchmarks.snomed.scorer import score_interview
+from tasks.benchmarks.snomed.solver import interview_case
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.benchmarks.threadmed.scorer import judge_thread
 from tasks.benchmarks.threadmed.solver import answer_thread
+from tasks.evals.config import EvalConfig
 
 
-def test_threadmed_is_registered_with_its_solver_scorer_and_tables():
-    threadmed = benchmark("threadmed")
-    assert {"threadmed": threadmed} == BENCHMARKS
-    assert (threadmed.solve, threadmed.score) == (answer_thread, judge_thread)
-    assert (threadmed.tables.solved, threadmed.tables.scored) == (RESPONSES, JUDGMENTS)
+def test_both_benchmarks_are_registered_with_their_config_solver_scorer_and_tables():
+    threadmed, snomed = benchmark("threadmed"), benchmark("snomed")
+    assert {"threadmed": threadmed, "snomed": snomed} == BENCHMARKS
+    assert (threadmed.config_model, threadmed.solve, threadmed.score) == (
+        EvalConfig,
+        answer_thread,
+        judge_thread,
+    )
+    assert (threadmed.tables.solved, threadmed.tables.scored) == ((RESPONSES,), (JUDGMENTS,))
     assert (threadmed.prompts_dir / "judge_rubric_v1.txt").is_file()
+    assert (snomed.config_model, snomed.solve, snomed.score) == (
+        SnomedConfig,
+        interview_case,
+        score_interview,
+    )
+    assert (snomed.tables.solved, snomed.tables.scored) == ((CONVERSATIONS,), (PREDICTIONS, SCORES))
+    assert (snomed.prompts_dir / "clinician_v1.txt").is_file()
 
 
 def test_an_unknown_benchmark_is_refused_with_the_known_names():
-    with pytest.raises(ValueError, match="unknown benchmark 'snomed'; known benchmarks: threadmed"):
-        benchmark("snomed")
+    with pytest.raises(ValueError, match="unknown benchmark 'consult'; known benchmarks: snomed, threadmed"):
+        benchmark("consult")
