@@ -17,6 +17,7 @@ from typing import NamedTuple
 from rapidfuzz import fuzz
 
 LEAK_THRESHOLD = 85.0
+MIN_FUZZY_LENGTH = 6
 
 _TAG = re.compile(r"\s*\([^()]*\)\s*$")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -89,9 +90,11 @@ def _matching_window(reply_stems: Sequence[str], name: str) -> str | None:
     if not name_stems:
         return None
     target, size = " ".join(name_stems), len(name_stems)
+    # A short name one letter away is another word ("gout" and "out"): it must match exactly.
+    threshold = LEAK_THRESHOLD if len(name) >= MIN_FUZZY_LENGTH else 100.0
     for start in range(len(reply_stems) - size + 1):
         window = " ".join(reply_stems[start : start + size])
-        if fuzz.ratio(window, target) >= LEAK_THRESHOLD:
+        if fuzz.ratio(window, target) >= threshold:
             return window
     return None
 

@@ -48,6 +48,7 @@ def test_reply_naming_the_condition_leaks(reply, display):
         ("I lost a baby early on.", "Miscarriage in first trimester"),
         ("My heart stopped once.", "Cardiac Arrest"),
         ("I'm not sure.", "Essential hypertension (disorder)"),
+        ("Yellow-green stuff comes out of my nose.", "Gout"),  # a short name one letter from a word
     ],
 )
 def test_lay_reply_does_not_leak(reply, display):
