@@ -57,7 +57,10 @@ class KnowledgeBase(BaseModel, frozen=True):
 
     @cached_property
     def _interactions_by_pair(self) -> dict[frozenset[str], Interaction]:
-        return {frozenset((item.scope + ":" + item.a, item.scope + ":" + item.b)): item for item in self.interactions}
+        return {
+            frozenset((item.scope + ":" + item.a, item.scope + ":" + item.b)): item
+            for item in self.interactions
+        }
 
     def condition(self, condition_id: str) -> Condition | None:
         return self._conditions_by_id.get(condition_id)
@@ -92,13 +95,15 @@ def data_dir() -> Path:
     return Path(str(resources.files("tasks.benchmarks.consult.kb") / "data"))
 
 
-@functools.cache
 def load_kb(version: int = 1, directory: str | None = None) -> KnowledgeBase:
-    """Read `<part>_v<version>.yaml` from `directory` (default: the shipped data) into a validated KB.
+    """Read `<part>_v<version>.yaml` from `directory` (default: the shipped data) into a validated KB,
+    cached per (version, folder). Raises ValueError naming the file and the entry of the first problem."""
+    return _load_kb(version, str(Path(directory).resolve()) if directory else str(data_dir()))
 
-    Raises ValueError naming the file and the entry of the first problem found.
-    """
-    folder = Path(directory) if directory else data_dir()
+
+@functools.cache
+def _load_kb(version: int, directory: str) -> KnowledgeBase:
+    folder = Path(directory)
     files = {part: f"{part}_v{version}.yaml" for part in _PARTS}
     raw = {part: _read_yaml(folder / name) for part, name in files.items()}
     kb = KnowledgeBase(
@@ -141,7 +146,9 @@ def _entry_key(item: object, position: int) -> str:
         if "a" in item and "b" in item:
             return f"{item['a']} + {item['b']}"
         if ("drug" in item or "drug_class" in item) and ("condition" in item or "aiu" in item):
-            return f"{item.get('drug') or item.get('drug_class')} / {item.get('condition') or item.get('aiu')}"
+            return (
+                f"{item.get('drug') or item.get('drug_class')} / {item.get('condition') or item.get('aiu')}"
+            )
     return f"#{position + 1}"
 
 
@@ -193,7 +200,9 @@ def _check_references(kb: KnowledgeBase, files: dict[str, str]) -> None:
             require(aiu_ids, aiu, file_name, where, "evidence refers to unknown AIU type")
         for aiu in condition.mni:
             require(aiu_ids, aiu, file_name, where, "mni refers to unknown AIU type")
-            require(evidence_ids, aiu, file_name, where, "mni refers to an AIU type missing from its evidence")
+            require(
+                evidence_ids, aiu, file_name, where, "mni refers to an AIU type missing from its evidence"
+            )
         for drug_class in condition.regimen.drug_classes:
             require(class_ids, drug_class, file_name, where, "regimen refers to unknown drug class")
         for option in condition.regimen.first_line:

@@ -122,6 +122,13 @@ class Condition(Entry, frozen=True):
     regimen: Regimen
     synonyms: tuple[str, ...] = ()
 
+    @field_validator("mni")
+    @classmethod
+    def _distinct_mni(cls, mni: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(mni)) != len(mni):
+            raise ValueError("mni lists an AIU type twice")
+        return mni
+
 
 class DailyMaximum(BaseModel, frozen=True, extra="forbid"):
     """Maximum daily dose per age band in the drug's dose unit; None = not for that band."""
