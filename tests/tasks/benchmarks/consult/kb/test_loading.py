@@ -14,7 +14,8 @@ aiu_types:
   - {id: nasal_congestion, category: symptom, template: ent, statement: "blocked nose for {value}",
      positive: "Blocked for {value}.", negative: "No.", source: "NICE CKS: Sinusitis"}
   - {id: facial_pain, category: symptom, template: location_radiation,
-     statement: "facial pain over the {value}", positive: "It hurts over my {value}.", negative: "No.", source: "NICE CKS: Sinusitis"}
+     statement: "facial pain over the {value}", positive: "It hurts over my {value}.", negative: "No.",
+     source: "NICE CKS: Sinusitis"}
 """,
     "conditions_v1.yaml": """
 version: 1
