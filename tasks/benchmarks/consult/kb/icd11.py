@@ -1,0 +1,101 @@
+"""Normalise a diagnosis item to a KB condition (ICD-11 code first, then title) and a drug name to a generic.
+
+A diagnosis `{name, icd11}` matches by, in order: a code that is a KB condition's code or a child of it
+(`CA40.0` -> `CA40`); the normalised name equal to a KB title or synonym; the best rapidfuzz match of the
+name above `threshold`; else it is unmatched. Extra ICD-11 titles (`{title: code}`, e.g. from
+`widening.load_icd11_titles`) join the title stages when given; they match only through a KB code.
+"""
+
+import re
+from collections.abc import Mapping
+from typing import Literal, NamedTuple
+
+from rapidfuzz import fuzz, process
+
+from tasks.benchmarks.consult.kb.loading import KnowledgeBase
+from tasks.benchmarks.consult.kb.names import normalise_text
+
+DEFAULT_THRESHOLD = 90.0
+MatchMethod = Literal["code", "exact", "fuzzy", "unmatched"]
+# Strength and form words a plan may put in the drug field ("amoxicillin 500 mg capsules").
+_DOSE_WORDS = re.compile(
+    r"\b(\d+(\.\d+)?\s*(mg|g|mcg|microgram|micrograms|ml|%)?|tablets?|capsules?|caps|tabs|oral|"
+    r"suspension|cream|ointment|gel|spray|inhaler|pessary|syrup)\b"
+)
+
+
+class DiagnosisMatch(NamedTuple):
+    condition_id: str | None
+    method: MatchMethod
+    score: float
+
+
+def condition_for_code(kb: KnowledgeBase, icd11: str | None) -> str | None:
+    """The KB condition whose code is `icd11` or an ancestor of it within the code's dotted extension."""
+    if not icd11:
+        return None
+    code = icd11.strip().upper()
+    while code:
+        condition = kb.condition_by_code(code)
+        if condition is not None:
+            return condition.id
+        if "." not in code:
+            return None
+        code = code[:-1].rstrip(".")
+    return None
+
+
+def condition_names(kb: KnowledgeBase, extra_titles: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Normalised title or synonym -> condition id; extra ICD-11 titles whose code leads to a KB condition."""
+    names: dict[str, str] = {}
+    for title, code in (extra_titles or {}).items():
+        condition_id = condition_for_code(kb, code)
+        if condition_id is not None:
+            names[normalise_text(title)] = condition_id
+    for condition in kb.conditions:
+        for name in (condition.title, *condition.synonyms):
+            names[normalise_text(name)] = condition.id
+    return names
+
+
+def normalise_diagnosis(
+    kb: KnowledgeBase,
+    name: str,
+    icd11: str | None,
+    threshold: float = DEFAULT_THRESHOLD,
+    extra_titles: Mapping[str, str] | None = None,
+) -> DiagnosisMatch:
+    """Map one differential item to a KB condition id, saying how it matched (score 0-100)."""
+    by_code = condition_for_code(kb, icd11)
+    if by_code is not None:
+        return DiagnosisMatch(by_code, "code", 100.0)
+    names = condition_names(kb, extra_titles)
+    wanted = normalise_text(name)
+    if wanted in names:
+        return DiagnosisMatch(names[wanted], "exact", 100.0)
+    best = _best_fuzzy(wanted, names, threshold)
+    if best is not None:
+        return DiagnosisMatch(names[best[0]], "fuzzy", best[1])
+    return DiagnosisMatch(None, "unmatched", 0.0)
+
+
+def normalise_drug_name(kb: KnowledgeBase, name: str, threshold: float = DEFAULT_THRESHOLD) -> str | None:
+    """A plan's drug field -> the KB generic name (brands, spellings, strengths and misspellings allowed)."""
+    drug = kb.drug(name) or kb.drug(_DOSE_WORDS.sub(" ", normalise_text(name)))
+    if drug is not None:
+        return drug.name
+    names = {
+        normalise_text(alias): drug.name
+        for drug in kb.drugs
+        for alias in (drug.name, *drug.brands, *drug.spellings)
+    }
+    best = _best_fuzzy(normalise_text(_DOSE_WORDS.sub(" ", normalise_text(name))), names, threshold)
+    return names[best[0]] if best is not None else None
+
+
+def _best_fuzzy(wanted: str, names: Mapping[str, str], threshold: float) -> tuple[str, float] | None:
+    if not wanted:
+        return None
+    # Sorted choices make ties resolve the same way on every run.
+    found = process.extractOne(wanted, sorted(names), scorer=fuzz.ratio, score_cutoff=threshold)
+    return (found[0], float(found[1])) if found is not None else None

@@ -1,0 +1,207 @@
+"""The clinical knowledge base's entries: AIU types, conditions, drugs, interactions, contraindications.
+
+Each model checks what one entry can check alone; references between entries (an MNI item naming an AIU
+type, a regimen naming a drug) are checked by the loader, which knows every file.
+"""
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+# Mirror of the shared question-template ids (notes/consult_templates.md); the inquiry catalogue
+# (inquiry/data/templates_v1.yaml) names the same ids.
+TEMPLATE_IDS = frozenset(
+    {
+        "chief_complaint", "onset_duration", "severity", "location_radiation", "character_quality",
+        "timing_pattern", "aggravating_relieving", "fever_chills", "respiratory", "cardiac", "ent",
+        "gastrointestinal", "urinary", "skin", "neurological", "gynae_pregnancy", "past_medical_history",
+        "medications", "allergies", "family_history", "social_history", "exposures_travel_contacts",
+        "prior_treatment", "systemic_red_flags", "impact_function", "mental_health",
+    }
+)  # fmt: skip
+
+Department = Literal[
+    "respiratory", "ent", "gastrointestinal", "urology", "dermatology", "neurology", "cardiometabolic",
+    "womens_health", "paediatrics",
+]  # fmt: skip
+AiuCategory = Literal[
+    "symptom", "sign", "history", "medication", "allergy", "social", "profile", "investigation"
+]
+SafetyTag = Literal["red_flag", "contraindication"]
+AgeBand = Literal["child", "adult", "older"]
+# Our own three-level reading of the BNF's pregnancy and breast-feeding advice (letter categories are
+# retired): compatible = usual use, caution = use only when the benefit outweighs the risk, avoid.
+UseInPregnancy = Literal["compatible", "caution", "avoid"]
+Route = Literal["oral", "topical", "inhaled", "nasal", "vaginal", "intramuscular", "sublingual", "rectal"]
+
+
+class Entry(BaseModel, frozen=True, extra="forbid"):
+    """Every entry says which guideline, label or reference its facts rest on."""
+
+    source: str = Field(min_length=3)
+
+
+class AiuType(Entry, frozen=True):
+    """A kind of atomic information unit: what the patient can reveal and how they say it.
+
+    `statement` is the clinical form with a `{value}` slot ("fever for {value}"); `positive` is the lay
+    reply when the case has the unit (it may use `{value}`), `negative` the reply when it is ruled out.
+    """
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    category: AiuCategory
+    template: str
+    statement: str
+    positive: str
+    negative: str
+    safety: tuple[SafetyTag, ...] = ()
+
+    @field_validator("statement")
+    @classmethod
+    def _has_value_slot(cls, statement: str) -> str:
+        if "{value}" not in statement:
+            raise ValueError("statement has no {value} slot")
+        return statement
+
+    @field_validator("template")
+    @classmethod
+    def _known_template(cls, template: str) -> str:
+        if template not in TEMPLATE_IDS:
+            raise ValueError(f"unknown template id '{template}'")
+        return template
+
+
+class Evidence(BaseModel, frozen=True, extra="forbid"):
+    """An AIU type that supports a condition or, present, argues against it; weight in (0, 1]."""
+
+    aiu: str
+    weight: float = Field(gt=0.0, le=1.0)
+    direction: Literal["supports", "rules_out"] = "supports"
+
+
+class DoseOption(BaseModel, frozen=True, extra="forbid"):
+    """One first-line prescription; days None = continued (a chronic condition)."""
+
+    drug: str
+    dose: float = Field(gt=0)
+    unit: str
+    frequency_per_day: float = Field(gt=0)
+    days: int | None = Field(default=None, gt=0)
+    route: Route
+    age_band: AgeBand = "adult"
+
+
+class Regimen(BaseModel, frozen=True, extra="forbid"):
+    """What a plan for the condition should contain: drug classes expected and first-line options.
+
+    A condition managed without drugs (infantile colic) or by urgent referral has no classes; `advice`
+    always says what the plan should tell the patient.
+    """
+
+    drug_classes: tuple[str, ...] = ()
+    first_line: tuple[DoseOption, ...] = ()
+    advice: str = Field(min_length=3)
+    urgent_referral: bool = False
+
+    @model_validator(mode="after")
+    def _classes_have_options(self) -> "Regimen":
+        if self.drug_classes and not self.first_line:
+            raise ValueError("drug_classes given without any first_line option")
+        return self
+
+
+class Condition(Entry, frozen=True):
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    title: str
+    icd11: str = Field(pattern=r"^[0-9A-HJ-NP-Z]{4}(\.[0-9A-Z]{1,2})?$")
+    department: Department
+    severity: int = Field(ge=1, le=3)
+    red_flags: tuple[str, ...] = ()
+    evidence: tuple[Evidence, ...] = Field(min_length=1)
+    mni: tuple[str, ...] = Field(min_length=2, max_length=5)
+    regimen: Regimen
+    synonyms: tuple[str, ...] = ()
+
+    @field_validator("mni")
+    @classmethod
+    def _distinct_mni(cls, mni: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(mni)) != len(mni):
+            raise ValueError("mni lists an AIU type twice")
+        return mni
+
+
+class DailyMaximum(BaseModel, frozen=True, extra="forbid"):
+    """Maximum daily dose per age band in the drug's dose unit; None = not for that band."""
+
+    child: float | None = Field(default=None, gt=0)
+    adult: float | None = Field(default=None, gt=0)
+    older: float | None = Field(default=None, gt=0)
+
+
+class UsualDose(BaseModel, frozen=True, extra="forbid"):
+    dose: float = Field(gt=0)
+    unit: str
+    frequency_per_day: float = Field(gt=0)
+
+
+class DrugClass(Entry, frozen=True):
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    title: str
+
+
+class Drug(Entry, frozen=True):
+    """A generic drug. `spellings` are other generic names and common misspellings ("acetaminophen")."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9 -]*$")
+    brands: tuple[str, ...] = ()
+    spellings: tuple[str, ...] = ()
+    drug_class: str
+    route: Route
+    usual_dose: UsualDose
+    max_daily: DailyMaximum
+    pregnancy: UseInPregnancy
+    lactation: UseInPregnancy
+    renal: str | None = None
+    hepatic: str | None = None
+    allergy_class: str | None = None
+    cross_reactive: tuple[str, ...] = ()
+
+
+class Interaction(Entry, frozen=True):
+    """A severe interaction between two drugs (`scope: drug`) or two drug classes (`scope: class`)."""
+
+    a: str
+    b: str
+    scope: Literal["drug", "class"]
+    severity: Literal["severe", "moderate"] = "severe"
+    effect: str
+
+    @model_validator(mode="after")
+    def _two_sides(self) -> "Interaction":
+        if self.a == self.b:
+            raise ValueError(f"interacts with itself ('{self.a}')")
+        return self
+
+
+class Contraindication(Entry, frozen=True):
+    """A drug or drug class that must not (absolute) or should preferably not (relative) be given with a
+    KB condition or a patient state named by an AIU type (pregnancy, renal impairment)."""
+
+    drug: str | None = None
+    drug_class: str | None = None
+    condition: str | None = None
+    aiu: str | None = None
+    level: Literal["absolute", "relative"]
+    reason: str
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> "Contraindication":
+        if (self.drug is None) == (self.drug_class is None):
+            raise ValueError("give exactly one of drug, drug_class")
+        if (self.condition is None) == (self.aiu is None):
+            raise ValueError("give exactly one of condition, aiu")
+        return self
+
+    @property
+    def key(self) -> str:
+        return f"{self.drug or self.drug_class} / {self.condition or self.aiu}"

@@ -1,0 +1,172 @@
+import shutil
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from tasks.benchmarks.consult.kb.loading import data_dir, load_kb
+from tasks.benchmarks.consult.kb.models import TEMPLATE_IDS, AiuType, Contraindication, Regimen
+
+MINIMAL_FILES = {
+    "aiu_types_v1.yaml": """
+version: 1
+aiu_types:
+  - {id: nasal_congestion, category: symptom, template: ent, statement: "blocked nose for {value}",
+     positive: "Blocked for {value}.", negative: "No.", source: "NICE CKS: Sinusitis"}
+  - {id: facial_pain, category: symptom, template: location_radiation,
+     statement: "facial pain over the {value}", positive: "It hurts over my {value}.", negative: "No.",
+     source: "NICE CKS: Sinusitis"}
+""",
+    "conditions_v1.yaml": """
+version: 1
+conditions:
+  - id: acute_sinusitis
+    title: Acute sinusitis
+    icd11: CA01
+    department: ent
+    severity: 1
+    evidence: [{aiu: nasal_congestion, weight: 1.0}, {aiu: facial_pain, weight: 0.8}]
+    mni: [nasal_congestion, facial_pain]
+    regimen: {drug_classes: [penicillins], first_line: [{drug: amoxicillin, dose: 500, unit: mg,
+              frequency_per_day: 3, days: 5, route: oral}], advice: Rest.}
+    source: "NICE CKS: Sinusitis"
+""",
+    "drugs_v1.yaml": """
+version: 1
+classes: [{id: penicillins, title: Penicillins, source: "BNF: penicillins"}]
+drugs:
+  - {name: amoxicillin, brands: [Amoxil], drug_class: penicillins, route: oral,
+     usual_dose: {dose: 500, unit: mg, frequency_per_day: 3}, max_daily: {adult: 3000},
+     pregnancy: compatible, lactation: compatible, source: "BNF: amoxicillin"}
+""",
+    "interactions_v1.yaml": "version: 1\ninteractions: []\n",
+    "contraindications_v1.yaml": "version: 1\ncontraindications: []\n",
+}
+
+
+def write_kb(folder: Path, **replacements: str) -> str:
+    for name, text in {**MINIMAL_FILES, **replacements}.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return str(folder)
+
+
+def test_unknown_mni_aiu_type_names_file_and_entry(tmp_path):
+    aiu_types = MINIMAL_FILES["aiu_types_v1.yaml"].split("  - {id: facial_pain")[0]
+    conditions = MINIMAL_FILES["conditions_v1.yaml"].replace(", {aiu: facial_pain, weight: 0.8}", "")
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"aiu_types_v1.yaml": aiu_types, "conditions_v1.yaml": conditions}))
+    assert str(error.value) == (
+        "conditions_v1.yaml: condition 'acute_sinusitis': mni refers to unknown AIU type 'facial_pain'"
+    )
+
+
+def test_invalid_field_names_file_entry_and_field(tmp_path):
+    broken = MINIMAL_FILES["aiu_types_v1.yaml"].replace("template: ent", "template: earache")
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"aiu_types_v1.yaml": broken}))
+    assert str(error.value) == (
+        "aiu_types_v1.yaml: AIU type 'nasal_congestion': template: Value error, unknown template id 'earache'"
+    )
+
+
+def test_entry_without_source_is_rejected(tmp_path):
+    broken = MINIMAL_FILES["drugs_v1.yaml"].replace(', source: "BNF: amoxicillin"', "")
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"drugs_v1.yaml": broken}))
+    assert str(error.value) == "drugs_v1.yaml: drug 'amoxicillin': source: Field required"
+
+
+def test_unknown_drug_in_interaction_names_the_pair(tmp_path):
+    interactions = """
+version: 1
+interactions: [{a: amoxicillin, b: warfarin, scope: drug, effect: bleeding, source: "BNF: warfarin"}]
+"""
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"interactions_v1.yaml": interactions}))
+    assert str(error.value) == (
+        "interactions_v1.yaml: interaction 'amoxicillin + warfarin': refers to unknown drug 'warfarin'"
+    )
+
+
+def test_missing_file_is_named(tmp_path):
+    folder = write_kb(tmp_path)
+    (tmp_path / "drugs_v1.yaml").unlink()
+    with pytest.raises(ValueError, match=r"^drugs_v1\.yaml: file not found"):
+        load_kb(1, folder)
+
+
+def test_minimal_kb_loads_with_lookups(tmp_path):
+    kb = load_kb(1, write_kb(tmp_path))
+    assert kb.condition_by_code(" ca01 ").id == "acute_sinusitis"
+    assert kb.drug("AMOXIL").name == "amoxicillin"
+    assert [aiu.id for aiu in kb.aiu_types_for_template("ent")] == ["nasal_congestion"]
+
+
+def test_duplicate_mni_item_is_rejected(tmp_path):
+    broken = MINIMAL_FILES["conditions_v1.yaml"].replace("facial_pain]", "nasal_congestion]")
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"conditions_v1.yaml": broken}))
+    assert str(error.value) == (
+        "conditions_v1.yaml: condition 'acute_sinusitis': mni: Value error, mni lists an AIU type twice"
+    )
+
+
+def test_models_are_frozen_and_check_single_entries():
+    regimen = Regimen(advice="Rest and fluids.")
+    with pytest.raises(ValidationError):
+        regimen.advice = "changed"  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="drug_classes given without any first_line option"):
+        Regimen(drug_classes=("penicillins",), advice="Rest.")
+    with pytest.raises(ValidationError, match=r"statement has no \{value\} slot"):
+        AiuType(id="fever", category="symptom", template="fever_chills", statement="fever", positive="Yes.",
+                negative="No.", source="NICE NG143")  # fmt: skip
+    with pytest.raises(ValidationError, match="give exactly one of drug, drug_class"):
+        Contraindication(drug="aspirin", drug_class="nsaids", aiu="pregnancy", level="absolute", reason="x",
+                         source="BNF: aspirin")  # fmt: skip
+
+
+def test_shipped_kb_meets_the_spec_counts():
+    kb = load_kb()
+    assert len(kb.conditions) >= 30
+    assert len({condition.department for condition in kb.conditions}) >= 8
+    for condition in kb.conditions:
+        assert condition.icd11 and condition.source and condition.regimen.advice, condition.id
+        assert 2 <= len(set(condition.mni)) <= 5, condition.id
+    first_line = {option.drug for condition in kb.conditions for option in condition.regimen.first_line}
+    assert first_line <= {drug.name for drug in kb.drugs}
+    assert all(drug.max_daily.adult or drug.max_daily.child for drug in kb.drugs)
+    assert {aiu.template for aiu in kb.aiu_types} <= TEMPLATE_IDS
+
+
+def test_shipped_kb_is_cached():
+    assert load_kb() is load_kb(1)
+
+
+def test_shipped_kb_copy_loads_from_a_folder(tmp_path):
+    for path in data_dir().glob("*_v1.yaml"):
+        shutil.copy(path, tmp_path / path.name)
+    assert len(load_kb(1, str(tmp_path)).conditions) == len(load_kb().conditions)
+
+
+def test_interaction_lookup_is_symmetric_by_drug_then_class():
+    kb = load_kb()
+    by_drug = kb.interaction("clarithromycin", "Zocor")
+    assert (by_drug.a, by_drug.b, by_drug.scope) == ("clarithromycin", "simvastatin", "drug")
+    assert kb.interaction("Zocor", "clarithromycin") == by_drug
+    by_class = kb.interaction("Nurofen", "coumadin")
+    assert (by_class.a, by_class.b, by_class.scope) == ("nsaids", "anticoagulants", "class")
+    assert kb.interaction("warfarin", "ibuprofen") == by_class
+    assert kb.interaction("amoxicillin", "paracetamol") is None
+    assert kb.interaction("amoxicillin", "unknownium") is None
+
+
+def test_template_ids_match_the_inquiry_catalogue_when_present():
+    catalogue = Path(__file__).parents[5] / "tasks/benchmarks/consult/inquiry/data/templates_v1.yaml"
+    if not catalogue.exists():
+        pytest.skip("the inquiry template catalogue is built on another branch")
+    import yaml
+
+    document = yaml.safe_load(catalogue.read_text(encoding="utf-8"))
+    templates = document.get("templates", document)
+    ids = {item["id"] for item in templates} if isinstance(templates, list) else set(templates)
+    assert ids == TEMPLATE_IDS
