@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from prefect import task
 from pydantic import BaseModel, ConfigDict, Field
+from scipy.sparse import issparse
 from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -86,10 +87,12 @@ def cluster_questions(
         vectors = vectorizer.fit_transform(questions)
         has_content = np.asarray(vectors.getnnz(axis=1) > 0)
         vocabulary = vectorizer.get_feature_names_out()
-    k = min(settings.k, int(has_content.sum()))
+    rows = vectors[has_content]
+    # k-means cannot make more clusters than there are distinct questions (it would leave some empty).
+    k = min(settings.k, len(np.unique(rows.toarray() if issparse(rows) else rows, axis=0)))
     if k == 0:
         return labels, []
-    model = KMeans(n_clusters=k, random_state=settings.seed, n_init=10).fit(vectors[has_content])
+    model = KMeans(n_clusters=k, random_state=settings.seed, n_init=10).fit(rows)
     labels[has_content] = model.labels_
     top_terms = [
         [str(vocabulary[i]) for i in np.argsort(-centre, kind="stable")[:8] if centre[i] > 0]
