@@ -8,7 +8,7 @@ import os
 
 import typer
 
-from flows.cli import dataset, demo, evaluate, report, snomed
+from flows.cli import consult, dataset, demo, evaluate, report, snomed
 
 # Prefect is imported only inside commands, so these defaults reach it; the user's settings win.
 # Telemetry would fail (and log an error) offline; a loaded machine needs time to start the API.
@@ -24,6 +24,7 @@ app = typer.Typer(
 for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, report.report):
     app.command()(command)
 app.add_typer(snomed.app, name="snomed")
+app.add_typer(consult.app, name="consult")
 
 
 def main() -> None:

@@ -1,0 +1,91 @@
+"""`threadmed consult`: the full-cycle consultation benchmark; for now, mining its inquiry logic."""
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flows.cli.errors import reports_errors
+from flows.cli.render import console
+from tasks.benchmarks.consult.inquiry.mining import MiningSettings
+from tasks.core.preflight import UserError, check_writable_folder
+
+app = typer.Typer(
+    help="Full-cycle consultation benchmark: history taking, diagnosis, treatment and follow-up with a "
+    "process-aware simulated patient.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+MINING_DEFAULTS = MiningSettings()
+
+
+@app.command()
+@reports_errors("out")
+def mine(
+    corpora: Annotated[
+        Path,
+        typer.Option(
+            help="Folder (searched recursively) or CSV file holding ACI-Bench CSVs (a dialogue column) "
+            "and/or PriMock57 transcripts (*_doctor.TextGrid, *_patient.TextGrid)."
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Output folder: templates.json, transitions.json, partial_orders.json, sequences.json, "
+            "reference.json, manifest.json, report.md."
+        ),
+    ],
+    k: Annotated[int, typer.Option(min=1, help="k-means clusters of the physician questions.")] = (
+        MINING_DEFAULTS.k
+    ),
+    seed: Annotated[int, typer.Option(help="k-means seed.")] = MINING_DEFAULTS.seed,
+    naming_threshold: Annotated[
+        float,
+        typer.Option(min=0.0, max=1.0, help="Clusters whose nearest template is less similar are `other`."),
+    ] = MINING_DEFAULTS.naming_threshold,
+    smoothing: Annotated[
+        float, typer.Option(min=0.0, help="Additive smoothing of the Markov transition counts (> 0).")
+    ] = MINING_DEFAULTS.smoothing,
+    precedence_share: Annotated[
+        float, typer.Option(help="a precedes b when a is asked first in at least this share of dialogues.")
+    ] = MINING_DEFAULTS.precedence_share,
+    min_support: Annotated[
+        int, typer.Option(min=1, help="Dialogues asking both templates needed for a partial order.")
+    ] = MINING_DEFAULTS.min_support,
+    embedding_model: Annotated[
+        str | None,
+        typer.Option(help="litellm embedding model for questions and templates (online); default TF-IDF."),
+    ] = None,
+) -> None:
+    """Mine question templates, the Markov policy and partial orders (the `consult-mine` flow): same corpora
+    and options, same bytes."""
+    from flows.consult_mine import consult_mine
+    from tasks.benchmarks.consult.inquiry.corpora import CorpusError, read_corpora
+
+    settings = MiningSettings(
+        k=k,
+        seed=seed,
+        naming_threshold=naming_threshold,
+        smoothing=smoothing,
+        precedence_share=precedence_share,
+        min_support=min_support,
+        embedding_model=embedding_model,
+    )
+    check_writable_folder(out, "--out")
+    try:  # before any flow runs: a path with no corpus is one line, not a failed flow run
+        dialogues = read_corpora(corpora)
+    except CorpusError as error:
+        raise UserError(str(error)) from None
+    consult_mine(corpora=str(corpora), out_dir=str(out), settings=settings)
+    templates = json.loads((out / "templates.json").read_text())
+    reference = json.loads((out / "reference.json").read_text())
+    named = [c for c in templates["clusters"] if c["template_id"] != "other"]
+    other = templates["questions"] - sum(c["size"] for c in named)
+    console.print(
+        f"[green]{len(dialogues):,} dialogues[/green], {templates['questions']:,} physician questions: "
+        f"{len({c['template_id'] for c in named})} templates found, `other` "
+        f"{other / max(templates['questions'], 1):.1%}; empirical Hit@{reference['k']} "
+        f"{reference['hit_at_k_mean']}, POVR {reference['povr_mean']}; written to {out}"
+    )

@@ -1,0 +1,49 @@
+"""`threadmed consult mine`: the real command in a subprocess."""
+
+import json
+
+import pytest
+
+from tests.flows.cli.terminal import error_lines, threadmed
+from tests.tasks.benchmarks.consult.inquiry.fixtures import write_aci_csv
+
+
+@pytest.mark.slow
+def test_mine_writes_the_outputs_and_a_summary(tmp_path):
+    write_aci_csv(tmp_path / "corpus")
+    result = threadmed(
+        "consult",
+        "mine",
+        "--corpora",
+        "corpus",
+        "--out",
+        "mined",
+        "--k",
+        "4",
+        "--min-support",
+        "2",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    # "smoke" is asked in 2 dialogues, under the vocabulary's 3: "do you smoke?" has no term, so `other`.
+    assert result.stdout.splitlines()[-1] == (
+        "3 dialogues, 11 physician questions: 3 templates found, `other` 18.2%; empirical Hit@3 0.888889, "
+        "POVR 0.111111; written to mined"
+    )
+    assert "Warning" not in result.stderr
+    assert json.loads((tmp_path / "mined" / "sequences.json").read_text())["aci-bench/D3"] == [
+        "chief_complaint",
+        "medications",
+        "onset_duration",
+    ]
+
+
+def test_a_path_with_no_corpus_is_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = threadmed("consult", "mine", "--corpora", "empty", "--out", "mined", cwd=tmp_path)
+    assert result.returncode == 1
+    assert error_lines(result) == [
+        "Error: empty: no dialogue found (expected ACI-Bench CSVs with a dialogue column or PriMock57 "
+        "*_doctor.TextGrid transcripts)"
+    ]
+    assert not (tmp_path / "mined").exists()
