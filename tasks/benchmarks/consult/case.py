@@ -52,9 +52,8 @@ class FollowUp(BaseModel, frozen=True, extra="forbid"):
 
     kind: Literal["constraint", "question"]
     text: str  # what the patient says
-    constraint: str | None = (
-        None  # for a constraint: allergy:<class>, pregnancy, no_tablets, cost:<drug>, ...
-    )
+    # For a constraint: allergy:<class>, pregnancy, no_tablets, cost:<drug>, takes:<drug>.
+    constraint: str | None = None
     core: bool = False  # a core concern counts double
 
 
