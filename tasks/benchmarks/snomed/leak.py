@@ -82,7 +82,8 @@ def _content_stems(text: str) -> list[str]:
 def leak_names(display: str, extra_names: Sequence[str] = ()) -> tuple[str, ...]:
     """The names whose mention leaks a condition: normalised display, core name, extras; once each."""
     names = [normalise_display(display), core_name(display), *(normalise_display(n) for n in extra_names)]
-    return tuple(dict.fromkeys(name for name in names if name))
+    # A finding named by a lay word ("Fever (finding)") is what a patient may say it feels.
+    return tuple(dict.fromkeys(name for name in names if name and name not in _LAY_CORES))
 
 
 def _matching_window(reply_stems: Sequence[str], name: str) -> str | None:

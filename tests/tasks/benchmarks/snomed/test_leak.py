@@ -49,6 +49,8 @@ def test_reply_naming_the_condition_leaks(reply, display):
         ("My heart stopped once.", "Cardiac Arrest"),
         ("I'm not sure.", "Essential hypertension (disorder)"),
         ("Yellow-green stuff comes out of my nose.", "Gout"),  # a short name one letter from a word
+        ("I had a fever and a cough.", "Fever (finding)"),  # a symptom is what the patient feels
+        ("I had a fever and a cough.", "Cough (finding)"),
     ],
 )
 def test_lay_reply_does_not_leak(reply, display):
