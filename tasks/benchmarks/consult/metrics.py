@@ -454,7 +454,7 @@ def reference_differential(messages: Sequence[Mapping[str, Any]], kb: KnowledgeB
     differential = []
     for rank, index in enumerate(order):
         condition = kb.conditions[index]
-        found = [e.aiu for e in condition.evidence if e.aiu in reported]
+        found = [e.aiu for e in condition.evidence if e.direction == "supports" and e.aiu in reported]
         differential.append(
             {
                 "diagnosis": condition.title,
