@@ -424,21 +424,29 @@ def agent_reply(
 
 
 def reported_aius(messages: Sequence[Mapping[str, Any]], kb: KnowledgeBase) -> frozenset[str]:
-    """AIU types whose positive reply, value slot removed, some patient message contains (fuzzily)."""
+    """AIU types whose positive reply, value slot removed, some patient message contains (fuzzily).
+
+    A pattern found inside another type's pattern ("I've had {value}." in "I've had a fever for {value}.")
+    cannot tell the two apart and would match nearly any reply, so it is not used.
+    """
     replies = [
         normalise_text(m["content"])
         for m in messages
         if m["role"] == "user" and DIFFERENTIAL_REQUEST not in m["content"].lower()
     ]
+    patterns = {
+        aiu_type.id: normalise_text(aiu_type.positive.replace("{value}", " ")) for aiu_type in kb.aiu_types
+    }
     found = set()
-    for aiu_type in kb.aiu_types:
-        pattern = normalise_text(aiu_type.positive.replace("{value}", " "))
+    for aiu_id, pattern in patterns.items():
+        if not pattern or any(pattern in other and other != pattern for other in patterns.values()):
+            continue
         # The pattern must fit inside the reply: partial_ratio would otherwise search the reply in it.
-        if pattern and any(
+        if any(
             len(reply) >= len(pattern) and fuzz.partial_ratio(pattern, reply) >= REFERENCE_MATCH_THRESHOLD
             for reply in replies
         ):
-            found.add(aiu_type.id)
+            found.add(aiu_id)
     return frozenset(found)
 
 

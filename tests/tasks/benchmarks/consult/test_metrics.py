@@ -64,6 +64,7 @@ KB = KnowledgeBase(
         aiu_type("wheeze", "respiratory", "My chest whistles {value}."),
         aiu_type("smoking", "social_history", "I smoke {value}."),
         aiu_type("rash", "skin", "I've got a rash on my {value}."),
+        aiu_type("dehydration", "systemic_red_flags", "I've had {value}."),  # part of others: never used
     ),
     conditions=(
         condition(
