@@ -410,7 +410,7 @@ def agent_reply(
     the patient's replies. Otherwise the next question of its plan (a template's first paraphrase, none
     repeated): `silent` has none, `markov` follows the policy's greedy sequence up to `max_questions`,
     `exhaustive` every template in catalogue order; with nothing left to ask, the ready marker."""
-    last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+    last_user = next((_text(m) for m in reversed(messages) if m["role"] == "user"), "")
     if DIFFERENTIAL_REQUEST in last_user.lower():
         return reference_differential(messages, kb)
     plan = {
@@ -419,8 +419,13 @@ def agent_reply(
         "exhaustive": list(catalogue.ids),
     }[kind]
     wording = {template.id: template.paraphrases[0] for template in catalogue.templates}
-    asked = {m["content"].strip() for m in messages if m["role"] == "assistant"}
+    asked = {_text(m).strip() for m in messages if m["role"] == "assistant"}
     return next((wording[t] for t in plan if wording[t] not in asked), READY_MARKER)
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    """A chat message's text; a message without content (a tool call) has none."""
+    return str(message.get("content") or "")
 
 
 def reported_aius(messages: Sequence[Mapping[str, Any]], kb: KnowledgeBase) -> frozenset[str]:
@@ -430,9 +435,9 @@ def reported_aius(messages: Sequence[Mapping[str, Any]], kb: KnowledgeBase) -> f
     cannot tell the two apart and would match nearly any reply, so it is not used.
     """
     replies = [
-        normalise_text(m["content"])
+        normalise_text(_text(m))
         for m in messages
-        if m["role"] == "user" and DIFFERENTIAL_REQUEST not in m["content"].lower()
+        if m["role"] == "user" and DIFFERENTIAL_REQUEST not in _text(m).lower()
     ]
     patterns = {
         aiu_type.id: normalise_text(aiu_type.positive.replace("{value}", " ")) for aiu_type in kb.aiu_types
