@@ -1,0 +1,479 @@
+"""Scores of the consultation benchmark's history and diagnosis stages, their run summary, and the text logic
+of the scripted reference agents. Pure functions of the case, the recorded episode, the KB and the policy.
+
+Definitions the spec leaves open, fixed here (spec: shared/spec/consult.md, "Metrics"):
+- M is the case's `mni_target`; w(u) = 2 when u is in the MNI set of one of the case's core diagnoses (the
+  KB's), else 1. A metric measured against M (MNI-Comp, IGE, CPRw) is None when M is empty.
+- A template is *core-linked* when it is the KB template of any AIU type in a core diagnosis's evidence
+  (supporting or ruling out).
+- Hit@1 asks the policy for the top k after the last *matched* template before the turn (START if none);
+  a turn matching no template is a miss of weight 1. Hit@1, CPRw and the deflection rate are None when no
+  question was asked; IGE is 0 then; POVR is None when no partial-order pair applies.
+- Red-flag coverage counts the case's AIUs tagged `red_flag`, present or ruled out.
+- A differential listing a condition twice counts it once, at its best rank; unmatched items are told
+  apart by their normalised name. An unparseable differential scores as an empty one.
+"""
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+from rapidfuzz import fuzz
+
+from tasks.benchmarks.consult.case import ConsultCase
+from tasks.benchmarks.consult.episode import DiagnosisItem, Episode, HistoryTurn
+from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy, order_violations
+from tasks.benchmarks.consult.inquiry.templates import TemplateCatalogue
+from tasks.benchmarks.consult.kb.icd11 import DEFAULT_THRESHOLD, normalise_diagnosis
+from tasks.benchmarks.consult.kb.loading import KnowledgeBase
+from tasks.benchmarks.consult.kb.names import normalise_text
+from tasks.report.stats import N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng
+
+GAMMA = 0.95
+TOP_K = 3
+# The history-stage end marker: a line of its own, case-insensitive, angle brackets optional.
+READY_MARKER = "<Ready to diagnose>"
+_READY_LINE = re.compile(r"^\s*<?\s*ready to diagnose\s*>?\s*[.!]?\s*$", re.IGNORECASE | re.MULTILINE)
+# The phrase the diagnosis-stage prompt contains; the reference agents answer it with a differential.
+DIFFERENTIAL_REQUEST = "ranked differential"
+REFERENCE_MATCH_THRESHOLD = 85.0
+_FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
+
+
+class HistoryScores(NamedTuple):
+    mni_comp: float | None
+    cprw: float | None
+    ige: float | None
+    hit_at_1: float | None
+    povr: float | None
+    questions_asked: int
+    deflection_rate: float | None
+    red_flag_coverage: float | None
+
+
+class DiagnosisScores(NamedTuple):
+    core_dx_recall: float | None
+    core_dx_f1: float | None
+    swds: float | None
+    top1_accuracy: float
+    differential_length: int
+    unmatched_rate: float | None
+
+
+class Metric(NamedTuple):
+    """A reported metric: its stage, whether the composite uses it, and which direction is better."""
+
+    name: str
+    stage: str
+    primary: bool
+    higher_is_better: bool
+
+
+# Report order. Part 2 adds its stages' metrics after these; nothing here changes.
+METRICS: tuple[Metric, ...] = (
+    Metric("mni_comp", "history", True, True),
+    Metric("cprw", "history", True, False),
+    Metric("ige", "history", True, True),
+    Metric("hit_at_1", "history", True, True),
+    Metric("povr", "history", True, False),
+    Metric("questions_asked", "history", False, False),
+    Metric("deflection_rate", "history", False, False),
+    Metric("red_flag_coverage", "history", False, True),
+    Metric("core_dx_recall", "diagnosis", True, True),
+    Metric("core_dx_f1", "diagnosis", True, True),
+    Metric("swds", "diagnosis", True, True),
+    Metric("top1_accuracy", "diagnosis", False, True),
+    Metric("differential_length", "diagnosis", False, True),
+    Metric("unmatched_rate", "diagnosis", False, False),
+)
+
+
+class CaseRow(NamedTuple):
+    """One case's scores, every stage's metrics in one mapping (metric name -> value, None = undefined)."""
+
+    case_id: str
+    department: str
+    metrics: Mapping[str, float | None]
+
+
+class MetricSummary(NamedTuple):
+    ci: BootstrapCI  # over the cases where the metric is defined
+    n_skipped: int  # cases where it is None (or was not scored)
+
+
+class GroupSummary(NamedTuple):
+    n_cases: int
+    metrics: dict[str, MetricSummary]
+    stages: dict[str, float | None]  # mean of the stage's primary means, each mapped to higher-better
+    composite: float | None  # mean of the defined stage scores
+
+
+class RunSummary(NamedTuple):
+    overall: GroupSummary
+    by_department: dict[str, GroupSummary]
+
+
+def core_mni_aius(case: ConsultCase, kb: KnowledgeBase) -> frozenset[str]:
+    """The AIU ids in the KB MNI set of any core diagnosis of the case: those weigh 2."""
+    conditions = (kb.condition(gold.condition_id) for gold in case.core_gold)
+    return frozenset(aiu for condition in conditions if condition is not None for aiu in condition.mni)
+
+
+def core_linked_templates(case: ConsultCase, kb: KnowledgeBase) -> frozenset[str]:
+    """The templates of the AIU types in any core diagnosis's evidence."""
+    templates = set()
+    for gold in case.core_gold:
+        condition = kb.condition(gold.condition_id)
+        for evidence in condition.evidence if condition is not None else ():
+            aiu_type = kb.aiu_type(evidence.aiu)
+            if aiu_type is not None:
+                templates.add(aiu_type.template)
+    return frozenset(templates)
+
+
+def first_reveal_turns(turns: Sequence[HistoryTurn]) -> dict[str, int]:
+    """AIU id -> the turn that first revealed it."""
+    first: dict[str, int] = {}
+    for turn in turns:
+        for aiu in turn.revealed:
+            first.setdefault(aiu, turn.turn)
+    return first
+
+
+def mni_completeness(
+    turns: Sequence[HistoryTurn], weights: Mapping[str, float], gamma: float = GAMMA
+) -> float | None:
+    """MNI-Comp: sum over u in M of w(u) * [u revealed] * gamma^(t_u - 1) / sum of w(u), w given on M."""
+    if not weights:
+        return None
+    first = first_reveal_turns(turns)
+    gained = sum(w * gamma ** (first[u] - 1) for u, w in weights.items() if u in first)
+    return gained / sum(weights.values())
+
+
+def information_gain_efficiency(turns: Sequence[HistoryTurn], weights: Mapping[str, float]) -> float | None:
+    """IGE: weighted share of M revealed, divided by T, times min(T, |M|); 0 when nothing was asked."""
+    if not weights:
+        return None
+    if not turns:
+        return 0.0
+    first = first_reveal_turns(turns)
+    coverage = sum(w for u, w in weights.items() if u in first) / sum(weights.values())
+    return coverage / len(turns) * min(len(turns), len(weights))
+
+
+def redundancy_rate(
+    turns: Sequence[HistoryTurn], mni_target: frozenset[str], linked: frozenset[str]
+) -> float | None:
+    """CPRw: weighted share of questions revealing no new MNI AIU; core-linked templates weigh 2."""
+    if not mni_target or not turns:
+        return None
+    seen: set[str] = set()
+    redundant = total = 0.0
+    for turn in turns:
+        weight = 2.0 if turn.template in linked else 1.0
+        new_mni = {aiu for aiu in turn.revealed if aiu in mni_target} - seen
+        seen |= new_mni
+        total += weight
+        redundant += weight * (not new_mni)
+    return redundant / total
+
+
+def hit_at_1(
+    turns: Sequence[HistoryTurn], policy: InquiryPolicy, linked: frozenset[str], k: int = TOP_K
+) -> float | None:
+    """Hit@1: weighted share of turns whose template is in the policy's top k after the previous one."""
+    if not turns:
+        return None
+    previous: str | None = None  # START
+    hits = total = 0.0
+    for turn in turns:
+        weight = 2.0 if turn.template in linked else 1.0
+        total += weight
+        if turn.template is not None:
+            hits += weight * (turn.template in policy.top_k_next(previous, k))
+            previous = turn.template
+    return hits / total
+
+
+def order_violation_rate(turns: Sequence[HistoryTurn], policy: InquiryPolicy) -> float | None:
+    """POVR: share of the applicable partial-order pairs asked in the wrong order; None when none applies."""
+    sequence = [turn.template for turn in turns if turn.template is not None]
+    violated, applicable = order_violations(sequence, policy.partial_orders)
+    return violated / applicable if applicable else None
+
+
+def score_history(
+    case: ConsultCase,
+    episode: Episode,
+    kb: KnowledgeBase,
+    policy: InquiryPolicy,
+    *,
+    gamma: float = GAMMA,
+    k: int = TOP_K,
+) -> HistoryScores:
+    """The history-stage metrics of one episode (primary and secondary)."""
+    turns = episode.turns
+    core_mni = core_mni_aius(case, kb)
+    weights = {aiu: 2.0 if aiu in core_mni else 1.0 for aiu in case.mni_target}
+    linked = core_linked_templates(case, kb)
+    red_flags = {aiu.aiu_id for aiu in case.aius if "red_flag" in aiu.safety}
+    revealed = set(first_reveal_turns(turns))
+    return HistoryScores(
+        mni_comp=mni_completeness(turns, weights, gamma),
+        cprw=redundancy_rate(turns, frozenset(weights), linked),
+        ige=information_gain_efficiency(turns, weights),
+        hit_at_1=hit_at_1(turns, policy, linked, k),
+        povr=order_violation_rate(turns, policy),
+        questions_asked=len(turns),
+        deflection_rate=sum(turn.deflected for turn in turns) / len(turns) if turns else None,
+        red_flag_coverage=len(red_flags & revealed) / len(red_flags) if red_flags else None,
+    )
+
+
+def best_ranks(items: Sequence[DiagnosisItem]) -> dict[str, int]:
+    """Matched condition id -> its best (lowest) rank in the differential."""
+    ranks: dict[str, int] = {}
+    for item in items:
+        if item.condition_id is not None:
+            ranks[item.condition_id] = min(item.rank, ranks.get(item.condition_id, item.rank))
+    return ranks
+
+
+def score_diagnosis(case: ConsultCase, episode: Episode) -> DiagnosisScores:
+    """The diagnosis-stage metrics of one episode; an unparseable differential scores as empty."""
+    items = (
+        sorted(episode.differential, key=lambda item: item.rank) if episode.diagnosis_parse == "ok" else []
+    )
+    gold_core = {gold.condition_id for gold in case.core_gold}
+    # An unmatched item is told apart by its name; ':' never occurs in a KB condition id.
+    agent_core = {
+        item.condition_id or "unmatched:" + normalise_text(item.diagnosis) for item in items if item.core
+    }
+    true_positives = len(gold_core & agent_core)
+    false_negatives = len(gold_core - agent_core)
+    false_positives = len(agent_core - gold_core)
+    f1_denominator = 2 * true_positives + false_positives + false_negatives
+    ranks = best_ranks(items)
+    gained = sum(
+        g.severity / math.log2(1 + ranks[g.condition_id]) for g in case.gold if g.condition_id in ranks
+    )
+    severities = sorted((gold.severity for gold in case.gold), reverse=True)
+    ideal = sum(severity / math.log2(1 + rank) for rank, severity in enumerate(severities, start=1))
+    return DiagnosisScores(
+        core_dx_recall=true_positives / len(gold_core) if gold_core else None,
+        core_dx_f1=2 * true_positives / f1_denominator if f1_denominator else None,
+        swds=gained / ideal,
+        top1_accuracy=float(bool(items) and items[0].condition_id in gold_core),
+        differential_length=len(items),
+        unmatched_rate=sum(item.condition_id is None for item in items) / len(items) if items else None,
+    )
+
+
+def score_case(
+    case: ConsultCase, episode: Episode, kb: KnowledgeBase, policy: InquiryPolicy, *, gamma: float = GAMMA
+) -> CaseRow:
+    """One case's row for `summarise`: the history and diagnosis metrics by name."""
+    history = score_history(case, episode, kb, policy, gamma=gamma)
+    diagnosis = score_diagnosis(case, episode)
+    return CaseRow(case.case_id, case.department, {**history._asdict(), **diagnosis._asdict()})
+
+
+def summarise(
+    rows_per_case: Sequence[CaseRow],
+    rng: np.random.Generator,
+    n_resamples: int = N_RESAMPLES,
+    metrics: Sequence[Metric] = METRICS,
+) -> RunSummary:
+    """Per metric the mean over cases with a 95% bootstrap interval, overall and per department, and the
+    partial composite of the stages scored. One draw from `rng` seeds per-(group, metric) streams, so
+    an interval does not change when metrics or departments are added."""
+    seed = int(rng.integers(2**62))
+    departments = sorted({row.department for row in rows_per_case})
+    return RunSummary(
+        overall=_summarise_group(rows_per_case, seed, "all", n_resamples, metrics),
+        by_department={
+            department: _summarise_group(
+                [row for row in rows_per_case if row.department == department],
+                seed,
+                f"department:{department}",
+                n_resamples,
+                metrics,
+            )
+            for department in departments
+        },
+    )
+
+
+def _summarise_group(
+    rows: Sequence[CaseRow], seed: int, group: str, n_resamples: int, metrics: Sequence[Metric]
+) -> GroupSummary:
+    scored = [metric for metric in metrics if any(metric.name in row.metrics for row in rows)]
+    summaries = {}
+    for metric in scored:
+        values = [row.metrics.get(metric.name) for row in rows]
+        defined = np.array([value for value in values if value is not None], dtype=float)
+        ci = bootstrap_mean(defined, seeded_rng(seed, group, metric.name), n_resamples=n_resamples)
+        summaries[metric.name] = MetricSummary(ci, len(values) - len(defined))
+    stages: dict[str, float | None] = {}
+    for metric in scored:
+        if metric.primary:
+            stages.setdefault(metric.stage, None)
+    for stage in stages:
+        mapped = [
+            estimate if metric.higher_is_better else 1.0 - estimate
+            for metric in scored
+            if metric.primary and metric.stage == stage
+            and (estimate := summaries[metric.name].ci.estimate) is not None
+        ]  # fmt: skip
+        stages[stage] = sum(mapped) / len(mapped) if mapped else None
+    defined_stages = [score for score in stages.values() if score is not None]
+    composite = sum(defined_stages) / len(defined_stages) if defined_stages else None
+    return GroupSummary(len(rows), summaries, stages, composite)
+
+
+def is_ready(text: str) -> bool:
+    """Whether a history-stage reply ends the stage: a line reading `<Ready to diagnose>` (any case, the
+    brackets and a final full stop optional, e.g. `READY TO DIAGNOSE`)."""
+    return _READY_LINE.search(text) is not None
+
+
+def parse_differential(
+    text: str, kb: KnowledgeBase, threshold: float = DEFAULT_THRESHOLD
+) -> tuple[DiagnosisItem, ...] | None:
+    """The agent's ranked differential: the first JSON list of diagnosis objects in the reply (code fences
+    and prose around it allowed), each normalised to the KB, ranked in list order. None when no list of
+    objects `{diagnosis, icd11?, core?, rationale?}` can be read; `[]` alone is an empty differential."""
+    found_empty = False
+    for candidate in _json_lists(text):
+        items = _diagnosis_items(candidate, kb, threshold)
+        if items:
+            return items
+        found_empty |= items == ()
+    return () if found_empty else None
+
+
+def _json_lists(text: str) -> Iterator[Any]:
+    decoder = json.JSONDecoder()
+    for block in [*(match.group(1) for match in _FENCE.finditer(text)), text]:
+        for bracket in re.finditer(r"\[", block):
+            try:
+                value, _ = decoder.raw_decode(block, bracket.start())
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, list):
+                yield value
+
+
+def _diagnosis_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tuple[DiagnosisItem, ...] | None:
+    items = []
+    for rank, entry in enumerate(raw, start=1):
+        if not isinstance(entry, dict):
+            return None
+        name, code = entry.get("diagnosis"), entry.get("icd11")
+        core, rationale = entry.get("core", False), entry.get("rationale") or ""
+        valid = isinstance(name, str) and name.strip() and isinstance(code, str | None)
+        if not valid or not isinstance(core, bool) or not isinstance(rationale, str):
+            return None
+        code = (code or "").strip() or None
+        match = normalise_diagnosis(kb, name, code, threshold)
+        items.append(
+            DiagnosisItem(
+                rank=rank,
+                diagnosis=name.strip(),
+                icd11=code,
+                core=core,
+                rationale=rationale,
+                condition_id=match.condition_id,
+                match=match.method,
+            )
+        )
+    return tuple(items)
+
+
+AgentKind = Literal["silent", "markov", "exhaustive"]
+
+
+def agent_reply(
+    kind: AgentKind,
+    messages: Sequence[Mapping[str, Any]],
+    kb: KnowledgeBase,
+    policy: InquiryPolicy,
+    catalogue: TemplateCatalogue,
+    *,
+    max_questions: int = 12,
+) -> str:
+    """A scripted reference agent's next reply. To a request for the ranked differential: one built from
+    the patient's replies. Otherwise the next question of its plan (a template's first paraphrase, none
+    repeated): `silent` has none, `markov` follows the policy's greedy sequence up to `max_questions`,
+    `exhaustive` every template in catalogue order; with nothing left to ask, the ready marker."""
+    last_user = next((_text(m) for m in reversed(messages) if m["role"] == "user"), "")
+    if DIFFERENTIAL_REQUEST in last_user.lower():
+        return reference_differential(messages, kb)
+    plan = {
+        "silent": [],
+        "markov": policy.greedy_sequence(max_questions),
+        "exhaustive": list(catalogue.ids),
+    }[kind]
+    wording = {template.id: template.paraphrases[0] for template in catalogue.templates}
+    asked = {_text(m).strip() for m in messages if m["role"] == "assistant"}
+    return next((wording[t] for t in plan if wording[t] not in asked), READY_MARKER)
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    """A chat message's text; a message without content (a tool call) has none."""
+    return str(message.get("content") or "")
+
+
+def reported_aius(messages: Sequence[Mapping[str, Any]], kb: KnowledgeBase) -> frozenset[str]:
+    """AIU types whose positive reply, value slot removed, some patient message contains (fuzzily).
+
+    A pattern found inside another type's pattern ("I've had {value}." in "I've had a fever for {value}.")
+    cannot tell the two apart and would match nearly any reply, so it is not used.
+    """
+    replies = [
+        normalise_text(_text(m))
+        for m in messages
+        if m["role"] == "user" and DIFFERENTIAL_REQUEST not in _text(m).lower()
+    ]
+    patterns = {
+        aiu_type.id: normalise_text(aiu_type.positive.replace("{value}", " ")) for aiu_type in kb.aiu_types
+    }
+    found = set()
+    for aiu_id, pattern in patterns.items():
+        if not pattern or any(pattern in other and other != pattern for other in patterns.values()):
+            continue
+        # The pattern must fit inside the reply: partial_ratio would otherwise search the reply in it.
+        if any(
+            len(reply) >= len(pattern) and fuzz.partial_ratio(pattern, reply) >= REFERENCE_MATCH_THRESHOLD
+            for reply in replies
+        ):
+            found.add(aiu_id)
+    return frozenset(found)
+
+
+def reference_differential(messages: Sequence[Mapping[str, Any]], kb: KnowledgeBase, top: int = 3) -> str:
+    """The reference agents' differential as JSON: KB conditions by supporting AIUs reported minus ruling-out
+    ones reported, KB order breaking ties; the top `top`, the first marked core."""
+    reported = reported_aius(messages, kb)
+    scores = [
+        sum((1 if e.direction == "supports" else -1) for e in condition.evidence if e.aiu in reported)
+        for condition in kb.conditions
+    ]
+    order = sorted(range(len(scores)), key=lambda index: -scores[index])[:top]
+    differential = []
+    for rank, index in enumerate(order):
+        condition = kb.conditions[index]
+        found = [e.aiu for e in condition.evidence if e.direction == "supports" and e.aiu in reported]
+        differential.append(
+            {
+                "diagnosis": condition.title,
+                "icd11": condition.icd11,
+                "core": rank == 0,
+                "rationale": "reported: " + (", ".join(found) or "nothing specific"),
+            }
+        )
+    return json.dumps(differential)
