@@ -1,0 +1,29 @@
+"""The full-cycle consultation benchmark as a `Benchmark`: the record the registry lists and its flows run."""
+
+from tasks.benchmarks.consult.cases.case_set import load_sample
+from tasks.benchmarks.consult.config import PROMPTS_DIR, ConsultConfig
+from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
+from tasks.benchmarks.consult.plan import build_plan, estimate_job
+from tasks.benchmarks.consult.report import ReportSettings, build_report, publish_report_artifacts
+from tasks.benchmarks.consult.scorer import score_episode
+from tasks.benchmarks.consult.solver import consult_episode
+from tasks.benchmarks.consult.summary import summarize
+from tasks.benchmarks.protocol import Benchmark, published_report
+from tasks.evals.outputs import RunTables
+
+CONSULT = Benchmark(
+    name="consult",
+    title="Full-cycle consultation: history taking and diagnosis against a process-aware simulated patient",
+    config_model=ConsultConfig,
+    load_cases=load_sample,
+    plan=build_plan,
+    solve=consult_episode,
+    score=score_episode,
+    tables=RunTables(solved=(MESSAGES,), scored=(SCORES,)),
+    summarize=summarize,
+    estimate_job=estimate_job,
+    report=published_report(build_report, publish_report_artifacts, ReportSettings),
+    report_settings=ReportSettings,
+    contracts=(MESSAGES, SCORES),
+    prompts_dir=PROMPTS_DIR,
+)
