@@ -3,8 +3,9 @@
 Rules, per case (department and difficulty come from the mix, the condition cycles through the
 department's conditions in a seeded order):
 - gold: the primary condition, core. medium adds a non-core comorbidity, hard a second core diagnosis;
-  either comes from another department, fits the patient (age, sex, pregnancy) and contradicts no
-  evidence of the primary (one's supporting AIU is not the other's ruling-out one).
+  either fits the patient (age, sex, pregnancy), contradicts no evidence of the primary (one's
+  supporting AIU is not the other's ruling-out one) and comes from another department when one fits;
+  when none fits (an infant), the case keeps the primary alone.
 - profile: age and sex fitting the condition (PROFILE_RULES) or its department (paediatrics: a child;
   women's health: female, pregnant one time in four when of child-bearing age); random allergies and
   long-term medicines from the KB; renal and hepatic impairment rarely.
@@ -23,7 +24,8 @@ department's conditions in a seeded order):
 - opening: the positive reply of the primary's first present MNI symptom or sign (else its first present
   AIU) that names no gold diagnosis.
 - follow-ups: one constraint on the first-line drug (allergy to its class, pregnancy, cannot swallow
-  tablets, cannot afford it) and one or two questions, the first a core concern.
+  tablets, cannot afford it; cannot swallow tablets when there is no drug) and one or two questions, the
+  first a core concern.
 """
 
 import random
@@ -227,14 +229,14 @@ def generate_profile(kb: KnowledgeBase, condition: Condition, rng: random.Random
 def _second_condition(
     kb: KnowledgeBase, primary: Condition, profile: PatientProfile, rng: random.Random
 ) -> Condition | None:
-    """A condition of another department that fits the patient and contradicts none of the primary's
-    evidence; None when the KB has none (the case then has the primary alone)."""
+    """A condition that fits the patient and contradicts none of the primary's evidence, from another
+    department, else from the same one (a child's conditions are mostly paediatric); None when the KB has
+    none (the case then has the primary alone)."""
     candidates = [
-        c
-        for c in kb.conditions
-        if c.department != primary.department and fits(c, profile) and _compatible(primary, c)
+        c for c in kb.conditions if c.id != primary.id and fits(c, profile) and _compatible(primary, c)
     ]
-    return rng.choice(candidates) if candidates else None
+    elsewhere = [c for c in candidates if c.department != primary.department]
+    return rng.choice(elsewhere or candidates) if candidates else None
 
 
 def _compatible(first: Condition, second: Condition) -> bool:
@@ -375,7 +377,7 @@ def _follow_ups(
     if profile.sex == "female" and 16 <= profile.age <= 45 and not profile.pregnant:
         options.append(FollowUp(kind="constraint", text="I've just found out I'm pregnant.",
                                 constraint="pregnancy", core=True))  # fmt: skip
-    if first_line is not None and first_line.route == "oral":
+    if first_line is None or first_line.route == "oral":  # so every case has a constraint
         options.append(FollowUp(kind="constraint", text="I really struggle to swallow tablets.",
                                 constraint="no_tablets"))  # fmt: skip
     if drug is not None:
