@@ -1,4 +1,4 @@
-"""`threadmed consult`: the full-cycle consultation benchmark; for now, mining its inquiry logic."""
+"""`threadmed consult`: the full-cycle consultation benchmark: mining its inquiry logic, building cases."""
 
 import json
 from pathlib import Path
@@ -88,4 +88,64 @@ def mine(
         f"{len({c['template_id'] for c in named})} templates found, `other` "
         f"{other / max(templates['questions'], 1):.1%}; empirical Hit@{reference['k']} "
         f"{reference['hit_at_k_mean']}, POVR {reference['povr_mean']}; written to {out}"
+    )
+
+
+def parse_weights(text: str | None, option: str) -> dict[str, float]:
+    """`a,b` (equal weights) or `a=2,b=1` -> {key: weight}; a malformed weight is a one-line user error."""
+    weights: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in (text or "").split(","))):
+        key, _, weight = item.partition("=")
+        try:
+            weights[key.strip()] = float(weight) if weight else 1.0
+        except ValueError:
+            raise UserError(f"{option}: '{item}' is not NAME or NAME=WEIGHT") from None
+    return weights
+
+
+@app.command()
+@reports_errors("out")
+def cases(
+    out: Annotated[Path, typer.Option(help="Case set folder: cases.jsonl and manifest.json.")],
+    n: Annotated[int, typer.Option(min=1, help="Cases to generate.")] = 40,
+    seed: Annotated[int, typer.Option(help="Seed of every choice: same seed and options, same bytes.")] = 0,
+    departments: Annotated[
+        str | None,
+        typer.Option(help="Department mix: `respiratory,ent` (equal) or `respiratory=2,ent=1`; default all."),
+    ] = None,
+    difficulty: Annotated[
+        str, typer.Option(help="Difficulty mix: `easy,medium,hard` or `easy=2,hard=1`.")
+    ] = "easy,medium,hard",
+    from_file: Annotated[
+        Path | None,
+        typer.Option(help="Hand-written YAML or JSON list of cases instead of generating.", exists=True),
+    ] = None,
+) -> None:
+    """Generate a consultation case set from the KB (the `consult-cases` flow), or check and write a
+    hand-written one."""
+    from pydantic import ValidationError
+
+    from flows.consult_cases import consult_cases
+    from tasks.benchmarks.consult.cases import CaseGenerationSettings, case_set_manifest, load_case_file
+
+    check_writable_folder(out, "--out")
+    try:
+        settings = CaseGenerationSettings(
+            n=n,
+            seed=seed,
+            departments=parse_weights(departments, "--departments"),  # type: ignore[arg-type]
+            difficulty=parse_weights(difficulty, "--difficulty"),  # type: ignore[arg-type]
+        )
+        if from_file is not None:  # before any flow runs: a bad case is one line naming file and case
+            load_case_file(from_file)
+    except ValidationError as error:
+        raise UserError("; ".join(f"{e['loc'][0]}: {e['msg']}" for e in error.errors())) from None
+    except ValueError as error:
+        raise UserError(str(error)) from None
+    consult_cases(out_dir=str(out), settings=settings, from_file=str(from_file) if from_file else None)
+    counts = case_set_manifest(out)["counts"]
+    mix = ", ".join(f"{key} {value}" for key, value in counts["difficulty"].items())
+    console.print(
+        f"[green]{counts['cases']:,} cases[/green] over {len(counts['departments'])} departments ({mix}); "
+        f"written to {out}"
     )

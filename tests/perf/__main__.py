@@ -1,6 +1,7 @@
 """`make bench`: run every benchmark side by side and write their numbers to data_lake/bench/.
 
-Usage: python -m tests.perf [build|evaluation|report|snomed-cases|snomed-evaluation ...]   (default: all)
+Usage: python -m tests.perf [build|evaluation|report|snomed-cases|snomed-evaluation|consult-simulator ...]
+(default: all)
 """
 
 import json
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from tests.perf import (
     bench_build,
+    bench_consult_simulator,
     bench_evaluation,
     bench_report,
     bench_snomed_cases,
@@ -21,6 +23,7 @@ BENCHMARKS = {
     "report": bench_report,
     "snomed-cases": bench_snomed_cases,
     "snomed-evaluation": bench_snomed_evaluation,
+    "consult-simulator": bench_consult_simulator,
 }
 OUT = Path("data_lake/bench")
 

@@ -47,3 +47,28 @@ def test_a_path_with_no_corpus_is_one_line(tmp_path):
         "*_doctor.TextGrid transcripts)"
     ]
     assert not (tmp_path / "mined").exists()
+
+
+@pytest.mark.slow
+def test_cases_writes_the_mix_asked_for(tmp_path):
+    result = threadmed(
+        "consult", "cases", "--out", "cases", "--n", "6", "--seed", "1",
+        "--departments", "ent=2,dermatology", "--difficulty", "easy,hard", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "6 cases over 2 departments (easy 3, hard 3); written to cases"
+    manifest = json.loads((tmp_path / "cases" / "manifest.json").read_text())
+    assert manifest["counts"]["departments"] == {"dermatology": 2, "ent": 4}
+
+
+def test_a_bad_case_file_is_one_line_naming_the_file_and_case(tmp_path):
+    (tmp_path / "cases.yaml").write_text(
+        "- {case_id: c9, department: ent, opening: Hi, gold: [], aius: []}\n"
+    )
+    result = threadmed("consult", "cases", "--out", "cases", "--from-file", "cases.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert error_lines(result) == [
+        "Error: cases.yaml: case 'c9': profile: Field required; gold: Tuple should have at least 1 item "
+        "after validation, not 0; mni_target: Field required"
+    ]
+    assert not (tmp_path / "cases").exists()

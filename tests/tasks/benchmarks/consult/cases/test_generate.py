@@ -1,0 +1,86 @@
+"""Case generation: determinism, validity against the KB, the mixes, and the case set on disk."""
+
+from collections import Counter
+
+import pytest
+
+from tasks.benchmarks.consult.cases import (
+    CaseGenerationSettings,
+    case_set_fingerprint,
+    check_case,
+    generate_cases,
+    load_case_file,
+    load_case_set,
+    write_case_set,
+)
+from tasks.benchmarks.consult.cases.generate import allocate
+from tasks.benchmarks.consult.kb.loading import load_kb
+from tasks.benchmarks.consult.simulator import Simulator, default_space, diagnosis_names, names_a_diagnosis
+from tests.tasks.benchmarks.consult.test_simulator import CASE
+
+SETTINGS = CaseGenerationSettings(n=60, seed=3)
+
+
+def test_the_same_settings_write_the_same_bytes_and_another_seed_differs(tmp_path):
+    kb = load_kb()
+    write_case_set(generate_cases(kb, SETTINGS), tmp_path / "a", SETTINGS)
+    write_case_set(generate_cases(kb, SETTINGS), tmp_path / "b", SETTINGS)
+    other = SETTINGS.model_copy(update={"seed": 4})
+    write_case_set(generate_cases(kb, other), tmp_path / "c", other)
+    assert (tmp_path / "a" / "cases.jsonl").read_bytes() == (tmp_path / "b" / "cases.jsonl").read_bytes()
+    assert (tmp_path / "a" / "manifest.json").read_bytes() == (tmp_path / "b" / "manifest.json").read_bytes()
+    assert case_set_fingerprint(tmp_path / "a") != case_set_fingerprint(tmp_path / "c")
+    assert load_case_set(tmp_path / "a") == generate_cases(kb, SETTINGS)
+
+
+def test_every_generated_case_holds_together_and_names_no_diagnosis():
+    kb = load_kb()
+    for case in generate_cases(kb, CaseGenerationSettings(n=200)):
+        check_case(case, kb)
+        ids = {aiu.aiu_id for aiu in case.aius}
+        core = [kb.condition(g.condition_id) for g in case.core_gold]
+        assert set(case.mni_target) == {aiu for c in core for aiu in c.mni} <= ids
+        assert all(
+            aiu.value for aiu in case.aius if aiu.present and "{value}" in kb.aiu_type(aiu.aiu_id).positive
+        )
+        names = [name for g in case.gold for name in diagnosis_names(kb.condition(g.condition_id))]
+        assert not names_a_diagnosis(case.opening, names), case.case_id
+        patient = Simulator(case, kb, default_space())
+        replies = [patient.answer(t.paraphrases[0]).text for t in default_space().catalogue.templates]
+        assert not any(names_a_diagnosis(text, [g.title for g in case.gold]) for text in replies), (
+            case.case_id
+        )
+        assert 1 <= len(case.follow_ups) - 1 <= 2 and case.follow_ups[0].kind == "constraint"
+
+
+def test_the_department_and_difficulty_mix_is_honoured_exactly():
+    settings = CaseGenerationSettings(
+        n=12, departments={"ent": 2, "paediatrics": 1}, difficulty={"easy": 1, "hard": 3}
+    )
+    cases = generate_cases(load_kb(), settings)
+    assert Counter(c.department for c in cases) == {"ent": 8, "paediatrics": 4}
+    assert Counter(c.difficulty for c in cases) == {"easy": 3, "hard": 9}
+    assert all(len(c.core_gold) == 2 for c in cases if c.difficulty == "hard")
+    assert all(c.profile.age < 12 for c in cases if c.department == "paediatrics")
+
+
+def test_allocation_gives_the_remainder_to_the_largest_shares_then_the_earlier_key():
+    assert allocate({"a": 1, "b": 1, "c": 1}, 4) == ["a", "a", "b", "c"]
+    assert allocate({"a": 1, "b": 2}, 4) == ["a", "b", "b", "b"]
+
+
+def test_a_hand_written_file_is_read_and_its_errors_name_the_file_and_case(tmp_path):
+    good = tmp_path / "cases.json"
+    good.write_text("[" + CASE.model_dump_json() + "]")
+    assert load_case_file(good) == [CASE]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CASE.model_dump_json().replace('"aiu_id":"wheeze"', '"aiu_id":"wheezing"'))
+    bad.write_text("- " + bad.read_text())
+    with pytest.raises(ValueError) as error:
+        load_case_file(bad)
+    assert str(error.value) == "bad.yaml: case 'c1': unknown AIU type 'wheezing'"
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("- " + CASE.model_dump_json().replace('"acute_bronchitis"', '"the_vapours"'))
+    with pytest.raises(ValueError) as error:
+        load_case_file(unknown)
+    assert str(error.value) == "unknown.yaml: case 'c1': unknown condition 'the_vapours'"

@@ -1,0 +1,86 @@
+"""The patient simulator: template matching, AIU release, response patterns and deflections."""
+
+import pytest
+
+from tasks.benchmarks.consult.case import CaseAiu, ConsultCase, GoldDiagnosis, PatientProfile
+from tasks.benchmarks.consult.kb.loading import load_kb
+from tasks.benchmarks.consult.simulator import Simulator, SimulatorReply, default_space, replay
+
+CASE = ConsultCase(
+    case_id="c1",
+    department="respiratory",
+    difficulty="easy",
+    opening="Hello doctor. I've had a cough for 3 days.",
+    profile=PatientProfile(age=40, sex="male"),
+    gold=(
+        GoldDiagnosis(condition_id="acute_bronchitis", icd11="CA42", title="Acute bronchitis", severity=1),
+    ),
+    aius=(
+        CaseAiu(aiu_id="cough", template="respiratory", value="3 days"),
+        CaseAiu(aiu_id="productive_sputum", template="respiratory", value="yellow"),
+        CaseAiu(aiu_id="wheeze", template="respiratory", present=False, role="ruling_out"),
+        CaseAiu(aiu_id="fever", template="fever_chills", present=False),
+    ),
+    mni_target=("cough", "productive_sputum"),
+)
+RESPIRATORY = "Do you have a cough or any trouble breathing?"
+FEVER = "Have you had a fever or chills?"
+
+
+def simulator(per_turn=None, threshold=None):
+    return Simulator(CASE, load_kb(), default_space(), threshold=threshold, per_turn=per_turn)
+
+
+def test_a_matched_template_reveals_all_its_aius_with_their_values_and_negatives():
+    assert simulator().answer(RESPIRATORY) == SimulatorReply(
+        "I've had a cough for 3 days. I'm bringing up yellow phlegm. No wheezing.",
+        "respiratory",
+        ("cough", "productive_sputum", "wheeze"),
+        False,
+    )
+
+
+def test_per_turn_releases_one_aiu_a_question_and_keeps_the_revealed_set():
+    patient = simulator(per_turn=1)
+    assert [patient.answer(RESPIRATORY) for _ in range(4)] == [
+        SimulatorReply("I've had a cough for 3 days.", "respiratory", ("cough",), False),
+        SimulatorReply("I'm bringing up yellow phlegm.", "respiratory", ("productive_sputum",), False),
+        SimulatorReply("No wheezing.", "respiratory", ("wheeze",), False),
+        SimulatorReply("No, nothing like that.", "respiratory", (), True),
+    ]
+    assert patient.revealed == {"cough", "productive_sputum", "wheeze"}
+
+
+def test_a_ruled_out_aiu_is_answered_with_its_negative_pattern():
+    assert simulator().answer(FEVER) == SimulatorReply("No, no fever.", "fever_chills", ("fever",), False)
+
+
+def test_a_question_matching_no_template_is_not_sure():
+    assert simulator().answer("What is the capital of France?") == SimulatorReply(
+        "I'm not sure.", None, (), True
+    )
+
+
+def test_a_template_the_case_has_nothing_for_is_nothing_like_that():
+    assert simulator().answer("Do you have any allergies?") == SimulatorReply(
+        "No, nothing like that.", "allergies", (), True
+    )
+
+
+def test_a_higher_threshold_turns_a_weak_match_into_not_sure():
+    assert simulator(threshold=0.99).answer(RESPIRATORY) == SimulatorReply("I'm not sure.", None, (), True)
+
+
+def test_a_threshold_under_the_spaces_own_is_refused():
+    with pytest.raises(ValueError, match="under the template space's own"):
+        simulator(threshold=0.1)
+
+
+def test_the_opening_is_the_cases():
+    assert simulator().opening() == "Hello doctor. I've had a cough for 3 days."
+
+
+def test_replay_equals_answering_step_by_step():
+    questions = [RESPIRATORY, "Hello there.", RESPIRATORY, FEVER, RESPIRATORY]
+    patient = simulator(per_turn=2)
+    assert replay(CASE, questions, per_turn=2) == [patient.answer(q) for q in questions]
