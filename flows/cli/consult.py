@@ -1,4 +1,5 @@
-"""`threadmed consult`: the full-cycle consultation benchmark: mining its inquiry logic, building cases."""
+"""`threadmed consult`: the full-cycle consultation benchmark: mine its inquiry logic, build cases, evaluate
+agents, report."""
 
 import json
 from pathlib import Path
@@ -149,3 +150,148 @@ def cases(
         f"[green]{counts['cases']:,} cases[/green] over {len(counts['departments'])} departments ({mix}); "
         f"written to {out}"
     )
+
+
+@app.command()
+@reports_errors("out")
+def evaluate(
+    cases_dir: Annotated[
+        Path,
+        typer.Option(
+            "--cases",
+            help="Case set folder written by `threadmed consult cases`.",
+            exists=True,
+            file_okay=False,
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Run folder for the call ledger, messages.parquet, scores.parquet and manifest.json. Run "
+            "the same command with the same folder again to resume: only missing calls are made."
+        ),
+    ],
+    config: Annotated[
+        Path | None,
+        typer.Option(help="YAML config: see deployments/consult.example.yaml.", exists=True, dir_okay=False),
+    ] = None,
+    models: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated agents: config names or litellm model strings."),
+    ] = None,
+    epochs: Annotated[int | None, typer.Option(min=1, help="Episodes per case and agent.")] = None,
+    max_questions: Annotated[
+        int | None, typer.Option(min=0, help="History-taking questions before the diagnosis.")
+    ] = None,
+    split: Annotated[str | None, typer.Option(help="Case split to evaluate (default test).")] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Only the first N cases of the seeded order.")
+    ] = None,
+    api_base: Annotated[
+        str | None, typer.Option(help="Send every agent to this OpenAI-compatible endpoint.")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print calls, tokens and dollars per agent; call nothing.")
+    ] = False,
+    report: Annotated[bool, typer.Option(help="Write RUN_DIR/report at the end.")] = True,
+) -> None:
+    """Run a consultation episode (history taking, then diagnosis) for every case with every agent and
+    score it (the `consult-evaluate` flow).
+
+    Every agent call is kept in RUN_DIR/ledger: re-run the same command to finish a run after a crash or
+    an outage; nothing already paid is asked again. Exits 1 if calls failed.
+    """
+    from flows.cli.evaluate import checked_settings, run_or_estimate, split_list
+    from tasks.benchmarks.consult.benchmark import CONSULT
+    from tasks.benchmarks.consult.cases.case_set import check_case_set
+    from tasks.benchmarks.consult.config import ConsultConfig
+    from tasks.evals.config import RunOverrides, resolve_settings
+
+    check_case_set(cases_dir)
+    chosen = {"epochs": epochs, "max_questions": max_questions}
+    overrides = RunOverrides(
+        models=split_list(models),
+        settings={name: value for name, value in chosen.items() if value is not None},
+        split=split,
+        limit=limit,
+        api_base=api_base,
+    )
+    settings = checked_settings(
+        lambda: resolve_settings(
+            dataset_dir=cases_dir,
+            run_dir=out,
+            config_file=config,
+            overrides=overrides,
+            config_model=ConsultConfig,
+        )
+    )
+
+    def run_flow():
+        from flows.consult_evaluate import consult_evaluate
+
+        return consult_evaluate(
+            cases_dir=str(cases_dir),
+            run_dir=str(out),
+            config=settings.config,
+            report=report,
+            return_state=True,
+        )
+
+    run_or_estimate(CONSULT, settings, out, dry_run, run_flow)
+    if report and not dry_run:
+        print_consult_report(out / "report")
+
+
+@app.command("report")
+@reports_errors("out", "lake")
+def report_command(
+    run_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Run folder(s) of `threadmed consult evaluate`; runs over the same case set merge into one.",
+            exists=True,
+            file_okay=False,
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Report folder. Default: RUN_DIR/report, or FIRST_RUN_DIR/report-merged."),
+    ] = None,
+    lake: Annotated[Path, typer.Option(help="Data lake where the flow run's manifest is recorded.")] = Path(
+        "data_lake"
+    ),
+    resamples: Annotated[int | None, typer.Option(min=100, help="Bootstrap resamples per interval.")] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Bootstrap seed: the same seed, the same intervals.")
+    ] = None,
+) -> None:
+    """metrics.json, report.md, figures and index.html (with an episode browser) from stored runs."""
+    from flows.consult_report import consult_report
+    from tasks.benchmarks.consult.report import ReportSettings, check_run_folder
+    from tasks.report.files import default_report_dir
+
+    for run_dir in run_dirs:
+        check_run_folder(run_dir)
+    check_writable_folder(out or Path(default_report_dir([str(r) for r in run_dirs])), "--out")
+    check_writable_folder(lake, "--lake")
+    chosen = {"n_resamples": resamples, "seed": seed}
+    settings = ReportSettings(**{name: value for name, value in chosen.items() if value is not None})
+    report_dir = consult_report(
+        run_dirs=[str(r) for r in run_dirs],
+        out_dir=None if out is None else str(out),
+        lake_dir=str(lake),
+        settings=settings,
+    )
+    print_consult_report(Path(report_dir))
+
+
+def print_consult_report(report_dir: Path) -> None:
+    """The report's stage tables beside the partial composite, and where its files are."""
+    from tasks.benchmarks.consult.tables import terminal_tables
+    from tasks.report.tables import table_rich
+
+    metrics = json.loads((report_dir / "metrics.json").read_text())
+    for table in terminal_tables(metrics):
+        console.print(table_rich(table))
+    for name in ("report.md", "index.html", "metrics.json"):
+        console.print(f"  {report_dir / name}")

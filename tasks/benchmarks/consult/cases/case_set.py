@@ -18,6 +18,8 @@ from tasks.benchmarks.consult.case import ConsultCase
 from tasks.benchmarks.consult.cases.generate import CaseGenerationSettings, generate_cases
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
 from tasks.core.files import write_bytes_atomic, write_text_atomic
+from tasks.core.preflight import UserError
+from tasks.evals.config import SampleSpec
 
 CASES_FILE, MANIFEST_FILE = "cases.jsonl", "manifest.json"
 
@@ -122,6 +124,31 @@ def load_case_set(case_set_dir: Path) -> list[ConsultCase]:
     if hashlib.sha256(data).hexdigest() != case_set_fingerprint(case_set_dir):
         raise ValueError(f"{case_set_dir}: {CASES_FILE} does not match its manifest's sha256")
     return [ConsultCase.model_validate_json(line) for line in data.splitlines() if line.strip()]
+
+
+def check_case_set(case_set_dir: Path) -> None:
+    """Raise UserError unless the folder holds a case set that `threadmed consult cases` wrote."""
+    for name in (CASES_FILE, MANIFEST_FILE):
+        if not (Path(case_set_dir) / name).is_file():
+            raise UserError(
+                f"{case_set_dir} is not a consultation case set (no {name}); "
+                "pass the --out folder of `threadmed consult cases`",
+                "--cases",
+            )
+
+
+def load_sample(case_set_dir: Path, sample: SampleSpec) -> list[ConsultCase]:
+    """The cases of `sample.split` in a seeded order (independent of the file's order), the first `limit`."""
+    check_case_set(case_set_dir)
+    cases = load_case_set(case_set_dir)
+    chosen = [case for case in cases if case.split == sample.split]
+    if not chosen:
+        splits = sorted({case.split for case in cases})
+        raise UserError(f"the case set has no {sample.split!r} cases; its splits: {splits}", "--split")
+    order = {
+        case.case_id: hashlib.sha256(f"{sample.seed}:{case.case_id}".encode()).digest() for case in chosen
+    }
+    return sorted(chosen, key=lambda case: order[case.case_id])[: sample.limit]
 
 
 @task(name="build-consult-case-set")
