@@ -1,4 +1,4 @@
-"""`threadmed demo`: both benchmarks offline on generated data, from synthesis to the report."""
+"""`threadmed demo`: every benchmark offline on generated data, from synthesis to the report."""
 
 from datetime import date
 from pathlib import Path
@@ -13,6 +13,7 @@ from tasks.core.preflight import check_writable_folder
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "deployments" / "eval.demo.yaml"
 SNOMED_DEMO_CLINICIANS = ("threadmed/prevalence", "threadmed/checklist")
 SNOMED_DEMO_DATE = date(2024, 1, 1)
+CONSULT_CASES = 36  # four per department
 
 
 @reports_errors("workdir")
@@ -25,12 +26,14 @@ def demo(
         int, typer.Option(min=2, help="Synthea patients generated for the SNOMED benchmark (about 2 s each).")
     ] = 12,
 ) -> None:  # fmt: skip
-    """Run both benchmarks offline: ThReadMed-QA on a generated dump, SNOMED on generated patients.
+    """Run every benchmark offline: ThReadMed-QA, SNOMED on generated patients, consultation on KB cases.
 
     ThReadMed-QA: synthesize, build, evaluate two baselines (threadmed/retrieval, threadmed/deferral)
     judged by threadmed/overlap-judge (a heuristic, not comparable to an LLM judge), report. SNOMED:
     generate Synthea patients, build cases, interview the offline patient with threadmed/prevalence and
-    threadmed/checklist, report. Everything is built in: no key, no network.
+    threadmed/checklist, report. Consultation: generate cases from the knowledge base, run the three scripted
+    reference agents through history taking and diagnosis, report. Everything is built in: no key, no
+    network.
     """
     from flows.build_dataset import build_dataset
     from flows.evaluate_models import evaluate_models
@@ -55,6 +58,7 @@ def demo(
         console.print(f"[red]{state.message}[/red]")
         raise typer.Exit(1)
     snomed_demo(workdir / "snomed", patients=snomed_patients, seed=seed)
+    consult_demo(workdir / "consult", seed=seed)
 
 
 def snomed_demo(workdir: Path, patients: int, seed: int) -> None:
@@ -80,6 +84,29 @@ def snomed_demo(workdir: Path, patients: int, seed: int) -> None:
         cases_dir=cases, run_dir=str(run_dir), models=list(SNOMED_DEMO_CLINICIANS), return_state=True
     )
     print_snomed_report(run_dir / "report", console)
+    if not state.is_completed():
+        console.print(f"[red]{state.message}[/red]")
+        raise typer.Exit(1)
+
+
+def consult_demo(workdir: Path, seed: int) -> None:
+    """The consultation benchmark's history taking and diagnosis on generated cases, with the three scripted
+    reference agents (asks nothing, follows the mined expert policy, asks every template)."""
+    from flows.cli.consult import print_consult_report
+    from flows.consult_cases import consult_cases
+    from flows.consult_evaluate import consult_evaluate
+    from tasks.benchmarks.consult.cases.generate import CaseGenerationSettings
+    from tasks.benchmarks.consult.reference_agents import REFERENCE_AGENTS
+
+    console.rule("Full-cycle consultation benchmark: history taking and diagnosis")
+    cases = consult_cases(
+        out_dir=str(workdir / "cases"), settings=CaseGenerationSettings(n=CONSULT_CASES, seed=seed)
+    )
+    run_dir = workdir / "run"
+    state = consult_evaluate(
+        cases_dir=cases, run_dir=str(run_dir), models=list(REFERENCE_AGENTS), return_state=True
+    )
+    print_consult_report(run_dir / "report")
     if not state.is_completed():
         console.print(f"[red]{state.message}[/red]")
         raise typer.Exit(1)
