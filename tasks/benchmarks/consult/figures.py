@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from matplotlib import colormaps
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 # The stats tables the figures read, so an empty one still has its columns.
 STATS_SCHEMAS = {
@@ -62,6 +63,7 @@ def plot_mni_coverage(stats_path: Path, out_path: Path) -> None:
             label=model,
         )
     ax.set(xlabel="Turn", ylabel="MNI revealed (share)", ylim=(-0.05, 1.05), title="MNI coverage by turn")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     if rows:
         ax.legend(loc="lower right", fontsize="small")
