@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from prefect import flow
+from prefect.artifacts import Artifact
 
 from tasks.benchmarks.consult.contracts import (
     DIAGNOSIS_METRICS,
@@ -24,6 +26,7 @@ from tasks.benchmarks.consult.report import (
     compute_metrics,
     default_report_dir,
     load_runs,
+    publish_report_artifacts,
 )
 from tasks.benchmarks.consult.tables import build_tables
 from tasks.core.preflight import UserError
@@ -500,3 +503,15 @@ def test_published_tables_are_rebuilt_from_the_stored_metrics(metrics: dict[str,
     tables = build_tables(stored)
     assert [table.key for table in tables] == ["history", "diagnosis", "composite", "departments", "usage"]
     assert tables == build_tables(metrics)
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_artifacts_are_published_from_the_stored_report(tmp_path: Path, runs) -> None:
+    report_dir = build_report.fn(
+        run_dirs=[str(r) for r in runs], out_dir=str(tmp_path / "out"), settings=SETTINGS
+    )
+    keys = flow(publish_report_artifacts.fn)(report_dir=report_dir)
+    names = ["history", "diagnosis", "composite", "departments", "usage", "summary"]
+    assert keys == [f"consult-report-r1-r2-{name}" for name in names]
+    summary = Artifact.get(key="consult-report-r1-r2-summary")
+    assert summary is not None and summary.data == (Path(report_dir) / "report.md").read_text()
