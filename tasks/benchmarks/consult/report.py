@@ -143,8 +143,8 @@ def metric_interval(
 def stage_score(means: dict[str, float | None], names: tuple[str, ...]) -> float | None:
     """A stage's metrics mapped to [0, 1] higher-better (1 - x for CPRw, POVR) and averaged; a metric
     undefined for every episode (POVR with no applicable pair) is left out."""
-    mapped = [1 - means[n] if n in LOWER_IS_BETTER else means[n] for n in names if means[n] is not None]
-    return _mean(mapped)  # type: ignore[arg-type]
+    defined = {name: value for name in names if (value := means[name]) is not None}
+    return _mean([1 - value if name in LOWER_IS_BETTER else value for name, value in defined.items()])
 
 
 def composite(means: dict[str, float | None]) -> dict[str, Any]:
