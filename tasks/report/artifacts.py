@@ -25,3 +25,11 @@ def publish_markdown(markdown: str, key: str, description: str) -> str:
     """One Markdown artifact under `key` (an `artifact_key`); returns the key."""
     create_markdown_artifact(markdown=markdown, key=key, description=description)
     return key
+
+
+def publish_report(tables: Iterable[Table], markdown: str, prefix: str, description: str) -> list[str]:
+    """A report's tables (`publish_tables`) and its report.md as `<prefix>-summary`; returns every key."""
+    return [
+        *publish_tables(tables, prefix),
+        publish_markdown(markdown, artifact_key(prefix, "summary"), description),
+    ]

@@ -29,9 +29,12 @@ from tasks.benchmarks.snomed.scoring import CaseOutcome, RunMetrics, summarise_r
 from tasks.benchmarks.snomed.tables import build_tables, render_html, render_markdown, run_summary
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
-from tasks.report.artifacts import publish_markdown, publish_tables
+from tasks.report.artifacts import publish_report
 from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the benchmark
 from tasks.report.files import write_stats_table
+from tasks.report.runs import check_mergeable, model_name, ordered_models, read_rows
+from tasks.report.runs import check_run_folder as check_run_files
+from tasks.report.runs import read_manifest as read_run_manifest
 from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, seeded_rng
 
 RUN_FILES = ("manifest.json", "conversations.parquet", "predictions.parquet", "scores.parquet")
@@ -79,71 +82,25 @@ class RunData(NamedTuple):
 
 def check_run_folder(run_dir: Path) -> None:
     """Raise UserError unless `run_dir` holds what a finished SNOMED run writes."""
-    missing = next((name for name in RUN_FILES if not (run_dir / name).is_file()), None)
-    if missing is not None:
-        raise UserError(
-            f"{run_dir} is not a finished SNOMED run (no {missing}): pass a run's --out folder, "
-            "or re-run the run to finish it",
-            "RUN_DIRS...",
-        )
-
-
-def _model_name(spec: str | dict[str, Any]) -> str:
-    return spec if isinstance(spec, str) else spec.get("name") or spec["model"]
+    check_run_files(run_dir, RUN_FILES, "SNOMED")
 
 
 def read_manifest(run_dir: Path) -> RunManifest:
     """RUN_DIR/manifest.json -> the fields a report needs; a relative case-set dir may be the run's."""
-    raw = json.loads((run_dir / "manifest.json").read_text())
-    config = raw.get("config", {})
-    declared = Path(raw["dataset"]["dir"])
-    case_set_dir = next(
-        (d for d in (declared, run_dir / declared) if (d / "cases.parquet").exists()), declared
-    )
-    patient = config.get("patient")
+    common = read_run_manifest(run_dir, "cases.parquet")
+    patient = common.config.get("patient")
     return RunManifest(
-        run_id=raw["run_id"],
+        run_id=common.run_id,
         run_dir=run_dir,
-        case_set_dir=case_set_dir,
-        fingerprint=raw["dataset"].get("fingerprint"),
-        models=[_model_name(spec) for spec in config.get("models", [])],
-        patient=None if patient is None else _model_name(patient),
-        disclosure=config.get("disclosure"),
-        epochs=config.get("epochs"),
-        max_turns=config.get("max_turns"),
-        case_set=raw.get("case_set") or {},
+        case_set_dir=common.case_set_dir,
+        fingerprint=common.fingerprint,
+        models=common.models,
+        patient=None if patient is None else model_name(patient),
+        disclosure=common.config.get("disclosure"),
+        epochs=common.config.get("epochs"),
+        max_turns=common.config.get("max_turns"),
+        case_set=common.raw.get("case_set") or {},
     )
-
-
-def _run_label(manifest: RunManifest) -> str:
-    return f"{manifest.run_id} ({manifest.run_dir})"
-
-
-def check_mergeable(manifests: list[RunManifest], models_by_run: list[set[str]]) -> None:
-    """Runs merge only over one case set, and a model name may come from one run only."""
-    fingerprints = {m.fingerprint or str(m.case_set_dir.resolve()) for m in manifests}
-    if len(fingerprints) > 1:
-        runs = ", ".join(f"{_run_label(m)}: {m.fingerprint or m.case_set_dir}" for m in manifests)
-        raise UserError(
-            f"these runs use different case sets, so their scores are not comparable ({runs}): "
-            "report them separately",
-            "RUN_DIRS...",
-        )
-    runs_of: defaultdict[str, list[str]] = defaultdict(list)
-    for manifest, models in zip(manifests, models_by_run, strict=True):
-        for model in models:
-            runs_of[model].append(_run_label(manifest))
-    repeated = {model: runs for model, runs in runs_of.items() if len(runs) > 1}
-    if repeated:
-        named = "; ".join(f"{model!r} in {', '.join(runs)}" for model, runs in sorted(repeated.items()))
-        raise UserError(
-            f"a model appears in several runs ({named}): report those runs separately or rename the model",
-            "RUN_DIRS...",
-        )
-
-
-def _rows(path: Path, contract: Any) -> list[dict[str, Any]]:
-    return pq.read_table(path).select(contract.columns).cast(contract.schema).to_pylist()
 
 
 def _case_displays(case_set_dir: Path) -> dict[str, str]:
@@ -155,27 +112,26 @@ def _case_displays(case_set_dir: Path) -> dict[str, str]:
     return {code: display for c in cases for code, display in zip(c.gold_codes, c.gold_displays, strict=True)}
 
 
-def _ordered(present: set[str], preferred: list[str]) -> list[str]:
-    head = [name for name in dict.fromkeys(preferred) if name in present]
-    return head + sorted(present - set(head))
-
-
 def load_runs(run_dirs: list[Path]) -> RunData:
     """Read and merge run folders; UserError when a folder is not a run or the runs do not merge."""
     for run_dir in run_dirs:
         check_run_folder(run_dir)
     manifests = [read_manifest(run_dir) for run_dir in run_dirs]
-    predictions_by_run = [_rows(d / "predictions.parquet", PREDICTIONS) for d in run_dirs]
+    predictions_by_run = [read_rows(d / "predictions.parquet", PREDICTIONS) for d in run_dirs]
     check_mergeable(manifests, [{row["model"] for row in rows} for rows in predictions_by_run])
     predictions = [row for rows in predictions_by_run for row in rows]
     if not predictions:
         raise UserError(f"no interviews in {', '.join(map(str, run_dirs))}: nothing to report", "RUN_DIRS...")
     return RunData(
         manifests=manifests,
-        models=_ordered({row["model"] for row in predictions}, [n for m in manifests for n in m.models]),
-        conversations=[row for d in run_dirs for row in _rows(d / "conversations.parquet", CONVERSATIONS)],
+        models=ordered_models(
+            {row["model"] for row in predictions}, [n for m in manifests for n in m.models]
+        ),
+        conversations=[
+            row for d in run_dirs for row in read_rows(d / "conversations.parquet", CONVERSATIONS)
+        ],
         predictions=predictions,
-        scores=[row for d in run_dirs for row in _rows(d / "scores.parquet", SCORES)],
+        scores=[row for d in run_dirs for row in read_rows(d / "scores.parquet", SCORES)],
         displays=_case_displays(manifests[0].case_set_dir),
         case_set_found=(manifests[0].case_set_dir / "cases.parquet").exists(),
     )
@@ -497,8 +453,9 @@ def publish_report_artifacts(report_dir: str) -> list[str]:
     out = Path(report_dir)
     metrics = json.loads((out / "metrics.json").read_text())
     prefix = artifact_key("snomed-report", *(run["run_id"] for run in metrics["runs"]))
-    keys = publish_tables(build_tables(metrics, metrics["settings"]["top_conditions"]), prefix)
-    summary_key = publish_markdown(
-        (out / "report.md").read_text(), artifact_key(prefix, "summary"), run_summary(metrics)
+    return publish_report(
+        build_tables(metrics, metrics["settings"]["top_conditions"]),
+        (out / "report.md").read_text(),
+        prefix,
+        run_summary(metrics),
     )
-    return [*keys, summary_key]

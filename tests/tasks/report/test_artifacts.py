@@ -4,7 +4,7 @@ import pytest
 from prefect import flow
 from prefect.artifacts import Artifact
 
-from tasks.report.artifacts import publish_markdown, publish_tables
+from tasks.report.artifacts import publish_markdown, publish_report, publish_tables
 from tasks.report.tables import Table
 
 
@@ -27,3 +27,12 @@ def test_markdown_is_published_under_its_key():
     assert key == "report-run-7-summary"
     artifact = Artifact.get(key="report-run-7-summary")
     assert artifact is not None and artifact.data == "# Report"
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_report_publishes_its_tables_then_its_markdown_summary():
+    tables = [Table("overall", "Overall", ["Model", "n"], [["m", "3"]], "Judged turns.")]
+    keys = flow(publish_report)(tables, "# Report", "report-run-8", "Runs: 8.")
+    assert keys == ["report-run-8-overall", "report-run-8-summary"]
+    summary = Artifact.get(key="report-run-8-summary")
+    assert summary is not None and summary.data == "# Report" and summary.description == "Runs: 8."

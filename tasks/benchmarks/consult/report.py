@@ -1,0 +1,426 @@
+"""Turn stored consultation runs into metrics, tables, figures and a page with an episode browser.
+
+Reads only RUN_DIR/{messages,scores}.parquet and RUN_DIR/manifest.json, plus the empirical reference the
+inquiry mining stored (inquiry/data/mined_<policy version>/reference.json); it never calls a model, so a
+report can be re-made at any time. Several runs over the same case set (same fingerprint) merge into one
+report, each model coming from one run. Output folder:
+
+    metrics.json            every number (consult.md "Metrics"), null where undefined
+    stats_*.parquet         the tables the figures are drawn from
+    report.md, index.html   the tables and notes; the page adds the figures and an episode browser
+    fig_*.png               MNI coverage against turns, questions asked
+
+The tables are tables.py's and the figures figures.py's (beside this module); this module loads runs,
+computes metrics.json and the browser's data, and holds the tasks.
+"""
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, Field
+
+from tasks.benchmarks.consult.contracts import (
+    DIAGNOSIS_METRICS,
+    HISTORY_METRICS,
+    MESSAGES,
+    SCORES,
+    SECONDARY_METRICS,
+)
+from tasks.benchmarks.consult.figures import STATS_SCHEMAS, draw_figures
+from tasks.benchmarks.consult.tables import build_tables, render_html, render_markdown, run_summary
+from tasks.core.preflight import UserError
+from tasks.core.provenance import artifact_key
+from tasks.report.artifacts import publish_report
+from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the benchmark
+from tasks.report.files import write_stats_table
+from tasks.report.runs import (
+    RunManifest,
+    check_mergeable,
+    model_runs,
+    ordered_models,
+    read_manifest,
+    read_rows,
+)
+from tasks.report.runs import check_run_folder as check_run_files
+from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng
+
+RUN_FILES = ("manifest.json", "messages.parquet", "scores.parquet")
+INQUIRY_DATA = Path(__file__).parent / "inquiry" / "data"
+# Lower is better for these; the composite maps them to 1 - x.
+LOWER_IS_BETTER = ("cprw", "povr")
+STAGES = {"history": HISTORY_METRICS, "diagnosis": DIAGNOSIS_METRICS}
+ALL_STAGES = ("history", "diagnosis", "treatment", "follow_up")
+
+
+class ReportSettings(BaseModel):
+    """How intervals are computed; recorded in metrics.json."""
+
+    n_resamples: int = Field(N_RESAMPLES, ge=10, description="Bootstrap resamples per interval.")
+    seed: int = Field(0, description="Seed of the bootstrap; each model and metric derive their own stream.")
+
+
+class RunData(NamedTuple):
+    """The merged runs of one report: rows of the two run tables, and the mined empirical reference."""
+
+    manifests: list[RunManifest]
+    models: list[str]
+    messages: list[dict[str, Any]]
+    scores: list[dict[str, Any]]
+    reference: dict[str, Any] | None
+
+
+def check_run_folder(run_dir: Path) -> None:
+    """Raise UserError unless `run_dir` holds what a finished consultation run writes."""
+    check_run_files(run_dir, RUN_FILES, "consultation")
+
+
+def read_reference(policy_version: str, data_dir: Path = INQUIRY_DATA) -> dict[str, Any] | None:
+    """The mining's empirical reference (Hit@k and POVR of the real dialogues), None when not mined."""
+    path = data_dir / f"mined_{policy_version}" / "reference.json"
+    if not path.is_file():
+        return None
+    return {**json.loads(path.read_text()), "policy_version": policy_version}
+
+
+def load_runs(run_dirs: list[Path]) -> RunData:
+    """Read and merge run folders; UserError when a folder is not a run or the runs do not merge."""
+    for run_dir in run_dirs:
+        check_run_folder(run_dir)
+    manifests = [read_manifest(run_dir, "cases.parquet") for run_dir in run_dirs]
+    scores_by_run = [read_rows(d / "scores.parquet", SCORES) for d in run_dirs]
+    check_mergeable(manifests, [{row["model"] for row in rows} for rows in scores_by_run])
+    scores = [row for rows in scores_by_run for row in rows]
+    if not scores:
+        raise UserError(f"no episodes in {', '.join(map(str, run_dirs))}: nothing to report", "RUN_DIRS...")
+    return RunData(
+        manifests=manifests,
+        models=ordered_models({row["model"] for row in scores}, [n for m in manifests for n in m.models]),
+        messages=[row for d in run_dirs for row in read_rows(d / "messages.parquet", MESSAGES)],
+        scores=scores,
+        reference=read_reference(manifests[0].config.get("policy_version", "v1")),
+    )
+
+
+# --- metrics -------------------------------------------------------------------------------------------
+
+
+def _episode_key(row: dict[str, Any]) -> tuple[str, str, int]:
+    return row["model"], row["case_id"], row["epoch"]
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def _defined(rows: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [row for row in rows if row[name] is not None]
+
+
+def _estimate(ci: BootstrapCI) -> dict[str, Any]:
+    return {"n": ci.n, "mean": ci.estimate, "ci": None if ci.low is None else [ci.low, ci.high]}
+
+
+def metric_interval(
+    rows: list[dict[str, Any]], name: str, rng: np.random.Generator, n_resamples: int
+) -> dict:
+    """Mean of one metric over the episodes where it is defined, with a percentile interval that resamples
+    cases (an episode's epochs move together)."""
+    defined = _defined(rows, name)
+    ci = bootstrap_mean(
+        np.array([row[name] for row in defined], dtype=float),
+        rng,
+        clusters=np.array([row["case_id"] for row in defined]),
+        n_resamples=n_resamples,
+    )
+    return _estimate(ci)
+
+
+def stage_score(means: dict[str, float | None], names: tuple[str, ...]) -> float | None:
+    """A stage's metrics mapped to [0, 1] higher-better (1 - x for CPRw, POVR) and averaged; a metric
+    undefined for every episode (POVR with no applicable pair) is left out."""
+    defined = {name: value for name in names if (value := means[name]) is not None}
+    return _mean([1 - value if name in LOWER_IS_BETTER else value for name, value in defined.items()])
+
+
+def composite(means: dict[str, float | None]) -> dict[str, Any]:
+    """The partial composite: the stage scores of history and diagnosis, and their mean."""
+    stages = {stage: stage_score(means, names) for stage, names in STAGES.items()}
+    defined = [value for value in stages.values() if value is not None]
+    return {
+        **stages,
+        "score": _mean(defined) if len(defined) == len(stages) else None,
+        "stages": list(STAGES),
+        "of_stages": list(ALL_STAGES),
+    }
+
+
+def _usage(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tokens and cost of the agent's calls; the simulated patient makes no call."""
+    calls = [row for row in rows if row["role"] == "agent" and row["status"] != "simulated"]
+    return {
+        "calls": len(calls),
+        "prompt_tokens": sum(row["prompt_tokens"] or 0 for row in calls),
+        "completion_tokens": sum(row["completion_tokens"] or 0 for row in calls),
+        "cost_usd": sum(row["cost_usd"] or 0.0 for row in calls),
+    }
+
+
+def _model_metrics(
+    rows: list[dict[str, Any]], messages: list[dict[str, Any]], model: str, settings: ReportSettings
+) -> dict[str, Any]:
+    scored = [row for row in rows if row["status"] == "completed"]
+    primary = {
+        name: metric_interval(
+            scored, name, seeded_rng(settings.seed, "consult", model, name), settings.n_resamples
+        )
+        for name in (*HISTORY_METRICS, *DIAGNOSIS_METRICS)
+    }
+    departments = sorted({row["department"] for row in scored})
+    return {
+        "n_episodes": len(scored),
+        "n_failed": len(rows) - len(scored),
+        "n_unparseable": sum(row["diagnosis_parse"] == "unparseable" for row in scored),
+        **primary,
+        "secondary": {
+            "questions": _mean([row["questions"] for row in _defined(scored, "questions")]),
+            **{name: _mean([row[name] for row in _defined(scored, name)]) for name in SECONDARY_METRICS},
+        },
+        "composite": composite({name: entry["mean"] for name, entry in primary.items()}),
+        "departments": {
+            department: {
+                "n": sum(row["department"] == department for row in scored),
+                **{
+                    name: _mean(
+                        [row[name] for row in _defined(scored, name) if row["department"] == department]
+                    )
+                    for name in (*HISTORY_METRICS, *DIAGNOSIS_METRICS)
+                },
+            }
+            for department in departments
+        },
+        "usage": _usage(messages),
+    }
+
+
+def failed_episodes(run: RunData) -> list[dict[str, Any]]:
+    return [
+        {"model": row["model"], "case_id": row["case_id"], "epoch": row["epoch"], "error": row["error"]}
+        for row in sorted(run.scores, key=_episode_key)
+        if row["status"] != "completed"
+    ]
+
+
+def _runs(run: RunData) -> list[dict[str, Any]]:
+    run_of = model_runs(run.manifests, {row["model"]: row["run_id"] for row in run.scores})
+    return [
+        {
+            "run_id": m.run_id,
+            "path": str(m.run_dir),
+            "models": [model for model in run.models if run_of.get(model) == m],
+            **{key: m.config.get(key) for key in ("epochs", "max_questions", "gamma", "policy_version")},
+        }
+        for m in run.manifests
+    ]
+
+
+def revealed_by_turn(messages: list[dict[str, Any]]) -> dict[tuple[str, str, int], dict[int, list[str]]]:
+    """Episode -> turn -> the AIU ids the patient revealed at that turn (history stage; turn 0: opening)."""
+    revealed: defaultdict[tuple[str, str, int], dict[int, list[str]]] = defaultdict(dict)
+    for row in messages:
+        if row["role"] == "patient" and row["stage"] == "history" and row["revealed"]:
+            revealed[_episode_key(row)].setdefault(row["turn"], []).extend(row["revealed"])
+    return revealed
+
+
+def coverage_rows(run: RunData) -> list[dict[str, Any]]:
+    """Per model and turn t = 0..T (T: most questions any episode asked), the mean share of the case's MNI
+    target revealed by turn t over completed episodes with an MNI target; a shorter episode stays at its
+    last value."""
+    revealed = revealed_by_turn(run.messages)
+    episodes = [row for row in run.scores if row["status"] == "completed" and row["mni_target"]]
+    last_turn = max((row["questions"] or 0 for row in episodes), default=0)
+    rows = []
+    for model in run.models:
+        mine = [row for row in episodes if row["model"] == model]
+        if not mine:
+            continue
+        shares = np.zeros((len(mine), last_turn + 1))
+        for index, row in enumerate(mine):
+            target, seen = set(row["mni_target"]), set()
+            by_turn = revealed.get(_episode_key(row), {})
+            for turn in range(last_turn + 1):
+                seen |= set(by_turn.get(turn, ())) & target
+                shares[index, turn] = len(seen) / len(target)
+        rows += [
+            {
+                "model": model,
+                "turn": turn,
+                "episodes": len(mine),
+                "mni_coverage": float(shares[:, turn].mean()),
+            }
+            for turn in range(last_turn + 1)
+        ]
+    return rows
+
+
+def episode_rows(run: RunData) -> list[dict[str, Any]]:
+    """One row per completed episode: what the questions figure and a reader of the stats need."""
+    return [
+        {
+            "model": row["model"],
+            "case_id": row["case_id"],
+            "epoch": row["epoch"],
+            "department": row["department"],
+            "questions": row["questions"],
+            "mni_comp": row["mni_comp"],
+            "core_dx_f1": row["core_dx_f1"],
+        }
+        for row in sorted(run.scores, key=lambda r: (run.models.index(r["model"]), r["case_id"], r["epoch"]))
+        if row["status"] == "completed"
+    ]
+
+
+class StatsTables(NamedTuple):
+    """The rows the figures are drawn from."""
+
+    mni_coverage: list[dict[str, Any]]
+    episodes: list[dict[str, Any]]
+
+
+def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, Any], StatsTables]:
+    """metrics.json's content and the rows of the stats tables. Pure: numbers depend only on the inputs."""
+    models = {
+        model: _model_metrics(
+            [row for row in run.scores if row["model"] == model],
+            [row for row in run.messages if row["model"] == model],
+            model,
+            settings,
+        )
+        for model in run.models
+    }
+    metrics = {
+        "models": models,
+        "runs": _runs(run),
+        "case_set": {"dir": str(run.manifests[0].case_set_dir), "fingerprint": run.manifests[0].fingerprint},
+        "reference": run.reference,
+        "failed": failed_episodes(run),
+        "settings": {**settings.model_dump(), "level": LEVEL, "method": "percentile, resampling cases"},
+    }
+    return metrics, StatsTables(coverage_rows(run), episode_rows(run))
+
+
+# --- HTML page -----------------------------------------------------------------------------------------
+
+
+def differential_entry(score: dict[str, Any]) -> dict[str, Any]:
+    """The differential against gold: each item marked `hit` (a gold core diagnosis listed as core),
+    `listed` (a gold diagnosis otherwise), `wrong` (a KB condition not in gold) or `unmatched`; and the
+    gold diagnoses, each with whether the differential lists it."""
+    gold = {item["condition_id"]: item for item in score["gold"] or []}
+    items = []
+    for item in score["differential"] or []:
+        condition = item["condition_id"]
+        if condition is None:
+            kind = "unmatched"
+        elif condition not in gold:
+            kind = "wrong"
+        elif gold[condition]["core"] and item["core"]:
+            kind = "hit"
+        else:
+            kind = "listed"
+        items.append({**item, "kind": kind})
+    listed = {item["condition_id"] for item in items}
+    return {
+        "differential": items,
+        "gold": [{**item, "listed": item["condition_id"] in listed} for item in score["gold"] or []],
+    }
+
+
+def browser_data(run: RunData) -> dict[str, Any]:
+    """The browser's data: one entry per episode with its messages in order.
+
+    A message is [turn, role, stage, status, text, template, revealed AIU ids, deflected]; models and
+    cases are indexes into the lists of the same names.
+    """
+    messages: defaultdict[tuple[str, str, int], list[list[Any]]] = defaultdict(list)
+    stage_order, role_order = {"history": 0, "diagnosis": 1}, {"agent": 0, "patient": 1}
+    for row in sorted(
+        run.messages,
+        key=lambda r: (
+            *_episode_key(r),
+            stage_order.get(r["stage"], 2),
+            r["turn"],
+            role_order.get(r["role"], 2),
+        ),
+    ):
+        messages[_episode_key(row)].append(
+            [
+                row["turn"],
+                row["role"],
+                row["stage"],
+                row["status"],
+                row["text"],
+                row["template"],
+                list(row["revealed"] or []),
+                bool(row["deflected"]),
+            ]
+        )
+    cases = sorted({row["case_id"] for row in run.scores})
+    episodes = [
+        {
+            "model": run.models.index(row["model"]),
+            "case": cases.index(row["case_id"]),
+            "epoch": row["epoch"],
+            "status": row["status"],
+            "department": row["department"],
+            "difficulty": row["difficulty"],
+            "questions": row["questions"],
+            "diagnosis_parse": row["diagnosis_parse"],
+            "mni_target": list(row["mni_target"] or []),
+            "metrics": {name: row[name] for name in (*HISTORY_METRICS, *DIAGNOSIS_METRICS)},
+            "error": row["error"],
+            **differential_entry(row),
+            "messages": messages[_episode_key(row)],
+        }
+        for row in sorted(run.scores, key=lambda r: (run.models.index(r["model"]), r["case_id"], r["epoch"]))
+    ]
+    return {"models": run.models, "cases": cases, "episodes": episodes}
+
+
+# --- tasks ---------------------------------------------------------------------------------------------
+
+
+@task(name="build-consult-report", cache_policy=NO_CACHE)
+def build_report(run_dirs: list[str], out_dir: str, settings: ReportSettings) -> str:
+    """Run folders -> out_dir with metrics.json, stats_*.parquet, report.md, fig_*.png, index.html."""
+    run = load_runs([Path(run_dir) for run_dir in run_dirs])
+    metrics, stats = compute_metrics(run, settings)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    # allow_nan=False: an undefined value must be null, and a NaN reaching here is a bug to surface.
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, allow_nan=False))
+    stats_paths = {
+        name: write_stats_table(rows, out / f"{name}.parquet", STATS_SCHEMAS[name])
+        for name, rows in (("stats_mni_coverage", stats.mni_coverage), ("stats_episodes", stats.episodes))
+    }
+    figures = draw_figures(stats_paths, out)
+    tables = build_tables(metrics)
+    (out / "report.md").write_text(render_markdown(metrics, tables, list(figures)))
+    (out / "index.html").write_text(render_html(metrics, tables, figures, browser_data(run)))
+    return str(out)
+
+
+@task(name="publish-consult-report-artifacts", cache_policy=NO_CACHE)
+def publish_report_artifacts(report_dir: str) -> list[str]:
+    """A stored report -> one Prefect table artifact per table and a Markdown summary; returns their keys."""
+    out = Path(report_dir)
+    metrics = json.loads((out / "metrics.json").read_text())
+    prefix = artifact_key("consult-report", *(run["run_id"] for run in metrics["runs"]))
+    return publish_report(
+        build_tables(metrics), (out / "report.md").read_text(), prefix, run_summary(metrics)
+    )

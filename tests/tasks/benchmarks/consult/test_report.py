@@ -1,0 +1,517 @@
+"""The consultation report on two hand-made runs (one model each, three cases) whose every number is worked
+out below."""
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from prefect import flow
+from prefect.artifacts import Artifact
+
+from tasks.benchmarks.consult.contracts import (
+    DIAGNOSIS_METRICS,
+    HISTORY_METRICS,
+    MESSAGES,
+    SCORES,
+    SECONDARY_METRICS,
+)
+from tasks.benchmarks.consult.report import (
+    INQUIRY_DATA,
+    ReportSettings,
+    build_report,
+    compute_metrics,
+    default_report_dir,
+    load_runs,
+    publish_report_artifacts,
+)
+from tasks.benchmarks.consult.tables import build_tables
+from tasks.core.preflight import UserError
+from tasks.evals.outputs import write_table
+from tasks.report.stats import bootstrap_mean, seeded_rng
+
+SETTINGS = ReportSettings(n_resamples=200, seed=3)
+AGENT_CALL = {"prompt_tokens": 100, "completion_tokens": 10, "cost_usd": 0.125}
+DEPARTMENTS = {"c1": "respiratory", "c2": "respiratory", "c3": "ent"}
+PRIMARY = (*HISTORY_METRICS, *DIAGNOSIS_METRICS)
+GOLD = {
+    "c1": [
+        {"condition_id": "bronchitis", "title": "Acute bronchitis", "core": True, "severity": 2},
+        {"condition_id": "pneumonia", "title": "Pneumonia", "core": False, "severity": 3},
+    ],
+    "c2": [{"condition_id": "cold", "title": "Common cold", "core": True, "severity": 1}],
+    "c3": [{"condition_id": "otitis", "title": "Otitis media", "core": True, "severity": 2}],
+}
+
+
+def differential(*items: tuple[str, bool, str | None]) -> list[dict[str, Any]]:
+    return [
+        {
+            "rank": rank,
+            "diagnosis": name,
+            "icd11": None,
+            "core": core,
+            "condition_id": condition,
+            "match": "unmatched" if condition is None else "exact",
+        }
+        for rank, (name, core, condition) in enumerate(items, start=1)
+    ]
+
+
+# Per episode: the metric values in the order of HISTORY_METRICS + DIAGNOSIS_METRICS, the secondary
+# metrics in SECONDARY_METRICS order, the MNI target, the AIUs revealed per turn (turn 0: the opening; an
+# empty list is a deflected question), the differential and its parse status. None: failed.
+EPISODES: dict[str, dict[str, Any]] = {
+    "alpha": {
+        "c1": (
+            (0.8, 0.2, 0.6, 0.5, None, 1.0, 1.0, 0.9),
+            (0.5, 1.0, 1.0, 2.0, 0.5),
+            ["a1", "a2"],
+            [[], ["a1", "x1"], []],
+            differential(("Acute bronchitis", True, "bronchitis"), ("Flu-ish", False, None)),
+            "ok",
+        ),
+        "c2": (
+            (0.4, 0.6, 0.2, 0.25, 0.5, 0.0, 0.0, 0.3),
+            (0.0, None, 0.0, 1.0, 0.0),
+            ["b1"],
+            [[], ["b1"]],
+            differential(("Sinusitis", True, "sinusitis")),
+            "ok",
+        ),
+        "c3": None,
+    },
+    "beta": {
+        "c1": (
+            (1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.5, 1.0),
+            (0.0, 1.0, 1.0, 2.0, 0.0),
+            ["a1", "a2"],
+            [[], ["a2"], [], ["a1"]],
+            differential(("Acute bronchitis", True, "bronchitis"), ("Pneumonia", False, "pneumonia")),
+            "ok",
+        ),
+        "c2": (
+            (0.5, 0.5, 0.5, 0.5, None, 0.0, 0.0, 0.0),
+            (1.0, None, 0.0, 0.0, None),
+            ["b1"],
+            [["b1"], []],
+            [],
+            "unparseable",
+        ),
+        "c3": (
+            (0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0),
+            (0.5, 0.0, 1.0, 1.0, 0.0),
+            [],
+            [[], ["o1"], []],
+            differential(("Otitis media", True, "otitis")),
+            "ok",
+        ),
+    },
+}
+
+
+def episode_messages(key: dict[str, Any], revealed: list[list[str]] | None) -> list[dict[str, Any]]:
+    """Turn 0: the opening; turns 1..q: question and answer; turn q + 1: the differential."""
+    if revealed is None:
+        return [
+            {**key, "turn": 0, "role": "patient", "stage": "history", "status": "simulated", "text": "Hi"},
+            {
+                **key,
+                "turn": 1,
+                "role": "agent",
+                "stage": "history",
+                "status": "failed",
+                "error": "rate limited",
+            },
+        ]
+    rows = []
+    for turn, aius in enumerate(revealed):
+        answer = {**key, "turn": turn, "role": "patient", "stage": "history", "status": "simulated"}
+        if turn == 0:
+            rows.append({**answer, "text": "Hi, I feel unwell", "revealed": aius})
+            continue
+        question = {**key, "turn": turn, "role": "agent", "stage": "history", "status": "ok", **AGENT_CALL}
+        rows.append({**question, "text": f"Question {turn}?"})
+        rows.append(
+            {
+                **answer,
+                "text": f"Answer {turn}",
+                "template": f"t{turn}",
+                "revealed": aius,
+                "deflected": not aius,
+            }
+        )
+    final = {
+        **key,
+        "turn": len(revealed),
+        "role": "agent",
+        "stage": "diagnosis",
+        "status": "ok",
+        **AGENT_CALL,
+    }
+    return [*rows, {**final, "text": "[differential]"}]
+
+
+def score_row(key: dict[str, Any], case_id: str, episode: tuple[Any, ...] | None) -> dict[str, Any]:
+    base = {**key, "department": DEPARTMENTS[case_id], "difficulty": "easy", "gold": GOLD[case_id]}
+    if episode is None:
+        return {**base, "status": "failed", "error": "rate limited", "error_class": "RateLimitError"}
+    primary, secondary, mni_target, revealed, items, parse = episode
+    return {
+        **base,
+        "status": "completed",
+        "questions": len(revealed) - 1,
+        "diagnosis_parse": parse,
+        "differential": items,
+        "mni_target": mni_target,
+        **dict(zip(PRIMARY, primary, strict=True)),
+        **dict(zip(SECONDARY_METRICS, secondary, strict=True)),
+    }
+
+
+def make_run(
+    root: Path, run_id: str, models: list[str], fingerprint: str = "fp-cases-1", policy: str = "v1"
+) -> Path:
+    run_dir = root / run_id
+    run_dir.mkdir()
+    messages, scores = [], []
+    for model in models:
+        for case_id, episode in EPISODES[model].items():
+            key = {"run_id": run_id, "model": model, "case_id": case_id, "epoch": 0}
+            messages += episode_messages(key, None if episode is None else episode[3])
+            scores.append(score_row(key, case_id, episode))
+    write_table(messages, MESSAGES, run_dir / "messages.parquet")
+    write_table(scores, SCORES, run_dir / "scores.parquet")
+    manifest = {
+        "run_id": run_id,
+        "dataset": {"dir": str(root / "cases"), "fingerprint": fingerprint},
+        "config": {
+            "models": [{"name": model, "model": f"provider/{model}"} for model in models],
+            "epochs": 1,
+            "max_questions": 12,
+            "gamma": 0.95,
+            "policy_version": policy,
+        },
+        "prompts": {},
+        "summary": {},
+        "notes": [],
+    }
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    return run_dir
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> list[Path]:
+    return [make_run(tmp_path, "r1", ["alpha"]), make_run(tmp_path, "r2", ["beta"])]
+
+
+@pytest.fixture
+def metrics(runs: list[Path]) -> dict[str, Any]:
+    return compute_metrics(load_runs(runs), SETTINGS)[0]
+
+
+def rounded(value: Any) -> Any:
+    """Floats to 12 digits, recursively, so whole values compare despite float sums."""
+    if isinstance(value, float):
+        return round(value, 12)
+    if isinstance(value, dict):
+        return {key: rounded(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(item) for item in value]
+    return value
+
+
+def interval(model: str, name: str, pairs: list[tuple[str, float]]) -> dict[str, Any]:
+    """The interval with the model's and metric's own stream over (case, value) pairs (checks the stream)."""
+    ci = bootstrap_mean(
+        np.array([value for _, value in pairs]),
+        seeded_rng(3, "consult", model, name),
+        clusters=np.array([case for case, _ in pairs]),
+        n_resamples=200,
+    )
+    return {"n": ci.n, "mean": ci.estimate, "ci": [ci.low, ci.high]}
+
+
+def expected_primary(model: str) -> dict[str, Any]:
+    episodes = {case: e for case, e in EPISODES[model].items() if e is not None}
+    return {
+        name: interval(model, name, [(case, e[0][i]) for case, e in episodes.items() if e[0][i] is not None])
+        for i, name in enumerate(PRIMARY)
+    }
+
+
+def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
+    alpha = {
+        # c3 failed: two episodes, both respiratory
+        "n_episodes": 2,
+        "n_failed": 1,
+        "n_unparseable": 0,
+        **expected_primary("alpha"),
+        "secondary": {
+            "questions": 1.5,
+            "deflection_rate": 0.25,
+            "red_flag_coverage": 1.0,  # undefined for c2
+            "top1_accuracy": 0.5,
+            "differential_length": 1.5,
+            "unmatched_rate": 0.25,
+        },
+        # history: MNI-Comp .6, 1 - CPRw .6, IGE .4, Hit@1 .375, 1 - POVR .5 (c2 only) -> 2.475 / 5
+        # diagnosis: recall .5, F1 .5, SWDS .6 -> 1.6 / 3
+        "composite": {
+            "history": 0.495,
+            "diagnosis": 1.6 / 3,
+            "score": (0.495 + 1.6 / 3) / 2,
+            "stages": ["history", "diagnosis"],
+            "of_stages": ["history", "diagnosis", "treatment", "follow_up"],
+        },
+        "departments": {
+            "respiratory": {
+                "n": 2,
+                "mni_comp": 0.6,
+                "cprw": 0.4,
+                "ige": 0.4,
+                "hit_at_1": 0.375,
+                "povr": 0.5,
+                "core_dx_recall": 0.5,
+                "core_dx_f1": 0.5,
+                "swds": 0.6,
+            },
+        },
+        # c1: 2 questions + differential, c2: 1 + differential, c3: one failed call (no tokens)
+        "usage": {"calls": 6, "prompt_tokens": 500, "completion_tokens": 50, "cost_usd": 0.625},
+    }
+    beta = {
+        "n_episodes": 3,
+        "n_failed": 0,
+        "n_unparseable": 1,
+        **expected_primary("beta"),
+        "secondary": {
+            "questions": 2.0,
+            "deflection_rate": 0.5,
+            "red_flag_coverage": 0.5,  # undefined for c2
+            "top1_accuracy": 2 / 3,
+            "differential_length": 1.0,
+            "unmatched_rate": 0.0,  # undefined for the unparseable c2
+        },
+        # history: MNI-Comp .5, 1 - CPRw .5, IGE .5, Hit@1 .5, 1 - POVR .5 -> .5
+        # diagnosis: recall 2/3, F1 .5, SWDS 2/3 -> 11/18
+        "composite": {
+            "history": 0.5,
+            "diagnosis": 11 / 18,
+            "score": (0.5 + 11 / 18) / 2,
+            "stages": ["history", "diagnosis"],
+            "of_stages": ["history", "diagnosis", "treatment", "follow_up"],
+        },
+        "departments": {
+            "ent": {
+                "n": 1,
+                **dict(zip(PRIMARY, EPISODES["beta"]["c3"][0], strict=True)),
+            },
+            "respiratory": {
+                "n": 2,
+                "mni_comp": 0.75,
+                "cprw": 0.25,
+                "ige": 0.75,
+                "hit_at_1": 0.75,
+                "povr": 0.0,
+                "core_dx_recall": 0.5,
+                "core_dx_f1": 0.25,
+                "swds": 0.5,
+            },
+        },
+        "usage": {"calls": 9, "prompt_tokens": 900, "completion_tokens": 90, "cost_usd": 1.125},
+    }
+    assert rounded(metrics["models"]) == rounded({"alpha": alpha, "beta": beta})
+    means = [round(metrics["models"]["alpha"][name]["mean"], 12) for name in ("mni_comp", "povr", "swds")]
+    assert means == [0.6, 0.5, 0.6]  # the hand-computed means, not only the shared bootstrap's
+    assert metrics["models"]["alpha"]["povr"]["n"] == 1
+
+
+def test_runs_reference_failures_and_settings_are_recorded(metrics: dict[str, Any], runs) -> None:
+    assert metrics["runs"] == [
+        {
+            "run_id": run_id,
+            "path": str(path),
+            "models": [model],
+            "epochs": 1,
+            "max_questions": 12,
+            "gamma": 0.95,
+            "policy_version": "v1",
+        }
+        for run_id, path, model in (("r1", runs[0], "alpha"), ("r2", runs[1], "beta"))
+    ]
+    assert metrics["case_set"] == {"dir": str(runs[0].parent / "cases"), "fingerprint": "fp-cases-1"}
+    stored = json.loads((INQUIRY_DATA / "mined_v1" / "reference.json").read_text())
+    assert metrics["reference"] == {**stored, "policy_version": "v1"}
+    assert metrics["failed"] == [{"model": "alpha", "case_id": "c3", "epoch": 0, "error": "rate limited"}]
+    assert metrics["settings"] == {
+        "n_resamples": 200,
+        "seed": 3,
+        "level": 0.95,
+        "method": "percentile, resampling cases",
+    }
+
+
+def test_merging_changes_no_models_numbers(metrics: dict[str, Any], runs) -> None:
+    alone = compute_metrics(load_runs(runs[:1]), SETTINGS)[0]
+    assert alone["models"]["alpha"] == metrics["models"]["alpha"]
+
+
+def test_runs_over_different_case_sets_are_refused(tmp_path: Path) -> None:
+    first = make_run(tmp_path, "r1", ["alpha"])
+    other = make_run(tmp_path, "r2", ["beta"], fingerprint="fp-cases-2")
+    with pytest.raises(UserError, match="different case sets") as error:
+        load_runs([first, other])
+    assert f"r1 ({first}): fp-cases-1" in str(error.value) and f"r2 ({other}): fp-cases-2" in str(error.value)
+
+
+def test_a_model_in_two_runs_is_refused(tmp_path: Path) -> None:
+    first, again = make_run(tmp_path, "r1", ["alpha"]), make_run(tmp_path, "r2", ["alpha", "beta"])
+    with pytest.raises(UserError, match=r"a model appears in several runs \('alpha' in r1"):
+        load_runs([first, again])
+
+
+def test_an_unfinished_run_is_refused(tmp_path: Path) -> None:
+    run = make_run(tmp_path, "r1", ["alpha"])
+    (run / "scores.parquet").unlink()
+    with pytest.raises(UserError, match=r"is not a finished consultation run \(no scores\.parquet\)"):
+        load_runs([run])
+
+
+def test_without_a_mined_reference_the_table_has_no_reference_row(tmp_path: Path) -> None:
+    metrics = compute_metrics(load_runs([make_run(tmp_path, "r1", ["alpha"], policy="v0")]), SETTINGS)[0]
+    assert metrics["reference"] is None
+    assert [row[0] for row in build_tables(metrics)[0].rows] == ["alpha"]
+
+
+def test_report_folder_markdown_figures_and_stats(runs) -> None:
+    run_dirs = [str(r) for r in runs]
+    report_dir = Path(
+        build_report.fn(run_dirs=run_dirs, out_dir=default_report_dir(run_dirs), settings=SETTINGS)
+    )
+    assert report_dir == runs[0] / "report-merged"
+    for name in ("fig_mni_coverage", "fig_questions"):
+        assert (report_dir / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    metrics = json.loads(
+        (report_dir / "metrics.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON")
+    )
+    # alpha: c1 covers 0, 1/2, 1/2 (2 questions), c2 0, 1; beta: c1 0, 1/2, 1/2, 1; c2 1 from the opening;
+    # c3 has no MNI target. Every curve runs to turn 3 (the most questions asked); shorter ones stay flat.
+    coverage = pq.read_table(report_dir / "stats_mni_coverage.parquet").to_pylist()
+    assert [(row["model"], row["turn"], row["episodes"], row["mni_coverage"]) for row in coverage] == [
+        ("alpha", 0, 2, 0.0),
+        ("alpha", 1, 2, 0.75),
+        ("alpha", 2, 2, 0.75),
+        ("alpha", 3, 2, 0.75),
+        ("beta", 0, 2, 0.5),
+        ("beta", 1, 2, 0.75),
+        ("beta", 2, 2, 0.75),
+        ("beta", 3, 2, 1.0),
+    ]
+    episodes = pq.read_table(report_dir / "stats_episodes.parquet").to_pylist()
+    assert [(row["model"], row["case_id"], row["department"], row["questions"]) for row in episodes] == [
+        ("alpha", "c1", "respiratory", 2),
+        ("alpha", "c2", "respiratory", 1),
+        ("beta", "c1", "respiratory", 3),
+        ("beta", "c2", "respiratory", 1),
+        ("beta", "c3", "ent", 2),
+    ]
+    markdown = (report_dir / "report.md").read_text()
+    mni = metrics["models"]["alpha"]["mni_comp"]["ci"]
+    assert f"| alpha | 2 | 60.0 [{100 * mni[0]:.1f}, {100 * mni[1]:.1f}] |" in markdown
+    assert "| 1.5 | 25.0 | 100.0 | 49.5 |" in markdown  # questions, deflection, red flags, stage score
+    reference = metrics["reference"]
+    assert (
+        f"| empirical reference ({reference['dialogues']} real dialogues) | — | — | — | — | "
+        f"{100 * reference['hit_at_k_mean']:.1f} | {100 * reference['povr_mean']:.1f} | — | — | — | — |"
+        in markdown
+    )
+    assert "| 1.0 | 0.0 | 1 | 61.1 |" in markdown  # beta's diagnosis: length, unmatched, unparseable, stage
+    assert "| alpha | 49.5 | 53.3 | 51.4 |" in markdown
+    assert "| ent | beta | 1 | 0.0 | 100.0 | 0.0 | 0.0 | 100.0 | 100.0 | 100.0 | 100.0 |" in markdown
+    assert (
+        "- 1 episode(s) failed (provider errors) and are excluded from every metric: alpha / c3 / epoch 0. "
+        "Re-running the run finishes them." in markdown
+    )
+    assert "- 1 differential(s) did not parse after the re-ask and are scored as empty (beta 1)." in markdown
+    assert "- The composite score is partial: history and diagnosis only, 2 of the 4 stages" in markdown
+    assert markdown.index("### History taking") < markdown.index("### Composite score (partial)")
+    assert "![MNI coverage against turns" in markdown
+
+
+def page_data(page: str) -> dict[str, Any]:
+    found = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
+    assert found is not None
+    return json.loads(found.group(1))
+
+
+def test_page_holds_the_browser_with_questions_and_the_differential_against_gold(
+    tmp_path: Path, runs
+) -> None:
+    report_dir = Path(
+        build_report.fn(run_dirs=[str(r) for r in runs], out_dir=str(tmp_path / "out"), settings=SETTINGS)
+    )
+    page = (report_dir / "index.html").read_text()
+    assert 'id="pick-model"' in page and '<figure id="fig_mni_coverage">' in page
+    assert "http://" not in page and "https://" not in page  # self-contained
+    data = page_data(page)
+    assert (data["models"], data["cases"]) == (["alpha", "beta"], ["c1", "c2", "c3"])
+    alpha_c1 = data["episodes"][0]
+    messages = alpha_c1.pop("messages")
+    assert alpha_c1 == {
+        "model": 0,
+        "case": 0,
+        "epoch": 0,
+        "status": "completed",
+        "department": "respiratory",
+        "difficulty": "easy",
+        "questions": 2,
+        "diagnosis_parse": "ok",
+        "mni_target": ["a1", "a2"],
+        "metrics": dict(zip(PRIMARY, EPISODES["alpha"]["c1"][0], strict=True)),
+        "error": None,
+        "differential": [
+            {**item, "kind": kind}
+            for item, kind in zip(EPISODES["alpha"]["c1"][4], ("hit", "unmatched"), strict=True)
+        ],
+        "gold": [{**GOLD["c1"][0], "listed": True}, {**GOLD["c1"][1], "listed": False}],
+    }
+    assert messages == [
+        [0, "patient", "history", "simulated", "Hi, I feel unwell", None, [], False],
+        [1, "agent", "history", "ok", "Question 1?", None, [], False],
+        [1, "patient", "history", "simulated", "Answer 1", "t1", ["a1", "x1"], False],
+        [2, "agent", "history", "ok", "Question 2?", None, [], False],
+        [2, "patient", "history", "simulated", "Answer 2", "t2", [], True],
+        [3, "agent", "diagnosis", "ok", "[differential]", None, [], False],
+    ]
+    failed = data["episodes"][2]
+    assert (failed["status"], failed["error"], failed["differential"], failed["metrics"]["mni_comp"]) == (
+        "failed",
+        "rate limited",
+        [],
+        None,
+    )
+    assert [item["kind"] for item in data["episodes"][1]["differential"]] == ["wrong"]  # alpha c2
+    assert [item["kind"] for item in data["episodes"][3]["differential"]] == ["hit", "listed"]  # beta c1
+
+
+def test_published_tables_are_rebuilt_from_the_stored_metrics(metrics: dict[str, Any]) -> None:
+    stored = json.loads(json.dumps(metrics))
+    tables = build_tables(stored)
+    assert [table.key for table in tables] == ["history", "diagnosis", "composite", "departments", "usage"]
+    assert tables == build_tables(metrics)
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_artifacts_are_published_from_the_stored_report(tmp_path: Path, runs) -> None:
+    report_dir = build_report.fn(
+        run_dirs=[str(r) for r in runs], out_dir=str(tmp_path / "out"), settings=SETTINGS
+    )
+    keys = flow(publish_report_artifacts.fn)(report_dir=report_dir)
+    names = ["history", "diagnosis", "composite", "departments", "usage", "summary"]
+    assert keys == [f"consult-report-r1-r2-{name}" for name in names]
+    summary = Artifact.get(key="consult-report-r1-r2-summary")
+    assert summary is not None and summary.data == (Path(report_dir) / "report.md").read_text()

@@ -1,0 +1,68 @@
+"""The consultation report page in a real headless Chromium (loopback DevTools only): the episode browser
+shows each question's template and revealed AIUs (MNI ones highlighted, deflections marked), then the
+differential against gold."""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tasks.benchmarks.consult.report import ReportSettings, build_report
+from tests.tasks.benchmarks.consult.test_report import make_run
+from tests.tasks.benchmarks.threadmed.test_report_html import Page, _chromium
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
+    chromium = _chromium()
+    root = tmp_path_factory.mktemp("consult-html")
+    runs = [str(make_run(root, "r1", ["alpha"])), str(make_run(root, "r2", ["beta"]))]
+    report_dir = build_report.fn(
+        run_dirs=runs, out_dir=str(root / "report"), settings=ReportSettings(n_resamples=50)
+    )
+    browser = Page(chromium, (Path(report_dir) / "index.html").as_uri(), root / "profile")
+    try:
+        browser.wait_for("document.body && document.body.dataset.ready === '1'")
+        yield browser
+    finally:
+        browser.close()
+
+
+def _pick(page: Page, control: str, value: str) -> None:
+    page.evaluate(
+        f"(() => {{ const c = document.getElementById({json.dumps(control)}); c.value = {json.dumps(value)};"
+        " c.dispatchEvent(new Event('input')); })()"
+    )
+
+
+def _texts(page: Page, selector: str) -> list[str]:
+    return page.evaluate(f"[...document.querySelectorAll({json.dumps(selector)})].map(n => n.textContent)")
+
+
+def test_an_episode_shows_questions_reveals_and_the_differential(page: Page) -> None:
+    _pick(page, "pick-model", "0")
+    _pick(page, "pick-case", "0")
+    assert _texts(page, "#pick-case option") == ["c1 · respiratory", "c2 · respiratory", "c3 · ent · failed"]
+    assert _texts(page, "#episode .aiu.mni") == ["a1"]
+    assert _texts(page, "#episode .aiu") == ["a1", "x1"]
+    assert _texts(page, "#episode .message h4") == [
+        "history · turn 0 · patient · simulated",
+        "history · turn 1 · agent",
+        "history · turn 1 · patient · simulated · template t1",
+        "history · turn 2 · agent",
+        "history · turn 2 · patient · simulated · template t2 · deflected",
+        "diagnosis · turn 3 · agent",
+    ]
+    assert page.evaluate("document.querySelectorAll('#episode .message.deflected').length") == 1
+    assert _texts(page, "#episode .code-hit") == ["1. Acute bronchitis (core) → bronchitis"]
+    assert _texts(page, "#episode .code-unmatched") == ["2. Flu-ish"]
+    assert _texts(page, "#episode .code-missed") == ["Pneumonia (non-core, severity 3)"]
+
+
+def test_a_failed_episode_says_so(page: Page) -> None:
+    _pick(page, "pick-model", "0")
+    _pick(page, "pick-case", "2")
+    assert page.evaluate("document.getElementById('episode').dataset.status") == "failed"
+    assert "rate limited" in page.evaluate("document.getElementById('episode').innerText")
+    assert page.evaluate("document.querySelectorAll('#episode .message.failed').length") == 1
