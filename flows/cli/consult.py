@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from flows.cli.errors import reports_errors
 from flows.cli.render import console
@@ -287,11 +288,12 @@ def report_command(
 
 def print_consult_report(report_dir: Path) -> None:
     """The report's stage tables beside the partial composite, and where its files are."""
-    from tasks.benchmarks.consult.tables import terminal_tables
+    from tasks.benchmarks.consult.tables import report_notes, terminal_table
     from tasks.report.tables import table_rich
 
     metrics = json.loads((report_dir / "metrics.json").read_text())
-    for table in terminal_tables(metrics):
-        console.print(table_rich(table))
+    console.print(table_rich(terminal_table(metrics)))
+    for note in report_notes(metrics):
+        console.print(f"[yellow]{escape(note)}[/yellow]")
     for name in ("report.md", "index.html", "metrics.json"):
         console.print(f"  {report_dir / name}")

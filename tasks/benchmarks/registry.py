@@ -1,10 +1,11 @@
 """Every benchmark by name: adding one is a folder under tasks/benchmarks/ and a line here."""
 
+from tasks.benchmarks.consult.benchmark import CONSULT
 from tasks.benchmarks.protocol import Benchmark
 from tasks.benchmarks.snomed.benchmark import SNOMED
 from tasks.benchmarks.threadmed.benchmark import THREADMED
 
-BENCHMARKS: dict[str, Benchmark] = {benchmark.name: benchmark for benchmark in (THREADMED, SNOMED)}
+BENCHMARKS: dict[str, Benchmark] = {benchmark.name: benchmark for benchmark in (THREADMED, SNOMED, CONSULT)}
 
 
 def benchmark(name: str) -> Benchmark:

@@ -1,4 +1,4 @@
-"""Scores of the consultation benchmark's history and diagnosis stages, their run summary, and the text logic
+"""Scores of the consultation benchmark's history and diagnosis stages, and the text logic
 of the scripted reference agents. Pure functions of the case, the recorded episode, the KB and the policy.
 
 Definitions the spec leaves open, fixed here (spec: shared/spec/consult.md, "Metrics"):
@@ -20,7 +20,6 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-import numpy as np
 from rapidfuzz import fuzz
 
 from tasks.benchmarks.consult.case import ConsultCase
@@ -30,7 +29,6 @@ from tasks.benchmarks.consult.inquiry.templates import TemplateCatalogue
 from tasks.benchmarks.consult.kb.icd11 import DEFAULT_THRESHOLD, normalise_diagnosis
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.names import normalise_text
-from tasks.report.stats import N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng
 
 GAMMA = 0.95
 TOP_K = 3
@@ -63,57 +61,7 @@ class DiagnosisScores(NamedTuple):
     unmatched_rate: float | None
 
 
-class Metric(NamedTuple):
-    """A reported metric: its stage, whether the composite uses it, and which direction is better."""
-
-    name: str
-    stage: str
-    primary: bool
-    higher_is_better: bool
-
-
 # Report order. Part 2 adds its stages' metrics after these; nothing here changes.
-METRICS: tuple[Metric, ...] = (
-    Metric("mni_comp", "history", True, True),
-    Metric("cprw", "history", True, False),
-    Metric("ige", "history", True, True),
-    Metric("hit_at_1", "history", True, True),
-    Metric("povr", "history", True, False),
-    Metric("questions_asked", "history", False, False),
-    Metric("deflection_rate", "history", False, False),
-    Metric("red_flag_coverage", "history", False, True),
-    Metric("core_dx_recall", "diagnosis", True, True),
-    Metric("core_dx_f1", "diagnosis", True, True),
-    Metric("swds", "diagnosis", True, True),
-    Metric("top1_accuracy", "diagnosis", False, True),
-    Metric("differential_length", "diagnosis", False, True),
-    Metric("unmatched_rate", "diagnosis", False, False),
-)
-
-
-class CaseRow(NamedTuple):
-    """One case's scores, every stage's metrics in one mapping (metric name -> value, None = undefined)."""
-
-    case_id: str
-    department: str
-    metrics: Mapping[str, float | None]
-
-
-class MetricSummary(NamedTuple):
-    ci: BootstrapCI  # over the cases where the metric is defined
-    n_skipped: int  # cases where it is None (or was not scored)
-
-
-class GroupSummary(NamedTuple):
-    n_cases: int
-    metrics: dict[str, MetricSummary]
-    stages: dict[str, float | None]  # mean of the stage's primary means, each mapped to higher-better
-    composite: float | None  # mean of the defined stage scores
-
-
-class RunSummary(NamedTuple):
-    overall: GroupSummary
-    by_department: dict[str, GroupSummary]
 
 
 def core_mni_aius(case: ConsultCase, kb: KnowledgeBase) -> frozenset[str]:
@@ -271,68 +219,6 @@ def score_diagnosis(case: ConsultCase, episode: Episode) -> DiagnosisScores:
         differential_length=len(items),
         unmatched_rate=sum(item.condition_id is None for item in items) / len(items) if items else None,
     )
-
-
-def score_case(
-    case: ConsultCase, episode: Episode, kb: KnowledgeBase, policy: InquiryPolicy, *, gamma: float = GAMMA
-) -> CaseRow:
-    """One case's row for `summarise`: the history and diagnosis metrics by name."""
-    history = score_history(case, episode, kb, policy, gamma=gamma)
-    diagnosis = score_diagnosis(case, episode)
-    return CaseRow(case.case_id, case.department, {**history._asdict(), **diagnosis._asdict()})
-
-
-def summarise(
-    rows_per_case: Sequence[CaseRow],
-    rng: np.random.Generator,
-    n_resamples: int = N_RESAMPLES,
-    metrics: Sequence[Metric] = METRICS,
-) -> RunSummary:
-    """Per metric the mean over cases with a 95% bootstrap interval, overall and per department, and the
-    partial composite of the stages scored. One draw from `rng` seeds per-(group, metric) streams, so
-    an interval does not change when metrics or departments are added."""
-    seed = int(rng.integers(2**62))
-    departments = sorted({row.department for row in rows_per_case})
-    return RunSummary(
-        overall=_summarise_group(rows_per_case, seed, "all", n_resamples, metrics),
-        by_department={
-            department: _summarise_group(
-                [row for row in rows_per_case if row.department == department],
-                seed,
-                f"department:{department}",
-                n_resamples,
-                metrics,
-            )
-            for department in departments
-        },
-    )
-
-
-def _summarise_group(
-    rows: Sequence[CaseRow], seed: int, group: str, n_resamples: int, metrics: Sequence[Metric]
-) -> GroupSummary:
-    scored = [metric for metric in metrics if any(metric.name in row.metrics for row in rows)]
-    summaries = {}
-    for metric in scored:
-        values = [row.metrics.get(metric.name) for row in rows]
-        defined = np.array([value for value in values if value is not None], dtype=float)
-        ci = bootstrap_mean(defined, seeded_rng(seed, group, metric.name), n_resamples=n_resamples)
-        summaries[metric.name] = MetricSummary(ci, len(values) - len(defined))
-    stages: dict[str, float | None] = {}
-    for metric in scored:
-        if metric.primary:
-            stages.setdefault(metric.stage, None)
-    for stage in stages:
-        mapped = [
-            estimate if metric.higher_is_better else 1.0 - estimate
-            for metric in scored
-            if metric.primary and metric.stage == stage
-            and (estimate := summaries[metric.name].ci.estimate) is not None
-        ]  # fmt: skip
-        stages[stage] = sum(mapped) / len(mapped) if mapped else None
-    defined_stages = [score for score in stages.values() if score is not None]
-    composite = sum(defined_stages) / len(defined_stages) if defined_stages else None
-    return GroupSummary(len(rows), summaries, stages, composite)
 
 
 def is_ready(text: str) -> bool:

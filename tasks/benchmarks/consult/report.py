@@ -24,6 +24,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
+from tasks.benchmarks.consult.cases.case_set import CASES_FILE
 from tasks.benchmarks.consult.contracts import (
     DIAGNOSIS_METRICS,
     HISTORY_METRICS,
@@ -91,7 +92,7 @@ def load_runs(run_dirs: list[Path]) -> RunData:
     """Read and merge run folders; UserError when a folder is not a run or the runs do not merge."""
     for run_dir in run_dirs:
         check_run_folder(run_dir)
-    manifests = [read_manifest(run_dir, "cases.parquet") for run_dir in run_dirs]
+    manifests = [read_manifest(run_dir, CASES_FILE) for run_dir in run_dirs]
     scores_by_run = [read_rows(d / "scores.parquet", SCORES) for d in run_dirs]
     check_mergeable(manifests, [{row["model"] for row in rows} for rows in scores_by_run])
     scores = [row for rows in scores_by_run for row in rows]

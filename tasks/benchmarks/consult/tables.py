@@ -147,6 +147,31 @@ def composite_table(metrics: dict[str, Any]) -> Table:
     )
 
 
+def terminal_table(metrics: dict[str, Any]) -> Table:
+    """The stage scores turned sideways, one column per model, so an 80-column terminal shows them; the
+    partial composite sits under the stages it averages."""
+    models = metrics["models"]
+    measures: dict[str, Any] = {"episodes": lambda e: str(e["n_episodes"])}
+    measures |= {label: (lambda e, n=name: _with_ci(e[n])) for name, label in HISTORY_COLUMNS.items()}
+    measures["questions"] = lambda e: _number(e["secondary"]["questions"])
+    measures |= {label: (lambda e, n=name: _with_ci(e[n])) for name, label in DIAGNOSIS_COLUMNS.items()}
+    measures["top-1 %"] = lambda e: _percent(e["secondary"]["top1_accuracy"])
+    measures |= {
+        "history stage": lambda e: _percent(e["composite"]["history"]),
+        "diagnosis stage": lambda e: _percent(e["composite"]["diagnosis"]),
+        "composite (partial)": lambda e: _percent(e["composite"]["score"]),
+    }
+    rows = [[label, *(show(entry) for entry in models.values())] for label, show in measures.items()]
+    return Table(
+        key="results-terminal",
+        title="Consultation: history taking and diagnosis, % [95% CI] over completed episodes",
+        columns=["", *(name.removeprefix("threadmed/") for name in models)],
+        rows=rows,
+        caption="↓: lower is better.",
+        right_aligned=tuple(name.removeprefix("threadmed/") for name in models),
+    )
+
+
 def department_table(metrics: dict[str, Any]) -> Table:
     names = {**HISTORY_COLUMNS, **DIAGNOSIS_COLUMNS}
     rows = [

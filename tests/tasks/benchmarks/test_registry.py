@@ -11,9 +11,9 @@ from tasks.benchmarks.threadmed.solver import answer_thread
 from tasks.evals.config import EvalConfig
 
 
-def test_both_benchmarks_are_registered_with_their_config_solver_scorer_and_tables():
+def test_every_benchmark_is_registered_with_its_config_solver_scorer_and_tables():
     threadmed, snomed = benchmark("threadmed"), benchmark("snomed")
-    assert {"threadmed": threadmed, "snomed": snomed} == BENCHMARKS
+    assert {"threadmed": threadmed, "snomed": snomed, "consult": benchmark("consult")} == BENCHMARKS
     assert (threadmed.config_model, threadmed.solve, threadmed.score) == (
         EvalConfig,
         answer_thread,
@@ -31,5 +31,7 @@ def test_both_benchmarks_are_registered_with_their_config_solver_scorer_and_tabl
 
 
 def test_an_unknown_benchmark_is_refused_with_the_known_names():
-    with pytest.raises(ValueError, match="unknown benchmark 'consult'; known benchmarks: snomed, threadmed"):
-        benchmark("consult")
+    with pytest.raises(
+        ValueError, match="unknown benchmark 'medqa'; known benchmarks: consult, snomed, threadmed"
+    ):
+        benchmark("medqa")

@@ -11,20 +11,15 @@ from tasks.benchmarks.consult.inquiry.templates import load_catalogue
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.models import AiuType, Condition, Evidence, Regimen
 from tasks.benchmarks.consult.metrics import (
-    METRICS,
     READY_MARKER,
-    CaseRow,
     DiagnosisScores,
     HistoryScores,
-    Metric,
     agent_reply,
     is_ready,
     parse_differential,
     reported_aius,
-    score_case,
     score_diagnosis,
     score_history,
-    summarise,
 )
 
 
@@ -317,30 +312,6 @@ def test_unparseable_differential_scores_zero():
     )
 
 
-def test_score_case_names_every_metric():
-    row = score_case(make_case(), Episode(case_id="c1", turns=TURNS), KB, POLICY)
-    assert (row.case_id, row.department, list(row.metrics)) == (
-        "c1",
-        "respiratory",
-        [
-            "mni_comp",
-            "cprw",
-            "ige",
-            "hit_at_1",
-            "povr",
-            "questions_asked",
-            "deflection_rate",
-            "red_flag_coverage",
-            "core_dx_recall",
-            "core_dx_f1",
-            "swds",
-            "top1_accuracy",
-            "differential_length",
-            "unmatched_rate",
-        ],
-    )
-
-
 PNEUMONIA = {"diagnosis": "Pneumonia", "icd11": None, "core": True, "rationale": "fever and cough"}
 EXPECTED_PNEUMONIA = DiagnosisItem(
     rank=1,
@@ -412,56 +383,6 @@ def test_empty_list_is_an_empty_differential():
 )
 def test_is_ready(text, ready):
     assert is_ready(text) is ready
-
-
-def rows():
-    return [
-        CaseRow("a", "respiratory", {"mni_comp": 0.5, "cprw": 0.2, "povr": None, "core_dx_recall": 1.0}),
-        CaseRow("b", "respiratory", {"mni_comp": 1.0, "cprw": None, "povr": None, "core_dx_recall": 0.0}),
-        CaseRow("c", "dermatology", {"mni_comp": 0.0, "cprw": 0.4, "povr": None, "core_dx_recall": 1.0}),
-    ]
-
-
-def test_summary_means_skips_and_composite():
-    summary = summarise(rows(), np.random.default_rng(7), n_resamples=500)
-    overall = summary.overall
-    estimates = {name: (m.ci.estimate, m.ci.n, m.n_skipped) for name, m in overall.metrics.items()}
-    assert estimates == {
-        "mni_comp": (0.5, 3, 0),
-        "cprw": (pytest.approx(0.3), 2, 1),
-        "povr": (None, 0, 3),
-        "core_dx_recall": (pytest.approx(2 / 3), 3, 0),
-    }
-    # history: mean(0.5, 1 - 0.3), POVR skipped; diagnosis: 2 / 3; composite: mean of the two.
-    assert overall.stages == {"history": pytest.approx(0.6), "diagnosis": pytest.approx(2 / 3)}
-    assert overall.composite == pytest.approx((0.6 + 2 / 3) / 2)
-    assert overall.metrics["mni_comp"].ci.low <= 0.5 <= overall.metrics["mni_comp"].ci.high
-
-
-def test_summary_per_department():
-    summary = summarise(rows(), np.random.default_rng(7), n_resamples=500)
-    assert list(summary.by_department) == ["dermatology", "respiratory"]
-    skin = summary.by_department["dermatology"]
-    # One case: its values, a zero-width interval. History: mean(0.0, 1 - 0.4); diagnosis 1.0.
-    assert (skin.n_cases, skin.metrics["cprw"].ci[:4], skin.stages, skin.composite) == (
-        1,
-        (0.4, 0.4, 0.4, 1),
-        {"history": pytest.approx(0.3), "diagnosis": 1.0},
-        pytest.approx(0.65),
-    )
-    assert summary.by_department["respiratory"].metrics["mni_comp"].ci.estimate == 0.75
-
-
-def test_summary_is_reproducible_and_stable_when_a_stage_is_added():
-    first = summarise(rows(), np.random.default_rng(7), n_resamples=500)
-    assert summarise(rows(), np.random.default_rng(7), n_resamples=500) == first
-    # Part 2 adds a stage: the existing intervals stay, the composite gains the stage.
-    extended = [row._replace(metrics={**row.metrics, "psc": 1.0}) for row in rows()]
-    metrics = (*METRICS, Metric("psc", "treatment", True, True))
-    second = summarise(extended, np.random.default_rng(7), n_resamples=500, metrics=metrics)
-    assert second.overall.metrics["mni_comp"] == first.overall.metrics["mni_comp"]
-    assert second.overall.stages["treatment"] == 1.0
-    assert second.overall.composite == pytest.approx((0.6 + 2 / 3 + 1.0) / 3)
 
 
 CATALOGUE = load_catalogue()
