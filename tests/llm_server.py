@@ -28,6 +28,23 @@ JUDGE_REPLY = '{"SCORE": 1.0, "REASON": "Matches the physician."}'
 SNOMED_PATIENT = "patient"
 SNOMED_FINAL = '<Final Answer>: ["59621000", "44054006"]'
 _CASE_TAG = re.compile(r"\[case ([0-9a-f]{8})\]")
+CONSULT_QUESTIONS = (
+    "When did it start?",
+    "Have you had a fever?",
+    "Where exactly is the pain, and does it spread anywhere?",
+    "Is it there all the time, or does it come and go?",
+    "Does anything make it better or worse?",
+    "Have you had a cough or a runny nose?",
+    "Do you take any medicines regularly?",
+    "Have you had anything like this before?",
+    "Are you allergic to anything?",
+    "Does anyone in your family have a similar problem?",
+    "Do you smoke or drink alcohol?",
+    "Have you noticed any change in your weight or appetite?",
+)
+CONSULT_DIFFERENTIAL = json.dumps(
+    [{"diagnosis": "Acute sinusitis", "icd11": None, "core": True, "rationale": "facial pain after a cold"}]
+)
 
 
 @dataclass(frozen=True)
@@ -107,9 +124,29 @@ def snomed_reply(model: str, messages: list[dict[str, Any]]) -> str:
     return SNOMED_FINAL
 
 
+def consult_questions(model: str, opening: str) -> int:
+    """How many questions the agent `model` asks the patient who opened with `opening`: 3 to 12."""
+    return 3 + int(hashlib.sha256(f"{model}/{opening}".encode()).hexdigest(), 16) % 10
+
+
+def consult_reply(model: str, messages: list[dict[str, Any]]) -> str:
+    """The agent of a consultation episode (the simulated patient is local to the solver): it asks
+    `consult_questions` history questions, says `<Ready to diagnose>`, then gives its ranked differential
+    as JSON whenever the last message asks for one."""
+    if "ranked differential" in str(messages[-1]["content"]):
+        return CONSULT_DIFFERENTIAL
+    asked = sum(m["role"] == "assistant" for m in messages)
+    opening = str(messages[1]["content"]) if len(messages) > 1 else ""
+    if asked >= consult_questions(model, opening):
+        return "<Ready to diagnose>"
+    # Each agent words its questions its own way, as real agents do, so two agents' requests differ.
+    return f"{CONSULT_QUESTIONS[asked % len(CONSULT_QUESTIONS)]} ({model}, question {asked + 1})"
+
+
 REPLIES: dict[str, Callable[[str, list[dict[str, Any]]], str]] = {
     "default": default_reply,
     "snomed": snomed_reply,
+    "consult": consult_reply,
 }
 
 

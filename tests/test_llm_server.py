@@ -1,5 +1,6 @@
 """The test server's named replies: the SNOMED roles interview to an answer after a varied number of
-questions, and a server started as a subprocess serves them (`--reply snomed`)."""
+questions, the consultation agent takes a history of varied length then gives a differential the metrics
+read, and a server started as a subprocess serves them (`--reply snomed`)."""
 
 import hashlib
 from pathlib import Path
@@ -7,13 +8,25 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tasks.benchmarks.consult.config import AGENT_PROMPT
+from tasks.benchmarks.consult.kb.loading import load_kb
+from tasks.benchmarks.consult.metrics import is_ready, parse_differential
 from tasks.benchmarks.snomed.interview import InterviewPrompts, InterviewSettings, Reply, run_interview
 from tasks.llm.prompts import load_prompt
-from tests.llm_server import SNOMED_FINAL, SNOMED_PATIENT, snomed_questions, snomed_reply
+from tests.llm_server import (
+    CONSULT_DIFFERENTIAL,
+    SNOMED_FINAL,
+    SNOMED_PATIENT,
+    consult_questions,
+    consult_reply,
+    snomed_questions,
+    snomed_reply,
+)
 from tests.perf.calls import served
 from tests.snomed_fixtures import CASES
 
 CLINICIAN_PROMPT = load_prompt(Path("tasks/benchmarks/snomed/prompts/clinician_v1.txt"))
+CONSULT_PROMPT = load_prompt(AGENT_PROMPT)
 
 
 def prompts(patient_system: str) -> InterviewPrompts:
@@ -59,6 +72,53 @@ def test_the_snomed_clinician_answers_when_asked_for_its_final_answer_before_it_
 def test_two_snomed_clinicians_ask_differently_so_the_patient_gets_different_requests():
     opening = [{"role": "system", "content": "Clinician"}, {"role": "user", "content": "Hello, doctor."}]
     assert snomed_reply("c1", opening) != snomed_reply("c2", opening)
+
+
+def consult_history(agent: str, opening: str) -> list[str]:
+    """The agent's replies in the history stage, each question answered by a fixed patient line."""
+    messages = [
+        {"role": "system", "content": CONSULT_PROMPT.render("system")},
+        {"role": "user", "content": opening},
+    ]
+    replies: list[str] = []
+    while not replies or not is_ready(replies[-1]):
+        replies.append(consult_reply(agent, messages))
+        messages += [
+            {"role": "assistant", "content": replies[-1]},
+            {"role": "user", "content": "Not really."},
+        ]
+    return replies
+
+
+def test_the_consult_agent_asks_as_many_questions_as_its_hash_of_the_opening_says_then_is_ready():
+    openings = [f"Doctor, I have had a headache for {i} days." for i in range(8)]
+    histories = {
+        (agent, opening): consult_history(agent, opening) for agent in ("a1", "a2") for opening in openings
+    }
+    expected = {key: consult_questions(*key) for key in histories}
+    assert {key: len(replies) - 1 for key, replies in histories.items()} == expected
+    assert {replies[-1] for replies in histories.values()} == {"<Ready to diagnose>"}
+    assert all(3 <= questions <= 12 for questions in expected.values())
+    assert len(set(expected.values())) > 3  # varied, not one length for all
+
+
+def test_two_consult_agents_word_their_questions_differently():
+    opening = "Doctor, I have had a headache for 3 days."
+    first, second = consult_history("a1", opening)[0], consult_history("a2", opening)[0]
+    assert (first, second) == ("When did it start? (a1, question 1)", "When did it start? (a2, question 1)")
+
+
+@pytest.mark.parametrize("ask", ["diagnosis", "reask"])
+def test_the_consult_agent_gives_a_differential_the_metrics_read_when_asked_for_one(ask):
+    messages = [
+        {"role": "system", "content": CONSULT_PROMPT.render("system")},
+        {"role": "user", "content": "Doctor, my face hurts."},
+        {"role": "assistant", "content": "<Ready to diagnose>"},
+        {"role": "user", "content": CONSULT_PROMPT.render(ask)},
+    ]
+    reply = consult_reply("a1", messages)
+    assert reply == CONSULT_DIFFERENTIAL
+    assert [item.diagnosis for item in parse_differential(reply, load_kb())] == ["Acute sinusitis"]
 
 
 @pytest.mark.slow

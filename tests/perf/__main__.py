@@ -1,6 +1,7 @@
 """`make bench`: run every benchmark side by side and write their numbers to data_lake/bench/.
 
-Usage: python -m tests.perf [build|evaluation|report|snomed-cases|snomed-evaluation|consult-simulator ...]
+Usage: python -m tests.perf [build|evaluation|report|snomed-cases|snomed-evaluation|consult-simulator|
+consult-evaluation ...]
 (default: all)
 """
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from tests.perf import (
     bench_build,
+    bench_consult_evaluation,
     bench_consult_simulator,
     bench_evaluation,
     bench_report,
@@ -24,6 +26,7 @@ BENCHMARKS = {
     "snomed-cases": bench_snomed_cases,
     "snomed-evaluation": bench_snomed_evaluation,
     "consult-simulator": bench_consult_simulator,
+    "consult-evaluation": bench_consult_evaluation,
 }
 OUT = Path("data_lake/bench")
 
