@@ -4,7 +4,14 @@ import pytest
 
 from tasks.benchmarks.consult.case import CaseAiu, ConsultCase, GoldDiagnosis, PatientProfile
 from tasks.benchmarks.consult.kb.loading import load_kb
-from tasks.benchmarks.consult.simulator import Simulator, SimulatorReply, default_space, replay
+from tasks.benchmarks.consult.simulator import (
+    Simulator,
+    SimulatorReply,
+    default_space,
+    diagnosis_names,
+    names_a_diagnosis,
+    replay,
+)
 
 CASE = ConsultCase(
     case_id="c1",
@@ -84,3 +91,16 @@ def test_replay_equals_answering_step_by_step():
     questions = [RESPIRATORY, "Hello there.", RESPIRATORY, FEVER, RESPIRATORY]
     patient = simulator(per_turn=2)
     assert replay(CASE, questions, per_turn=2) == [patient.answer(q) for q in questions]
+
+
+def test_no_lay_reply_of_the_knowledge_base_names_a_condition():
+    """Whatever a case holds, the simulator's sentences never name a diagnosis (title or synonym)."""
+    kb = load_kb()
+    names = [name for condition in kb.conditions for name in diagnosis_names(condition)]
+    naming = [
+        (aiu.id, text)
+        for aiu in kb.aiu_types
+        for text in (aiu.positive.replace("{value}", ""), aiu.negative)
+        if names_a_diagnosis(text, names)
+    ]
+    assert naming == []
