@@ -12,6 +12,7 @@ from pathlib import Path
 from tests.perf import (
     bench_build,
     bench_consult_evaluation,
+    bench_consult_mining,
     bench_consult_simulator,
     bench_evaluation,
     bench_report,
@@ -26,6 +27,7 @@ BENCHMARKS = {
     "snomed-cases": bench_snomed_cases,
     "snomed-evaluation": bench_snomed_evaluation,
     "consult-simulator": bench_consult_simulator,
+    "consult-mining": bench_consult_mining,
     "consult-evaluation": bench_consult_evaluation,
 }
 OUT = Path("data_lake/bench")

@@ -72,3 +72,48 @@ def test_a_bad_case_file_is_one_line_naming_the_file_and_case(tmp_path):
         "after validation, not 0; mni_target: Field required"
     ]
     assert not (tmp_path / "cases").exists()
+
+
+@pytest.mark.slow
+def test_evaluate_dry_run_run_and_report_with_the_reference_agents(tmp_path):
+    built = threadmed("consult", "cases", "--out", "cases", "--n", "9", "--seed", "3", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    agents = ["--models", "threadmed/consult-silent,threadmed/consult-markov"]
+
+    estimate = threadmed(
+        "consult", "evaluate", "--cases", "cases", "--out", "run", *agents, "--dry-run", cwd=tmp_path
+    )
+    assert estimate.returncode == 0, estimate.stderr
+    assert "threadmed/consult-markov" in estimate.stdout and not (tmp_path / "run").exists()
+
+    run = threadmed("consult", "evaluate", "--cases", "cases", "--out", "run", *agents, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "Consultation: history taking and diagnosis" in run.stdout and "Traceback" not in run.stderr
+    assert {p.name for p in (tmp_path / "run").iterdir()} >= {"messages.parquet", "scores.parquet", "report"}
+    metrics = json.loads((tmp_path / "run" / "report" / "metrics.json").read_text())
+    assert set(metrics["models"]) == {"threadmed/consult-silent", "threadmed/consult-markov"}
+    assert metrics["models"]["threadmed/consult-silent"]["secondary"]["questions"] == 0.0
+
+    again = threadmed("consult", "report", "run", "--out", "again", "--resamples", "200", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again" / "index.html").is_file()
+
+
+def test_evaluate_on_a_folder_that_is_not_a_case_set(tmp_path):
+    (tmp_path / "cases").mkdir()
+    result = threadmed(
+        "consult",
+        "evaluate",
+        "--cases",
+        "cases",
+        "--out",
+        "run",
+        "--models",
+        "threadmed/consult-silent",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr
+    assert " ".join(error_lines(result)[2:]) == (
+        "Invalid value for '--cases': cases is not a consultation case set (no cases.jsonl); pass the --out "
+        "folder of `threadmed consult cases`"
+    )
