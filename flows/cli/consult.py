@@ -267,23 +267,14 @@ def report_command(
     ] = None,
 ) -> None:
     """metrics.json, report.md, figures and index.html (with an episode browser) from stored runs."""
+    from flows.cli.report import run_report_flow
     from flows.consult_report import consult_report
     from tasks.benchmarks.consult.report import ReportSettings, check_run_folder
-    from tasks.report.files import default_report_dir
 
-    for run_dir in run_dirs:
-        check_run_folder(run_dir)
-    check_writable_folder(out or Path(default_report_dir([str(r) for r in run_dirs])), "--out")
-    check_writable_folder(lake, "--lake")
     chosen = {"n_resamples": resamples, "seed": seed}
     settings = ReportSettings(**{name: value for name, value in chosen.items() if value is not None})
-    report_dir = consult_report(
-        run_dirs=[str(r) for r in run_dirs],
-        out_dir=None if out is None else str(out),
-        lake_dir=str(lake),
-        settings=settings,
-    )
-    print_consult_report(Path(report_dir))
+    report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, consult_report, settings)
+    print_consult_report(report_dir)
 
 
 def print_consult_report(report_dir: Path) -> None:

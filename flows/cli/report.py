@@ -1,9 +1,11 @@
 """`threadmed report`: the paper's metrics, tables, figures and a browsable page, from stored judgments."""
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 
 from flows.cli.errors import reports_errors
@@ -72,3 +74,28 @@ def report(
         settings=settings,
     )
     print_report_summary(Path(report_dir), Console())
+
+
+def run_report_flow(
+    run_dirs: list[Path],
+    out: Path | None,
+    lake: Path,
+    check_run_folder: Callable[[Path], None],
+    report_flow: Callable[..., str],
+    settings: BaseModel,
+) -> Path:
+    """Check the run folders and the output folders, then run a benchmark's report flow; the report folder."""
+    from tasks.report.files import default_report_dir
+
+    for run_dir in run_dirs:
+        check_run_folder(run_dir)
+    check_writable_folder(out or Path(default_report_dir([str(r) for r in run_dirs])), "--out")
+    check_writable_folder(lake, "--lake")
+    return Path(
+        report_flow(
+            run_dirs=[str(r) for r in run_dirs],
+            out_dir=None if out is None else str(out),
+            lake_dir=str(lake),
+            settings=settings,
+        )
+    )

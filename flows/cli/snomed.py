@@ -211,22 +211,14 @@ def report_command(
     ] = None,
 ) -> None:
     """metrics.json, report.md, figures and index.html (with a conversation browser) from stored runs."""
+    from flows.cli.report import run_report_flow
     from flows.snomed_report import snomed_report
-    from tasks.benchmarks.snomed.report import ReportSettings, check_run_folder, default_report_dir
+    from tasks.benchmarks.snomed.report import ReportSettings, check_run_folder
 
-    for run_dir in run_dirs:
-        check_run_folder(run_dir)
-    check_writable_folder(out or Path(default_report_dir([str(r) for r in run_dirs])), "--out")
-    check_writable_folder(lake, "--lake")
     chosen = {"n_resamples": resamples, "seed": seed}
     settings = ReportSettings(**{name: value for name, value in chosen.items() if value is not None})
-    report_dir = snomed_report(
-        run_dirs=[str(r) for r in run_dirs],
-        out_dir=None if out is None else str(out),
-        lake_dir=str(lake),
-        settings=settings,
-    )
-    print_snomed_report(Path(report_dir), Console())
+    report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, snomed_report, settings)
+    print_snomed_report(report_dir, Console())
 
 
 def print_snomed_report(report_dir: Path, to: Console) -> None:

@@ -6,7 +6,7 @@ The tables are rewritten from the calls on every run, so a re-run of the same co
 RUN_DIR completes them without repeating any successful call.
 """
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,6 +121,57 @@ def failure_counts(failures: list[tuple[str, str]]) -> dict[str, Any]:
     for kind, error in failures:
         examples.setdefault(kind, error)
     return {"failed_calls": dict(Counter(kind for kind, _ in failures)), "failure_examples": examples}
+
+
+class EpisodeCounts(NamedTuple):
+    """How a benchmark whose score rows are one per (model, case, epoch) is summarised per model and epoch:
+    the count columns (label -> (column, value) of a score row), the score column (mean x 100 over the
+    rows where it is not null), and how the summary names it."""
+
+    counts: dict[str, tuple[str, Any]]
+    score_column: str
+    score_label: str
+    score_note: str
+
+
+def summarize_by_epoch(
+    run_id: str,
+    run_dir: Path,
+    messages: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    how: EpisodeCounts,
+) -> RunSummary:
+    """Per model and epoch: score rows counted, the mean score, the cost of every call (any role); the failed
+    calls among the message rows, one example per kind."""
+    by_group: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for row in results:
+        by_group[(row["model"], row["epoch"])].append(row)
+    cost: Counter[tuple[str, int]] = Counter()
+    for row in messages:
+        cost[(row["model"], row["epoch"])] += row.get("cost_usd") or 0.0
+    groups = []
+    for (model, epoch), rows in sorted(by_group.items()):
+        scores = [row[how.score_column] for row in rows if row.get(how.score_column) is not None]
+        groups.append(
+            GroupSummary(
+                model=model,
+                group=str(epoch),
+                counts={label: sum(row.get(c) == v for row in rows) for label, (c, v) in how.counts.items()},
+                score=100 * sum(scores) / len(scores) if scores else None,
+                cost_usd=cost[(model, epoch)],
+            )
+        )
+    failures = [(row["error_class"], row["error"]) for row in messages if row["status"] == "failed"]
+    return RunSummary(
+        run_id=run_id,
+        run_dir=run_dir,
+        groups=groups,
+        **failure_counts(failures),
+        group_label="epoch",
+        count_labels=list(how.counts),
+        score_label=how.score_label,
+        score_note=how.score_note,
+    )
 
 
 # A benchmark's summary of a run: (run id, run folder, solve rows, score rows) -> RunSummary.

@@ -68,3 +68,22 @@ def table_rich(table: Table, **options: Any) -> RichTable:
     for row in table.rows:
         rendered.add_row(*row)
     return rendered
+
+
+def format_percent(share: float | None) -> str:
+    """A share in [0, 1] as a percentage with one decimal; a dash when undefined."""
+    return "—" if share is None else f"{100 * share:.1f}"
+
+
+def format_number(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def format_share_ci(estimate: dict[str, Any]) -> str:
+    """A stored estimate {"mean", "ci"} of a share as "mean [low, high]" in %; the mean alone without a CI."""
+    if estimate["mean"] is None:
+        return "—"
+    if estimate["ci"] is None:
+        return format_percent(estimate["mean"])
+    low, high = estimate["ci"]
+    return f"{100 * estimate['mean']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"

@@ -11,7 +11,14 @@ from typing import Any
 
 from tasks.benchmarks.consult.figures import FIGURES
 from tasks.report.html import browser_parts, figures_html, render_page, script_json
-from tasks.report.tables import Table, table_html, table_markdown
+from tasks.report.tables import (
+    Table,
+    format_number,
+    format_percent,
+    format_share_ci,
+    table_html,
+    table_markdown,
+)
 
 NOTE_EXAMPLES = 10  # episodes a note names before it refers to metrics.json for the rest
 HISTORY_COLUMNS = {
@@ -25,34 +32,17 @@ DIAGNOSIS_COLUMNS = {"core_dx_recall": "Core-Dx Recall", "core_dx_f1": "Core-Dx 
 PARTIAL = "partial: history and diagnosis only, 2 of the 4 stages (treatment and follow-up come with part 2)"
 
 
-def _percent(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}"
-
-
-def _number(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def _with_ci(estimate: dict[str, Any]) -> str:
-    if estimate["mean"] is None:
-        return "—"
-    if estimate["ci"] is None:
-        return _percent(estimate["mean"])
-    low, high = estimate["ci"]
-    return f"{100 * estimate['mean']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
-
-
 def history_table(metrics: dict[str, Any]) -> Table:
     """History taking: one row per model, then the real dialogues' reference where it applies."""
     rows = [
         [
             model,
             str(entry["n_episodes"]),
-            *(_with_ci(entry[name]) for name in HISTORY_COLUMNS),
-            _number(entry["secondary"]["questions"]),
-            _percent(entry["secondary"]["deflection_rate"]),
-            _percent(entry["secondary"]["red_flag_coverage"]),
-            _percent(entry["composite"]["history"]),
+            *(format_share_ci(entry[name]) for name in HISTORY_COLUMNS),
+            format_number(entry["secondary"]["questions"]),
+            format_percent(entry["secondary"]["deflection_rate"]),
+            format_percent(entry["secondary"]["red_flag_coverage"]),
+            format_percent(entry["composite"]["history"]),
         ]
         for model, entry in metrics["models"].items()
     ]
@@ -65,8 +55,8 @@ def history_table(metrics: dict[str, Any]) -> Table:
                 "—",
                 "—",
                 "—",
-                _percent(reference["hit_at_k_mean"]),
-                _percent(reference["povr_mean"]),
+                format_percent(reference["hit_at_k_mean"]),
+                format_percent(reference["povr_mean"]),
                 "—",
                 "—",
                 "—",
@@ -97,12 +87,12 @@ def diagnosis_table(metrics: dict[str, Any]) -> Table:
         [
             model,
             str(entry["n_episodes"]),
-            *(_with_ci(entry[name]) for name in DIAGNOSIS_COLUMNS),
-            _percent(entry["secondary"]["top1_accuracy"]),
-            _number(entry["secondary"]["differential_length"]),
-            _percent(entry["secondary"]["unmatched_rate"]),
+            *(format_share_ci(entry[name]) for name in DIAGNOSIS_COLUMNS),
+            format_percent(entry["secondary"]["top1_accuracy"]),
+            format_number(entry["secondary"]["differential_length"]),
+            format_percent(entry["secondary"]["unmatched_rate"]),
             str(entry["n_unparseable"]),
-            _percent(entry["composite"]["diagnosis"]),
+            format_percent(entry["composite"]["diagnosis"]),
         ]
         for model, entry in metrics["models"].items()
     ]
@@ -127,9 +117,9 @@ def composite_table(metrics: dict[str, Any]) -> Table:
     rows = [
         [
             model,
-            _percent(entry["composite"]["history"]),
-            _percent(entry["composite"]["diagnosis"]),
-            _percent(entry["composite"]["score"]),
+            format_percent(entry["composite"]["history"]),
+            format_percent(entry["composite"]["diagnosis"]),
+            format_percent(entry["composite"]["score"]),
         ]
         for model, entry in metrics["models"].items()
     ]
@@ -152,14 +142,16 @@ def terminal_table(metrics: dict[str, Any]) -> Table:
     partial composite sits under the stages it averages."""
     models = metrics["models"]
     measures: dict[str, Any] = {"episodes": lambda e: str(e["n_episodes"])}
-    measures |= {label: (lambda e, n=name: _with_ci(e[n])) for name, label in HISTORY_COLUMNS.items()}
-    measures["questions"] = lambda e: _number(e["secondary"]["questions"])
-    measures |= {label: (lambda e, n=name: _with_ci(e[n])) for name, label in DIAGNOSIS_COLUMNS.items()}
-    measures["top-1 %"] = lambda e: _percent(e["secondary"]["top1_accuracy"])
+    measures |= {label: (lambda e, n=name: format_share_ci(e[n])) for name, label in HISTORY_COLUMNS.items()}
+    measures["questions"] = lambda e: format_number(e["secondary"]["questions"])
     measures |= {
-        "history stage": lambda e: _percent(e["composite"]["history"]),
-        "diagnosis stage": lambda e: _percent(e["composite"]["diagnosis"]),
-        "composite (partial)": lambda e: _percent(e["composite"]["score"]),
+        label: (lambda e, n=name: format_share_ci(e[n])) for name, label in DIAGNOSIS_COLUMNS.items()
+    }
+    measures["top-1 %"] = lambda e: format_percent(e["secondary"]["top1_accuracy"])
+    measures |= {
+        "history stage": lambda e: format_percent(e["composite"]["history"]),
+        "diagnosis stage": lambda e: format_percent(e["composite"]["diagnosis"]),
+        "composite (partial)": lambda e: format_percent(e["composite"]["score"]),
     }
     rows = [[label, *(show(entry) for entry in models.values())] for label, show in measures.items()]
     return Table(
@@ -175,7 +167,7 @@ def terminal_table(metrics: dict[str, Any]) -> Table:
 def department_table(metrics: dict[str, Any]) -> Table:
     names = {**HISTORY_COLUMNS, **DIAGNOSIS_COLUMNS}
     rows = [
-        [department, model, str(entry["n"]), *(_percent(entry[name]) for name in names)]
+        [department, model, str(entry["n"]), *(format_percent(entry[name]) for name in names)]
         for model, model_entry in metrics["models"].items()
         for department, entry in model_entry["departments"].items()
     ]

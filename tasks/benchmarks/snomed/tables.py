@@ -10,26 +10,16 @@ from typing import Any
 
 from tasks.benchmarks.snomed.figures import FIGURES
 from tasks.report.html import browser_parts, figures_html, render_page, script_json
-from tasks.report.tables import Table, table_html, table_markdown
+from tasks.report.tables import (
+    Table,
+    format_number,
+    format_percent,
+    format_share_ci,
+    table_html,
+    table_markdown,
+)
 
 NOTE_EXAMPLES = 10  # locations a note names before it refers to metrics.json for the rest
-
-
-def _percent(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}"
-
-
-def _number(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def _with_ci(estimate: dict[str, Any]) -> str:
-    if estimate["mean"] is None:
-        return "—"
-    if estimate["ci"] is None:
-        return _percent(estimate["mean"])
-    low, high = estimate["ci"]
-    return f"{100 * estimate['mean']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
 def _total_cost(usage: dict[str, Any]) -> float:
@@ -42,12 +32,12 @@ def results_table(metrics: dict[str, Any]) -> Table:
         [
             model,
             str(entry["n_cases"]),
-            *(_with_ci(entry[name]) for name in ("exact_match", "precision", "recall", "f1")),
-            _percent(entry["micro"]["f1"]),
-            _percent(entry["invalid_code_rate"]),
-            _percent(entry["no_answer_rate"]),
-            _number(entry["mean_questions"]),
-            _percent(entry["leak_rate"]),
+            *(format_share_ci(entry[name]) for name in ("exact_match", "precision", "recall", "f1")),
+            format_percent(entry["micro"]["f1"]),
+            format_percent(entry["invalid_code_rate"]),
+            format_percent(entry["no_answer_rate"]),
+            format_number(entry["mean_questions"]),
+            format_percent(entry["leak_rate"]),
             f"{_total_cost(entry['usage']):.4f}",
         ]
         for model, entry in metrics["models"].items()
@@ -74,12 +64,12 @@ def terminal_table(metrics: dict[str, Any]) -> Table:
     models = metrics["models"]
     measures = {
         "cases": lambda e: str(e["n_cases"]),
-        **{label: (lambda e, n=name: _with_ci(e[n])) for label, name in _MACRO.items()},
-        "micro F1": lambda e: _percent(e["micro"]["f1"]),
-        "invalid codes %": lambda e: _percent(e["invalid_code_rate"]),
-        "no answer %": lambda e: _percent(e["no_answer_rate"]),
-        "questions": lambda e: _number(e["mean_questions"]),
-        "leaking replies %": lambda e: _percent(e["leak_rate"]),
+        **{label: (lambda e, n=name: format_share_ci(e[n])) for label, name in _MACRO.items()},
+        "micro F1": lambda e: format_percent(e["micro"]["f1"]),
+        "invalid codes %": lambda e: format_percent(e["invalid_code_rate"]),
+        "no answer %": lambda e: format_percent(e["no_answer_rate"]),
+        "questions": lambda e: format_number(e["mean_questions"]),
+        "leaking replies %": lambda e: format_percent(e["leak_rate"]),
         "cost USD": lambda e: f"{_total_cost(e['usage']):.4f}",
     }
     rows = [[label, *(show(entry) for entry in models.values())] for label, show in measures.items()]
@@ -103,9 +93,9 @@ def answers_table(metrics: dict[str, Any]) -> Table:
             str(entry["n_cases"]),
             str(entry["n_failed"]),
             str(entry["n_empty_gold"]),
-            _percent(entry["micro"]["precision"]),
-            _percent(entry["micro"]["recall"]),
-            _percent(entry["malformed_code_rate"]),
+            format_percent(entry["micro"]["precision"]),
+            format_percent(entry["micro"]["recall"]),
+            format_percent(entry["malformed_code_rate"]),
         ]
         for model, entry in metrics["models"].items()
     ]
@@ -146,7 +136,7 @@ def condition_table(metrics: dict[str, Any], n: int) -> Table:
 
     def cell(model: str, code: str) -> str:
         row = recall.get((model, code))
-        return "—" if row is None else f"{_percent(row['recall'])} ({row['found']}/{row['n_gold']})"
+        return "—" if row is None else f"{format_percent(row['recall'])} ({row['found']}/{row['n_gold']})"
 
     rows = [
         [code, display or "", *(cell(model, code) for model in models)]
@@ -176,7 +166,7 @@ def gold_count_table(metrics: dict[str, Any]) -> Table:
 
     def cell(model: str, n_gold: int) -> str:
         row = by_count.get((model, n_gold))
-        return "—" if row is None else f"{_percent(row['mean_f1'])} (n={row['n_cases']})"
+        return "—" if row is None else f"{format_percent(row['mean_f1'])} (n={row['n_cases']})"
 
     return Table(
         key="f1-by-gold-count",
