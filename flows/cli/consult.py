@@ -122,6 +122,15 @@ def cases(
         Path | None,
         typer.Option(help="Hand-written YAML or JSON list of cases instead of generating.", exists=True),
     ] = None,
+    profiles_from: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder of Synthea FHIR bundles (`synthea -p N -o DIR` writes DIR/fhir): each case takes a "
+            "real patient's age and sex that fit its diagnosis.",
+            exists=True,
+            file_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Generate a consultation case set from the KB (the `consult-cases` flow), or check and write a
     hand-written one."""
@@ -129,6 +138,7 @@ def cases(
 
     from flows.consult_cases import consult_cases
     from tasks.benchmarks.consult.cases import CaseGenerationSettings, case_set_manifest, load_case_file
+    from tasks.benchmarks.consult.cases.synthea_profiles import read_synthea_demographics
 
     check_writable_folder(out, "--out")
     try:
@@ -137,7 +147,10 @@ def cases(
             seed=seed,
             departments=parse_weights(departments, "--departments"),  # type: ignore[arg-type]
             difficulty=parse_weights(difficulty, "--difficulty"),  # type: ignore[arg-type]
+            profiles_from=str(profiles_from.resolve()) if profiles_from else None,
         )
+        if profiles_from is not None:  # before any flow runs: a folder with no patient is one line
+            read_synthea_demographics(profiles_from)
         if from_file is not None:  # before any flow runs: a bad case is one line naming file and case
             load_case_file(from_file)
     except ValidationError as error:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from tasks.benchmarks.consult.case import ConsultCase
 from tasks.benchmarks.consult.cases.generate import CaseGenerationSettings, generate_cases
+from tasks.benchmarks.consult.cases.synthea_profiles import read_synthea_demographics
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
 from tasks.core.files import write_bytes_atomic, write_text_atomic
 from tasks.core.preflight import UserError
@@ -156,7 +157,10 @@ def build_case_set(out_dir: str, settings: CaseGenerationSettings, from_file: st
     """Generated cases (or a hand-written file's) -> `<out_dir>/cases.jsonl` + `manifest.json`; out_dir."""
     kb = load_kb(settings.kb_version)
     if from_file is None:
-        cases, recorded = generate_cases(kb, settings), settings.model_dump(mode="json")
+        demographics = (
+            read_synthea_demographics(Path(settings.profiles_from)) if settings.profiles_from else []
+        )
+        cases, recorded = generate_cases(kb, settings, demographics), settings.model_dump(mode="json")
     else:
         cases = load_case_file(Path(from_file), kb)
         recorded = {"from_file": Path(from_file).name, "kb_version": settings.kb_version}

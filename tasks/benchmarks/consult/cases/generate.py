@@ -29,7 +29,8 @@ department's conditions in a seeded order):
 """
 
 import random
-from typing import Literal
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -80,6 +81,14 @@ FOLLOW_UP_QUESTIONS = (
 )
 
 
+class Demographics(NamedTuple):
+    """A real patient's age and sex (tasks/benchmarks/consult/cases/synthea_profiles.py reads them)."""
+
+    patient_id: str
+    age: int
+    sex: str
+
+
 class CaseGenerationSettings(BaseModel, frozen=True, extra="forbid"):
     """Everything that changes the generated cases; recorded in the case set's manifest.
 
@@ -92,6 +101,9 @@ class CaseGenerationSettings(BaseModel, frozen=True, extra="forbid"):
     departments: dict[Department, float] = {}
     difficulty: dict[Difficulty, float] = {"easy": 1.0, "medium": 1.0, "hard": 1.0}
     kb_version: int = 1
+    profiles_from: str | None = Field(
+        None, description="A folder of Synthea FHIR bundles: patients' ages and sexes are taken from it."
+    )
 
     @field_validator("departments", "difficulty")
     @classmethod
@@ -112,8 +124,12 @@ def allocate(weights: dict[str, float], n: int) -> list[str]:
     return [key for key in weights for _ in range(counts[key])]
 
 
-def generate_cases(kb: KnowledgeBase, settings: CaseGenerationSettings) -> list[ConsultCase]:
-    """The case set of `settings`, in case-id order. Pure: the same KB and settings give the same cases."""
+def generate_cases(
+    kb: KnowledgeBase, settings: CaseGenerationSettings, demographics: Sequence[Demographics] = ()
+) -> list[ConsultCase]:
+    """The case set of `settings`, in case-id order. Pure: the same KB, settings and demographics give the
+    same cases. With `demographics` (real patients' ages and sexes), each case takes one that fits its
+    primary condition, a seeded choice; a case that no patient fits gets generated demographics."""
     departments = settings.departments or {d: 1.0 for d in dict.fromkeys(c.department for c in kb.conditions)}
     department_slots = allocate(dict(departments), settings.n)
     difficulty_slots = allocate(dict(settings.difficulty), settings.n)
@@ -132,7 +148,9 @@ def generate_cases(kb: KnowledgeBase, settings: CaseGenerationSettings) -> list[
         seen[department] = seen.get(department, 0) + 1
         rng = random.Random(f"{settings.seed}:case:{index}")
         case_id = f"consult-s{settings.seed}-{index + 1:04d}"
-        cases.append(generate_case(kb, case_id, primary, difficulty, rng))  # type: ignore[arg-type]
+        fitting = [d for d in demographics if fits_demographics(primary, d.age, d.sex)]
+        chosen = rng.choice(fitting) if fitting else None
+        cases.append(generate_case(kb, case_id, primary, difficulty, rng, chosen))  # type: ignore[arg-type]
     return cases
 
 
@@ -143,10 +161,15 @@ def _seeded_order(kb: KnowledgeBase, department: str, seed: int) -> list[Conditi
 
 
 def generate_case(
-    kb: KnowledgeBase, case_id: str, primary: Condition, difficulty: Difficulty, rng: random.Random
+    kb: KnowledgeBase,
+    case_id: str,
+    primary: Condition,
+    difficulty: Difficulty,
+    rng: random.Random,
+    demographics: Demographics | None = None,
 ) -> ConsultCase:
     """One case around `primary` (see the module docstring for the rules)."""
-    profile = generate_profile(kb, primary, rng)
+    profile = generate_profile(kb, primary, rng, demographics)
     second = _second_condition(kb, primary, profile, rng) if difficulty != "easy" else None
     core = [primary] + ([second] if second is not None and difficulty == "hard" else [])
     non_core = [second] if second is not None and difficulty == "medium" else []
@@ -186,6 +209,15 @@ def _ages(condition: Condition) -> tuple[int, int]:
     return CHILD_AGES if condition.department == "paediatrics" else ADULT_AGES
 
 
+def fits_demographics(condition: Condition, age: int, sex: str) -> bool:
+    """Whether a patient of this age and sex could have the condition (pregnancy aside)."""
+    youngest, oldest = _ages(condition)
+    _, _, required_sex, _ = PROFILE_RULES.get(condition.id, (0, 0, None, None))
+    if condition.department == "womens_health":
+        required_sex = "female"
+    return youngest <= age <= oldest and required_sex in (None, sex)
+
+
 def fits(condition: Condition, profile: PatientProfile) -> bool:
     """Whether the condition could be this patient's: age, sex and pregnancy as PROFILE_RULES say."""
     youngest, oldest = _ages(condition)
@@ -199,13 +231,18 @@ def fits(condition: Condition, profile: PatientProfile) -> bool:
     )
 
 
-def generate_profile(kb: KnowledgeBase, condition: Condition, rng: random.Random) -> PatientProfile:
+def generate_profile(
+    kb: KnowledgeBase, condition: Condition, rng: random.Random, demographics: Demographics | None = None
+) -> PatientProfile:
     youngest, oldest = _ages(condition)
     _, _, sex, pregnant = PROFILE_RULES.get(condition.id, (0, 0, None, None))
-    age = rng.randint(youngest, oldest)
-    if condition.department == "womens_health":
-        sex = "female"
-    sex = sex or rng.choice(("female", "male"))
+    if demographics is not None:
+        age, sex = demographics.age, demographics.sex
+    else:
+        age = rng.randint(youngest, oldest)
+        if condition.department == "womens_health":
+            sex = "female"
+        sex = sex or rng.choice(("female", "male"))
     if pregnant is None:
         pregnant = sex == "female" and 18 <= age <= 45 and condition.department == "womens_health"
         pregnant = pregnant and rng.random() < 0.25

@@ -13,10 +13,12 @@ from tasks.benchmarks.consult.cases import (
     load_case_set,
     write_case_set,
 )
-from tasks.benchmarks.consult.cases.generate import allocate
+from tasks.benchmarks.consult.cases.generate import Demographics, allocate, fits_demographics
+from tasks.benchmarks.consult.cases.synthea_profiles import read_synthea_demographics
 from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.benchmarks.consult.simulator import Simulator, default_space, diagnosis_names, names_a_diagnosis
 from tests.tasks.benchmarks.consult.test_simulator import CASE
+from tests.tasks.benchmarks.snomed.test_cases_fhir import write_bundles
 
 SETTINGS = CaseGenerationSettings(n=60, seed=3)
 
@@ -84,3 +86,26 @@ def test_a_hand_written_file_is_read_and_its_errors_name_the_file_and_case(tmp_p
     with pytest.raises(ValueError) as error:
         load_case_file(unknown)
     assert str(error.value) == "unknown.yaml: case 'c1': unknown condition 'the_vapours'"
+
+
+def test_synthea_demographics_are_read_from_bundles_at_each_patients_last_record(tmp_path):
+    # The bundle's patient: a woman born 1980-06-15 whose last record is of 2020-03-01.
+    assert read_synthea_demographics(write_bundles(tmp_path)) == [Demographics("p1", 39, "female")]
+    (tmp_path / "Jane_Doe_p1.json").unlink()
+    with pytest.raises(ValueError, match="holds no Synthea FHIR bundle with a patient's birth date and sex"):
+        read_synthea_demographics(tmp_path)
+
+
+def test_cases_take_a_real_patients_age_and_sex_when_one_fits():
+    kb = load_kb()
+    pool = [Demographics("woman", 40, "female"), Demographics("boy", 3, "male")]
+    settings = CaseGenerationSettings(n=18, seed=1)
+    cases = generate_cases(kb, settings, pool)
+    assert cases == generate_cases(kb, settings, pool)  # seeded
+    for case in cases:
+        primary = kb.condition(case.gold[0].condition_id)
+        fitting = [(d.age, d.sex) for d in pool if fits_demographics(primary, d.age, d.sex)]
+        if fitting:
+            assert (case.profile.age, case.profile.sex) in fitting, case.case_id
+    taken = {(c.profile.age, c.profile.sex) for c in cases}
+    assert {(40, "female"), (3, "male")} <= taken
