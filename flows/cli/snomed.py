@@ -223,11 +223,12 @@ def report_command(
 
 def print_snomed_report(report_dir: Path, to: Console) -> None:
     """The report's results table, its notes (leaks, failures) and where its files are."""
+    from flows.cli.render import COMPACT
     from tasks.benchmarks.snomed.tables import report_notes, terminal_table
     from tasks.report.tables import table_rich
 
     metrics = json.loads((report_dir / "metrics.json").read_text())
-    to.print(table_rich(terminal_table(metrics)))
+    to.print(table_rich(terminal_table(metrics), **COMPACT))
     for note in report_notes(metrics):
         to.print(f"[yellow]{escape(note)}[/yellow]")
     for name in ("report.md", "index.html", "metrics.json"):

@@ -157,10 +157,10 @@ def terminal_table(metrics: dict[str, Any]) -> Table:
     return Table(
         key="results-terminal",
         title="Consultation: history taking and diagnosis, % [95% CI] over completed episodes",
-        columns=["", *(name.removeprefix("threadmed/") for name in models)],
+        columns=["", *(name.removeprefix("threadmed/consult-") for name in models)],
         rows=rows,
         caption="↓: lower is better.",
-        right_aligned=tuple(name.removeprefix("threadmed/") for name in models),
+        right_aligned=tuple(name.removeprefix("threadmed/consult-") for name in models),
     )
 
 
