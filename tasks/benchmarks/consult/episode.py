@@ -1,4 +1,4 @@
-"""What one episode recorded, as the metrics read it: history turns and the differential.
+"""What one episode recorded, as the metrics read it: history turns, differential, plan and follow-ups.
 
 The solver fills these from the conversation (every question's template and the AIUs it revealed are
 the simulator's, recorded as it answered); the metrics (metrics.py) are pure functions of them.
@@ -34,8 +34,45 @@ class DiagnosisItem(BaseModel, frozen=True, extra="forbid"):
     match: Literal["code", "exact", "fuzzy", "unmatched"] = "unmatched"
 
 
+class PlanItem(BaseModel, frozen=True, extra="forbid"):
+    """One drug of a treatment plan as the agent wrote it, with the KB generic name it normalised to.
+
+    Every field but `drug` may be missing (plan completeness counts them); `dose` is in `unit`.
+    """
+
+    drug: str
+    generic: str | None = None  # None: no KB drug matched
+    dose: float | None = None
+    unit: str | None = None
+    frequency_per_day: float | None = None
+    days: float | None = None
+    route: str | None = None
+
+
+class TreatmentPlan(BaseModel, frozen=True, extra="forbid"):
+    items: tuple[PlanItem, ...] = ()
+    advice: str = ""
+
+    @property
+    def generics(self) -> tuple[str, ...]:
+        """The KB drugs the plan names, in plan order, each once."""
+        return tuple(dict.fromkeys(item.generic for item in self.items if item.generic is not None))
+
+
+class FollowUpTurn(BaseModel, frozen=True, extra="forbid"):
+    """One scripted follow-up (`index` in the case's script), the agent's answer and any revised plan."""
+
+    index: int
+    answer: str
+    revised_plan: TreatmentPlan | None = None  # None: the agent kept the plan it had
+    revision_parse: ParseStatus = "ok"  # a revision that did not parse after the re-ask: the plan is kept
+
+
 class Episode(BaseModel, frozen=True, extra="forbid"):
     case_id: str
     turns: tuple[HistoryTurn, ...]
     differential: tuple[DiagnosisItem, ...] = ()
     diagnosis_parse: ParseStatus = "ok"  # unparseable after the bounded re-ask: scored as empty
+    plan: TreatmentPlan = TreatmentPlan()
+    plan_parse: ParseStatus = "ok"  # unparseable after the bounded re-ask: scored as an empty plan
+    follow_ups: tuple[FollowUpTurn, ...] = ()
