@@ -57,7 +57,8 @@ class Violation(BaseModel, frozen=True, extra="forbid"):
 
 
 class PatientFacts(BaseModel, frozen=True):
-    """What the critic knows of the patient. `states` holds the profile's flags as AIU ids too."""
+    """What the critic knows of the patient. `states` holds the profile's flags as AIU ids too
+    (pregnant -> pregnancy, breastfeeding, renal_impairment, hepatic_impairment)."""
 
     profile: PatientProfile
     conditions: frozenset[str]  # KB condition ids the patient has (the case's gold)
@@ -80,14 +81,10 @@ class Critique(BaseModel, frozen=True):
 
 def patient_facts(case: ConsultCase) -> PatientFacts:
     """The case's gold conditions, its present AIUs and the profile's flags as states."""
-    profile = case.profile
-    flags = (profile.pregnant, profile.breastfeeding, profile.renal_impairment, profile.hepatic_impairment)
-    states = {aiu.aiu_id for aiu in case.aius if aiu.present}
-    states |= {state for state, flag in zip(_PROFILE_STATES, flags, strict=True) if flag}
     return PatientFacts(
-        profile=profile,
+        profile=case.profile,
         conditions=frozenset(gold.condition_id for gold in case.gold),
-        states=frozenset(states),
+        states=frozenset(aiu.aiu_id for aiu in case.aius if aiu.present) | _profile_states(case.profile),
     )
 
 
@@ -126,6 +123,8 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
     index = _index(kb)
     allergies = _resolve_allergies(facts.profile.allergies, index)
     band = facts.profile.age_band
+    # Facts built by hand may give a profile flag without its state: the flag counts as well.
+    states = facts.states | _profile_states(facts.profile)
     items_by_drug: dict[str, list[PlanItem]] = {}
     unknown: list[PlanItem] = []
     for item in plan.items:
@@ -138,9 +137,9 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
     for name, items in items_by_drug.items():
         drug = index.drugs[name]
         allergy = _allergy_violations(drug, allergies, index)
-        conflicts = _profile_conflicts(drug, facts.states, band)
+        conflicts = _profile_conflicts(drug, states, band)
         conflicting_drugs += bool(allergy or conflicts)
-        violations += [*allergy, *_contraindications(drug, facts, index), *conflicts]
+        violations += [*allergy, *_contraindications(drug, facts.conditions, states, index), *conflicts]
         violations += _dose_violations(drug, items, band)
     interactions, pairs = _interactions(tuple(items_by_drug), facts.profile.medications, kb, index)
     violations += interactions
@@ -252,6 +251,11 @@ def _cached_index(key: _Identity) -> _Index:
     return _Index(key.kb)
 
 
+def _profile_states(profile: PatientProfile) -> frozenset[str]:
+    flags = (profile.pregnant, profile.breastfeeding, profile.renal_impairment, profile.hepatic_impairment)
+    return frozenset(state for state, flag in zip(_PROFILE_STATES, flags, strict=True) if flag)
+
+
 def _generic(kb: KnowledgeBase, name: str) -> str:
     drug = kb.drug(name)
     return drug.name if drug is not None else name
@@ -316,7 +320,9 @@ def _profile_conflicts(drug: Drug, states: frozenset[str], band: str) -> list[Vi
     return found
 
 
-def _contraindications(drug: Drug, facts: PatientFacts, index: _Index) -> list[Violation]:
+def _contraindications(
+    drug: Drug, conditions: frozenset[str], states: frozenset[str], index: _Index
+) -> list[Violation]:
     return [
         Violation(
             kind="contraindication",
@@ -327,7 +333,7 @@ def _contraindications(drug: Drug, facts: PatientFacts, index: _Index) -> list[V
             detail=f"{item.level}: {item.reason}",
         )
         for item in index.contraindicated(drug)
-        if item.condition in facts.conditions or item.aiu in facts.states
+        if item.condition in conditions or item.aiu in states
     ]
 
 
