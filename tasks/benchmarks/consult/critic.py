@@ -36,6 +36,7 @@ ViolationKind = Literal[
     "contraindication", "allergy", "cross_reactivity", "interaction", "pregnancy", "lactation", "age_band",
     "renal", "hepatic", "dose_above_maximum", "dose_below_half_usual", "wrong_route", "unknown_drug",
 ]  # fmt: skip
+# The kinds PCR counts: a drug that conflicts with the patient's profile.
 PROFILE_CONFLICTS = frozenset(
     {"allergy", "cross_reactivity", "pregnancy", "lactation", "age_band", "renal", "hepatic"}
 )
@@ -133,13 +134,11 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
         else:
             unknown.append(item)
     violations: list[Violation] = []
-    conflicting_drugs = 0
     for name, items in items_by_drug.items():
         drug = index.drugs[name]
-        allergy = _allergy_violations(drug, allergies, index)
-        conflicts = _profile_conflicts(drug, states, band)
-        conflicting_drugs += bool(allergy or conflicts)
-        violations += [*allergy, *_contraindications(drug, facts.conditions, states, index), *conflicts]
+        violations += _allergy_violations(drug, allergies, index)
+        violations += _contraindications(drug, facts.conditions, states, index)
+        violations += _profile_conflicts(drug, states, band)
         violations += _dose_violations(drug, items, band)
     interactions, pairs = _interactions(tuple(items_by_drug), facts.profile.medications, kb, index)
     violations += interactions
@@ -149,7 +148,7 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
         drugs=len(items_by_drug),
         pairs=pairs,
         interacting_pairs=sum(item.severity == "hard" for item in interactions),
-        conflicting_drugs=conflicting_drugs,
+        conflicting_drugs=len({v.drug for v in violations if v.kind in PROFILE_CONFLICTS}),
     )
 
 
