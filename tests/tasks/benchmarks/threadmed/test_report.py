@@ -1,6 +1,7 @@
 """The report on a hand-made run whose every number is worked out by hand below."""
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from tasks.benchmarks.threadmed.report import (
     read_manifest,
 )
 from tasks.core.preflight import UserError
+from tasks.report.html import PACKED_DATA_TYPE, unpack_json
 from tests.perf.bench_report import write_dataset, write_run
 
 # Scores per (model, condition) and thread, by turn. "U": unparseable judgment; "F": failed call (its
@@ -354,3 +356,44 @@ def test_an_unfinished_run_is_told_to_finish(tmp_path):
         f"{tmp_path} is not an evaluation run (no manifest.json); "
         f"finish the run: re-run `threadmed evaluate` with --out {tmp_path}"
     )
+
+
+def _expected_browser_data() -> dict[str, Any]:
+    """The browser's data for make_run, written from SCORES, TURNS and rows_of, not from report.py."""
+    models, conditions, threads = ["alpha", "beta"], ["baseline", "oracle"], list(TURNS)
+    responses, judgments = rows_of(SCORES, "r1")
+    conversations: dict[tuple[int, int, int], list[list[Any]]] = {}
+    for response, judgment in zip(responses, judgments, strict=True):
+        key = (
+            models.index(response["model"]),
+            conditions.index(response["condition"]),
+            threads.index(response["thread_id"]),
+        )
+        score = None if judgment["score"] is None else float(judgment["score"])
+        turn = [response["turn"], score, judgment["parse_status"], response["response"], judgment["reason"]]
+        conversations.setdefault(key, []).append(turn)
+    return {
+        "models": models,
+        "conditions": conditions,
+        "max_turn": 3,
+        "threads": [
+            [thread, {str(turn): [f"question {thread} {turn}", "w " * (turn + 1)] for turn in range(n)}]
+            for thread, n in TURNS.items()
+        ],
+        "conversations": [[*key, turns] for key, turns in sorted(conversations.items())],
+    }
+
+
+def test_the_page_packs_every_turn_and_loads_nothing(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    report_dir = Path(
+        build_report.fn(run_dirs=[str(run)], out_dir=str(tmp_path / "report"), settings=SETTINGS)
+    )
+    page = (report_dir / "index.html").read_text()
+    payload = re.search(f'<script type="{PACKED_DATA_TYPE}" id="report-data">(.*?)</script>', page, re.S)
+    assert payload is not None
+    assert unpack_json(payload.group(1)) == _expected_browser_data()
+    markup = page.replace(payload.group(1), "")
+    links = re.findall(r"""\b(?:src|href)\s*=\s*["']?([^"'\s>]*)""", markup)
+    assert [link for link in links if not link.startswith(("data:image/png;base64,", "#"))] == []
+    assert [fetch for fetch in ("<link", "url(", "@import") if fetch in markup] == []

@@ -17,6 +17,7 @@ import pytest
 from websockets.sync.client import connect
 
 from tasks.benchmarks.threadmed.report import ReportSettings, build_report
+from tasks.report.html import unpack_json
 from tests.perf.bench_report import write_dataset, write_run
 
 CHROMIUM_FLAGS = [
@@ -70,15 +71,18 @@ class Page:
             time.sleep(0.05)
         raise TimeoutError("chromium did not open its debugging port")
 
-    def evaluate(self, expression: str) -> Any:
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send one DevTools protocol command to the tab and return its result."""
         self.next_id += 1
-        params = {"expression": expression, "returnByValue": True, "awaitPromise": True}
-        self.socket.send(json.dumps({"id": self.next_id, "method": "Runtime.evaluate", "params": params}))
+        self.socket.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
         while True:
             message = json.loads(self.socket.recv(timeout=30))
             if message.get("id") == self.next_id:
-                break
-        result = message["result"]
+                return message["result"]
+
+    def evaluate(self, expression: str) -> Any:
+        params = {"expression": expression, "returnByValue": True, "awaitPromise": True}
+        result = self.call("Runtime.evaluate", params)
         if "exceptionDetails" in result:
             raise AssertionError(f"{expression!r} raised {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -256,3 +260,8 @@ def test_untrusted_text_stays_text(page: Page) -> None:
         "window.pwned === undefined && document.querySelectorAll('#browser img').length === 0"
     )
     assert HOSTILE in page.evaluate("document.getElementById('conversations').innerText")
+
+
+def test_the_browser_decodes_the_packed_data_as_python_does(page: Page) -> None:
+    payload = page.evaluate("document.getElementById('report-data').textContent")
+    assert page.evaluate("reportData()") == unpack_json(payload)
