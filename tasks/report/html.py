@@ -6,7 +6,7 @@ import gzip
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,8 @@ DEFAULT_PARTS = {"data_type": "application/json"}
 # and '<' could start '</script>' or '<!--'. They are written as U+0100 + value (two UTF-8 bytes).
 ALTERED_IN_SCRIPT = np.array([0x00, 0x0D, 0x3C], dtype=np.uint8)
 ESCAPE_OFFSET = 0x100
+# Never written by seven_bit_text (whose characters stay below U+0140), so it can separate packed parts.
+CHUNK_SEPARATOR = "\u0200"
 # Level 6 is zlib's default; 9 is 10x slower on a page's worth of answers for 2% less.
 GZIP_LEVEL = 6
 
@@ -46,22 +48,28 @@ def seven_bit_bytes(text: str) -> bytes:
     return np.packbits(bits[: bits.size // 8 * 8]).tobytes()
 
 
-def packed_json(value: Any) -> str:
-    """`value` as gzip-compressed JSON in seven_bit_text: a fifth of script_json's size for text, and safe
-    inside a <script> element. The browser decompresses it with its own DecompressionStream."""
+def _gzip_json(value: Any) -> bytes:
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return seven_bit_text(gzip.compress(text.encode(), compresslevel=GZIP_LEVEL, mtime=0))
+    return gzip.compress(text.encode(), compresslevel=GZIP_LEVEL, mtime=0)
 
 
-def unpack_json(text: str) -> Any:
-    """The value packed by packed_json, as the page's reportData() reads it."""
-    return json.loads(gzip.decompress(seven_bit_bytes(text)))
+def packed_json(value: Any, chunks: Sequence[Any] = ()) -> str:
+    """`value`, then each of `chunks`, as gzip-compressed JSON in seven_bit_text joined by CHUNK_SEPARATOR:
+    a fifth of script_json's size for text, and safe inside a <script> element. The page's reportData()
+    decodes `value` with the browser's own DecompressionStream, and reportChunk(i) chunk i when asked."""
+    return CHUNK_SEPARATOR.join(seven_bit_text(_gzip_json(part)) for part in [value, *chunks])
 
 
-def data_parts(value: Any, packed: bool = True) -> dict[str, str]:
-    """The page parts of the browser's data: packed (read it with reportData()), or inline JSON."""
+def unpack_json(text: str) -> list[Any]:
+    """[value, *chunks] packed by packed_json, as the page's reportData() and reportChunk(i) read them."""
+    return [json.loads(gzip.decompress(seven_bit_bytes(part))) for part in text.split(CHUNK_SEPARATOR)]
+
+
+def data_parts(value: Any, chunks: Sequence[Any] = (), packed: bool = True) -> dict[str, str]:
+    """The page parts of the browser's data: packed (read with reportData() and reportChunk(i)), or
+    inline JSON (no chunks)."""
     if packed:
-        return {"data": packed_json(value), "data_type": PACKED_DATA_TYPE}
+        return {"data": packed_json(value, chunks), "data_type": PACKED_DATA_TYPE}
     return {"data": script_json(value), "data_type": DEFAULT_PARTS["data_type"]}
 
 

@@ -4,6 +4,7 @@ import base64
 import json
 
 from tasks.report.html import (
+    CHUNK_SEPARATOR,
     PACKED_DATA_TYPE,
     browser_parts,
     data_parts,
@@ -67,13 +68,23 @@ def test_packed_json_round_trips_and_is_smaller_than_json_for_text():
         "é": "</script>",
     }
     packed = packed_json(value)
-    assert unpack_json(packed) == value
+    assert unpack_json(packed) == [value]
     assert len(packed.encode()) < len(script_json(value).encode()) / 5
+
+
+def test_chunks_are_packed_apart_after_the_value():
+    packed = packed_json({"index": [0, 1]}, [["first"], ["second"]])
+    assert packed.count(CHUNK_SEPARATOR) == 2
+    assert packed.split(CHUNK_SEPARATOR)[2] == packed_json(["second"])
+    assert unpack_json(packed) == [{"index": [0, 1]}, ["first"], ["second"]]
 
 
 def test_data_parts_say_how_the_data_is_encoded():
     assert data_parts({"a": 1}, packed=False) == {"data": '{"a":1}', "data_type": "application/json"}
-    assert data_parts({"a": 1}) == {"data": packed_json({"a": 1}), "data_type": PACKED_DATA_TYPE}
+    assert data_parts({"a": 1}, [[2]]) == {
+        "data": packed_json({"a": 1}, [[2]]),
+        "data_type": PACKED_DATA_TYPE,
+    }
 
 
 def test_a_page_that_gives_no_data_type_gets_inline_json(tmp_path):

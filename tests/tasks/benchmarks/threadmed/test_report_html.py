@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
+from tasks.benchmarks.threadmed import report as threadmed_report
 from tasks.benchmarks.threadmed.report import ReportSettings, build_report
 from tasks.report.html import unpack_json
 from tests.perf.bench_report import write_dataset, write_run
@@ -157,9 +158,12 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
         "conditions": ["baseline", "oracle"],
     }
     run_dir = write_run(root / "run", manifest, responses, judgments)
-    report_dir = build_report.fn(
-        run_dirs=[str(run_dir)], out_dir=str(root / "report"), settings=ReportSettings(n_resamples=200)
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        # 48 conversations in chunks of 5: the later pages' answers come from later chunks.
+        patch.setattr(threadmed_report, "CONVERSATIONS_PER_CHUNK", 5)
+        report_dir = build_report.fn(
+            run_dirs=[str(run_dir)], out_dir=str(root / "report"), settings=ReportSettings(n_resamples=200)
+        )
     browser = Page(chromium, (Path(report_dir) / "index.html").as_uri(), root / "profile")
     try:
         browser.wait_for("document.body && document.body.dataset.ready === '1'")
@@ -264,4 +268,17 @@ def test_untrusted_text_stays_text(page: Page) -> None:
 
 def test_the_browser_decodes_the_packed_data_as_python_does(page: Page) -> None:
     payload = page.evaluate("document.getElementById('report-data').textContent")
-    assert page.evaluate("reportData()") == unpack_json(payload)
+    index, *chunks = unpack_json(payload)
+    assert page.evaluate("reportData()") == index
+    assert page.evaluate(f"Promise.all([...Array({len(chunks)}).keys()].map(reportChunk))") == chunks
+
+
+def test_a_conversation_of_a_later_chunk_opens_on_its_answers(page: Page) -> None:
+    _reset(page)
+    _select(page, "filter-thread", "t11")
+    _select(page, "filter-model", "1")
+    _select(page, "filter-condition", "1")  # beta, oracle, t11: the 48th and last conversation, chunk 9
+    page.evaluate("document.querySelector('details.conversation').open = true")
+    page.wait_for("document.querySelectorAll('.turn').length === 2")
+    text = page.evaluate("document.querySelector('details.conversation').innerText")
+    assert "beta answer t11 turn 1" in text and "beta answer t11 turn 2" in text
