@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.tasks.benchmarks.threadmed.test_report_html import Page
+from tests.chromium import Page
 
 RECORD_READY = """(() => {
   const record = () => {
