@@ -2,11 +2,13 @@
 
 Times `build_report` (load, metrics with 10,000-resample bootstraps, figures, Markdown, HTML) on a
 synthetic run shaped like the paper's: thread lengths as in the answered dataset, answers of realistic
-length, a few unparseable judgments and failed calls. Also home of `write_run`/`write_dataset`, which the
-report tests use to lay out their hand-made runs.
+length, a few unparseable judgments and failed calls. Then weighs its index.html and times how long the
+page takes to open in headless Chromium (tests/perf/page_timing.py; skipped, and said so, without it).
+Also home of `write_run`/`write_dataset`, which the report tests use to lay out their hand-made runs.
 """
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ import pyarrow.parquet as pq
 
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
 from tasks.benchmarks.threadmed.report import ReportSettings, build_report
+from tests.perf.page_timing import time_page_open
 
 SEED = 2024
 MODELS = (
@@ -31,6 +34,8 @@ N_THREADS = 300
 # Share of threads with 3, 4, ... 9 QA pairs, roughly the answered dataset's.
 THREAD_LENGTHS = {3: 0.55, 4: 0.18, 5: 0.12, 6: 0.07, 7: 0.04, 8: 0.02, 9: 0.02}
 TARGET_SECONDS = 15.0
+TARGET_PAGE_MIB = 10.0
+TARGET_OPEN_SECONDS = 2.0
 VOCABULARY = np.array([f"word{i}" for i in range(3000)])
 CALL_USD = {"input_cost_usd": 1e-4, "output_cost_usd": 5e-4, "cost_usd": 6e-4}
 REASON = "The answer covers the physician's main point but misses the follow-up advice."
@@ -141,6 +146,8 @@ def main(out_dir: Path) -> dict[str, Any]:
     build_report.fn(run_dirs=[str(run_dir)], out_dir=str(report_dir), settings=ReportSettings())
     seconds = time.perf_counter() - start
     judged = pq.read_table(run_dir / "judgments.parquet", columns=["model", "condition"])
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    opened = time_page_open(chromium, report_dir / "index.html") if chromium else None
     return {
         "models": len(MODELS),
         "conditions": len(CONDITIONS),
@@ -149,6 +156,10 @@ def main(out_dir: Path) -> dict[str, Any]:
         "seconds": seconds,
         "target_seconds": TARGET_SECONDS,
         "html_mib": (report_dir / "index.html").stat().st_size / 2**20,
+        "target_html_mib": TARGET_PAGE_MIB,
+        "open_seconds": opened["open_ms"] / 1000 if opened else None,
+        "open_timings_ms": opened,
+        "target_open_seconds": TARGET_OPEN_SECONDS,
     }
 
 
@@ -157,5 +168,17 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         f"run: {results['models']} models x {results['conditions']} conditions, {results['turns']:,} turns "
         f"(~{results['turns_per_model_condition']:,.0f} per model and condition)",
         f"report (10,000 bootstrap resamples, figures, HTML): {results['seconds']:.1f} s "
-        f"(target < {results['target_seconds']:.0f} s); index.html {results['html_mib']:.1f} MiB",
+        f"(target < {results['target_seconds']:.0f} s)",
+        f"index.html: {results['html_mib']:.2f} MiB (target < {results['target_html_mib']:.0f} MiB)",
+        _open_line(results),
     ]
+
+
+def _open_line(results: dict[str, Any]) -> str:
+    if results["open_seconds"] is None:
+        return "page open time: not measured, chromium is not installed (make browser)"
+    runs = ", ".join(f"{ms / 1000:.2f}" for ms in results["open_timings_ms"]["runs_ms"])
+    return (
+        f"page opens in headless Chromium in {results['open_seconds']:.2f} s, the slowest of {runs} s "
+        f"(target < {results['target_open_seconds']:.0f} s)"
+    )

@@ -565,27 +565,46 @@ def funnel_rows(funnel: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- HTML page -----------------------------------------------------------------------------------------
 
 
-def browser_data(turns: Turns, models: list[str], conditions: list[str]) -> dict[str, Any]:
-    """The conversation browser's compact data: texts of each QA pair once, conversations as index lists."""
+# About 450 KB of answers per chunk: a conversation opens after a few ms of decoding, and gzip, which
+# restarts with each chunk, loses about 1% to the split.
+CONVERSATIONS_PER_CHUNK = 50
+
+
+class BrowserData(NamedTuple):
+    """The conversation browser's data: an index read when the page opens, and chunks read on demand."""
+
+    index: dict[str, Any]
+    chunks: list[list[list[list[str | None]]]]
+
+
+def browser_data(turns: Turns, models: list[str], conditions: list[str]) -> BrowserData:
+    """The index holds what filters and summaries need (conversations as index lists of turn, score and
+    status) and each QA pair's texts once; chunk i holds the [answer, judge reason] of every turn of
+    conversations i * CONVERSATIONS_PER_CHUNK onwards, read when one of them is opened."""
     thread_ids = list(dict.fromkeys(turns.thread_id))
     thread_index = {thread_id: i for i, thread_id in enumerate(thread_ids)}
     pairs: list[dict[str, list[str | None]]] = [{} for _ in thread_ids]
-    conversations: dict[tuple[int, int, int], list[list[Any]]] = {}
+    conversations: dict[tuple[int, int, int], list[tuple[list[Any], list[str | None]]]] = {}
     for i in range(len(turns.turn)):
         thread, turn = thread_index[turns.thread_id[i]], int(turns.turn[i])
         pairs[thread].setdefault(str(turn), [turns.question[i], turns.physician_answer[i]])
         key = (models.index(turns.model[i]), conditions.index(turns.condition[i]), thread)
         score = None if np.isnan(turns.score[i]) else float(turns.score[i])
         conversations.setdefault(key, []).append(
-            [turn, score, turns.status[i], turns.response[i], turns.reason[i]]
+            ([turn, score, turns.status[i]], [turns.response[i], turns.reason[i]])
         )
-    return {
+    ordered = sorted(conversations.items())
+    texts = [[text for _, text in rows] for _, rows in ordered]
+    index = {
         "models": models,
         "conditions": conditions,
         "max_turn": int(turns.turn.max(initial=0)),
         "threads": [[thread_id, pairs[i]] for i, thread_id in enumerate(thread_ids)],
-        "conversations": [[*key, rows] for key, rows in sorted(conversations.items())],
+        "conversations": [[*key, [row for row, _ in rows]] for key, rows in ordered],
+        "conversations_per_chunk": CONVERSATIONS_PER_CHUNK,
     }
+    chunks = [texts[i : i + CONVERSATIONS_PER_CHUNK] for i in range(0, len(texts), CONVERSATIONS_PER_CHUNK)]
+    return BrowserData(index, chunks)
 
 
 # --- tasks ---------------------------------------------------------------------------------------------
@@ -622,7 +641,7 @@ def build_report(run_dirs: list[str], out_dir: str, settings: ReportSettings) ->
     tables = build_tables(metrics)
     (out / "report.md").write_text(render_markdown(metrics, tables, list(figures)))
     data = browser_data(run.turns, run.models, run.conditions)
-    (out / "index.html").write_text(render_html(metrics, tables, figures, data))
+    (out / "index.html").write_text(render_html(metrics, tables, figures, data.index, data.chunks))
     return str(out)
 
 

@@ -5,13 +5,13 @@ renderers are the shared ones of tasks/report/.
 """
 
 import html
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from tasks.benchmarks.threadmed.figures import FIGURES
 from tasks.benchmarks.threadmed.metrics import TURN_GROUPS
-from tasks.report.html import browser_parts, figures_html, render_page, script_json
+from tasks.report.html import browser_parts, data_parts, figures_html, render_page
 from tasks.report.stats import significance_stars
 from tasks.report.tables import Table, table_html, table_markdown
 
@@ -285,9 +285,13 @@ def render_markdown(metrics: dict[str, Any], tables: list[Table], figures: list[
 
 
 def render_html(
-    metrics: dict[str, Any], tables: list[Table], figures: dict[str, bytes], data: dict[str, Any]
+    metrics: dict[str, Any],
+    tables: list[Table],
+    figures: dict[str, bytes],
+    data: dict[str, Any],
+    chunks: Sequence[Any] = (),
 ) -> str:
-    """The self-contained page: tables, figures as data URIs, and the browser's data as inline JSON."""
+    """The self-contained page: tables, figures as data URIs, and the browser's data and chunks packed."""
     note = judge_note(metrics["judge"]["model"])
     return render_page(
         {
@@ -296,7 +300,7 @@ def render_html(
             "note": f'<p class="note">{html.escape(note)}</p>' if note else "",
             "tables": "".join(table_html(table, note) for table in tables),
             "figures": figures_html(figures, FIGURES),
-            "data": script_json(data),
+            **data_parts(data, chunks),
             **browser_parts(Path(__file__).parent),
         }
     )

@@ -3,7 +3,19 @@
 import base64
 import json
 
-from tasks.report.html import browser_parts, figures_html, render_page, script_json
+from tasks.report.html import (
+    CHUNK_SEPARATOR,
+    PACKED_DATA_TYPE,
+    browser_parts,
+    data_parts,
+    figures_html,
+    packed_json,
+    render_page,
+    script_json,
+    seven_bit_bytes,
+    seven_bit_text,
+    unpack_json,
+)
 
 
 def test_script_json_cannot_close_its_script_element():
@@ -34,3 +46,48 @@ def test_a_benchmarks_browser_fills_the_browser_and_style_parts(tmp_path):
         "browser": "<form></form><script>go()</script>",
         "style": ".hit { color: green; }",
     }
+
+
+def test_seven_bit_text_packs_bits_big_endian_and_escapes_what_a_script_element_would_alter():
+    # 11111111 00000000 → 1111111 1000000 0000000 (padded): 127, 64 and 0, which is NUL, so escaped.
+    assert seven_bit_text(b"\xff\x00") == "\x7f@\u0100"
+    # 00011010 01111000 → 0001101 (CR, escaped) 0011110 0000000 (NUL, escaped).
+    assert seven_bit_text(b"\x1a\x78") == "\u010d\x1e\u0100"
+
+
+def test_seven_bit_text_round_trips_and_never_holds_nul_cr_or_lt():
+    data = bytes(range(256)) * 7 + b"\x00\x0d<"
+    text = seven_bit_text(data)
+    assert not {"\x00", "\r", "<"} & set(text)
+    assert seven_bit_bytes(text) == data
+
+
+def test_packed_json_round_trips_and_is_smaller_than_json_for_text():
+    value = {
+        "turns": [[turn, 0.5, "ok", f"answer {turn} " * 40, None] for turn in range(200)],
+        "é": "</script>",
+    }
+    packed = packed_json(value)
+    assert unpack_json(packed) == [value]
+    assert len(packed.encode()) < len(script_json(value).encode()) / 5
+
+
+def test_chunks_are_packed_apart_after_the_value():
+    packed = packed_json({"index": [0, 1]}, [["first"], ["second"]])
+    assert packed.count(CHUNK_SEPARATOR) == 2
+    assert packed.split(CHUNK_SEPARATOR)[2] == packed_json(["second"])
+    assert unpack_json(packed) == [{"index": [0, 1]}, ["first"], ["second"]]
+
+
+def test_data_parts_say_how_the_data_is_encoded():
+    assert data_parts({"a": 1}, packed=False) == {"data": '{"a":1}', "data_type": "application/json"}
+    assert data_parts({"a": 1}, [[2]]) == {
+        "data": packed_json({"a": 1}, [[2]]),
+        "data_type": PACKED_DATA_TYPE,
+    }
+
+
+def test_a_page_that_gives_no_data_type_gets_inline_json(tmp_path):
+    template = tmp_path / "page.html"
+    template.write_text('<script type="{{data_type}}">{{data}}</script>')
+    assert render_page({"data": "[]"}, template) == '<script type="application/json">[]</script>'

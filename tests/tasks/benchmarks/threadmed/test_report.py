@@ -1,6 +1,7 @@
 """The report on a hand-made run whose every number is worked out by hand below."""
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -8,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
+from tasks.benchmarks.threadmed import report as threadmed_report
 from tasks.benchmarks.threadmed.report import (
     ReportSettings,
     build_report,
@@ -17,6 +19,7 @@ from tasks.benchmarks.threadmed.report import (
     read_manifest,
 )
 from tasks.core.preflight import UserError
+from tasks.report.html import PACKED_DATA_TYPE, unpack_json
 from tests.perf.bench_report import write_dataset, write_run
 
 # Scores per (model, condition) and thread, by turn. "U": unparseable judgment; "F": failed call (its
@@ -354,3 +357,51 @@ def test_an_unfinished_run_is_told_to_finish(tmp_path):
         f"{tmp_path} is not an evaluation run (no manifest.json); "
         f"finish the run: re-run `threadmed evaluate` with --out {tmp_path}"
     )
+
+
+def _expected_page_data(per_chunk: int) -> list[Any]:
+    """The browser's index and chunks for make_run, written from SCORES, TURNS and rows_of."""
+    models, conditions, threads = ["alpha", "beta"], ["baseline", "oracle"], list(TURNS)
+    responses, judgments = rows_of(SCORES, "r1")
+    conversations: dict[tuple[int, int, int], list[tuple[list[Any], list[Any]]]] = {}
+    for response, judgment in zip(responses, judgments, strict=True):
+        key = (
+            models.index(response["model"]),
+            conditions.index(response["condition"]),
+            threads.index(response["thread_id"]),
+        )
+        score = None if judgment["score"] is None else float(judgment["score"])
+        turn = [response["turn"], score, judgment["parse_status"]]
+        conversations.setdefault(key, []).append((turn, [response["response"], judgment["reason"]]))
+    ordered = sorted(conversations.items())
+    index = {
+        "models": models,
+        "conditions": conditions,
+        "max_turn": 3,
+        "threads": [
+            [thread, {str(turn): [f"question {thread} {turn}", "w " * (turn + 1)] for turn in range(n)}]
+            for thread, n in TURNS.items()
+        ],
+        "conversations": [[*key, [turn for turn, _ in rows]] for key, rows in ordered],
+        "conversations_per_chunk": per_chunk,
+    }
+    texts = [[text for _, text in rows] for _, rows in ordered]
+    return [index, *(texts[i : i + per_chunk] for i in range(0, len(texts), per_chunk))]
+
+
+def test_the_page_packs_every_turn_and_loads_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threadmed_report, "CONVERSATIONS_PER_CHUNK", 3)
+    run = make_run(tmp_path)
+    report_dir = Path(
+        build_report.fn(run_dirs=[str(run)], out_dir=str(tmp_path / "report"), settings=SETTINGS)
+    )
+    page = (report_dir / "index.html").read_text()
+    payload = re.search(f'<script type="{PACKED_DATA_TYPE}" id="report-data">(.*?)</script>', page, re.S)
+    assert payload is not None
+    unpacked = unpack_json(payload.group(1))
+    assert len(unpacked) == 1 + 3  # the index, then 8 conversations in chunks of 3
+    assert unpacked == _expected_page_data(per_chunk=3)
+    markup = page.replace(payload.group(1), "")
+    links = re.findall(r"""\b(?:src|href)\s*=\s*["']?([^"'\s>]*)""", markup)
+    assert [link for link in links if not link.startswith(("data:image/png;base64,", "#"))] == []
+    assert [fetch for fetch in ("<link", "url(", "@import") if fetch in markup] == []

@@ -6,31 +6,18 @@ Needs Debian's `chromium`: skipped with a reason on a developer machine without 
 import json
 import os
 import shutil
-import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from websockets.sync.client import connect
 
+from tasks.benchmarks.threadmed import report as threadmed_report
 from tasks.benchmarks.threadmed.report import ReportSettings, build_report
+from tasks.report.html import unpack_json
+from tests.chromium import Page  # also imported from here by the SNOMED and consultation page tests
 from tests.perf.bench_report import write_dataset, write_run
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--remote-debugging-port=0",
-    "--window-size=1280,900",
-]
 MODELS = ("alpha", "beta")
 N_THREADS = 12
 HOSTILE = '<img src=x onerror="window.pwned = 1"></script><script>window.pwned = 2</script>'
@@ -43,61 +30,6 @@ def _chromium() -> str:
     if os.environ.get("CI") == "true":
         pytest.fail("chromium is not installed; CI must install it (apt-get install -y chromium)")
     pytest.skip("chromium is not installed (apt-get install -y chromium); CI runs this test")
-
-
-class Page:
-    """One headless Chromium tab; `evaluate` runs JavaScript in it and returns the JSON-able result."""
-
-    def __init__(self, chromium: str, url: str, profile: Path) -> None:
-        self.process = subprocess.Popen(
-            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", url],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        port = self._debugging_port(profile / "DevToolsActivePort")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as response:
-            target = next(t for t in json.load(response) if t["type"] == "page")
-        self.socket = connect(target["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
-        self.next_id = 0
-
-    def _debugging_port(self, port_file: Path, timeout: float = 30) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if port_file.exists() and port_file.read_text().strip():
-                return int(port_file.read_text().split()[0])
-            if self.process.poll() is not None:
-                raise RuntimeError(f"chromium exited with {self.process.returncode}")
-            time.sleep(0.05)
-        raise TimeoutError("chromium did not open its debugging port")
-
-    def evaluate(self, expression: str) -> Any:
-        self.next_id += 1
-        params = {"expression": expression, "returnByValue": True, "awaitPromise": True}
-        self.socket.send(json.dumps({"id": self.next_id, "method": "Runtime.evaluate", "params": params}))
-        while True:
-            message = json.loads(self.socket.recv(timeout=30))
-            if message.get("id") == self.next_id:
-                break
-        result = message["result"]
-        if "exceptionDetails" in result:
-            raise AssertionError(f"{expression!r} raised {result['exceptionDetails']}")
-        return result["result"].get("value")
-
-    def wait_for(self, expression: str, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.evaluate(expression):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out waiting for {expression}")
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        self.socket.close()
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 def _run_rows() -> tuple[list[dict], list[dict], list[dict]]:
@@ -153,9 +85,12 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
         "conditions": ["baseline", "oracle"],
     }
     run_dir = write_run(root / "run", manifest, responses, judgments)
-    report_dir = build_report.fn(
-        run_dirs=[str(run_dir)], out_dir=str(root / "report"), settings=ReportSettings(n_resamples=200)
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        # 48 conversations in chunks of 5: the later pages' answers come from later chunks.
+        patch.setattr(threadmed_report, "CONVERSATIONS_PER_CHUNK", 5)
+        report_dir = build_report.fn(
+            run_dirs=[str(run_dir)], out_dir=str(root / "report"), settings=ReportSettings(n_resamples=200)
+        )
     browser = Page(chromium, (Path(report_dir) / "index.html").as_uri(), root / "profile")
     try:
         browser.wait_for("document.body && document.body.dataset.ready === '1'")
@@ -256,3 +191,21 @@ def test_untrusted_text_stays_text(page: Page) -> None:
         "window.pwned === undefined && document.querySelectorAll('#browser img').length === 0"
     )
     assert HOSTILE in page.evaluate("document.getElementById('conversations').innerText")
+
+
+def test_the_browser_decodes_the_packed_data_as_python_does(page: Page) -> None:
+    payload = page.evaluate("document.getElementById('report-data').textContent")
+    index, *chunks = unpack_json(payload)
+    assert page.evaluate("reportData()") == index
+    assert page.evaluate(f"Promise.all([...Array({len(chunks)}).keys()].map(reportChunk))") == chunks
+
+
+def test_a_conversation_of_a_later_chunk_opens_on_its_answers(page: Page) -> None:
+    _reset(page)
+    _select(page, "filter-thread", "t11")
+    _select(page, "filter-model", "1")
+    _select(page, "filter-condition", "1")  # beta, oracle, t11: the 48th and last conversation, chunk 9
+    page.evaluate("document.querySelector('details.conversation').open = true")
+    page.wait_for("document.querySelectorAll('.turn').length === 2")
+    text = page.evaluate("document.querySelector('details.conversation').innerText")
+    assert "beta answer t11 turn 1" in text and "beta answer t11 turn 2" in text
