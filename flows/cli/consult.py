@@ -291,13 +291,14 @@ def report_command(
 
 
 def print_consult_report(report_dir: Path) -> None:
-    """The report's stage tables beside the partial composite, and where its files are."""
+    """The report's four stage tables beside the composite, and where its files are."""
     from flows.cli.render import COMPACT
-    from tasks.benchmarks.consult.tables import report_notes, terminal_table
+    from tasks.benchmarks.consult.tables import report_notes, terminal_tables
     from tasks.report.tables import table_rich
 
     metrics = json.loads((report_dir / "metrics.json").read_text())
-    console.print(table_rich(terminal_table(metrics), **COMPACT))
+    for table in terminal_tables(metrics):
+        console.print(table_rich(table, **COMPACT))
     for note in report_notes(metrics):
         console.print(f"[yellow]{escape(note)}[/yellow]")
     for name in ("report.md", "index.html", "metrics.json"):
