@@ -195,7 +195,7 @@ def follow_up_table(metrics: dict[str, Any]) -> Table:
     columns = ["Model", "n", *FOLLOW_UP_COLUMNS.values(), "needless churn %", "graded", "ungraded", "judge"]
     columns.append("stage score")
     return Table(
-        key="follow_up",
+        key="follow-up",
         title="Follow-up",
         columns=columns,
         rows=rows,
@@ -415,10 +415,16 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
             f"{sum(ungraded.values())} follow-up grade(s) did not parse after the re-ask and are left out of "
             f"FQR, not scored 0 ({counts})."
         )
-    if any(entry["judge"]["offline"] for entry in metrics["models"].values()):
+    offline = {
+        m
+        for entry in metrics["models"].values()
+        if entry["judge"]["offline"]
+        for m in entry["judge"]["models"]
+    }
+    if offline:
         notes.append(
-            f"FQR is graded by an {OFFLINE_JUDGE} ({judges(metrics)}), not a model: it checks the answer's "
-            "form, not its clinical correctness."
+            f"FQR is graded by {', '.join(sorted(offline))}, an {OFFLINE_JUDGE} standing in for a judge "
+            "model (for demos and tests): its grades are not a clinical assessment."
         )
     if metrics["reference"] is None:
         notes.append("No mined empirical reference was found: the history table has no reference row.")
