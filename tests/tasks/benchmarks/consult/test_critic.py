@@ -1,0 +1,774 @@
+import pytest
+
+from tasks.benchmarks.consult.case import CaseAiu, ConsultCase, GoldDiagnosis, PatientProfile
+from tasks.benchmarks.consult.critic import (
+    Critique,
+    PatientFacts,
+    Violation,
+    constraint_satisfied,
+    critique,
+    patient_facts,
+    regimen_met,
+    with_constraint,
+)
+from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
+from tasks.benchmarks.consult.kb.loading import KnowledgeBase
+from tasks.benchmarks.consult.kb.models import (
+    Condition,
+    Contraindication,
+    DailyMaximum,
+    DoseOption,
+    Drug,
+    DrugClass,
+    Evidence,
+    Interaction,
+    Regimen,
+    UsualDose,
+)
+
+
+def drug(name, drug_class, dose, unit, per_day, maximum, **fields):
+    return Drug(
+        name=name,
+        drug_class=drug_class,
+        route=fields.pop("route", "oral"),
+        usual_dose=UsualDose(dose=dose, unit=unit, frequency_per_day=per_day),
+        max_daily=DailyMaximum(**maximum),
+        pregnancy=fields.pop("pregnancy", "compatible"),
+        lactation=fields.pop("lactation", "compatible"),
+        source=f"label {name}",
+        **fields,
+    )
+
+
+def condition(condition_id, drug_classes, first_line=()):
+    return Condition(
+        id=condition_id,
+        title=condition_id,
+        icd11="1A00",
+        department="respiratory",
+        severity=1,
+        evidence=(Evidence(aiu="cough", weight=1.0),),
+        mni=("cough", "fever"),
+        regimen=Regimen(drug_classes=drug_classes, first_line=first_line, advice="rest"),
+        source="test",
+    )
+
+
+ALL_BANDS = {"child": 2000, "adult": 4000, "older": 4000}
+KB = KnowledgeBase(
+    version=1,
+    aiu_types=(),
+    conditions=(
+        condition(
+            "otitis",
+            ("penicillins", "macrolides"),
+            (DoseOption(drug="amoxicillin", dose=500, unit="mg", frequency_per_day=3, route="oral"),),
+        ),
+        condition("colic", ()),
+    ),
+    drug_classes=tuple(
+        DrugClass(id=class_id, title=class_id, source=f"class {class_id}")
+        for class_id in (
+            "analgesics",
+            "nsaids",
+            "antiplatelets",
+            "penicillins",
+            "cephalosporins",
+            "macrolides",
+            "tetracyclines",
+            "anticoagulants",
+            "statins",
+            "saba",
+            "rehydration",
+        )
+    ),
+    drugs=(
+        drug(
+            "paracetamol",
+            "analgesics",
+            1000,
+            "mg",
+            4,
+            ALL_BANDS,
+            hepatic="Max 3 g a day.",
+            brands=("Calpol",),
+        ),
+        drug(
+            "ibuprofen",
+            "nsaids",
+            400,
+            "mg",
+            3,
+            {"child": 1200, "adult": 2400, "older": 1200},
+            pregnancy="avoid",
+            renal="Avoid if possible.",
+            allergy_class="nsaids",
+            cross_reactive=("antiplatelets",),
+        ),
+        drug(
+            "aspirin",
+            "antiplatelets",
+            75,
+            "mg",
+            1,
+            {"adult": 4000, "older": 4000},
+            lactation="avoid",
+            allergy_class="nsaids",
+        ),
+        drug(
+            "amoxicillin",
+            "penicillins",
+            500,
+            "mg",
+            3,
+            {"child": 3000, "adult": 3000, "older": 3000},
+            allergy_class="penicillins",
+            cross_reactive=("cephalosporins",),
+        ),
+        drug(
+            "cefalexin",
+            "cephalosporins",
+            500,
+            "mg",
+            3,
+            {"child": 4000, "adult": 6000, "older": 6000},
+            allergy_class="cephalosporins",
+        ),
+        drug(
+            "clarithromycin",
+            "macrolides",
+            500,
+            "mg",
+            2,
+            {"adult": 1000, "older": 1000},
+            allergy_class="macrolides",
+        ),
+        drug("doxycycline", "tetracyclines", 100, "mg", 1, {"adult": 200, "older": 200}),
+        drug("warfarin", "anticoagulants", 5, "mg", 1, {"adult": 15, "older": 15}),
+        drug("simvastatin", "statins", 40, "mg", 1, {"adult": 80, "older": 80}, pregnancy="avoid"),
+        drug(
+            "salbutamol",
+            "saba",
+            200,
+            "microgram",
+            4,
+            {"child": 800, "adult": 800, "older": 800},
+            route="inhaled",
+        ),
+        drug(
+            "oral rehydration salts", "rehydration", 1, "sachet", 5, {"child": 10, "adult": 20, "older": 20}
+        ),
+    ),
+    interactions=(
+        Interaction(
+            a="warfarin", b="clarithromycin", scope="drug", effect="INR rises.", source="BNF warfarin"
+        ),
+        Interaction(
+            a="warfarin",
+            b="doxycycline",
+            scope="drug",
+            severity="moderate",
+            effect="INR may rise.",
+            source="BNF warfarin",
+        ),
+        Interaction(a="nsaids", b="anticoagulants", scope="class", effect="Bleeding.", source="BNF nsaids"),
+    ),
+    contraindications=(
+        Contraindication(
+            drug="aspirin",
+            condition="chickenpox",
+            level="absolute",
+            reason="Reye's syndrome.",
+            source="BNF aspirin",
+        ),
+        Contraindication(
+            drug_class="nsaids",
+            aiu="asthma_history",
+            level="relative",
+            reason="Bronchospasm.",
+            source="BNF nsaids",
+        ),
+        Contraindication(
+            drug_class="statins", aiu="pregnancy", level="absolute", reason="Anomalies.", source="BNF statins"
+        ),
+    ),
+)
+
+
+def facts(age=30, conditions=(), states=(), **profile):
+    return PatientFacts(
+        profile=PatientProfile(age=age, sex="female", **profile),
+        conditions=frozenset(conditions),
+        states=frozenset(states),
+    )
+
+
+def item(name, dose=None, unit=None, per_day=None, route=None, generic=...):
+    return PlanItem(
+        drug=name,
+        generic=name if generic is ... else generic,
+        dose=dose,
+        unit=unit,
+        frequency_per_day=per_day,
+        route=route,
+    )
+
+
+def plan(*items):
+    return TreatmentPlan(items=items)
+
+
+def violation(kind, severity, drug, entry, source, detail, other=None):
+    return Violation(
+        kind=kind, severity=severity, drug=drug, other=other, entry=entry, source=source, detail=detail
+    )
+
+
+def test_a_safe_plan_has_no_violation():
+    given = plan(item("paracetamol", 1, "g", 4, "PO"), item("amoxicillin", 500, "mg", 3, "oral"))
+    assert critique(given, facts(), KB) == Critique(
+        violations=(), drugs=2, pairs=1, interacting_pairs=0, conflicting_drugs=0
+    )
+
+
+@pytest.mark.parametrize(
+    ("allergies", "planned", "expected"),
+    [
+        (
+            ("nsaids",),
+            "ibuprofen",
+            (
+                "allergy",
+                "drug ibuprofen: allergy_class nsaids",
+                "label ibuprofen",
+                "ibuprofen is in the nsaids class the patient is allergic to",
+            ),
+        ),
+        # a drug's allergy class, not its class: aspirin is an antiplatelet that nsaid allergy covers
+        (
+            ("nsaids",),
+            "aspirin",
+            (
+                "allergy",
+                "drug aspirin: allergy_class nsaids",
+                "label aspirin",
+                "aspirin is in the nsaids class the patient is allergic to",
+            ),
+        ),
+        (
+            ("antiplatelets",),
+            "aspirin",
+            (
+                "allergy",
+                "drug aspirin: drug_class antiplatelets",
+                "label aspirin",
+                "aspirin is in the antiplatelets class the patient is allergic to",
+            ),
+        ),
+        (
+            ("amoxicillin",),
+            "amoxicillin",
+            ("allergy", "drug amoxicillin", "label amoxicillin", "the patient is allergic to amoxicillin"),
+        ),
+        # an allergy to one penicillin is an allergy to the class
+        (
+            ("amoxicillin",),
+            "cefalexin",
+            (
+                "cross_reactivity",
+                "drug amoxicillin: cross_reactive cephalosporins",
+                "label amoxicillin",
+                "cefalexin (cephalosporins) cross-reacts with the patient's penicillins allergy",
+            ),
+        ),
+        # read both ways: amoxicillin's entry makes penicillins unsafe for a cephalosporin allergy
+        (
+            ("cephalosporins",),
+            "amoxicillin",
+            (
+                "cross_reactivity",
+                "drug amoxicillin: cross_reactive cephalosporins",
+                "label amoxicillin",
+                "amoxicillin (penicillins) cross-reacts with the patient's cephalosporins allergy",
+            ),
+        ),
+        # the planned drug's own entry names the allergy class
+        (
+            ("antiplatelets",),
+            "ibuprofen",
+            (
+                "cross_reactivity",
+                "drug ibuprofen: cross_reactive antiplatelets",
+                "label ibuprofen",
+                "ibuprofen (nsaids) cross-reacts with the patient's antiplatelets allergy",
+            ),
+        ),
+    ],
+)
+def test_allergy_and_cross_reactivity_are_hard_profile_conflicts(allergies, planned, expected):
+    kind, entry, source, detail = expected
+    assert critique(plan(item(planned)), facts(allergies=allergies), KB) == Critique(
+        violations=(violation(kind, "hard", planned, entry, source, detail),),
+        drugs=1,
+        pairs=0,
+        interacting_pairs=0,
+        conflicting_drugs=1,
+    )
+
+
+@pytest.mark.parametrize("allergies", [("macrolides",), ("clarithromycin",), ("latex",)])
+def test_an_allergy_to_an_unrelated_class_or_drug_does_not_fire(allergies):
+    assert critique(plan(item("amoxicillin")), facts(allergies=allergies), KB).violations == ()
+
+
+def test_absolute_contraindication_with_a_condition_is_hard():
+    found = critique(plan(item("aspirin")), facts(conditions=("chickenpox",)), KB)
+    assert found.violations == (
+        violation(
+            "contraindication",
+            "hard",
+            "aspirin",
+            "contraindication aspirin / chickenpox",
+            "BNF aspirin",
+            "absolute: Reye's syndrome.",
+        ),
+    )
+    assert found.conflicting_drugs == 0  # a contraindication is not a profile conflict
+
+
+def test_relative_contraindication_with_a_state_is_soft():
+    found = critique(plan(item("ibuprofen")), facts(states=("asthma_history",)), KB)
+    assert found.violations == (
+        violation(
+            "contraindication",
+            "soft",
+            "ibuprofen",
+            "contraindication nsaids / asthma_history",
+            "BNF nsaids",
+            "relative: Bronchospasm.",
+        ),
+    )
+    assert not found.hard
+
+
+def test_a_contraindication_does_not_fire_without_its_condition_or_state():
+    given = facts(conditions=("otitis",), states=("cough",))
+    assert critique(plan(item("aspirin"), item("ibuprofen")), given, KB).violations == ()
+
+
+def test_pregnancy_conflict_is_soft_beside_an_absolute_contraindication():
+    found = critique(plan(item("simvastatin"), item("paracetamol")), facts(states=("pregnancy",)), KB)
+    assert found == Critique(
+        violations=(
+            violation(
+                "contraindication",
+                "hard",
+                "simvastatin",
+                "contraindication statins / pregnancy",
+                "BNF statins",
+                "absolute: Anomalies.",
+            ),
+            violation(
+                "pregnancy",
+                "soft",
+                "simvastatin",
+                "drug simvastatin: pregnancy",
+                "label simvastatin",
+                "simvastatin is to be avoided in pregnancy",
+            ),
+        ),
+        drugs=2,
+        pairs=1,
+        interacting_pairs=0,
+        conflicting_drugs=1,
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "planned", "expected"),
+    [
+        (
+            facts(states=("breastfeeding",)),
+            "aspirin",
+            violation(
+                "lactation",
+                "soft",
+                "aspirin",
+                "drug aspirin: lactation",
+                "label aspirin",
+                "aspirin is to be avoided while breastfeeding",
+            ),
+        ),
+        (
+            facts(states=("renal_impairment",)),
+            "ibuprofen",
+            violation(
+                "renal", "soft", "ibuprofen", "drug ibuprofen: renal", "label ibuprofen", "Avoid if possible."
+            ),
+        ),
+        (
+            facts(states=("hepatic_impairment",)),
+            "paracetamol",
+            violation(
+                "hepatic",
+                "soft",
+                "paracetamol",
+                "drug paracetamol: hepatic",
+                "label paracetamol",
+                "Max 3 g a day.",
+            ),
+        ),
+        # the profile flag without its state counts as well
+        (
+            facts(pregnant=True),
+            "ibuprofen",
+            violation(
+                "pregnancy",
+                "soft",
+                "ibuprofen",
+                "drug ibuprofen: pregnancy",
+                "label ibuprofen",
+                "ibuprofen is to be avoided in pregnancy",
+            ),
+        ),
+        (
+            facts(age=6),
+            "aspirin",
+            violation(
+                "age_band",
+                "soft",
+                "aspirin",
+                "drug aspirin: max_daily.child",
+                "label aspirin",
+                "aspirin has no maximum daily dose for the child age band: not for this patient",
+            ),
+        ),
+    ],
+)
+def test_profile_conflicts_are_soft(given, planned, expected):
+    assert critique(plan(item(planned)), given, KB) == Critique(
+        violations=(expected,), drugs=1, pairs=0, interacting_pairs=0, conflicting_drugs=1
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "planned"),
+    [
+        (facts(states=("breastfeeding",)), "ibuprofen"),  # compatible in lactation
+        (facts(states=("renal_impairment", "hepatic_impairment")), "amoxicillin"),  # no renal or hepatic note
+        (facts(age=6), "ibuprofen"),  # has a child maximum
+    ],
+)
+def test_profile_conflicts_that_must_not_fire(given, planned):
+    assert critique(plan(item(planned)), given, KB).violations == ()
+
+
+def test_severe_interaction_within_the_plan_is_hard():
+    found = critique(plan(item("warfarin"), item("clarithromycin")), facts(), KB)
+    assert found == Critique(
+        violations=(
+            violation(
+                "interaction",
+                "hard",
+                "warfarin",
+                "interaction warfarin / clarithromycin",
+                "BNF warfarin",
+                "severe: INR rises.",
+                other="clarithromycin",
+            ),
+        ),
+        drugs=2,
+        pairs=1,
+        interacting_pairs=1,
+        conflicting_drugs=0,
+    )
+
+
+def test_class_interaction_with_a_current_medication_and_a_moderate_one():
+    found = critique(plan(item("ibuprofen"), item("doxycycline")), facts(medications=("warfarin",)), KB)
+    assert found == Critique(
+        violations=(
+            violation(
+                "interaction",
+                "hard",
+                "ibuprofen",
+                "interaction nsaids / anticoagulants",
+                "BNF nsaids",
+                "severe: Bleeding.",
+                other="warfarin",
+            ),
+            violation(
+                "interaction",
+                "soft",
+                "doxycycline",
+                "interaction warfarin / doxycycline",
+                "BNF warfarin",
+                "moderate: INR may rise.",
+                other="warfarin",
+            ),
+        ),
+        drugs=2,
+        pairs=3,
+        interacting_pairs=1,
+        conflicting_drugs=0,
+    )
+
+
+def test_pairs_wholly_within_current_medications_are_excluded():
+    given = facts(medications=("warfarin", "clarithromycin"))
+    assert critique(plan(item("paracetamol")), given, KB) == Critique(
+        violations=(), drugs=1, pairs=2, interacting_pairs=0, conflicting_drugs=0
+    )
+
+
+def test_a_planned_drug_the_patient_already_takes_is_counted_once():
+    given = facts(medications=("warfarin", "clarithromycin"))
+    found = critique(plan(item("warfarin")), given, KB)
+    assert (found.pairs, found.interacting_pairs) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("given", "band_age", "expected"),
+    [
+        # 1 g is 1000 mg: 5 x 1000 mg is above the adult 4000 mg
+        (
+            plan(item("paracetamol", 1, "g", 5)),
+            30,
+            violation(
+                "dose_above_maximum",
+                "hard",
+                "paracetamol",
+                "drug paracetamol: max_daily.adult",
+                "label paracetamol",
+                "5 x 1 g = 5000 mg a day > 4000 mg",
+            ),
+        ),
+        # the daily total adds the drug's items up
+        (
+            plan(item("paracetamol", 1000, "mg", 3), item("paracetamol", 500, "mg", 4)),
+            30,
+            violation(
+                "dose_above_maximum",
+                "hard",
+                "paracetamol",
+                "drug paracetamol: max_daily.adult",
+                "label paracetamol",
+                "3 x 1000 mg + 4 x 500 mg = 5000 mg a day > 4000 mg",
+            ),
+        ),
+        # an older patient's lower maximum
+        (
+            plan(item("ibuprofen", 400, "mg", 4)),
+            70,
+            violation(
+                "dose_above_maximum",
+                "hard",
+                "ibuprofen",
+                "drug ibuprofen: max_daily.older",
+                "label ibuprofen",
+                "4 x 400 mg = 1600 mg a day > 1200 mg",
+            ),
+        ),
+        (
+            plan(item("paracetamol", 400, "mg", 4)),
+            30,
+            violation(
+                "dose_below_half_usual",
+                "hard",
+                "paracetamol",
+                "drug paracetamol: usual_dose",
+                "label paracetamol",
+                "400 mg a dose < half the usual 1000 mg",
+            ),
+        ),
+        # 0.05 mg is 50 microgram, under half of 200 microgram
+        (
+            plan(item("salbutamol", 0.05, "mg", 4, "inhaled")),
+            30,
+            violation(
+                "dose_below_half_usual",
+                "hard",
+                "salbutamol",
+                "drug salbutamol: usual_dose",
+                "label salbutamol",
+                "0.05 mg a dose < half the usual 200 microgram",
+            ),
+        ),
+        (
+            plan(item("salbutamol", 200, "mcg", 4, "by mouth")),
+            30,
+            violation(
+                "wrong_route",
+                "soft",
+                "salbutamol",
+                "drug salbutamol: route",
+                "label salbutamol",
+                "salbutamol given by mouth; the KB gives it inhaled",
+            ),
+        ),
+    ],
+)
+def test_dose_errors_after_unit_normalisation(given, band_age, expected):
+    assert critique(given, facts(age=band_age), KB).violations == (expected,)
+
+
+@pytest.mark.parametrize(
+    ("given", "age"),
+    [
+        (plan(item("paracetamol", 1, "g", 4)), 30),  # exactly the maximum
+        (plan(item("salbutamol", 0.2, "mg", 4, "INHALED")), 30),  # 200 microgram, route case ignored
+        (plan(item("paracetamol", 250, "mg", 4)), 6),  # a child's dose: the usual dose is an adult's
+        (plan(item("salbutamol", 2, "puffs", 8, "inhaled")), 30),  # puffs do not convert: no dose verdict
+        (plan(item("paracetamol", 500)), 30),  # no unit: no dose verdict
+        (plan(item("paracetamol", route="oral")), 30),  # no dose at all
+    ],
+)
+def test_dose_checks_that_must_not_fire(given, age):
+    assert critique(given, facts(age=age), KB).violations == ()
+
+
+def test_unknown_drug_is_soft_and_not_counted_as_a_drug():
+    found = critique(plan(item("unobtainium", generic=None), item("paracetamol")), facts(), KB)
+    assert found == Critique(
+        violations=(
+            violation(
+                "unknown_drug",
+                "soft",
+                "unobtainium",
+                "drugs_v1: no match",
+                "consultation KB v1",
+                "'unobtainium' matches no drug of the knowledge base",
+            ),
+        ),
+        drugs=1,
+        pairs=0,
+        interacting_pairs=0,
+        conflicting_drugs=0,
+    )
+
+
+def test_violations_come_drug_by_drug_then_pairs_then_unknown_drugs():
+    given = plan(
+        item("mystery", generic=None),
+        item("ibuprofen", 400, "mg", 8),
+        item("warfarin", 5, "mg", 1),
+        item("ibuprofen", 400, "mg", 8),  # the same dose twice: each violation once
+    )
+    found = critique(given, facts(states=("pregnancy", "asthma_history"), allergies=("nsaids",)), KB)
+    assert [(v.kind, v.drug) for v in found.violations] == [
+        ("allergy", "ibuprofen"),
+        ("contraindication", "ibuprofen"),
+        ("pregnancy", "ibuprofen"),
+        ("dose_above_maximum", "ibuprofen"),
+        ("interaction", "ibuprofen"),
+        ("unknown_drug", "mystery"),
+    ]
+    assert (found.drugs, found.pairs, found.interacting_pairs, found.conflicting_drugs) == (2, 1, 1, 1)
+    assert found.hard
+
+
+def test_patient_facts_from_a_case():
+    case = ConsultCase(
+        case_id="c1",
+        department="respiratory",
+        opening="Hello.",
+        profile=PatientProfile(age=40, sex="female", renal_impairment=True, allergies=("penicillins",)),
+        gold=(
+            GoldDiagnosis(condition_id="otitis", icd11="1A00", title="Otitis", severity=1),
+            GoldDiagnosis(condition_id="asthma", icd11="CA23", title="Asthma", core=False, severity=2),
+        ),
+        aius=(
+            CaseAiu(aiu_id="asthma_history", template="past_medical_history", value="2010"),
+            CaseAiu(aiu_id="pregnancy", template="gynae_pregnancy", present=False),
+        ),
+        mni_target=(),
+    )
+    assert patient_facts(case) == PatientFacts(
+        profile=case.profile,
+        conditions=frozenset({"otitis", "asthma"}),
+        states=frozenset({"asthma_history", "renal_impairment"}),
+    )
+
+
+@pytest.mark.parametrize(
+    ("constraint", "expected"),
+    [
+        ("allergy:penicillins", facts(medications=("warfarin",), allergies=("penicillins",))),
+        (
+            "pregnancy",
+            PatientFacts(
+                profile=PatientProfile(age=30, sex="female", pregnant=True, medications=("warfarin",)),
+                conditions=frozenset(),
+                states=frozenset({"pregnancy"}),
+            ),
+        ),
+        ("no_tablets", facts(medications=("warfarin",)).model_copy(update={"no_tablets": True})),
+        # a brand names its generic
+        (
+            "cost:Calpol",
+            facts(medications=("warfarin",)).model_copy(update={"unavailable": frozenset({"paracetamol"})}),
+        ),
+        (
+            "takes:clarithromycin",
+            facts(medications=("warfarin", "clarithromycin"), states=("current_medication",)),
+        ),
+    ],
+)
+def test_with_constraint(constraint, expected):
+    assert with_constraint(facts(medications=("warfarin",)), constraint, KB) == expected
+
+
+def test_a_constraint_that_makes_the_first_plan_unsafe():
+    first = plan(item("ibuprofen", 400, "mg", 3))
+    before = facts()
+    after = with_constraint(before, "takes:warfarin", KB)
+    assert (critique(first, before, KB).hard, critique(first, after, KB).hard) == (False, True)
+
+
+@pytest.mark.parametrize("constraint", ["allergy", "cost:", "fear_of_needles", "pregnancy:yes"])
+def test_an_unknown_constraint_is_an_error(constraint):
+    with pytest.raises(ValueError, match="unknown constraint"):
+        with_constraint(facts(), constraint, KB)
+
+
+@pytest.mark.parametrize(
+    ("constraint", "given", "expected"),
+    [
+        ("allergy:penicillins", plan(item("clarithromycin")), True),
+        ("allergy:penicillins", plan(item("amoxicillin")), False),
+        ("allergy:penicillins", plan(item("cefalexin")), False),  # cross-reactive class
+        ("allergy:amoxicillin", plan(item("cefalexin")), False),
+        ("pregnancy", plan(item("paracetamol")), True),
+        ("pregnancy", plan(item("ibuprofen")), False),  # to avoid in pregnancy
+        ("pregnancy", plan(item("paracetamol"), item("simvastatin")), False),
+        ("no_tablets", plan(item("salbutamol", route="inhaled")), True),
+        ("no_tablets", plan(item("oral rehydration salts", 1, "sachet", 5, "oral")), True),
+        ("no_tablets", plan(item("paracetamol", 240, "mg", 4, "oral")), False),
+        ("no_tablets", plan(item("paracetamol", 10, "ml", 4, "oral")), True),
+        ("no_tablets", plan(item("paracetamol oral suspension", generic="paracetamol")), True),
+        ("no_tablets", plan(item("paracetamol")), False),  # the KB's route: oral
+        ("cost:amoxicillin", plan(item("clarithromycin")), True),
+        ("cost:Calpol", plan(item("paracetamol")), False),
+        ("takes:warfarin", plan(item("paracetamol")), True),
+        ("takes:warfarin", plan(item("doxycycline")), True),  # moderate only
+        ("takes:warfarin", plan(item("ibuprofen")), False),  # class pair
+        ("takes:clarithromycin", plan(item("warfarin")), False),
+    ],
+)
+def test_constraint_satisfied(constraint, given, expected):
+    assert constraint_satisfied(given, constraint, facts(), KB) is expected
+
+
+@pytest.mark.parametrize(
+    ("condition_id", "given", "expected"),
+    [
+        ("otitis", plan(item("amoxicillin")), True),
+        ("otitis", plan(item("paracetamol"), item("clarithromycin")), True),  # an alternative class
+        ("otitis", plan(item("paracetamol")), False),
+        ("otitis", plan(item("amoxil", generic=None)), False),  # unmatched names count for nothing
+        ("colic", plan(), True),  # no classes expected
+    ],
+)
+def test_regimen_met(condition_id, given, expected):
+    assert regimen_met(given, KB.condition(condition_id), KB) is expected
