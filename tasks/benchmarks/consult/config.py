@@ -1,4 +1,4 @@
-"""The consultation benchmark's run config: agents under test, the FQR judge, the simulator's settings, epochs.
+"""The consultation benchmark's run config: agents, the FQR judge, the simulator's settings, epochs.
 
 YAML or flow parameters -> `ConsultConfig` (deployments/consult.example.yaml shows every field). Every field
 is recorded in the run's manifest; those that change what a call returns are in the run id.
