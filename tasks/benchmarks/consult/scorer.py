@@ -64,7 +64,7 @@ def episode_from_messages(
             deflected=bool(m["deflected"]),
         )
         for m in messages
-        if m["role"] == "patient" and m["turn"] > 0
+        if m["role"] == "patient" and m["stage"] == "history" and m["turn"] > 0
     )
     replies = sorted((m for m in messages if m["role"] == "agent"), key=lambda m: m["turn"])
     diagnosis = [m["text"] or "" for m in replies if m["stage"] == "diagnosis"]
