@@ -14,14 +14,17 @@ _EPISODE_FIELDS = (
 
 # One row per message in conversation order: the patient's opening (turn 0), each question (agent) and
 # the simulator's answer (patient) with the template it matched and the AIUs it revealed, the agent's
-# ready line, then its differential and re-asks (stage `diagnosis`). A failed call is a row too.
+# ready line, then its differential and re-asks (stage `diagnosis`), its treatment plan and re-asks
+# (`treatment`), then each scripted follow-up (`follow_up`): the patient's row and the agent's answer share
+# a turn, a re-ask of a revised plan that did not parse takes the next. A failed call is a row too.
 MESSAGES = Contract(
     name="messages",
     schema=schema(
         *_EPISODE_FIELDS,
         ("turn", pa.int32()),
         ("role", pa.string()),  # agent | patient
-        ("stage", pa.string()),  # history | diagnosis
+        ("stage", pa.string()),  # history | diagnosis | treatment | follow_up
+        ("follow_up", pa.int32()),  # follow_up rows: the index in the case's follow-up script; else null
         ("status", pa.string()),  # ok | failed | simulated
         ("text", pa.string()),
         ("template", pa.string()),  # patient rows: the template the question matched, or null
