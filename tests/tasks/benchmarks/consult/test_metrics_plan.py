@@ -74,7 +74,7 @@ def test_an_unsafe_plan_allergy_interactions_and_overdose():
     assert score_treatment(case(allergies=("penicillins",), medications=("warfarin",)), given, KB) == (
         TreatmentScores(
             psc=0.0,
-            # 3 pairs in the plan + 3 with warfarin; severe: clarithromycin / warfarin, nsaids / anticoagulants
+            # 3 pairs in the plan + 3 with warfarin; severe: clarithromycin / warfarin, nsaids / warfarin
             ddiv=2 / 6,
             pcr=1 / 3,  # amoxicillin: the allergy
             plan_completeness=1.0,
