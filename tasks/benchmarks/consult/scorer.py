@@ -15,12 +15,21 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
 from tasks.benchmarks.consult.case import ConsultCase
-from tasks.benchmarks.consult.contracts import DIAGNOSIS_METRICS, HISTORY_METRICS, SECONDARY_METRICS
+from tasks.benchmarks.consult.composite import composite
+from tasks.benchmarks.consult.contracts import PRIMARY_METRICS, SECONDARY_METRICS
+from tasks.benchmarks.consult.critic import Critique, critique, patient_facts
 from tasks.benchmarks.consult.episode import Episode, FollowUpTurn, HistoryTurn, TreatmentPlan
 from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy, load_policy
 from tasks.benchmarks.consult.judge import Call, FollowUpJudge, Judgement, default_judge, judge_follow_ups
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
 from tasks.benchmarks.consult.metrics import parse_differential, score_diagnosis, score_history
+from tasks.benchmarks.consult.metrics_plan import (
+    FollowUpStep,
+    first_plan,
+    follow_up_steps,
+    score_follow_up,
+    score_treatment,
+)
 from tasks.benchmarks.consult.treatment import is_plan_attempt, parse_plan
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger
@@ -123,16 +132,57 @@ def episode_scores(
     judgements = judge_follow_ups(job, case, episode, judge)
     if (failed_judgement := next((j for j in judgements if j.status == "failed"), None)) is not None:
         return {**row, **judge_failure(failed_judgement)}
-    history = score_history(case, episode, kb, policy, gamma=job.gamma)._asdict()
-    diagnosis = score_diagnosis(case, episode)._asdict()
-    scores = {**history, **diagnosis}
+    scores = {
+        **score_history(case, episode, kb, policy, gamma=job.gamma)._asdict(),
+        **score_diagnosis(case, episode)._asdict(),
+        **score_treatment(case, episode, kb)._asdict(),
+        **score_follow_up(case, episode, judgements, kb)._asdict(),
+        "questions": len(episode.turns),
+    }
+    plan = first_plan(episode)
+    graded = {judgement.index: judgement for judgement in judgements}
     return {
         **row,
         "status": "completed",
-        "questions": len(episode.turns),
         "diagnosis_parse": episode.diagnosis_parse,
         "differential": [item.model_dump(exclude={"rationale"}) for item in episode.differential],
-        **{name: scores[name] for name in (*HISTORY_METRICS, *DIAGNOSIS_METRICS, *SECONDARY_METRICS)},
+        "plan_parse": episode.plan_parse,
+        "plan": [item.model_dump() for item in plan.items],
+        "plan_advice": plan.advice,
+        "violations": violation_rows(critique(plan, patient_facts(case), kb)),
+        "follow_ups": [
+            follow_up_row(step, step.turn, graded.get(step.index))
+            for step in follow_up_steps(case, episode, kb)
+            if step.turn is not None
+        ],
+        "judge_model": job.judge.spec.model,
+        "rubric_version": job.judge.rubric.version,
+        **{
+            name: scores[name]
+            for name in ("fqr_judged", "fqr_unparseable", *PRIMARY_METRICS, *SECONDARY_METRICS)
+        },
+        "composite": composite(scores).score,
+    }
+
+
+def violation_rows(found: Critique) -> list[dict[str, Any]]:
+    return [violation.model_dump() for violation in found.violations]
+
+
+def follow_up_row(step: FollowUpStep, turn: FollowUpTurn, judgement: Judgement | None) -> dict[str, Any]:
+    """An answered follow-up as SCORES stores it: what was said, the revision, the critic after, the grade."""
+    revised = turn.revised_plan if turn.revision_parse == "ok" else None
+    return {
+        "index": step.index,
+        **step.follow_up.model_dump(include={"kind", "text", "constraint", "core"}),
+        "answer": turn.answer,
+        "revision_parse": turn.revision_parse,
+        "revised_plan": None if revised is None else [item.model_dump() for item in revised.items],
+        "plan_drugs": list(step.plan.generics),
+        "violations_after": violation_rows(step.critique),
+        "correct": None if judgement is None else judgement.correct,
+        "judge_status": None if judgement is None else judgement.status,
+        "judge_reason": None if judgement is None else judgement.reason,
     }
 
 
