@@ -152,8 +152,9 @@ def plot_stages(stats_path: Path, out_path: Path) -> None:
                 positions.append(position - 0.4 + width * (index + 0.5))
                 heights.append(100 * row["mean"])
                 low, high = row["low"], row["high"]
-                errors[0].append(0.0 if low is None else 100 * (row["mean"] - low))
-                errors[1].append(0.0 if high is None else 100 * (high - row["mean"]))
+                # max(0, ...): a percentile bound can sit a rounding error past the mean.
+                errors[0].append(0.0 if low is None else max(0.0, 100 * (row["mean"] - low)))
+                errors[1].append(0.0 if high is None else max(0.0, 100 * (high - row["mean"])))
             ax.bar(positions, heights, width, yerr=errors, capsize=2, color=palette(index % 10))
         ax.set_xticks(range(len(metrics)), [METRIC_LABELS.get(m, m) for m in metrics], fontsize="small")
         ax.set(title=title, ylim=(0, 105))
