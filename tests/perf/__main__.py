@@ -1,7 +1,7 @@
 """`make bench`: run every benchmark side by side and write their numbers to data_lake/bench/.
 
 Usage: python -m tests.perf [build|evaluation|report|snomed-cases|snomed-evaluation|consult-simulator|
-consult-evaluation ...]
+consult-evaluation|consult-critic ...]
 (default: all)
 """
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.perf import (
     bench_build,
+    bench_consult_critic,
     bench_consult_evaluation,
     bench_consult_mining,
     bench_consult_simulator,
@@ -29,6 +30,7 @@ BENCHMARKS = {
     "consult-simulator": bench_consult_simulator,
     "consult-mining": bench_consult_mining,
     "consult-evaluation": bench_consult_evaluation,
+    "consult-critic": bench_consult_critic,
 }
 OUT = Path("data_lake/bench")
 

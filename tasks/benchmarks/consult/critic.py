@@ -29,13 +29,14 @@ from pydantic import BaseModel
 from tasks.benchmarks.consult.case import ConsultCase, PatientProfile
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
-from tasks.benchmarks.consult.kb.models import Condition, Contraindication, Drug, Interaction
+from tasks.benchmarks.consult.kb.models import Condition, Drug, Interaction
 from tasks.benchmarks.consult.treatment import canonical_route, canonical_unit, daily_amount, normalise_dose
 
 ViolationKind = Literal[
     "contraindication", "allergy", "cross_reactivity", "interaction", "pregnancy", "lactation", "age_band",
     "renal", "hepatic", "dose_above_maximum", "dose_below_half_usual", "wrong_route", "unknown_drug",
 ]  # fmt: skip
+# The kinds PCR counts: a drug that conflicts with the patient's profile.
 PROFILE_CONFLICTS = frozenset(
     {"allergy", "cross_reactivity", "pregnancy", "lactation", "age_band", "renal", "hepatic"}
 )
@@ -133,13 +134,11 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
         else:
             unknown.append(item)
     violations: list[Violation] = []
-    conflicting_drugs = 0
     for name, items in items_by_drug.items():
         drug = index.drugs[name]
-        allergy = _allergy_violations(drug, allergies, index)
-        conflicts = _profile_conflicts(drug, states, band)
-        conflicting_drugs += bool(allergy or conflicts)
-        violations += [*allergy, *_contraindications(drug, facts.conditions, states, index), *conflicts]
+        violations += _allergy_violations(drug, allergies, index)
+        violations += _contraindications(drug, facts.conditions, states, index)
+        violations += _profile_conflicts(drug, states, band)
         violations += _dose_violations(drug, items, band)
     interactions, pairs = _interactions(tuple(items_by_drug), facts.profile.medications, kb, index)
     violations += interactions
@@ -149,7 +148,7 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
         drugs=len(items_by_drug),
         pairs=pairs,
         interacting_pairs=sum(item.severity == "hard" for item in interactions),
-        conflicting_drugs=conflicting_drugs,
+        conflicting_drugs=len({v.drug for v in violations if v.kind in PROFILE_CONFLICTS}),
     )
 
 
@@ -167,7 +166,8 @@ def constraint_satisfied(
         return not any(
             drug.pregnancy == "avoid"
             or any(
-                item.aiu == "pregnancy" and item.level == "absolute" for item in index.contraindicated(drug)
+                item.aiu == "pregnancy" and item.level == "absolute"
+                for item in index.contraindications[drug.name]
             )
             for drug in drugs
         )
@@ -178,7 +178,7 @@ def constraint_satisfied(
     if kind == "takes":
         other = index.drugs.get(_generic(kb, value))
         return other is None or not any(
-            (found := index.interaction(drug, other)) is not None and found.severity == "severe"
+            (found := index.interaction(drug.name, other.name)) is not None and found.severity == "severe"
             for drug in drugs
             if drug.name != other.name
         )
@@ -200,14 +200,26 @@ class _Index:
     def __init__(self, kb: KnowledgeBase) -> None:
         self.drugs = {drug.name: drug for drug in kb.drugs}
         self.class_ids = frozenset(drug_class.id for drug_class in kb.drug_classes)
-        self.by_drug: dict[str, list[Contraindication]] = {}
-        self.by_class: dict[str, list[Contraindication]] = {}
-        for item in kb.contraindications:
-            if item.drug is not None:
-                self.by_drug.setdefault(item.drug, []).append(item)
-            else:
-                self.by_class.setdefault(item.drug_class, []).append(item)  # type: ignore[arg-type]
-        self.interactions = {(item.scope, frozenset((item.a, item.b))): item for item in kb.interactions}
+        # drug -> its contraindications, its own first, then its class's, each in file order.
+        self.contraindications = {
+            drug.name: tuple(
+                item
+                for own in (True, False)
+                for item in kb.contraindications
+                if (item.drug == drug.name if own else item.drug_class == drug.drug_class)
+            )
+            for drug in kb.drugs
+        }
+        interactions = {(item.scope, frozenset((item.a, item.b))): item for item in kb.interactions}
+        # drug -> other drug -> their interaction (drug pair first, then class pair), for every pair.
+        self.partners: dict[str, dict[str, Interaction]] = {}
+        for first in kb.drugs:
+            for second in kb.drugs:
+                found = interactions.get(("drug", frozenset((first.name, second.name)))) or interactions.get(
+                    ("class", frozenset((first.drug_class, second.drug_class)))
+                )
+                if found is not None and first.name != second.name:
+                    self.partners.setdefault(first.name, {})[second.name] = found
         # allergy class -> cross-reactive class -> (the drug entry declaring it, the class it lists).
         self.cross: dict[str, dict[str, tuple[Drug, str]]] = {}
         for drug in kb.drugs:
@@ -218,13 +230,9 @@ class _Index:
                         self.cross.setdefault(mine, {}).setdefault(listed, (drug, listed))
                         self.cross.setdefault(listed, {}).setdefault(mine, (drug, listed))
 
-    def contraindicated(self, drug: Drug) -> list[Contraindication]:
-        return [*self.by_drug.get(drug.name, ()), *self.by_class.get(drug.drug_class, ())]
-
-    def interaction(self, first: Drug, second: Drug) -> Interaction | None:
-        """Drug pair first, then class pair, as `KnowledgeBase.interaction`."""
-        by_drug = self.interactions.get(("drug", frozenset((first.name, second.name))))
-        return by_drug or self.interactions.get(("class", frozenset((first.drug_class, second.drug_class))))
+    def interaction(self, first: str, second: str) -> Interaction | None:
+        """As `KnowledgeBase.interaction`, for two generic names."""
+        return self.partners.get(first, {}).get(second)
 
 
 class _Identity:
@@ -257,6 +265,9 @@ def _profile_states(profile: PatientProfile) -> frozenset[str]:
 
 
 def _generic(kb: KnowledgeBase, name: str) -> str:
+    """The KB generic a name stands for (a brand, a spelling); the name itself when the KB has none."""
+    if name in _index(kb).drugs:
+        return name
     drug = kb.drug(name)
     return drug.name if drug is not None else name
 
@@ -332,7 +343,7 @@ def _contraindications(
             source=item.source,
             detail=f"{item.level}: {item.reason}",
         )
-        for item in index.contraindicated(drug)
+        for item in index.contraindications[drug.name]
         if item.condition in conditions or item.aiu in states
     ]
 
@@ -375,8 +386,7 @@ def _interactions(
     pairs += [(a, b) for a in planned for b in others]
     found = []
     for first, second in pairs:
-        other = index.drugs.get(second)
-        item = None if other is None else index.interaction(index.drugs[first], other)
+        item = index.interaction(first, second)
         if item is not None:
             found.append(
                 Violation(

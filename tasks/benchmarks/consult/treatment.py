@@ -11,6 +11,7 @@ counts (application, puff, spray, sachet, tablet, ...) and per-weight doses (mg/
 same unit. Anything else has no conversion: the critic then gives no dose verdict.
 """
 
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -68,12 +69,14 @@ _FREQUENCY_WORDS = {
 }  # fmt: skip
 
 
+@functools.lru_cache(maxsize=1024)
 def canonical_unit(unit: str) -> str:
     """`"mcg"` -> `"microgram"`, `"Grams"` -> `"g"`; a unit we do not know comes back lower-cased."""
     text = " ".join(unit.strip().lower().split())
     return _UNITS.get(text, _UNITS.get(text.rstrip("."), text))
 
 
+@functools.lru_cache(maxsize=1024)
 def canonical_route(route: str) -> str:
     """`"PO"` -> `"oral"`, `"intranasal"` -> `"nasal"`; a route we do not know comes back lower-cased."""
     text = " ".join(route.strip().lower().split())

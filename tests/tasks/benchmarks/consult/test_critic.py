@@ -12,7 +12,7 @@ from tasks.benchmarks.consult.critic import (
     with_constraint,
 )
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
-from tasks.benchmarks.consult.kb.loading import KnowledgeBase
+from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
 from tasks.benchmarks.consult.kb.models import (
     Condition,
     Contraindication,
@@ -772,3 +772,31 @@ def test_constraint_satisfied(constraint, given, expected):
 )
 def test_regimen_met(condition_id, given, expected):
     assert regimen_met(given, KB.condition(condition_id), KB) is expected
+
+
+def test_every_first_line_option_of_the_shipped_kb_passes_for_a_plain_patient_of_its_band():
+    kb = load_kb()
+    ages = {"child": 6, "adult": 30, "older": 70}
+    failing = [
+        (condition.id, option.drug, critique(plan(item(option.drug, option.dose, option.unit,
+                                                       option.frequency_per_day, option.route)),
+                                             facts(age=ages[option.age_band]), kb).violations)
+        for condition in kb.conditions
+        for option in condition.regimen.first_line
+    ]  # fmt: skip
+    assert [found for found in failing if found[2]] == []
+
+
+def test_interactions_agree_with_the_kb_lookup_for_every_pair_of_the_shipped_kb():
+    kb = load_kb()
+    disagreeing = []
+    for first in kb.drugs:
+        for second in kb.drugs:
+            if first.name == second.name:
+                continue
+            expected = kb.interaction(first.name, second.name)
+            found = critique(plan(item(first.name)), facts(medications=(second.name,)), kb).violations
+            entries = [v.entry for v in found if v.kind == "interaction"]
+            if entries != ([f"interaction {expected.a} / {expected.b}"] if expected else []):
+                disagreeing.append((first.name, second.name, entries))
+    assert disagreeing == []
