@@ -5,9 +5,9 @@
   rebuilt from the earlier ones (it is deterministic) and answers the last. No question yet: the opening.
 - `threadmed/consult-judge`: the demo's FQR judge, an offline stand-in and not a clinical judgement (the
   report names it as such). It reads the tagged blocks of the FQR rubric (prompts/judge_fqr_v1.txt) and
-  calls an answer correct when it is non-empty and addresses the follow-up: it repeats a word the patient
-  used, gives a revised plan, or gives dosing, safety-net or side-effect content with words of the regimen
-  advice. Deterministic; the same request always gets the same verdict.
+  calls an answer correct when it is non-empty and addresses the follow-up: it gives a revised plan, or
+  repeats a word the patient used, or (to a question, not a new fact such as an allergy) gives dosing,
+  safety-net or side-effect content with words of the regimen advice. Deterministic.
 """
 
 import json
@@ -54,6 +54,8 @@ _CARE_CONTENT = re.compile(
     r"\d|times a day|daily|dose|worse|seek|review|urgent|doctor|side effect|stop|stomach|rash",
     re.IGNORECASE,
 )
+# A follow-up stating a new fact the plan must answer to (cases/generate.py words them so).
+_NEW_FACT = re.compile(r"allergic|pregnant|swallow|afford|already take", re.IGNORECASE)
 _COMMON = frozenset(
     {"about", "after", "again", "could", "should", "there", "these", "thing", "which", "would"}
 )
@@ -75,7 +77,7 @@ def judge_reply(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
         verdict = (True, "The answer gives a revised plan.")
     elif echoed:
         verdict = (True, f"The answer addresses the follow-up ({echoed[0]}).")
-    elif advised and _CARE_CONTENT.search(answer):
+    elif advised and _CARE_CONTENT.search(answer) and not _NEW_FACT.search(blocks["follow_up"]):
         verdict = (True, f"The answer gives care advice in line with the regimen ({advised[0]}).")
     else:
         verdict = (False, "The answer does not address the follow-up.")
