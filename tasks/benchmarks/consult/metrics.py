@@ -1,5 +1,6 @@
 """Scores of the consultation benchmark's history and diagnosis stages, and the readers of the agent's
-ready line and differential. Pure functions of the case, the recorded episode, the KB and the policy.
+ready line and differential. Pure functions of the case, the recorded episode, the KB and the policy
+(the treatment and follow-up stages: metrics_plan.py).
 
 Definitions the spec leaves open, fixed here (spec: shared/spec/consult.md, "Metrics"):
 - M is the case's `mni_target`; w(u) = 2 when u is in the MNI set of one of the case's core diagnoses (the
@@ -53,9 +54,6 @@ class DiagnosisScores(NamedTuple):
     top1_accuracy: float
     differential_length: int
     unmatched_rate: float | None
-
-
-# Report order. Part 2 adds its stages' metrics after these; nothing here changes.
 
 
 def core_mni_aius(case: ConsultCase, kb: KnowledgeBase) -> frozenset[str]:
