@@ -303,7 +303,7 @@ def terminal_tables(metrics: dict[str, Any]) -> list[Table]:
         ),
         _sideways(
             "composite-terminal",
-            "Stage scores and composite, %",
+            "Composite, %",  # short: the table is narrow with two models and a title does not widen it
             metrics,
             composite,
             "Beside the stage tables, never alone.",
