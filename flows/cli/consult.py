@@ -193,6 +193,10 @@ def evaluate(
         str | None,
         typer.Option(help="Comma-separated agents: config names or litellm model strings."),
     ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="FQR judge: a litellm model string (default: the offline heuristic judge)."),
+    ] = None,
     epochs: Annotated[int | None, typer.Option(min=1, help="Episodes per case and agent.")] = None,
     max_questions: Annotated[
         int | None, typer.Option(min=0, help="History-taking questions before the diagnosis.")
@@ -209,8 +213,8 @@ def evaluate(
     ] = False,
     report: Annotated[bool, typer.Option(help="Write RUN_DIR/report at the end.")] = True,
 ) -> None:
-    """Run a consultation episode (history taking, then diagnosis) for every case with every agent and
-    score it (the `consult-evaluate` flow).
+    """Run a consultation episode (history taking, diagnosis, treatment plan, follow-ups) for every case
+    with every agent and score it, the follow-up answers by the judge (the `consult-evaluate` flow).
 
     Every agent call is kept in RUN_DIR/ledger: re-run the same command to finish a run after a crash or
     an outage; nothing already paid is asked again. Exits 1 if calls failed.
@@ -225,6 +229,7 @@ def evaluate(
     chosen = {"epochs": epochs, "max_questions": max_questions}
     overrides = RunOverrides(
         models=split_list(models),
+        roles={"judge": judge} if judge else {},
         settings={name: value for name, value in chosen.items() if value is not None},
         split=split,
         limit=limit,
