@@ -24,6 +24,7 @@ def consult_evaluate(
     config: ConsultConfig | None = None,
     config_file: str | None = None,
     models: list[str] | None = None,
+    judge: str | None = None,
     epochs: int | None = None,
     max_questions: int | None = None,
     split: str | None = None,
@@ -41,6 +42,7 @@ def consult_evaluate(
     chosen = {"epochs": epochs, "max_questions": max_questions}
     overrides = RunOverrides(
         models=models,
+        roles={"judge": judge} if judge else {},
         settings={name: value for name, value in chosen.items() if value is not None},
         split=split,
         limit=limit,

@@ -45,6 +45,16 @@ CONSULT_QUESTIONS = (
 CONSULT_DIFFERENTIAL = json.dumps(
     [{"diagnosis": "Acute sinusitis", "icd11": None, "core": True, "rationale": "facial pain after a cold"}]
 )
+CONSULT_PLAN = json.dumps(
+    [{"drug": "ibuprofen", "dose": 400, "unit": "mg", "frequency_per_day": 3, "days": 5, "route": "oral"}]
+)
+CONSULT_REVISED_PLAN = json.dumps(
+    [{"drug": "paracetamol", "dose": 1000, "unit": "mg", "frequency_per_day": 4, "days": 5, "route": "oral"}]
+)
+CONSULT_ANSWER = "Take it with food, and see a doctor if it gets worse or is no better in a week."
+# The FQR judge's first reply to a question's answer holds no verdict; asked again, it gives one.
+CONSULT_JUDGE_NOTES = "The answer covers dosing and a safety net."
+CONSULT_JUDGE_VERDICT = '{"correct": true, "reason": "Addresses the follow-up."}'
 
 
 @dataclass(frozen=True)
@@ -130,11 +140,27 @@ def consult_questions(model: str, opening: str) -> int:
 
 
 def consult_reply(model: str, messages: list[dict[str, Any]]) -> str:
-    """The agent of a consultation episode (the simulated patient is local to the solver): it asks
-    `consult_questions` history questions, says `<Ready to diagnose>`, then gives its ranked differential
-    as JSON whenever the last message asks for one."""
-    if "ranked differential" in str(messages[-1]["content"]):
+    """Both called roles of a consultation episode (the simulated patient is local to the solver).
+
+    The FQR judge (its request holds the rubric's `<follow_up>` block): a verdict in prose around JSON for
+    a new fact, and for a question first notes with no verdict, then the verdict when asked again. The
+    agent: it asks `consult_questions` history questions, says `<Ready to diagnose>`, gives its ranked
+    differential as JSON, then its plan (ibuprofen), and after that answers each follow-up: a new allergy
+    with a revised plan (paracetamol), anything else with advice."""
+    last = str(messages[-1]["content"])
+    rubric = str(messages[1]["content"]) if len(messages) > 1 else ""
+    if "<follow_up>" in rubric:
+        if len(messages) > 2:  # asked again
+            return CONSULT_JUDGE_VERDICT
+        return f"Verdict: {CONSULT_JUDGE_VERDICT}" if "allergic" in rubric else CONSULT_JUDGE_NOTES
+    if "ranked differential" in last:
         return CONSULT_DIFFERENTIAL
+    if "treatment plan" in last:
+        return f"{CONSULT_PLAN}\nRest, fluids, and see a doctor if it gets worse."
+    if any("treatment plan" in str(m["content"]) for m in messages if m["role"] == "user"):
+        if "allergic" in last:
+            return f"Then avoid it: take this instead.\n{CONSULT_REVISED_PLAN}"
+        return CONSULT_ANSWER
     asked = sum(m["role"] == "assistant" for m in messages)
     opening = str(messages[1]["content"]) if len(messages) > 1 else ""
     if asked >= consult_questions(model, opening):

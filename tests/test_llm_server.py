@@ -11,10 +11,14 @@ import pytest
 from tasks.benchmarks.consult.config import AGENT_PROMPT
 from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.benchmarks.consult.metrics import is_ready, parse_differential
+from tasks.benchmarks.consult.treatment import parse_plan
 from tasks.benchmarks.snomed.interview import InterviewPrompts, InterviewSettings, Reply, run_interview
 from tasks.llm.prompts import load_prompt
 from tests.llm_server import (
+    CONSULT_ANSWER,
     CONSULT_DIFFERENTIAL,
+    CONSULT_JUDGE_NOTES,
+    CONSULT_JUDGE_VERDICT,
     SNOMED_FINAL,
     SNOMED_PATIENT,
     consult_questions,
@@ -119,6 +123,33 @@ def test_the_consult_agent_gives_a_differential_the_metrics_read_when_asked_for_
     reply = consult_reply("a1", messages)
     assert reply == CONSULT_DIFFERENTIAL
     assert [item.diagnosis for item in parse_differential(reply, load_kb())] == ["Acute sinusitis"]
+
+
+def test_the_consult_agent_plans_then_revises_for_an_allergy_and_answers_questions_with_advice():
+    messages = [
+        {"role": "system", "content": CONSULT_PROMPT.render("system")},
+        {"role": "user", "content": "Doctor, my face hurts."},
+        {"role": "assistant", "content": CONSULT_DIFFERENTIAL},
+        {"role": "user", "content": CONSULT_PROMPT.render("treatment")},
+    ]
+    plan = consult_reply("a1", messages)
+    messages.append({"role": "assistant", "content": plan})
+    allergy = consult_reply("a1", [*messages, {"role": "user", "content": "I'm allergic to NSAIDs."}])
+    question = consult_reply("a1", [*messages, {"role": "user", "content": "How should I take it?"}])
+    assert parse_plan(plan, load_kb()).generics == ("ibuprofen",)
+    assert parse_plan(allergy, load_kb()).generics == ("paracetamol",)
+    assert question == CONSULT_ANSWER
+
+
+def test_the_consult_judge_gives_a_verdict_for_a_new_fact_and_needs_a_reask_for_a_question():
+    def judged(follow_up, *earlier):
+        rubric = {"role": "user", "content": f"<follow_up>\n{follow_up}\n</follow_up>"}
+        return consult_reply("judge", [{"role": "system", "content": "Judge."}, rubric, *earlier])
+
+    assert judged("I'm allergic to penicillins.") == f"Verdict: {CONSULT_JUDGE_VERDICT}"
+    assert judged("How should I take it?") == CONSULT_JUDGE_NOTES
+    reask = ({"role": "assistant", "content": CONSULT_JUDGE_NOTES}, {"role": "user", "content": "Again."})
+    assert judged("How should I take it?", *reask) == CONSULT_JUDGE_VERDICT
 
 
 @pytest.mark.slow

@@ -193,6 +193,10 @@ def evaluate(
         str | None,
         typer.Option(help="Comma-separated agents: config names or litellm model strings."),
     ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="FQR judge: a litellm model string (default: the offline heuristic judge)."),
+    ] = None,
     epochs: Annotated[int | None, typer.Option(min=1, help="Episodes per case and agent.")] = None,
     max_questions: Annotated[
         int | None, typer.Option(min=0, help="History-taking questions before the diagnosis.")
@@ -209,8 +213,8 @@ def evaluate(
     ] = False,
     report: Annotated[bool, typer.Option(help="Write RUN_DIR/report at the end.")] = True,
 ) -> None:
-    """Run a consultation episode (history taking, then diagnosis) for every case with every agent and
-    score it (the `consult-evaluate` flow).
+    """Run a consultation episode (history taking, diagnosis, treatment plan, follow-ups) for every case
+    with every agent and score it, the follow-up answers by the judge (the `consult-evaluate` flow).
 
     Every agent call is kept in RUN_DIR/ledger: re-run the same command to finish a run after a crash or
     an outage; nothing already paid is asked again. Exits 1 if calls failed.
@@ -225,6 +229,7 @@ def evaluate(
     chosen = {"epochs": epochs, "max_questions": max_questions}
     overrides = RunOverrides(
         models=split_list(models),
+        roles={"judge": judge} if judge else {},
         settings={name: value for name, value in chosen.items() if value is not None},
         split=split,
         limit=limit,
@@ -291,13 +296,14 @@ def report_command(
 
 
 def print_consult_report(report_dir: Path) -> None:
-    """The report's stage tables beside the partial composite, and where its files are."""
+    """The report's four stage tables beside the composite, and where its files are."""
     from flows.cli.render import COMPACT
-    from tasks.benchmarks.consult.tables import report_notes, terminal_table
+    from tasks.benchmarks.consult.tables import report_notes, terminal_tables
     from tasks.report.tables import table_rich
 
     metrics = json.loads((report_dir / "metrics.json").read_text())
-    console.print(table_rich(terminal_table(metrics), **COMPACT))
+    for table in terminal_tables(metrics):
+        console.print(table_rich(table, **COMPACT))
     for note in report_notes(metrics):
         console.print(f"[yellow]{escape(note)}[/yellow]")
     for name in ("report.md", "index.html", "metrics.json"):

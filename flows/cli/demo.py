@@ -32,8 +32,8 @@ def demo(
     judged by threadmed/overlap-judge (a heuristic, not comparable to an LLM judge), report. SNOMED:
     generate Synthea patients, build cases, interview the offline patient with threadmed/prevalence and
     threadmed/checklist, report. Consultation: generate cases from the knowledge base, run the three scripted
-    reference agents through history taking and diagnosis, report. Everything is built in: no key, no
-    network.
+    reference agents through history taking, diagnosis, treatment and follow-up (FQR graded by the offline
+    threadmed/consult-judge heuristic), report. Everything is built in: no key, no network.
     """
     from flows.build_dataset import build_dataset
     from flows.evaluate_models import evaluate_models
@@ -90,15 +90,16 @@ def snomed_demo(workdir: Path, patients: int, seed: int) -> None:
 
 
 def consult_demo(workdir: Path, seed: int) -> None:
-    """The consultation benchmark's history taking and diagnosis on generated cases, with the three scripted
-    reference agents (asks nothing, follows the mined expert policy, asks every template)."""
+    """The consultation benchmark's four stages on generated cases, with the three scripted reference agents
+    (asks nothing, follows the mined expert policy, asks every template); the four stage tables and the
+    composite are printed."""
     from flows.cli.consult import print_consult_report
     from flows.consult_cases import consult_cases
     from flows.consult_evaluate import consult_evaluate
     from tasks.benchmarks.consult.cases.generate import CaseGenerationSettings
     from tasks.benchmarks.consult.reference_agents import REFERENCE_AGENTS
 
-    console.rule("Full-cycle consultation benchmark: history taking and diagnosis")
+    console.rule("Full-cycle consultation benchmark: history, diagnosis, treatment, follow-up")
     cases = consult_cases(
         out_dir=str(workdir / "cases"), settings=CaseGenerationSettings(n=CONSULT_CASES, seed=seed)
     )

@@ -1,5 +1,6 @@
 """The consultation benchmark end to end through litellm's real HTTP path: the local server plays the agent
-under test; the simulator answers locally and deterministically."""
+under test and the FQR judge; the simulator answers locally and deterministically. Four stages: history,
+diagnosis, a plan, then follow-ups, one of which (an NSAID allergy) makes the plan unsafe."""
 
 import json
 from pathlib import Path
@@ -8,29 +9,57 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.consult_evaluate import consult_evaluate
+from tasks.benchmarks.consult.case import FollowUp
 from tasks.benchmarks.consult.cases.case_set import write_case_set
 from tasks.benchmarks.consult.cases.generate import CaseGenerationSettings, generate_cases
-from tasks.benchmarks.consult.config import AGENT_PROMPT, ConsultConfig
+from tasks.benchmarks.consult.config import AGENT_PROMPT, JUDGE_RUBRIC, ConsultConfig
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
+from tasks.benchmarks.consult.critic import constraint_satisfied, critique, patient_facts, with_constraint
 from tasks.benchmarks.consult.kb.loading import load_kb
+from tasks.benchmarks.consult.scorer import episode_from_messages
 from tasks.benchmarks.consult.simulator import replay
-from tasks.evals.config import ModelSpec
+from tasks.evals.config import JudgeSpec, ModelSpec
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
-from tests.llm_server import Action, LLMServer
+from tests.llm_server import CONSULT_JUDGE_NOTES, Action, LLMServer, consult_reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
 PROMPT = load_prompt(AGENT_PROMPT)
+RUBRIC = load_prompt(JUDGE_RUBRIC)
 QUESTIONS = ("When did it start?", "Do you have a fever?")
 INFLUENZA = '[{"diagnosis": "Influenza", "icd11": null, "core": true, "rationale": "fever and aches"}]'
+IBUPROFEN = (
+    '[{"drug": "ibuprofen", "dose": 400, "unit": "mg", "frequency_per_day": 3, "days": 5, "route": "oral"}]'
+)
+PARACETAMOL = '[{"drug": "paracetamol", "dose": 1000, "unit": "mg", "frequency_per_day": 4, "route": "oral"}]'
+ALLERGY = FollowUp(
+    kind="constraint", text="I've just remembered I'm allergic to non-steroidal anti-inflammatory drugs.",
+    constraint="allergy:nsaids", core=True,
+)  # fmt: skip
+QUESTION = FollowUp(kind="question", text="How exactly should I take it?", core=True)
+SWITCH = 'I see. Then stop it: [{"drug": "paracetamol", "dose": 1000'  # a revision cut short: re-asked
+ANSWER = "Take it with food, three times a day."
 SETTINGS = CaseGenerationSettings(n=2, seed=0, difficulty={"easy": 1})
 
 
 def agent_reply(model: str, messages: list[dict]) -> str:
-    """`doc` asks two questions, says it is ready, then names influenza; `vague` never gives a list."""
-    if "ranked differential" in messages[-1]["content"] or "JSON list" in messages[-1]["content"]:
+    """`doc` asks two questions, says it is ready, names influenza, plans ibuprofen, answers the allergy
+    with a revision that needs the re-ask, then paracetamol; `vague` never gives a list. `judge` is the
+    test server's FQR judge."""
+    last = messages[-1]["content"]
+    if model == "judge":
+        return consult_reply(model, messages)
+    if last == PROMPT.render("revision_reask"):
+        return PARACETAMOL
+    if "treatment plan" in last:
+        return f"{IBUPROFEN}\nRest and fluids." if model == "doc" else "Rest, I would say."
+    if "ranked differential" in last or "JSON list" in last:
         return INFLUENZA if model == "doc" else "Probably a virus, I would say."
+    if last == ALLERGY.text:
+        return SWITCH if model == "doc" else ANSWER
+    if last == QUESTION.text:
+        return ANSWER
     asked = sum(m["role"] == "assistant" for m in messages)
     return QUESTIONS[asked] if asked < len(QUESTIONS) else "<Ready to diagnose>"
 
@@ -38,6 +67,7 @@ def agent_reply(model: str, messages: list[dict]) -> str:
 def config(url: str, agents=("doc",), **settings) -> ConsultConfig:
     return ConsultConfig(
         models=[ModelSpec(name=name, model=f"openai/{name}", api_base=url) for name in agents],
+        judge=JudgeSpec(name="judge", model="openai/judge", api_base=url, max_reasks=1),
         retry=RetryPolicy(max_attempts=1),
         **settings,
     )
@@ -53,23 +83,30 @@ def read(run_dir: Path, name: str) -> list[dict]:
     return pq.read_table(run_dir / f"{name}.parquet").to_pylist()
 
 
+def cases():
+    return [
+        case.model_copy(update={"follow_ups": (ALLERGY, QUESTION)})
+        for case in generate_cases(load_kb(), SETTINGS)
+    ]
+
+
 @pytest.fixture(scope="module")
 def cases_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("consult") / "cases"
-    return write_case_set(generate_cases(load_kb(), SETTINGS), folder, SETTINGS)
+    return write_case_set(cases(), tmp_path_factory.mktemp("consult") / "cases", SETTINGS)
 
 
 @pytest.fixture(scope="module")
-def flu_case(cases_dir):
-    return next(c for c in generate_cases(load_kb(), SETTINGS) if c.gold[0].title.startswith("Influenza"))
+def flu_case():
+    return next(c for c in cases() if c.gold[0].title.startswith("Influenza"))
 
 
-def test_the_agent_sees_the_simulators_answers_and_its_differential_is_scored(cases_dir, flu_case, tmp_path):
+def test_the_full_episode_runs_four_stages_and_the_judge_sees_every_follow_up(cases_dir, flu_case, tmp_path):
     with LLMServer(reply=agent_reply) as server:
         summary = run(cases_dir, tmp_path, config(server.url))
-        requests = [r.messages for r in server.requests if r.messages[1]["content"] == flu_case.opening]
+        flu = [r.messages for r in server.requests if r.messages[1]["content"] == flu_case.opening]
+        judged = [r.messages for r in server.requests if r.model == "judge"]
     answers = [reply.text for reply in replay(flu_case, QUESTIONS)]
-    history = [
+    conversation = [
         {"role": "system", "content": PROMPT.render("system")},
         {"role": "user", "content": flu_case.opening},
         {"role": "assistant", "content": QUESTIONS[0]},
@@ -77,70 +114,106 @@ def test_the_agent_sees_the_simulators_answers_and_its_differential_is_scored(ca
         {"role": "assistant", "content": QUESTIONS[1]},
         {"role": "user", "content": answers[1]},
         {"role": "assistant", "content": "<Ready to diagnose>"},
+        {"role": "user", "content": PROMPT.render("diagnosis")},
+        {"role": "assistant", "content": INFLUENZA},
+        {"role": "user", "content": PROMPT.render("treatment")},
+        {"role": "assistant", "content": f"{IBUPROFEN}\nRest and fluids."},
+        {"role": "user", "content": ALLERGY.text},
+        {"role": "assistant", "content": SWITCH},
+        {"role": "user", "content": PROMPT.render("revision_reask")},
+        {"role": "assistant", "content": PARACETAMOL},
+        {"role": "user", "content": QUESTION.text},
     ]
-    # Three history calls (two questions, the ready line) and the differential: 4 per case, 2 cases.
-    assert len(server.requests) == 8
-    assert requests[-1] == [*history, {"role": "user", "content": PROMPT.render("diagnosis")}]
+    # Per case: 3 history calls, the differential, the plan, the allergy's answer and its re-ask, the
+    # question's answer (8), and the judge: 1 for the allergy, 2 for the question (its notes re-asked).
+    assert (len(server.requests), len(judged)) == (22, 6)
+    assert flu[-1] == conversation
+    reasked = [messages[-2:] for messages in judged if len(messages) > 2]
+    reask = [
+        {"role": "assistant", "content": CONSULT_JUDGE_NOTES},
+        {"role": "user", "content": RUBRIC.render("reask")},
+    ]
+    assert reasked == [reask, reask]
 
     assert pq.read_schema(tmp_path / "messages.parquet").equals(MESSAGES.schema)
     messages = [m for m in read(tmp_path, "messages") if m["case_id"] == flu_case.case_id]
-    expected_replies = replay(flu_case, QUESTIONS)
-    assert [(m["turn"], m["role"], m["stage"], m["status"], m["template"]) for m in messages] == [
-        (0, "patient", "history", "simulated", None),
-        (1, "agent", "history", "ok", None),
-        (1, "patient", "history", "simulated", expected_replies[0].template),
-        (2, "agent", "history", "ok", None),
-        (2, "patient", "history", "simulated", expected_replies[1].template),
-        (3, "agent", "history", "ok", None),
-        (4, "agent", "diagnosis", "ok", None),
+    templates = [reply.template for reply in replay(flu_case, QUESTIONS)]
+    assert [
+        (m["turn"], m["role"], m["stage"], m["follow_up"], m["status"], m["template"]) for m in messages
+    ] == [
+        (0, "patient", "history", None, "simulated", None),
+        (1, "agent", "history", None, "ok", None),
+        (1, "patient", "history", None, "simulated", templates[0]),
+        (2, "agent", "history", None, "ok", None),
+        (2, "patient", "history", None, "simulated", templates[1]),
+        (3, "agent", "history", None, "ok", None),
+        (4, "agent", "diagnosis", None, "ok", None),
+        (5, "agent", "treatment", None, "ok", None),
+        (6, "agent", "follow_up", 0, "ok", None),  # the table is in key order: agent before patient
+        (6, "patient", "follow_up", 0, "simulated", None),
+        (7, "agent", "follow_up", 0, "ok", None),
+        (8, "agent", "follow_up", 1, "ok", None),
+        (8, "patient", "follow_up", 1, "simulated", None),
     ]
+    # The allergy makes the first plan unsafe; the revision satisfies it and passes the critic.
+    kb = load_kb()
+    episode = episode_from_messages(flu_case, messages, kb, 90.0)
+    facts = with_constraint(patient_facts(flu_case), ALLERGY.constraint, kb)
+    revised = episode.follow_ups[0].revised_plan
+    assert (episode.plan.generics, revised.generics, episode.follow_ups[1].revised_plan) == (
+        ("ibuprofen",), ("paracetamol",), None
+    )  # fmt: skip
+    assert critique(episode.plan, facts, kb).hard and not critique(revised, facts, kb).hard
+    assert constraint_satisfied(revised, ALLERGY.constraint, facts, kb)
+
     assert pq.read_schema(tmp_path / "scores.parquet").equals(SCORES.schema)
     [score] = [s for s in read(tmp_path, "scores") if s["case_id"] == flu_case.case_id]
     assert (score["status"], score["questions"], score["diagnosis_parse"]) == ("completed", 2, "ok")
-    assert [(d["condition_id"], d["core"], d["rank"]) for d in score["differential"]] == [
-        (flu_case.gold[0].condition_id, True, 1)
-    ]
     assert (score["core_dx_recall"], score["core_dx_f1"], score["top1_accuracy"]) == (1.0, 1.0, 1.0)
     assert [g.counts["completed"] for g in summary.groups] == [2]
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["prompts"].keys() == {"consult_agent_v1"}
+    assert manifest["prompts"].keys() == {"consult_agent_v2", "judge_fqr_v1"}
 
 
-def test_a_differential_that_never_parses_is_reasked_once_then_scored_empty(cases_dir, tmp_path):
+def test_a_differential_and_a_plan_that_never_parse_are_reasked_once_then_scored_empty(cases_dir, tmp_path):
     with LLMServer(reply=agent_reply) as server:
         run(cases_dir, tmp_path, config(server.url, agents=("vague",)), limit=1)
-        last = server.requests[-1].messages
-    assert last[-3:] == [
+        agent = [r.messages for r in server.requests if r.model == "vague"]
+    diagnosis = agent[-5]  # then the plan, its re-ask and the two follow-ups
+    assert diagnosis[-3:] == [
         {"role": "user", "content": PROMPT.render("diagnosis")},
         {"role": "assistant", "content": "Probably a virus, I would say."},
         {"role": "user", "content": PROMPT.render("reask")},
     ]
+    assert agent[-3][-2:] == [
+        {"role": "assistant", "content": "Rest, I would say."},
+        {"role": "user", "content": PROMPT.render("treatment_reask")},
+    ]
     [score] = read(tmp_path, "scores")
-    assert (score["diagnosis_parse"], score["differential"], score["core_dx_recall"]) == (
-        "unparseable",
-        [],
-        0.0,
-    )
+    assert (score["status"], score["diagnosis_parse"], score["differential"], score["core_dx_recall"]) == (
+        "completed", "unparseable", [], 0.0
+    )  # fmt: skip
 
 
-def test_a_provider_failure_is_not_scored_and_a_rerun_finishes_without_repeating_a_call(cases_dir, tmp_path):
+def test_agent_and_judge_failures_are_not_scored_and_a_rerun_finishes_without_repeating_a_call(
+    cases_dir, tmp_path
+):
     with LLMServer(reply=agent_reply) as server:
-        server.script(Action(status=200), Action(status=503))  # the first episode's second question fails
+        server.script(Action(status=200), Action(status=503), model="doc")  # the first episode's 2nd question
+        server.script(Action(status=503), model="judge")  # the other episode's first judge call
         state = run(cases_dir, tmp_path, config(server.url, max_workers=1), return_state=True)
         assert state.is_failed()
-        assert state.message.startswith("1 call failed: server error 1; re-run the same command")
-        statuses = sorted(s["status"] for s in read(tmp_path, "scores"))
-        assert statuses == ["completed", "failed"]
-        [failed] = [s for s in read(tmp_path, "scores") if s["status"] == "failed"]
-        assert (failed["mni_comp"], failed["core_dx_f1"], failed["error_class"]) == (
-            None,
-            None,
-            "server_error",
-        )
+        assert state.message.startswith("2 calls failed: server error 2; re-run the same command")
+        failed = [s for s in read(tmp_path, "scores") if s["status"] == "failed"]
+        assert [(s["mni_comp"], s["core_dx_f1"], s["error_class"]) for s in failed] == [
+            (None, None, "server_error"),
+            (None, None, "server_error"),
+        ]
 
         summary = run(cases_dir, tmp_path, config(server.url))
         assert summary.failed_calls == {}
         assert [s["status"] for s in read(tmp_path, "scores")] == ["completed", "completed"]
-        # 1 + 4 calls had succeeded; the re-run made the 3 the failed episode still needed.
-        assert server.stats()["ok"] == 8
-        assert len({m["call_key"] for m in read(tmp_path, "messages") if m["status"] == "ok"}) == 8
+        # Every request answered successfully once: nothing that had succeeded was asked again.
+        assert max(server.ok_counts().values()) == 1
+        assert server.stats()["ok"] == 22
+        assert len({m["call_key"] for m in read(tmp_path, "messages") if m["status"] == "ok"}) == 16

@@ -13,7 +13,7 @@ from tasks.evals.outputs import RunTables
 
 CONSULT = Benchmark(
     name="consult",
-    title="Full-cycle consultation: history taking and diagnosis against a process-aware simulated patient",
+    title="Full-cycle consultation: history, diagnosis, treatment and follow-up with a simulated patient",
     config_model=ConsultConfig,
     load_cases=load_sample,
     plan=build_plan,

@@ -14,14 +14,17 @@ _EPISODE_FIELDS = (
 
 # One row per message in conversation order: the patient's opening (turn 0), each question (agent) and
 # the simulator's answer (patient) with the template it matched and the AIUs it revealed, the agent's
-# ready line, then its differential and re-asks (stage `diagnosis`). A failed call is a row too.
+# ready line, then its differential and re-asks (stage `diagnosis`), its treatment plan and re-asks
+# (`treatment`), then each scripted follow-up (`follow_up`): the patient's row and the agent's answer share
+# a turn, a re-ask of a revised plan that did not parse takes the next. A failed call is a row too.
 MESSAGES = Contract(
     name="messages",
     schema=schema(
         *_EPISODE_FIELDS,
         ("turn", pa.int32()),
         ("role", pa.string()),  # agent | patient
-        ("stage", pa.string()),  # history | diagnosis
+        ("stage", pa.string()),  # history | diagnosis | treatment | follow_up
+        ("follow_up", pa.int32()),  # follow_up rows: the index in the case's follow-up script; else null
         ("status", pa.string()),  # ok | failed | simulated
         ("text", pa.string()),
         ("template", pa.string()),  # patient rows: the template the question matched, or null
@@ -53,19 +56,76 @@ DIAGNOSIS_ITEM = pa.struct(
 GOLD_ITEM = pa.struct(
     [("condition_id", pa.string()), ("title", pa.string()), ("core", pa.bool_()), ("severity", pa.int32())]
 )
-# The history and diagnosis metrics of consult.md (part 1); null where a metric is undefined (POVR with no
-# applicable pair, red-flag coverage with no red flag) and for a failed episode.
+PLAN_ITEM = pa.struct(
+    [
+        ("drug", pa.string()),  # as the agent wrote it
+        ("generic", pa.string()),  # the KB generic name; null: no KB drug matched
+        ("dose", pa.float64()),
+        ("unit", pa.string()),
+        ("frequency_per_day", pa.float64()),
+        ("days", pa.float64()),
+        ("route", pa.string()),
+    ]
+)
+# A finding of the safety critic (critic.py `Violation`): the KB entry that fired and that entry's source.
+VIOLATION = pa.struct(
+    [
+        ("kind", pa.string()),
+        ("severity", pa.string()),  # hard (fails PSC) | soft
+        ("drug", pa.string()),
+        ("other", pa.string()),  # the other drug of an interaction
+        ("entry", pa.string()),
+        ("source", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+# One scripted follow-up as it went: what the patient said, the answer, the revision, the critic on the plan
+# in force after it (under the facts known by then) and the judge's verdict on the answer.
+FOLLOW_UP = pa.struct(
+    [
+        ("index", pa.int32()),  # in the case's follow-up script
+        ("kind", pa.string()),  # constraint | question
+        ("text", pa.string()),
+        ("constraint", pa.string()),
+        ("core", pa.bool_()),  # a core concern: weighs 2 in FQR
+        ("answer", pa.string()),
+        ("revision_parse", pa.string()),  # ok | unparseable (the plan is kept)
+        ("revised_plan", pa.list_(PLAN_ITEM)),  # null: the agent kept its plan
+        ("plan_drugs", pa.list_(pa.string())),  # KB drugs of the plan in force after this follow-up
+        ("violations_after", pa.list_(VIOLATION)),
+        ("correct", pa.bool_()),  # the judge's verdict; null unless judge_status is ok
+        ("judge_status", pa.string()),  # ok | unparseable | failed
+        ("judge_reason", pa.string()),
+    ]
+)
+# The primary metrics of consult.md by stage (the composite averages them stage by stage), and the ten
+# secondary ones; null where a metric is undefined (POVR with no applicable pair, DDIV with no drug pair,
+# DCSR with no constraint follow-up...) and for a failed episode. metrics.py and metrics_plan.py define them.
 HISTORY_METRICS = ("mni_comp", "cprw", "ige", "hit_at_1", "povr")
 DIAGNOSIS_METRICS = ("core_dx_recall", "core_dx_f1", "swds")
+TREATMENT_METRICS = ("psc", "ddiv", "pcr")
+FOLLOW_UP_METRICS = ("fqr", "dcsr")
+STAGE_METRICS = {
+    "history": HISTORY_METRICS,
+    "diagnosis": DIAGNOSIS_METRICS,
+    "treatment": TREATMENT_METRICS,
+    "follow_up": FOLLOW_UP_METRICS,
+}
+PRIMARY_METRICS = (*HISTORY_METRICS, *DIAGNOSIS_METRICS, *TREATMENT_METRICS, *FOLLOW_UP_METRICS)
 SECONDARY_METRICS = (
+    "questions",
     "deflection_rate",
     "red_flag_coverage",
     "top1_accuracy",
     "differential_length",
     "unmatched_rate",
+    "plan_completeness",
+    "regimen_coverage",
+    "dose_error_rate",
+    "needless_churn",
 )
 
-# One row per episode: what the agent concluded and every metric of its history and diagnosis stages.
+# One row per episode: what the agent concluded and prescribed, how the follow-ups went, and every metric.
 SCORES = Contract(
     name="scores",
     schema=schema(
@@ -73,12 +133,22 @@ SCORES = Contract(
         ("department", pa.string()),
         ("difficulty", pa.string()),
         ("status", pa.string()),  # completed | failed
-        ("questions", pa.int32()),
         ("diagnosis_parse", pa.string()),  # ok | unparseable (scored as an empty differential)
         ("differential", pa.list_(DIAGNOSIS_ITEM)),
         ("gold", pa.list_(GOLD_ITEM)),
         ("mni_target", pa.list_(pa.string())),
-        *((name, pa.float64()) for name in (*HISTORY_METRICS, *DIAGNOSIS_METRICS, *SECONDARY_METRICS)),
+        ("plan_parse", pa.string()),  # ok | unparseable (scored as an empty plan)
+        ("plan", pa.list_(PLAN_ITEM)),  # the first plan
+        ("plan_advice", pa.string()),
+        ("violations", pa.list_(VIOLATION)),  # the critic on the first plan
+        ("follow_ups", pa.list_(FOLLOW_UP)),
+        ("judge_model", pa.string()),  # the FQR judge
+        ("rubric_version", pa.string()),
+        ("fqr_judged", pa.int32()),  # follow-ups the judge graded (FQR's denominator, unweighted)
+        ("fqr_unparseable", pa.int32()),  # follow-ups whose grade did not parse: excluded from FQR
+        *((name, pa.float64()) for name in PRIMARY_METRICS),
+        *((name, pa.int32() if name == "questions" else pa.float64()) for name in SECONDARY_METRICS),
+        ("composite", pa.float64()),  # the episode's four stage scores averaged; null unless all are defined
         ("error", pa.string()),
         ("error_class", pa.string()),
     ),

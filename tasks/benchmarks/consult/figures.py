@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from matplotlib import colormaps
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 # The stats tables the figures read, so an empty one still has its columns.
@@ -28,8 +29,44 @@ STATS_SCHEMAS = {
             ("questions", pa.int32()),
             ("mni_comp", pa.float64()),
             ("core_dx_f1", pa.float64()),
+            ("psc", pa.float64()),
+            ("fqr", pa.float64()),
+            ("composite", pa.float64()),
         ]
     ),
+    "stats_primary": pa.schema(
+        [
+            ("model", pa.string()),
+            ("stage", pa.string()),
+            ("metric", pa.string()),  # a primary metric, or `stage` for the stage score
+            ("n", pa.int64()),
+            ("mean", pa.float64()),
+            ("low", pa.float64()),
+            ("high", pa.float64()),
+        ]
+    ),
+}
+STAGE_TITLES = {
+    "history": "History taking",
+    "diagnosis": "Diagnosis",
+    "treatment": "Treatment",
+    "follow_up": "Follow-up",
+}
+METRIC_LABELS = {
+    "mni_comp": "MNI-Comp",
+    "cprw": "CPRw ↓",
+    "ige": "IGE",
+    "hit_at_1": "Hit@1",
+    "povr": "POVR ↓",
+    "core_dx_recall": "Core-Dx\nRecall",
+    "core_dx_f1": "Core-Dx F1",
+    "swds": "SWDS",
+    "psc": "PSC",
+    "ddiv": "DDIV ↓",
+    "pcr": "PCR ↓",
+    "fqr": "FQR",
+    "dcsr": "DCSR",
+    "stage": "stage\nscore",
 }
 
 # Figure id (its file name without .png) -> caption.
@@ -39,6 +76,11 @@ FIGURES = {
         "(turn 0: the opening), by model."
     ),
     "fig_questions": "Questions asked per episode, by model (box: quartiles; dots: episodes).",
+    "fig_stages": (
+        "The primary metrics of each stage and the stage score (the metrics in [0, 1] higher-better, "
+        "averaged), by model: means with 95% bootstrap intervals (%); ↓: lower is better. A metric "
+        "undefined for every episode has no bar."
+    ),
 }
 
 
@@ -89,9 +131,46 @@ def plot_questions(stats_path: Path, out_path: Path) -> None:
     fig.savefig(out_path, dpi=110)
 
 
+def plot_stages(stats_path: Path, out_path: Path) -> None:
+    """A panel per stage: a group of bars per metric (then the stage score), a bar per model, with whiskers
+    for the intervals."""
+    rows = pq.read_table(stats_path).to_pylist()
+    models = _models(rows)
+    fig = Figure(figsize=(11, 7.5), layout="constrained")
+    axes = fig.subplots(2, 2, sharey=True).flatten()
+    palette = colormaps["tab10"]
+    width = 0.8 / max(len(models), 1)
+    for ax, (stage, title) in zip(axes, STAGE_TITLES.items(), strict=True):
+        metrics = list(dict.fromkeys(row["metric"] for row in rows if row["stage"] == stage))
+        for index, model in enumerate(models):
+            mine = {r["metric"]: r for r in rows if r["stage"] == stage and r["model"] == model}
+            positions, heights, errors = [], [], [[], []]
+            for position, metric in enumerate(metrics):
+                row = mine.get(metric)
+                if row is None or row["mean"] is None:
+                    continue
+                positions.append(position - 0.4 + width * (index + 0.5))
+                heights.append(100 * row["mean"])
+                low, high = row["low"], row["high"]
+                # max(0, ...): a percentile bound can sit a rounding error past the mean.
+                errors[0].append(0.0 if low is None else max(0.0, 100 * (row["mean"] - low)))
+                errors[1].append(0.0 if high is None else max(0.0, 100 * (high - row["mean"])))
+            ax.bar(positions, heights, width, yerr=errors, capsize=2, color=palette(index % 10))
+        ax.set_xticks(range(len(metrics)), [METRIC_LABELS.get(m, m) for m in metrics], fontsize="small")
+        ax.set(title=title, ylim=(0, 105))
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("%")
+    axes[2].set_ylabel("%")
+    if models:
+        handles = [Patch(color=palette(index % 10), label=model) for index, model in enumerate(models)]
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(models), 4))
+    fig.savefig(out_path, dpi=110)
+
+
 PLOTS = {
     "fig_mni_coverage": ("stats_mni_coverage", plot_mni_coverage),
     "fig_questions": ("stats_episodes", plot_questions),
+    "fig_stages": ("stats_primary", plot_stages),
 }
 
 

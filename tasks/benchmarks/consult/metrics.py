@@ -1,5 +1,6 @@
-"""Scores of the consultation benchmark's history and diagnosis stages, and the text logic
-of the scripted reference agents. Pure functions of the case, the recorded episode, the KB and the policy.
+"""Scores of the consultation benchmark's history and diagnosis stages, and the readers of the agent's
+ready line and differential. Pure functions of the case, the recorded episode, the KB and the policy
+(the treatment and follow-up stages: metrics_plan.py).
 
 Definitions the spec leaves open, fixed here (spec: shared/spec/consult.md, "Metrics"):
 - M is the case's `mni_target`; w(u) = 2 when u is in the MNI set of one of the case's core diagnoses (the
@@ -18,14 +19,11 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal, NamedTuple
-
-from rapidfuzz import fuzz
+from typing import Any, NamedTuple
 
 from tasks.benchmarks.consult.case import ConsultCase
 from tasks.benchmarks.consult.episode import DiagnosisItem, Episode, HistoryTurn
 from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy, order_violations
-from tasks.benchmarks.consult.inquiry.templates import TemplateCatalogue
 from tasks.benchmarks.consult.kb.icd11 import DEFAULT_THRESHOLD, normalise_diagnosis
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.names import normalise_text
@@ -35,9 +33,6 @@ TOP_K = 3
 # The history-stage end marker: a line of its own, case-insensitive, angle brackets optional.
 READY_MARKER = "<Ready to diagnose>"
 _READY_LINE = re.compile(r"^\s*<?\s*ready to diagnose\s*>?\s*[.!]?\s*$", re.IGNORECASE | re.MULTILINE)
-# The phrase the diagnosis-stage prompt contains; the reference agents answer it with a differential.
-DIFFERENTIAL_REQUEST = "ranked differential"
-REFERENCE_MATCH_THRESHOLD = 85.0
 _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
 
 
@@ -59,9 +54,6 @@ class DiagnosisScores(NamedTuple):
     top1_accuracy: float
     differential_length: int
     unmatched_rate: float | None
-
-
-# Report order. Part 2 adds its stages' metrics after these; nothing here changes.
 
 
 def core_mni_aius(case: ConsultCase, kb: KnowledgeBase) -> frozenset[str]:
@@ -278,88 +270,3 @@ def _diagnosis_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tup
             )
         )
     return tuple(items)
-
-
-AgentKind = Literal["silent", "markov", "exhaustive"]
-
-
-def agent_reply(
-    kind: AgentKind,
-    messages: Sequence[Mapping[str, Any]],
-    kb: KnowledgeBase,
-    policy: InquiryPolicy,
-    catalogue: TemplateCatalogue,
-    *,
-    max_questions: int = 12,
-) -> str:
-    """A scripted reference agent's next reply. To a request for the ranked differential: one built from
-    the patient's replies. Otherwise the next question of its plan (a template's first paraphrase, none
-    repeated): `silent` has none, `markov` follows the policy's greedy sequence up to `max_questions`,
-    `exhaustive` every template in catalogue order; with nothing left to ask, the ready marker."""
-    last_user = next((_text(m) for m in reversed(messages) if m["role"] == "user"), "")
-    if DIFFERENTIAL_REQUEST in last_user.lower():
-        return reference_differential(messages, kb)
-    plan = {
-        "silent": [],
-        "markov": policy.greedy_sequence(max_questions),
-        "exhaustive": list(catalogue.ids),
-    }[kind]
-    wording = {template.id: template.paraphrases[0] for template in catalogue.templates}
-    asked = {_text(m).strip() for m in messages if m["role"] == "assistant"}
-    return next((wording[t] for t in plan if wording[t] not in asked), READY_MARKER)
-
-
-def _text(message: Mapping[str, Any]) -> str:
-    """A chat message's text; a message without content (a tool call) has none."""
-    return str(message.get("content") or "")
-
-
-def reported_aius(messages: Sequence[Mapping[str, Any]], kb: KnowledgeBase) -> frozenset[str]:
-    """AIU types whose positive reply, value slot removed, some patient message contains (fuzzily).
-
-    A pattern found inside another type's pattern ("I've had {value}." in "I've had a fever for {value}.")
-    cannot tell the two apart and would match nearly any reply, so it is not used.
-    """
-    replies = [
-        normalise_text(_text(m))
-        for m in messages
-        if m["role"] == "user" and DIFFERENTIAL_REQUEST not in _text(m).lower()
-    ]
-    patterns = {
-        aiu_type.id: normalise_text(aiu_type.positive.replace("{value}", " ")) for aiu_type in kb.aiu_types
-    }
-    found = set()
-    for aiu_id, pattern in patterns.items():
-        if not pattern or any(pattern in other and other != pattern for other in patterns.values()):
-            continue
-        # The pattern must fit inside the reply: partial_ratio would otherwise search the reply in it.
-        if any(
-            len(reply) >= len(pattern) and fuzz.partial_ratio(pattern, reply) >= REFERENCE_MATCH_THRESHOLD
-            for reply in replies
-        ):
-            found.add(aiu_id)
-    return frozenset(found)
-
-
-def reference_differential(messages: Sequence[Mapping[str, Any]], kb: KnowledgeBase, top: int = 3) -> str:
-    """The reference agents' differential as JSON: KB conditions by supporting AIUs reported minus ruling-out
-    ones reported, KB order breaking ties; the top `top`, the first marked core."""
-    reported = reported_aius(messages, kb)
-    scores = [
-        sum((1 if e.direction == "supports" else -1) for e in condition.evidence if e.aiu in reported)
-        for condition in kb.conditions
-    ]
-    order = sorted(range(len(scores)), key=lambda index: -scores[index])[:top]
-    differential = []
-    for rank, index in enumerate(order):
-        condition = kb.conditions[index]
-        found = [e.aiu for e in condition.evidence if e.direction == "supports" and e.aiu in reported]
-        differential.append(
-            {
-                "diagnosis": condition.title,
-                "icd11": condition.icd11,
-                "core": rank == 0,
-                "rationale": "reported: " + (", ".join(found) or "nothing specific"),
-            }
-        )
-    return json.dumps(differential)

@@ -1,21 +1,28 @@
 """The consultation benchmark's run plan: every sampled case x agent x epoch, run then scored; its dry run."""
 
+from datetime import UTC, datetime
 from typing import Any
 
 from tasks.benchmarks.consult.cases.case_set import case_set_fingerprint, load_sample
-from tasks.benchmarks.consult.config import ConsultConfig
-from tasks.benchmarks.consult.scorer import ScoreJob
+from tasks.benchmarks.consult.config import OFFLINE_JUDGE, ConsultConfig
+from tasks.benchmarks.consult.judge import FollowUpJudge, judge_follow_ups
+from tasks.benchmarks.consult.kb.loading import load_kb
+from tasks.benchmarks.consult.scorer import ScoreJob, episode_from_messages
 from tasks.benchmarks.consult.solver import EpisodeJob, EpisodePrompts, SimulatorSettings, run_episode
 from tasks.core.tokens import count_tokens
 from tasks.evals.config import EvaluationSettings, ModelSpec
-from tasks.evals.estimate import EstimateTally
+from tasks.evals.estimate import CallEstimate, EstimateTally
 from tasks.evals.plan import Job, RunPlan, run_id_for
-from tasks.llm.ledger import CallLedger
+from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import ChatRequest
 
 ConsultJob = Job[EpisodeJob, ScoreJob]
 ConsultPlan = RunPlan[EpisodeJob, ScoreJob]
+ASSUMED_VERDICT = '{"correct": true}'
+OFFLINE_JUDGE_NOTE = (
+    f"FQR is judged by {OFFLINE_JUDGE.model}, an offline heuristic stand-in, not a clinical judgement."
+)
 
 
 def build_plan(settings: EvaluationSettings[ConsultConfig]) -> ConsultPlan:
@@ -24,17 +31,17 @@ def build_plan(settings: EvaluationSettings[ConsultConfig]) -> ConsultPlan:
     fingerprint = case_set_fingerprint(case_set_dir)
     run_id = run_id_for(config, fingerprint)
     prompt = load_prompt(config.prompt_file())
-    prompts = EpisodePrompts(
-        version=prompt.version,
-        system=prompt.render("system"),
-        diagnosis=prompt.render("diagnosis"),
-        reask=prompt.render("reask"),
-    )
+    sections = ("system", "diagnosis", "reask", "treatment", "treatment_reask", "revision_reask")
+    prompts = EpisodePrompts(version=prompt.version, **{name: prompt.render(name) for name in sections})
     simulator = SimulatorSettings(
         kb_version=config.kb_version,
         catalogue_version=config.policy_version,
         match_threshold=config.match_threshold,
         per_turn=config.per_turn,
+    )
+    judge_spec = config.resolved(config.judge)
+    judge = FollowUpJudge(
+        spec=judge_spec, options=config.call_options(judge_spec), rubric=load_prompt(config.judge_rubric())
     )
     agents = [config.resolved(m) for m in config.models]
     cases = load_sample(case_set_dir, config.sample)
@@ -62,6 +69,7 @@ def build_plan(settings: EvaluationSettings[ConsultConfig]) -> ConsultPlan:
                 policy_version=config.policy_version,
                 gamma=config.gamma,
                 diagnosis_match_threshold=config.diagnosis_match_threshold,
+                judge=judge,
             ),
         )
         for case in cases
@@ -74,14 +82,18 @@ def build_plan(settings: EvaluationSettings[ConsultConfig]) -> ConsultPlan:
         dataset_dir=case_set_dir,
         dataset_fingerprint=fingerprint,
         jobs=jobs,
-        prompts={prompt.version: prompt.sha256},
-        manifest_facts={"sent": _sent_settings(agents), "cases": len(cases)},
+        prompts={p.version: p.sha256 for p in (prompt, judge.rubric)},
+        manifest_facts={"sent": _sent_settings(agents, judge_spec), "cases": len(cases)},
+        notes=[OFFLINE_JUDGE_NOTE] if judge_spec.model == OFFLINE_JUDGE.model else [],
     )
 
 
-def _sent_settings(agents: list[ModelSpec]) -> dict[str, Any]:
+def _sent_settings(agents: list[ModelSpec], judge: ModelSpec) -> dict[str, Any]:
     fields = {"model", "api_base", "params"}
-    return {"models": {spec.name: spec.model_dump(mode="json", include=fields) for spec in agents}}
+    return {
+        "models": {spec.name: spec.model_dump(mode="json", include=fields) for spec in agents},
+        "judge": {judge.name: judge.model_dump(mode="json", include=fields)},
+    }
 
 
 class _NotInLedger(Exception):
@@ -90,11 +102,13 @@ class _NotInLedger(Exception):
 
 
 def estimate_job(job: ConsultJob, ledger: CallLedger, tally: EstimateTally) -> None:
-    """Count one episode's agent calls still to make, at most: replayed from the ledger up to its first
-    unknown call, then assumed to ask every question and need every re-ask; later prompts grow by one
-    assumed question and answer per turn."""
+    """Count one episode's agent and judge calls still to make, at most: the agent's replayed from the
+    ledger up to its first unknown call, then assumed to ask every question and need every re-ask (later
+    prompts grow by one assumed question and answer per turn); one judge call per follow-up, judge re-asks
+    not counted."""
     episode = job.solve
     estimate = tally.of(episode.agent, episode.options, "agent")
+    judging = tally.of(job.score.judge.spec, job.score.judge.options, "judge")
     made = 0
 
     def replay(request: ChatRequest) -> Any:
@@ -107,12 +121,41 @@ def estimate_job(job: ConsultJob, ledger: CallLedger, tally: EstimateTally) -> N
         return record
 
     try:
-        run_episode(episode, replay)
-        return
+        rows = run_episode(episode, replay)
     except _NotInLedger as stop:
         prompt = sum(count_tokens(str(m["content"])) for m in stop.request.messages)
-    calls = max(0, episode.max_questions + 1 + episode.max_reasks - made)
+    else:
+        _estimate_judging(job.score, rows, ledger, judging)
+        return
+    follow_ups = len(episode.case.follow_ups)
+    calls = max(0, episode.max_questions + (1 + episode.max_reasks) * (2 + follow_ups) - made)
     growth = 2 * episode.agent.estimated_reply_tokens
     estimate.calls += calls
     estimate.prompt_tokens += calls * prompt + growth * calls * (calls - 1) // 2
     estimate.completion_tokens += calls * episode.agent.estimated_reply_tokens
+    rubric = job.score.judge.rubric
+    judged = sum(count_tokens(rubric.sections[name]) for name in ("system", "user")) + growth
+    judging.calls += follow_ups
+    judging.prompt_tokens += follow_ups * judged
+    judging.completion_tokens += follow_ups * job.score.judge.spec.estimated_reply_tokens
+
+
+def _estimate_judging(
+    job: ScoreJob, rows: list[dict[str, Any]], ledger: CallLedger, estimate: CallEstimate
+) -> None:
+    """Count the judge calls of an episode the ledger holds whole: each follow-up's first judge request."""
+    episode = episode_from_messages(job.case, rows, load_kb(job.kb_version), job.diagnosis_match_threshold)
+
+    def lookup(request: ChatRequest) -> CallRecord:
+        record = ledger.lookup(request.key())
+        if record is not None:
+            estimate.cached += 1
+            return record
+        estimate.calls += 1
+        estimate.prompt_tokens += sum(count_tokens(str(m["content"])) for m in request.messages)
+        estimate.completion_tokens += job.judge.spec.estimated_reply_tokens
+        now = datetime.now(UTC)  # an assumed verdict, so the walk goes on to the next follow-up
+        return CallRecord(key=request.key(), model=request.model, status="ok", text=ASSUMED_VERDICT,
+                          started_at=now, finished_at=now)  # fmt: skip
+
+    judge_follow_ups(job, job.case, episode, lookup)

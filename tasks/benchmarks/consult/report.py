@@ -8,7 +8,7 @@ report, each model coming from one run. Output folder:
     metrics.json            every number (consult.md "Metrics"), null where undefined
     stats_*.parquet         the tables the figures are drawn from
     report.md, index.html   the tables and notes; the page adds the figures and an episode browser
-    fig_*.png               MNI coverage against turns, questions asked
+    fig_*.png               MNI coverage against turns, questions asked, the primary metrics by stage
 
 The tables are tables.py's and the figures figures.py's (beside this module); this module loads runs,
 computes metrics.json and the browser's data, and holds the tasks.
@@ -25,17 +25,19 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
 from tasks.benchmarks.consult.cases.case_set import CASES_FILE
+from tasks.benchmarks.consult.composite import composite
 from tasks.benchmarks.consult.contracts import (
-    DIAGNOSIS_METRICS,
-    HISTORY_METRICS,
     MESSAGES,
+    PRIMARY_METRICS,
     SCORES,
     SECONDARY_METRICS,
+    STAGE_METRICS,
 )
 from tasks.benchmarks.consult.figures import STATS_SCHEMAS, draw_figures
 from tasks.benchmarks.consult.tables import build_tables, render_html, render_markdown, run_summary
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
+from tasks.llm.offline import is_offline
 from tasks.report.artifacts import publish_report
 from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the benchmark
 from tasks.report.files import write_stats_table
@@ -52,10 +54,6 @@ from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, bootstrap_mean, 
 
 RUN_FILES = ("manifest.json", "messages.parquet", "scores.parquet")
 INQUIRY_DATA = Path(__file__).parent / "inquiry" / "data"
-# Lower is better for these; the composite maps them to 1 - x.
-LOWER_IS_BETTER = ("cprw", "povr")
-STAGES = {"history": HISTORY_METRICS, "diagnosis": DIAGNOSIS_METRICS}
-ALL_STAGES = ("history", "diagnosis", "treatment", "follow_up")
 
 
 class ReportSettings(BaseModel):
@@ -141,25 +139,6 @@ def metric_interval(
     return _estimate(ci)
 
 
-def stage_score(means: dict[str, float | None], names: tuple[str, ...]) -> float | None:
-    """A stage's metrics mapped to [0, 1] higher-better (1 - x for CPRw, POVR) and averaged; a metric
-    undefined for every episode (POVR with no applicable pair) is left out."""
-    defined = {name: value for name in names if (value := means[name]) is not None}
-    return _mean([1 - value if name in LOWER_IS_BETTER else value for name, value in defined.items()])
-
-
-def composite(means: dict[str, float | None]) -> dict[str, Any]:
-    """The partial composite: the stage scores of history and diagnosis, and their mean."""
-    stages = {stage: stage_score(means, names) for stage, names in STAGES.items()}
-    defined = [value for value in stages.values() if value is not None]
-    return {
-        **stages,
-        "score": _mean(defined) if len(defined) == len(stages) else None,
-        "stages": list(STAGES),
-        "of_stages": list(ALL_STAGES),
-    }
-
-
 def _usage(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Tokens and cost of the agent's calls; the simulated patient makes no call."""
     calls = [row for row in rows if row["role"] == "agent" and row["status"] != "simulated"]
@@ -171,6 +150,21 @@ def _usage(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def judge_entry(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The FQR judge(s) and rubric(s) of a model's episodes, and whether every judge is an offline one."""
+    judges = sorted({row["judge_model"] for row in rows if row["judge_model"]})
+    return {
+        "models": judges,
+        "rubric_versions": sorted({row["rubric_version"] for row in rows if row["rubric_version"]}),
+        "offline": bool(judges) and all(map(is_offline, judges)),
+    }
+
+
+def _department_means(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    means = {name: _mean([row[name] for row in _defined(rows, name)]) for name in PRIMARY_METRICS}
+    return {"n": len(rows), **means, "composite": composite(means).score}
+
+
 def _model_metrics(
     rows: list[dict[str, Any]], messages: list[dict[str, Any]], model: str, settings: ReportSettings
 ) -> dict[str, Any]:
@@ -179,29 +173,24 @@ def _model_metrics(
         name: metric_interval(
             scored, name, seeded_rng(settings.seed, "consult", model, name), settings.n_resamples
         )
-        for name in (*HISTORY_METRICS, *DIAGNOSIS_METRICS)
+        for name in PRIMARY_METRICS
     }
     departments = sorted({row["department"] for row in scored})
     return {
         "n_episodes": len(scored),
         "n_failed": len(rows) - len(scored),
         "n_unparseable": sum(row["diagnosis_parse"] == "unparseable" for row in scored),
+        "n_plan_unparseable": sum(row["plan_parse"] == "unparseable" for row in scored),
+        "fqr_judged": sum(row["fqr_judged"] or 0 for row in scored),
+        "fqr_unparseable": sum(row["fqr_unparseable"] or 0 for row in scored),
+        "judge": judge_entry(scored),
         **primary,
         "secondary": {
-            "questions": _mean([row["questions"] for row in _defined(scored, "questions")]),
-            **{name: _mean([row[name] for row in _defined(scored, name)]) for name in SECONDARY_METRICS},
+            name: _mean([row[name] for row in _defined(scored, name)]) for name in SECONDARY_METRICS
         },
-        "composite": composite({name: entry["mean"] for name, entry in primary.items()}),
+        "composite": composite({name: entry["mean"] for name, entry in primary.items()})._asdict(),
         "departments": {
-            department: {
-                "n": sum(row["department"] == department for row in scored),
-                **{
-                    name: _mean(
-                        [row[name] for row in _defined(scored, name) if row["department"] == department]
-                    )
-                    for name in (*HISTORY_METRICS, *DIAGNOSIS_METRICS)
-                },
-            }
+            department: _department_means([row for row in scored if row["department"] == department])
             for department in departments
         },
         "usage": _usage(messages),
@@ -280,10 +269,45 @@ def episode_rows(run: RunData) -> list[dict[str, Any]]:
             "questions": row["questions"],
             "mni_comp": row["mni_comp"],
             "core_dx_f1": row["core_dx_f1"],
+            "psc": row["psc"],
+            "fqr": row["fqr"],
+            "composite": row["composite"],
         }
         for row in sorted(run.scores, key=lambda r: (run.models.index(r["model"]), r["case_id"], r["epoch"]))
         if row["status"] == "completed"
     ]
+
+
+def primary_rows(models: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per model and primary metric: its stage, mean and interval (the stage figure's bars); then per model
+    and stage, the stage score (metric `stage`, no interval)."""
+    rows = []
+    for model, entry in models.items():
+        for stage, names in STAGE_METRICS.items():
+            rows += [
+                {
+                    "model": model,
+                    "stage": stage,
+                    "metric": name,
+                    "n": entry[name]["n"],
+                    "mean": entry[name]["mean"],
+                    "low": None if entry[name]["ci"] is None else entry[name]["ci"][0],
+                    "high": None if entry[name]["ci"] is None else entry[name]["ci"][1],
+                }
+                for name in names
+            ]
+            rows.append(
+                {
+                    "model": model,
+                    "stage": stage,
+                    "metric": "stage",
+                    "n": entry["n_episodes"],
+                    "mean": entry["composite"][stage],
+                    "low": None,
+                    "high": None,
+                }
+            )
+    return rows
 
 
 class StatsTables(NamedTuple):
@@ -291,6 +315,7 @@ class StatsTables(NamedTuple):
 
     mni_coverage: list[dict[str, Any]]
     episodes: list[dict[str, Any]]
+    primary: list[dict[str, Any]]
 
 
 def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, Any], StatsTables]:
@@ -312,7 +337,7 @@ def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, A
         "failed": failed_episodes(run),
         "settings": {**settings.model_dump(), "level": LEVEL, "method": "percentile, resampling cases"},
     }
-    return metrics, StatsTables(coverage_rows(run), episode_rows(run))
+    return metrics, StatsTables(coverage_rows(run), episode_rows(run), primary_rows(models))
 
 
 # --- HTML page -----------------------------------------------------------------------------------------
@@ -342,23 +367,25 @@ def differential_entry(score: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+STAGE_ORDER = {"history": 0, "diagnosis": 1, "treatment": 2, "follow_up": 3}
+
+
+def message_order(row: dict[str, Any]) -> tuple[int, int, int]:
+    """Where a message sits in its episode: stage, turn, then the speaker of the turn first (the agent
+    asks in the history stage; the patient raises each follow-up)."""
+    first = "patient" if row["stage"] == "follow_up" else "agent"
+    return STAGE_ORDER.get(row["stage"], len(STAGE_ORDER)), row["turn"], int(row["role"] != first)
+
+
 def browser_data(run: RunData) -> dict[str, Any]:
     """The browser's data: one entry per episode with its messages in order.
 
     A message is [turn, role, stage, status, text, template, revealed AIU ids, deflected]; models and
-    cases are indexes into the lists of the same names.
+    cases are indexes into the lists of the same names. Each episode also carries its first plan with the
+    critic's violations, and its follow-ups (answer, revision, violations after, verdict).
     """
     messages: defaultdict[tuple[str, str, int], list[list[Any]]] = defaultdict(list)
-    stage_order, role_order = {"history": 0, "diagnosis": 1}, {"agent": 0, "patient": 1}
-    for row in sorted(
-        run.messages,
-        key=lambda r: (
-            *_episode_key(r),
-            stage_order.get(r["stage"], 2),
-            r["turn"],
-            role_order.get(r["role"], 2),
-        ),
-    ):
+    for row in sorted(run.messages, key=lambda r: (*_episode_key(r), *message_order(r))):
         messages[_episode_key(row)].append(
             [
                 row["turn"],
@@ -383,9 +410,14 @@ def browser_data(run: RunData) -> dict[str, Any]:
             "questions": row["questions"],
             "diagnosis_parse": row["diagnosis_parse"],
             "mni_target": list(row["mni_target"] or []),
-            "metrics": {name: row[name] for name in (*HISTORY_METRICS, *DIAGNOSIS_METRICS)},
+            "plan_parse": row["plan_parse"],
+            "metrics": {name: row[name] for name in (*PRIMARY_METRICS, "composite")},
             "error": row["error"],
             **differential_entry(row),
+            "plan": list(row["plan"] or []),
+            "plan_advice": row["plan_advice"],
+            "violations": list(row["violations"] or []),
+            "follow_ups": list(row["follow_ups"] or []),
             "messages": messages[_episode_key(row)],
         }
         for row in sorted(run.scores, key=lambda r: (run.models.index(r["model"]), r["case_id"], r["epoch"]))
@@ -407,7 +439,11 @@ def build_report(run_dirs: list[str], out_dir: str, settings: ReportSettings) ->
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, allow_nan=False))
     stats_paths = {
         name: write_stats_table(rows, out / f"{name}.parquet", STATS_SCHEMAS[name])
-        for name, rows in (("stats_mni_coverage", stats.mni_coverage), ("stats_episodes", stats.episodes))
+        for name, rows in (
+            ("stats_mni_coverage", stats.mni_coverage),
+            ("stats_episodes", stats.episodes),
+            ("stats_primary", stats.primary),
+        )
     }
     figures = draw_figures(stats_paths, out)
     tables = build_tables(metrics)

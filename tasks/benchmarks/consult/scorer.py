@@ -1,7 +1,9 @@
-"""The score step of the consultation benchmark: an episode's messages -> its history and diagnosis scores.
+"""The score step of the consultation benchmark: an episode's messages -> its scores.
 
-No model is called: the templates and revealed AIUs were recorded by the simulator as it answered, and the
-differential is the agent's last diagnosis reply, parsed (metrics.py).
+The templates and revealed AIUs were recorded by the simulator as it answered; the differential is the
+agent's last diagnosis reply, parsed (metrics.py), the plan its last treatment reply (treatment.py), and
+each follow-up's answer is its first reply to the patient, with the revised plan it or its re-ask gave.
+The only model called here is the FQR judge (judge.py), through the ledger.
 """
 
 from collections.abc import Sequence
@@ -10,14 +12,27 @@ from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tasks.benchmarks.consult.case import ConsultCase
-from tasks.benchmarks.consult.contracts import DIAGNOSIS_METRICS, HISTORY_METRICS, SECONDARY_METRICS
-from tasks.benchmarks.consult.episode import Episode, HistoryTurn
+from tasks.benchmarks.consult.composite import composite
+from tasks.benchmarks.consult.contracts import PRIMARY_METRICS, SECONDARY_METRICS
+from tasks.benchmarks.consult.critic import Critique, critique, patient_facts
+from tasks.benchmarks.consult.episode import Episode, FollowUpTurn, HistoryTurn, TreatmentPlan
 from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy, load_policy
+from tasks.benchmarks.consult.judge import Call, FollowUpJudge, Judgement, default_judge, judge_follow_ups
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
 from tasks.benchmarks.consult.metrics import parse_differential, score_diagnosis, score_history
+from tasks.benchmarks.consult.metrics_plan import (
+    FollowUpStep,
+    first_plan,
+    follow_up_steps,
+    score_follow_up,
+    score_treatment,
+)
+from tasks.benchmarks.consult.treatment import is_plan_attempt, parse_plan
+from tasks.llm.call import complete
+from tasks.llm.ledger import CallLedger
 
 
 class ScoreJob(BaseModel, frozen=True):
@@ -31,12 +46,17 @@ class ScoreJob(BaseModel, frozen=True):
     policy_version: str = "v1"
     gamma: float = 0.95
     diagnosis_match_threshold: float = 90.0
+    judge: FollowUpJudge = Field(default_factory=default_judge)
 
 
 @task(name="score-episode", cache_policy=NO_CACHE, task_run_name="score {job.model}/{job.case.case_id}")
 def score_episode(job: ScoreJob, solved: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
-    """The episode's messages → its SCORES row."""
-    return [episode_scores(job, solved, load_kb(job.kb_version), load_policy(job.policy_version))]
+    """The episode's messages → its SCORES row; the judge's calls go to the ledger."""
+    ledger = CallLedger(ledger_dir)
+    kb, policy = load_kb(job.kb_version), load_policy(job.policy_version)
+    return [
+        episode_scores(job, solved, kb, policy, lambda request: complete(request, job.judge.options, ledger))
+    ]
 
 
 def episode_from_messages(
@@ -53,22 +73,47 @@ def episode_from_messages(
             deflected=bool(m["deflected"]),
         )
         for m in messages
-        if m["role"] == "patient" and m["turn"] > 0
+        if m["role"] == "patient" and m["stage"] == "history" and m["turn"] > 0
     )
-    diagnosis = [m for m in messages if m["role"] == "agent" and m["stage"] == "diagnosis"]
-    differential = parse_differential(diagnosis[-1]["text"] or "", kb, threshold) if diagnosis else None
+    replies = sorted((m for m in messages if m["role"] == "agent"), key=lambda m: m["turn"])
+    diagnosis = [m["text"] or "" for m in replies if m["stage"] == "diagnosis"]
+    differential = parse_differential(diagnosis[-1], kb, threshold) if diagnosis else None
+    treatment = [m["text"] or "" for m in replies if m["stage"] == "treatment"]
+    plan = parse_plan(treatment[-1], kb) if treatment else None
+    answers: dict[int, list[str]] = {}
+    for m in replies:
+        if m["stage"] == "follow_up":
+            answers.setdefault(m["follow_up"], []).append(m["text"] or "")
     return Episode(
         case_id=case.case_id,
         turns=turns,
         differential=differential or (),
         diagnosis_parse="ok" if differential is not None else "unparseable",
+        plan=plan or TreatmentPlan(),
+        plan_parse="ok" if plan is not None else "unparseable",
+        follow_ups=tuple(follow_up_turn(index, texts, kb) for index, texts in sorted(answers.items())),
+    )
+
+
+def follow_up_turn(index: int, replies: Sequence[str], kb: KnowledgeBase) -> FollowUpTurn:
+    """A follow-up from the agent's replies to it: the answer, then any re-asks of a revision that did not
+    parse. The answer revises the plan when it tries to give one; the last reply holds that plan."""
+    if not is_plan_attempt(replies[0]):
+        return FollowUpTurn(index=index, answer=replies[0])
+    revised = parse_plan(replies[-1], kb)
+    return FollowUpTurn(
+        index=index,
+        answer=replies[0],
+        revised_plan=revised,
+        revision_parse="ok" if revised is not None else "unparseable",
     )
 
 
 def episode_scores(
-    job: ScoreJob, messages: Sequence[dict[str, Any]], kb: KnowledgeBase, policy: InquiryPolicy
+    job: ScoreJob, messages: Sequence[dict[str, Any]], kb: KnowledgeBase, policy: InquiryPolicy, judge: Call
 ) -> dict[str, Any]:
-    """The SCORES row of one episode; a failed call leaves it unscored (a re-run finishes it)."""
+    """The SCORES row of one episode; a failed call, the agent's or the judge's, leaves it unscored (a
+    re-run finishes it). `judge` makes the FQR judge's calls."""
     case = job.case
     row: dict[str, Any] = {
         "run_id": job.run_id,
@@ -84,14 +129,63 @@ def episode_scores(
     if failed is not None:
         return {**row, "status": "failed", "error": failed["error"], "error_class": failed["error_class"]}
     episode = episode_from_messages(case, messages, kb, job.diagnosis_match_threshold)
-    history = score_history(case, episode, kb, policy, gamma=job.gamma)._asdict()
-    diagnosis = score_diagnosis(case, episode)._asdict()
-    scores = {**history, **diagnosis}
+    judgements = judge_follow_ups(job, case, episode, judge)
+    if (failed_judgement := next((j for j in judgements if j.status == "failed"), None)) is not None:
+        return {**row, **judge_failure(failed_judgement)}
+    scores = {
+        **score_history(case, episode, kb, policy, gamma=job.gamma)._asdict(),
+        **score_diagnosis(case, episode)._asdict(),
+        **score_treatment(case, episode, kb)._asdict(),
+        **score_follow_up(case, episode, judgements, kb)._asdict(),
+        "questions": len(episode.turns),
+    }
+    plan = first_plan(episode)
+    graded = {judgement.index: judgement for judgement in judgements}
     return {
         **row,
         "status": "completed",
-        "questions": len(episode.turns),
         "diagnosis_parse": episode.diagnosis_parse,
         "differential": [item.model_dump(exclude={"rationale"}) for item in episode.differential],
-        **{name: scores[name] for name in (*HISTORY_METRICS, *DIAGNOSIS_METRICS, *SECONDARY_METRICS)},
+        "plan_parse": episode.plan_parse,
+        "plan": [item.model_dump() for item in plan.items],
+        "plan_advice": plan.advice,
+        "violations": violation_rows(critique(plan, patient_facts(case), kb)),
+        "follow_ups": [
+            follow_up_row(step, step.turn, graded.get(step.index))
+            for step in follow_up_steps(case, episode, kb)
+            if step.turn is not None
+        ],
+        "judge_model": job.judge.spec.model,
+        "rubric_version": job.judge.rubric.version,
+        **{
+            name: scores[name]
+            for name in ("fqr_judged", "fqr_unparseable", *PRIMARY_METRICS, *SECONDARY_METRICS)
+        },
+        "composite": composite(scores).score,
     }
+
+
+def violation_rows(found: Critique) -> list[dict[str, Any]]:
+    return [violation.model_dump() for violation in found.violations]
+
+
+def follow_up_row(step: FollowUpStep, turn: FollowUpTurn, judgement: Judgement | None) -> dict[str, Any]:
+    """An answered follow-up as SCORES stores it: what was said, the revision, the critic after, the grade."""
+    revised = turn.revised_plan if turn.revision_parse == "ok" else None
+    return {
+        "index": step.index,
+        **step.follow_up.model_dump(include={"kind", "text", "constraint", "core"}),
+        "answer": turn.answer,
+        "revision_parse": turn.revision_parse,
+        "revised_plan": None if revised is None else [item.model_dump() for item in revised.items],
+        "plan_drugs": list(step.plan.generics),
+        "violations_after": violation_rows(step.critique),
+        "correct": None if judgement is None else judgement.correct,
+        "judge_status": None if judgement is None else judgement.status,
+        "judge_reason": None if judgement is None else judgement.reason,
+    }
+
+
+def judge_failure(judgement: Judgement) -> dict[str, Any]:
+    """The columns of a SCORES row left unscored by a failed judge call."""
+    return {"status": "failed", "error": judgement.error, "error_class": judgement.error_class}

@@ -3,12 +3,16 @@
 History taking: the agent (the model under test) asks one question per turn; the deterministic simulator
 answers, recording the template each question matched and the AIUs it revealed; the agent ends the stage
 with a `<Ready to diagnose>` line or at `max_questions`. Diagnosis: the agent is asked for its ranked
-differential as JSON, re-asked a bounded number of times when it does not parse. Every agent call goes
-through the shared call layer and ledger, keyed by case and epoch (`scope`, `epoch`); the simulator is
-local and pure, so a re-run replays the same episode from the ledger.
+differential as JSON; treatment: for its plan (a JSON list of drugs, then advice); each is re-asked up to
+`max_reasks` times while it does not parse, then left unparseable. Follow-up: the patient raises each of
+the case's scripted follow-ups in turn, in the conversation; an answer that tries to revise the plan
+(`is_plan_attempt`) but does not parse is re-asked the same way. Every agent call goes through the shared
+call layer and ledger, keyed by case and epoch (`scope`, `epoch`); the simulator and the follow-up script
+are local and pure, so a re-run replays the same episode from the ledger.
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,7 @@ from tasks.benchmarks.consult.case import ConsultCase
 from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.benchmarks.consult.metrics import is_ready, parse_differential
 from tasks.benchmarks.consult.simulator import Simulator, default_space
+from tasks.benchmarks.consult.treatment import is_plan_attempt, parse_plan
 from tasks.evals.config import ModelSpec
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger, CallRecord
@@ -39,6 +44,9 @@ class EpisodePrompts(BaseModel, frozen=True):
     system: str
     diagnosis: str
     reask: str
+    treatment: str
+    treatment_reask: str
+    revision_reask: str
 
 
 class SimulatorSettings(BaseModel, frozen=True):
@@ -81,6 +89,7 @@ def simulator_for(job: EpisodeJob) -> Simulator:
 def run_episode(job: EpisodeJob, call: Call) -> list[dict[str, Any]]:
     """The episode's MESSAGES rows; it stops at the first failed call (that call is the last row)."""
     simulator = simulator_for(job)
+    kb = load_kb(job.simulator.kb_version)
     messages: Messages = [
         {"role": "system", "content": job.prompts.system},
         {"role": "user", "content": job.case.opening},
@@ -104,20 +113,73 @@ def run_episode(job: EpisodeJob, call: Call) -> list[dict[str, Any]]:
         )  # fmt: skip
     else:
         turn = job.max_questions
-    forced: Messages = [{"role": "user", "content": job.prompts.diagnosis}]
-    for attempt in range(job.max_reasks + 1):
-        record = call(job.request(messages + forced))
-        rows.append(_agent_row(job, turn + 1 + attempt, "diagnosis", record))
-        if record.status != "ok":
+    talk = _Conversation(job, call, messages, rows, turn)
+    prompts = job.prompts
+
+    def differential_parses(text: str) -> bool:
+        return parse_differential(text, kb, job.diagnosis_match_threshold) is not None
+
+    def plan_parses(text: str) -> bool:
+        return parse_plan(text, kb) is not None
+
+    for prompt, reask, stage, parses in (
+        (prompts.diagnosis, prompts.reask, "diagnosis", differential_parses),
+        (prompts.treatment, prompts.treatment_reask, "treatment", plan_parses),
+    ):
+        if talk.reask_until(talk.ask(prompt, stage), reask, stage, parses) is None:
             return rows
-        text = record.text or ""
-        if (
-            parse_differential(text, load_kb(job.simulator.kb_version), job.diagnosis_match_threshold)
-            is not None
-        ):
-            break
-        forced += [{"role": "assistant", "content": text}, {"role": "user", "content": job.prompts.reask}]
+    for index, follow_up in enumerate(job.case.follow_ups):
+        talk.turn += 1
+        rows.append(_row(job, talk.turn, "patient", "follow_up", follow_up.text, status="simulated",
+                         follow_up=index))  # fmt: skip
+        answer = talk.ask(follow_up.text, "follow_up", index, new_turn=False)
+        if answer is not None and is_plan_attempt(answer):
+            answer = talk.reask_until(answer, prompts.revision_reask, "follow_up", plan_parses, index)
+        if answer is None:
+            return rows
     return rows
+
+
+@dataclass
+class _Conversation:
+    """The episode after the history: each request is the whole conversation so far plus one user message,
+    and each reply joins it; every agent reply is a MESSAGES row on its own turn unless told otherwise."""
+
+    job: EpisodeJob
+    call: Call
+    messages: Messages
+    rows: list[dict[str, Any]]
+    turn: int
+
+    def ask(
+        self, prompt: str, stage: str, follow_up: int | None = None, *, new_turn: bool = True
+    ) -> str | None:
+        """The agent's reply to `prompt`; None when the call failed."""
+        if new_turn:
+            self.turn += 1
+        self.messages.append({"role": "user", "content": prompt})
+        record = self.call(self.job.request(self.messages))
+        self.rows.append(_agent_row(self.job, self.turn, stage, record, follow_up))
+        if record.status != "ok":
+            return None
+        text = record.text or ""
+        self.messages.append({"role": "assistant", "content": text})
+        return text
+
+    def reask_until(
+        self,
+        text: str | None,
+        reask: str,
+        stage: str,
+        parses: Callable[[str], bool],
+        follow_up: int | None = None,
+    ) -> str | None:
+        """The last reply once `text` parses or `max_reasks` re-asks are spent; None when a call failed."""
+        for _ in range(self.job.max_reasks):
+            if text is None or parses(text):
+                break
+            text = self.ask(reask, stage, follow_up)
+        return text
 
 
 @task(name="run-episode", cache_policy=NO_CACHE, task_run_name="episode {job.label}")
@@ -127,9 +189,11 @@ def consult_episode(job: EpisodeJob, ledger_dir: Path) -> list[dict[str, Any]]:
     return run_episode(job, lambda request: complete(request, job.options, ledger))
 
 
-def _agent_row(job: EpisodeJob, turn: int, stage: str, record: CallRecord) -> dict[str, Any]:
+def _agent_row(
+    job: EpisodeJob, turn: int, stage: str, record: CallRecord, follow_up: int | None = None
+) -> dict[str, Any]:
     return {
-        **_row(job, turn, "agent", stage, record.text, status=record.status),
+        **_row(job, turn, "agent", stage, record.text, status=record.status, follow_up=follow_up),
         "prompt_tokens": record.prompt_tokens,
         "completion_tokens": record.completion_tokens,
         "cost_usd": record.cost_usd,

@@ -1,18 +1,43 @@
-"""The consultation benchmark's run summary: per agent and epoch, episodes completed, unparsed, failed."""
+"""The consultation benchmark's run summary: per agent and epoch, episodes completed, differentials and
+plans unparsed, failed, and the mean composite."""
 
-from functools import partial
+from pathlib import Path
+from typing import Any
 
-from tasks.evals.outputs import EpisodeCounts, summarize_by_epoch
+from tasks.evals.outputs import EpisodeCounts, RunSummary, summarize_by_epoch
 
-# The line break keeps the CLI's table 80 columns wide.
+# The line breaks keep the CLI's table 80 columns wide.
 EPISODES = EpisodeCounts(
     counts={
         "completed": ("status", "completed"),
         "dx\nunparsed": ("diagnosis_parse", "unparseable"),
+        "plan\nunparsed": ("plan_parse", "unparseable"),
         "failed": ("status", "failed"),
     },
-    score_column="core_dx_f1",
-    score_label="Core-Dx F1",
-    score_note="mean Core-Dx F1 0-100 over scored episodes (failed excluded)",
+    score_column="composite",
+    score_label="composite",
+    score_note=(
+        "mean per-episode composite 0-100 (the four stage scores averaged) over scored episodes where every "
+        "stage is defined (failed excluded)"
+    ),
 )
-summarize = partial(summarize_by_epoch, how=EPISODES)
+
+
+def summarize(
+    run_id: str, run_dir: Path, messages: list[dict[str, Any]], results: list[dict[str, Any]]
+) -> RunSummary:
+    """The summary by agent and epoch. A failed judge call has no message row: its episode's failed SCORES
+    row (with no failed message) counts as that failed call, so the run ends failed and a re-run finishes."""
+    episode = ("model", "case_id", "epoch")
+    agent_failed = {tuple(m[c] for c in episode) for m in messages if m["status"] == "failed"}
+    judge_failures = [
+        {
+            **{c: row[c] for c in episode},
+            "status": "failed",
+            "error": row["error"],
+            "error_class": row["error_class"],
+        }
+        for row in results
+        if row["status"] == "failed" and tuple(row[c] for c in episode) not in agent_failed
+    ]
+    return summarize_by_epoch(run_id, run_dir, [*messages, *judge_failures], results, how=EPISODES)

@@ -29,7 +29,37 @@ HISTORY_COLUMNS = {
     "povr": "POVR ↓",
 }
 DIAGNOSIS_COLUMNS = {"core_dx_recall": "Core-Dx Recall", "core_dx_f1": "Core-Dx F1", "swds": "SWDS"}
-PARTIAL = "partial: history and diagnosis only, 2 of the 4 stages (treatment and follow-up come with part 2)"
+TREATMENT_COLUMNS = {"psc": "PSC", "ddiv": "DDIV ↓", "pcr": "PCR ↓"}
+FOLLOW_UP_COLUMNS = {"fqr": "FQR", "dcsr": "DCSR"}
+PRIMARY_COLUMNS = {**HISTORY_COLUMNS, **DIAGNOSIS_COLUMNS, **TREATMENT_COLUMNS, **FOLLOW_UP_COLUMNS}
+STAGE_LABELS = {
+    "history": "history",
+    "diagnosis": "diagnosis",
+    "treatment": "treatment",
+    "follow_up": "follow-up",
+}
+OFFLINE_JUDGE = "offline heuristic"
+COMPOSITE_NOTE = (
+    "composite: every primary metric in [0, 1] higher-better (1 - x for CPRw, POVR, DDIV, PCR), averaged "
+    "within its stage, then the four stage scores averaged; undefined when a stage has no defined metric. "
+    "Read it beside the stage tables, never alone."
+)
+
+
+def judge_label(judge: dict[str, Any]) -> str:
+    """The FQR judge as the tables name it, flagged when it is an offline heuristic rather than a model."""
+    if not judge["models"]:
+        return "none"
+    return ", ".join(judge["models"]) + (f" ({OFFLINE_JUDGE})" if judge["offline"] else "")
+
+
+def judges(metrics: dict[str, Any]) -> str:
+    """Every model's FQR judge and rubric, once each."""
+    labels = dict.fromkeys(judge_label(entry["judge"]) for entry in metrics["models"].values())
+    rubrics = dict.fromkeys(
+        v for entry in metrics["models"].values() for v in entry["judge"]["rubric_versions"]
+    )
+    return "; ".join(labels) + (f", rubric {', '.join(rubrics)}" if rubrics else "")
 
 
 def history_table(metrics: dict[str, Any]) -> Table:
@@ -113,59 +143,176 @@ def diagnosis_table(metrics: dict[str, Any]) -> Table:
     )
 
 
-def composite_table(metrics: dict[str, Any]) -> Table:
+def treatment_table(metrics: dict[str, Any]) -> Table:
     rows = [
         [
             model,
-            format_percent(entry["composite"]["history"]),
-            format_percent(entry["composite"]["diagnosis"]),
-            format_percent(entry["composite"]["score"]),
+            str(entry["n_episodes"]),
+            *(format_share_ci(entry[name]) for name in TREATMENT_COLUMNS),
+            format_percent(entry["secondary"]["plan_completeness"]),
+            format_percent(entry["secondary"]["regimen_coverage"]),
+            format_percent(entry["secondary"]["dose_error_rate"]),
+            str(entry["n_plan_unparseable"]),
+            format_percent(entry["composite"]["treatment"]),
         ]
         for model, entry in metrics["models"].items()
     ]
-    columns = ["Model", "history", "diagnosis", "composite (partial)"]
+    columns = ["Model", "n", *TREATMENT_COLUMNS.values(), "complete %", "regimen cov. %", "dose errors %"]
+    columns += ["unparseable", "stage score"]
     return Table(
-        key="composite",
-        title="Composite score (partial)",
+        key="treatment",
+        title="Treatment plan",
         columns=columns,
         rows=rows,
         caption=(
-            f"The stage scores of the two tables above and their mean (%); {PARTIAL}. Read it beside the "
-            "stage tables, never alone."
+            "The first plan under the safety critic: means over completed episodes (%, 95% bootstrap CI "
+            "resampling cases); ↓: lower is better. PSC: plans with no hard violation (a plan with no known "
+            "drug when a core regimen expects one scores 0); DDIV: drug pairs (plan and current medications) "
+            "forming a severe interaction; PCR: planned drugs conflicting with the profile. complete %: plan "
+            "items with every field; regimen cov. %: core diagnoses whose expected drug classes the plan "
+            "meets; dose errors %: planned drugs above the maximum, below half the usual dose or by the "
+            "wrong route; unparseable: plans that did not parse, scored as empty. stage score: PSC, 1 - DDIV "
+            "and 1 - PCR averaged."
         ),
         right_aligned=tuple(columns[1:]),
     )
 
 
-def terminal_table(metrics: dict[str, Any]) -> Table:
-    """The stage scores turned sideways, one column per model, so an 80-column terminal shows them; the
-    partial composite sits under the stages it averages."""
-    models = metrics["models"]
-    measures: dict[str, Any] = {"episodes": lambda e: str(e["n_episodes"])}
-    measures |= {label: (lambda e, n=name: format_share_ci(e[n])) for name, label in HISTORY_COLUMNS.items()}
-    measures["questions"] = lambda e: format_number(e["secondary"]["questions"])
-    measures |= {
-        label: (lambda e, n=name: format_share_ci(e[n])) for name, label in DIAGNOSIS_COLUMNS.items()
-    }
-    measures["top-1 %"] = lambda e: format_percent(e["secondary"]["top1_accuracy"])
-    measures |= {
-        "history stage": lambda e: format_percent(e["composite"]["history"]),
-        "diagnosis stage": lambda e: format_percent(e["composite"]["diagnosis"]),
-        "composite (partial)": lambda e: format_percent(e["composite"]["score"]),
-    }
-    rows = [[label, *(show(entry) for entry in models.values())] for label, show in measures.items()]
+def follow_up_table(metrics: dict[str, Any]) -> Table:
+    rows = [
+        [
+            model,
+            str(entry["n_episodes"]),
+            *(format_share_ci(entry[name]) for name in FOLLOW_UP_COLUMNS),
+            format_percent(entry["secondary"]["needless_churn"]),
+            str(entry["fqr_judged"]),
+            str(entry["fqr_unparseable"]),
+            judge_label(entry["judge"]),
+            format_percent(entry["composite"]["follow_up"]),
+        ]
+        for model, entry in metrics["models"].items()
+    ]
+    columns = ["Model", "n", *FOLLOW_UP_COLUMNS.values(), "needless churn %", "graded", "ungraded", "judge"]
+    columns.append("stage score")
     return Table(
-        key="results-terminal",
-        title="Consultation: history taking and diagnosis, % [95% CI] over completed episodes",
-        columns=["", *(name.removeprefix("threadmed/consult-") for name in models)],
+        key="follow-up",
+        title="Follow-up",
+        columns=columns,
         rows=rows,
-        caption="↓: lower is better.",
-        right_aligned=tuple(name.removeprefix("threadmed/consult-") for name in models),
+        caption=(
+            "Means over completed episodes (%, 95% bootstrap CI resampling cases). FQR: weight of the "
+            "answers the judge graded correct over the weight graded (core concerns count double); DCSR: "
+            "cases with a constraint whose final plan satisfies every new constraint, passes the critic and "
+            "meets the core regimens. needless churn %: follow-ups needing no change where the drugs changed "
+            "anyway; graded: follow-ups the judge graded; ungraded: grades that did not parse after the "
+            f"re-ask, left out of FQR. FQR judge: {judges(metrics)}. stage score: FQR and DCSR averaged."
+        ),
+        right_aligned=(*columns[1:-2], "stage score"),
     )
 
 
+def _ranked(metrics: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Models best composite first; an undefined composite last, report order breaking ties."""
+    scores = {model: entry["composite"]["score"] for model, entry in metrics["models"].items()}
+    return sorted(
+        metrics["models"].items(), key=lambda item: (scores[item[0]] is None, -(scores[item[0]] or 0))
+    )
+
+
+def composite_table(metrics: dict[str, Any]) -> Table:
+    """The leaderboard: every model's stage scores and composite, best composite first."""
+    rows = [
+        [
+            str(rank),
+            model,
+            *(format_percent(entry["composite"][stage]) for stage in STAGE_LABELS),
+            format_percent(entry["composite"]["score"]),
+        ]
+        for rank, (model, entry) in enumerate(_ranked(metrics), start=1)
+    ]
+    columns = ["#", "Model", *STAGE_LABELS.values(), "composite"]
+    return Table(
+        key="composite",
+        title="Leaderboard: stage scores and composite",
+        columns=columns,
+        rows=rows,
+        caption=f"The stage scores of the four tables above and their mean (%). {COMPOSITE_NOTE}",
+        right_aligned=("#", *columns[2:]),
+    )
+
+
+def _short(model: str) -> str:
+    return model.removeprefix("threadmed/consult-")
+
+
+def _sideways(key: str, title: str, metrics: dict[str, Any], measures: dict[str, Any], caption: str) -> Table:
+    models = metrics["models"]
+    rows = [[label, *(show(entry) for entry in models.values())] for label, show in measures.items()]
+    names = [_short(name) for name in models]
+    return Table(
+        key=key, title=title, columns=["", *names], rows=rows, caption=caption, right_aligned=tuple(names)
+    )
+
+
+def _shares(columns: dict[str, str]) -> dict[str, Any]:
+    return {label: (lambda e, n=name: format_share_ci(e[n])) for name, label in columns.items()}
+
+
+def terminal_tables(metrics: dict[str, Any]) -> list[Table]:
+    """The stage tables turned sideways, one column per model, so an 80-column terminal shows them, and
+    the composite beside them."""
+    episodes = {"episodes": lambda e: str(e["n_episodes"])}
+    history = {
+        **episodes,
+        **_shares(HISTORY_COLUMNS),
+        "questions": lambda e: format_number(e["secondary"]["questions"]),
+        "stage score": lambda e: format_percent(e["composite"]["history"]),
+    }
+    diagnosis = {
+        **_shares(DIAGNOSIS_COLUMNS),
+        "top-1 %": lambda e: format_percent(e["secondary"]["top1_accuracy"]),
+        "stage score": lambda e: format_percent(e["composite"]["diagnosis"]),
+    }
+    treatment = {
+        **_shares(TREATMENT_COLUMNS),
+        "dose errors %": lambda e: format_percent(e["secondary"]["dose_error_rate"]),
+        "plans unparsed": lambda e: str(e["n_plan_unparseable"]),
+        "stage score": lambda e: format_percent(e["composite"]["treatment"]),
+    }
+    follow_up = {
+        **_shares(FOLLOW_UP_COLUMNS),
+        "needless churn %": lambda e: format_percent(e["secondary"]["needless_churn"]),
+        "graded / ungraded": lambda e: f"{e['fqr_judged']} / {e['fqr_unparseable']}",
+        "stage score": lambda e: format_percent(e["composite"]["follow_up"]),
+    }
+    composite = {
+        **{
+            label: (lambda e, s=stage: format_percent(e["composite"][s]))
+            for stage, label in STAGE_LABELS.items()
+        },
+        "composite": lambda e: format_percent(e["composite"]["score"]),
+    }
+    return [
+        _sideways("history-terminal", "History taking, % [95% CI]", metrics, history, "↓: lower is better."),
+        _sideways("diagnosis-terminal", "Diagnosis, % [95% CI]", metrics, diagnosis, ""),
+        _sideways(
+            "treatment-terminal", "Treatment plan, % [95% CI]", metrics, treatment, "↓: lower is better."
+        ),
+        _sideways(
+            "follow-up-terminal", "Follow-up, % [95% CI]", metrics, follow_up, f"FQR judge: {judges(metrics)}"
+        ),
+        _sideways(
+            "composite-terminal",
+            "Composite, %",  # short: the table is narrow with two models and a title does not widen it
+            metrics,
+            composite,
+            "Beside the stage tables, never alone.",
+        ),
+    ]
+
+
 def department_table(metrics: dict[str, Any]) -> Table:
-    names = {**HISTORY_COLUMNS, **DIAGNOSIS_COLUMNS}
+    names = {**PRIMARY_COLUMNS, "composite": "composite"}
     rows = [
         [department, model, str(entry["n"]), *(format_percent(entry[name]) for name in names)]
         for model, model_entry in metrics["models"].items()
@@ -178,7 +325,10 @@ def department_table(metrics: dict[str, Any]) -> Table:
         title="By department",
         columns=columns,
         rows=rows,
-        caption="Means over each department's completed episodes (%), without intervals (few cases each).",
+        caption=(
+            "Means over each department's completed episodes (%), without intervals (few cases each); "
+            "composite: of the department's means, as in the leaderboard."
+        ),
         right_aligned=tuple(columns[2:]),
     )
 
@@ -210,6 +360,8 @@ def build_tables(metrics: dict[str, Any]) -> list[Table]:
     return [
         history_table(metrics),
         diagnosis_table(metrics),
+        treatment_table(metrics),
+        follow_up_table(metrics),
         composite_table(metrics),
         department_table(metrics),
         usage_table(metrics),
@@ -247,9 +399,35 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
                 f"The merged runs differ in {field} ({', '.join(sorted(values))}): models from different "
                 "runs are not directly comparable."
             )
+    unparsed_plans = {
+        m: e["n_plan_unparseable"] for m, e in metrics["models"].items() if e["n_plan_unparseable"]
+    }
+    if unparsed_plans:
+        counts = ", ".join(f"{model} {n}" for model, n in unparsed_plans.items())
+        notes.append(
+            f"{sum(unparsed_plans.values())} treatment plan(s) did not parse after the re-ask and are scored "
+            f"as empty ({counts})."
+        )
+    ungraded = {m: e["fqr_unparseable"] for m, e in metrics["models"].items() if e["fqr_unparseable"]}
+    if ungraded:
+        counts = ", ".join(f"{model} {n}" for model, n in ungraded.items())
+        notes.append(
+            f"{sum(ungraded.values())} follow-up grade(s) did not parse after the re-ask and are left out of "
+            f"FQR, not scored 0 ({counts})."
+        )
+    offline = {
+        m
+        for entry in metrics["models"].values()
+        if entry["judge"]["offline"]
+        for m in entry["judge"]["models"]
+    }
+    if offline:
+        notes.append(
+            f"FQR is graded by {', '.join(sorted(offline))}, an {OFFLINE_JUDGE} standing in for a judge "
+            "model (for demos and tests): its grades are not a clinical assessment."
+        )
     if metrics["reference"] is None:
         notes.append("No mined empirical reference was found: the history table has no reference row.")
-    notes.append(f"The composite score is {PARTIAL}.")
     return notes
 
 

@@ -88,7 +88,8 @@ def test_evaluate_dry_run_run_and_report_with_the_reference_agents(tmp_path):
 
     run = threadmed("consult", "evaluate", "--cases", "cases", "--out", "run", *agents, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "Consultation: history taking and diagnosis" in run.stdout and "Traceback" not in run.stderr
+    assert "Treatment plan, % [95% CI]" in run.stdout and "Composite, %" in run.stdout
+    assert "Traceback" not in run.stderr
     assert {p.name for p in (tmp_path / "run").iterdir()} >= {"messages.parquet", "scores.parquet", "report"}
     metrics = json.loads((tmp_path / "run" / "report" / "metrics.json").read_text())
     assert set(metrics["models"]) == {"threadmed/consult-silent", "threadmed/consult-markov"}

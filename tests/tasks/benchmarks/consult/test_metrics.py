@@ -7,17 +7,13 @@ import pytest
 from tasks.benchmarks.consult.case import CaseAiu, ConsultCase, GoldDiagnosis, PatientProfile
 from tasks.benchmarks.consult.episode import DiagnosisItem, Episode, HistoryTurn
 from tasks.benchmarks.consult.inquiry.policy import END, InquiryPolicy, PartialOrder
-from tasks.benchmarks.consult.inquiry.templates import load_catalogue
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.models import AiuType, Condition, Evidence, Regimen
 from tasks.benchmarks.consult.metrics import (
-    READY_MARKER,
     DiagnosisScores,
     HistoryScores,
-    agent_reply,
     is_ready,
     parse_differential,
-    reported_aius,
     score_diagnosis,
     score_history,
 )
@@ -383,51 +379,3 @@ def test_empty_list_is_an_empty_differential():
 )
 def test_is_ready(text, ready):
     assert is_ready(text) is ready
-
-
-CATALOGUE = load_catalogue()
-
-
-def test_silent_agent_is_ready_at_once():
-    messages = [
-        {"role": "system", "content": "You are a doctor."},
-        {"role": "user", "content": "I feel ill."},
-    ]
-    assert agent_reply("silent", messages, KB, POLICY, CATALOGUE) == READY_MARKER
-
-
-def test_markov_agent_follows_the_greedy_sequence_without_repeats():
-    # Greedy from START: chief_complaint (most counts), then after it (no counts) the first other template
-    # in policy order: respiratory. With max_questions 2 it is then ready.
-    messages = [{"role": "user", "content": "I feel ill."}]
-    replies = []
-    for _ in range(3):
-        replies.append(agent_reply("markov", messages, KB, POLICY, CATALOGUE, max_questions=2))
-        messages += [{"role": "assistant", "content": replies[-1]}, {"role": "user", "content": "Hmm."}]
-    assert replies == ["What brings you in today?", "Do you have a cough?", READY_MARKER]
-
-
-def test_exhaustive_agent_asks_in_catalogue_order():
-    messages = [
-        {"role": "user", "content": "I feel ill."},
-        {"role": "assistant", "content": "What brings you in today?"},
-        {"role": "user", "content": "A cough."},
-    ]
-    assert agent_reply("exhaustive", messages, KB, POLICY, CATALOGUE) == "When did it start?"
-
-
-def test_reference_differential_from_the_conversation():
-    messages = [
-        {"role": "user", "content": "I've had a cough for a week, and I've had a fever for 3 days."},
-        {"role": "assistant", "content": "Any wheezing?"},
-        {"role": "user", "content": "No, nothing like that."},
-        {"role": "user", "content": "Now give your ranked differential as JSON."},
-    ]
-    assert reported_aius(messages, KB) == {"cough", "fever"}
-    # Scores: pneumonia cough + fever = 2; bronchitis cough = 1; asthma cough - fever = 0; eczema 0
-    # (KB order breaks the tie).
-    assert json.loads(agent_reply("markov", messages, KB, POLICY, CATALOGUE)) == [
-        {"diagnosis": "Pneumonia", "icd11": "CA40", "core": True, "rationale": "reported: cough, fever"},
-        {"diagnosis": "Acute bronchitis", "icd11": "CA42", "core": False, "rationale": "reported: cough"},
-        {"diagnosis": "Asthma", "icd11": "CA23", "core": False, "rationale": "reported: cough"},
-    ]

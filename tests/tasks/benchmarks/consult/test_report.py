@@ -12,13 +12,8 @@ import pytest
 from prefect import flow
 from prefect.artifacts import Artifact
 
-from tasks.benchmarks.consult.contracts import (
-    DIAGNOSIS_METRICS,
-    HISTORY_METRICS,
-    MESSAGES,
-    SCORES,
-    SECONDARY_METRICS,
-)
+from tasks.benchmarks.consult.composite import composite
+from tasks.benchmarks.consult.contracts import MESSAGES, PRIMARY_METRICS, SCORES, SECONDARY_METRICS
 from tasks.benchmarks.consult.report import (
     INQUIRY_DATA,
     ReportSettings,
@@ -36,7 +31,45 @@ from tasks.report.stats import bootstrap_mean, seeded_rng
 SETTINGS = ReportSettings(n_resamples=200, seed=3)
 AGENT_CALL = {"prompt_tokens": 100, "completion_tokens": 10, "cost_usd": 0.125}
 DEPARTMENTS = {"c1": "respiratory", "c2": "respiratory", "c3": "ent"}
-PRIMARY = (*HISTORY_METRICS, *DIAGNOSIS_METRICS)
+PRIMARY = PRIMARY_METRICS
+SECONDARY = SECONDARY_METRICS[1:]  # questions comes from the turns
+JUDGE = {"judge_model": "threadmed/consult-judge", "rubric_version": "judge_fqr_v1"}
+# alpha c1's first plan, the critic's finding on it, and its one follow-up (a constraint it revised for).
+PLAN = [
+    {
+        "drug": "Amoxil",
+        "generic": "amoxicillin",
+        "dose": 500.0,
+        "unit": "mg",
+        "frequency_per_day": 3.0,
+        "days": 5.0,
+        "route": "oral",
+    }
+]
+VIOLATION = {
+    "kind": "allergy",
+    "severity": "hard",
+    "drug": "amoxicillin",
+    "other": None,
+    "entry": "drug amoxicillin: allergy_class penicillins",
+    "source": "BNF",
+    "detail": "the patient is allergic to penicillins",
+}
+FOLLOW_UP = {
+    "index": 0,
+    "kind": "constraint",
+    "text": "I can't swallow tablets",
+    "constraint": "no_tablets",
+    "core": True,
+    "answer": "Take the liquid instead.",
+    "revision_parse": "ok",
+    "revised_plan": [{**PLAN[0], "unit": "ml", "dose": 10.0}],
+    "plan_drugs": ["amoxicillin"],
+    "violations_after": [],
+    "correct": True,
+    "judge_status": "ok",
+    "judge_reason": "switches to a liquid",
+}
 GOLD = {
     "c1": [
         {"condition_id": "bronchitis", "title": "Acute bronchitis", "core": True, "severity": 2},
@@ -61,53 +94,59 @@ def differential(*items: tuple[str, bool, str | None]) -> list[dict[str, Any]]:
     ]
 
 
-# Per episode: the metric values in the order of HISTORY_METRICS + DIAGNOSIS_METRICS, the secondary
-# metrics in SECONDARY_METRICS order, the MNI target, the AIUs revealed per turn (turn 0: the opening; an
-# empty list is a deflected question), the differential and its parse status. None: failed.
+# Per episode: the primary metrics in PRIMARY_METRICS order (history, diagnosis, then PSC, DDIV, PCR, FQR,
+# DCSR), the secondary metrics in SECONDARY order, the MNI target, the AIUs revealed per turn (turn 0: the
+# opening; an empty list is a deflected question), the differential and its parse status, then the plan's
+# parse status and the follow-ups graded and ungraded. None: failed.
 EPISODES: dict[str, dict[str, Any]] = {
     "alpha": {
         "c1": (
-            (0.8, 0.2, 0.6, 0.5, None, 1.0, 1.0, 0.9),
-            (0.5, 1.0, 1.0, 2.0, 0.5),
+            (0.8, 0.2, 0.6, 0.5, None, 1.0, 1.0, 0.9, 1.0, 0.0, 0.0, 1.0, 1.0),
+            (0.5, 1.0, 1.0, 2.0, 0.5, 1.0, 1.0, 0.0, 0.0),
             ["a1", "a2"],
             [[], ["a1", "x1"], []],
             differential(("Acute bronchitis", True, "bronchitis"), ("Flu-ish", False, None)),
             "ok",
+            ("ok", 2, 0),
         ),
         "c2": (
-            (0.4, 0.6, 0.2, 0.25, 0.5, 0.0, 0.0, 0.3),
-            (0.0, None, 0.0, 1.0, 0.0),
+            (0.4, 0.6, 0.2, 0.25, 0.5, 0.0, 0.0, 0.3, 0.0, None, 0.5, 0.5, None),
+            (0.0, None, 0.0, 1.0, 0.0, 0.5, 0.0, 0.5, None),
             ["b1"],
             [[], ["b1"]],
             differential(("Sinusitis", True, "sinusitis")),
             "ok",
+            ("ok", 2, 1),
         ),
         "c3": None,
     },
     "beta": {
         "c1": (
-            (1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.5, 1.0),
-            (0.0, 1.0, 1.0, 2.0, 0.0),
+            (1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.5, 1.0, 1.0, 0.5, 0.0, None, 0.0),
+            (0.0, 1.0, 1.0, 2.0, 0.0, 1.0, 1.0, 0.0, 1.0),
             ["a1", "a2"],
             [[], ["a2"], [], ["a1"]],
             differential(("Acute bronchitis", True, "bronchitis"), ("Pneumonia", False, "pneumonia")),
             "ok",
+            ("ok", 0, 1),
         ),
         "c2": (
-            (0.5, 0.5, 0.5, 0.5, None, 0.0, 0.0, 0.0),
-            (1.0, None, 0.0, 0.0, None),
+            (0.5, 0.5, 0.5, 0.5, None, 0.0, 0.0, 0.0, 0.0, None, None, 0.0, None),
+            (1.0, None, 0.0, 0.0, None, None, 0.0, None, None),
             ["b1"],
             [["b1"], []],
             [],
             "unparseable",
+            ("unparseable", 1, 0),
         ),
         "c3": (
-            (0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0),
-            (0.5, 0.0, 1.0, 1.0, 0.0),
+            (0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0),
+            (0.5, 0.0, 1.0, 1.0, 0.0, 0.5, 1.0, 0.0, 0.0),
             [],
             [[], ["o1"], []],
             differential(("Otitis media", True, "otitis")),
             "ok",
+            ("ok", 1, 0),
         ),
     },
 }
@@ -159,16 +198,26 @@ def score_row(key: dict[str, Any], case_id: str, episode: tuple[Any, ...] | None
     base = {**key, "department": DEPARTMENTS[case_id], "difficulty": "easy", "gold": GOLD[case_id]}
     if episode is None:
         return {**base, "status": "failed", "error": "rate limited", "error_class": "RateLimitError"}
-    primary, secondary, mni_target, revealed, items, parse = episode
+    primary, secondary, mni_target, revealed, items, parse, (plan_parse, judged, ungraded) = episode
+    first = case_id == "c1" and key["model"] == "alpha"
     return {
         **base,
+        **JUDGE,
         "status": "completed",
         "questions": len(revealed) - 1,
         "diagnosis_parse": parse,
         "differential": items,
         "mni_target": mni_target,
+        "plan_parse": plan_parse,
+        "plan": PLAN if first else [],
+        "plan_advice": "Rest and fluids." if first else "",
+        "violations": [VIOLATION] if first else [],
+        "follow_ups": [FOLLOW_UP] if first else [],
+        "fqr_judged": judged,
+        "fqr_unparseable": ungraded,
         **dict(zip(PRIMARY, primary, strict=True)),
-        **dict(zip(SECONDARY_METRICS, secondary, strict=True)),
+        **dict(zip(SECONDARY, secondary, strict=True)),
+        "composite": composite(dict(zip(PRIMARY, primary, strict=True))).score,
     }
 
 
@@ -249,6 +298,14 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "n_episodes": 2,
         "n_failed": 1,
         "n_unparseable": 0,
+        "n_plan_unparseable": 0,
+        "fqr_judged": 4,  # c1 2, c2 2
+        "fqr_unparseable": 1,
+        "judge": {
+            "models": ["threadmed/consult-judge"],
+            "rubric_versions": ["judge_fqr_v1"],
+            "offline": True,
+        },
         **expected_primary("alpha"),
         "secondary": {
             "questions": 1.5,
@@ -257,15 +314,20 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
             "top1_accuracy": 0.5,
             "differential_length": 1.5,
             "unmatched_rate": 0.25,
+            "plan_completeness": 0.75,
+            "regimen_coverage": 0.5,
+            "dose_error_rate": 0.25,
+            "needless_churn": 0.0,  # undefined for c2
         },
         # history: MNI-Comp .6, 1 - CPRw .6, IGE .4, Hit@1 .375, 1 - POVR .5 (c2 only) -> 2.475 / 5
         # diagnosis: recall .5, F1 .5, SWDS .6 -> 1.6 / 3
+        # treatment: PSC .5, 1 - DDIV 1 (c1 only), 1 - PCR .75 -> .75; follow-up: FQR .75, DCSR 1 -> .875
         "composite": {
             "history": 0.495,
             "diagnosis": 1.6 / 3,
-            "score": (0.495 + 1.6 / 3) / 2,
-            "stages": ["history", "diagnosis"],
-            "of_stages": ["history", "diagnosis", "treatment", "follow_up"],
+            "treatment": 0.75,
+            "follow_up": 0.875,
+            "score": (0.495 + 1.6 / 3 + 0.75 + 0.875) / 4,
         },
         "departments": {
             "respiratory": {
@@ -278,6 +340,12 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
                 "core_dx_recall": 0.5,
                 "core_dx_f1": 0.5,
                 "swds": 0.6,
+                "psc": 0.5,
+                "ddiv": 0.0,
+                "pcr": 0.25,
+                "fqr": 0.75,
+                "dcsr": 1.0,
+                "composite": (0.495 + 1.6 / 3 + 0.75 + 0.875) / 4,  # alpha's cases are all respiratory
             },
         },
         # c1: 2 questions + differential, c2: 1 + differential, c3: one failed call (no tokens)
@@ -287,6 +355,14 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "n_episodes": 3,
         "n_failed": 0,
         "n_unparseable": 1,
+        "n_plan_unparseable": 1,
+        "fqr_judged": 2,  # c1 0, c2 1, c3 1
+        "fqr_unparseable": 1,
+        "judge": {
+            "models": ["threadmed/consult-judge"],
+            "rubric_versions": ["judge_fqr_v1"],
+            "offline": True,
+        },
         **expected_primary("beta"),
         "secondary": {
             "questions": 2.0,
@@ -295,20 +371,27 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
             "top1_accuracy": 2 / 3,
             "differential_length": 1.0,
             "unmatched_rate": 0.0,  # undefined for the unparseable c2
+            "plan_completeness": 0.75,  # undefined for the unparseable plan of c2
+            "regimen_coverage": 2 / 3,
+            "dose_error_rate": 0.0,
+            "needless_churn": 0.5,
         },
         # history: MNI-Comp .5, 1 - CPRw .5, IGE .5, Hit@1 .5, 1 - POVR .5 -> .5
         # diagnosis: recall 2/3, F1 .5, SWDS 2/3 -> 11/18
+        # treatment: PSC 2/3, 1 - DDIV .75 (c1, c3), 1 - PCR 1 (c1, c3); follow-up: FQR .5 (c2, c3), DCSR .5
         "composite": {
             "history": 0.5,
             "diagnosis": 11 / 18,
-            "score": (0.5 + 11 / 18) / 2,
-            "stages": ["history", "diagnosis"],
-            "of_stages": ["history", "diagnosis", "treatment", "follow_up"],
+            "treatment": (2 / 3 + 0.75 + 1) / 3,
+            "follow_up": 0.5,
+            "score": (0.5 + 11 / 18 + (2 / 3 + 0.75 + 1) / 3 + 0.5) / 4,
         },
         "departments": {
             "ent": {
                 "n": 1,
                 **dict(zip(PRIMARY, EPISODES["beta"]["c3"][0], strict=True)),
+                # history 0, diagnosis 1, treatment 1, follow-up 1
+                "composite": 0.75,
             },
             "respiratory": {
                 "n": 2,
@@ -320,6 +403,13 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
                 "core_dx_recall": 0.5,
                 "core_dx_f1": 0.25,
                 "swds": 0.5,
+                "psc": 0.5,
+                "ddiv": 0.5,
+                "pcr": 0.0,
+                "fqr": 0.0,
+                "dcsr": 0.0,
+                # history .8, diagnosis 1.25 / 3, treatment (.5 + .5 + 1) / 3, follow-up 0
+                "composite": (0.8 + 1.25 / 3 + 2 / 3 + 0) / 4,
             },
         },
         "usage": {"calls": 9, "prompt_tokens": 900, "completion_tokens": 90, "cost_usd": 1.125},
@@ -393,7 +483,7 @@ def test_report_folder_markdown_figures_and_stats(runs) -> None:
         build_report.fn(run_dirs=run_dirs, out_dir=default_report_dir(run_dirs), settings=SETTINGS)
     )
     assert report_dir == runs[0] / "report-merged"
-    for name in ("fig_mni_coverage", "fig_questions"):
+    for name in ("fig_mni_coverage", "fig_questions", "fig_stages"):
         assert (report_dir / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     metrics = json.loads(
         (report_dir / "metrics.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON")
@@ -430,16 +520,68 @@ def test_report_folder_markdown_figures_and_stats(runs) -> None:
         in markdown
     )
     assert "| 1.0 | 0.0 | 1 | 61.1 |" in markdown  # beta's diagnosis: length, unmatched, unparseable, stage
-    assert "| alpha | 49.5 | 53.3 | 51.4 |" in markdown
-    assert "| ent | beta | 1 | 0.0 | 100.0 | 0.0 | 0.0 | 100.0 | 100.0 | 100.0 | 100.0 |" in markdown
+    # treatment: complete %, regimen cov. %, dose errors %, unparseable, stage score
+    assert "| 75.0 | 66.7 | 0.0 | 1 | 80.6 |" in markdown
+    assert (
+        "| alpha | 2 | 75.0 [50.0, 100.0] | 100.0 [100.0, 100.0] | 0.0 | 4 | 1 | "
+        "threadmed/consult-judge (offline heuristic) | 87.5 |" in markdown
+    )
+    # the leaderboard, best first: alpha (49.5 + 53.3 + 75 + 87.5) / 4, beta (50 + 61.1 + 80.6 + 50) / 4
+    assert (
+        "| 1 | alpha | 49.5 | 53.3 | 75.0 | 87.5 | 66.3 |\n| 2 | beta | 50.0 | 61.1 | 80.6 | 50.0 | 60.4 |"
+        in markdown
+    )
+    assert (
+        "| ent | beta | 1 | 0.0 | 100.0 | 0.0 | 0.0 | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 | 0.0 | 0.0 "
+        "| 100.0 | 100.0 | 75.0 |" in markdown
+    )
     assert (
         "- 1 episode(s) failed (provider errors) and are excluded from every metric: alpha / c3 / epoch 0. "
         "Re-running the run finishes them." in markdown
     )
     assert "- 1 differential(s) did not parse after the re-ask and are scored as empty (beta 1)." in markdown
-    assert "- The composite score is partial: history and diagnosis only, 2 of the 4 stages" in markdown
-    assert markdown.index("### History taking") < markdown.index("### Composite score (partial)")
-    assert "![MNI coverage against turns" in markdown
+    assert (
+        "- 1 treatment plan(s) did not parse after the re-ask and are scored as empty (beta 1)." in markdown
+    )
+    assert (
+        "- 2 follow-up grade(s) did not parse after the re-ask and are left out of FQR, not scored 0 "
+        "(alpha 1, beta 1)." in markdown
+    )
+    assert "- FQR is graded by threadmed/consult-judge, an offline heuristic standing in" in markdown
+    assert "2 of the 4 stages" not in markdown and "(partial)" not in markdown
+    stages = ["### History taking", "### Diagnosis", "### Treatment plan", "### Follow-up", "### Leaderboard"]
+    assert sorted(stages, key=markdown.index) == stages
+    assert "![MNI coverage against turns" in markdown and "![The primary metrics of each stage" in markdown
+    primary = pq.read_table(report_dir / "stats_primary.parquet").to_pylist()
+    assert [row for row in primary if row["model"] == "alpha" and row["stage"] == "follow_up"] == [
+        {
+            "model": "alpha",
+            "stage": "follow_up",
+            "metric": "fqr",
+            "n": 2,
+            "mean": 0.75,
+            "low": 0.5,
+            "high": 1.0,
+        },
+        {
+            "model": "alpha",
+            "stage": "follow_up",
+            "metric": "dcsr",
+            "n": 1,
+            "mean": 1.0,
+            "low": 1.0,
+            "high": 1.0,
+        },
+        {
+            "model": "alpha",
+            "stage": "follow_up",
+            "metric": "stage",
+            "n": 2,
+            "mean": 0.875,
+            "low": None,
+            "high": None,
+        },
+    ]
 
 
 def page_data(page: str) -> dict[str, Any]:
@@ -470,14 +612,23 @@ def test_page_holds_the_browser_with_questions_and_the_differential_against_gold
         "difficulty": "easy",
         "questions": 2,
         "diagnosis_parse": "ok",
+        "plan_parse": "ok",
         "mni_target": ["a1", "a2"],
-        "metrics": dict(zip(PRIMARY, EPISODES["alpha"]["c1"][0], strict=True)),
+        # composite: history (.8 + .8 + .6 + .5) / 4, diagnosis .9667, treatment 1, follow-up 1
+        "metrics": {
+            **dict(zip(PRIMARY, EPISODES["alpha"]["c1"][0], strict=True)),
+            "composite": pytest.approx((0.675 + 2.9 / 3 + 1 + 1) / 4),
+        },
         "error": None,
         "differential": [
             {**item, "kind": kind}
             for item, kind in zip(EPISODES["alpha"]["c1"][4], ("hit", "unmatched"), strict=True)
         ],
         "gold": [{**GOLD["c1"][0], "listed": True}, {**GOLD["c1"][1], "listed": False}],
+        "plan": PLAN,
+        "plan_advice": "Rest and fluids.",
+        "violations": [VIOLATION],
+        "follow_ups": [FOLLOW_UP],
     }
     assert messages == [
         [0, "patient", "history", "simulated", "Hi, I feel unwell", None, [], False],
@@ -501,7 +652,8 @@ def test_page_holds_the_browser_with_questions_and_the_differential_against_gold
 def test_published_tables_are_rebuilt_from_the_stored_metrics(metrics: dict[str, Any]) -> None:
     stored = json.loads(json.dumps(metrics))
     tables = build_tables(stored)
-    assert [table.key for table in tables] == ["history", "diagnosis", "composite", "departments", "usage"]
+    keys = ["history", "diagnosis", "treatment", "follow-up", "composite", "departments", "usage"]
+    assert [table.key for table in tables] == keys
     assert tables == build_tables(metrics)
 
 
@@ -511,7 +663,7 @@ def test_artifacts_are_published_from_the_stored_report(tmp_path: Path, runs) ->
         run_dirs=[str(r) for r in runs], out_dir=str(tmp_path / "out"), settings=SETTINGS
     )
     keys = flow(publish_report_artifacts.fn)(report_dir=report_dir)
-    names = ["history", "diagnosis", "composite", "departments", "usage", "summary"]
+    names = ["history", "diagnosis", "treatment", "follow-up", "composite", "departments", "usage", "summary"]
     assert keys == [f"consult-report-r1-r2-{name}" for name in names]
     summary = Artifact.get(key="consult-report-r1-r2-summary")
     assert summary is not None and summary.data == (Path(report_dir) / "report.md").read_text()

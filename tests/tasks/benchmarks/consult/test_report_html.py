@@ -1,6 +1,6 @@
 """The consultation report page in a real headless Chromium (loopback DevTools only): the episode browser
-shows each question's template and revealed AIUs (MNI ones highlighted, deflections marked), then the
-differential against gold."""
+shows each question's template and revealed AIUs (MNI ones highlighted, deflections marked), the
+differential against gold, the plan with each violation and its KB entry, and the follow-ups."""
 
 import json
 from collections.abc import Iterator
@@ -66,3 +66,28 @@ def test_a_failed_episode_says_so(page: Page) -> None:
     assert page.evaluate("document.getElementById('episode').dataset.status") == "failed"
     assert "rate limited" in page.evaluate("document.getElementById('episode').innerText")
     assert page.evaluate("document.querySelectorAll('#episode .message.failed').length") == 1
+
+
+def test_an_episode_shows_its_plan_each_violation_with_its_kb_entry_and_the_follow_ups(page: Page) -> None:
+    _pick(page, "pick-model", "0")
+    _pick(page, "pick-case", "0")
+    assert _texts(page, "#episode .plan-block > strong") == ["Plan: ", "Revised plan: "]
+    assert _texts(page, "#episode .plan td")[:7] == ["Amoxil", "amoxicillin", "500", "mg", "3", "5", "oral"]
+    assert _texts(page, "#episode .violation") == [
+        "hard · allergy · amoxicillin: the patient is allergic to penicillins "
+        "[drug amoxicillin: allergy_class penicillins] BNF"
+    ]
+    assert _texts(page, "#episode .follow-up h4") == ["follow-up 1 · constraint · no_tablets · core"]
+    assert _texts(page, "#episode .follow-up .answer") == ["Agent: Take the liquid instead."]
+    assert _texts(page, "#episode .follow-up .verdict-correct") == ["correct"]
+    assert "Drugs in force: amoxicillin" in page.evaluate(
+        "document.querySelector('#episode .follow-up').innerText"
+    )
+
+
+def test_an_episode_without_a_plan_says_so(page: Page) -> None:
+    _pick(page, "pick-model", "1")
+    _pick(page, "pick-case", "1")
+    assert _texts(page, "#episode .plan-block") == ["Plan: no drug"]
+    assert _texts(page, "#episode .violations") == ["Critic: no violation."]
+    assert "plan unparseable" in page.evaluate("document.querySelector('#episode .meta').textContent")

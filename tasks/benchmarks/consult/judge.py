@@ -1,0 +1,137 @@
+"""The FQR judge: is the agent's answer to each scripted follow-up intent-matched and correct?
+
+Judging is part of the score step (generation and judging kept apart): one judge call per answered
+follow-up, through the call layer and the run's ledger, keyed by case, epoch and follow-up index, so a
+re-run replays every verdict already given. The judge sees the case's core diagnoses and their regimen
+advice, the plan in force when the patient spoke (the first plan, or the last revision before), the
+follow-up and the answer, through a versioned rubric (prompts/judge_fqr_v1.txt, its `reask` section
+asked when a reply holds no valid verdict). Parsing is the shared tolerant one (tasks/evals/verdicts.py)
+on the scale `{"correct": true | false}`; a reply with no valid verdict after `max_reasks` re-asks is
+'unparseable': excluded from FQR and counted, never scored as wrong. A failed call is 'failed': the
+episode's SCORES row fails, and a re-run finishes it.
+"""
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel
+
+from tasks.benchmarks.consult.case import ConsultCase, FollowUp
+from tasks.benchmarks.consult.config import JUDGE_RUBRIC, OFFLINE_JUDGE
+from tasks.benchmarks.consult.episode import Episode, TreatmentPlan
+from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
+from tasks.evals.config import JudgeSpec
+from tasks.evals.verdicts import boolean_scale, parse_verdict
+from tasks.llm.ledger import CallRecord
+from tasks.llm.prompts import PromptTemplate, load_prompt
+from tasks.llm.request import CallOptions, ChatRequest
+
+if TYPE_CHECKING:
+    from tasks.benchmarks.consult.scorer import ScoreJob
+
+Call = Callable[[ChatRequest], CallRecord]
+FQR_SCALE = boolean_scale("correct")
+
+
+class FollowUpJudge(BaseModel, frozen=True):
+    """The judge of a score job: its model, how it is called, its rubric (with the `reask` section)."""
+
+    spec: JudgeSpec
+    options: CallOptions
+    rubric: PromptTemplate
+
+    def request(self, job: "ScoreJob", index: int, messages: list[dict[str, str]]) -> ChatRequest:
+        scope = f"consult/judge/{job.case.case_id}/{index}"
+        return self.spec.request(messages, self.rubric.version, scope=scope, epoch=job.epoch)
+
+
+def default_judge() -> FollowUpJudge:
+    """The offline judge with the default rubric: a score job's judge unless its plan names another."""
+    return FollowUpJudge(
+        spec=OFFLINE_JUDGE,
+        options=CallOptions(provider=OFFLINE_JUDGE.provider_name),
+        rubric=load_prompt(JUDGE_RUBRIC),
+    )
+
+
+class Judgement(BaseModel, frozen=True, extra="forbid"):
+    """The verdict on one follow-up answer (`index` in the case's script)."""
+
+    index: int
+    status: Literal["ok", "unparseable", "failed"]
+    correct: bool | None = None
+    reason: str | None = None
+    call_key: str | None = None
+    error: str | None = None  # failed: the provider's error, as the ledger recorded it
+    error_class: str | None = None
+
+
+def render_judge_messages(
+    rubric: PromptTemplate,
+    case: ConsultCase,
+    kb: KnowledgeBase,
+    plan: TreatmentPlan | None,
+    follow_up: FollowUp,
+    answer: str,
+) -> list[dict[str, str]]:
+    """The rubric filled for one follow-up; `plan` None: the agent gave no plan that could be read."""
+    conditions = [kb.condition(gold.condition_id) for gold in case.core_gold]
+    values = {
+        "diagnoses": "\n".join(gold.title for gold in case.core_gold),
+        "advice": "\n".join(f"{c.title}: {c.regimen.advice}" for c in conditions if c is not None),
+        "plan": plan_text(plan),
+        "follow_up": follow_up.text,
+        "answer": answer,
+    }
+    return [
+        {"role": "system", "content": rubric.render("system", **values)},
+        {"role": "user", "content": rubric.render("user", **values)},
+    ]
+
+
+def plan_text(plan: TreatmentPlan | None) -> str:
+    """A plan as the judge reads it: its items as JSON, then its advice."""
+    if plan is None:
+        return "(no plan could be read)"
+    items = [item.model_dump(exclude={"generic"}, exclude_none=True) for item in plan.items]
+    return "\n".join(part for part in (json.dumps(items), plan.advice) if part)
+
+
+def judge_follow_ups(
+    job: "ScoreJob", case: ConsultCase, episode: Episode, call: Call
+) -> tuple[Judgement, ...]:
+    """One judgement per answered follow-up of `episode`, each judged with the plan in force before it."""
+    kb = load_kb(job.kb_version)
+    plan = episode.plan if episode.plan_parse == "ok" else None
+    judgements = []
+    for turn in episode.follow_ups:
+        messages = render_judge_messages(
+            job.judge.rubric, case, kb, plan, case.follow_ups[turn.index], turn.answer
+        )
+        judgements.append(judge_answer(job, turn.index, messages, call))
+        plan = turn.revised_plan or plan
+    return tuple(judgements)
+
+
+def judge_answer(job: "ScoreJob", index: int, messages: list[dict[str, str]], call: Call) -> Judgement:
+    """Ask the judge, re-asking (its own reply shown) while the reply holds no valid verdict."""
+    judge = job.judge
+    for _ in range(judge.spec.max_reasks + 1):
+        record = call(judge.request(job, index, messages))
+        if record.status != "ok":
+            return Judgement(
+                index=index, status="failed", call_key=record.key, error=record.error,
+                error_class=record.error_kind,
+            )  # fmt: skip
+        verdict = parse_verdict(record.text, FQR_SCALE)
+        if verdict is not None:
+            return Judgement(
+                index=index, status="ok", correct=verdict.grade, reason=verdict.reason, call_key=record.key
+            )
+        messages = [
+            *messages,
+            {"role": "assistant", "content": record.text or ""},
+            {"role": "user", "content": judge.rubric.render("reask")},
+        ]
+    return Judgement(index=index, status="unparseable", call_key=record.key)

@@ -1,0 +1,121 @@
+"""The FQR judge: one call per follow-up with the plan in force, re-asked when its reply holds no verdict,
+unparseable after that (counted, never wrong), failed when the call fails; and the offline judge."""
+
+from datetime import UTC, datetime
+
+from tasks.benchmarks.consult.config import JUDGE_RUBRIC
+from tasks.benchmarks.consult.episode import Episode, FollowUpTurn, PlanItem, TreatmentPlan
+from tasks.benchmarks.consult.judge import Judgement, judge_follow_ups
+from tasks.benchmarks.consult.scorer import ScoreJob
+from tasks.llm.call import complete
+from tasks.llm.ledger import CallLedger, CallRecord
+from tasks.llm.prompts import load_prompt
+from tests.tasks.benchmarks.consult.test_solver import ALLERGY, ANSWER, FOLLOWED, QUESTION
+
+RUBRIC = load_prompt(JUDGE_RUBRIC)
+JOB = ScoreJob(run_id="r1", model="doc", case=FOLLOWED, epoch=0)
+AMOXICILLIN = TreatmentPlan(items=(PlanItem(drug="amoxicillin", generic="amoxicillin", dose=500, unit="mg"),))
+DOXYCYCLINE = TreatmentPlan(items=(PlanItem(drug="doxycycline", generic="doxycycline"),), advice="Take it.")
+SWITCH = "Then take doxycycline instead."
+EPISODE = Episode(
+    case_id="c1",
+    turns=(),
+    plan=AMOXICILLIN,
+    follow_ups=(
+        FollowUpTurn(index=0, answer=SWITCH, revised_plan=DOXYCYCLINE),
+        FollowUpTurn(index=1, answer=ANSWER),
+    ),
+)
+
+
+def scripted(*replies: str | None):
+    """A judge answering `replies` in order (None: the call fails); the requests are kept."""
+    requests = []
+
+    def call(request):
+        requests.append(request)
+        text = replies[len(requests) - 1]
+        now = datetime.now(UTC)
+        return CallRecord(
+            key=request.key(), model=request.model, status="ok" if text is not None else "failed", text=text,
+            error_kind=None if text is not None else "rate_limit", error=None if text is not None else "429",
+            started_at=now, finished_at=now,
+        )  # fmt: skip
+
+    return call, requests
+
+
+def block(request, tag):
+    content = request.messages[1]["content"]
+    return content.split(f"<{tag}>\n")[1].split(f"\n</{tag}>")[0]
+
+
+def test_each_follow_up_is_judged_once_with_the_plan_in_force_when_the_patient_spoke():
+    call, requests = scripted('{"correct": true, "reason": "Avoids the penicillin."}', '{"correct": false}')
+    judgements = judge_follow_ups(JOB, FOLLOWED, EPISODE, call)
+    assert judgements == (
+        Judgement(
+            index=0, status="ok", correct=True, reason="Avoids the penicillin.", call_key=requests[0].key()
+        ),
+        Judgement(index=1, status="ok", correct=False, call_key=requests[1].key()),
+    )
+    assert [block(r, "follow_up") for r in requests] == [ALLERGY, QUESTION]
+    assert [block(r, "answer") for r in requests] == [SWITCH, ANSWER]
+    assert block(requests[0], "plan") == '[{"drug": "amoxicillin", "dose": 500.0, "unit": "mg"}]'
+    assert block(requests[1], "plan") == '[{"drug": "doxycycline"}]\nTake it.'
+    assert block(requests[0], "core_diagnoses") == "Acute bronchitis"
+    assert [(r.scope, r.epoch, r.prompt_version) for r in requests] == [
+        ("consult/judge/c1/0", 0, "judge_fqr_v1"),
+        ("consult/judge/c1/1", 0, "judge_fqr_v1"),
+    ]
+
+
+def test_a_reply_without_a_verdict_is_reasked_once_then_unparseable_and_never_wrong():
+    call, requests = scripted("Looks fine to me.", '{"correct": true}', "Hmm.", "Still thinking.")
+    judgements = judge_follow_ups(JOB, FOLLOWED, EPISODE, call)
+    assert [(j.status, j.correct) for j in judgements] == [("ok", True), ("unparseable", None)]
+    assert requests[1].messages[-2:] == (
+        {"role": "assistant", "content": "Looks fine to me."},
+        {"role": "user", "content": RUBRIC.render("reask")},
+    )
+    assert len(requests) == 4
+
+
+def test_a_failed_judge_call_is_a_failed_judgement_with_its_error():
+    call, _ = scripted(None, '{"correct": true}')
+    judgements = judge_follow_ups(JOB, FOLLOWED, EPISODE, call)
+    assert judgements[0].model_dump(exclude={"call_key", "reason", "correct"}) == {
+        "index": 0, "status": "failed", "error": "429", "error_class": "rate_limit"
+    }  # fmt: skip
+
+
+def test_the_offline_judge_passes_a_revision_or_advice_to_a_question_and_fails_the_rest(tmp_path):
+    ledger = CallLedger(tmp_path / "ledger")
+    advice = "Rest and fluids, return if breathless or worse."  # words of the bronchitis regimen advice
+    episode = EPISODE.model_copy(
+        update={
+            "follow_ups": (
+                FollowUpTurn(index=0, answer=advice),  # to a new allergy: the plan is not changed
+                FollowUpTurn(index=1, answer=advice),
+            )
+        }
+    )
+    unanswered = EPISODE.model_copy(update={"follow_ups": (FollowUpTurn(index=1, answer=""),)})
+    revised = EPISODE.model_copy(
+        update={
+            "follow_ups": (
+                FollowUpTurn(index=0, answer='[{"drug": "doxycycline"}]', revised_plan=DOXYCYCLINE),
+            )
+        }
+    )
+
+    def call(request):
+        return complete(request, JOB.judge.options, ledger)
+
+    assert [(j.status, j.correct) for j in judge_follow_ups(JOB, FOLLOWED, episode, call)] == [
+        ("ok", False), ("ok", True)
+    ]  # fmt: skip
+    assert [(j.status, j.correct) for j in judge_follow_ups(JOB, FOLLOWED, unanswered, call)] == [
+        ("ok", False)
+    ]
+    assert [(j.status, j.correct) for j in judge_follow_ups(JOB, FOLLOWED, revised, call)] == [("ok", True)]

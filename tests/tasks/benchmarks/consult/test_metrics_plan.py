@@ -1,0 +1,189 @@
+"""The treatment and follow-up metrics on hand-made episodes over the critic tests' tiny KB (otitis expects
+a penicillin or a macrolide; colic expects no drug)."""
+
+import pytest
+
+from tasks.benchmarks.consult.case import CaseAiu, ConsultCase, FollowUp, GoldDiagnosis, PatientProfile
+from tasks.benchmarks.consult.episode import Episode, FollowUpTurn, PlanItem, TreatmentPlan
+from tasks.benchmarks.consult.judge import Judgement
+from tasks.benchmarks.consult.metrics_plan import (
+    FollowUpScores,
+    TreatmentScores,
+    follow_up_steps,
+    score_follow_up,
+    score_treatment,
+)
+from tests.tasks.benchmarks.consult.test_critic import KB
+
+
+def case(condition="otitis", follow_ups=(), **profile):
+    return ConsultCase(
+        case_id="c1",
+        department="ent",
+        opening="My ear hurts.",
+        profile=PatientProfile(age=30, sex="male", **profile),
+        gold=(GoldDiagnosis(condition_id=condition, icd11="1A00", title=condition, severity=1),),
+        aius=(CaseAiu(aiu_id="cough", template="respiratory"),),
+        mni_target=("cough",),
+        follow_ups=follow_ups,
+    )
+
+
+def drug(name, dose=None, unit="mg", per_day=None, days=5.0, route="oral", generic=...):
+    return PlanItem(
+        drug=name,
+        generic=name if generic is ... else generic,
+        dose=dose,
+        unit=unit,
+        frequency_per_day=per_day,
+        days=days,
+        route=route,
+    )
+
+
+AMOXICILLIN = drug("amoxicillin", 500, per_day=3)
+CLARITHROMYCIN = drug("clarithromycin", 500, per_day=2)
+PARACETAMOL = drug("paracetamol", 1000, per_day=4)
+
+
+def episode(*items, parse="ok", follow_ups=()):
+    return Episode(
+        case_id="c1",
+        turns=(),
+        plan=TreatmentPlan(items=items),
+        plan_parse=parse,
+        follow_ups=follow_ups,
+    )
+
+
+def test_a_safe_plan():
+    given = episode(AMOXICILLIN, PARACETAMOL.model_copy(update={"days": None}))
+    assert score_treatment(case(), given, KB) == TreatmentScores(
+        psc=1.0,
+        ddiv=0.0,  # 0 of 1 pair (amoxicillin, paracetamol)
+        pcr=0.0,  # 0 of 2 drugs
+        plan_completeness=0.5,  # paracetamol has no days
+        regimen_coverage=1.0,  # otitis: a penicillin
+        dose_error_rate=0.0,
+    )
+
+
+def test_an_unsafe_plan_allergy_interactions_and_overdose():
+    # allergic to penicillins, takes warfarin; ibuprofen 4 x 800 mg = 3200 mg a day > 2400 mg
+    given = episode(AMOXICILLIN, CLARITHROMYCIN, drug("ibuprofen", 800, per_day=4))
+    assert score_treatment(case(allergies=("penicillins",), medications=("warfarin",)), given, KB) == (
+        TreatmentScores(
+            psc=0.0,
+            # 3 pairs in the plan + 3 with warfarin; severe: clarithromycin / warfarin, nsaids / warfarin
+            ddiv=2 / 6,
+            pcr=1 / 3,  # amoxicillin: the allergy
+            plan_completeness=1.0,
+            regimen_coverage=1.0,
+            dose_error_rate=1 / 3,  # ibuprofen
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("condition", "given", "psc", "regimen_coverage"),
+    [
+        # scored as an empty plan: otitis untreated is not safe
+        ("otitis", episode(parse="unparseable"), 0.0, 0.0),
+        ("otitis", episode(), 0.0, 0.0),
+        # a drug the critic cannot check vouches for nothing
+        ("otitis", episode(drug("zzzcillin", 1, per_day=1, generic=None)), 0.0, 0.0),
+        # colic expects no drug: advice alone is safe; no regimen to cover
+        ("colic", episode(), 1.0, None),
+    ],
+)
+def test_a_plan_without_known_drugs(condition, given, psc, regimen_coverage):
+    completeness = 1.0 if given.plan.items else None  # zzzcillin's fields are all there
+    assert score_treatment(case(condition), given, KB) == TreatmentScores(
+        psc=psc,
+        ddiv=None,
+        pcr=None,
+        plan_completeness=completeness,
+        regimen_coverage=regimen_coverage,
+        dose_error_rate=None,
+    )
+
+
+SCRIPT = (
+    FollowUp(
+        kind="constraint", text="I'm allergic to penicillin.", constraint="allergy:penicillins", core=True
+    ),
+    FollowUp(kind="question", text="How do I take it?"),
+    FollowUp(kind="constraint", text="I take doxycycline.", constraint="takes:doxycycline"),
+)
+
+
+def turn(index, revised=None, parse="ok"):
+    plan = None if revised is None else TreatmentPlan(items=revised)
+    return FollowUpTurn(index=index, answer="...", revised_plan=plan, revision_parse=parse)
+
+
+def judged(index, correct):
+    return Judgement(index=index, status="ok", correct=correct, reason="r")
+
+
+def test_an_agent_that_adapts():
+    given = episode(AMOXICILLIN, follow_ups=(turn(0, (CLARITHROMYCIN,)), turn(1), turn(2)))
+    judgements = (judged(0, True), judged(1, False), Judgement(index=2, status="unparseable"))
+    assert score_follow_up(case(follow_ups=SCRIPT), given, judgements, KB) == FollowUpScores(
+        fqr=2 / 3,  # core 0 correct (2) over 0 and 1 graded (2 + 1); 2 unparseable: left out
+        # clarithromycin: no penicillin, no severe DDI with doxycycline, passes the critic, a macrolide
+        dcsr=1.0,
+        needless_churn=0.0,  # 1 (a question) and 2 (already satisfied) needed no change; none made
+        fqr_judged=2,
+        fqr_unparseable=1,
+    )
+
+
+def test_an_agent_that_never_revises():
+    given = episode(AMOXICILLIN, follow_ups=(turn(0), turn(1), turn(2)))
+    judgements = (judged(0, True), judged(1, True), judged(2, True))
+    assert score_follow_up(case(follow_ups=SCRIPT), given, judgements, KB) == FollowUpScores(
+        fqr=1.0,  # (2 + 1 + 1) / 4
+        dcsr=0.0,  # amoxicillin breaks the allergy constraint
+        # 2 is satisfied (no DDI) but the plan already fails the critic (the allergy): it needed a change;
+        # only the question needed none
+        needless_churn=0.0,
+        fqr_judged=3,
+        fqr_unparseable=0,
+    )
+
+
+def test_an_agent_that_churns():
+    given = episode(
+        AMOXICILLIN,
+        follow_ups=(
+            turn(0, (CLARITHROMYCIN,)),
+            turn(1, (CLARITHROMYCIN, PARACETAMOL)),  # a question, answered with a new drug
+            turn(2, parse="unparseable"),  # the plan is kept
+        ),
+    )
+    scores = score_follow_up(case(follow_ups=SCRIPT), given, (), KB)
+    assert scores == FollowUpScores(fqr=None, dcsr=1.0, needless_churn=0.5, fqr_judged=0, fqr_unparseable=0)
+
+
+def test_a_dose_change_alone_is_not_churn():
+    given = episode(AMOXICILLIN, follow_ups=(turn(0, (AMOXICILLIN.model_copy(update={"dose": 250.0}),)),))
+    script = (FollowUp(kind="question", text="Is it safe?"),)
+    scores = score_follow_up(case(follow_ups=script), given, (judged(0, False),), KB)
+    # no constraint: DCSR undefined
+    assert scores == FollowUpScores(fqr=0.0, dcsr=None, needless_churn=0.0, fqr_judged=1, fqr_unparseable=0)
+
+
+def test_a_constraint_that_makes_the_first_plan_unsafe_is_traced():
+    given = episode(CLARITHROMYCIN, follow_ups=(turn(0),))
+    script = (FollowUp(kind="constraint", text="I take warfarin.", constraint="takes:warfarin"),)
+    [step] = follow_up_steps(case(follow_ups=script), given, KB)
+    assert (step.change_needed, step.plan.generics, step.facts.profile.medications) == (
+        True,
+        ("clarithromycin",),
+        ("warfarin",),
+    )
+    assert [(v.kind, v.drug, v.other) for v in step.critique.violations] == [
+        ("interaction", "clarithromycin", "warfarin")
+    ]
+    assert score_follow_up(case(follow_ups=script), given, (), KB).dcsr == 0.0

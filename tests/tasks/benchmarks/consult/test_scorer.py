@@ -1,0 +1,126 @@
+"""The SCORES row of a whole episode: the scripted agent of the solver tests prescribes amoxicillin, the
+patient then remembers a penicillin allergy (the first plan is now unsafe) and the agent revises to
+doxycycline; a question follows. A stub judge grades the first answer and gives no verdict on the second."""
+
+from datetime import UTC, datetime
+
+from tasks.benchmarks.consult.contracts import SCORES
+from tasks.benchmarks.consult.inquiry.policy import load_policy
+from tasks.benchmarks.consult.kb.loading import load_kb
+from tasks.benchmarks.consult.scorer import ScoreJob, episode_scores
+from tasks.benchmarks.consult.solver import run_episode
+from tasks.llm.ledger import CallRecord
+from tests.tasks.benchmarks.consult.test_solver import (
+    ALLERGY,
+    ANSWER,
+    BROKEN_PLAN,
+    FOLLOWED,
+    QUESTION,
+    job,
+    scripted,
+)
+
+SCORE_JOB = ScoreJob(run_id="r1", model="doc", case=FOLLOWED, epoch=0)
+
+
+def drug(name, dose, per_day):
+    return {
+        "drug": name,
+        "generic": name,
+        "dose": dose,
+        "unit": "mg",
+        "frequency_per_day": per_day,
+        "days": 5.0,
+        "route": "oral",
+    }
+
+
+def stub_judge(request, fail=False):
+    now = datetime.now(UTC)
+    allergy = ALLERGY in request.messages[1]["content"]
+    text = '{"correct": true, "reason": "switches to a non-penicillin"}' if allergy else "Hmm."
+    status = "failed" if fail else "ok"
+    return CallRecord(
+        key="j", model=request.model, status=status, text=text, error="503" if fail else None,
+        error_kind="server_error" if fail else None, started_at=now, finished_at=now,
+    )  # fmt: skip
+
+
+def scores_row(judge=stub_judge):
+    call, _ = scripted()
+    return episode_scores(SCORE_JOB, run_episode(job(), call), load_kb(), load_policy(), judge)
+
+
+def test_the_row_scores_all_four_stages_and_keeps_the_plan_and_follow_ups():
+    row = scores_row()
+    assert set(row) == set(SCORES.schema.names) - {"error", "error_class"}
+    treatment_and_follow_up = {
+        name: row[name]
+        for name in (
+            *("plan_parse", "plan", "plan_advice", "violations", "follow_ups"),
+            *("judge_model", "rubric_version", "fqr_judged", "fqr_unparseable"),
+            *("psc", "ddiv", "pcr", "fqr", "dcsr"),
+            *("plan_completeness", "regimen_coverage", "dose_error_rate", "needless_churn", "composite"),
+        )
+    }
+    assert treatment_and_follow_up == {
+        "plan_parse": "ok",
+        "plan": [drug("amoxicillin", 500.0, 3.0)],
+        "plan_advice": "Rest and fluids.",
+        "violations": [],  # the allergy comes later
+        "follow_ups": [
+            {
+                "index": 0,
+                "kind": "constraint",
+                "text": ALLERGY,
+                "constraint": "allergy:penicillins",
+                "core": True,
+                "answer": BROKEN_PLAN,
+                "revision_parse": "ok",  # the re-ask's plan
+                "revised_plan": [drug("doxycycline", 100.0, 1.0)],
+                "plan_drugs": ["doxycycline"],
+                "violations_after": [],
+                "correct": True,
+                "judge_status": "ok",
+                "judge_reason": "switches to a non-penicillin",
+            },
+            {
+                "index": 1,
+                "kind": "question",
+                "text": QUESTION,
+                "constraint": None,
+                "core": False,
+                "answer": ANSWER,
+                "revision_parse": "ok",
+                "revised_plan": None,
+                "plan_drugs": ["doxycycline"],
+                "violations_after": [],
+                "correct": None,
+                "judge_status": "unparseable",
+                "judge_reason": None,
+            },
+        ],
+        "judge_model": "threadmed/consult-judge",
+        "rubric_version": "judge_fqr_v1",
+        "fqr_judged": 1,
+        "fqr_unparseable": 1,
+        "psc": 1.0,  # amoxicillin is safe for this patient before the allergy
+        "ddiv": None,  # one drug, no current medication: no pair
+        "pcr": 0.0,
+        "fqr": 1.0,  # the only graded answer is correct; the ungraded one is left out
+        # doxycycline keeps the allergy constraint but is no analgesic: bronchitis's regimen is unmet
+        "dcsr": 0.0,
+        "plan_completeness": 1.0,
+        "regimen_coverage": 0.0,
+        "dose_error_rate": 0.0,
+        "needless_churn": 0.0,  # the question needed no change and got none
+        # history (MNI-Comp 1, 1 - CPRw 1, IGE 1, Hit@1 0; no POVR) .75, diagnosis 1,
+        # treatment (1 + 1) / 2, follow-up (1 + 0) / 2
+        "composite": (0.75 + 1 + 1 + 0.5) / 4,
+    }
+    assert (row["status"], row["questions"], row["core_dx_f1"]) == ("completed", 1, 1.0)
+
+
+def test_a_failed_judge_call_leaves_the_row_unscored():
+    row = scores_row(lambda request: stub_judge(request, fail=True))
+    assert (row["status"], row["error"], row.get("psc")) == ("failed", "503", None)

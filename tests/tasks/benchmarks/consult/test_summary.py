@@ -1,0 +1,37 @@
+from pathlib import Path
+
+from tasks.benchmarks.consult.summary import summarize
+from tasks.evals.outputs import GroupSummary
+
+
+def test_the_summary_counts_unparsed_plans_and_scores_the_composite():
+    def row(case_id, status="completed", plan_parse="ok", composite=None):
+        return {
+            "model": "m",
+            "case_id": case_id,
+            "epoch": 0,
+            "status": status,
+            "diagnosis_parse": "ok",
+            "plan_parse": plan_parse,
+            "composite": composite,
+            "error": "503" if status == "failed" else None,
+            "error_class": "ServerError" if status == "failed" else None,
+        }
+
+    rows = [
+        row("c1", composite=0.5),
+        row("c2", plan_parse="unparseable", composite=0.75),
+        row("c3"),
+        row("c4", status="failed"),
+    ]
+    summary = summarize("r1", Path("run"), [], rows)
+    assert summary.groups == [
+        GroupSummary(
+            model="m",
+            group="0",
+            counts={"completed": 3, "dx\nunparsed": 0, "plan\nunparsed": 1, "failed": 1},
+            score=62.5,  # 100 x (0.5 + 0.75) / 2: an undefined composite is left out
+            cost_usd=0.0,
+        )
+    ]
+    assert summary.score_label == "composite"
