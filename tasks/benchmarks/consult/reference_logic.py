@@ -29,7 +29,7 @@ from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy
 from tasks.benchmarks.consult.inquiry.templates import TemplateCatalogue
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
-from tasks.benchmarks.consult.kb.models import Condition, DoseOption
+from tasks.benchmarks.consult.kb.models import AgeBand, Condition, DoseOption
 from tasks.benchmarks.consult.kb.names import normalise_text
 from tasks.benchmarks.consult.metrics import READY_MARKER
 
@@ -126,13 +126,17 @@ def choose_plan(
     careful: bool,
 ) -> TreatmentPlan:
     """A careless agent: the first first-line option for the patient's band. A careful one: the first
-    option the critic passes (no violation, else no hard one) that meets every constraint; else no drug."""
+    option the critic passes (no violation, else no hard one) that meets every constraint, trying the
+    first-line options, then the other KB drugs of the regimen's classes at their usual dose, as a liquid
+    when the patient cannot swallow tablets; else no drug."""
     options = _band_options(condition, facts.profile.age_band) if condition is not None else []
-    plans = [TreatmentPlan(items=(_item(option),)) for option in options]
     if not careful:
-        return plans[0] if plans else TreatmentPlan()
+        return TreatmentPlan(items=(_item(options[0]),)) if options else TreatmentPlan()
     for constraint in constraints:
         facts = with_constraint(facts, constraint, kb)
+    if condition is not None:
+        options += _class_alternatives(condition, facts.profile.age_band, kb)
+    plans = [TreatmentPlan(items=(_item(option, liquid=facts.no_tablets),)) for option in options]
     allowed = [p for p in plans if all(constraint_satisfied(p, c, facts, kb) for c in constraints)]
     critiques = [critique(p, facts, kb) for p in allowed]
     clean = [p for p, found in zip(allowed, critiques, strict=True) if not found.violations]
@@ -198,13 +202,42 @@ def dosing(plan: TreatmentPlan) -> str:
 
 
 def _band_options(condition: Condition, band: str) -> list[DoseOption]:
+    """The first-line options for the band, else the adult ones, else all (a child-only regimen for an
+    agent that never heard the patient's age)."""
     options = condition.regimen.first_line
-    return [o for o in options if o.age_band == band] or [o for o in options if o.age_band == "adult"]
+    return (
+        [o for o in options if o.age_band == band]
+        or [o for o in options if o.age_band == "adult"]
+        or list(options)
+    )
 
 
-def _item(option: DoseOption) -> PlanItem:
+def _class_alternatives(condition: Condition, band: AgeBand, kb: KnowledgeBase) -> list[DoseOption]:
+    """The regimen classes' other KB drugs for the band, at their usual dose for the first option's days."""
+    first_line = condition.regimen.first_line
+    days = first_line[0].days if first_line else None
+    named = {option.drug for option in first_line}
+    return [
+        DoseOption(
+            drug=drug.name,
+            dose=drug.usual_dose.dose,
+            unit=drug.usual_dose.unit,
+            frequency_per_day=drug.usual_dose.frequency_per_day,
+            days=days,
+            route=drug.route,
+            age_band=band,
+        )
+        for drug_class in condition.regimen.drug_classes
+        for drug in kb.drugs
+        if drug.drug_class == drug_class and drug.name not in named and getattr(drug.max_daily, band)
+    ]
+
+
+def _item(option: DoseOption, liquid: bool = False) -> PlanItem:
+    """The option as a plan item; `liquid`: an oral drug as its oral suspension."""
+    drug = f"{option.drug} oral suspension" if liquid and option.route == "oral" else option.drug
     return PlanItem(
-        drug=option.drug, generic=option.drug, dose=option.dose, unit=option.unit,
+        drug=drug, generic=option.drug, dose=option.dose, unit=option.unit,
         frequency_per_day=option.frequency_per_day, days=option.days, route=option.route,
     )  # fmt: skip
 

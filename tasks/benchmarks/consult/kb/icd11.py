@@ -20,7 +20,7 @@ MatchMethod = Literal["code", "exact", "fuzzy", "unmatched"]
 # Strength and form words a plan may put in the drug field ("amoxicillin 500 mg capsules").
 _DOSE_WORDS = re.compile(
     r"\b(\d+(\.\d+)?\s*(mg|g|mcg|microgram|micrograms|ml|%)?|tablets?|capsules?|caps|tabs|oral|"
-    r"suspension|cream|ointment|gel|spray|inhaler|pessary|syrup)\b"
+    r"suspension|solution|liquid|cream|ointment|gel|spray|inhaler|pessary|syrup)\b"
 )
 
 

@@ -140,3 +140,27 @@ def test_constraints_are_read_from_the_follow_up_wordings():
         "How exactly should I take it?": None,
     }
     assert {text: constraint_from_text(text, REAL_KB) for text in texts} == texts
+
+
+def test_the_careful_agent_gives_a_liquid_to_a_patient_who_cannot_swallow_tablets():
+    history = [*PNEUMONIA_HISTORY[:7], {"role": "user", "content": "No allergies."}, *PNEUMONIA_HISTORY[8:]]
+    follow_up = [
+        {"role": "assistant", "content": json.dumps(AMOXICILLIN)},
+        {"role": "user", "content": "I really struggle to swallow tablets."},
+    ]
+    revised = reply("exhaustive", history + follow_up)
+    assert plan_items(revised) == [{**AMOXICILLIN[0], "drug": "amoxicillin oral suspension"}]
+    assert parse_plan(revised, REAL_KB).generics == ("amoxicillin",)
+
+
+def test_the_careful_agent_turns_to_another_drug_of_the_regimens_classes_when_no_first_line_one_is_left():
+    history = [*PNEUMONIA_HISTORY[:7], {"role": "user", "content": "No allergies."}, *PNEUMONIA_HISTORY[8:]]
+    follow_ups = [
+        {"role": "assistant", "content": json.dumps(AMOXICILLIN)},
+        {"role": "user", "content": "I can't afford amoxicillin, is there anything else?"},
+        {"role": "assistant", "content": json.dumps(CLARITHROMYCIN)},
+        {"role": "user", "content": "I can't afford clarithromycin, is there anything else?"},
+    ]
+    revised = parse_plan(reply("exhaustive", history + follow_ups), REAL_KB)
+    # Both first-line drugs are ruled out: the next penicillin of the KB at its usual dose.
+    assert revised.generics == ("phenoxymethylpenicillin",)
