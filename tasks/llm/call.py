@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import litellm
 
 from tasks.llm import offline
+from tasks.llm.direct import direct_route, send_direct
 from tasks.llm.errors import CallError, classify_error, permanent_error
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.limits import limiter_for
@@ -191,20 +192,7 @@ def _attempt(request: ChatRequest, options: CallOptions, tally: _Tally) -> tuple
     except MissingCredentials as exc:
         return None, permanent_error("authentication", request.model, str(exc))
     try:
-        response = within_deadline(
-            options.timeout_s,
-            lambda: litellm.completion(
-                model=request.model,
-                messages=list(request.messages),
-                api_base=request.api_base,
-                api_key=api_key,
-                timeout=options.timeout_s,  # the SDK's is per read: a trickled reply would never end
-                max_retries=0,  # the SDK's own retries would be invisible to our attempt count and back-off
-                num_retries=0,
-                **_litellm_flags(request),
-                **request.params,
-            ),
-        )
+        response = within_deadline(options.timeout_s, _sender(request, options, api_key))
     except DeadlinePassed:
         return None, CallError(
             "timeout", True, f"{request.model}: no whole reply within {options.timeout_s} s"
@@ -213,6 +201,27 @@ def _attempt(request: ChatRequest, options: CallOptions, tally: _Tally) -> tuple
         return None, classify_error(exc, request.model)
     tally.add_usage(request, options, response)  # an empty reply is still billed
     return response, _unusable_reply(request.model, response)
+
+
+def _sender(request: ChatRequest, options: CallOptions, api_key: str | None) -> Callable[[], Any]:
+    """The HTTP call of one attempt: the direct route when litellm resolves the request to one, else
+    `litellm.completion`. Either way the SDK's time-out is per read (a trickled reply would never end), so
+    `within_deadline` bounds the whole reply."""
+    route = direct_route(request.model, request.api_base, request.params)
+    if route is not None:
+        key = api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+        return lambda: send_direct(route, list(request.messages), request.params, key, options.timeout_s)
+    return lambda: litellm.completion(
+        model=request.model,
+        messages=list(request.messages),
+        api_base=request.api_base,
+        api_key=api_key,
+        timeout=options.timeout_s,
+        max_retries=0,  # the SDK's own retries would be invisible to our attempt count and back-off
+        num_retries=0,
+        **_litellm_flags(request),
+        **request.params,
+    )
 
 
 def _litellm_flags(request: ChatRequest) -> dict[str, Any]:
