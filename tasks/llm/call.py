@@ -11,6 +11,7 @@ Retry-After header, pause the whole provider for it, and keep the completed turn
 """
 
 import contextvars
+import functools
 import json
 import logging
 import os
@@ -84,12 +85,21 @@ def token_costs(
         return prompt_tokens * prices.input_per_token, completion_tokens * prices.output_per_token
     if offline.is_offline(model):
         return 0.0, 0.0
-    try:
-        return litellm.cost_per_token(
-            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-        )
-    except (litellm.exceptions.ModelNotMappedError, litellm.BadRequestError):
+    if not _in_price_table(model):
         return None
+    return litellm.cost_per_token(
+        model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _in_price_table(model: str) -> bool:
+    """Asked once per model: for a model it does not know, litellm searches name variants on every call."""
+    try:
+        litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1)
+    except (litellm.exceptions.ModelNotMappedError, litellm.BadRequestError):
+        return False
+    return True
 
 
 class _KeyLocks:
