@@ -1,4 +1,4 @@
-"""The call: one chat request in, one recorded outcome out, through litellm.
+"""The call: one chat request in, one recorded outcome out, through litellm (or its direct route, direct.py).
 
 `complete()` returns the ledger's record when the call already succeeded (so a re-run never pays for it
 again). Otherwise it calls the provider inside the provider's limiter, retries transient failures with

@@ -1,4 +1,5 @@
 import json
+import time
 
 import litellm
 import pytest
@@ -85,3 +86,34 @@ def test_a_refused_connection_on_the_direct_route_is_a_connection_error():
     with pytest.raises(litellm.InternalServerError) as raised:
         send_direct(route, list(MESSAGES), {}, "no-key", timeout_s=5)
     assert classify_error(raised.value, "openai/m1").kind == "connection"
+
+
+@pytest.fixture
+def sent_direct(monkeypatch):
+    """The calls that went out on the direct route."""
+    sent = []
+
+    def spy(*args):
+        sent.append(args)
+        return send_direct(*args)
+
+    monkeypatch.setattr(call, "send_direct", spy)
+    return sent
+
+
+def test_a_retry_after_is_honoured_on_the_direct_route(server, tmp_path, sent_direct):
+    server.script(Action(status=429, retry_after="0.3"))
+    retrying = CallOptions(provider="test", retry=RetryPolicy(max_attempts=3, base_delay_s=0.01))
+    asked = ChatRequest(model="openai/m1", messages=MESSAGES, api_base=server.url)
+    outcome = complete(asked, retrying, CallLedger(tmp_path))
+    assert (outcome.status, outcome.attempts, len(sent_direct)) == ("ok", 2, 2)
+    assert server.requests[1].started - server.requests[0].finished >= 0.3
+
+
+def test_a_trickled_reply_ends_at_the_deadline_on_the_direct_route(server, tmp_path, sent_direct):
+    server.script(Action(trickle_s=4.0))
+    asked = ChatRequest(model="openai/m1", messages=MESSAGES, api_base=server.url)
+    began = time.monotonic()
+    outcome = complete(asked, ONE_TRY.model_copy(update={"timeout_s": 1.0}), CallLedger(tmp_path))
+    assert (outcome.status, outcome.error_kind, len(sent_direct)) == ("failed", "timeout", 1)
+    assert time.monotonic() - began < 1.5
