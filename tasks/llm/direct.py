@@ -54,7 +54,11 @@ def direct_route(model: str, api_base: str | None, params: dict[str, Any]) -> Di
     """The direct route of a request, or None when it must go through `litellm.completion`."""
     if api_base is None:
         return None
-    return _route(model, api_base, json.dumps(params, sort_keys=True))
+    try:
+        params_json = json.dumps(params, sort_keys=True)
+    except TypeError:  # a value JSON cannot hold: leave it to litellm
+        return None
+    return _route(model, api_base, params_json)
 
 
 @functools.lru_cache(maxsize=4096)

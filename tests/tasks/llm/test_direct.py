@@ -32,6 +32,7 @@ def test_openai_compatible_servers_take_the_direct_route_and_the_rest_litellm(se
     assert direct_route("openai/o3-mini", server.url, {"max_tokens": 50}) is None
     assert direct_route("hosted_vllm/m1", server.url, plain) is None
     assert direct_route("threadmed/echo", server.url, plain) is None
+    assert direct_route("openai/m1", server.url, {"stop": {"never"}}) is None  # not JSON: litellm decides
 
 
 # One failure or reply per case; each is asked through both routes and must be recorded the same.
