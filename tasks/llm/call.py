@@ -219,6 +219,7 @@ def _sender(request: ChatRequest, options: CallOptions, api_key: str | None) -> 
     `within_deadline` bounds the whole reply."""
     route = direct_route(request.model, request.api_base, request.params)
     if route is not None:
+        # No key given: the provider's variable, which litellm would read itself (see _api_key).
         key = api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
         return lambda: send_direct(route, list(request.messages), request.params, key, options.timeout_s)
     return lambda: litellm.completion(
