@@ -1,4 +1,4 @@
-"""The call: one chat request in, one recorded outcome out, through litellm.
+"""The call: one chat request in, one recorded outcome out, through litellm (or its direct route, direct.py).
 
 `complete()` returns the ledger's record when the call already succeeded (so a re-run never pays for it
 again). Otherwise it calls the provider inside the provider's limiter, retries transient failures with
@@ -11,6 +11,7 @@ Retry-After header, pause the whole provider for it, and keep the completed turn
 """
 
 import contextvars
+import functools
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ from typing import Any, TypeVar
 import litellm
 
 from tasks.llm import offline
+from tasks.llm.direct import direct_route, send_direct
 from tasks.llm.errors import CallError, classify_error, permanent_error
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.limits import limiter_for
@@ -83,12 +85,21 @@ def token_costs(
         return prompt_tokens * prices.input_per_token, completion_tokens * prices.output_per_token
     if offline.is_offline(model):
         return 0.0, 0.0
-    try:
-        return litellm.cost_per_token(
-            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-        )
-    except (litellm.exceptions.ModelNotMappedError, litellm.BadRequestError):
+    if not _in_price_table(model):
         return None
+    return litellm.cost_per_token(
+        model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _in_price_table(model: str) -> bool:
+    """Asked once per model: for a model it does not know, litellm searches name variants on every call."""
+    try:
+        litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1)
+    except (litellm.exceptions.ModelNotMappedError, litellm.BadRequestError):
+        return False
+    return True
 
 
 class _KeyLocks:
@@ -191,20 +202,7 @@ def _attempt(request: ChatRequest, options: CallOptions, tally: _Tally) -> tuple
     except MissingCredentials as exc:
         return None, permanent_error("authentication", request.model, str(exc))
     try:
-        response = within_deadline(
-            options.timeout_s,
-            lambda: litellm.completion(
-                model=request.model,
-                messages=list(request.messages),
-                api_base=request.api_base,
-                api_key=api_key,
-                timeout=options.timeout_s,  # the SDK's is per read: a trickled reply would never end
-                max_retries=0,  # the SDK's own retries would be invisible to our attempt count and back-off
-                num_retries=0,
-                **_litellm_flags(request),
-                **request.params,
-            ),
-        )
+        response = within_deadline(options.timeout_s, _sender(request, options, api_key))
     except DeadlinePassed:
         return None, CallError(
             "timeout", True, f"{request.model}: no whole reply within {options.timeout_s} s"
@@ -213,6 +211,28 @@ def _attempt(request: ChatRequest, options: CallOptions, tally: _Tally) -> tuple
         return None, classify_error(exc, request.model)
     tally.add_usage(request, options, response)  # an empty reply is still billed
     return response, _unusable_reply(request.model, response)
+
+
+def _sender(request: ChatRequest, options: CallOptions, api_key: str | None) -> Callable[[], Any]:
+    """The HTTP call of one attempt: the direct route when litellm resolves the request to one, else
+    `litellm.completion`. Either way the SDK's time-out is per read (a trickled reply would never end), so
+    `within_deadline` bounds the whole reply."""
+    route = direct_route(request.model, request.api_base, request.params)
+    if route is not None:
+        # No key given: the provider's variable, which litellm would read itself (see _api_key).
+        key = api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+        return lambda: send_direct(route, list(request.messages), request.params, key, options.timeout_s)
+    return lambda: litellm.completion(
+        model=request.model,
+        messages=list(request.messages),
+        api_base=request.api_base,
+        api_key=api_key,
+        timeout=options.timeout_s,
+        max_retries=0,  # the SDK's own retries would be invisible to our attempt count and back-off
+        num_retries=0,
+        **_litellm_flags(request),
+        **request.params,
+    )
 
 
 def _litellm_flags(request: ChatRequest) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """`make bench`: run every benchmark side by side and write their numbers to data_lake/bench/.
 
-Usage: python -m tests.perf [build|evaluation|report|snomed-cases|snomed-evaluation|consult-simulator|
-consult-evaluation|consult-critic ...]
+Usage: python -m tests.perf [build|evaluation|call-throughput|report|snomed-cases|snomed-evaluation|
+consult-simulator|consult-mining|consult-evaluation|consult-critic ...]
 (default: all)
 """
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.perf import (
     bench_build,
+    bench_call_throughput,
     bench_consult_critic,
     bench_consult_evaluation,
     bench_consult_mining,
@@ -24,6 +25,7 @@ from tests.perf import (
 BENCHMARKS = {
     "build": bench_build,
     "evaluation": bench_evaluation,
+    "call-throughput": bench_call_throughput,
     "report": bench_report,
     "snomed-cases": bench_snomed_cases,
     "snomed-evaluation": bench_snomed_evaluation,

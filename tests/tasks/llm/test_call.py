@@ -3,9 +3,10 @@ import random
 import threading
 import time
 
+import litellm
 import pytest
 
-from tasks.llm.call import complete, retry_delay
+from tasks.llm.call import complete, retry_delay, token_costs
 from tasks.llm.errors import FIXES
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
@@ -391,3 +392,15 @@ def test_a_json_reply_is_stored_parsed_when_the_request_asks_for_json(server, tm
     assert (not_json.status, not_json.text, not_json.structured) == ("ok", "SCORE: 0.5", None)
     assert free_text.structured is None
     assert server.requests[0].params["response_format"] == {"type": "json_object"}
+
+
+def test_an_unpriced_model_is_looked_up_in_litellms_price_table_once(monkeypatch):
+    looked_up = []
+
+    def cost_per_token(**kwargs):
+        looked_up.append(kwargs["model"])
+        raise litellm.exceptions.ModelNotMappedError(kwargs["model"])
+
+    monkeypatch.setattr(litellm, "cost_per_token", cost_per_token)
+    costs = [token_costs("openai/local-only-model", 10, 5, None) for _ in range(3)]
+    assert (costs, looked_up) == ([None, None, None], ["openai/local-only-model"])

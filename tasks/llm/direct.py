@@ -1,0 +1,140 @@
+"""The direct route: OpenAI-compatible servers called through one pooled SDK client; litellm does the rest.
+
+For a call to an OpenAI-compatible server (`openai/<model>` with an `api_base`: vLLM, llama.cpp, a
+gateway), `litellm.completion` spends most of a call's CPU on things the call layer does not use: its
+logging objects, success handlers and its own cost calculation (which, for a model missing from its price
+table, searches model-name generalisations on every call). The direct route makes the same request without
+them. litellm still decides everything it is for:
+
+- routing: `get_llm_provider` resolves the model string, and the route is taken only when litellm's
+  provider config for it sends the request's params unchanged (`map_openai_params` is the identity);
+  anything else (o-series and gpt-5 models, other providers, params litellm rewrites) goes through
+  `litellm.completion`;
+- the request body: litellm's `transform_request`, as `litellm.completion` builds it;
+- the reply: litellm's `convert_to_model_response_object` makes the same `ModelResponse` (finish reasons
+  mapped, an `{"error": ...}` body raised), so a record is the same whichever route made it;
+- errors: wrapped and mapped by litellm's `exception_type` exactly as its OpenAI handler does, so
+  `classify_error` sees the same exception, message and Retry-After headers.
+"""
+
+import functools
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import litellm
+import openai
+from litellm.litellm_core_utils.exception_mapping_utils import exception_type
+from litellm.litellm_core_utils.llm_response_utils.convert_dict_to_response import (
+    convert_to_model_response_object,
+)
+from litellm.llms.openai.chat.gpt_transformation import OpenAIGPTConfig
+from litellm.llms.openai.common_utils import OpenAIError
+from litellm.types.utils import LlmProviders, ModelResponse
+from litellm.utils import ProviderConfigManager
+
+# Provider configs that send an OpenAI request as it is given; their subclasses (o-series, gpt-5, audio
+# models) rewrite params and stay on litellm.completion.
+_PLAIN_CONFIGS = ("OpenAIGPTConfig", "OpenAIUnknownModelConfig")
+
+
+@dataclass(frozen=True)
+class DirectRoute:
+    """Where litellm would send a request, and the provider config that builds its body."""
+
+    model: str  # the model name the server sees (the string without its provider prefix)
+    provider: str
+    api_base: str
+    config: OpenAIGPTConfig
+
+
+def direct_route(model: str, api_base: str | None, params: dict[str, Any]) -> DirectRoute | None:
+    """The direct route of a request, or None when it must go through `litellm.completion`."""
+    if api_base is None:
+        return None
+    try:
+        params_json = json.dumps(params, sort_keys=True)
+    except TypeError:  # a value JSON cannot hold: leave it to litellm
+        return None
+    return _route(model, api_base, params_json)
+
+
+@functools.lru_cache(maxsize=4096)
+def _route(model: str, api_base: str, params_json: str) -> DirectRoute | None:
+    """Resolved once per (model, api_base, params): litellm's routing costs more than the call itself."""
+    try:
+        name, provider, _, _ = litellm.get_llm_provider(model, api_base=api_base)
+        config = ProviderConfigManager.get_provider_chat_config(model=name, provider=LlmProviders(provider))
+    except (litellm.BadRequestError, ValueError):
+        return None
+    if provider != "openai" or type(config).__name__ not in _PLAIN_CONFIGS:
+        return None
+    params = json.loads(params_json)
+    try:
+        mapped = config.map_openai_params(
+            non_default_params=dict(params), optional_params={}, model=name, drop_params=False
+        )
+    except litellm.UnsupportedParamsError:
+        return None
+    if mapped != params:
+        return None
+    return DirectRoute(model=name, provider=provider, api_base=api_base, config=config)
+
+
+def send_direct(
+    route: DirectRoute, messages: list[dict[str, Any]], params: dict[str, Any], api_key: str, timeout_s: float
+) -> ModelResponse:
+    """One HTTP call on the route's pooled client; the reply as litellm's `ModelResponse`.
+
+    Raises the exception `litellm.completion` would raise for the same failure.
+    """
+    try:
+        body = route.config.transform_request(
+            model=route.model, messages=messages, optional_params=dict(params), litellm_params={}, headers={}
+        )
+        # post() rather than chat.completions.create(): the body is already in its wire form, and the SDK's
+        # recursive transform of it would cost more than the rest of the call.
+        reply = _client(route.api_base, api_key).post(
+            "/chat/completions", cast_to=httpx.Response, body=body, options={"timeout": timeout_s}
+        )
+        return convert_to_model_response_object(
+            response_object=reply.json(),
+            model_response_object=ModelResponse(),
+            _response_headers=dict(reply.headers),
+        )
+    except Exception as exc:  # re-raised as litellm.completion raises it, see its OpenAI handler
+        raise exception_type(
+            model=route.model,
+            original_exception=_as_openai_error(exc),
+            custom_llm_provider=route.provider,
+        ) from exc
+
+
+def _as_openai_error(exc: Exception) -> OpenAIError:
+    """litellm's wrapping of an OpenAI SDK failure (llms/openai/openai.py), which `exception_type` maps."""
+    response = getattr(exc, "response", None)
+    headers = getattr(exc, "headers", None)
+    if headers is None and response is not None:
+        headers = getattr(response, "headers", None)
+    return OpenAIError(
+        status_code=getattr(exc, "status_code", 500),
+        message=getattr(exc, "text", str(exc)),
+        headers=headers,
+        body=getattr(exc, "body", None),
+    )
+
+
+# One client per (api_base, key) for the whole process, as litellm caches its own: its connection pool
+# is shared by every worker thread, so a call reuses a kept-alive connection instead of opening one.
+_clients: dict[tuple[str, str], openai.OpenAI] = {}
+_clients_lock = threading.Lock()
+
+
+def _client(api_base: str, api_key: str) -> openai.OpenAI:
+    with _clients_lock:
+        if (api_base, api_key) not in _clients:
+            # The SDK's retries would be invisible to the call layer's attempt count and back-off.
+            _clients[(api_base, api_key)] = openai.OpenAI(base_url=api_base, api_key=api_key, max_retries=0)
+        return _clients[(api_base, api_key)]
