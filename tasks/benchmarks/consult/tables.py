@@ -376,6 +376,15 @@ def _places(rows: list[dict[str, Any]]) -> str:
     return shown + (f"; and {more} more (metrics.json lists all)" if more > 0 else "")
 
 
+def _count_note(metrics: dict[str, Any], field: str, what: str) -> list[str]:
+    """`["5 <what> (model-a 3, model-b 2)."]` from the models' counts in `field`; nothing when all are 0."""
+    counts = {model: entry[field] for model, entry in metrics["models"].items() if entry[field]}
+    if not counts:
+        return []
+    per_model = ", ".join(f"{model} {n}" for model, n in counts.items())
+    return [f"{sum(counts.values())} {what} ({per_model})."]
+
+
 def report_notes(metrics: dict[str, Any]) -> list[str]:
     """What a reader must know before trusting the tables: failures, unparseable answers, mixed settings."""
     notes = []
@@ -385,13 +394,9 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
             f"{len(failed)} episode(s) failed (provider errors) and are excluded from every metric: "
             f"{_places(failed)}. Re-running the run finishes them."
         )
-    unparseable = {model: e["n_unparseable"] for model, e in metrics["models"].items() if e["n_unparseable"]}
-    if unparseable:
-        counts = ", ".join(f"{model} {n}" for model, n in unparseable.items())
-        notes.append(
-            f"{sum(unparseable.values())} differential(s) did not parse after the re-ask and are scored as "
-            f"empty ({counts})."
-        )
+    notes += _count_note(
+        metrics, "n_unparseable", "differential(s) did not parse after the re-ask and are scored as empty"
+    )
     for field in ("epochs", "max_questions", "gamma", "policy_version"):
         values = {str(run[field]) for run in metrics["runs"]}
         if len(values) > 1:
@@ -399,22 +404,16 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
                 f"The merged runs differ in {field} ({', '.join(sorted(values))}): models from different "
                 "runs are not directly comparable."
             )
-    unparsed_plans = {
-        m: e["n_plan_unparseable"] for m, e in metrics["models"].items() if e["n_plan_unparseable"]
-    }
-    if unparsed_plans:
-        counts = ", ".join(f"{model} {n}" for model, n in unparsed_plans.items())
-        notes.append(
-            f"{sum(unparsed_plans.values())} treatment plan(s) did not parse after the re-ask and are scored "
-            f"as empty ({counts})."
-        )
-    ungraded = {m: e["fqr_unparseable"] for m, e in metrics["models"].items() if e["fqr_unparseable"]}
-    if ungraded:
-        counts = ", ".join(f"{model} {n}" for model, n in ungraded.items())
-        notes.append(
-            f"{sum(ungraded.values())} follow-up grade(s) did not parse after the re-ask and are left out of "
-            f"FQR, not scored 0 ({counts})."
-        )
+    notes += _count_note(
+        metrics,
+        "n_plan_unparseable",
+        "treatment plan(s) did not parse after the re-ask and are scored as empty",
+    )
+    notes += _count_note(
+        metrics,
+        "fqr_unparseable",
+        "follow-up grade(s) did not parse after the re-ask and are left out of FQR, not scored 0",
+    )
     offline = {
         m
         for entry in metrics["models"].values()
