@@ -4,6 +4,7 @@ Pure and free of Prefect, so that ingest worker processes start fast (they impor
 """
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -191,58 +193,121 @@ class BlockResult:
     bytes_read: int = 0
 
 
+# Characters other than ASCII letters that str.lower() turns into ASCII: LATIN CAPITAL LETTER I WITH
+# DOT ABOVE -> "i" + a combining dot, KELVIN SIGN -> "k" (a test checks the list is complete).
+LOWERS_TO_ASCII = "\u0130\u212a"
+# Reddit's names; any other character (a "/" may be written "\\/") turns the prefilter off.
+SUBREDDIT_NAME = re.compile(r"[a-z0-9_]+")
+
+
+def candidate_lines(data: bytes, wanted: str) -> list[tuple[int, bytes]]:
+    """The lines of `data` (with their 0-based index) that may hold a record of subreddit `wanted`.
+
+    A byte search before any JSON parsing: besides the lines holding `wanted` in any ASCII case, it
+    keeps every line that spells a character another way JSON or str.lower() allows (a \\u escape of
+    an ASCII character, or a character in LOWERS_TO_ASCII), so it may keep lines of other subreddits but
+    never drops one of `wanted` (a lower-case Reddit name).
+    """
+    # OR 0x20 lower-cases ASCII letters; it changes other bytes too, which can only add hits.
+    folded = (np.frombuffer(data, np.uint8) | 0x20).tobytes()
+    hits = _find_all(folded, bytes(byte | 0x20 for byte in wanted.encode()))
+    hits += [at for at in _find_all(data, b"\\u") if _escapes_ascii(data[at + 2 : at + 6].lower())]
+    for char in LOWERS_TO_ASCII:
+        if set(char.lower()) & set(wanted):
+            hits += _find_all(data, char.encode())
+    lines, index, counted_to = [], 0, -1
+    for position in sorted(hits):
+        start = data.rfind(b"\n", 0, position) + 1
+        if start == counted_to:
+            continue  # another hit in the same line
+        index += data.count(b"\n", max(counted_to, 0), start)
+        end = data.find(b"\n", position)
+        lines.append((index, data[start : end if end >= 0 else len(data)]))
+        counted_to = start
+    return lines
+
+
+def _escapes_ascii(hex_digits: bytes) -> bool:
+    """Whether the 4 hex digits of a \\u escape (lower case) name an ASCII or LOWERS_TO_ASCII character."""
+    return hex_digits[:3] in (b"000", b"001", b"002", b"003", b"004", b"005", b"006", b"007") or any(
+        hex_digits == f"{ord(char):04x}".encode() for char in LOWERS_TO_ASCII
+    )
+
+
+def _find_all(data: bytes, needle: bytes) -> list[int]:
+    found, position = [], data.find(needle)
+    while position >= 0:
+        found.append(position)
+        position = data.find(needle, position + len(needle))
+    return found
+
+
 def parse_lines(
-    lines: Iterable[bytes], first_line: int, kind: DumpKind, keep: IngestFilter, source: str, prefilter: bool
+    block: LineBlock, kind: DumpKind, keep: IngestFilter, source: str, prefilter: bool
 ) -> BlockResult:
-    """Filter, parse and normalise consecutive lines, counting every line that is not kept."""
-    build_row = ROW_BUILDERS[kind]
-    integer_columns = INTEGER_COLUMNS[kind]
+    """Filter, parse and normalise the lines of a block, counting every line that is not kept.
+
+    With `prefilter` (all-of-Reddit monthly dumps), only candidate_lines are parsed; the others count
+    as other_subreddit without being parsed.
+    """
     wanted = keep.subreddit.lower()
-    needle = wanted.encode()
-    start, end = keep.start_epoch, keep.end_epoch
-    result = BlockResult([], [], 0, Counter(), Counter())
-    line_number = first_line - 1
-    for line in lines:
-        line_number += 1
-        if prefilter and needle not in line.lower():
-            result.dropped["other_subreddit"] += 1
-            continue
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            record = None
-        # Fast path for the usual well-formed record; parse_line classifies everything else.
-        if type(record) is not dict or type(record.get("id")) is not str or not record["id"]:
-            record, reason = parse_line(line)
-        if record is None:
-            if not line.strip():
-                result.dropped["empty_line"] += 1
-                continue
-            result.rejected[reason] += 1
-            result.rejects.append((source, line_number, reason, excerpt(line)))
-            continue
-        subreddit = record.get("subreddit")
-        if not isinstance(subreddit, str) or subreddit.lower() != wanted:
-            result.dropped["other_subreddit" if subreddit else "missing_subreddit"] += 1
-            continue
-        created = epoch_seconds(record.get("created_utc"))
-        if created is None or not fits_int64(created):
-            result.rejected["bad_created_utc"] += 1
-            result.rejects.append((source, line_number, "bad_created_utc", excerpt(line)))
-            continue
-        if kind == "submissions" and not start <= created < end:
-            result.dropped["outside_window"] += 1
-            continue
-        row = build_row(record, created, line_number, source)
-        # One such number (a score of 1e20) would make the whole block unwritable as int64.
-        if not row_fits_int64(row, integer_columns):
-            result.rejected["number_out_of_range"] += 1
-            result.rejects.append((source, line_number, "number_out_of_range", excerpt(line)))
-            continue
-        result.rows.append(row)
-    result.lines = line_number - first_line + 1
+    if prefilter and SUBREDDIT_NAME.fullmatch(wanted):
+        numbered: Iterable[tuple[int, bytes]] = candidate_lines(block.data, wanted)
+    else:
+        numbered = enumerate(block.lines)
+        prefilter = False
+    result = BlockResult([], [], block.line_count, Counter(), Counter())
+    skipped_to = 0
+    for index, line in numbered:
+        if index > skipped_to:
+            # Counted where the old line-by-line filter met them, so counters keep their key order.
+            result.dropped["other_subreddit"] += index - skipped_to
+        skipped_to = index + 1
+        _parse_line_into(result, line, block.first_line + index, kind, keep, source)
+    if prefilter and result.lines > skipped_to:
+        result.dropped["other_subreddit"] += result.lines - skipped_to
     result.kept = len(result.rows)
     return result
+
+
+def _parse_line_into(
+    result: BlockResult, line: bytes, line_number: int, kind: DumpKind, keep: IngestFilter, source: str
+) -> None:
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        record = None
+    # Fast path for the usual well-formed record; parse_line classifies everything else.
+    if type(record) is not dict or type(record.get("id")) is not str or not record["id"]:
+        record, reason = parse_line(line)
+    if record is None:
+        if not line.strip():
+            result.dropped["empty_line"] += 1
+            return
+        result.rejected[reason] += 1
+        result.rejects.append((source, line_number, reason, excerpt(line)))
+        return
+    subreddit = record.get("subreddit")
+    if not isinstance(subreddit, str) or subreddit.lower() != keep.subreddit.lower():
+        result.dropped["other_subreddit" if subreddit else "missing_subreddit"] += 1
+        return
+    created = record.get("created_utc")
+    if type(created) is not int:
+        created = epoch_seconds(created)
+    if created is None or not INT64_MIN <= created <= INT64_MAX:
+        result.rejected["bad_created_utc"] += 1
+        result.rejects.append((source, line_number, "bad_created_utc", excerpt(line)))
+        return
+    if kind == "submissions" and not keep.start_epoch <= created < keep.end_epoch:
+        result.dropped["outside_window"] += 1
+        return
+    row = ROW_BUILDERS[kind](record, created, line_number, source)
+    # One such number (a score of 1e20) would make the whole block unwritable as int64.
+    if not row_fits_int64(row, INTEGER_COLUMNS[kind]):
+        result.rejected["number_out_of_range"] += 1
+        result.rejects.append((source, line_number, "number_out_of_range", excerpt(line)))
+        return
+    result.rows.append(row)
 
 
 @dataclass(frozen=True)
@@ -259,7 +324,7 @@ class BlockJob:
 
 def run_block_job(job: BlockJob) -> BlockResult:
     """Parse one block and write its rows as a Parquet part (runs in a worker process)."""
-    result = parse_lines(job.block.lines, job.block.first_line, job.kind, job.keep, job.source, job.prefilter)
+    result = parse_lines(job.block, job.kind, job.keep, job.source, job.prefilter)
     pq.write_table(
         rows_to_table(result.rows, REDDIT.lake_tables[job.kind]), job.part_path, compression="zstd"
     )
