@@ -120,7 +120,8 @@ def test_a_byte_order_mark_is_stripped_from_the_first_line_only(tmp_path):
 
 def test_a_reader_closed_early_stops_its_decompressing_thread(tmp_path):
     payload = b"".join(b'{"id":"c%d","body":"%s"}\n' % (i, b"x" * (i % 300)) for i in range(20000))
-    blocks = iter_line_blocks(write_zstd(tmp_path / "big.zst", payload), min_block_bytes=1 << 12, read_size=512)
+    path = write_zstd(tmp_path / "big.zst", payload)
+    blocks = iter_line_blocks(path, min_block_bytes=1 << 12, read_size=512)
     assert next(blocks).first_line == 1
     blocks.close()
     assert [thread for thread in threading.enumerate() if thread.name == "zstd-read-ahead"] == []
