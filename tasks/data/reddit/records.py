@@ -3,6 +3,7 @@
 Pure and free of Prefect, so that ingest worker processes start fast (they import only this module).
 """
 
+import functools
 import json
 import re
 from collections import Counter
@@ -10,17 +11,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.benchmarks.threadmed.settings import BuildSettings
 from tasks.data.contracts import Contract
 from tasks.data.reddit.reader import LineBlock
 from tasks.data.sources import REDDIT
+
+if TYPE_CHECKING:  # worker processes import this module: they start faster without the settings
+    from tasks.benchmarks.threadmed.settings import BuildSettings
 
 DumpKind = Literal["submissions", "comments"]
 EXCERPT_CHARS = 200
@@ -36,7 +39,7 @@ class IngestFilter:
     end: date
 
     @classmethod
-    def from_settings(cls, settings: BuildSettings) -> "IngestFilter":
+    def from_settings(cls, settings: "BuildSettings") -> "IngestFilter":
         return cls(settings.subreddit, settings.start, settings.end)
 
     @property
@@ -256,58 +259,63 @@ def parse_lines(
     else:
         numbered = enumerate(block.lines)
         prefilter = False
+    build_row, integer_columns = ROW_BUILDERS[kind], INTEGER_COLUMNS[kind]
+    start, end = keep.start_epoch, keep.end_epoch
     result = BlockResult([], [], block.line_count, Counter(), Counter())
     skipped_to = 0
     for index, line in numbered:
         if index > skipped_to:
-            # Counted where the old line-by-line filter met them, so counters keep their key order.
+            # Counted where the line-by-line filter met them, so that counters keep their key order.
             result.dropped["other_subreddit"] += index - skipped_to
         skipped_to = index + 1
-        _parse_line_into(result, line, block.first_line + index, kind, keep, source)
+        line_number = block.first_line + index
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            record = None
+        # Fast path for the usual well-formed record; parse_line classifies everything else.
+        if type(record) is not dict or type(record.get("id")) is not str or not record["id"]:
+            record, reason = parse_line(line)
+        if record is None:
+            if not line.strip():
+                result.dropped["empty_line"] += 1
+                continue
+            result.rejected[reason] += 1
+            result.rejects.append((source, line_number, reason, excerpt(line)))
+            continue
+        subreddit = record.get("subreddit")
+        if not isinstance(subreddit, str) or subreddit.lower() != wanted:
+            result.dropped["other_subreddit" if subreddit else "missing_subreddit"] += 1
+            continue
+        created = record.get("created_utc")
+        if type(created) is not int:
+            created = epoch_seconds(created)
+        if created is None or not INT64_MIN <= created <= INT64_MAX:
+            result.rejected["bad_created_utc"] += 1
+            result.rejects.append((source, line_number, "bad_created_utc", excerpt(line)))
+            continue
+        if kind == "submissions" and not start <= created < end:
+            result.dropped["outside_window"] += 1
+            continue
+        row = build_row(record, created, line_number, source)
+        # One such number (a score of 1e20) would make the whole block unwritable as int64.
+        if not row_fits_int64(row, integer_columns):
+            result.rejected["number_out_of_range"] += 1
+            result.rejects.append((source, line_number, "number_out_of_range", excerpt(line)))
+            continue
+        result.rows.append(row)
     if prefilter and result.lines > skipped_to:
         result.dropped["other_subreddit"] += result.lines - skipped_to
     result.kept = len(result.rows)
     return result
 
 
-def _parse_line_into(
-    result: BlockResult, line: bytes, line_number: int, kind: DumpKind, keep: IngestFilter, source: str
-) -> None:
-    try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        record = None
-    # Fast path for the usual well-formed record; parse_line classifies everything else.
-    if type(record) is not dict or type(record.get("id")) is not str or not record["id"]:
-        record, reason = parse_line(line)
-    if record is None:
-        if not line.strip():
-            result.dropped["empty_line"] += 1
-            return
-        result.rejected[reason] += 1
-        result.rejects.append((source, line_number, reason, excerpt(line)))
-        return
-    subreddit = record.get("subreddit")
-    if not isinstance(subreddit, str) or subreddit.lower() != keep.subreddit.lower():
-        result.dropped["other_subreddit" if subreddit else "missing_subreddit"] += 1
-        return
-    created = record.get("created_utc")
-    if type(created) is not int:
-        created = epoch_seconds(created)
-    if created is None or not INT64_MIN <= created <= INT64_MAX:
-        result.rejected["bad_created_utc"] += 1
-        result.rejects.append((source, line_number, "bad_created_utc", excerpt(line)))
-        return
-    if kind == "submissions" and not keep.start_epoch <= created < keep.end_epoch:
-        result.dropped["outside_window"] += 1
-        return
-    row = ROW_BUILDERS[kind](record, created, line_number, source)
-    # One such number (a score of 1e20) would make the whole block unwritable as int64.
-    if not row_fits_int64(row, INTEGER_COLUMNS[kind]):
-        result.rejected["number_out_of_range"] += 1
-        result.rejects.append((source, line_number, "number_out_of_range", excerpt(line)))
-        return
-    result.rows.append(row)
+@functools.cache
+def empty_part(kind: DumpKind) -> bytes:
+    """The Parquet part of a block without a kept row (most blocks of a monthly dump), made once."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(rows_to_table([], REDDIT.lake_tables[kind]), sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
 
 
 @dataclass(frozen=True)
@@ -325,9 +333,12 @@ class BlockJob:
 def run_block_job(job: BlockJob) -> BlockResult:
     """Parse one block and write its rows as a Parquet part (runs in a worker process)."""
     result = parse_lines(job.block, job.kind, job.keep, job.source, job.prefilter)
-    pq.write_table(
-        rows_to_table(result.rows, REDDIT.lake_tables[job.kind]), job.part_path, compression="zstd"
-    )
+    if result.rows:
+        pq.write_table(
+            rows_to_table(result.rows, REDDIT.lake_tables[job.kind]), job.part_path, compression="zstd"
+        )
+    else:
+        job.part_path.write_bytes(empty_part(job.kind))
     result.rows = []  # written; don't ship them back
     result.bytes_read = job.block.bytes_read
     return result
