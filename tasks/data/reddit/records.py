@@ -211,30 +211,37 @@ def candidate_lines(data: bytes, wanted: str) -> list[tuple[int, bytes]]:
     an ASCII character, or a character in LOWERS_TO_ASCII), so it may keep lines of other subreddits but
     never drops one of `wanted` (a lower-case Reddit name).
     """
+    raw = np.frombuffer(data, np.uint8)
     # OR 0x20 lower-cases ASCII letters; it changes other bytes too, which can only add hits.
-    folded = (np.frombuffer(data, np.uint8) | 0x20).tobytes()
-    hits = _find_all(folded, bytes(byte | 0x20 for byte in wanted.encode()))
-    hits += [at for at in _find_all(data, b"\\u") if _escapes_ascii(data[at + 2 : at + 6].lower())]
+    folded = (raw | 0x20).tobytes()
+    hits = [np.array(_find_all(folded, bytes(b | 0x20 for b in wanted.encode())), dtype=np.int64)]
+    escapes = np.flatnonzero(raw[:-5] == ord("\\"))
+    escapes = escapes[raw[escapes + 1] == ord("u")]
+    digits = raw[escapes[:, None] + np.arange(2, 6)] | 0x20
+    ascii_escape = (digits[:, 0] == ord("0")) & (digits[:, 1] == ord("0")) & (digits[:, 2] & 0xF8 == ord("0"))
+    hits.append(escapes[ascii_escape])
     for char in LOWERS_TO_ASCII:
         if set(char.lower()) & set(wanted):
-            hits += _find_all(data, char.encode())
-    lines, index, counted_to = [], 0, -1
-    for position in sorted(hits):
-        start = data.rfind(b"\n", 0, position) + 1
-        if start == counted_to:
-            continue  # another hit in the same line
-        index += data.count(b"\n", max(counted_to, 0), start)
-        end = data.find(b"\n", position)
-        lines.append((index, data[start : end if end >= 0 else len(data)]))
-        counted_to = start
-    return lines
+            hits.append(escapes[(digits == np.frombuffer(f"{ord(char):04x}".encode(), np.uint8)).all(axis=1)])
+            hits.append(_occurrences(raw, char.encode()))
+    found = np.concatenate(hits)
+    if not len(found):
+        return []
+    newlines = np.flatnonzero(raw == ord("\n"))
+    # A line's index is the number of newlines before it; it starts after the last one.
+    indices = np.unique(np.searchsorted(newlines, found))
+    starts = np.concatenate(([0], newlines + 1))[indices]
+    ends = np.concatenate((newlines, [len(data)]))[indices]
+    return [(int(i), data[start:end]) for i, start, end in zip(indices, starts, ends, strict=True)]
 
 
-def _escapes_ascii(hex_digits: bytes) -> bool:
-    """Whether the 4 hex digits of a \\u escape (lower case) name an ASCII or LOWERS_TO_ASCII character."""
-    return hex_digits[:3] in (b"000", b"001", b"002", b"003", b"004", b"005", b"006", b"007") or any(
-        hex_digits == f"{ord(char):04x}".encode() for char in LOWERS_TO_ASCII
-    )
+def _occurrences(raw: np.ndarray, pattern: bytes) -> np.ndarray:
+    """Start positions of `pattern` in `raw`, found from its last byte (rare in text, unlike a lead byte)."""
+    at = np.flatnonzero(raw == pattern[-1])
+    for back in range(1, len(pattern)):
+        at = at[at >= back]
+        at = at[raw[at - back] == pattern[-1 - back]]
+    return at - (len(pattern) - 1)
 
 
 def _find_all(data: bytes, needle: bytes) -> list[int]:
