@@ -4,6 +4,7 @@ Lines stay bytes: a chunk boundary can split a multi-byte UTF-8 character, but n
 splitting bytes on newlines needs no decode-and-retry dance, and orjson validates UTF-8 per line.
 """
 
+import functools
 import queue
 import threading
 from collections.abc import Iterator
@@ -51,7 +52,7 @@ class LineBlock:
             lines.pop()
         return lines
 
-    @property
+    @functools.cached_property  # counted once where the block is cut; pickled along with it
     def line_count(self) -> int:
         return self.data.count(b"\n") + (not self.data.endswith(b"\n") and bool(self.data))
 
