@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.synth.others import OtherSubreddits
+from tasks.synth.others import OTHER_LINES_PER_LINE, OtherSubreddits, PopularSubreddits
 from tasks.synth.people import People
 from tasks.synth.plans import Plan, plan_posts
 from tasks.synth.render import Encoder, Renderer
@@ -113,6 +113,7 @@ def generate_dumps(
     layout: Literal["subreddit", "monthly"] = "subreddit",
     subreddit: str = "AskDocs",
     progress: Callable[[int], None] | None = None,
+    others_per_line: int = OTHER_LINES_PER_LINE,
 ) -> SynthSummary:
     """Write dumps holding `posts` subreddit posts inside the default window (and ~3% outside it) with
     their comments, plus `truth/` with the designed outcomes. The same arguments give the same bytes."""
@@ -129,7 +130,8 @@ def generate_dumps(
     if layout == "subreddit":
         sink: Sink = SubredditSink(out_dir, subreddit)
     else:
-        sink = MonthlySink(out_dir, OtherSubreddits(seed, people))
+        popular = PopularSubreddits(seed, people)
+        sink = MonthlySink(out_dir, OtherSubreddits(seed, people), popular, others_per_line)
     counter = _Progress(progress)
     _write_dumps(stream, times, plans, sink, counter)
     counts = sink.close()

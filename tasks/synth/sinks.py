@@ -5,7 +5,7 @@ from pathlib import Path
 
 import zstandard
 
-from tasks.synth.others import OtherSubreddits
+from tasks.synth.others import OTHER_LINES_PER_LINE, OtherSubreddits, PopularSubreddits
 from tasks.synth.timeline import MONTH_STARTS, month_label
 
 _PARAMETERS = zstandard.ZstdCompressionParameters.from_level(
@@ -69,10 +69,15 @@ class SubredditSink:
 
 
 class MonthlySink:
-    """`RS_YYYY-MM.zst` and `RC_YYYY-MM.zst`, each mixing the subreddit's lines with other subreddits'."""
+    """`RS_YYYY-MM.zst` and `RC_YYYY-MM.zst`, each mixing the subreddit's lines with other subreddits':
+    `others` (some named like it) about as many, `popular` `others_per_line` times as many."""
 
-    def __init__(self, out_dir: Path, others: OtherSubreddits) -> None:
-        self._out_dir, self._others = out_dir, others
+    def __init__(
+        self, out_dir: Path, others: OtherSubreddits, popular: PopularSubreddits,
+        others_per_line: int = OTHER_LINES_PER_LINE,
+    ) -> None:  # fmt: skip
+        self._out_dir, self._others, self._popular = out_dir, others, popular
+        self._per_line = others_per_line
         self._submissions: _ZstdLines | None = None
         self._counts: dict[Path, int] = {}
 
@@ -83,11 +88,14 @@ class MonthlySink:
 
     def submission(self, lines: list[bytes], created: int) -> int:
         assert self._submissions is not None
-        return self._submissions.write(lines + self._others.submissions(created))
+        bulk = self._popular.submissions(created, self._per_line * len(lines))
+        return self._submissions.write(bulk + lines + self._others.submissions(created))
 
     def comments(self, month: int, lines: list[bytes]) -> int:
         file = _ZstdLines(self._out_dir / f"RC_{month_label(month)}.zst")
-        file.write(_interleave(self._others.rng, lines, self._others.comments(month, count=len(lines) + 3)))
+        mixed = _interleave(self._others.rng, lines, self._others.comments(month, count=len(lines) + 3))
+        bulk = self._popular.comments(month, self._per_line * len(mixed))
+        file.write(_interleave(self._popular.rng, mixed, bulk))
         file.close()
         self._counts[file.path] = file.lines
         return file.lines

@@ -99,7 +99,9 @@ def test_same_inputs_give_the_same_bytes_and_are_not_read_twice(dumps, tmp_path)
 
 
 def test_a_new_monthly_file_is_ingested_alone_and_published_as_a_new_version(tmp_path):
-    generated = generate_dumps(tmp_path / "generated", posts=1500, seed=4, layout="monthly")
+    generated = generate_dumps(
+        tmp_path / "generated", posts=1500, seed=4, layout="monthly", others_per_line=2
+    )
     incoming = tmp_path / "monthly"
     incoming.mkdir()
     months = sorted({p.name[3:10] for p in generated.files if p.name[3:7] == "2019"})

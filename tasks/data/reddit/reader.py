@@ -4,10 +4,13 @@ Lines stay bytes: a chunk boundary can split a multi-byte UTF-8 character, but n
 splitting bytes on newlines needs no decode-and-retry dance, and orjson validates UTF-8 per line.
 """
 
+import functools
+import queue
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 import zstandard
 
@@ -21,6 +24,9 @@ BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 MAX_WINDOW_SIZE = 2**31
 COMPRESSED_READ_BYTES = 1 << 18
 PLAIN_READ_BYTES = 1 << 23
+# Decompressed chunks read ahead by the decompressing thread (about 2 MiB each).
+READ_AHEAD_CHUNKS = 8
+_T = TypeVar("_T")
 
 
 class DumpError(UserError):
@@ -46,7 +52,7 @@ class LineBlock:
             lines.pop()
         return lines
 
-    @property
+    @functools.cached_property  # counted once where the block is cut; pickled along with it
     def line_count(self) -> int:
         return self.data.count(b"\n") + (not self.data.endswith(b"\n") and bool(self.data))
 
@@ -114,6 +120,49 @@ def _plain_chunks(handle: BinaryIO, read_size: int) -> Iterator[tuple[bytes, int
         yield chunk, consumed
 
 
+def _read_ahead(items: Iterator[_T], depth: int = READ_AHEAD_CHUNKS) -> Iterator[_T]:
+    """Yield `items`, produced by a thread up to `depth` ahead; its exception is raised here, in order.
+
+    zstd decompresses without holding the GIL, so a file decompresses on one core while this thread
+    cuts, filters and hands out the blocks. Closing the generator stops the thread.
+    """
+    handoff: queue.Queue[tuple[bool, _T | BaseException | None]] = queue.Queue(depth)
+    stop = threading.Event()
+
+    def put(entry: tuple[bool, _T | BaseException | None]) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put((True, item)):
+                    return
+            put((False, None))
+        except BaseException as error:  # handed to the consumer, which raises it
+            put((False, error))
+
+    thread = threading.Thread(target=produce, name="zstd-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            is_item, value = handoff.get()
+            if is_item:
+                yield value  # type: ignore[misc]
+            elif value is None:
+                return
+            else:
+                raise value  # type: ignore[misc]
+    finally:
+        stop.set()
+        thread.join()
+
+
 def iter_line_blocks(
     path: Path, min_block_bytes: int = 1 << 22, read_size: int | None = None
 ) -> Iterator[LineBlock]:
@@ -142,7 +191,7 @@ def iter_line_blocks(
 
     with path.open("rb") as handle:
         if kind == "zstd":
-            chunks = _zstd_chunks(handle, path, read_size or COMPRESSED_READ_BYTES)
+            chunks = _read_ahead(_zstd_chunks(handle, path, read_size or COMPRESSED_READ_BYTES))
         else:
             chunks = _plain_chunks(handle, read_size or PLAIN_READ_BYTES)
         try:

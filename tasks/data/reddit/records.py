@@ -3,22 +3,27 @@
 Pure and free of Prefect, so that ingest worker processes start fast (they import only this module).
 """
 
+import functools
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.benchmarks.threadmed.settings import BuildSettings
 from tasks.data.contracts import Contract
 from tasks.data.reddit.reader import LineBlock
 from tasks.data.sources import REDDIT
+
+if TYPE_CHECKING:  # worker processes import this module: they start faster without the settings
+    from tasks.benchmarks.threadmed.settings import BuildSettings
 
 DumpKind = Literal["submissions", "comments"]
 EXCERPT_CHARS = 200
@@ -34,7 +39,7 @@ class IngestFilter:
     end: date
 
     @classmethod
-    def from_settings(cls, settings: BuildSettings) -> "IngestFilter":
+    def from_settings(cls, settings: "BuildSettings") -> "IngestFilter":
         return cls(settings.subreddit, settings.start, settings.end)
 
     @property
@@ -191,22 +196,86 @@ class BlockResult:
     bytes_read: int = 0
 
 
+# Characters other than ASCII letters that str.lower() turns into ASCII: LATIN CAPITAL LETTER I WITH
+# DOT ABOVE -> "i" + a combining dot, KELVIN SIGN -> "k" (a test checks the list is complete).
+LOWERS_TO_ASCII = "\u0130\u212a"
+# Reddit's names; any other character (a "/" may be written "\\/") turns the prefilter off.
+SUBREDDIT_NAME = re.compile(r"[a-z0-9_]+")
+
+
+def candidate_lines(data: bytes, wanted: str) -> list[tuple[int, bytes]]:
+    """The lines of `data` (with their 0-based index) that may hold a record of subreddit `wanted`.
+
+    A byte search before any JSON parsing: besides the lines holding `wanted` in any ASCII case, it
+    keeps every line that spells a character another way JSON or str.lower() allows (a \\u escape of
+    an ASCII character, or a character in LOWERS_TO_ASCII), so it may keep lines of other subreddits but
+    never drops one of `wanted` (a lower-case Reddit name).
+    """
+    raw = np.frombuffer(data, np.uint8)
+    # OR 0x20 lower-cases ASCII letters; it changes other bytes too, which can only add hits.
+    folded = (raw | 0x20).tobytes()
+    hits = [np.array(_find_all(folded, bytes(b | 0x20 for b in wanted.encode())), dtype=np.int64)]
+    escapes = np.flatnonzero(raw[:-5] == ord("\\"))
+    escapes = escapes[raw[escapes + 1] == ord("u")]
+    digits = raw[escapes[:, None] + np.arange(2, 6)] | 0x20
+    ascii_escape = (digits[:, 0] == ord("0")) & (digits[:, 1] == ord("0")) & (digits[:, 2] & 0xF8 == ord("0"))
+    hits.append(escapes[ascii_escape])
+    for char in LOWERS_TO_ASCII:
+        if set(char.lower()) & set(wanted):
+            hits.append(escapes[(digits == np.frombuffer(f"{ord(char):04x}".encode(), np.uint8)).all(axis=1)])
+            hits.append(_occurrences(raw, char.encode()))
+    found = np.concatenate(hits)
+    if not len(found):
+        return []
+    newlines = np.flatnonzero(raw == ord("\n"))
+    # A line's index is the number of newlines before it; it starts after the last one.
+    indices = np.unique(np.searchsorted(newlines, found))
+    starts = np.concatenate(([0], newlines + 1))[indices]
+    ends = np.concatenate((newlines, [len(data)]))[indices]
+    return [(int(i), data[start:end]) for i, start, end in zip(indices, starts, ends, strict=True)]
+
+
+def _occurrences(raw: np.ndarray, pattern: bytes) -> np.ndarray:
+    """Start positions of `pattern` in `raw`, found from its last byte (rare in text, unlike a lead byte)."""
+    at = np.flatnonzero(raw == pattern[-1])
+    for back in range(1, len(pattern)):
+        at = at[at >= back]
+        at = at[raw[at - back] == pattern[-1 - back]]
+    return at - (len(pattern) - 1)
+
+
+def _find_all(data: bytes, needle: bytes) -> list[int]:
+    found, position = [], data.find(needle)
+    while position >= 0:
+        found.append(position)
+        position = data.find(needle, position + len(needle))
+    return found
+
+
 def parse_lines(
-    lines: Iterable[bytes], first_line: int, kind: DumpKind, keep: IngestFilter, source: str, prefilter: bool
+    block: LineBlock, kind: DumpKind, keep: IngestFilter, source: str, prefilter: bool
 ) -> BlockResult:
-    """Filter, parse and normalise consecutive lines, counting every line that is not kept."""
-    build_row = ROW_BUILDERS[kind]
-    integer_columns = INTEGER_COLUMNS[kind]
+    """Filter, parse and normalise the lines of a block, counting every line that is not kept.
+
+    With `prefilter` (all-of-Reddit monthly dumps), only candidate_lines are parsed; the others count
+    as other_subreddit without being parsed.
+    """
     wanted = keep.subreddit.lower()
-    needle = wanted.encode()
+    if prefilter and SUBREDDIT_NAME.fullmatch(wanted):
+        numbered: Iterable[tuple[int, bytes]] = candidate_lines(block.data, wanted)
+    else:
+        numbered = enumerate(block.lines)
+        prefilter = False
+    build_row, integer_columns = ROW_BUILDERS[kind], INTEGER_COLUMNS[kind]
     start, end = keep.start_epoch, keep.end_epoch
-    result = BlockResult([], [], 0, Counter(), Counter())
-    line_number = first_line - 1
-    for line in lines:
-        line_number += 1
-        if prefilter and needle not in line.lower():
-            result.dropped["other_subreddit"] += 1
-            continue
+    result = BlockResult([], [], block.line_count, Counter(), Counter())
+    skipped_to = 0
+    for index, line in numbered:
+        if index > skipped_to:
+            # Counted where the line-by-line filter met them, so that counters keep their key order.
+            result.dropped["other_subreddit"] += index - skipped_to
+        skipped_to = index + 1
+        line_number = block.first_line + index
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -225,8 +294,10 @@ def parse_lines(
         if not isinstance(subreddit, str) or subreddit.lower() != wanted:
             result.dropped["other_subreddit" if subreddit else "missing_subreddit"] += 1
             continue
-        created = epoch_seconds(record.get("created_utc"))
-        if created is None or not fits_int64(created):
+        created = record.get("created_utc")
+        if type(created) is not int:
+            created = epoch_seconds(created)
+        if created is None or not INT64_MIN <= created <= INT64_MAX:
             result.rejected["bad_created_utc"] += 1
             result.rejects.append((source, line_number, "bad_created_utc", excerpt(line)))
             continue
@@ -240,9 +311,18 @@ def parse_lines(
             result.rejects.append((source, line_number, "number_out_of_range", excerpt(line)))
             continue
         result.rows.append(row)
-    result.lines = line_number - first_line + 1
+    if prefilter and result.lines > skipped_to:
+        result.dropped["other_subreddit"] += result.lines - skipped_to
     result.kept = len(result.rows)
     return result
+
+
+@functools.cache
+def empty_part(kind: DumpKind) -> bytes:
+    """The Parquet part of a block without a kept row (most blocks of a monthly dump), made once."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(rows_to_table([], REDDIT.lake_tables[kind]), sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
 
 
 @dataclass(frozen=True)
@@ -259,10 +339,13 @@ class BlockJob:
 
 def run_block_job(job: BlockJob) -> BlockResult:
     """Parse one block and write its rows as a Parquet part (runs in a worker process)."""
-    result = parse_lines(job.block.lines, job.block.first_line, job.kind, job.keep, job.source, job.prefilter)
-    pq.write_table(
-        rows_to_table(result.rows, REDDIT.lake_tables[job.kind]), job.part_path, compression="zstd"
-    )
+    result = parse_lines(job.block, job.kind, job.keep, job.source, job.prefilter)
+    if result.rows:
+        pq.write_table(
+            rows_to_table(result.rows, REDDIT.lake_tables[job.kind]), job.part_path, compression="zstd"
+        )
+    else:
+        job.part_path.write_bytes(empty_part(job.kind))
     result.rows = []  # written; don't ship them back
     result.bytes_read = job.block.bytes_read
     return result

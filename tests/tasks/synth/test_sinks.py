@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 import zstandard
 
-from tasks.synth.others import OTHER_SUBREDDITS
+from tasks.synth.others import OTHER_SUBREDDITS, POPULAR_SUBREDDITS
 from tests.tasks.synth.dump_files import read_lines, read_records
 
 
@@ -32,9 +32,19 @@ def test_monthly_layout_writes_every_month_mixed_with_other_subreddits(monthly_d
         for path in monthly_dump.glob("R[SC]_2020-*.zst")
         for record in read_records(path)
     )
-    assert 0.3 < counts[True] / (counts[True] + counts[False]) < 0.7
+    assert counts[True] / (counts[True] + counts[False]) < 0.005  # as in a real all-of-Reddit month
     subreddits = {record.get("subreddit") for record in read_records(monthly_dump / "RS_2021-03.zst")}
-    assert subreddits & set(OTHER_SUBREDDITS)
+    assert subreddits & set(OTHER_SUBREDDITS) and subreddits & set(POPULAR_SUBREDDITS)
+
+
+def test_popular_subreddits_carry_the_fields_of_their_month(monthly_dump):
+    """The bulk of a month has the key sets of its era, like every other record (pushshift-format.md 2)."""
+    early = [r for r in read_records(monthly_dump / "RC_2016-03.zst") if r.get("subreddit") == "AskReddit"]
+    late = [r for r in read_records(monthly_dump / "RC_2022-03.zst") if r.get("subreddit") == "AskReddit"]
+    assert early and late
+    assert not any("is_submitter" in r or "author_fullname" in r for r in early)
+    assert all("is_submitter" in r and "author_fullname" in r for r in late)
+    assert {type(r["created_utc"]) for r in early + late} == {int}
 
 
 def test_replies_go_to_the_month_of_their_own_creation(monthly_dump):

@@ -1,4 +1,5 @@
 import io
+import threading
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,12 @@ def test_a_byte_order_mark_is_stripped_from_the_first_line_only(tmp_path):
     expected = [*LINES, bom + LINES[0]]
     assert read_all(plain) == read_all(plain, read_size=1, min_block_bytes=1) == expected
     assert read_all(zst) == read_all(zst, read_size=1, min_block_bytes=1) == expected
+
+
+def test_a_reader_closed_early_stops_its_decompressing_thread(tmp_path):
+    payload = b"".join(b'{"id":"c%d","body":"%s"}\n' % (i, b"x" * (i % 300)) for i in range(20000))
+    path = write_zstd(tmp_path / "big.zst", payload)
+    blocks = iter_line_blocks(path, min_block_bytes=1 << 12, read_size=512)
+    assert next(blocks).first_line == 1
+    blocks.close()
+    assert [thread for thread in threading.enumerate() if thread.name == "zstd-read-ahead"] == []

@@ -1,19 +1,30 @@
 from collections import Counter
 from datetime import date
 
+import pyarrow.parquet as pq
+
 from tasks.data.reddit.contracts import RAW_COMMENTS
+from tasks.data.reddit.reader import LineBlock
 from tasks.data.reddit.records import (
+    LOWERS_TO_ASCII,
+    BlockJob,
     IngestFilter,
+    candidate_lines,
     edited_epoch,
     epoch_seconds,
     parse_line,
     parse_lines,
     richtext_flair,
     rows_to_table,
+    run_block_job,
 )
 
 KEEP = IngestFilter("AskDocs", date(2015, 1, 1), date(2023, 7, 1))
 JAN_2016 = 1451606400
+
+
+def block(lines: list[bytes], first_line: int = 1) -> LineBlock:
+    return LineBlock(first_line, b"".join(line + b"\n" for line in lines), 0)
 
 
 def test_epoch_seconds_accepts_every_drifted_type():
@@ -54,7 +65,7 @@ def test_process_lines_counts_every_line():
         b'{"id":"p6","subreddit":"AskDocs","created_utc":"soon"}',
         b"not json at all",
     ]
-    result = parse_lines(lines, 10, "submissions", KEEP, "RS_x.zst", prefilter=False)
+    result = parse_lines(block(lines, 10), "submissions", KEEP, "RS_x.zst", prefilter=False)
     assert [row[0] for row in result.rows] == ["p1", "p2"]
     assert [(row[5], row[-1]) for row in result.rows] == [(JAN_2016, 10), (JAN_2016, 11)]
     assert [(r[1], r[2]) for r in result.rejects] == [(16, "bad_created_utc"), (17, "invalid_json")]
@@ -68,11 +79,56 @@ def test_monthly_prefilter_skips_other_subreddits_without_parsing():
         b'{"id":"c1","subreddit":"AskReddit", broken',
         b'{"id":"c2","subreddit":"ASKDOCS","created_utc":5}',
     ]
-    result = parse_lines(lines, 1, "comments", KEEP, "RC_2016-01.zst", prefilter=True)
+    result = parse_lines(block(lines), "comments", KEEP, "RC_2016-01.zst", prefilter=True)
     # Comments are kept whatever their own date: they follow their post.
     assert [row[0] for row in result.rows] == ["c2"]
     assert result.dropped == Counter(other_subreddit=1)
     assert result.rejected == Counter()
+
+
+def test_the_prefilter_never_drops_a_subreddit_spelled_another_way():
+    """JSON may escape any letter and str.lower() folds the Kelvin sign to "k": such a record is kept."""
+    lines = [
+        b'{"id":"c1","subreddit":"AskReddit","created_utc":5}',
+        b'{"id":"c2","subreddit":"\\u0041sk\\u0044ocs","created_utc":5}',
+        b'{"id":"c3","subreddit":"As\xe2\x84\xaaDocs","created_utc":5}',
+        b'{"id":"c4","subreddit":"As\\u212ADocs","created_utc":5}',
+        b'{"id":"c5","subreddit":"AskReddit","body":"caf\\u00e9 \\u2019","created_utc":5}',
+    ]
+    result = parse_lines(block(lines), "comments", KEEP, "RC_2016-01.zst", prefilter=True)
+    assert [row[0] for row in result.rows] == ["c2", "c3", "c4"]
+    assert list(result.dropped.items()) == [("other_subreddit", 2)]
+
+
+def test_candidate_lines_are_the_lines_that_may_hold_the_subreddit_with_their_index():
+    data = b'{"s":"x"}\n{"s":"ASKDOCS","b":"askdocs"}\n\n{"s":"y"}\n{"s":"\\u0061skdocs"}\n{"s":"AskDocs"}'
+    assert candidate_lines(data, "askdocs") == [
+        (1, b'{"s":"ASKDOCS","b":"askdocs"}'),
+        (4, b'{"s":"\\u0061skdocs"}'),
+        (5, b'{"s":"AskDocs"}'),
+    ]
+    assert candidate_lines(b"", "askdocs") == []
+
+
+def test_the_prefilter_counts_lines_in_the_order_the_line_by_line_filter_met_them():
+    """Receipts list drop reasons in the order first met, so the counters keep that order."""
+    lines = [
+        b'{"id":"p1","subreddit":"AskDocs","created_utc":1388534400}',
+        b'{"id":"p2","subreddit":"AskReddit","created_utc":1451606400}',
+        b"",
+        b'{"id":"p3","subreddit":"AskDocs","created_utc":1451606400}',
+        b'{"id":"p4","subreddit":"pics","created_utc":1451606400}',
+    ]
+    result = parse_lines(block(lines), "submissions", KEEP, "RS_2016-01.zst", prefilter=True)
+    assert list(result.dropped.items()) == [("outside_window", 1), ("other_subreddit", 3)]
+    assert [(row[0], row[-1]) for row in result.rows] == [("p3", 4)]
+    assert result.lines == 5
+
+
+def test_lowers_to_ascii_lists_every_character_that_lowercases_into_a_reddit_name():
+    name_characters = set("abcdefghijklmnopqrstuvwxyz0123456789_")
+    folding = [chr(c) for c in range(128, 0x110000) if name_characters & set(chr(c).lower())]
+    assert "".join(folding) == LOWERS_TO_ASCII
 
 
 def test_numbers_beyond_int64_are_quarantined_and_the_other_lines_kept():
@@ -83,7 +139,7 @@ def test_numbers_beyond_int64_are_quarantined_and_the_other_lines_kept():
         b'{"id":"c4","subreddit":"AskDocs","created_utc":1451606400,"score":"-1e19"}',
         b'{"id":"c5","subreddit":"AskDocs","created_utc":1451606400,"score":9223372036854775807}',
     ]
-    result = parse_lines(lines, 1, "comments", KEEP, "RC_x.zst", prefilter=False)
+    result = parse_lines(block(lines), "comments", KEEP, "RC_x.zst", prefilter=False)
     assert [(r[0], r[1], r[2]) for r in result.rejects] == [
         ("RC_x.zst", 1, "bad_created_utc"),
         ("RC_x.zst", 2, "number_out_of_range"),
@@ -97,5 +153,13 @@ def test_numbers_beyond_int64_are_quarantined_and_the_other_lines_kept():
 
 def test_a_submission_dated_beyond_int64_is_quarantined_not_dropped_as_outside_the_window():
     lines = [b'{"id":"p1","subreddit":"AskDocs","created_utc":1e30}']
-    result = parse_lines(lines, 1, "submissions", KEEP, "RS_x.zst", prefilter=False)
+    result = parse_lines(block(lines), "submissions", KEEP, "RS_x.zst", prefilter=False)
     assert (result.rejected, result.dropped) == (Counter(bad_created_utc=1), Counter())
+
+
+def test_a_block_without_kept_rows_gets_the_same_part_as_an_empty_table(tmp_path):
+    written = tmp_path / "written.parquet"
+    pq.write_table(rows_to_table([], RAW_COMMENTS), written, compression="zstd")
+    job = BlockJob(block([b'{"id":"c1","subreddit":"pics"}']), "comments", KEEP, "RC_x", True, tmp_path / "p")
+    assert run_block_job(job).dropped == Counter(other_subreddit=1)
+    assert (tmp_path / "p").read_bytes() == written.read_bytes()
