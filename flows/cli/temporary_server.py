@@ -11,6 +11,8 @@ Prefect loads its server module). `python -m flows.cli.temporary_server PARENT_P
 the server process itself.
 """
 
+import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -25,6 +27,7 @@ from prefect.settings import get_current_settings
 
 PARENT_POLL_S = 0.5
 STOP_GRACE_S = 5.0
+POOL_LOGGER = "sqlalchemy.pool.impl.AsyncAdaptedQueuePool"  # the pool Prefect's server uses (aiosqlite)
 
 
 class DetachedTemporaryServer(SubprocessASGIServer):
@@ -76,9 +79,22 @@ def end_when_orphaned(parent_pid: int) -> None:
     os._exit(1)
 
 
+class DropShutdownCancellation(logging.Filter):
+    """Drops a connection-pool error caused by the server's own shutdown cancelling a request.
+
+    Stopping the server while a client still waits on it (Ctrl-C mid-run) cancels that request, and
+    SQLAlchemy's pool then logs the cancelled rollback as an error with a traceback, on the user's
+    terminal, after the one line that says what was kept.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+
+
 def serve(parent_pid: int, uvicorn_args: list[str]) -> None:
     import uvicorn.main
 
+    logging.getLogger(POOL_LOGGER).addFilter(DropShutdownCancellation())
     threading.Thread(target=end_when_orphaned, args=(parent_pid,), daemon=True).start()
     uvicorn.main.main(args=uvicorn_args, prog_name="uvicorn")
 
