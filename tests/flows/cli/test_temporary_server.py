@@ -1,4 +1,4 @@
-"""The temporary server's logging, in a subprocess: importing its module registers the server Prefect starts."""
+"""The temporary server's logs, in a subprocess: importing its module registers the server Prefect starts."""
 
 import subprocess
 import sys
