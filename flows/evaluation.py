@@ -10,14 +10,16 @@ from collections.abc import Callable
 from typing import Any
 
 from prefect import unmapped
-from prefect.states import Failed, State
+from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
 from tasks.benchmarks.protocol import Benchmark
 from tasks.core.runners import RunnerSettings, make_task_runner
+from tasks.evals.batch_runs import AWAITING_BATCHES, make_batch_calls
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.outputs import (
     RunSummary,
+    calls_by_mode,
     follow_progress,
     publish_run_summary,
     write_manifest,
@@ -36,9 +38,15 @@ def evaluate_benchmark(
     """Write the benchmark's tables, manifest.json (and report/ by `report`) to the run folder.
 
     Ends Failed (after writing every output) when calls failed; re-running the same settings finishes it.
+    With roles in batch mode, their calls are made first, in waves of provider batches; a run that stops
+    waiting with batches in flight ends Completed as AwaitingBatches, writing no tables yet.
     """
     with hold_run_folder(settings.run_dir):  # one process per run folder, or every call is paid twice
         plan = plan_evaluation(bench.plan, settings)
+        if settings.config.batch_roles():
+            waves = make_batch_calls(bench, plan, settings)
+            if not waves.finished:
+                return Completed(name=AWAITING_BATCHES, message=waves.message())
         ledger = unmapped(plan.ledger_dir)
         runner = runner or RunnerSettings(max_workers=settings.config.worker_count())
         # quote(): jobs hold whole cases; Prefect's parameter introspection would cost ~1.5 ms per task.
@@ -52,6 +60,7 @@ def evaluate_benchmark(
             scored = workers.map(bench.score, {"job": score_jobs, "solved": solved, "ledger_dir": ledger})
             follow_progress([*solved, *scored], plan.run_id)
             summary = write_run_outputs(plan, solved, scored, bench.tables, bench.summarize)
+        summary = summary.model_copy(update={"calls_by_mode": calls_by_mode(plan.ledger_dir)})
         write_manifest(settings, plan, summary)
         publish_run_summary(summary)
         if report is not None:

@@ -11,8 +11,9 @@ import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 from typing_extensions import TypeVar
 
+from tasks.llm.batches import check_batch_capable
 from tasks.llm.offline import is_offline
-from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
+from tasks.llm.request import CallMode, CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
 
 Condition = Literal["baseline", "oracle"]
 
@@ -38,6 +39,11 @@ class ModelSpec(BaseModel):
     estimated_reply_tokens: int = Field(400, ge=0, description="Reply length assumed by --dry-run.")
     limits: ProviderLimits | None = Field(
         None, description="Throttle of this role alone; default: its provider's (`providers`)."
+    )
+    mode: CallMode = Field(
+        "single",
+        description="single: one HTTP request per call; batch: through the provider's batch API, at "
+        "its batch price, answered within its 24-hour window (settings under `batch`).",
     )
 
     @model_validator(mode="after")
@@ -101,6 +107,25 @@ class SampleSpec(BaseModel):
     limit: int | None = Field(None, ge=1, description="Keep the first N threads of the seeded sample order.")
 
 
+class BatchSettings(BaseModel):
+    """How the roles in batch mode wait for their batches (tasks/evals/batch_waves.py)."""
+
+    poll_interval_s: float = Field(60.0, gt=0, description="Seconds between checks of batches in flight.")
+    wait_s: float | None = Field(
+        None,
+        ge=0,
+        description="How long one run waits for batches before leaving them in flight (re-run, or the "
+        "resume-batch-runs deployment, to go on); none: until every batch has finished.",
+    )
+    discount: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="Batch over single-call price, for models litellm has no batch price for.",
+    )
+    max_calls: int = Field(50_000, ge=1, description="Calls per batch (OpenAI's limit).")
+
+
 class RunConfig(BaseModel):
     """What every benchmark's run config has: the models under test, a sample, call settings and limits.
 
@@ -118,6 +143,15 @@ class RunConfig(BaseModel):
     default_limits: ProviderLimits = ProviderLimits()
     retry: RetryPolicy = RetryPolicy()
     max_workers: int | None = Field(None, ge=1, description="Prefect worker threads; default from limits.")
+    batch: BatchSettings = BatchSettings()
+
+    @model_validator(mode="after")
+    def _batch_capable(self) -> Self:
+        for specs in self.roles().values():
+            for spec in specs:
+                if spec.mode == "batch":
+                    check_batch_capable(spec.model, spec.api_base)
+        return self
 
     @field_validator("models")
     @classmethod
@@ -149,7 +183,13 @@ class RunConfig(BaseModel):
             api_key_env=spec.api_key_env,
             prices=spec.prices,
             price_model=spec.price_model,
+            mode=spec.mode,
+            batch_discount=self.batch.discount,
         )
+
+    def batch_roles(self) -> list[str]:
+        """The roles with a model in batch mode."""
+        return [role for role, specs in self.roles().items() if any(spec.mode == "batch" for spec in specs)]
 
     def worker_count(self) -> int:
         """Enough worker threads to keep every provider busy even while some threads wait on a slow one."""
@@ -169,8 +209,9 @@ class RunConfig(BaseModel):
             "default_limits": True,
             "retry": True,
             "max_workers": True,
-            "models": {"__all__": {"limits"}},
-            **{role: {"limits"} for role in self.ROLE_FIELDS},
+            "batch": True,
+            "models": {"__all__": {"limits", "mode"}},
+            **{role: {"limits", "mode"} for role in self.ROLE_FIELDS},
         }
 
     def with_paths_from(self, folder: Path) -> Self:
@@ -199,6 +240,14 @@ class RunConfig(BaseModel):
         if overrides.api_base is not None:
             models = [m.with_api_base(overrides.api_base) for m in models]
             roles = {role: spec.with_api_base(overrides.api_base) for role, spec in roles.items()}
+        if unknown := sorted(set(overrides.batch) - {"model", *self.ROLE_FIELDS}):
+            raise ValueError(f"no role {unknown} to batch; roles: {['model', *self.ROLE_FIELDS]}")
+        if "model" in overrides.batch:
+            models = [m.model_copy(update={"mode": "batch"}) for m in models]
+        roles = {
+            role: spec.model_copy(update={"mode": "batch"}) if role in overrides.batch else spec
+            for role, spec in roles.items()
+        }
         sample_choices = {"split": overrides.split, "limit": overrides.limit}
         sample = self.sample.model_copy(update={k: v for k, v in sample_choices.items() if v is not None})
         return self.model_validate(
@@ -289,6 +338,10 @@ class RunOverrides(BaseModel):
     api_base: str | None = Field(None, description="Send every model and role to this endpoint.")
     settings: dict[str, Any] = Field(
         default_factory=dict, description="Top-level settings of the benchmark's config (conditions, epochs)."
+    )
+    batch: list[str] = Field(
+        default_factory=list,
+        description="Roles whose calls go through the provider's batch API (model, judge).",
     )
 
 

@@ -25,6 +25,7 @@ from tasks.data.contracts import Contract
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.plan import RunPlan
 from tasks.llm.errors import fix_for, is_permanent
+from tasks.llm.ledger import CallLedger
 from tasks.report.tables import Table, table_markdown
 
 PACKAGES = ("litellm", "prefect", "pyarrow", "pydantic", "rapidfuzz", "openai", "httpx")
@@ -48,11 +49,19 @@ class GroupSummary(BaseModel):
     cost_usd: float
 
 
+class ModeTotals(BaseModel):
+    """The calls of a run made one way (single requests or provider batches): how many, at what cost."""
+
+    calls: int = 0
+    cost_usd: float = 0.0
+
+
 class RunSummary(BaseModel):
     run_id: str
     run_dir: Path
     groups: list[GroupSummary]
     failed_calls: dict[str, int]
+    calls_by_mode: dict[str, ModeTotals] = {}  # every call in the ledger, by how it was made
     failure_examples: dict[str, str] = {}  # per failure kind, one error as recorded (the provider's words)
     group_label: str = "condition"
     count_labels: list[str] = []  # the count columns in order; line breaks keep a table 80 columns wide
@@ -82,6 +91,8 @@ class RunSummary(BaseModel):
         """The run's outcome for people: whether calls failed (an example of each kind), a table per model."""
         outcome = self.failure_message() if self.failed_calls else "Every call succeeded."
         lines = [f"# Evaluation run {self.run_id}", "", f"**{outcome}**", ""]
+        if self.calls_by_mode:
+            lines += [self.calls_line(), ""]
         if self.failure_examples:
             lines += [f"- {line}" for line in self.failure_lines()] + [""]
         if self.score_note:
@@ -107,12 +118,30 @@ class RunSummary(BaseModel):
             f" the others need a fix first: {fixes}"
         )
 
+    def calls_line(self) -> str:
+        """How the run's calls were made, e.g. 'Calls: 120 single (USD 0.0100), 480 batch (USD 0.0200)'."""
+        made = ", ".join(
+            f"{totals.calls:,} {mode} (USD {totals.cost_usd:,.4f})"
+            for mode, totals in self.calls_by_mode.items()
+        )
+        return f"Calls: {made}"
+
     def failure_lines(self) -> list[str]:
         """One line per failure kind: its count and one of its errors."""
         return [
             f"{_label(kind)} ({self.failed_calls.get(kind, 0)}), e.g. {error}"
             for kind, error in sorted(self.failure_examples.items())
         ]
+
+
+def calls_by_mode(ledger_dir: Path) -> dict[str, ModeTotals]:
+    """Every call of the run's ledger by how it was made (tasks/llm/batches.py makes the batch ones)."""
+    totals: dict[str, ModeTotals] = {}
+    for record in CallLedger(ledger_dir).records():
+        mode = totals.setdefault(record.mode, ModeTotals())
+        mode.calls += 1
+        mode.cost_usd += record.cost_usd
+    return dict(sorted(totals.items(), key=lambda item: item[0] != "single"))
 
 
 def failure_counts(failures: list[tuple[str, str]]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import litellm
 
 from tasks.llm import offline
+from tasks.llm.deferral import batch_outcome
 from tasks.llm.direct import direct_route, send_direct
 from tasks.llm.errors import CallError, classify_error, permanent_error
 from tasks.llm.ledger import CallLedger, CallRecord
@@ -43,7 +44,7 @@ PLACEHOLDER_API_KEY = "no-key"
 
 
 @dataclass
-class _Tally:
+class CallTally:
     """What the attempts of one call have cost so far (carried over from earlier runs)."""
 
     attempts: int = 0
@@ -53,7 +54,7 @@ class _Tally:
     output_cost_usd: float = 0.0
 
     @classmethod
-    def resume(cls, previous: CallRecord | None) -> "_Tally":
+    def resume(cls, previous: CallRecord | None) -> "CallTally":
         if previous is None:
             return cls()
         return cls(
@@ -69,8 +70,13 @@ class _Tally:
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
         price_model = options.price_model or request.model
+        costs = (
+            batch_token_costs(price_model, prompt, completion, options.prices, options.batch_discount)
+            if options.mode == "batch"
+            else token_costs(price_model, prompt, completion, options.prices)
+        )
         # An unpriced model (a local server without `prices`) is recorded at 0 USD.
-        input_cost, output_cost = token_costs(price_model, prompt, completion, options.prices) or (0.0, 0.0)
+        input_cost, output_cost = costs or (0.0, 0.0)
         self.prompt_tokens += prompt
         self.completion_tokens += completion
         self.input_cost_usd += input_cost
@@ -90,6 +96,31 @@ def token_costs(
     return litellm.cost_per_token(
         model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
     )
+
+
+def batch_token_costs(
+    model: str, prompt_tokens: int, completion_tokens: int, prices: Prices | None, discount: float
+) -> tuple[float, float] | None:
+    """(input, output) USD of a call made through the provider's batch API; None if unpriced.
+
+    litellm's batch prices where its table has them (OpenAI's models), else the single-call prices
+    times `discount` (configured prices included).
+    """
+    batch_prices = _batch_prices(model) if prices is None and not offline.is_offline(model) else None
+    if batch_prices is not None:
+        return prompt_tokens * batch_prices[0], completion_tokens * batch_prices[1]
+    costs = token_costs(model, prompt_tokens, completion_tokens, prices)
+    return None if costs is None else (costs[0] * discount, costs[1] * discount)
+
+
+@functools.lru_cache(maxsize=1024)
+def _batch_prices(model: str) -> tuple[float, float] | None:
+    """litellm's (input, output) batch price per token of `model`, if its table has both."""
+    if not _in_price_table(model):
+        return None
+    info = litellm.get_model_info(model=model)
+    prices = (info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches"))
+    return None if None in prices else prices
 
 
 @functools.lru_cache(maxsize=1024)
@@ -130,17 +161,20 @@ _key_locks = _KeyLocks()
 
 
 def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
-    """The recorded outcome of `request`: from the ledger if it already succeeded, else by calling."""
+    """The recorded outcome of `request`: from the ledger if it already succeeded, else by calling (a
+    batch-mode call is deferred to its batch instead, tasks/llm/deferral.py)."""
     key = request.key()
     with _key_locks.hold(key):
         if (done := ledger.lookup(key)) is not None:
             return done
+        if options.mode == "batch":
+            return batch_outcome(key, request, options, ledger)
         return _call(key, request, options, ledger)
 
 
 def _call(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
     """Attempt the call until it succeeds, fails permanently or runs out of attempts; record the outcome."""
-    tally = _Tally.resume(ledger.last_failure(key))
+    tally = CallTally.resume(ledger.last_failure(key))
     limiter = limiter_for(options.provider, options.limits)
     rng = random.Random()
     started_at = datetime.now(UTC)
@@ -151,7 +185,7 @@ def _call(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedg
             response, error = _attempt(request, options, tally)
             latency_s = time.monotonic() - began
         if error is None:
-            record = _record(key, request, tally, started_at, latency_s, response=response)
+            record = call_record(key, request, tally, started_at, latency_s, response=response)
             ledger.write(record)
             return record
         delay = retry_delay(attempt, options.retry, error.retry_after_s, rng) if error.retryable else None
@@ -161,7 +195,8 @@ def _call(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedg
             limiter.pause(delay)
         logger.info("%s: %s (attempt %d), retrying in %.1f s", request.model, error.kind, attempt, delay)
         time.sleep(delay)
-    record = _record(key, request, tally, started_at, latency_s, error=_final(error, attempt, options.retry))
+    final = _final(error, attempt, options.retry)
+    record = call_record(key, request, tally, started_at, latency_s, error=final)
     ledger.write(record)
     logger.warning("call failed: %s", record.error)
     return record
@@ -193,12 +228,12 @@ def _final(error: CallError, attempts: int, policy: RetryPolicy) -> CallError:
     return CallError(error.kind, True, f"{error.message} ({reason}; re-run to retry)")
 
 
-def _attempt(request: ChatRequest, options: CallOptions, tally: _Tally) -> tuple[Any, CallError | None]:
+def _attempt(request: ChatRequest, options: CallOptions, tally: CallTally) -> tuple[Any, CallError | None]:
     """Make one HTTP call; return the response, or the classified reason it cannot be used."""
     if offline.is_offline(request.model):
         offline.install_provider()
     try:
-        api_key = _api_key(request, options)
+        api_key = api_key_for(request, options)
     except MissingCredentials as exc:
         return None, permanent_error("authentication", request.model, str(exc))
     try:
@@ -210,7 +245,7 @@ def _attempt(request: ChatRequest, options: CallOptions, tally: _Tally) -> tuple
     except Exception as exc:  # every provider failure is classified and recorded, never raised
         return None, classify_error(exc, request.model)
     tally.add_usage(request, options, response)  # an empty reply is still billed
-    return response, _unusable_reply(request.model, response)
+    return response, unusable_reply(request.model, response)
 
 
 def _sender(request: ChatRequest, options: CallOptions, api_key: str | None) -> Callable[[], Any]:
@@ -279,7 +314,7 @@ def within_deadline(seconds: float, call: Callable[[], T]) -> T:
     return outcome["value"]
 
 
-def _unusable_reply(model: str, response: Any) -> CallError | None:
+def unusable_reply(model: str, response: Any) -> CallError | None:
     choices = getattr(response, "choices", None)
     if choices and choices[0].finish_reason == "content_filter":
         return permanent_error("content_filter", model, "reply withheld by the provider")
@@ -319,7 +354,7 @@ class MissingCredentials(Exception):
     """No API key is available for a call; litellm would report it as a retryable 500."""
 
 
-def _api_key(request: ChatRequest, options: CallOptions) -> str | None:
+def api_key_for(request: ChatRequest, options: CallOptions) -> str | None:
     """The key to send; None lets litellm read the provider's standard variable itself."""
     if options.api_key_env:
         if key := os.environ.get(options.api_key_env):
@@ -335,12 +370,12 @@ def _api_key(request: ChatRequest, options: CallOptions) -> str | None:
     raise MissingCredentials(f"{' or '.join(environment['missing_keys'])} is not set")
 
 
-def _record(
+def call_record(
     key: str,
     request: ChatRequest,
-    tally: _Tally,
+    tally: CallTally,
     started_at: datetime,
-    latency_s: float,
+    latency_s: float | None,
     *,
     response: Any = None,
     error: CallError | None = None,

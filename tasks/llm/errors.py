@@ -16,6 +16,7 @@ FIXES = {
     "context_length": "the conversation exceeds the model's context window; use a longer-context model",
     "content_filter": "the provider refuses this content; only another model or provider can answer it",
     "provider_error": "the provider answered with this error instead of a reply; see its message",
+    "batch_rejected": "the provider rejected the whole batch; see its reason, or run the role in single mode",
 }
 # How an error reported in the body of an HTTP 200 reads, for the kinds that its code may not tell.
 _RATE_LIMIT_TEXT = re.compile(r"rate.?limit|too many requests", flags=re.IGNORECASE)
@@ -64,6 +65,18 @@ def _error_kind(exc: Exception) -> str:
     if isinstance(exc, litellm.APIConnectionError) or _raised_during(exc, httpx.TransportError):
         return "connection"
     return _status_kind(status)
+
+
+def batch_line_error(status: int, error: object, model: str) -> CallError:
+    """A failed line of a batch's error file: its HTTP status and `{"message", "type", "code"}` error."""
+    message = str(error.get("message") or "") if isinstance(error, dict) else ""
+    kind = _status_kind(status)
+    if kind == "unexpected" and message:
+        kind = _body_error_kind(status, message)
+    detail = f"batch line HTTP {status}: " + (" ".join(message.split())[:300] or "no message")
+    if is_permanent(kind):
+        return permanent_error(kind, model, detail)
+    return CallError(kind, True, f"{model}: {detail}")
 
 
 def _status_kind(status: object) -> str:

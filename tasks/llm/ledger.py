@@ -20,14 +20,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from tasks.core.files import write_text_atomic
+from tasks.llm.request import CallMode
 
 
 class CallRecord(BaseModel):
     """The outcome of one call key. Tokens, costs and attempts add up every attempt ever made for it.
 
     `tool_calls` holds the reply's tool calls (OpenAI's shape: id, type, function name and arguments
-    string); `structured` the reply parsed as JSON when the request asked for JSON. Records written
-    before these fields existed read with their defaults.
+    string); `structured` the reply parsed as JSON when the request asked for JSON; `mode` how the call
+    was made (tasks/llm/batches.py makes batch calls). Records written before these fields existed read
+    with their defaults.
     """
 
     key: str
@@ -47,6 +49,8 @@ class CallRecord(BaseModel):
     error: str | None = None
     retryable: bool | None = None
     response_id: str | None = None
+    mode: CallMode = "single"
+    batch_id: str | None = Field(None, description="The provider's batch that answered a batch-mode call.")
     started_at: datetime
     finished_at: datetime
 

@@ -2,7 +2,7 @@
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -32,8 +32,12 @@ class Prices(BaseModel, frozen=True):
     output_per_token: float = Field(0.0, ge=0)
 
 
+CallMode = Literal["single", "batch"]
+
+
 class CallOptions(BaseModel, frozen=True):
-    """How a call is made (provider throttle, retries, time-out, key, prices): never part of the key."""
+    """How a call is made (provider throttle, retries, time-out, key, prices, one request or through the
+    provider's batch API): never part of the key, so a call made either way is the same ledger entry."""
 
     provider: str
     limits: ProviderLimits = ProviderLimits()
@@ -44,6 +48,10 @@ class CallOptions(BaseModel, frozen=True):
     api_key_env: str | None = None
     prices: Prices | None = None
     price_model: str | None = Field(None, description="Model string to price by, if not the one called.")
+    mode: CallMode = "single"
+    batch_discount: float = Field(
+        0.5, gt=0, le=1, description="Batch price over the single-call price, where litellm has none."
+    )
 
 
 # Fields added to the key after calls were recorded: left out while at their default, so every key made

@@ -1,0 +1,284 @@
+"""Provider batches: calls sent together through an OpenAI-style files + batches API, via litellm.
+
+A batch's life, each step written to its record in `<run_dir>/batches/` before anything waits on it:
+
+    preparing   the record holds the requests and their call keys (written before the upload)
+    uploaded    `input_file_id`: the JSONL of requests is at the provider
+    created     `batch_id`: the provider runs the batch (its own status: validating, in_progress, ...)
+    collected   a finished batch's results are in the call ledger
+
+A process killed at any step resumes from the record: a file is uploaded again only when no id was
+recorded (uploads are free); a batch created but not yet recorded is found again by the record's id in
+the batch's metadata, so no call is ever submitted twice. A finished batch's answers land in the ledger
+exactly as single calls would (same record, `mode` 'batch', batch prices); a line that failed gets a
+failure record with its attempts counted; the calls of an expired or cancelled batch that were not
+answered are left to be submitted again, and a batch the provider rejected fails its calls.
+"""
+
+import io
+import json
+import logging
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import litellm
+from openai.types.chat import ChatCompletion
+from pydantic import BaseModel, Field, ValidationError
+
+from tasks.core.files import write_text_atomic
+from tasks.llm.call import CallTally, api_key_for, call_record, unusable_reply
+from tasks.llm.errors import CallError, batch_line_error, permanent_error
+from tasks.llm.ledger import CallLedger, CallRecord
+from tasks.llm.request import CallOptions, ChatRequest
+
+logger = logging.getLogger(__name__)
+
+ENDPOINT = "/v1/chat/completions"
+COMPLETION_WINDOW = "24h"
+# Providers whose litellm route takes OpenAI's batch JSONL as it is.
+BATCH_PROVIDERS = ("openai", "azure")
+FINISHED = ("completed", "failed", "expired", "cancelled")
+METADATA_KEY = "threadmed_batch"
+
+
+class BatchRecord(BaseModel):
+    """One provider batch of a run, as persisted: what was sent, where it is, how it ended."""
+
+    local_id: str
+    wave: int
+    model: str
+    api_base: str | None = None
+    options: CallOptions
+    requests: dict[str, ChatRequest] = Field(description="The batch's calls by call key (its custom_id).")
+    input_file_id: str | None = None
+    batch_id: str | None = None
+    status: str = "preparing"
+    request_counts: dict[str, int] = Field(default_factory=dict)
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    errors: list[str] = Field(default_factory=list, description="Why the provider rejected the batch.")
+    collected: bool = False
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    finished_at: datetime | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    @property
+    def provider(self) -> str:
+        return provider_of(self.model, self.api_base)
+
+
+class BatchStore:
+    """The batch records of one run folder: `<run_dir>/batches/<local_id>.json`, each written atomically."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def write(self, record: BatchRecord) -> BatchRecord:
+        write_text_atomic(self.root / f"{record.local_id}.json", record.model_dump_json(indent=1))
+        return record
+
+    def records(self) -> list[BatchRecord]:
+        """Every batch of the run, oldest first."""
+        records = []
+        for path in self.root.glob("*.json"):
+            try:
+                records.append(BatchRecord.model_validate_json(path.read_bytes()))
+            except ValidationError:  # only after an OS crash (rename without fsync): never created
+                continue
+        return sorted(records, key=lambda record: (record.created_at, record.local_id))
+
+    def in_flight(self) -> list[BatchRecord]:
+        """Batches whose results are not in the ledger yet."""
+        return [record for record in self.records() if not record.collected]
+
+
+def provider_of(model: str, api_base: str | None) -> str:
+    """The litellm provider `model` is routed to (its prefix when litellm does not know it)."""
+    try:
+        return litellm.get_llm_provider(model=model, api_base=api_base)[1]
+    except litellm.BadRequestError:
+        return model.split("/", 1)[0]
+
+
+def check_batch_capable(model: str, api_base: str | None) -> None:
+    """Raise ValueError when `model` is reached through a provider without an OpenAI-style batch API."""
+    provider = provider_of(model, api_base)
+    if provider not in BATCH_PROVIDERS:
+        raise ValueError(
+            f"{model}: batch mode needs an OpenAI-style batch API (providers {', '.join(BATCH_PROVIDERS)}, "
+            f"or any OpenAI-compatible endpoint as openai/<model> with api_base); {provider} has none here"
+        )
+
+
+def new_batch(wave: int, calls: dict[str, ChatRequest], options: CallOptions) -> BatchRecord:
+    """The record of a batch about to be sent: every call has the same model, endpoint and options."""
+    first = next(iter(calls.values()))
+    return BatchRecord(
+        local_id=f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
+        wave=wave,
+        model=first.model,
+        api_base=first.api_base,
+        options=options,
+        requests=calls,
+    )
+
+
+def request_lines(record: BatchRecord) -> bytes:
+    """The batch's input file: one JSONL line per call, its call key as custom_id, its body as sent alone."""
+    model = litellm.get_llm_provider(model=record.model, api_base=record.api_base)[0]
+    lines = (
+        json.dumps(
+            {
+                "custom_id": key,
+                "method": "POST",
+                "url": ENDPOINT,
+                "body": {"model": model, "messages": list(request.messages), **request.params},
+            },
+            ensure_ascii=False,
+        )
+        for key, request in record.requests.items()
+    )
+    return ("\n".join(lines) + "\n").encode()
+
+
+def advance(record: BatchRecord, store: BatchStore, ledger: CallLedger) -> BatchRecord:
+    """Take the batch one step on (upload, create, check, collect); each step is recorded as it is done."""
+    access = _access(record)
+    if record.input_file_id is None:
+        upload = io.BytesIO(request_lines(record))
+        upload.name = f"{record.local_id}.jsonl"
+        created = litellm.create_file(file=upload, purpose="batch", **access)
+        record = store.write(record.model_copy(update={"input_file_id": created.id, "status": "uploaded"}))
+    if record.batch_id is None:
+        batch = _find_created(record, access) or litellm.create_batch(
+            completion_window=COMPLETION_WINDOW,
+            endpoint=ENDPOINT,
+            input_file_id=record.input_file_id,
+            metadata={METADATA_KEY: record.local_id},
+            **access,
+        )
+        record = store.write(_with_status(record.model_copy(update={"batch_id": batch.id}), batch))
+    if not record.finished:
+        record = store.write(_with_status(record, litellm.retrieve_batch(batch_id=record.batch_id, **access)))
+    if record.finished and not record.collected:
+        record = store.write(collect(record, ledger, access))
+    return record
+
+
+def cancel(record: BatchRecord, store: BatchStore) -> BatchRecord:
+    """Ask the provider to cancel the batch (its answered calls are still collected)."""
+    if record.batch_id is None or record.finished:
+        return record
+    access = _access(record)
+    return store.write(_with_status(record, litellm.cancel_batch(batch_id=record.batch_id, **access)))
+
+
+def _access(record: BatchRecord) -> dict[str, Any]:
+    """litellm's routing arguments for the batch's provider: provider, endpoint and key."""
+    first = next(iter(record.requests.values()))
+    return {
+        "custom_llm_provider": record.provider,
+        "api_base": record.api_base,
+        "api_key": api_key_for(first, record.options),
+    }
+
+
+def _find_created(record: BatchRecord, access: dict[str, Any]) -> Any:
+    """The provider's batch made from this record, if one was created before a crash recorded its id."""
+    listed = litellm.list_batches(limit=100, **access)
+    for batch in listed.data or []:
+        if (batch.metadata or {}).get(METADATA_KEY) == record.local_id:
+            return batch
+    return None
+
+
+def _with_status(record: BatchRecord, batch: Any) -> BatchRecord:
+    counts = batch.request_counts
+    listed = (batch.errors.data or []) if batch.errors else []
+    errors = [error.message or error.code or "" for error in listed]
+    finished = record.finished_at or (datetime.now(UTC) if batch.status in FINISHED else None)
+    return record.model_copy(
+        update={
+            "status": batch.status,
+            "request_counts": counts.model_dump() if counts is not None else {},
+            "output_file_id": batch.output_file_id,
+            "error_file_id": batch.error_file_id,
+            "errors": errors,
+            "finished_at": finished,
+        }
+    )
+
+
+def collect(record: BatchRecord, ledger: CallLedger, access: dict[str, Any]) -> BatchRecord:
+    """Write the finished batch's outcomes to the ledger: answers as successes, failed lines as failures.
+
+    Calls the provider left unanswered (an expired or cancelled batch) get no record, so they are sent
+    again; the calls of a rejected batch fail, with the provider's reason.
+    """
+    lines = [*_file_lines(record.output_file_id, access), *_file_lines(record.error_file_id, access)]
+    answered = set()
+    for line in lines:
+        key = line.get("custom_id")
+        if key not in record.requests or ledger.lookup(key) is not None:
+            continue
+        if (outcome := line_record(record, key, line, ledger.last_failure(key))) is not None:
+            ledger.write(outcome)
+            answered.add(key)
+    if record.status == "failed":
+        reason = "; ".join(record.errors) or "no reason given"
+        error = permanent_error("batch_rejected", record.model, f"the provider rejected the batch: {reason}")
+        for key in record.requests.keys() - answered:
+            ledger.write(_failure(record, key, error, ledger.last_failure(key)))
+    return record.model_copy(update={"collected": True})
+
+
+def _file_lines(file_id: str | None, access: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    if file_id is None:
+        return
+    content = litellm.file_content(file_id=file_id, **access).content
+    for line in content.splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def line_record(
+    record: BatchRecord, key: str, line: dict[str, Any], previous: CallRecord | None
+) -> CallRecord | None:
+    """The ledger record of one line of a batch's output or error file; None for a call left unanswered.
+
+    An answer goes through the same checks as a single call's (an empty reply or a withheld one fails).
+    """
+    request = record.requests[key]
+    response = line.get("response") or {}
+    error = line.get("error")
+    if not response:
+        if error and error.get("code") == "batch_expired":
+            return None
+        message = (error or {}).get("message") or "the provider gave no response for this call"
+        unanswered = CallError("provider_error", True, f"{record.model}: {message}")
+        return _failure(record, key, unanswered, previous)
+    body = response.get("body") or {}
+    status = int(response.get("status_code") or 0)
+    if status != 200 or "error" in body:
+        return _failure(record, key, batch_line_error(status, body.get("error"), record.model), previous)
+    completion = ChatCompletion.model_validate(body)
+    tally = CallTally.resume(previous)
+    tally.attempts += 1
+    tally.add_usage(request, record.options, completion)
+    unusable = unusable_reply(record.model, completion)
+    started_at = record.created_at
+    outcome = call_record(key, request, tally, started_at, None, response=completion, error=unusable)
+    return outcome.model_copy(update={"mode": "batch", "batch_id": record.batch_id})
+
+
+def _failure(record: BatchRecord, key: str, error: CallError, previous: CallRecord | None) -> CallRecord:
+    tally = CallTally.resume(previous)
+    tally.attempts += 1
+    outcome = call_record(key, record.requests[key], tally, record.created_at, None, error=error)
+    return outcome.model_copy(update={"mode": "batch", "batch_id": record.batch_id})
