@@ -7,9 +7,17 @@ latency, 429 with Retry-After, 5xx, a hang past the client's time-out, a body tr
 any reply text (e.g. broken judge JSON) or tool calls (see `tool_call`). Unscripted requests get a
 deterministic reply after `latency_s`.
 
+It also serves OpenAI's Files and Batches APIs (`/v1/files`, `/v1/batches`, in the shapes the OpenAI SDK
+parses), so batch mode runs through litellm's real calls. A batch finishes `batch_delay_s` after its
+creation, when a retrieve, cancel or list next sees it: each line is answered with the body a chat call
+with a default `Action` would get, into an output file. `BatchScript`s queued with `script_batch` make
+lines fail, the batch expire with some lines answered, or fail whole; a cancelled batch answers nothing.
+Answered lines are not chat requests: `batch_submissions` counts each custom_id's submissions instead.
+
 `GET /stats` returns the counters as JSON, so a server started as a subprocess
-(`python -m tests.llm_server --latency 0.2`) can be read from another process; `--reply` picks one of
-the named reply functions (`REPLIES`) for it, since a function cannot be passed to another process.
+(`python -m tests.llm_server --latency 0.2 --batch-delay 1`) can be read from another process; `--reply`
+picks one of the named reply functions (`REPLIES`) for it, since a function cannot be passed to another
+process.
 """
 
 import argparse
