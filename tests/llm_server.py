@@ -7,12 +7,23 @@ latency, 429 with Retry-After, 5xx, a hang past the client's time-out, a body tr
 any reply text (e.g. broken judge JSON) or tool calls (see `tool_call`). Unscripted requests get a
 deterministic reply after `latency_s`.
 
+It also serves OpenAI's Files and Batches APIs (`/v1/files`, `/v1/batches`, in the shapes the OpenAI SDK
+parses), so batch mode runs through litellm's real calls. A batch finishes `batch_delay_s` after its
+creation, when a retrieve, cancel or list next sees it: each line is answered with the body a chat call
+with a default `Action` would get, into an output file. `BatchScript`s queued with `script_batch` make
+lines fail, the batch expire with some lines answered, or fail whole; a cancelled batch answers nothing.
+Answered lines are not chat requests: `batch_submissions` counts each custom_id's submissions instead.
+
 `GET /stats` returns the counters as JSON, so a server started as a subprocess
-(`python -m tests.llm_server --latency 0.2`) can be read from another process; `--reply` picks one of
-the named reply functions (`REPLIES`) for it, since a function cannot be passed to another process.
+(`python -m tests.llm_server --latency 0.2 --batch-delay 1`) can be read from another process; `--reply`
+picks one of the named reply functions (`REPLIES`) for it, since a function cannot be passed to another
+process.
 """
 
 import argparse
+import copy
+import email
+import email.policy
 import hashlib
 import json
 import re
@@ -23,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
+from urllib.parse import parse_qs, urlsplit
 
 JUDGE_REPLY = '{"SCORE": 1.0, "REASON": "Matches the physician."}'
 SNOMED_PATIENT = "patient"
@@ -76,6 +88,19 @@ class Action:
 def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_0") -> dict[str, Any]:
     """One tool call of a reply, as an OpenAI-compatible provider sends it (arguments as a JSON string)."""
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+@dataclass(frozen=True)
+class BatchScript:
+    """What the server does with one batch at its deadline, `delay_s` after creation (the server's
+    `batch_delay_s` unless given). Defaults: every line answered, the batch "completed"."""
+
+    delay_s: float | None = None
+    failed_lines: dict[int, int] = field(default_factory=dict)  # line index -> HTTP status: the error file
+    # "expired": the first `expire_completed` lines are answered, the rest go to the error file as expired.
+    expire: bool = False
+    expire_completed: int = 0
+    fail: bool = False  # "failed" with an error, nothing answered
 
 
 @dataclass(frozen=True)
@@ -174,6 +199,22 @@ REPLIES: dict[str, Callable[[str, list[dict[str, Any]]], str]] = {
     "snomed": snomed_reply,
     "consult": consult_reply,
 }
+BATCH_EXPIRED = {
+    "code": "batch_expired",
+    "message": "This request could not be executed before the completion window expired.",
+}
+_FILE = re.compile(r"/v1/files/([^/]+)")
+_FILE_CONTENT = re.compile(r"/v1/files/([^/]+)/content")
+_BATCH = re.compile(r"/v1/batches/([^/]+)")
+_BATCH_CANCEL = re.compile(r"/v1/batches/([^/]+)/cancel")
+
+
+@dataclass
+class _Batch:
+    view: dict[str, Any]  # the batch object, as OpenAI sends it
+    lines: list[dict[str, Any]]
+    script: BatchScript
+    deadline: float  # time.time() at which it finishes
 
 
 @dataclass
@@ -188,6 +229,11 @@ class _State:
     held: int = 0
     release: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    batch_delay_s: float = 0.0
+    batch_scripts: deque[BatchScript] = field(default_factory=deque)
+    files: dict[str, tuple[dict[str, Any], bytes]] = field(default_factory=dict)  # id -> (object, content)
+    batches: dict[str, _Batch] = field(default_factory=dict)  # in order of creation
+    batch_submissions: Counter[str] = field(default_factory=Counter)  # custom_id -> lines submitted
 
     def next_action(self, model: str) -> Action:
         with self.lock:
@@ -206,6 +252,189 @@ class _State:
             return True
 
 
+def reply_body(state: _State, request: dict[str, Any], action: Action) -> str:
+    """The body the server sends for a chat `request` answered with `action` (a batch line's too)."""
+    if action.raw_body is not None:
+        return action.raw_body
+    if action.error is not None:
+        return json.dumps({"error": action.error})
+    if action.status != 200:
+        return json.dumps({"error": {"message": f"scripted {action.status}", "type": "test"}})
+    text = (
+        action.content
+        if action.content is not None or action.tool_calls is not None
+        else state.reply(request["model"], request["messages"])
+    )
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if action.tool_calls is not None:
+        message["tool_calls"] = list(action.tool_calls)
+    prompt_words = sum(len(str(m.get("content") or "").split()) for m in request["messages"])
+    completion_words = len((text or "").split())
+    return json.dumps(
+        {
+            "id": f"chatcmpl-{len(state.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": action.finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_words,
+                "completion_tokens": completion_words,
+                "total_tokens": prompt_words + completion_words,
+            },
+        }
+    )
+
+
+def parse_multipart(content_type: str, body: bytes) -> dict[str, tuple[str | None, bytes]]:
+    """The fields of a multipart/form-data body: name -> (file name, content)."""
+    message = email.message_from_bytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + body, policy=email.policy.HTTP
+    )
+    return {
+        part.get_param("name", header="content-disposition"): (
+            part.get_filename(),
+            part.get_payload(decode=True),
+        )
+        for part in message.iter_parts()
+    }
+
+
+def store_file(state: _State, filename: str, purpose: str, content: bytes) -> dict[str, Any]:
+    """Keep `content` as a new file; its file object. Call with the state's lock held."""
+    file_id = f"file-{len(state.files) + 1}"
+    file = {
+        "id": file_id,
+        "object": "file",
+        "bytes": len(content),
+        "created_at": int(time.time()),
+        "filename": filename,
+        "purpose": purpose,
+        "status": "processed",
+    }
+    state.files[file_id] = (file, content)
+    return file
+
+
+def create_batch(state: _State, request: dict[str, Any]) -> dict[str, Any] | None:
+    """A new "validating" batch of the input file's lines, counted as submitted; None if there is no such
+    file. Call with the state's lock held."""
+    if request["input_file_id"] not in state.files:
+        return None
+    content = state.files[request["input_file_id"]][1]
+    lines = [json.loads(line) for line in content.decode().splitlines() if line.strip()]
+    script = state.batch_scripts.popleft() if state.batch_scripts else BatchScript()
+    now = time.time()
+    batch_id = f"batch_{len(state.batches) + 1}"
+    view = {
+        "id": batch_id,
+        "object": "batch",
+        "endpoint": request["endpoint"],
+        "errors": None,
+        "input_file_id": request["input_file_id"],
+        "completion_window": request["completion_window"],
+        "status": "validating",
+        "output_file_id": None,
+        "error_file_id": None,
+        "created_at": int(now),
+        "in_progress_at": None,
+        "expires_at": int(now) + 24 * 3600,
+        "finalizing_at": None,
+        "completed_at": None,
+        "failed_at": None,
+        "expired_at": None,
+        "cancelling_at": None,
+        "cancelled_at": None,
+        "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+        "metadata": request.get("metadata"),
+    }
+    delay_s = state.batch_delay_s if script.delay_s is None else script.delay_s
+    state.batches[batch_id] = _Batch(view, lines, script, now + delay_s)
+    state.batch_submissions.update(line["custom_id"] for line in lines)
+    return copy.deepcopy(view)
+
+
+def advance_batch(state: _State, batch: _Batch) -> None:
+    """Bring the batch's status up to now: "in_progress" before its deadline, finished after it.
+    Call with the state's lock held."""
+    now = time.time()
+    if batch.view["status"] not in ("validating", "in_progress"):
+        return
+    batch.view["status"] = "in_progress"
+    batch.view["in_progress_at"] = batch.view["in_progress_at"] or int(now)
+    if now >= batch.deadline:
+        finish_batch(state, batch, int(now))
+
+
+def finish_batch(state: _State, batch: _Batch, at: int) -> None:
+    """Answer the batch's lines as its script says, into an output and an error file."""
+    view, script = batch.view, batch.script
+    if script.fail:
+        error = {"code": "invalid_request", "message": "Scripted failure.", "line": None, "param": None}
+        view.update(status="failed", failed_at=at, errors={"object": "list", "data": [error]})
+        return
+    answered = script.expire_completed if script.expire else len(batch.lines)
+    output: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    for index, line in enumerate(batch.lines):
+        record: dict[str, Any] = {"id": f"{view['id']}_req_{index}", "custom_id": line["custom_id"]}
+        if index >= answered:
+            errors.append({**record, "response": None, "error": BATCH_EXPIRED})
+            continue
+        status = script.failed_lines.get(index, 200)
+        body = json.loads(reply_body(state, line["body"], Action(status=status)))
+        response = {"status_code": status, "request_id": f"{view['id']}_request_{index}", "body": body}
+        (output if status == 200 else errors).append({**record, "response": response, "error": None})
+    view.update(
+        status="expired" if script.expire else "completed",
+        finalizing_at=at,
+        request_counts={"total": len(batch.lines), "completed": len(output), "failed": len(errors)},
+        output_file_id=store_lines(state, f"{view['id']}_output.jsonl", output),
+        error_file_id=store_lines(state, f"{view['id']}_error.jsonl", errors),
+    )
+    view["expired_at" if script.expire else "completed_at"] = at
+
+
+def store_lines(state: _State, filename: str, lines: list[dict[str, Any]]) -> str | None:
+    """Keep `lines` as a JSONL batch output file; its id, None if there are no lines."""
+    if not lines:
+        return None
+    content = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    return store_file(state, filename, "batch_output", content)["id"]
+
+
+def cancel_batch(state: _State, batch: _Batch) -> dict[str, Any]:
+    """Cancel the batch unless it has finished: its unanswered lines are never answered."""
+    advance_batch(state, batch)
+    if batch.view["status"] == "in_progress":
+        now = int(time.time())
+        batch.view.update(status="cancelled", cancelling_at=now, cancelled_at=now)
+    return copy.deepcopy(batch.view)
+
+
+def list_batches(state: _State, limit: int, after: str | None) -> dict[str, Any]:
+    """A page of `limit` batches, newest first, starting after the batch `after`."""
+    newest_first = list(reversed(state.batches.values()))
+    for batch in newest_first:
+        advance_batch(state, batch)
+    ids = [batch.view["id"] for batch in newest_first]
+    start = ids.index(after) + 1 if after in ids else 0
+    page = [copy.deepcopy(batch.view) for batch in newest_first[start : start + limit]]
+    return {
+        "object": "list",
+        "data": page,
+        "first_id": page[0]["id"] if page else None,
+        "last_id": page[-1]["id"] if page else None,
+        "has_more": start + limit < len(ids),
+    }
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out in separate writes; avoid a 40 ms stall
@@ -215,15 +444,40 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/") != "/stats":
-            self._send(404, json.dumps({"error": {"message": "not found"}}))
+        url = urlsplit(self.path)
+        if url.path.rstrip("/") == "/stats":
+            self._send(200, json.dumps(self.server.owner.stats()))
             return
-        self._send(200, json.dumps(self.server.owner.stats()))
+        state = self.server.owner.state
+        with state.lock:
+            reply = self._batch_api_reply(state, url.path, parse_qs(url.query))
+        if reply is None:
+            self._send_not_found()
+            return
+        self._send(200, reply)
+
+    @staticmethod
+    def _batch_api_reply(state: _State, path: str, query: dict[str, list[str]]) -> str | bytes | None:
+        """A file, its content, a batch or a page of batches; None for an unknown one."""
+        if match := _FILE_CONTENT.fullmatch(path):
+            return state.files[match[1]][1] if match[1] in state.files else None
+        if match := _FILE.fullmatch(path):
+            return json.dumps(state.files[match[1]][0]) if match[1] in state.files else None
+        if path == "/v1/batches":
+            limit = int(query.get("limit", ["20"])[0])
+            return json.dumps(list_batches(state, limit, query.get("after", [None])[0]))
+        if (match := _BATCH.fullmatch(path)) and match[1] in state.batches:
+            advance_batch(state, state.batches[match[1]])
+            return json.dumps(state.batches[match[1]].view)
+        return None
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.path in ("/v1/files", "/v1/batches") or _BATCH_CANCEL.fullmatch(self.path):
+            self._post_batch_api(body)
+            return
         if not self.path.endswith("/chat/completions"):
-            self._send(404, json.dumps({"error": {"message": f"unknown path {self.path}"}}))
+            self._send_not_found()
             return
         state = self.server.owner.state
         request = json.loads(body)
@@ -255,7 +509,7 @@ class _Handler(BaseHTTPRequestHandler):
             started=started,
             finished=time.monotonic(),
         )
-        reply = self._body(state, request, action)
+        reply = reply_body(state, request, action)
         with state.lock:
             state.requests.append(record)
         headers = {"Retry-After": action.retry_after} if action.retry_after is not None else {}
@@ -265,49 +519,37 @@ class _Handler(BaseHTTPRequestHandler):
             with state.lock:
                 state.requests.remove(record)
 
-    @staticmethod
-    def _body(state: _State, request: dict[str, Any], action: Action) -> str:
-        if action.raw_body is not None:
-            return action.raw_body
-        if action.error is not None:
-            return json.dumps({"error": action.error})
-        if action.status != 200:
-            return json.dumps({"error": {"message": f"scripted {action.status}", "type": "test"}})
-        text = (
-            action.content
-            if action.content is not None or action.tool_calls is not None
-            else state.reply(request["model"], request["messages"])
-        )
-        message: dict[str, Any] = {"role": "assistant", "content": text}
-        if action.tool_calls is not None:
-            message["tool_calls"] = list(action.tool_calls)
-        prompt_words = sum(len(str(m.get("content") or "").split()) for m in request["messages"])
-        completion_words = len((text or "").split())
-        return json.dumps(
-            {
-                "id": f"chatcmpl-{len(state.requests)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": request["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": action.finish_reason,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_words,
-                    "completion_tokens": completion_words,
-                    "total_tokens": prompt_words + completion_words,
-                },
-            }
-        )
+    def _post_batch_api(self, body: bytes) -> None:
+        """Upload a file, create a batch or cancel one; 404 for an unknown file or batch."""
+        state = self.server.owner.state
+        with state.lock:
+            if self.path == "/v1/files":
+                fields = parse_multipart(self.headers["Content-Type"], body)
+                filename, content = fields["file"]
+                purpose = fields["purpose"][1].decode()
+                reply: dict[str, Any] | None = store_file(state, filename or "upload", purpose, content)
+            elif self.path == "/v1/batches":
+                reply = create_batch(state, json.loads(body))
+            else:
+                found = state.batches.get(self.path.split("/")[-2])
+                reply = None if found is None else cancel_batch(state, found)
+        if reply is None:
+            self._send_not_found()
+            return
+        self._send(200, json.dumps(reply))
+
+    def _send_not_found(self) -> None:
+        error = {"message": f"unknown path {self.path}", "type": "invalid_request_error", "code": None}
+        self._send(404, json.dumps({"error": error}))
 
     def _send(
-        self, status: int, body: str, headers: dict[str, str] | None = None, trickle_s: float | None = None
+        self,
+        status: int,
+        body: str | bytes,
+        headers: dict[str, str] | None = None,
+        trickle_s: float | None = None,
     ) -> None:
-        payload = body.encode()
+        payload = body if isinstance(body, bytes) else body.encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -340,8 +582,9 @@ class LLMServer:
         latency_s: float = 0.0,
         reply: Callable[[str, list[dict[str, Any]]], str] = default_reply,
         port: int = 0,
+        batch_delay_s: float = 0.0,
     ) -> None:
-        self.state = _State(latency_s=latency_s, reply=reply)
+        self.state = _State(latency_s=latency_s, reply=reply, batch_delay_s=batch_delay_s)
         self._http = _HTTPServer(("127.0.0.1", port), _Handler)
         self._http.owner = self
         self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
@@ -365,6 +608,11 @@ class LLMServer:
         with self.state.lock:
             self.state.scripts[model].extend(actions)
 
+    def script_batch(self, *scripts: BatchScript) -> None:
+        """Queue scripts for the next batches created, in order."""
+        with self.state.lock:
+            self.state.batch_scripts.extend(scripts)
+
     def hold_after(self, ok_replies: int) -> None:
         """Once `ok_replies` requests have succeeded, hold every new request unanswered."""
         self.state.hold_after_ok = ok_replies
@@ -383,14 +631,31 @@ class LLMServer:
         """How many times each distinct request body was answered successfully."""
         return Counter(r.body_hash for r in self.requests if r.ok)
 
+    @property
+    def batches(self) -> list[dict[str, Any]]:
+        """The batch objects, oldest first, as a retrieve would return them now."""
+        with self.state.lock:
+            for batch in self.state.batches.values():
+                advance_batch(self.state, batch)
+            return [copy.deepcopy(batch.view) for batch in self.state.batches.values()]
+
+    def batch_submissions(self) -> Counter[str]:
+        """How many times each custom_id was submitted, in any batch."""
+        with self.state.lock:
+            return Counter(self.state.batch_submissions)
+
     def stats(self) -> dict[str, Any]:
         requests = self.requests
+        submissions = self.batch_submissions()
         return {
             "requests": len(requests),
             "ok": sum(r.ok for r in requests),
             "max_in_flight": self.state.max_in_flight,
             "held": self.state.held,
             "max_ok_per_body": max(self.ok_counts().values(), default=0),
+            "batches": len(self.state.batches),
+            "batch_requests": submissions.total(),
+            "max_submissions_per_custom_id": max(submissions.values(), default=0),
         }
 
 
@@ -399,8 +664,12 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="Seconds before each reply.")
     parser.add_argument("--port", type=int, default=0, help="Port on 127.0.0.1 (0: any free port).")
     parser.add_argument("--reply", choices=sorted(REPLIES), default="default", help="How to answer.")
+    parser.add_argument("--batch-delay", type=float, default=0.0, help="Seconds before a batch finishes.")
     args = parser.parse_args()
-    with LLMServer(latency_s=args.latency, reply=REPLIES[args.reply], port=args.port) as server:
+    server = LLMServer(
+        latency_s=args.latency, reply=REPLIES[args.reply], port=args.port, batch_delay_s=args.batch_delay
+    )
+    with server:
         print(server.url, flush=True)
         threading.Event().wait()
 

@@ -1,11 +1,17 @@
 """The test server's named replies: the SNOMED roles interview to an answer after a varied number of
 questions, the consultation agent takes a history of varied length then gives a differential the metrics
-read, and a server started as a subprocess serves them (`--reply snomed`)."""
+read, and a server started as a subprocess serves them (`--reply snomed`). Its OpenAI Files and Batches
+APIs, driven through litellm's own calls: a batch answers each line as a single call would, scripted lines
+fail, a batch expires with some lines answered, fails, is cancelled, is listed, and unknown ids are 404s."""
 
 import hashlib
+import json
+import time
 from pathlib import Path
 
 import httpx
+import litellm
+import openai
 import pytest
 
 from tasks.benchmarks.consult.config import AGENT_PROMPT
@@ -15,12 +21,15 @@ from tasks.benchmarks.consult.treatment import parse_plan
 from tasks.benchmarks.snomed.interview import InterviewPrompts, InterviewSettings, Reply, run_interview
 from tasks.llm.prompts import load_prompt
 from tests.llm_server import (
+    BATCH_EXPIRED,
     CONSULT_ANSWER,
     CONSULT_DIFFERENTIAL,
     CONSULT_JUDGE_NOTES,
     CONSULT_JUDGE_VERDICT,
     SNOMED_FINAL,
     SNOMED_PATIENT,
+    BatchScript,
+    LLMServer,
     consult_questions,
     consult_reply,
     snomed_questions,
@@ -158,3 +167,194 @@ def test_a_server_started_as_a_subprocess_serves_the_named_reply():
     with served(0.0, reply="snomed") as url:
         response = httpx.post(f"{url}/chat/completions", json={"model": SNOMED_PATIENT, "messages": messages})
     assert response.json()["choices"][0]["message"]["content"] == snomed_reply(SNOMED_PATIENT, messages)
+
+
+def chat_body(question: str) -> dict:
+    return {"model": "m1", "messages": [{"role": "user", "content": question}]}
+
+
+BATCH_LINES = [
+    {
+        "custom_id": f"q{i}",
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": chat_body(f"Question {i}?"),
+    }
+    for i in range(3)
+]
+TIMESTAMPS = (
+    "in_progress_at",
+    "finalizing_at",
+    "completed_at",
+    "failed_at",
+    "expired_at",
+    "cancelling_at",
+    "cancelled_at",
+)
+
+
+@pytest.fixture
+def server():
+    with LLMServer() as running:
+        yield running
+
+
+def openai_at(server: LLMServer) -> dict:
+    return {"custom_llm_provider": "openai", "api_base": server.url, "api_key": "no-key"}
+
+
+def submit(server: LLMServer, lines: list[dict] = BATCH_LINES, metadata: dict | None = None):
+    content = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    file = litellm.create_file(file=("batch.jsonl", content), purpose="batch", **openai_at(server))
+    return litellm.create_batch(
+        completion_window="24h",
+        endpoint="/v1/chat/completions",
+        input_file_id=file.id,
+        metadata=metadata,
+        **openai_at(server),
+    )
+
+
+def finished(server: LLMServer, batch_id: str):
+    deadline = time.monotonic() + 5
+    while (batch := litellm.retrieve_batch(batch_id, **openai_at(server))).status in (
+        "validating",
+        "in_progress",
+    ):
+        assert time.monotonic() < deadline, "the batch never finished"
+        time.sleep(0.05)
+    return batch
+
+
+def jsonl(server: LLMServer, file_id: str) -> list[dict]:
+    content = litellm.file_content(file_id, **openai_at(server)).content
+    return [json.loads(line) for line in content.decode().splitlines()]
+
+
+def outcome(batch) -> tuple:
+    """What a batch came to, without the values of its clock."""
+    counts = batch.request_counts
+    stamped = {name for name in TIMESTAMPS if getattr(batch, name) is not None}
+    return batch.status, (counts.total, counts.completed, counts.failed), stamped
+
+
+def without_id(body: dict) -> dict:
+    """A chat completion without what differs between two replies to one request: its id and time."""
+    return {key: value for key, value in body.items() if key not in ("id", "created")}
+
+
+def test_a_batch_answers_each_line_as_a_single_call_would_and_is_counted_apart_from_single_calls(server):
+    server.script_batch(BatchScript(delay_s=0.3))
+    created = submit(server, metadata={"run": "r1"})
+    early = litellm.retrieve_batch(created.id, **openai_at(server))
+    batch = finished(server, created.id)
+    output = jsonl(server, batch.output_file_id)
+    singles = [httpx.post(f"{server.url}/chat/completions", json=line["body"]).json() for line in BATCH_LINES]
+    assert (created.status, early.status, created.metadata) == ("validating", "in_progress", {"run": "r1"})
+    assert outcome(batch) == ("completed", (3, 3, 0), {"in_progress_at", "finalizing_at", "completed_at"})
+    assert batch.error_file_id is None
+    assert [(line["custom_id"], line["response"]["status_code"], line["error"]) for line in output] == [
+        ("q0", 200, None),
+        ("q1", 200, None),
+        ("q2", 200, None),
+    ]
+    assert [without_id(line["response"]["body"]) for line in output] == [without_id(s) for s in singles]
+    stats = server.stats()
+    assert {key: stats[key] for key in ("requests", "batches", "batch_requests")} == {
+        "requests": 3,  # the single calls only
+        "batches": 1,
+        "batch_requests": 3,
+    }
+
+
+def test_every_submission_of_a_custom_id_is_counted_whichever_batch_holds_it(server):
+    submit(server)
+    submit(server, BATCH_LINES[:1])
+    assert server.batch_submissions() == {"q0": 2, "q1": 1, "q2": 1}
+    assert [batch["id"] for batch in server.batches] == ["batch_1", "batch_2"]
+    assert (server.stats()["batch_requests"], server.stats()["max_submissions_per_custom_id"]) == (4, 2)
+
+
+def test_scripted_lines_fail_into_the_error_file_and_the_rest_are_answered(server):
+    server.script_batch(BatchScript(failed_lines={1: 500}))
+    batch = finished(server, submit(server).id)
+    errors = jsonl(server, batch.error_file_id)
+    assert outcome(batch) == ("completed", (3, 2, 1), {"in_progress_at", "finalizing_at", "completed_at"})
+    assert [line["custom_id"] for line in jsonl(server, batch.output_file_id)] == ["q0", "q2"]
+    assert errors == [
+        {
+            "id": "batch_1_req_1",
+            "custom_id": "q1",
+            "response": {
+                "status_code": 500,
+                "request_id": "batch_1_request_1",
+                "body": {"error": {"message": "scripted 500", "type": "test"}},
+            },
+            "error": None,
+        }
+    ]
+
+
+def test_an_expired_batch_answers_its_first_lines_and_returns_the_rest_as_expired(server):
+    server.script_batch(BatchScript(expire=True, expire_completed=1))
+    batch = finished(server, submit(server).id)
+    assert outcome(batch) == ("expired", (3, 1, 2), {"in_progress_at", "finalizing_at", "expired_at"})
+    assert [line["custom_id"] for line in jsonl(server, batch.output_file_id)] == ["q0"]
+    assert jsonl(server, batch.error_file_id) == [
+        {"id": "batch_1_req_1", "custom_id": "q1", "response": None, "error": BATCH_EXPIRED},
+        {"id": "batch_1_req_2", "custom_id": "q2", "response": None, "error": BATCH_EXPIRED},
+    ]
+
+
+def test_a_failed_batch_says_why_and_answers_nothing(server):
+    server.script_batch(BatchScript(fail=True))
+    batch = finished(server, submit(server).id)
+    assert outcome(batch) == ("failed", (3, 0, 0), {"in_progress_at", "failed_at"})
+    assert (batch.output_file_id, batch.error_file_id) == (None, None)
+    assert [(error.code, error.line, error.param) for error in batch.errors.data] == [
+        ("invalid_request", None, None)
+    ]
+
+
+def test_a_cancelled_batch_never_answers_while_a_finished_one_stays_as_it_was(server):
+    server.script_batch(BatchScript(delay_s=0.3))
+    cancelled = litellm.cancel_batch(submit(server).id, **openai_at(server))
+    done = finished(server, submit(server).id)
+    time.sleep(0.35)
+    later = litellm.retrieve_batch(cancelled.id, **openai_at(server))
+    stamps = {"in_progress_at", "cancelling_at", "cancelled_at"}
+    assert (outcome(cancelled), outcome(later)) == (("cancelled", (3, 0, 0), stamps),) * 2
+    assert (later.output_file_id, later.error_file_id) == (None, None)
+    assert litellm.cancel_batch(done.id, **openai_at(server)).model_dump() == done.model_dump()
+
+
+def test_batches_are_listed_newest_first_a_page_at_a_time(server):
+    for _ in range(3):
+        submit(server)
+    first = litellm.list_batches(limit=2, **openai_at(server))
+    rest = litellm.list_batches(after=first.last_id, limit=2, **openai_at(server))
+    pages = [
+        ([batch.id for batch in page.data], page.first_id, page.last_id, page.has_more)
+        for page in (first, rest)
+    ]
+    assert pages == [
+        (["batch_3", "batch_2"], "batch_3", "batch_2", True),
+        (["batch_1"], "batch_1", "batch_1", False),
+    ]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda kwargs: litellm.retrieve_batch("batch_9", **kwargs),
+        lambda kwargs: litellm.cancel_batch("batch_9", **kwargs),
+        lambda kwargs: litellm.file_content("file-9", **kwargs),
+        lambda kwargs: litellm.create_batch(
+            completion_window="24h", endpoint="/v1/chat/completions", input_file_id="file-9", **kwargs
+        ),
+    ],
+    ids=["retrieve", "cancel", "content", "create"],
+)
+def test_an_unknown_batch_or_file_is_a_404_that_litellm_raises(server, call):
+    with pytest.raises(openai.NotFoundError):
+        call(openai_at(server))
