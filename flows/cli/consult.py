@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from flows.cli.errors import reports_errors
+from flows.cli.evaluate import BatchPoll, BatchRoles, BatchWait
 from flows.cli.render import console
 from tasks.benchmarks.consult.inquiry.mining import MiningSettings
 from tasks.core.preflight import UserError, check_writable_folder
@@ -208,6 +209,9 @@ def evaluate(
     api_base: Annotated[
         str | None, typer.Option(help="Send every agent to this OpenAI-compatible endpoint.")
     ] = None,
+    batch: BatchRoles = None,
+    batch_wait: BatchWait = None,
+    batch_poll: BatchPoll = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print calls, tokens and dollars per agent; call nothing.")
     ] = False,
@@ -219,7 +223,7 @@ def evaluate(
     Every agent call is kept in RUN_DIR/ledger: re-run the same command to finish a run after a crash or
     an outage; nothing already paid is asked again. Exits 1 if calls failed.
     """
-    from flows.cli.evaluate import checked_settings, run_or_estimate, split_list
+    from flows.cli.evaluate import batch_choices, checked_settings, run_or_estimate, split_list
     from tasks.benchmarks.consult.benchmark import CONSULT
     from tasks.benchmarks.consult.cases.case_set import check_case_set
     from tasks.benchmarks.consult.config import ConsultConfig
@@ -234,6 +238,7 @@ def evaluate(
         split=split,
         limit=limit,
         api_base=api_base,
+        **batch_choices(batch, batch_wait, batch_poll),
     )
     settings = checked_settings(
         lambda: resolve_settings(

@@ -3,7 +3,7 @@
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -19,6 +19,29 @@ if TYPE_CHECKING:  # importing them at run time costs every command the seconds 
 
     from tasks.benchmarks.protocol import Benchmark
     from tasks.evals.config import EvaluationSettings
+
+
+# Exit status of a run that stopped waiting with batches in flight (EX_TEMPFAIL: try again later).
+AWAITING_BATCHES_EXIT_CODE = 75
+BatchRoles = Annotated[
+    str | None,
+    typer.Option(
+        "--batch",
+        help="Comma-separated roles whose calls go through the provider's batch API, at about half the "
+        "price, answered within 24 hours: model, or a role (judge, patient). Resume as any run.",
+    ),
+]
+BatchWait = Annotated[
+    float | None,
+    typer.Option(
+        min=0,
+        help="Seconds to wait for batches before leaving them in flight (exit 75; re-run to go on). "
+        "Default: until every batch has finished.",
+    ),
+]
+BatchPoll = Annotated[
+    float | None, typer.Option(min=0.01, help="Seconds between checks of batches in flight (default 60).")
+]
 
 
 @reports_errors("out")
@@ -66,6 +89,9 @@ def evaluate(
             help="Send every model and the judge to this OpenAI-compatible endpoint (gateway, vLLM)."
         ),
     ] = None,
+    batch: BatchRoles = None,
+    batch_wait: BatchWait = None,
+    batch_poll: BatchPoll = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print calls, tokens and dollars per model; call nothing.")
     ] = False,
@@ -77,7 +103,8 @@ def evaluate(
 
     Both conditions of the paper: `baseline` (each model sees its own earlier answers) and `oracle`
     (it sees the physician's). Every call is kept in RUN_DIR/ledger, so a crash, a kill or a provider
-    outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed.
+    outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed, 75
+    if batches (--batch) are still in flight.
     """
     # Imported here: litellm takes seconds to import, and every `threadmed` command would pay for it.
     from tasks.benchmarks.threadmed.benchmark import THREADMED
@@ -92,6 +119,7 @@ def evaluate(
         split=split,
         limit=limit,
         api_base=api_base,
+        **batch_choices(batch, batch_wait, batch_poll),
     )
     settings = checked_settings(
         lambda: resolve_settings(dataset_dir=dataset, run_dir=out, config_file=config, overrides=overrides)
@@ -112,6 +140,11 @@ def evaluate(
     run_or_estimate(THREADMED, settings, out, dry_run, run_flow)
 
 
+def batch_choices(roles: str | None, wait_s: float | None, poll_s: float | None) -> dict[str, Any]:
+    """The batch options as RunOverrides fields."""
+    return {"batch": split_list(roles) or [], "batch_wait_s": wait_s, "batch_poll_s": poll_s}
+
+
 def checked_settings(resolve: Callable[[], "EvaluationSettings"]) -> "EvaluationSettings":
     """The run's settings, or exit 2 with what is wrong in the options or the config file."""
     try:
@@ -130,6 +163,7 @@ def run_or_estimate(
 ) -> None:
     """Print the dry run's estimate, or run the benchmark's evaluate flow holding the run folder and print
     its summary; exit 1 when calls failed."""
+    from tasks.evals.batch_runs import AWAITING_BATCHES
     from tasks.evals.estimate import estimate_plan
     from tasks.evals.outputs import RunSummary
 
@@ -149,12 +183,18 @@ def run_or_estimate(
     except RunFolderBusy as error:
         console.print(str(error), style="red", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
+    if state.name == AWAITING_BATCHES:
+        console.print(state.message or "", style="yellow", markup=False, soft_wrap=True)
+        raise typer.Exit(AWAITING_BATCHES_EXIT_CODE)
     if not (out / "manifest.json").exists():  # the run stopped before writing it: its state says why
         console.print(f"[red]{state.message}[/red]")
         raise typer.Exit(1)
     manifest = json.loads((out / "manifest.json").read_text())
     console.print(summary_tables(manifest["summary"]))
-    for line in RunSummary.model_validate(manifest["summary"]).failure_lines():
+    summary = RunSummary.model_validate(manifest["summary"])
+    if summary.calls_by_mode:
+        console.print(summary.calls_line())
+    for line in summary.failure_lines():
         console.print(f"[yellow]{escape(line)}[/yellow]")
     for note in manifest["notes"]:
         console.print(f"[yellow]{note}[/yellow]")

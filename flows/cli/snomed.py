@@ -10,7 +10,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from flows.cli.errors import reports_errors
-from flows.cli.evaluate import checked_settings, run_or_estimate, split_list
+from flows.cli.evaluate import (
+    BatchPoll,
+    BatchRoles,
+    BatchWait,
+    batch_choices,
+    checked_settings,
+    run_or_estimate,
+    split_list,
+)
 from flows.cli.render import console
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 from tasks.core.preflight import UserError, check_writable_folder
@@ -135,6 +143,9 @@ def evaluate(
     api_base: Annotated[
         str | None, typer.Option(help="Send every model and the patient to this OpenAI-compatible endpoint.")
     ] = None,
+    batch: BatchRoles = None,
+    batch_wait: BatchWait = None,
+    batch_poll: BatchPoll = None,
     dry_run: Annotated[
         bool,
         typer.Option("--dry-run", help="Print calls, tokens and dollars per model and role; call nothing."),
@@ -160,6 +171,7 @@ def evaluate(
         split=split,
         limit=limit,
         api_base=api_base,
+        **batch_choices(batch, batch_wait, batch_poll),
     )
     settings = checked_settings(
         lambda: resolve_settings(

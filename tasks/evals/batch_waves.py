@@ -140,7 +140,7 @@ class BatchWaves:
             for start in range(0, len(keys), self.settings.max_calls):
                 chunk = {key: requests[key] for key in keys[start : start + self.settings.max_calls]}
                 record = self.store.write(new_batch(wave, chunk, options))
-                self.submissions.update(chunk)
+                self.submissions.update(chunk.keys())
                 advance(record, self.store, self.ledger)
                 logger.info(
                     "wave %d: batch %s of %d %s calls submitted", wave, record.batch_id, len(chunk), model

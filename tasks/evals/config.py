@@ -248,6 +248,8 @@ class RunConfig(BaseModel):
             role: spec.model_copy(update={"mode": "batch"}) if role in overrides.batch else spec
             for role, spec in roles.items()
         }
+        batch_choices = {"wait_s": overrides.batch_wait_s, "poll_interval_s": overrides.batch_poll_s}
+        batch = self.batch.model_copy(update={k: v for k, v in batch_choices.items() if v is not None})
         sample_choices = {"split": overrides.split, "limit": overrides.limit}
         sample = self.sample.model_copy(update={k: v for k, v in sample_choices.items() if v is not None})
         return self.model_validate(
@@ -256,6 +258,7 @@ class RunConfig(BaseModel):
                 "models": [m.model_dump() for m in models],
                 **{role: spec.model_dump() for role, spec in roles.items()},
                 "sample": sample.model_dump(),
+                "batch": batch.model_dump(),
                 **overrides.settings,
             }
         )
@@ -343,6 +346,8 @@ class RunOverrides(BaseModel):
         default_factory=list,
         description="Roles whose calls go through the provider's batch API (model, judge).",
     )
+    batch_wait_s: float | None = Field(None, ge=0, description="How long to wait for batches in flight.")
+    batch_poll_s: float | None = Field(None, gt=0, description="Seconds between checks of batches in flight.")
 
 
 def resolve_settings(
