@@ -27,14 +27,18 @@ def evaluate_models(
     split: str | None = None,
     limit: int | None = None,
     api_base: str | None = None,
+    batch: list[str] | None = None,
+    batch_wait_s: float | None = None,
     runner: RunnerSettings | None = None,
     report: bool = True,
 ) -> RunSummary | State:
     """Write responses.parquet, judgments.parquet, manifest.json (and report/) to run_dir.
 
     The config is `config`, or the YAML `config_file`, or just `models` (litellm model strings);
-    `models`, `judge`, `conditions`, `split`, `limit` and `api_base` override it. The run ends Failed
-    (after writing every output) when calls failed; re-running with the same run_dir finishes it.
+    `models`, `judge`, `conditions`, `split`, `limit` and `api_base` override it. `batch` names the
+    roles (model, judge) whose calls go through the provider's batch API; after `batch_wait_s` seconds
+    the run ends AwaitingBatches with its batches in flight. The run ends Failed (after writing every
+    output) when calls failed; re-running with the same run_dir finishes it.
     """
     overrides = RunOverrides(
         models=models,
@@ -43,6 +47,8 @@ def evaluate_models(
         split=split,
         limit=limit,
         api_base=api_base,
+        batch=batch or [],
+        batch_wait_s=batch_wait_s,
     )
     settings = resolve_settings(
         dataset_dir=dataset_dir, run_dir=run_dir, config=config, config_file=config_file, overrides=overrides

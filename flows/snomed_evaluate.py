@@ -31,6 +31,8 @@ def snomed_evaluate(
     split: str | None = None,
     limit: int | None = None,
     api_base: str | None = None,
+    batch: list[str] | None = None,
+    batch_wait_s: float | None = None,
     runner: RunnerSettings | None = None,
     report: bool = True,
 ) -> RunSummary | State:
@@ -48,6 +50,8 @@ def snomed_evaluate(
         split=split,
         limit=limit,
         api_base=api_base,
+        batch=batch or [],
+        batch_wait_s=batch_wait_s,
     )
     settings = resolve_settings(
         dataset_dir=cases_dir,

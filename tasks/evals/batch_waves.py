@@ -141,7 +141,7 @@ class BatchWaves:
                 chunk = {key: requests[key] for key in keys[start : start + self.settings.max_calls]}
                 record = self.store.write(new_batch(wave, chunk, options))
                 self.submissions.update(chunk.keys())
-                advance(record, self.store, self.ledger)
+                self._advance(record)
                 logger.info(
                     "wave %d: batch %s of %d %s calls submitted", wave, record.batch_id, len(chunk), model
                 )
@@ -149,23 +149,25 @@ class BatchWaves:
 
     def _advance_in_flight(self) -> bool:
         """Check every batch in flight once, collecting the finished ones; True if any was collected."""
-        collected = False
-        for record in self.store.in_flight():
-            record = advance(record, self.store, self.ledger)
-            if record.collected:
-                collected = True
-                self._settle(record)
-                if record.status in ("expired", "cancelled"):
-                    logger.warning(
-                        "batch %s (wave %d) %s before all its calls were answered: the %d unanswered are "
-                        "submitted again",
-                        record.batch_id,
-                        record.wave,
-                        record.status,
-                        sum(self.ledger.lookup(key) is None for key in record.requests),
-                    )
+        collected = [self._advance(record).collected for record in self.store.in_flight()]
         self._report()
-        return collected
+        return any(collected)
+
+    def _advance(self, record: BatchRecord) -> BatchRecord:
+        """Take one batch a step on; once collected, settle its calls that failed for good."""
+        record = advance(record, self.store, self.ledger)
+        if record.collected:
+            self._settle(record)
+            if record.status in ("expired", "cancelled"):
+                logger.warning(
+                    "batch %s (wave %d) %s before all its calls were answered: the %d unanswered are "
+                    "submitted again",
+                    record.batch_id,
+                    record.wave,
+                    record.status,
+                    sum(self.ledger.lookup(key) is None for key in record.requests),
+                )
+        return record
 
     def _settle(self, record: BatchRecord) -> None:
         """The calls of a collected batch that failed for good in this run: not submitted again."""

@@ -6,7 +6,7 @@ import time
 import litellm
 import pytest
 
-from tasks.llm.call import complete, retry_delay, token_costs
+from tasks.llm.call import batch_token_costs, complete, retry_delay, token_costs
 from tasks.llm.errors import FIXES
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
@@ -404,3 +404,11 @@ def test_an_unpriced_model_is_looked_up_in_litellms_price_table_once(monkeypatch
     monkeypatch.setattr(litellm, "cost_per_token", cost_per_token)
     costs = [token_costs("openai/local-only-model", 10, 5, None) for _ in range(3)]
     assert (costs, looked_up) == ([None, None, None], ["openai/local-only-model"])
+
+
+def test_batch_calls_cost_litellms_batch_prices_else_the_single_price_times_the_discount():
+    assert batch_token_costs("openai/gpt-4o", 1000, 1000, None, 0.5) == pytest.approx((0.00125, 0.005))
+    assert batch_token_costs("openai/local", 1000, 1000, Prices(input_per_token=1e-6), 0.4) == pytest.approx(
+        (0.0004, 0.0)
+    )
+    assert batch_token_costs("openai/not-a-known-model", 1000, 1000, None, 0.5) is None

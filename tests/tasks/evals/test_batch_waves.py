@@ -1,0 +1,108 @@
+"""Waves of provider batches over toy dialogues (each turn needs the reply before it), on the local server."""
+
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from tasks.evals.batch_waves import BatchWaves, WaveCounts
+from tasks.evals.config import BatchSettings
+from tasks.llm.call import complete
+from tasks.llm.ledger import CallLedger
+from tasks.llm.request import CallOptions, ChatRequest, RetryPolicy
+from tests.llm_server import BatchScript, LLMServer
+
+BATCH = CallOptions(provider="openai", mode="batch")
+RETRY = RetryPolicy(max_attempts=3)
+QUICK = BatchSettings(poll_interval_s=0.02)
+
+
+class Dialogue(BaseModel, frozen=True):
+    api_base: str
+    questions: tuple[str, ...]
+
+
+def ask_in_turn(job: Dialogue, ledger_dir: Path) -> None:
+    """Each question goes with the replies before it; a failed turn ends the dialogue."""
+    ledger, messages = CallLedger(ledger_dir), []
+    for question in job.questions:
+        messages.append({"role": "user", "content": question})
+        request = ChatRequest(model="openai/m", messages=tuple(messages), api_base=job.api_base)
+        record = complete(request, BATCH, ledger)
+        if record.status != "ok":
+            return
+        messages.append({"role": "assistant", "content": record.text})
+
+
+@pytest.fixture
+def server():
+    with LLMServer() as running:
+        yield running
+
+
+def dialogues(server: LLMServer) -> list[Dialogue]:
+    return [
+        Dialogue(api_base=server.url, questions=("Swollen ankle?", "Can I walk on it?")),
+        Dialogue(api_base=server.url, questions=("A rash?", "Does it itch?", "Should I worry?")),
+    ]
+
+
+def waves(server: LLMServer, run_dir: Path, settings: BatchSettings = QUICK, shown=None) -> BatchWaves:
+    show = shown.append if shown is not None else lambda counts: None
+    return BatchWaves(dialogues(server), ask_in_turn, run_dir, settings, RETRY, 2, show)
+
+
+def test_each_turn_goes_in_the_wave_after_the_reply_it_needs_and_every_call_is_sent_once(server, tmp_path):
+    shown: list[WaveCounts] = []
+    outcome = waves(server, tmp_path, shown=shown).run()
+    assert (outcome.finished, outcome.waves) == (True, 3)
+    assert [batch["request_counts"]["total"] for batch in server.batches] == [2, 2, 1]
+    assert server.stats()["max_submissions_per_custom_id"] == 1
+    assert server.stats()["requests"] == 0  # no single call
+    assert CallLedger(tmp_path / "ledger").count_succeeded() == 5
+    last_shown = {counts.wave: counts for counts in shown}
+    assert list(last_shown.values()) == [
+        WaveCounts(1, 2, 0, 2, 0),
+        WaveCounts(2, 2, 0, 2, 0),
+        WaveCounts(3, 1, 0, 1, 0),
+    ]
+
+
+def test_a_line_that_failed_transiently_is_sent_again_with_the_next_wave(server, tmp_path):
+    server.script_batch(BatchScript(failed_lines={0: 500}))
+    outcome = waves(server, tmp_path).run()
+    assert outcome.finished
+    assert [batch["request_counts"]["total"] for batch in server.batches] == [2, 2, 2]
+    assert sorted(server.batch_submissions().values()) == [1, 1, 1, 1, 2]
+    assert CallLedger(tmp_path / "ledger").count_succeeded() == 5
+
+
+def test_a_permanent_failure_is_final_and_its_dialogue_stops(server, tmp_path):
+    server.script_batch(BatchScript(failed_lines={0: 400}))
+    outcome = waves(server, tmp_path).run()
+    assert (outcome.finished, outcome.waves) == (True, 3)
+    assert sorted(server.batch_submissions().values()) == [1, 1, 1, 1]
+    ledger = CallLedger(tmp_path / "ledger")
+    assert (ledger.count_succeeded(), [r.error_kind for r in ledger.records() if r.status == "failed"]) == (
+        3,
+        ["bad_request"],
+    )
+
+
+def test_the_calls_an_expired_batch_left_unanswered_go_out_again(server, tmp_path):
+    server.script_batch(BatchScript(expire=True, expire_completed=1))
+    outcome = waves(server, tmp_path).run()
+    assert outcome.finished
+    assert [batch["status"] for batch in server.batches][:2] == ["expired", "completed"]
+    assert sorted(server.batch_submissions().values()) == [1, 1, 1, 1, 2]
+    assert CallLedger(tmp_path / "ledger").count_succeeded() == 5
+
+
+def test_a_run_that_stops_waiting_leaves_its_batch_in_flight_and_the_next_run_collects_it(server, tmp_path):
+    server.script_batch(BatchScript(delay_s=0.5))
+    waiting = waves(server, tmp_path, BatchSettings(poll_interval_s=0.02, wait_s=0)).run()
+    assert (waiting.finished, [len(r.requests) for r in waiting.in_flight]) == (False, [2])
+    assert "re-run the same command later" in waiting.message()
+    finished = waves(server, tmp_path).run()
+    assert (finished.finished, finished.waves) == (True, 3)
+    assert server.stats()["max_submissions_per_custom_id"] == 1

@@ -1,0 +1,133 @@
+"""Provider batches through litellm's real files + batches calls, against the local server."""
+
+import io
+import json
+
+import litellm
+import pytest
+
+from tasks.llm.batches import METADATA_KEY, BatchStore, advance, new_batch, request_lines
+from tasks.llm.call import complete
+from tasks.llm.ledger import CallLedger
+from tasks.llm.request import CallOptions, ChatRequest, Prices
+from tests.llm_server import BatchScript, LLMServer
+
+PRICES = Prices(input_per_token=1e-6, output_per_token=3e-6)
+BATCH = CallOptions(provider="openai", mode="batch", prices=PRICES, batch_discount=0.5)
+QUESTIONS = ("Is my ankle broken?", "Should I see a doctor about a rash?", "Why do I get headaches?")
+
+
+@pytest.fixture
+def server():
+    with LLMServer() as running:
+        yield running
+
+
+def requests_for(server: LLMServer) -> dict[str, ChatRequest]:
+    requests = [
+        ChatRequest(
+            model="openai/m",
+            messages=({"role": "user", "content": question},),
+            params={"temperature": 0},
+            api_base=server.url,
+        )
+        for question in QUESTIONS
+    ]
+    return {request.key(): request for request in requests}
+
+
+def submitted(server: LLMServer, tmp_path, options: CallOptions = BATCH):
+    """A batch of the three questions, taken as far as it goes now; with its store and ledger."""
+    store, ledger = BatchStore(tmp_path / "batches"), CallLedger(tmp_path / "ledger")
+    record = store.write(new_batch(1, requests_for(server), options))
+    return advance(record, store, ledger), store, ledger
+
+
+def test_the_input_file_holds_each_call_as_sent_alone_keyed_by_its_call_key(server):
+    calls = requests_for(server)
+    lines = [json.loads(line) for line in request_lines(new_batch(1, calls, BATCH)).decode().splitlines()]
+    first_key, first = next(iter(calls.items()))
+    assert len(lines) == 3
+    assert lines[0] == {
+        "custom_id": first_key,
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": "m", "messages": [dict(first.messages[0])], "temperature": 0},
+    }
+
+
+def test_a_finished_batch_lands_in_the_ledger_as_single_calls_would_at_batch_prices(server, tmp_path):
+    record, store, ledger = submitted(server, tmp_path)
+    assert (record.status, record.collected, record.batch_id) == ("completed", True, "batch_1")
+    assert store.records() == [record]
+    single_ledger = CallLedger(tmp_path / "single")
+    for key, request in record.requests.items():
+        batched = ledger.lookup(key)
+        single = complete(request, BATCH.model_copy(update={"mode": "single"}), single_ledger)
+        same = ("text", "prompt_tokens", "completion_tokens", "finish_reason", "status", "attempts")
+        assert {f: getattr(batched, f) for f in same} == {f: getattr(single, f) for f in same}
+        assert (batched.mode, batched.batch_id) == ("batch", "batch_1")
+        assert batched.cost_usd == pytest.approx(single.cost_usd / 2)
+    assert server.stats()["batch_requests"] == 3
+
+
+def test_a_batch_in_flight_is_checked_again_never_submitted_again(server, tmp_path):
+    server.script_batch(BatchScript(delay_s=30))
+    record, store, ledger = submitted(server, tmp_path)
+    again = advance(record, store, ledger)
+    assert (again.status, again.collected, again.batch_id) == ("in_progress", False, "batch_1")
+    assert list(ledger.records()) == []
+    assert server.stats()["batches"] == 1
+    assert store.in_flight() == [again]
+
+
+def test_failed_lines_are_recorded_failures_transient_or_permanent_and_the_rest_succeed(server, tmp_path):
+    server.script_batch(BatchScript(failed_lines={1: 500, 2: 400}))
+    record, _, ledger = submitted(server, tmp_path)
+    keys = list(record.requests)
+    assert ledger.lookup(keys[0]).status == "ok"
+    outcomes = [ledger.last_failure(key) for key in keys[1:]]
+    assert [(o.error_kind, o.retryable, o.attempts, o.mode) for o in outcomes] == [
+        ("server_error", True, 1, "batch"),
+        ("bad_request", False, 1, "batch"),
+    ]
+    assert record.request_counts == {"total": 3, "completed": 1, "failed": 2}
+
+
+def test_the_calls_an_expired_batch_left_unanswered_get_no_record_so_they_are_sent_again(server, tmp_path):
+    server.script_batch(BatchScript(expire=True, expire_completed=1))
+    record, _, ledger = submitted(server, tmp_path)
+    keys = list(record.requests)
+    assert (record.status, record.collected) == ("expired", True)
+    assert ledger.lookup(keys[0]).status == "ok"
+    assert [(ledger.lookup(key), ledger.last_failure(key)) for key in keys[1:]] == [(None, None)] * 2
+
+
+def test_a_rejected_batch_fails_every_call_with_the_providers_reason(server, tmp_path):
+    server.script_batch(BatchScript(fail=True))
+    record, _, ledger = submitted(server, tmp_path)
+    failures = [ledger.last_failure(key) for key in record.requests]
+    assert {(f.error_kind, f.retryable) for f in failures} == {("batch_rejected", False)}
+    assert "Scripted failure." in failures[0].error
+
+
+def test_a_batch_created_before_a_crash_recorded_its_id_is_found_again_not_created_twice(server, tmp_path):
+    store, ledger = BatchStore(tmp_path / "batches"), CallLedger(tmp_path / "ledger")
+    record = store.write(new_batch(1, requests_for(server), BATCH))
+    access = {"custom_llm_provider": "openai", "api_base": server.url, "api_key": "no-key"}
+    upload = io.BytesIO(request_lines(record))
+    upload.name = "calls.jsonl"
+    file_id = litellm.create_file(file=upload, purpose="batch", **access).id
+    created = litellm.create_batch(
+        completion_window="24h",
+        endpoint="/v1/chat/completions",
+        input_file_id=file_id,
+        metadata={METADATA_KEY: record.local_id},
+        **access,
+    )
+    # The process died here: the record knows the file, not the batch.
+    record = store.write(record.model_copy(update={"input_file_id": file_id}))
+    resumed = advance(record, store, ledger)
+    assert (resumed.batch_id, resumed.collected) == (created.id, True)
+    assert server.stats()["batches"] == 1
+    assert server.stats()["max_submissions_per_custom_id"] == 1
