@@ -71,7 +71,8 @@ class WavesOutcome:
         calls = sum(len(record.requests) for record in self.in_flight)
         ids = ", ".join(record.batch_id or record.local_id for record in self.in_flight[:5])
         return (
-            f"{len(self.in_flight)} batches ({calls} calls) still in flight at the provider ({ids}); "
+            f"{len(self.in_flight)} {'batch' if len(self.in_flight) == 1 else 'batches'} ({calls} calls) "
+            f"still in flight at the provider ({ids}); "
             "re-run the same command later, or let the resume-batch-runs deployment poll, to collect them "
             "and go on (nothing is submitted twice)"
         )

@@ -158,3 +158,31 @@ def test_overrides_name_only_roles_and_settings_the_config_has():
         config.with_overrides(RunOverrides(roles={"patient": "openai/b"}))
     with pytest.raises(ValueError, match=r"no setting \['epochs'\]"):
         config.with_overrides(RunOverrides(settings={"epochs": 2}))
+
+
+def test_batch_overrides_put_the_named_roles_in_batch_mode_and_set_how_long_to_wait():
+    config = EvalConfig(models=[ModelSpec(model="openai/a"), ModelSpec(model="openai/b")])
+    batched = config.with_overrides(RunOverrides(batch=["judge"], batch_wait_s=0, batch_poll_s=5))
+    assert ([m.mode for m in batched.models], batched.judge.mode) == (["single", "single"], "batch")
+    assert (batched.batch.wait_s, batched.batch.poll_interval_s) == (0, 5)
+    assert batched.batch_roles() == ["judge"]
+    assert batched.call_options(batched.judge).mode == "batch"
+    both = config.with_overrides(RunOverrides(batch=["model", "judge"]))
+    assert both.batch_roles() == ["model", "judge"]
+    with pytest.raises(ValueError, match=r"no role \['patient'\] to batch; roles: \['model', 'judge'\]"):
+        config.with_overrides(RunOverrides(batch=["patient"]))
+
+
+def test_how_calls_are_made_leaves_the_run_id_as_it_is():
+    config = EvalConfig(models=[ModelSpec(model="openai/a")])
+    batched = config.with_overrides(RunOverrides(batch=["model", "judge"], batch_wait_s=60))
+    assert batched.model_dump(exclude=batched.not_in_run_id()) == config.model_dump(
+        exclude=config.not_in_run_id()
+    )
+
+
+def test_batch_mode_needs_a_provider_with_an_openai_style_batch_api():
+    with pytest.raises(ValidationError, match="anthropic/claude-haiku-4-5: batch mode needs an OpenAI-style"):
+        EvalConfig(models=[ModelSpec(model="anthropic/claude-haiku-4-5", mode="batch")])
+    local = ModelSpec(model="openai/llama", api_base="http://127.0.0.1:8000/v1", mode="batch")
+    assert EvalConfig(models=[local]).batch_roles() == ["model"]

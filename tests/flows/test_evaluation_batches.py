@@ -1,0 +1,151 @@
+"""Batch mode end to end: the evaluate flows and the resume-batch-runs poller, through litellm's real HTTP
+calls to the local server's files and batches API."""
+
+import json
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+from flows.evaluate_models import evaluate_models
+from flows.resume_batch_runs import resume_batch_runs
+from tasks.core.provenance import artifact_key
+from tasks.evals.config import BatchSettings, EvalConfig, JudgeSpec, ModelSpec
+from tasks.llm.request import Prices, RetryPolicy
+from tests.eval_fixtures import write_dataset
+from tests.llm_server import BatchScript, LLMServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
+
+PRICES = Prices(input_per_token=1e-6, output_per_token=3e-6)
+# 3 test threads of 3, 4 and 6 turns: 13 baseline and 10 oracle turns, each answered and judged.
+CALLS = 2 * (13 + 10)
+# Columns that tell how a call was made (its time, its provider id), not what it returned.
+HOW_MADE = {"latency_s", "started_at", "finished_at", "provider_response_id", "cost_usd", "input_cost_usd",
+            "output_cost_usd"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    return write_dataset(tmp_path_factory.mktemp("build"))
+
+
+def config(url: str, *, model_mode: str = "batch", judge_mode: str = "batch", **batch) -> EvalConfig:
+    return EvalConfig(
+        models=[ModelSpec(name="alpha", model="openai/alpha", api_base=url, prices=PRICES, mode=model_mode)],
+        judge=JudgeSpec(name="judge", model="openai/judge", api_base=url, prices=PRICES, mode=judge_mode),
+        retry=RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.02),
+        batch=BatchSettings(poll_interval_s=0.02, **batch),
+    )
+
+
+def evaluate(dataset: Path, run_dir: Path, run_config: EvalConfig):
+    return evaluate_models(
+        dataset_dir=str(dataset), run_dir=str(run_dir), config=run_config, report=False, return_state=True
+    )
+
+
+def rows(run_dir: Path, name: str) -> list[dict]:
+    return [
+        {k: v for k, v in row.items() if k not in HOW_MADE}
+        for row in pq.read_table(run_dir / f"{name}.parquet").to_pylist()
+    ]
+
+
+def test_a_batch_run_writes_what_the_single_call_run_writes_at_half_the_price(dataset, tmp_path):
+    with LLMServer() as server:
+        single = evaluate(
+            dataset, tmp_path / "single", config(server.url, model_mode="single", judge_mode="single")
+        )
+        assert (server.stats()["requests"], server.stats()["batch_requests"]) == (CALLS, 0)
+        batched = evaluate(dataset, tmp_path / "batch", config(server.url))
+        assert (server.stats()["requests"], server.stats()["batch_requests"]) == (CALLS, CALLS)
+    assert single.is_completed() and batched.is_completed()
+    for table in ("responses", "judgments"):
+        assert rows(tmp_path / "batch", table) == rows(tmp_path / "single", table)
+    single_summary, batch_summary = (
+        json.loads((tmp_path / run / "manifest.json").read_text())["summary"] for run in ("single", "batch")
+    )
+    assert [g["counts"] for g in batch_summary["groups"]] == [g["counts"] for g in single_summary["groups"]]
+    assert [g["score"] for g in batch_summary["groups"]] == [g["score"] for g in single_summary["groups"]]
+    single_cost, batch_cost = (
+        single_summary["calls_by_mode"]["single"],
+        batch_summary["calls_by_mode"]["batch"],
+    )
+    assert (batch_summary["calls_by_mode"].keys(), batch_cost["calls"]) == ({"batch"}, CALLS)
+    assert batch_cost["cost_usd"] == pytest.approx(single_cost["cost_usd"] / 2)
+    # 6 waves: the longest thread's 6 turns (its last judge call goes with the last answers' wave + 1).
+    assert (
+        max(json.loads(p.read_text())["wave"] for p in (tmp_path / "batch" / "batches").glob("2*.json")) == 7
+    )
+
+
+def test_modes_mix_per_role_single_answers_and_batched_judgments(dataset, tmp_path):
+    with LLMServer() as server:
+        state = evaluate(dataset, tmp_path, config(server.url, model_mode="single"))
+        assert state.is_completed()
+        assert {r.model for r in server.requests} == {"alpha"}
+        assert (server.stats()["requests"], server.stats()["batch_requests"]) == (CALLS // 2, CALLS // 2)
+    summary = json.loads((tmp_path / "manifest.json").read_text())["summary"]
+    assert {mode: totals["calls"] for mode, totals in summary["calls_by_mode"].items()} == {
+        "single": CALLS // 2,
+        "batch": CALLS // 2,
+    }
+
+
+def test_only_the_failed_calls_of_a_partly_failed_batch_are_sent_again(dataset, tmp_path):
+    with LLMServer() as server:
+        server.script_batch(BatchScript(failed_lines={0: 500, 2: 503}))
+        state = evaluate(dataset, tmp_path, config(server.url))
+        submissions = server.batch_submissions()
+    assert state.is_completed()
+    assert sorted(submissions.values()) == [1] * (CALLS - 2) + [2, 2]
+    assert all(row["status"] == "ok" for row in rows(tmp_path, "responses"))
+
+
+def test_the_unanswered_calls_of_an_expired_batch_are_sent_again(dataset, tmp_path, caplog):
+    with LLMServer() as server:
+        server.script_batch(BatchScript(expire=True, expire_completed=2))
+        state = evaluate(dataset, tmp_path, config(server.url))
+        first = server.batches[0]
+        submissions = server.batch_submissions()
+    assert state.is_completed()
+    assert (first["status"], first["request_counts"]["completed"]) == ("expired", 2)
+    resubmitted = first["request_counts"]["total"] - 2
+    assert sorted(submissions.values()) == [1] * (CALLS - resubmitted) + [2] * resubmitted
+    assert (
+        f"expired before all its calls were answered: the {resubmitted} unanswered are submitted again"
+        in (caplog.text)
+    )
+
+
+def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_twice(dataset, tmp_path):
+    run_dir = tmp_path / "runs" / "paper"
+    with LLMServer(batch_delay_s=0.3) as server:
+        waiting = evaluate(dataset, run_dir, config(server.url, wait_s=0))
+        assert (waiting.name, waiting.is_completed()) == ("AwaitingBatches", True)
+        assert waiting.message.startswith("1 batch (13 calls) still in flight at the provider (batch_1); re-run")
+        assert not (run_dir / "responses.parquet").exists()
+        outcomes = {}
+        for _ in range(40):  # one wave per poll at most
+            time.sleep(0.3)
+            outcomes = resume_batch_runs(runs_dir=str(tmp_path / "runs"), report=False)
+            if outcomes == {}:
+                break
+        assert server.stats()["max_submissions_per_custom_id"] == 1
+        assert server.stats()["requests"] == 0
+    assert (run_dir / "manifest.json").exists() and len(rows(run_dir, "judgments")) == CALLS // 2
+    run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=[artifact_key("batch-wave", run_id, "1")])
+            )
+        )
+    assert artifacts[0].data == 100.0
+    assert artifacts[0].description.endswith(
+        "wave 1: 13 calls submitted, 0 in progress, 13 completed, 0 failed"
+    )
