@@ -27,8 +27,9 @@ BatchRoles = Annotated[
     str | None,
     typer.Option(
         "--batch",
-        help="Comma-separated roles whose calls go through the provider's batch API, at about half the "
-        "price, answered within 24 hours: model, or a role (judge, patient). Resume as any run.",
+        help="Comma-separated roles whose calls go through the provider's batch API (OpenAI, Azure, "
+        "OpenAI-compatible endpoints), at about half the price, answered within 24 hours: model (the "
+        "models under test with such a provider), or a role (judge, patient). Resume as any run.",
     ),
 ]
 BatchWait = Annotated[

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
@@ -54,6 +54,7 @@ def make_batch_calls(bench: Benchmark, plan: RunPlan[Any, Any], settings: Evalua
         config.retry,
         config.worker_count(),
         WaveArtifacts(plan.run_id).show,
+        get_run_logger(),  # expiries and provider errors shown with the run's logs, in the UI too
     )
     return waves.run()
 

@@ -27,13 +27,18 @@ from typing import Any
 from tasks.evals.config import BatchSettings
 from tasks.llm.batches import BatchRecord, BatchStore, advance, new_batch
 from tasks.llm.deferral import CallCollector, collecting
+from tasks.llm.errors import classify_error
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, RetryPolicy
 
-logger = logging.getLogger(__name__)
+MODULE_LOGGER = logging.getLogger(__name__)
 
 Walk = Callable[[Any, Path], None]
 """Walks one job: solve it, then score what it solved (every call through `complete()`)."""
+
+
+class BatchProviderError(RuntimeError):
+    """The provider's batch API failed in a way waiting will not cure (a key, a model, an endpoint)."""
 
 
 @dataclass(frozen=True)
@@ -90,13 +95,15 @@ class BatchWaves:
         retry: RetryPolicy,
         workers: int,
         on_progress: Callable[[WaveCounts], None] = lambda counts: None,
+        logger: logging.Logger | logging.LoggerAdapter[logging.Logger] = MODULE_LOGGER,
     ) -> None:
         self.jobs, self.walk, self.settings, self.retry = jobs, walk, settings, retry
-        self.workers, self.on_progress = workers, on_progress
+        self.workers, self.on_progress, self.logger = workers, on_progress, logger
         self.ledger_dir = run_dir / "ledger"
         self.ledger = CallLedger(self.ledger_dir)
         self.store = BatchStore(run_dir / "batches")
         self.submissions: Counter[str] = Counter()  # per call key, in this run
+        self.provider_errors: Counter[str] = Counter()  # per batch, in a row
         self.settled: set[str] = set()
 
     def run(self) -> WavesOutcome:
@@ -143,7 +150,7 @@ class BatchWaves:
                 record = self.store.write(new_batch(wave, chunk, options))
                 self.submissions.update(chunk.keys())
                 self._advance(record)
-                logger.info(
+                self.logger.info(
                     "wave %d: batch %s of %d %s calls submitted", wave, record.batch_id, len(chunk), model
                 )
         self._report()
@@ -155,12 +162,30 @@ class BatchWaves:
         return any(collected)
 
     def _advance(self, record: BatchRecord) -> BatchRecord:
-        """Take one batch a step on; once collected, settle its calls that failed for good."""
-        record = advance(record, self.store, self.ledger)
+        """Take one batch a step on; once collected, settle its calls that failed for good.
+
+        A provider error on the way (an upload, a check) is retried at the next poll, as long as it is
+        transient and has not happened `retry.max_attempts` times in a row; otherwise the run stops here,
+        its batches still recorded for the next one.
+        """
+        try:
+            record = advance(record, self.store, self.ledger)
+        except Exception as exc:  # classified: transient ones wait for the next poll
+            error = classify_error(exc, record.model)
+            self.provider_errors[record.local_id] += 1
+            if not error.retryable or self.provider_errors[record.local_id] >= self.retry.max_attempts:
+                raise BatchProviderError(
+                    f"batch {record.batch_id or record.local_id}: {error.message}"
+                ) from exc
+            self.logger.warning(
+                "batch %s: %s; checked again at the next poll", record.local_id, error.message
+            )
+            return record
+        self.provider_errors.pop(record.local_id, None)
         if record.collected:
             self._settle(record)
             if record.status in ("expired", "cancelled"):
-                logger.warning(
+                self.logger.warning(
                     "batch %s (wave %d) %s before all its calls were answered: the %d unanswered are "
                     "submitted again",
                     record.batch_id,

@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 from typing_extensions import TypeVar
 
-from tasks.llm.batches import check_batch_capable
+from tasks.llm.batches import batch_capable, check_batch_capable
 from tasks.llm.offline import is_offline
 from tasks.llm.request import CallMode, CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
 
@@ -242,8 +242,11 @@ class RunConfig(BaseModel):
             roles = {role: spec.with_api_base(overrides.api_base) for role, spec in roles.items()}
         if unknown := sorted(set(overrides.batch) - {"model", *self.ROLE_FIELDS}):
             raise ValueError(f"no role {unknown} to batch; roles: {['model', *self.ROLE_FIELDS]}")
-        if "model" in overrides.batch:
-            models = [m.model_copy(update={"mode": "batch"}) for m in models]
+        if "model" in overrides.batch:  # the models under test whose provider has a batch API
+            models = [
+                m.model_copy(update={"mode": "batch"}) if batch_capable(m.model, m.api_base) else m
+                for m in models
+            ]
         roles = {
             role: spec.model_copy(update={"mode": "batch"}) if role in overrides.batch else spec
             for role, spec in roles.items()
@@ -344,7 +347,8 @@ class RunOverrides(BaseModel):
     )
     batch: list[str] = Field(
         default_factory=list,
-        description="Roles whose calls go through the provider's batch API (model, judge).",
+        description="Roles whose calls go through the provider's batch API: model (the models under test "
+        "whose provider has one; the others stay single calls), or a role (judge, patient).",
     )
     batch_wait_s: float | None = Field(None, ge=0, description="How long to wait for batches in flight.")
     batch_poll_s: float | None = Field(None, gt=0, description="Seconds between checks of batches in flight.")

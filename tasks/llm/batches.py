@@ -17,7 +17,6 @@ answered are left to be submitted again, and a batch the provider rejected fails
 
 import io
 import json
-import logging
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -33,8 +32,6 @@ from tasks.llm.call import CallTally, api_key_for, call_record, unusable_reply
 from tasks.llm.errors import CallError, batch_line_error, permanent_error
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.request import CallOptions, ChatRequest
-
-logger = logging.getLogger(__name__)
 
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -106,10 +103,15 @@ def provider_of(model: str, api_base: str | None) -> str:
         return model.split("/", 1)[0]
 
 
+def batch_capable(model: str, api_base: str | None) -> bool:
+    """Whether `model` is reached through a provider with an OpenAI-style batch API."""
+    return provider_of(model, api_base) in BATCH_PROVIDERS
+
+
 def check_batch_capable(model: str, api_base: str | None) -> None:
     """Raise ValueError when `model` is reached through a provider without an OpenAI-style batch API."""
-    provider = provider_of(model, api_base)
-    if provider not in BATCH_PROVIDERS:
+    if not batch_capable(model, api_base):
+        provider = provider_of(model, api_base)
         raise ValueError(
             f"{model}: batch mode needs an OpenAI-style batch API (providers {', '.join(BATCH_PROVIDERS)}, "
             f"or any OpenAI-compatible endpoint as openai/<model> with api_base); {provider} has none here"
@@ -171,14 +173,6 @@ def advance(record: BatchRecord, store: BatchStore, ledger: CallLedger) -> Batch
     return record
 
 
-def cancel(record: BatchRecord, store: BatchStore) -> BatchRecord:
-    """Ask the provider to cancel the batch (its answered calls are still collected)."""
-    if record.batch_id is None or record.finished:
-        return record
-    access = _access(record)
-    return store.write(_with_status(record, litellm.cancel_batch(batch_id=record.batch_id, **access)))
-
-
 def _access(record: BatchRecord) -> dict[str, Any]:
     """litellm's routing arguments for the batch's provider: provider, endpoint and key."""
     first = next(iter(record.requests.values()))
@@ -186,6 +180,7 @@ def _access(record: BatchRecord) -> dict[str, Any]:
         "custom_llm_provider": record.provider,
         "api_base": record.api_base,
         "api_key": api_key_for(first, record.options),
+        "max_retries": 0,  # a failed step is tried again at the next poll (tasks/evals/batch_waves.py)
     }
 
 

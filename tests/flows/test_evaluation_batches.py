@@ -127,7 +127,9 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
     with LLMServer(batch_delay_s=0.3) as server:
         waiting = evaluate(dataset, run_dir, config(server.url, wait_s=0))
         assert (waiting.name, waiting.is_completed()) == ("AwaitingBatches", True)
-        assert waiting.message.startswith("1 batch (13 calls) still in flight at the provider (batch_1); re-run")
+        assert waiting.message.startswith(
+            "1 batch (13 calls) still in flight at the provider (batch_1); re-run"
+        )
         assert not (run_dir / "responses.parquet").exists()
         outcomes = {}
         for _ in range(40):  # one wave per poll at most

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from tasks.evals.batch_waves import BatchWaves, WaveCounts
+from tasks.evals.batch_waves import BatchProviderError, BatchWaves, WaveCounts
 from tasks.evals.config import BatchSettings
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger
@@ -106,3 +106,14 @@ def test_a_run_that_stops_waiting_leaves_its_batch_in_flight_and_the_next_run_co
     finished = waves(server, tmp_path).run()
     assert (finished.finished, finished.waves) == (True, 3)
     assert server.stats()["max_submissions_per_custom_id"] == 1
+
+
+def test_a_provider_that_cannot_be_reached_is_tried_at_each_poll_then_stops_the_run_naming_the_batch(
+    tmp_path,
+):
+    unreachable = [Dialogue(api_base="http://127.0.0.1:9/v1", questions=("Swollen ankle?",))]
+    waves = BatchWaves(unreachable, ask_in_turn, tmp_path, QUICK, RETRY, 1)
+    with pytest.raises(BatchProviderError, match=r"^batch \S+: openai/m: .*Connection error"):
+        waves.run()
+    (record,) = waves.store.records()
+    assert (record.status, record.input_file_id, len(record.requests)) == ("preparing", None, 1)

@@ -181,6 +181,14 @@ def test_how_calls_are_made_leaves_the_run_id_as_it_is():
     )
 
 
+def test_batching_the_models_under_test_batches_those_whose_provider_has_a_batch_api():
+    config = EvalConfig(
+        models=[ModelSpec(model="openai/gpt-4o"), ModelSpec(model="anthropic/claude-haiku-4-5")]
+    )
+    batched = config.with_overrides(RunOverrides(batch=["model"]))
+    assert [m.mode for m in batched.models] == ["batch", "single"]
+
+
 def test_batch_mode_needs_a_provider_with_an_openai_style_batch_api():
     with pytest.raises(ValidationError, match="anthropic/claude-haiku-4-5: batch mode needs an OpenAI-style"):
         EvalConfig(models=[ModelSpec(model="anthropic/claude-haiku-4-5", mode="batch")])
