@@ -131,8 +131,7 @@ class BatchWaves:
                 self.walk(self.jobs[index], self.ledger_dir)
                 return collector.pending()
 
-        # Each job sets its own collector in its worker thread (a context variable, so the threads of a job's
-        # attempts see it too, tasks/llm/call.py's within_deadline copying the context).
+        # Each job sets its own collector (a context variable) in the worker thread that walks it.
         with ThreadPoolExecutor(self.workers, thread_name_prefix="batch-walk") as pool:
             deferred = list(pool.map(walk_one, open_jobs))
         pending = {key: call for calls in deferred for key, call in calls.items()}
@@ -149,7 +148,7 @@ class BatchWaves:
                 chunk = {key: requests[key] for key in keys[start : start + self.settings.max_calls]}
                 record = self.store.write(new_batch(wave, chunk, options))
                 self.submissions.update(chunk.keys())
-                self._advance(record)
+                record = self._advance(record)
                 self.logger.info(
                     "wave %d: batch %s of %d %s calls submitted", wave, record.batch_id, len(chunk), model
                 )
