@@ -262,7 +262,13 @@ def line_record(
     status = int(response.get("status_code") or 0)
     if status != 200 or "error" in body:
         return _failure(record, key, batch_line_error(status, body.get("error"), record.model), previous)
-    completion = ChatCompletion.model_validate(body)
+    try:
+        completion = ChatCompletion.model_validate(body)
+    except ValidationError as invalid:
+        detail = (
+            f"{record.model}: an answer in the batch output is not a chat completion: {invalid.errors()[0]}"
+        )
+        return _failure(record, key, CallError("server_error", True, detail[:400]), previous)
     tally = CallTally.resume(previous)
     tally.attempts += 1
     tally.add_usage(request, record.options, completion)

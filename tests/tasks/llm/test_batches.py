@@ -6,7 +6,7 @@ import json
 import litellm
 import pytest
 
-from tasks.llm.batches import METADATA_KEY, BatchStore, advance, new_batch, request_lines
+from tasks.llm.batches import METADATA_KEY, BatchStore, advance, line_record, new_batch, request_lines
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices
@@ -131,3 +131,17 @@ def test_a_batch_created_before_a_crash_recorded_its_id_is_found_again_not_creat
     assert (resumed.batch_id, resumed.collected) == (created.id, True)
     assert server.stats()["batches"] == 1
     assert server.stats()["max_submissions_per_custom_id"] == 1
+
+
+def test_an_answer_that_is_not_a_chat_completion_is_a_transient_failure(server, tmp_path):
+    record = new_batch(1, requests_for(server), BATCH).model_copy(update={"batch_id": "batch_9"})
+    key = next(iter(record.requests))
+    line = {"custom_id": key, "response": {"status_code": 200, "body": {"choices": "none"}}, "error": None}
+    outcome = line_record(record, key, line, None)
+    assert (outcome.status, outcome.error_kind, outcome.retryable, outcome.attempts) == (
+        "failed",
+        "server_error",
+        True,
+        1,
+    )
+    assert outcome.error.startswith("openai/m: an answer in the batch output is not a chat completion")
