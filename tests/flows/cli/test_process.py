@@ -131,35 +131,37 @@ def test_a_command_that_used_duckdb_exits_without_nanobind_leak_reports(tmp_path
     assert "nanobind" not in built.stdout + built.stderr
 
 
-def test_kill_9_while_batches_are_in_flight_then_a_rerun_submits_no_call_twice(dataset, tmp_path):
+def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_submitted_twice(
+    dataset, tmp_path
+):
     run_dir = tmp_path / "run"
-    command = [*evaluate_command(dataset, run_dir, ""), "--batch", "model,judge", "--batch-poll", "0.05"]
-    with LLMServer(batch_delay_s=2.0) as llm:
-        command[command.index("--api-base") + 1] = llm.url
+    with LLMServer(batch_delay_s=1.0) as llm:
+        command = [
+            *evaluate_command(dataset, run_dir, llm.url),
+            "--batch",
+            "model,judge",
+            "--batch-poll",
+            "0.05",
+        ]
+        waiting = subprocess.run([*command, "--batch-wait", "0"], capture_output=True, text=True, timeout=300)
+        assert waiting.returncode == 75, waiting.stdout + waiting.stderr
+        assert (
+            "1 batch (13 calls) still in flight at the provider (batch_1); re-run the same command later"
+            in (" ".join(waiting.stdout.split()))
+        )
+        assert not (run_dir / "manifest.json").exists()
+
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 180
-            while llm.stats()["batches"] == 0:  # the first wave is at the provider
+            while llm.stats()["batches"] < 2:  # the re-run collected wave 1 and sent wave 2
                 assert process.poll() is None and time.monotonic() < deadline
-                time.sleep(0.05)
+                time.sleep(0.02)
         finally:
             process.kill()
             process.wait()
-        llm.state.batch_delay_s = 0.0
-        rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
-        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+        finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert finished.returncode == 0, finished.stdout + finished.stderr
         stats = llm.stats()
     assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 46, 0)
-    assert "Calls: 46 batch (USD 0.0000)" in rerun.stdout
-
-
-def test_a_run_that_stops_waiting_on_batches_exits_75_saying_how_to_go_on(dataset, tmp_path):
-    run_dir = tmp_path / "run"
-    with LLMServer(batch_delay_s=60) as llm:
-        command = [*evaluate_command(dataset, run_dir, llm.url), "--batch", "judge", "--batch-wait", "0"]
-        waiting = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert waiting.returncode == 75, waiting.stdout + waiting.stderr
-    assert "1 batch (23 calls) still in flight at the provider (batch_1); re-run the same command later" in (
-        " ".join(waiting.stdout.split())
-    )
-    assert not (run_dir / "manifest.json").exists()
+    assert "Calls: 46 batch (USD 0.0000)" in finished.stdout
