@@ -15,7 +15,7 @@ from prefect.utilities.annotations import quote
 
 from tasks.benchmarks.protocol import Benchmark
 from tasks.core.runners import RunnerSettings, make_task_runner
-from tasks.evals.batch_runs import AWAITING_BATCHES, make_batch_calls
+from tasks.evals.batch_runs import AWAITING_BATCHES, batches_left_to_single_calls, make_batch_calls
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.outputs import (
     RunSummary,
@@ -43,6 +43,8 @@ def evaluate_benchmark(
     """
     with hold_run_folder(settings.run_dir):  # one process per run folder, or every call is paid twice
         plan = plan_evaluation(bench.plan, settings)
+        if (refusal := batches_left_to_single_calls(settings.run_dir, settings.config)) is not None:
+            return Failed(message=refusal)
         if settings.config.batch_roles():
             waves = make_batch_calls(bench, plan, settings)
             if not waves.finished:

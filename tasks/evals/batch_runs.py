@@ -19,7 +19,7 @@ from tasks.benchmarks.protocol import Benchmark
 from tasks.core.files import write_text_atomic
 from tasks.core.provenance import artifact_key
 from tasks.evals.batch_waves import BatchWaves, WaveCounts, WavesOutcome
-from tasks.evals.config import EvaluationSettings
+from tasks.evals.config import EvaluationSettings, RunConfig
 from tasks.evals.plan import RunPlan
 from tasks.llm.batches import BatchStore
 
@@ -82,6 +82,26 @@ class WaveArtifacts:
                 artifact_id=shown[0], progress=100 * counts.done_share, description=description
             )
         self._artifacts[counts.wave] = (artifact, counts)
+
+
+def batches_left_to_single_calls(run_dir: Path, config: RunConfig) -> str | None:
+    """Why the run must not start, when it has batches in flight for a model no longer in batch mode (its
+    calls would be made again one by one, and paid twice); None when it may."""
+    batched = {
+        (spec.model, spec.api_base)
+        for specs in config.roles().values()
+        for spec in specs
+        if spec.mode == "batch"
+    }
+    orphans = [r for r in BatchStore(run_dir / "batches").in_flight() if (r.model, r.api_base) not in batched]
+    if not orphans:
+        return None
+    models = ", ".join(sorted({record.model for record in orphans}))
+    return (
+        f"{run_dir} has {len(orphans)} {'batch' if len(orphans) == 1 else 'batches'} in flight for {models}, "
+        "which this run would call one by one "
+        "(paying twice): re-run in batch mode for those roles (--batch) to collect them first"
+    )
 
 
 def waiting_runs(runs_dir: Path) -> list[tuple[Path, BatchRun]]:

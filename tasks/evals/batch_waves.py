@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.evals.config import BatchSettings
-from tasks.llm.batches import BatchRecord, BatchStore, advance, new_batch
+from tasks.llm.batches import BatchRecord, BatchStore, advance, new_batch, split_into_batches
 from tasks.llm.deferral import CallCollector, collecting
 from tasks.llm.errors import classify_error
 from tasks.llm.ledger import CallLedger
@@ -138,14 +138,13 @@ class BatchWaves:
         return pending, [index for index, calls in zip(open_jobs, deferred, strict=True) if calls]
 
     def _submit(self, wave: int, calls: dict[str, tuple[ChatRequest, CallOptions]]) -> None:
-        """One batch per model, endpoint and options (at most `max_calls` calls each), sent at once."""
+        """One batch per model, endpoint and options (within the provider's size limits), sent at once."""
         groups: dict[tuple[str, str | None, CallOptions], dict[str, ChatRequest]] = {}
         for key, (request, options) in calls.items():
             groups.setdefault((request.model, request.api_base, options), {})[key] = request
         for (model, _, options), requests in groups.items():
-            keys = list(requests)
-            for start in range(0, len(keys), self.settings.max_calls):
-                chunk = {key: requests[key] for key in keys[start : start + self.settings.max_calls]}
+            max_bytes = int(self.settings.max_file_mb * 2**20)
+            for chunk in split_into_batches(requests, self.settings.max_calls, max_bytes):
                 record = self.store.write(new_batch(wave, chunk, options))
                 self.submissions.update(chunk.keys())
                 record = self._advance(record)

@@ -124,6 +124,7 @@ class BatchSettings(BaseModel):
         description="Batch over single-call price, for models litellm has no batch price for.",
     )
     max_calls: int = Field(50_000, ge=1, description="Calls per batch (OpenAI's limit).")
+    max_file_mb: float = Field(190, gt=0, description="Input file size per batch (OpenAI's limit: 200 MB).")
 
 
 class RunConfig(BaseModel):

@@ -133,20 +133,30 @@ def new_batch(wave: int, calls: dict[str, ChatRequest], options: CallOptions) ->
 
 def request_lines(record: BatchRecord) -> bytes:
     """The batch's input file: one JSONL line per call, its call key as custom_id, its body as sent alone."""
-    model = litellm.get_llm_provider(model=record.model, api_base=record.api_base)[0]
-    lines = (
-        json.dumps(
-            {
-                "custom_id": key,
-                "method": "POST",
-                "url": ENDPOINT,
-                "body": {"model": model, "messages": list(request.messages), **request.params},
-            },
-            ensure_ascii=False,
-        )
-        for key, request in record.requests.items()
-    )
-    return ("\n".join(lines) + "\n").encode()
+    return b"".join(request_line(key, request) for key, request in record.requests.items())
+
+
+def request_line(key: str, request: ChatRequest) -> bytes:
+    model = litellm.get_llm_provider(model=request.model, api_base=request.api_base)[0]
+    body = {"model": model, "messages": list(request.messages), **request.params}
+    line = {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}
+    return (json.dumps(line, ensure_ascii=False) + "\n").encode()
+
+
+def split_into_batches(
+    calls: dict[str, ChatRequest], max_calls: int, max_bytes: int
+) -> list[dict[str, ChatRequest]]:
+    """The calls in order, cut into batches of at most `max_calls` calls and `max_bytes` of input file."""
+    batches: list[dict[str, ChatRequest]] = [{}]
+    size = 0
+    for key, request in calls.items():
+        line_size = len(request_line(key, request))
+        if batches[-1] and (len(batches[-1]) == max_calls or size + line_size > max_bytes):
+            batches.append({})
+            size = 0
+        batches[-1][key] = request
+        size += line_size
+    return [batch for batch in batches if batch]
 
 
 def advance(record: BatchRecord, store: BatchStore, ledger: CallLedger) -> BatchRecord:

@@ -151,3 +151,15 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
     assert artifacts[0].description.endswith(
         "wave 1: 13 calls submitted, 0 in progress, 13 completed, 0 failed"
     )
+
+
+def test_a_run_that_would_call_one_by_one_what_is_in_flight_in_batches_is_refused(dataset, tmp_path):
+    with LLMServer(batch_delay_s=60) as server:
+        evaluate(dataset, tmp_path, config(server.url, judge_mode="single", wait_s=0))
+        refused = evaluate(dataset, tmp_path, config(server.url, model_mode="single", judge_mode="single"))
+        assert (server.stats()["requests"], server.stats()["batch_requests"]) == (0, 13)
+    assert refused.is_failed()
+    assert refused.message == (
+        f"{tmp_path} has 1 batch in flight for openai/alpha, which this run would call one by one (paying "
+        "twice): re-run in batch mode for those roles (--batch) to collect them first"
+    )

@@ -6,7 +6,16 @@ import json
 import litellm
 import pytest
 
-from tasks.llm.batches import METADATA_KEY, BatchStore, advance, line_record, new_batch, request_lines
+from tasks.llm.batches import (
+    METADATA_KEY,
+    BatchStore,
+    advance,
+    line_record,
+    new_batch,
+    request_line,
+    request_lines,
+    split_into_batches,
+)
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices
@@ -145,3 +154,12 @@ def test_an_answer_that_is_not_a_chat_completion_is_a_transient_failure(server, 
         1,
     )
     assert outcome.error.startswith("openai/m: an answer in the batch output is not a chat completion")
+
+
+def test_a_wave_is_cut_into_batches_within_the_providers_call_and_size_limits(server):
+    calls = requests_for(server)
+    line_sizes = [len(request_line(key, request)) for key, request in calls.items()]
+    assert [list(b) for b in split_into_batches(calls, 2, 10**6)] == [list(calls)[:2], list(calls)[2:]]
+    by_size = split_into_batches(calls, 10, line_sizes[0] + line_sizes[1] - 1)
+    assert [list(b) for b in by_size] == [[key] for key in calls]
+    assert request_lines(new_batch(1, calls, BATCH)).count(b"\n") == 3
