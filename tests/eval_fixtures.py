@@ -1,5 +1,7 @@
-"""A tiny hand-written answered dataset (THREADS and QA_PAIRS contracts) for the evaluation tests."""
+"""A tiny hand-written answered dataset (THREADS and QA_PAIRS contracts) for the evaluation tests, and what
+runs must agree on whichever way their calls were made."""
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -7,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
-from tasks.evals.config import EvalConfig, JudgeSpec, ModelSpec
+from tasks.evals.config import BatchSettings, EvalConfig, JudgeSpec, ModelSpec, RunConfig, RunOverrides
 
 # The demo's offline models and judge: no keys, no network.
 OFFLINE = EvalConfig(
@@ -162,3 +164,27 @@ def write_dataset(
     pq.write_table(pa.Table.from_pylist(threads, schema=THREADS.schema), folder / "threads.parquet")
     pq.write_table(pa.Table.from_pylist(pairs, schema=QA_PAIRS.schema), folder / "qa_pairs.parquet")
     return build_dir
+
+
+# Columns that tell how a call was made (when, how long, the provider's id, the price of its mode), not
+# what it returned.
+HOW_MADE = frozenset(
+    {"latency_s", "started_at", "finished_at", "provider_response_id", "cost_usd", "input_cost_usd",
+     "output_cost_usd"}
+)  # fmt: skip
+
+
+def outcomes(run_dir: Path, table: str) -> list[dict]:
+    """A run table's rows without the columns of `HOW_MADE`: what single and batch calls must agree on."""
+    rows = pq.read_table(run_dir / f"{table}.parquet").to_pylist()
+    return [{k: v for k, v in row.items() if k not in HOW_MADE} for row in rows]
+
+
+def run_single_then_batch(
+    run: Callable[[Path, RunConfig], object], config: RunConfig, roles: list[str], into: Path
+) -> None:
+    """`run` the config into `into`/single, then with `roles` in batch mode (quick polls) into
+    `into`/batch."""
+    run(into / "single", config)
+    quick = config.model_copy(update={"batch": BatchSettings(poll_interval_s=0.02)})
+    run(into / "batch", quick.with_overrides(RunOverrides(batch=roles)))

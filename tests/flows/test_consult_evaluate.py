@@ -3,6 +3,7 @@ under test and the FQR judge; the simulator answers locally and deterministicall
 diagnosis, a plan, then follow-ups, one of which (an NSAID allergy) makes the plan unsafe."""
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -18,9 +19,10 @@ from tasks.benchmarks.consult.critic import constraint_satisfied, critique, pati
 from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.benchmarks.consult.scorer import episode_from_messages
 from tasks.benchmarks.consult.simulator import replay
-from tasks.evals.config import JudgeSpec, ModelSpec, RunOverrides
+from tasks.evals.config import JudgeSpec, ModelSpec
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
+from tests.eval_fixtures import outcomes, run_single_then_batch
 from tests.llm_server import CONSULT_JUDGE_NOTES, Action, LLMServer, consult_reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
@@ -223,18 +225,9 @@ def test_in_batch_mode_the_agent_and_judge_calls_go_in_waves_and_the_outputs_are
     cases_dir, tmp_path
 ):
     with LLMServer(reply=agent_reply) as server:
-        run(cases_dir, tmp_path / "single", config(server.url))
-        batched = config(server.url, batch={"poll_interval_s": 0.02}).with_overrides(
-            RunOverrides(batch=["model", "judge"])
-        )
-        run(cases_dir, tmp_path / "batch", batched)
+        run_single_then_batch(partial(run, cases_dir), config(server.url), ["model", "judge"], tmp_path)
         stats = server.stats()
     # 22 calls each way (see the test above): the two cases' agent turns side by side, then the judge's.
     assert (stats["requests"], stats["batch_requests"], stats["max_submissions_per_custom_id"]) == (22, 22, 1)
-    how_made = {"latency_s", "started_at", "finished_at", "cost_usd", "provider_response_id"}
     for table in ("messages", "scores"):
-        single, batch = (
-            [{k: v for k, v in row.items() if k not in how_made} for row in read(tmp_path / mode, table)]
-            for mode in ("single", "batch")
-        )
-        assert batch == single
+        assert outcomes(tmp_path / "batch", table) == outcomes(tmp_path / "single", table)

@@ -5,7 +5,6 @@ import json
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
@@ -15,7 +14,7 @@ from flows.resume_batch_runs import resume_batch_runs
 from tasks.core.provenance import artifact_key
 from tasks.evals.config import BatchSettings, EvalConfig, JudgeSpec, ModelSpec
 from tasks.llm.request import Prices, RetryPolicy
-from tests.eval_fixtures import write_dataset
+from tests.eval_fixtures import outcomes, write_dataset
 from tests.llm_server import BatchScript, LLMServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
@@ -23,9 +22,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 PRICES = Prices(input_per_token=1e-6, output_per_token=3e-6)
 # 3 test threads of 3, 4 and 6 turns: 13 baseline and 10 oracle turns, each answered and judged.
 CALLS = 2 * (13 + 10)
-# Columns that tell how a call was made (its time, its provider id), not what it returned.
-HOW_MADE = {"latency_s", "started_at", "finished_at", "provider_response_id", "cost_usd", "input_cost_usd",
-            "output_cost_usd"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -48,13 +44,6 @@ def evaluate(dataset: Path, run_dir: Path, run_config: EvalConfig):
     )
 
 
-def rows(run_dir: Path, name: str) -> list[dict]:
-    return [
-        {k: v for k, v in row.items() if k not in HOW_MADE}
-        for row in pq.read_table(run_dir / f"{name}.parquet").to_pylist()
-    ]
-
-
 def test_a_batch_run_writes_what_the_single_call_run_writes_at_half_the_price(dataset, tmp_path):
     with LLMServer() as server:
         single = evaluate(
@@ -65,7 +54,7 @@ def test_a_batch_run_writes_what_the_single_call_run_writes_at_half_the_price(da
         assert (server.stats()["requests"], server.stats()["batch_requests"]) == (CALLS, CALLS)
     assert single.is_completed() and batched.is_completed()
     for table in ("responses", "judgments"):
-        assert rows(tmp_path / "batch", table) == rows(tmp_path / "single", table)
+        assert outcomes(tmp_path / "batch", table) == outcomes(tmp_path / "single", table)
     single_summary, batch_summary = (
         json.loads((tmp_path / run / "manifest.json").read_text())["summary"] for run in ("single", "batch")
     )
@@ -103,7 +92,7 @@ def test_only_the_failed_calls_of_a_partly_failed_batch_are_sent_again(dataset, 
         submissions = server.batch_submissions()
     assert state.is_completed()
     assert sorted(submissions.values()) == [1] * (CALLS - 2) + [2, 2]
-    assert all(row["status"] == "ok" for row in rows(tmp_path, "responses"))
+    assert all(row["status"] == "ok" for row in outcomes(tmp_path, "responses"))
 
 
 def test_the_unanswered_calls_of_an_expired_batch_are_sent_again(dataset, tmp_path, caplog):
@@ -139,7 +128,7 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
                 break
         assert server.stats()["max_submissions_per_custom_id"] == 1
         assert server.stats()["requests"] == 0
-    assert (run_dir / "manifest.json").exists() and len(rows(run_dir, "judgments")) == CALLS // 2
+    assert (run_dir / "manifest.json").exists() and len(outcomes(run_dir, "judgments")) == CALLS // 2
     run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
     with get_client(sync_client=True) as client:
         artifacts = client.read_artifacts(

@@ -2,6 +2,7 @@
 plays both the clinician and the patient, scripted per role."""
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -12,9 +13,10 @@ from tasks.benchmarks.snomed.config import SnomedConfig
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
 from tasks.core.runners import RunnerSettings
-from tasks.evals.config import ModelSpec, RunOverrides
+from tasks.evals.config import ModelSpec
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
+from tests.eval_fixtures import outcomes, run_single_then_batch
 from tests.llm_server import Action, LLMServer
 from tests.snomed_fixtures import CASES, write_case_set
 
@@ -223,19 +225,10 @@ def test_in_batch_mode_each_interview_turn_goes_in_its_own_wave_and_the_outputs_
     cases_dir, tmp_path
 ):
     with LLMServer(reply=role_reply) as server:
-        run(cases_dir, tmp_path / "single", config(server.url))
-        batched = config(server.url, batch={"poll_interval_s": 0.02}).with_overrides(
-            RunOverrides(batch=["model", "patient"])
-        )
-        run(cases_dir, tmp_path / "batch", batched)
+        run_single_then_batch(partial(run, cases_dir), config(server.url), ["model", "patient"], tmp_path)
         stats, batches = server.stats(), server.batches
     # Both cases at once, turn by turn: clinician, patient, clinician, patient, clinician (the answer).
     assert [(b["request_counts"]["total"], b["status"]) for b in batches] == [(2, "completed")] * 5
     assert (stats["requests"], stats["batch_requests"], stats["max_submissions_per_custom_id"]) == (10, 10, 1)
     for table in ("conversations", "predictions", "scores"):
-        how_made = {"latency_s", "started_at", "finished_at", "cost_usd", "provider_response_id"}
-        single, batch = (
-            [{k: v for k, v in row.items() if k not in how_made} for row in read(tmp_path / mode, table)]
-            for mode in ("single", "batch")
-        )
-        assert batch == single
+        assert outcomes(tmp_path / "batch", table) == outcomes(tmp_path / "single", table)
