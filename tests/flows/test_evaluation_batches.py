@@ -120,12 +120,12 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
             "1 batch (13 calls) still in flight at the provider (batch_1); re-run"
         )
         assert not (run_dir / "responses.parquet").exists()
-        outcomes = {}
-        for _ in range(40):  # one wave per poll at most
+        polls = []
+        while polls[-1:] != [{}] and len(polls) < 40:  # a wave per poll at most, until no run waits
             time.sleep(0.3)
-            outcomes = resume_batch_runs(runs_dir=str(tmp_path / "runs"), report=False)
-            if outcomes == {}:
-                break
+            polls.append(resume_batch_runs(runs_dir=str(tmp_path / "runs"), report=False))
+        assert polls[-2] == {str(run_dir): "finished"}
+        assert all(poll[str(run_dir)].startswith("AwaitingBatches: ") for poll in polls[:-2])
         assert server.stats()["max_submissions_per_custom_id"] == 1
         assert server.stats()["requests"] == 0
     assert (run_dir / "manifest.json").exists() and len(outcomes(run_dir, "judgments")) == CALLS // 2
