@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.evals.config import BatchSettings
-from tasks.llm.batches import BatchRecord, BatchStore, advance, new_batch, split_into_batches
+from tasks.llm.batches import BatchRecord, BatchStore, advance, split_into_batches
 from tasks.llm.deferral import CallCollector, collecting
 from tasks.llm.errors import classify_error
 from tasks.llm.ledger import CallLedger
@@ -73,7 +73,7 @@ class WavesOutcome:
     def message(self) -> str:
         if self.finished:
             return f"batch calls done in {self.waves} waves"
-        calls = sum(len(record.requests) for record in self.in_flight)
+        calls = sum(len(record.keys) for record in self.in_flight)
         ids = ", ".join(record.batch_id or record.local_id for record in self.in_flight[:5])
         return (
             f"{len(self.in_flight)} {'batch' if len(self.in_flight) == 1 else 'batches'} ({calls} calls) "
@@ -115,7 +115,7 @@ class BatchWaves:
             pending, open_jobs = self._walk(open_jobs)
             if not pending:
                 return WavesOutcome(True, wave, [])
-            in_flight = {key for record in self.store.in_flight() for key in record.requests}
+            in_flight = {key for record in self.store.in_flight() for key in record.keys}
             if to_send := {key: call for key, call in pending.items() if key not in in_flight}:
                 wave += 1
                 self._submit(wave, to_send)
@@ -145,7 +145,7 @@ class BatchWaves:
         for (model, _, options), requests in groups.items():
             max_bytes = int(self.settings.max_file_mb * 2**20)
             for chunk in split_into_batches(requests, self.settings.max_calls, max_bytes):
-                record = self.store.write(new_batch(wave, chunk, options))
+                record = self.store.create(wave, chunk, options)
                 self.submissions.update(chunk.keys())
                 record = self._advance(record)
                 self.logger.info(
@@ -189,13 +189,13 @@ class BatchWaves:
                     record.batch_id,
                     record.wave,
                     record.status,
-                    sum(self.ledger.lookup(key) is None for key in record.requests),
+                    sum(self.ledger.lookup(key) is None for key in record.keys),
                 )
         return record
 
     def _settle(self, record: BatchRecord) -> None:
         """The calls of a collected batch that failed for good in this run: not submitted again."""
-        for key in record.requests:
+        for key in record.keys:
             failure = self.ledger.last_failure(key) if self.ledger.lookup(key) is None else None
             if failure is not None and (
                 not failure.retryable or self.submissions[key] >= self.retry.max_attempts
@@ -226,11 +226,11 @@ def wave_counts(records: list[BatchRecord], ledger: CallLedger) -> list[WaveCoun
     waves: dict[int, Counter[str]] = {}
     for record in records:
         counts = waves.setdefault(record.wave, Counter())
-        counts["submitted"] += len(record.requests)
+        counts["submitted"] += len(record.keys)
         if not record.collected:
-            counts["in_progress"] += len(record.requests)
+            counts["in_progress"] += len(record.keys)
             continue
-        for key in record.requests:
+        for key in record.keys:
             answer = ledger.lookup(key)
             counts[
                 "completed" if answer is not None and answer.batch_id == record.batch_id else "failed"

@@ -2,7 +2,7 @@
 
 A batch's life, each step written to its record in `<run_dir>/batches/` before anything waits on it:
 
-    preparing   the record holds the requests and their call keys (written before the upload)
+    preparing   the requests are written (`<id>.requests.json`, once), then the record with their call keys
     uploaded    `input_file_id`: the JSONL of requests is at the provider
     created     `batch_id`: the provider runs the batch (its own status: validating, in_progress, ...)
     collected   a finished batch's results are in the call ledger
@@ -25,9 +25,9 @@ from typing import Any
 
 import litellm
 from openai.types.chat import ChatCompletion
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from tasks.core.files import write_text_atomic
+from tasks.core.files import write_bytes_atomic, write_text_atomic
 from tasks.llm.call import CallTally, api_key_for, call_record, unusable_reply
 from tasks.llm.errors import CallError, batch_line_error, permanent_error
 from tasks.llm.ledger import CallLedger, CallRecord
@@ -49,7 +49,7 @@ class BatchRecord(BaseModel):
     model: str
     api_base: str | None = None
     options: CallOptions
-    requests: dict[str, ChatRequest] = Field(description="The batch's calls by call key (its custom_id).")
+    keys: list[str] = Field(description="The batch's call keys (each line's custom_id).")
     input_file_id: str | None = None
     batch_id: str | None = None
     status: str = "preparing"
@@ -70,20 +70,44 @@ class BatchRecord(BaseModel):
         return provider_of(self.model, self.api_base)
 
 
+_REQUESTS = TypeAdapter(dict[str, ChatRequest])
+
+
 class BatchStore:
-    """The batch records of one run folder: `<run_dir>/batches/<local_id>.json`, each written atomically."""
+    """The batches of one run folder, each written atomically: `<run_dir>/batches/<local_id>.batch.json`
+    (the record, small, rewritten as the batch moves on) and `<local_id>.requests.json` (its calls, once).
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
+    def create(self, wave: int, calls: dict[str, ChatRequest], options: CallOptions) -> BatchRecord:
+        """The record of a batch about to be sent, its requests written first (every call has the same
+        model, endpoint and options)."""
+        first = next(iter(calls.values()))
+        record = BatchRecord(
+            local_id=f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
+            wave=wave,
+            model=first.model,
+            api_base=first.api_base,
+            options=options,
+            keys=list(calls),
+        )
+        write_bytes_atomic(self._requests_path(record), _REQUESTS.dump_json(calls))
+        return self.write(record)
+
     def write(self, record: BatchRecord) -> BatchRecord:
-        write_text_atomic(self.root / f"{record.local_id}.json", record.model_dump_json(indent=1))
+        write_text_atomic(self.root / f"{record.local_id}.batch.json", record.model_dump_json(indent=1))
         return record
+
+    def requests(self, record: BatchRecord) -> dict[str, ChatRequest]:
+        """The batch's calls by call key."""
+        return _REQUESTS.validate_json(self._requests_path(record).read_bytes())
 
     def records(self) -> list[BatchRecord]:
         """Every batch of the run, oldest first."""
         records = []
-        for path in self.root.glob("*.json"):
+        for path in self.root.glob("*.batch.json"):
             try:
                 records.append(BatchRecord.model_validate_json(path.read_bytes()))
             except ValidationError:  # only after an OS crash (rename without fsync): never created
@@ -93,6 +117,9 @@ class BatchStore:
     def in_flight(self) -> list[BatchRecord]:
         """Batches whose results are not in the ledger yet."""
         return [record for record in self.records() if not record.collected]
+
+    def _requests_path(self, record: BatchRecord) -> Path:
+        return self.root / f"{record.local_id}.requests.json"
 
 
 def provider_of(model: str, api_base: str | None) -> str:
@@ -118,22 +145,9 @@ def check_batch_capable(model: str, api_base: str | None) -> None:
         )
 
 
-def new_batch(wave: int, calls: dict[str, ChatRequest], options: CallOptions) -> BatchRecord:
-    """The record of a batch about to be sent: every call has the same model, endpoint and options."""
-    first = next(iter(calls.values()))
-    return BatchRecord(
-        local_id=f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
-        wave=wave,
-        model=first.model,
-        api_base=first.api_base,
-        options=options,
-        requests=calls,
-    )
-
-
-def request_lines(record: BatchRecord) -> bytes:
-    """The batch's input file: one JSONL line per call, its call key as custom_id, its body as sent alone."""
-    return b"".join(request_line(key, request) for key, request in record.requests.items())
+def request_lines(calls: dict[str, ChatRequest]) -> bytes:
+    """A batch's input file: one JSONL line per call, its call key as custom_id, its body as sent alone."""
+    return b"".join(request_line(key, request) for key, request in calls.items())
 
 
 def request_line(key: str, request: ChatRequest) -> bytes:
@@ -163,7 +177,7 @@ def advance(record: BatchRecord, store: BatchStore, ledger: CallLedger) -> Batch
     """Take the batch one step on (upload, create, check, collect); each step is recorded as it is done."""
     access = _access(record)
     if record.input_file_id is None:
-        upload = io.BytesIO(request_lines(record))
+        upload = io.BytesIO(request_lines(store.requests(record)))
         upload.name = f"{record.local_id}.jsonl"
         created = litellm.create_file(file=upload, purpose="batch", **access)
         record = store.write(record.model_copy(update={"input_file_id": created.id, "status": "uploaded"}))
@@ -177,19 +191,20 @@ def advance(record: BatchRecord, store: BatchStore, ledger: CallLedger) -> Batch
         )
         record = store.write(_with_status(record.model_copy(update={"batch_id": batch.id}), batch))
     if not record.finished:
-        record = store.write(_with_status(record, litellm.retrieve_batch(batch_id=record.batch_id, **access)))
+        checked = _with_status(record, litellm.retrieve_batch(batch_id=record.batch_id, **access))
+        record = store.write(checked) if checked != record else record
     if record.finished and not record.collected:
-        record = store.write(collect(record, ledger, access))
+        record = store.write(collect(record, store.requests(record), ledger, access))
     return record
 
 
 def _access(record: BatchRecord) -> dict[str, Any]:
     """litellm's routing arguments for the batch's provider: provider, endpoint and key."""
-    first = next(iter(record.requests.values()))
+    route = ChatRequest(model=record.model, messages=(), api_base=record.api_base)
     return {
         "custom_llm_provider": record.provider,
         "api_base": record.api_base,
-        "api_key": api_key_for(first, record.options),
+        "api_key": api_key_for(route, record.options),
         "max_retries": 0,  # a failed step is tried again at the next poll (tasks/evals/batch_waves.py)
     }
 
@@ -220,7 +235,9 @@ def _with_status(record: BatchRecord, batch: Any) -> BatchRecord:
     )
 
 
-def collect(record: BatchRecord, ledger: CallLedger, access: dict[str, Any]) -> BatchRecord:
+def collect(
+    record: BatchRecord, requests: dict[str, ChatRequest], ledger: CallLedger, access: dict[str, Any]
+) -> BatchRecord:
     """Write the finished batch's outcomes to the ledger: answers as successes, failed lines as failures.
 
     Calls the provider left unanswered (an expired or cancelled batch) get no record, so they are sent
@@ -230,16 +247,16 @@ def collect(record: BatchRecord, ledger: CallLedger, access: dict[str, Any]) -> 
     answered = set()
     for line in lines:
         key = line.get("custom_id")
-        if key not in record.requests or ledger.lookup(key) is not None:
+        if key not in requests or ledger.lookup(key) is not None:
             continue
-        if (outcome := line_record(record, key, line, ledger.last_failure(key))) is not None:
+        if (outcome := line_record(record, requests[key], line, ledger.last_failure(key))) is not None:
             ledger.write(outcome)
             answered.add(key)
     if record.status == "failed":
         reason = "; ".join(record.errors) or "no reason given"
         error = permanent_error("batch_rejected", record.model, f"the provider rejected the batch: {reason}")
-        for key in record.requests.keys() - answered:
-            ledger.write(_failure(record, key, error, ledger.last_failure(key)))
+        for key in requests.keys() - answered:
+            ledger.write(_failure(record, requests[key], error, ledger.last_failure(key)))
     return record.model_copy(update={"collected": True})
 
 
@@ -253,13 +270,12 @@ def _file_lines(file_id: str | None, access: dict[str, Any]) -> Iterator[dict[st
 
 
 def line_record(
-    record: BatchRecord, key: str, line: dict[str, Any], previous: CallRecord | None
+    record: BatchRecord, request: ChatRequest, line: dict[str, Any], previous: CallRecord | None
 ) -> CallRecord | None:
     """The ledger record of one line of a batch's output or error file; None for a call left unanswered.
 
     An answer goes through the same checks as a single call's (an empty reply or a withheld one fails).
     """
-    request = record.requests[key]
     response = line.get("response") or {}
     error = line.get("error")
     if not response:
@@ -267,29 +283,33 @@ def line_record(
             return None
         message = (error or {}).get("message") or "the provider gave no response for this call"
         unanswered = CallError("provider_error", True, f"{record.model}: {message}")
-        return _failure(record, key, unanswered, previous)
+        return _failure(record, request, unanswered, previous)
     body = response.get("body") or {}
     status = int(response.get("status_code") or 0)
     if status != 200 or "error" in body:
-        return _failure(record, key, batch_line_error(status, body.get("error"), record.model), previous)
+        return _failure(record, request, batch_line_error(status, body.get("error"), record.model), previous)
     try:
         completion = ChatCompletion.model_validate(body)
     except ValidationError as invalid:
         detail = (
             f"{record.model}: an answer in the batch output is not a chat completion: {invalid.errors()[0]}"
         )
-        return _failure(record, key, CallError("server_error", True, detail[:400]), previous)
+        return _failure(record, request, CallError("server_error", True, detail[:400]), previous)
     tally = CallTally.resume(previous)
     tally.attempts += 1
     tally.add_usage(request, record.options, completion)
     unusable = unusable_reply(record.model, completion)
     started_at = record.created_at
-    outcome = call_record(key, request, tally, started_at, None, response=completion, error=unusable)
+    outcome = call_record(
+        request.key(), request, tally, started_at, None, response=completion, error=unusable
+    )
     return outcome.model_copy(update={"mode": "batch", "batch_id": record.batch_id})
 
 
-def _failure(record: BatchRecord, key: str, error: CallError, previous: CallRecord | None) -> CallRecord:
+def _failure(
+    record: BatchRecord, request: ChatRequest, error: CallError, previous: CallRecord | None
+) -> CallRecord:
     tally = CallTally.resume(previous)
     tally.attempts += 1
-    outcome = call_record(key, record.requests[key], tally, record.created_at, None, error=error)
+    outcome = call_record(request.key(), request, tally, record.created_at, None, error=error)
     return outcome.model_copy(update={"mode": "batch", "batch_id": record.batch_id})

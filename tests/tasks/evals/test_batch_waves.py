@@ -101,7 +101,7 @@ def test_the_calls_an_expired_batch_left_unanswered_go_out_again(server, tmp_pat
 def test_a_run_that_stops_waiting_leaves_its_batch_in_flight_and_the_next_run_collects_it(server, tmp_path):
     server.script_batch(BatchScript(delay_s=0.5))
     waiting = waves(server, tmp_path, BatchSettings(poll_interval_s=0.02, wait_s=0)).run()
-    assert (waiting.finished, [len(r.requests) for r in waiting.in_flight]) == (False, [2])
+    assert (waiting.finished, [len(r.keys) for r in waiting.in_flight]) == (False, [2])
     assert "re-run the same command later" in waiting.message()
     finished = waves(server, tmp_path).run()
     assert (finished.finished, finished.waves) == (True, 3)
@@ -116,4 +116,4 @@ def test_a_provider_that_cannot_be_reached_is_tried_at_each_poll_then_stops_the_
     with pytest.raises(BatchProviderError, match=r"^batch \S+: openai/m: .*Connection error"):
         waves.run()
     (record,) = waves.store.records()
-    assert (record.status, record.input_file_id, len(record.requests)) == ("preparing", None, 1)
+    assert (record.status, record.input_file_id, len(record.keys)) == ("preparing", None, 1)

@@ -11,7 +11,6 @@ from tasks.llm.batches import (
     BatchStore,
     advance,
     line_record,
-    new_batch,
     request_line,
     request_lines,
     split_into_batches,
@@ -48,13 +47,13 @@ def requests_for(server: LLMServer) -> dict[str, ChatRequest]:
 def submitted(server: LLMServer, tmp_path, options: CallOptions = BATCH):
     """A batch of the three questions, taken as far as it goes now; with its store and ledger."""
     store, ledger = BatchStore(tmp_path / "batches"), CallLedger(tmp_path / "ledger")
-    record = store.write(new_batch(1, requests_for(server), options))
+    record = store.create(1, requests_for(server), options)
     return advance(record, store, ledger), store, ledger
 
 
 def test_the_input_file_holds_each_call_as_sent_alone_keyed_by_its_call_key(server):
     calls = requests_for(server)
-    lines = [json.loads(line) for line in request_lines(new_batch(1, calls, BATCH)).decode().splitlines()]
+    lines = [json.loads(line) for line in request_lines(calls).decode().splitlines()]
     first_key, first = next(iter(calls.items()))
     assert len(lines) == 3
     assert lines[0] == {
@@ -70,7 +69,8 @@ def test_a_finished_batch_lands_in_the_ledger_as_single_calls_would_at_batch_pri
     assert (record.status, record.collected, record.batch_id) == ("completed", True, "batch_1")
     assert store.records() == [record]
     single_ledger = CallLedger(tmp_path / "single")
-    for key, request in record.requests.items():
+    assert store.requests(record) == requests_for(server)
+    for key, request in requests_for(server).items():
         batched = ledger.lookup(key)
         single = complete(request, BATCH.model_copy(update={"mode": "single"}), single_ledger)
         same = ("text", "prompt_tokens", "completion_tokens", "finish_reason", "status", "attempts")
@@ -93,7 +93,7 @@ def test_a_batch_in_flight_is_checked_again_never_submitted_again(server, tmp_pa
 def test_failed_lines_are_recorded_failures_transient_or_permanent_and_the_rest_succeed(server, tmp_path):
     server.script_batch(BatchScript(failed_lines={1: 500, 2: 400}))
     record, _, ledger = submitted(server, tmp_path)
-    keys = list(record.requests)
+    keys = record.keys
     assert ledger.lookup(keys[0]).status == "ok"
     outcomes = [ledger.last_failure(key) for key in keys[1:]]
     assert [(o.error_kind, o.retryable, o.attempts, o.mode) for o in outcomes] == [
@@ -106,7 +106,7 @@ def test_failed_lines_are_recorded_failures_transient_or_permanent_and_the_rest_
 def test_the_calls_an_expired_batch_left_unanswered_get_no_record_so_they_are_sent_again(server, tmp_path):
     server.script_batch(BatchScript(expire=True, expire_completed=1))
     record, _, ledger = submitted(server, tmp_path)
-    keys = list(record.requests)
+    keys = record.keys
     assert (record.status, record.collected) == ("expired", True)
     assert ledger.lookup(keys[0]).status == "ok"
     assert [(ledger.lookup(key), ledger.last_failure(key)) for key in keys[1:]] == [(None, None)] * 2
@@ -115,16 +115,16 @@ def test_the_calls_an_expired_batch_left_unanswered_get_no_record_so_they_are_se
 def test_a_rejected_batch_fails_every_call_with_the_providers_reason(server, tmp_path):
     server.script_batch(BatchScript(fail=True))
     record, _, ledger = submitted(server, tmp_path)
-    failures = [ledger.last_failure(key) for key in record.requests]
+    failures = [ledger.last_failure(key) for key in record.keys]
     assert {(f.error_kind, f.retryable) for f in failures} == {("batch_rejected", False)}
     assert "Scripted failure." in failures[0].error
 
 
 def test_a_batch_created_before_a_crash_recorded_its_id_is_found_again_not_created_twice(server, tmp_path):
     store, ledger = BatchStore(tmp_path / "batches"), CallLedger(tmp_path / "ledger")
-    record = store.write(new_batch(1, requests_for(server), BATCH))
+    record = store.create(1, requests_for(server), BATCH)
     access = {"custom_llm_provider": "openai", "api_base": server.url, "api_key": "no-key"}
-    upload = io.BytesIO(request_lines(record))
+    upload = io.BytesIO(request_lines(requests_for(server)))
     upload.name = "calls.jsonl"
     file_id = litellm.create_file(file=upload, purpose="batch", **access).id
     created = litellm.create_batch(
@@ -143,10 +143,10 @@ def test_a_batch_created_before_a_crash_recorded_its_id_is_found_again_not_creat
 
 
 def test_an_answer_that_is_not_a_chat_completion_is_a_transient_failure(server, tmp_path):
-    record = new_batch(1, requests_for(server), BATCH).model_copy(update={"batch_id": "batch_9"})
-    key = next(iter(record.requests))
+    record = BatchStore(tmp_path).create(1, requests_for(server), BATCH)
+    key, request = next(iter(requests_for(server).items()))
     line = {"custom_id": key, "response": {"status_code": 200, "body": {"choices": "none"}}, "error": None}
-    outcome = line_record(record, key, line, None)
+    outcome = line_record(record, request, line, None)
     assert (outcome.status, outcome.error_kind, outcome.retryable, outcome.attempts) == (
         "failed",
         "server_error",
@@ -162,4 +162,4 @@ def test_a_wave_is_cut_into_batches_within_the_providers_call_and_size_limits(se
     assert [list(b) for b in split_into_batches(calls, 2, 10**6)] == [list(calls)[:2], list(calls)[2:]]
     by_size = split_into_batches(calls, 10, line_sizes[0] + line_sizes[1] - 1)
     assert [list(b) for b in by_size] == [[key] for key in calls]
-    assert request_lines(new_batch(1, calls, BATCH)).count(b"\n") == 3
+    assert request_lines(calls).count(b"\n") == 3
