@@ -57,6 +57,7 @@ FIELD_OF = {"edited_utc": "edited", "author_flair_richtext_text": "author_flair_
 OWN_COLUMNS = ("source_file", "source_line")
 # What each fast line became; "python" hands it to classify_line.
 OUTCOMES = ("keep", "python", "other_subreddit", "missing_subreddit", "outside_window")
+SCAN_WINDOW = 1 << 20
 RETRIEVED_ON_NULL = re.compile(rb'"retrieved_on"\s*:\s*null')
 # Text fields are read as VARCHAR, so a number, boolean, object or array comes out as its JSON text: a
 # string that could be one of these goes the per-line way (whose str() of a number or bool differs).
@@ -91,7 +92,7 @@ def read_sql(kind: DumpKind) -> str:
         )
         fields |= {name: "VARCHAR" if how == "text" else "JSON" for name in names}
     structure = "{" + ", ".join(f'"{name}": "{dtype}"' for name, dtype in fields.items()) + "}"
-    return f"select unnest(json_transform(line, '{structure}')) from block_lines"
+    return f"select unnest(json_transform(line, '{structure}')) from block_lines where fast"
 
 
 _LOCAL = threading.local()
@@ -104,10 +105,11 @@ def _connection() -> duckdb.DuckDBPyConnection:
     return _LOCAL.connection
 
 
-def read_fields(kind: DumpKind, lines: pa.Array) -> pa.Table:
-    """Lines (whole JSON objects) -> their fields as columns (see read_sql)."""
+def read_fields(kind: DumpKind, lines: pa.Array, fast: np.ndarray) -> pa.Table:
+    """The lines marked `fast` (JSON objects; the others are not read, not even as UTF-8) -> their fields
+    as columns (see read_sql)."""
     connection = _connection()
-    connection.register("block_lines", pa.table({"line": lines}))
+    connection.register("block_lines", pa.table({"line": lines, "fast": fast}))
     try:
         return connection.sql(read_sql(kind)).to_arrow_table()
     finally:
@@ -260,34 +262,37 @@ def lines_for_python(data: bytes, raw: np.ndarray, starts: np.ndarray, ends: np.
     if not len(starts):
         return slow
     slow |= (raw[starts] != ord("{")) | (raw[np.maximum(ends - 1, 0)] != ord("}")) | (ends == starts)
-    # Zero bytes after the end, so that looking a few bytes ahead needs no bounds check.
-    padded = np.concatenate((raw, np.zeros(8, np.uint8)))
     suspects = [_invalid_utf8_lines(data, raw, starts, ends)]
-    escapes = np.flatnonzero(raw == ord("\\"))
-    escapes = escapes[padded[escapes + 1] == ord("u")]
-    hex1, hex2, hex3 = (padded[escapes + i] | 0x20 for i in (2, 3, 4))
-    ascii_escape = (hex1 == ord("0")) & (hex2 == ord("0")) & (hex3 & 0xF8 == ord("0"))
-    surrogate = (hex1 == ord("d")) & np.isin(hex2, np.frombuffer(b"89abcdef", np.uint8))
-    suspects.append(escapes[ascii_escape | surrogate])
-    # A bare word yyjson reads as a number (nan, inf, infinity; any case, any sign) where a value starts:
-    # after ":", "," or "[", a space and a sign.
-    at = np.flatnonzero((raw == ord(":")) | (raw == ord(",")) | (raw == ord("["))) + 1
-    at += padded[at] == ord(" ")
-    at += (padded[at] == ord("-")) | (padded[at] == ord("+"))
-    at = at[np.isin(padded[at] | 0x20, np.frombuffer(b"ni", np.uint8))]
-    second, third = padded[at + 1] | 0x20, padded[at + 2] | 0x20
-    suspects.append(
-        at[((second == ord("a")) & (third == ord("n"))) | ((second == ord("n")) & (third == ord("f")))]
-    )
-    # A trailing comma (or any space) before a closing bracket.
-    closing = np.flatnonzero((raw == ord("}")) | (raw == ord("]")))
-    before = padded[closing - 1]
-    suspects.append(closing[(before == ord(",")) | (before == ord(" ")) | (before == ord("\t"))])
+    # Scanned a window at a time, so that each of the passes over the bytes reads them from the cache.
+    for begin in range(0, len(raw), SCAN_WINDOW):
+        window = raw[begin : begin + SCAN_WINDOW + 8]  # 8 more: a pattern may start at its last byte
+        suspects += [begin + found for found in _odd_bytes(window)]
     # retrieved_on present but null: DuckDB cannot tell it from absent.
     if b'"retrieved_on"' in data:
         suspects.append(np.array([m.start() for m in RETRIEVED_ON_NULL.finditer(data)], np.int64))
     slow[_line_of(np.concatenate(suspects), starts)] = True
     return slow
+
+
+def _odd_bytes(window: np.ndarray) -> list[np.ndarray]:
+    """Positions in `window` of escapes yyjson and orjson may read apart, bare words and trailing commas."""
+    padded = np.concatenate((window, np.zeros(8, np.uint8)))
+    escapes = np.flatnonzero(window == ord("\\"))
+    escapes = escapes[padded[escapes + 1] == ord("u")]
+    hex1, hex2, hex3 = (padded[escapes + i] | 0x20 for i in (2, 3, 4))
+    ascii_escape = (hex1 == ord("0")) & (hex2 == ord("0")) & (hex3 & 0xF8 == ord("0"))
+    surrogate = (hex1 == ord("d")) & np.isin(hex2, np.frombuffer(b"89abcdef", np.uint8))
+    # Where a value starts (after ":", "," or "[", a space, a sign): a bare word (nan, inf, infinity, in
+    # any case), or a closing bracket or more space (a trailing comma, or spacing to look at closer).
+    at = np.flatnonzero((window == ord(":")) | (window == ord(",")) | (window == ord("["))) + 1
+    at += padded[at] == ord(" ")
+    at += (padded[at] == ord("-")) | (padded[at] == ord("+"))
+    first, second, third = padded[at] | 0x20, padded[at + 1] | 0x20, padded[at + 2] | 0x20
+    word = ((first == ord("n")) & (second == ord("a")) & (third == ord("n"))) | (
+        (first == ord("i")) & (second == ord("n")) & (third == ord("f"))
+    )
+    closing = np.isin(padded[at], np.frombuffer(b"}] \t\r", np.uint8))
+    return [escapes[ascii_escape | surrogate], at[word | closing]]
 
 
 def _invalid_utf8_lines(data: bytes, raw: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -315,7 +320,7 @@ def _lines_array(data: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
 
 
 def _lines_array(data: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
-    """The lines as one Arrow string array over the block's bytes (each value keeps its newline)."""
+    """The lines as one Arrow string array over the block's bytes, not copied (each keeps its newline)."""
     offsets = np.append(starts, ends[-1] if len(ends) else 0).astype(np.int64)
     return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data))
 
@@ -331,7 +336,7 @@ def parse_block(
     starts, ends = line_bounds(raw)
     slow = lines_for_python(block.data, raw, starts, ends)
     try:
-        fields = read_fields(kind, _lines_array(block.data, starts, ends).filter(pa.array(~slow)))
+        fields = read_fields(kind, _lines_array(block.data, starts, ends), ~slow)
     except duckdb.InvalidInputException:  # a malformed line the byte checks let through
         result = parse_lines(block, kind, keep, source, prefilter=False)
         return result, rows_to_table(result.rows, REDDIT.lake_tables[kind])
@@ -368,10 +373,11 @@ def _merge(
         {reason: dropped[reason] for reason in sorted(dropped, key=first_met.__getitem__)}
     )
     kept = np.flatnonzero(outcome == OUTCOMES.index("keep"))
+    everything = len(kept) == len(outcome)  # the usual block of a per-subreddit dump: no copy then
     arrays = [
-        pa.array([source] * len(kept), pa.string()) if column.name == "source_file"
+        pa.repeat(source, len(kept)).cast(pa.string()) if column.name == "source_file"
         else pa.array(fast_index[kept] + block.first_line, pa.int64()) if column.name == "source_line"
-        else columns[column.name].take(kept).cast(column.type)
+        else (columns[column.name] if everything else columns[column.name].take(kept)).cast(column.type)
         for column in contract.schema
     ]  # fmt: skip
     table = pa.Table.from_arrays(arrays, schema=contract.schema)
