@@ -6,7 +6,7 @@ line on which the two provably agree, and hands each other line to classify_line
 - before parsing, by bytes (lines_for_python): lines that do not start with "{" and end with "}"
   (blank, cut short), that are not UTF-8, that hold a \\u escape of an ASCII or surrogate code point,
   a bare word where a value starts (yyjson takes `nan` and `inf`, orjson does not), a comma or space
-  before a closing bracket (yyjson takes `[1,]`), or `"retrieved_on": null`;
+  before a closing bracket (yyjson takes `[1,]`);
 - after parsing, by value (block_outcomes): whatever the per-line path would quarantine or coerce: a
   missing id or created_utc, a number or object where text is expected, a created_utc string that is
   not plain digits, a subreddit that is not ASCII, a number beyond int64, ...
@@ -18,7 +18,6 @@ value here and the last in the per-line path (JSON leaves duplicate keys undefin
 import codecs
 import functools
 import json
-import re
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -58,7 +57,12 @@ OWN_COLUMNS = ("source_file", "source_line")
 # What each fast line became; "python" hands it to classify_line.
 OUTCOMES = ("keep", "python", "other_subreddit", "missing_subreddit", "outside_window")
 SCAN_WINDOW = 1 << 20
-RETRIEVED_ON_NULL = re.compile(rb'"retrieved_on"\s*:\s*null')
+# Columns of few distinct values, dictionary-encoded in the Parquet parts: trying it on every column (the
+# default) costs a third of the writing time for texts and ids, which fall back to plain anyway.
+DICTIONARY_COLUMNS = frozenset({
+    "subreddit", "author", "distinguished", "removed_by_category", "banned_by", "author_flair_text",
+    "author_flair_richtext_text", "link_flair_text", "domain", "post_hint", "source_file",
+})  # fmt: skip
 # Text fields are read as VARCHAR, so a number, boolean, object or array comes out as its JSON text: a
 # string that could be one of these goes the per-line way (whose str() of a number or bool differs).
 MAYBE_SCALAR = r"^(-?[0-9][0-9.eE+-]*|true|false)$"
@@ -196,9 +200,9 @@ def _richtext(values: pa.Array) -> pa.Array:
 
 
 def block_outcomes(
-    kind: DumpKind, keep: IngestFilter, fields: pa.Table
+    kind: DumpKind, keep: IngestFilter, fields: pa.Table, lines: pa.Array, fast_index: np.ndarray
 ) -> tuple[np.ndarray, dict[str, pa.Array]]:
-    """Fields of fast lines -> (each line's index into OUTCOMES, the contract's column values).
+    """Fields of the fast lines (`lines[fast_index]`) -> (each one's index into OUTCOMES, their columns).
 
     The checks come in the per-line path's order, so a line is counted for the first reason that path
     would have met (an id, then the subreddit, then created_utc and the window, then the values).
@@ -220,8 +224,12 @@ def block_outcomes(
         elif how == "epoch":
             columns[column.name], odd = _epochs(read[field], column.name != "created_utc")
         elif how == "retrieved":
-            either = pc.coalesce(read["retrieved_on"], read["retrieved_utc"])
-            columns[column.name], odd = _epochs(either, booleans_are_null=True)
+            on, utc = read["retrieved_on"], read["retrieved_utc"]
+            columns[column.name], odd = _epochs(pc.coalesce(on, utc), booleans_are_null=True)
+            # The per-line path reads retrieved_on when the key is there, even as null; DuckDB reads a
+            # null as absent, so a line naming retrieved_on without a value for it goes the per-line way.
+            unsure = np.flatnonzero(~_numpy(on.is_valid()) & _numpy(utc.is_valid()))
+            odd[unsure] |= _numpy(pc.match_substring(lines.take(fast_index[unsure]), '"retrieved_on"'))
         else:
             columns[column.name], odd = _richtext(read[field]), np.zeros(fields.num_rows, bool)
         odd_of[column.name] = odd
@@ -244,7 +252,14 @@ def block_outcomes(
 
 def line_bounds(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and end (exclusive, without the newline) of each line of a block, as LineBlock counts them."""
-    newlines = np.flatnonzero(raw == ord("\n"))
+    # A window at a time, read from the cache (see lines_for_python).
+    newlines = np.concatenate(
+        [
+            begin + np.flatnonzero(raw[begin : begin + SCAN_WINDOW] == ord("\n"))
+            for begin in range(0, len(raw), SCAN_WINDOW)
+        ]
+        or [np.zeros(0, np.int64)]
+    )
     starts = np.concatenate(([0], newlines + 1))
     ends = np.concatenate((newlines, [len(raw)]))
     if (len(raw) and raw[-1] == ord("\n")) or not len(raw):
@@ -267,9 +282,6 @@ def lines_for_python(data: bytes, raw: np.ndarray, starts: np.ndarray, ends: np.
     for begin in range(0, len(raw), SCAN_WINDOW):
         window = raw[begin : begin + SCAN_WINDOW + 8]  # 8 more: a pattern may start at its last byte
         suspects += [begin + found for found in _odd_bytes(window)]
-    # retrieved_on present but null: DuckDB cannot tell it from absent.
-    if b'"retrieved_on"' in data:
-        suspects.append(np.array([m.start() for m in RETRIEVED_ON_NULL.finditer(data)], np.int64))
     slow[_line_of(np.concatenate(suspects), starts)] = True
     return slow
 
@@ -283,16 +295,19 @@ def _odd_bytes(window: np.ndarray) -> list[np.ndarray]:
     ascii_escape = (hex1 == ord("0")) & (hex2 == ord("0")) & (hex3 & 0xF8 == ord("0"))
     surrogate = (hex1 == ord("d")) & np.isin(hex2, np.frombuffer(b"89abcdef", np.uint8))
     # Where a value starts (after ":", "," or "[", a space, a sign): a bare word (nan, inf, infinity, in
-    # any case), or a closing bracket or more space (a trailing comma, or spacing to look at closer).
-    at = np.flatnonzero((window == ord(":")) | (window == ord(",")) | (window == ord("["))) + 1
+    # any case); more space (looked at closer by the per-line path); after a comma, a closing bracket.
+    at = np.flatnonzero((window == ord(":")) | (window == ord(",")) | (window == ord("[")))
+    comma = window[at] == ord(",")
+    at += 1
     at += padded[at] == ord(" ")
     at += (padded[at] == ord("-")) | (padded[at] == ord("+"))
     first, second, third = padded[at] | 0x20, padded[at + 1] | 0x20, padded[at + 2] | 0x20
     word = ((first == ord("n")) & (second == ord("a")) & (third == ord("n"))) | (
         (first == ord("i")) & (second == ord("n")) & (third == ord("f"))
     )
-    closing = np.isin(padded[at], np.frombuffer(b"}] \t\r", np.uint8))
-    return [escapes[ascii_escape | surrogate], at[word | closing]]
+    space = np.isin(padded[at], np.frombuffer(b" \t\r", np.uint8))
+    closing = comma & np.isin(padded[at], np.frombuffer(b"}]", np.uint8))
+    return [escapes[ascii_escape | surrogate], at[word | space | closing]]
 
 
 def _invalid_utf8_lines(data: bytes, raw: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -336,12 +351,14 @@ def parse_block(
     starts, ends = line_bounds(raw)
     slow = lines_for_python(block.data, raw, starts, ends)
     try:
-        fields = read_fields(kind, _lines_array(block.data, starts, ends), ~slow)
+        lines = _lines_array(block.data, starts, ends)
+        fields = read_fields(kind, lines, ~slow)
     except duckdb.InvalidInputException:  # a malformed line the byte checks let through
         result = parse_lines(block, kind, keep, source, prefilter=False)
         return result, rows_to_table(result.rows, REDDIT.lake_tables[kind])
-    outcome, columns = block_outcomes(kind, keep, fields)
-    return _merge(block, kind, keep, source, (np.flatnonzero(~slow), outcome, columns), starts, ends)
+    fast_index = np.flatnonzero(~slow)
+    outcome, columns = block_outcomes(kind, keep, fields, lines, fast_index)
+    return _merge(block, kind, keep, source, (fast_index, outcome, columns), starts, ends)
 
 
 def _merge(
@@ -418,7 +435,8 @@ def run_block_job(job: BlockJob) -> BlockResult:
     else:
         result, table = parse_block(job.block, job.kind, job.keep, job.source)
     if table.num_rows:
-        pq.write_table(table, job.part_path, compression="zstd")
+        dictionary = [name for name in table.column_names if name in DICTIONARY_COLUMNS]
+        pq.write_table(table, job.part_path, compression="zstd", use_dictionary=dictionary)
     else:
         job.part_path.write_bytes(empty_part(job.kind))
     result.bytes_read = job.block.bytes_read

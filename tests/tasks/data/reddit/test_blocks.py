@@ -119,13 +119,12 @@ def test_submissions_keep_the_window_and_their_own_columns():
 
 def test_only_odd_lines_leave_the_fast_path_by_their_bytes():
     lines = [
-        b'{"id":"c1","body":"plain, nothing odd"}',
+        b'{"id":"c1","body":"plain, nothing odd","a":[],"b":[1, 2],"c":{}}',
         b'{"id":"c2","x":nan}',
         b'{"id":"c3","x":[1, ]}',
         b'{"id":"c4","body":"\\ud83d"}',
         b'{"id":"c5","body":"\\u0041"}',
         b'{"id":"c6","body":"\\u00e9"}',
-        b'{"id":"c7","retrieved_on" : null}',
         b'{"id":"c8","body":"\xff"}',
         b'{"id":"c9"',
         b"",
@@ -134,7 +133,7 @@ def test_only_odd_lines_leave_the_fast_path_by_their_bytes():
     data = b"\n".join(lines)
     raw = np.frombuffer(data, np.uint8)
     slow = lines_for_python(data, raw, *line_bounds(raw))
-    assert slow.tolist() == [False, True, True, True, True, False, True, True, True, True, True]
+    assert slow.tolist() == [False, True, True, True, True, False, True, True, True, True]
 
 
 def test_a_line_duckdb_refuses_sends_its_block_down_the_per_line_path():
