@@ -5,8 +5,8 @@ the same rows, counts and order with DuckDB's JSON reader (yyjson, C++) and Arro
 line on which the two provably agree, and hands each other line to classify_line:
 - before parsing, by bytes (lines_for_python): lines that do not start with "{" and end with "}"
   (blank, cut short), that are not UTF-8, that hold a \\u escape of an ASCII or surrogate code point,
-  a bare word where a value starts (yyjson takes `nan` and `inf`, orjson does not), a comma or space
-  before a closing bracket (yyjson takes `[1,]`);
+  a bare word where a value starts (yyjson takes `nan` and `inf`, orjson does not), a trailing comma
+  (yyjson takes `[1,]`) or more than one space before a value;
 - after parsing, by value (block_outcomes): whatever the per-line path would quarantine or coerce: a
   missing id or created_utc, a number or object where text is expected, a created_utc string that is
   not plain digits, a subreddit that is not ASCII, a number beyond int64, ...
@@ -207,7 +207,8 @@ def block_outcomes(
     The checks come in the per-line path's order, so a line is counted for the first reason that path
     would have met (an id, then the subreddit, then created_utc and the window, then the values).
     """
-    read = {name: fields[name].combine_chunks() for name in fields.column_names}
+    # One plain string array per field (_first_bytes reads its buffers), whatever DuckDB hands over.
+    read = {name: fields[name].combine_chunks().cast(pa.string()) for name in fields.column_names}
     columns: dict[str, pa.Array] = {}
     odd_of: dict[str, np.ndarray] = {}  # values only the per-line path reads right
     for column in REDDIT.lake_tables[kind].schema:
