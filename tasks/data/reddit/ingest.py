@@ -38,7 +38,7 @@ PROGRESS_EVERY_SECONDS = 5.0
 # Blocks are parsed by DuckDB and written by Arrow, which release the GIL: one thread per core parses
 # while another decompresses.
 DEFAULT_WORKERS = os.cpu_count() or 1
-# Below this compressed size a dump is parsed in the calling thread.
+# Below this compressed size a dump is parsed in the calling thread: a block or two gain nothing from a pool.
 POOL_MIN_BYTES = 16 << 20
 # Bytes of lines per block (and Parquet part): large blocks spread the fixed cost of each DuckDB query
 # and Arrow call; at most 4 per worker are in flight.
