@@ -7,17 +7,15 @@ name and renamed when complete, with an `_ingest.json` receipt (fingerprint, set
 lets a later build skip files it already holds.
 """
 
-import gc
 import hashlib
 import json
-import multiprocessing
 import os
 import re
 import shutil
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,25 +26,23 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from tasks.core.provenance import artifact_key
 from tasks.data.lake import partition_dir, source_key
+from tasks.data.reddit.blocks import BlockJob, run_block_job
 from tasks.data.reddit.contracts import RAW_REJECTS
 from tasks.data.reddit.reader import DumpError, TruncatedDumpError, iter_line_blocks
-from tasks.data.reddit.records import (
-    BlockJob,
-    BlockResult,
-    DumpKind,
-    IngestFilter,
-    rows_to_table,
-    run_block_job,
-)
+from tasks.data.reddit.records import BlockResult, DumpKind, IngestFilter, rows_to_table
 from tasks.data.sources import REDDIT
 
 MONTHLY_DUMP_NAME = re.compile(r"^R[SC]_\d{4}-\d{2}")
 RECEIPT_NAME = "_ingest.json"
 PROGRESS_EVERY_SECONDS = 5.0
-# JSON parsing holds the GIL: blocks are parsed in worker processes while this one decompresses.
+# Blocks are parsed by DuckDB and written by Arrow, which release the GIL: one thread per core parses
+# while another decompresses.
 DEFAULT_WORKERS = os.cpu_count() or 1
-# Below this compressed size a dump is parsed here: starting worker processes would cost more.
+# Below this compressed size a dump is parsed in the calling thread: a block or two gain nothing from a pool.
 POOL_MIN_BYTES = 16 << 20
+# Bytes of lines per block (and Parquet part): large blocks spread the fixed cost of each DuckDB query
+# and Arrow call; at most 4 per worker are in flight.
+BLOCK_BYTES = 16 << 20
 
 
 @dataclass
@@ -106,16 +102,15 @@ def settings_key(kind: DumpKind, keep: IngestFilter, keep_truncated: bool) -> di
 
 
 def _results_in_order(jobs: Iterator[BlockJob], workers: int) -> Iterator[BlockResult]:
-    """Run block jobs on `workers` processes (0: in this process), yielding results in input order.
+    """Run block jobs on `workers` threads (0: in this one), yielding results in input order.
 
-    At most four blocks per worker are in flight, so memory stays bounded whatever the file size.
+    Threads, not processes: DuckDB, Arrow and the Parquet writer work without the GIL, so blocks need
+    no pickling. At most four blocks per worker are in flight: memory stays bounded whatever the file.
     """
     if workers == 0:
         yield from map(run_block_job, jobs)
         return
-    context = multiprocessing.get_context("spawn")
-    # Parsed records hold no reference cycles, so the cyclic collector only costs time in the workers.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=gc.disable) as pool:
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest-block") as pool:
         in_flight: deque[Future[BlockResult]] = deque()
         for job in jobs:
             in_flight.append(pool.submit(run_block_job, job))
@@ -131,7 +126,7 @@ def ingest_dump(
 ) -> dict[str, Any]:  # fmt: skip
     """Stream one dump into the raw layer; return its receipt (also written as `_ingest.json`).
 
-    This process decompresses; `workers` processes parse and write Parquet parts (0: parse here too).
+    A thread decompresses; `workers` threads parse and write Parquet parts (0: the calling thread).
     Raises DumpError for unreadable files and dumps without records, TruncatedDumpError for a cut zstd
     stream unless `keep_truncated`, in which case the complete records read so far are kept and flagged.
     Whatever ends it early (an error, Ctrl-C), no partial folder is left behind.
@@ -181,7 +176,7 @@ def _stream_dump(
     rejects: list[tuple] = []
     jobs = (
         BlockJob(block, kind, keep, path.name, prefilter, work_dir / f"part-{index:05d}.parquet")
-        for index, block in enumerate(iter_line_blocks(path))
+        for index, block in enumerate(iter_line_blocks(path, BLOCK_BYTES))
     )
     try:
         for result in _results_in_order(jobs, workers if total_bytes >= POOL_MIN_BYTES else 0):

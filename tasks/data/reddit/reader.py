@@ -52,7 +52,7 @@ class LineBlock:
             lines.pop()
         return lines
 
-    @functools.cached_property  # counted once where the block is cut; pickled along with it
+    @functools.cached_property  # counted once, where the block is cut
     def line_count(self) -> int:
         return self.data.count(b"\n") + (not self.data.endswith(b"\n") and bool(self.data))
 

@@ -1,6 +1,6 @@
 """Pushshift records -> typed rows of the raw contracts: parsing, filtering and type normalisation.
 
-Pure and free of Prefect, so that ingest worker processes start fast (they import only this module).
+Pure and free of Prefect. This is the reference, one line at a time; blocks.py gets the same rows faster.
 """
 
 import functools
@@ -10,19 +10,17 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tasks.data.contracts import Contract
 from tasks.data.reddit.reader import LineBlock
 from tasks.data.sources import REDDIT
 
-if TYPE_CHECKING:  # worker processes import this module: they start faster without the settings
+if TYPE_CHECKING:  # the settings are only a type here
     from tasks.benchmarks.threadmed.settings import BuildSettings
 
 DumpKind = Literal["submissions", "comments"]
@@ -195,6 +193,18 @@ class BlockResult:
     kept: int = 0
     bytes_read: int = 0
 
+    def add_line(
+        self, row: tuple | None, reason: str | None, line: bytes, line_number: int, source: str
+    ) -> None:
+        """Count one line classify_line has classified: keep its row, count its drop, or quarantine it."""
+        if row is not None:
+            self.rows.append(row)
+        elif reason in DROP_REASONS:
+            self.dropped[reason] += 1
+        else:
+            self.rejected[reason] += 1
+            self.rejects.append((source, line_number, reason, excerpt(line)))
+
 
 # Characters other than ASCII letters that str.lower() turns into ASCII: LATIN CAPITAL LETTER I WITH
 # DOT ABOVE -> "i" + a combining dot, KELVIN SIGN -> "k" (a test checks the list is complete).
@@ -252,10 +262,50 @@ def _find_all(data: bytes, needle: bytes) -> list[int]:
     return found
 
 
+# Reasons a line is dropped (counted only); any other reason quarantines it (file, line, excerpt).
+DROP_REASONS = frozenset({"empty_line", "other_subreddit", "missing_subreddit", "outside_window"})
+
+
+@functools.cache
+def _bounds(keep: IngestFilter) -> tuple[str, int, int]:
+    return keep.subreddit.lower(), keep.start_epoch, keep.end_epoch
+
+
+def classify_line(
+    line: bytes, line_number: int, kind: DumpKind, keep: IngestFilter, source: str
+) -> tuple[tuple | None, str | None]:
+    """One dump line -> (its row, None) when kept, else (None, the reason it is dropped or quarantined)."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        record = None
+    # Fast path for the usual well-formed record; parse_line classifies everything else.
+    if type(record) is not dict or type(record.get("id")) is not str or not record["id"]:
+        record, reason = parse_line(line)
+        if record is None:
+            return None, "empty_line" if not line.strip() else reason
+    wanted, start, end = _bounds(keep)
+    subreddit = record.get("subreddit")
+    if not isinstance(subreddit, str) or subreddit.lower() != wanted:
+        return None, "other_subreddit" if subreddit else "missing_subreddit"
+    created = record.get("created_utc")
+    if type(created) is not int:
+        created = epoch_seconds(created)
+    if created is None or not INT64_MIN <= created <= INT64_MAX:
+        return None, "bad_created_utc"
+    if kind == "submissions" and not start <= created < end:
+        return None, "outside_window"
+    row = ROW_BUILDERS[kind](record, created, line_number, source)
+    # One such number (a score of 1e20) would make the whole block unwritable as int64.
+    if not row_fits_int64(row, INTEGER_COLUMNS[kind]):
+        return None, "number_out_of_range"
+    return row, None
+
+
 def parse_lines(
     block: LineBlock, kind: DumpKind, keep: IngestFilter, source: str, prefilter: bool
 ) -> BlockResult:
-    """Filter, parse and normalise the lines of a block, counting every line that is not kept.
+    """Filter, parse and normalise the lines of a block one by one, counting every line that is not kept.
 
     With `prefilter` (all-of-Reddit monthly dumps), only candidate_lines are parsed; the others count
     as other_subreddit without being parsed.
@@ -266,8 +316,6 @@ def parse_lines(
     else:
         numbered = enumerate(block.lines)
         prefilter = False
-    build_row, integer_columns = ROW_BUILDERS[kind], INTEGER_COLUMNS[kind]
-    start, end = keep.start_epoch, keep.end_epoch
     result = BlockResult([], [], block.line_count, Counter(), Counter())
     skipped_to = 0
     for index, line in numbered:
@@ -276,76 +324,9 @@ def parse_lines(
             result.dropped["other_subreddit"] += index - skipped_to
         skipped_to = index + 1
         line_number = block.first_line + index
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            record = None
-        # Fast path for the usual well-formed record; parse_line classifies everything else.
-        if type(record) is not dict or type(record.get("id")) is not str or not record["id"]:
-            record, reason = parse_line(line)
-        if record is None:
-            if not line.strip():
-                result.dropped["empty_line"] += 1
-                continue
-            result.rejected[reason] += 1
-            result.rejects.append((source, line_number, reason, excerpt(line)))
-            continue
-        subreddit = record.get("subreddit")
-        if not isinstance(subreddit, str) or subreddit.lower() != wanted:
-            result.dropped["other_subreddit" if subreddit else "missing_subreddit"] += 1
-            continue
-        created = record.get("created_utc")
-        if type(created) is not int:
-            created = epoch_seconds(created)
-        if created is None or not INT64_MIN <= created <= INT64_MAX:
-            result.rejected["bad_created_utc"] += 1
-            result.rejects.append((source, line_number, "bad_created_utc", excerpt(line)))
-            continue
-        if kind == "submissions" and not start <= created < end:
-            result.dropped["outside_window"] += 1
-            continue
-        row = build_row(record, created, line_number, source)
-        # One such number (a score of 1e20) would make the whole block unwritable as int64.
-        if not row_fits_int64(row, integer_columns):
-            result.rejected["number_out_of_range"] += 1
-            result.rejects.append((source, line_number, "number_out_of_range", excerpt(line)))
-            continue
-        result.rows.append(row)
+        row, reason = classify_line(line, line_number, kind, keep, source)
+        result.add_line(row, reason, line, line_number, source)
     if prefilter and result.lines > skipped_to:
         result.dropped["other_subreddit"] += result.lines - skipped_to
     result.kept = len(result.rows)
-    return result
-
-
-@functools.cache
-def empty_part(kind: DumpKind) -> bytes:
-    """The Parquet part of a block without a kept row (most blocks of a monthly dump), made once."""
-    sink = pa.BufferOutputStream()
-    pq.write_table(rows_to_table([], REDDIT.lake_tables[kind]), sink, compression="zstd")
-    return sink.getvalue().to_pybytes()
-
-
-@dataclass(frozen=True)
-class BlockJob:
-    """One block of lines to parse in a worker process, and where to write its Parquet part."""
-
-    block: LineBlock
-    kind: DumpKind
-    keep: IngestFilter
-    source: str
-    prefilter: bool
-    part_path: Path
-
-
-def run_block_job(job: BlockJob) -> BlockResult:
-    """Parse one block and write its rows as a Parquet part (runs in a worker process)."""
-    result = parse_lines(job.block, job.kind, job.keep, job.source, job.prefilter)
-    if result.rows:
-        pq.write_table(
-            rows_to_table(result.rows, REDDIT.lake_tables[job.kind]), job.part_path, compression="zstd"
-        )
-    else:
-        job.part_path.write_bytes(empty_part(job.kind))
-    result.rows = []  # written; don't ship them back
-    result.bytes_read = job.block.bytes_read
     return result

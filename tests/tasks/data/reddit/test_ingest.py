@@ -6,6 +6,7 @@ import pytest
 
 from tasks.data.lake import partition_dir, raw_partitions, source_key
 from tasks.data.reddit import ingest
+from tasks.data.reddit.blocks import run_block_job
 from tasks.data.reddit.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS
 from tasks.data.reddit.ingest import (
     ingest_dump,
@@ -15,7 +16,7 @@ from tasks.data.reddit.ingest import (
     settings_key,
 )
 from tasks.data.reddit.reader import DumpError, TruncatedDumpError
-from tasks.data.reddit.records import IngestFilter, run_block_job
+from tasks.data.reddit.records import IngestFilter
 from tests.tasks.data.reddit.test_reader import write_zstd
 
 KEEP = IngestFilter("AskDocs", date(2015, 1, 1), date(2023, 7, 1))

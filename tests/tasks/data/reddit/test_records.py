@@ -1,13 +1,10 @@
 from collections import Counter
 from datetime import date
 
-import pyarrow.parquet as pq
-
 from tasks.data.reddit.contracts import RAW_COMMENTS
 from tasks.data.reddit.reader import LineBlock
 from tasks.data.reddit.records import (
     LOWERS_TO_ASCII,
-    BlockJob,
     IngestFilter,
     candidate_lines,
     edited_epoch,
@@ -16,7 +13,6 @@ from tasks.data.reddit.records import (
     parse_lines,
     richtext_flair,
     rows_to_table,
-    run_block_job,
 )
 
 KEEP = IngestFilter("AskDocs", date(2015, 1, 1), date(2023, 7, 1))
@@ -155,11 +151,3 @@ def test_a_submission_dated_beyond_int64_is_quarantined_not_dropped_as_outside_t
     lines = [b'{"id":"p1","subreddit":"AskDocs","created_utc":1e30}']
     result = parse_lines(block(lines), "submissions", KEEP, "RS_x.zst", prefilter=False)
     assert (result.rejected, result.dropped) == (Counter(bad_created_utc=1), Counter())
-
-
-def test_a_block_without_kept_rows_gets_the_same_part_as_an_empty_table(tmp_path):
-    written = tmp_path / "written.parquet"
-    pq.write_table(rows_to_table([], RAW_COMMENTS), written, compression="zstd")
-    job = BlockJob(block([b'{"id":"c1","subreddit":"pics"}']), "comments", KEEP, "RC_x", True, tmp_path / "p")
-    assert run_block_job(job).dropped == Counter(other_subreddit=1)
-    assert (tmp_path / "p").read_bytes() == written.read_bytes()
