@@ -2,9 +2,13 @@
 calls to the local server's files and batches API."""
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import prefect.settings
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
@@ -19,6 +23,7 @@ from tests.llm_server import BatchScript, LLMServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
+THREADMED = str(Path(sys.executable).with_name("threadmed"))
 PRICES = Prices(input_per_token=1e-6, output_per_token=3e-6)
 # 3 test threads of 3, 4 and 6 turns: 13 baseline and 10 oracle turns, each answered and judged.
 CALLS = 2 * (13 + 10)
@@ -29,12 +34,20 @@ def dataset(tmp_path_factory) -> Path:
     return write_dataset(tmp_path_factory.mktemp("build"))
 
 
-def config(url: str, *, model_mode: str = "batch", judge_mode: str = "batch", **batch) -> EvalConfig:
+def config(
+    url: str,
+    *,
+    model_mode: str = "batch",
+    judge_mode: str = "batch",
+    conditions=("baseline", "oracle"),
+    **batch,
+) -> EvalConfig:
     return EvalConfig(
         models=[ModelSpec(name="alpha", model="openai/alpha", api_base=url, prices=PRICES, mode=model_mode)],
         judge=JudgeSpec(name="judge", model="openai/judge", api_base=url, prices=PRICES, mode=judge_mode),
         retry=RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.02),
         batch=BatchSettings(poll_interval_s=0.02, **batch),
+        conditions=list(conditions),
     )
 
 
@@ -112,22 +125,23 @@ def test_the_unanswered_calls_of_an_expired_batch_are_sent_again(dataset, tmp_pa
 
 def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_twice(dataset, tmp_path):
     run_dir = tmp_path / "runs" / "paper"
-    with LLMServer(batch_delay_s=0.3) as server:
-        waiting = evaluate(dataset, run_dir, config(server.url, wait_s=0))
+    with LLMServer(batch_delay_s=0.2) as server:
+        # The oracle condition alone: every answer in wave 1, every judge call in wave 2.
+        waiting = evaluate(dataset, run_dir, config(server.url, conditions=["oracle"], wait_s=0))
         assert (waiting.name, waiting.is_completed()) == ("AwaitingBatches", True)
         assert waiting.message.startswith(
-            "1 batch (13 calls) still in flight at the provider (batch_1); re-run"
+            "1 batch (10 calls) still in flight at the provider (batch_1); re-run"
         )
         assert not (run_dir / "responses.parquet").exists()
         polls = []
         while polls[-1:] != [{}] and len(polls) < 40:  # a wave per poll at most, until no run waits
-            time.sleep(0.3)
+            time.sleep(0.2)
             polls.append(resume_batch_runs(runs_dir=str(tmp_path / "runs"), report=False))
         assert polls[-2] == {str(run_dir): "finished"}
         assert all(poll[str(run_dir)].startswith("AwaitingBatches: ") for poll in polls[:-2])
         assert server.stats()["max_submissions_per_custom_id"] == 1
         assert server.stats()["requests"] == 0
-    assert (run_dir / "manifest.json").exists() and len(outcomes(run_dir, "judgments")) == CALLS // 2
+    assert (run_dir / "manifest.json").exists() and len(outcomes(run_dir, "judgments")) == 10
     run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
     with get_client(sync_client=True) as client:
         artifacts = client.read_artifacts(
@@ -137,7 +151,7 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
         )
     assert artifacts[0].data == 100.0
     assert artifacts[0].description.endswith(
-        "wave 1: 13 calls submitted, 0 in progress, 13 completed, 0 failed"
+        "wave 1: 10 calls submitted, 0 in progress, 10 completed, 0 failed"
     )
 
 
@@ -151,3 +165,41 @@ def test_a_run_that_would_call_one_by_one_what_is_in_flight_in_batches_is_refuse
         f"{tmp_path} has 1 batch in flight for openai/alpha, which this run would call one by one (paying "
         "twice): re-run in batch mode for those roles (--batch) to collect them first"
     )
+
+
+def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_submitted_twice(
+    dataset, tmp_path
+):
+    """The real `threadmed evaluate` (on the tests' Prefect server): it stops waiting with exit 75, a
+    re-run is killed with kill -9 while its wave is at the provider, and a last run finishes."""
+    env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
+    with LLMServer(batch_delay_s=0.5) as llm:
+        command = [
+            THREADMED, "evaluate", "--dataset", str(dataset), "--out", str(tmp_path), "--models", "openai/m",
+            "--judge", "openai/judge", "--api-base", llm.url, "--split", "test", "--conditions", "oracle",
+            "--no-report", "--batch", "model,judge", "--batch-poll", "0.05",
+        ]  # fmt: skip
+        waiting = subprocess.run(
+            [*command, "--batch-wait", "0"], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert waiting.returncode == 75, waiting.stdout + waiting.stderr
+        assert (
+            "1 batch (10 calls) still in flight at the provider (batch_1); re-run the same command later"
+            in (" ".join(waiting.stdout.split()))
+        )
+        assert not (tmp_path / "manifest.json").exists()
+
+        killed = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 180
+            while llm.stats()["batches"] < 2:  # the re-run collected wave 1 (answers) and sent wave 2
+                assert killed.poll() is None and time.monotonic() < deadline
+                time.sleep(0.02)
+        finally:
+            killed.kill()
+            killed.wait()
+        finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert finished.returncode == 0, finished.stdout + finished.stderr
+        stats = llm.stats()
+    assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 20, 0)
+    assert "Calls: 20 batch (USD 0.0000)" in finished.stdout

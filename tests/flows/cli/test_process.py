@@ -129,39 +129,3 @@ def test_a_command_that_used_duckdb_exits_without_nanobind_leak_reports(tmp_path
     assert built.returncode == 0, built.stdout + built.stderr
     assert (tmp_path / "out" / "dataset.duckdb").exists()
     assert "nanobind" not in built.stdout + built.stderr
-
-
-def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_submitted_twice(
-    dataset, tmp_path
-):
-    run_dir = tmp_path / "run"
-    with LLMServer(batch_delay_s=1.0) as llm:
-        command = [
-            *evaluate_command(dataset, run_dir, llm.url),
-            "--batch",
-            "model,judge",
-            "--batch-poll",
-            "0.05",
-        ]
-        waiting = subprocess.run([*command, "--batch-wait", "0"], capture_output=True, text=True, timeout=300)
-        assert waiting.returncode == 75, waiting.stdout + waiting.stderr
-        assert (
-            "1 batch (13 calls) still in flight at the provider (batch_1); re-run the same command later"
-            in (" ".join(waiting.stdout.split()))
-        )
-        assert not (run_dir / "manifest.json").exists()
-
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 180
-            while llm.stats()["batches"] < 2:  # the re-run collected wave 1 and sent wave 2
-                assert process.poll() is None and time.monotonic() < deadline
-                time.sleep(0.02)
-        finally:
-            process.kill()
-            process.wait()
-        finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
-        assert finished.returncode == 0, finished.stdout + finished.stderr
-        stats = llm.stats()
-    assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 46, 0)
-    assert "Calls: 46 batch (USD 0.0000)" in finished.stdout
