@@ -11,7 +11,7 @@ from pathlib import Path
 import prefect.settings
 import pytest
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
 
 from flows.evaluate_models import evaluate_models
 from flows.resume_batch_runs import resume_batch_runs
@@ -144,13 +144,14 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
     assert (run_dir / "manifest.json").exists() and len(outcomes(run_dir, "judgments")) == 10
     run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
     with get_client(sync_client=True) as client:
-        artifacts = client.read_artifacts(
-            artifact_filter=ArtifactFilter(
-                key=ArtifactFilterKey(any_=[artifact_key("batch-wave", run_id, "1")])
+        # Each flow run that sees the wave adds a version of its artifact; the latest one is the wave now.
+        (latest,) = client.read_latest_artifacts(
+            artifact_filter=ArtifactCollectionFilter(
+                key=ArtifactCollectionFilterKey(any_=[artifact_key("batch-wave", run_id, "1")])
             )
         )
-    assert artifacts[0].data == 100.0
-    assert artifacts[0].description.endswith(
+    assert latest.data == 100.0
+    assert latest.description.endswith(
         "wave 1: 10 calls submitted, 0 in progress, 10 completed, 0 failed"
     )
 

@@ -330,12 +330,6 @@ def _invalid_utf8_lines(data: bytes, raw: np.ndarray, starts: np.ndarray, ends: 
 
 
 def _lines_array(data: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
-    """The lines as one Arrow string array over the block's bytes (the newline left in each value)."""
-    offsets = np.append(starts, ends[-1] if len(ends) else 0).astype(np.int64)
-    return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data))
-
-
-def _lines_array(data: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     """The lines as one Arrow string array over the block's bytes, not copied (each keeps its newline)."""
     offsets = np.append(starts, ends[-1] if len(ends) else 0).astype(np.int64)
     return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data))
