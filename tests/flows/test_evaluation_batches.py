@@ -151,9 +151,7 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
             )
         )
     assert latest.data == 100.0
-    assert latest.description.endswith(
-        "wave 1: 10 calls submitted, 0 in progress, 10 completed, 0 failed"
-    )
+    assert latest.description.endswith("wave 1: 10 calls submitted, 0 in progress, 10 completed, 0 failed")
 
 
 def test_a_run_that_would_call_one_by_one_what_is_in_flight_in_batches_is_refused(dataset, tmp_path):
