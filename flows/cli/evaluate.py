@@ -174,12 +174,22 @@ def run_or_estimate(
         return
     check_writable_folder(out, "--out")
     from flows.cli.process import on_interrupt
+    from flows.cli.progress import showing_progress
+    from tasks.evals.progress import Track, plan_tracks
     from tasks.evals.run_lock import RunFolderBusy, hold_run_folder
     from tasks.llm.ledger import CallLedger
 
+    def tracks() -> list[Track]:
+        return plan_tracks(plan, bench.estimate_job, settings.config)
+
+    def last_words() -> str:
+        progress.stop()  # the bars' last state, and the terminal's cursor back, before the line
+        return interrupted_line(CallLedger(out / "ledger").count_succeeded(), out)
+
     try:
-        with hold_run_folder(out):  # refused here, before the Prefect server starts
-            on_interrupt(lambda: interrupted_line(CallLedger(out / "ledger").count_succeeded(), out))
+        # The folder is held (refused here, before the Prefect server starts), then its progress shown.
+        with hold_run_folder(out), showing_progress(out, tracks) as progress:
+            on_interrupt(last_words)
             state = run_flow()
     except RunFolderBusy as error:
         console.print(str(error), style="red", markup=False, soft_wrap=True)

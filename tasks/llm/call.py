@@ -160,6 +160,36 @@ class _KeyLocks:
 _key_locks = _KeyLocks()
 
 
+class _CallsInFlight:
+    """How many HTTP requests of each model this process has open right now (what progress shows)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._open: dict[str, int] = {}
+
+    @contextmanager
+    def open(self, model: str) -> Iterator[None]:
+        with self._guard:
+            self._open[model] = self._open.get(model, 0) + 1
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._open[model] -= 1
+
+    def counts(self) -> dict[str, int]:
+        with self._guard:
+            return {model: count for model, count in self._open.items() if count}
+
+
+_in_flight = _CallsInFlight()
+
+
+def calls_in_flight() -> dict[str, int]:
+    """HTTP requests this process is waiting on, by litellm model string (batch calls are not counted)."""
+    return _in_flight.counts()
+
+
 def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
     """The recorded outcome of `request`: from the ledger if it already succeeded, else by calling (a
     batch-mode call is deferred to its batch instead, tasks/llm/deferral.py)."""
@@ -180,7 +210,7 @@ def _call(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedg
     started_at = datetime.now(UTC)
     for attempt in range(1, options.retry.max_attempts + 1):
         tally.attempts += 1
-        with limiter.slot():
+        with limiter.slot(), _in_flight.open(request.model):
             began = time.monotonic()
             response, error = _attempt(request, options, tally)
             latency_s = time.monotonic() - began

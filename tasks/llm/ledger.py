@@ -67,11 +67,11 @@ class CallLedger:
 
     def lookup(self, key: str) -> CallRecord | None:
         """The successful record of `key`, or None if the call has not succeeded yet."""
-        return _read(self._path("ok", key))
+        return read_record(self._path("ok", key))
 
     def last_failure(self, key: str) -> CallRecord | None:
         """The latest failed record of `key` (its attempts and costs carry over into the next try)."""
-        return _read(self._path("failed", key))
+        return read_record(self._path("failed", key))
 
     def write(self, record: CallRecord) -> None:
         """Store `record` atomically; a success also retires the call's failure record."""
@@ -83,11 +83,11 @@ class CallLedger:
         """Every readable record: successes, then failures of calls that never succeeded."""
         succeeded = set()
         for path in sorted(self.root.glob("ok/*/*.json")):
-            if (record := _read(path)) is not None:
+            if (record := read_record(path)) is not None:
                 succeeded.add(record.key)
                 yield record
         for path in sorted(self.root.glob("failed/*/*.json")):
-            if (record := _read(path)) is not None and record.key not in succeeded:
+            if (record := read_record(path)) is not None and record.key not in succeeded:
                 yield record
 
     def count_succeeded(self) -> int:
@@ -98,7 +98,7 @@ class CallLedger:
         return self.root / status / key[:2] / f"{key}.json"
 
 
-def _read(path: Path) -> CallRecord | None:
+def read_record(path: Path) -> CallRecord | None:
     try:
         return CallRecord.model_validate_json(path.read_bytes())
     except FileNotFoundError:

@@ -1,6 +1,7 @@
 """`threadmed snomed`: the real command in a subprocess, from a reference JSON to a report, offline."""
 
 import json
+import re
 
 import pytest
 
@@ -18,6 +19,10 @@ REFERENCE = [
     for i in range(6)
 ]
 OFFLINE = ["--models", "threadmed/prevalence,threadmed/checklist"]
+PROGRESS_LINE = re.compile(
+    r"\[\d+:\d\d\] (?P<role>.+?): (?P<done>[\d,]+) of (?P<total>[\d,]+) calls "
+    r"done, (?P<failed>\d+) failed, (?P<in_flight>\d+) in flight, [\d,]+ tokens, 0\.0000 USD"
+)
 
 
 def test_cases_evaluate_dry_run_run_and_report_from_a_reference_json(tmp_path):
@@ -39,6 +44,19 @@ def test_cases_evaluate_dry_run_run_and_report_from_a_reference_json(tmp_path):
 
     run = threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
+    # Not a terminal: plain progress lines, the last of each role with the calls the run made in the end.
+    final = {}
+    for line in run.stdout.splitlines():
+        if match := PROGRESS_LINE.fullmatch(line):
+            final[match["role"]] = match
+    assert sorted(final) == [
+        "clinician threadmed/checklist",
+        "clinician threadmed/prevalence",
+        "patient offline-patient",
+    ]
+    for match in final.values():
+        assert match["done"] == match["total"] and match["done"] != "0"
+        assert (match["failed"], match["in_flight"]) == ("0", "0")
     assert "SNOMED diagnosis: macro % [95% CI]" in run.stdout and "Traceback" not in run.stderr
     assert {p.name for p in (tmp_path / "run").iterdir()} >= {
         "conversations.parquet",

@@ -6,7 +6,14 @@ import time
 import litellm
 import pytest
 
-from tasks.llm.call import batch_token_costs, complete, retry_delay, token_costs
+from tasks.llm.call import (
+    _CallsInFlight,
+    batch_token_costs,
+    calls_in_flight,
+    complete,
+    retry_delay,
+    token_costs,
+)
 from tasks.llm.errors import FIXES
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
@@ -264,6 +271,22 @@ def test_concurrency_per_provider_never_exceeds_its_limit(tmp_path):
             call.join()
     assert len(server.requests) == 12
     assert server.state.max_in_flight == 3
+
+
+def test_requests_in_flight_are_counted_per_model_while_open():
+    in_flight = _CallsInFlight()
+    with in_flight.open("openai/a"), in_flight.open("openai/a"), in_flight.open("openai/b"):
+        assert in_flight.counts() == {"openai/a": 2, "openai/b": 1}
+    with in_flight.open("openai/b"):
+        assert in_flight.counts() == {"openai/b": 1}
+    assert in_flight.counts() == {}
+
+
+def test_no_call_is_left_counted_in_flight_after_success_or_failure(server, tmp_path):
+    server.script(Action(status=400))
+    complete(request(server), options(), CallLedger(tmp_path))
+    complete(request(server, prompt_version="2"), options(), CallLedger(tmp_path))
+    assert calls_in_flight() == {}
 
 
 def test_a_withheld_reply_is_a_permanent_failure(server, tmp_path):
