@@ -3,7 +3,8 @@
 The question is matched against a versioned lay lexicon (data/lay_lexicon_v<N>.yaml) of condition codes and
 observation kinds; the best one or two matches are answered, one short sentence each, and "I'm not sure."
 when nothing in the record matches. Disclosure `symptoms` never names a diagnosis (the lexicon's sentences
-are checked against the leak check in the tests); `history` adds what the patient was told it was.
+are checked against the leak check in the tests); `history` adds what the patient was told it was. The same
+sentences are the LLM patient's conditions in its `lay` prompt form (`lay_conditions`).
 """
 
 import re
