@@ -11,7 +11,7 @@ from flows.evaluation import evaluate_benchmark
 from flows.snomed_report import snomed_report
 from tasks.benchmarks.snomed.benchmark import SNOMED
 from tasks.benchmarks.snomed.config import SnomedConfig
-from tasks.benchmarks.snomed.patient import Disclosure
+from tasks.benchmarks.snomed.patient import Disclosure, PatientPromptForm
 from tasks.core.runners import RunnerSettings
 from tasks.evals.config import RunOverrides, resolve_settings
 from tasks.evals.outputs import RunSummary
@@ -28,6 +28,7 @@ def snomed_evaluate(
     epochs: int | None = None,
     max_turns: int | None = None,
     disclosure: Disclosure | None = None,
+    patient_prompt_form: PatientPromptForm | None = None,
     split: str | None = None,
     limit: int | None = None,
     api_base: str | None = None,
@@ -42,7 +43,12 @@ def snomed_evaluate(
     clinicians); the other parameters override it. The run ends Failed (after writing every output)
     when calls failed; re-running with the same run_dir finishes it.
     """
-    chosen = {"epochs": epochs, "max_turns": max_turns, "disclosure": disclosure}
+    chosen = {
+        "epochs": epochs,
+        "max_turns": max_turns,
+        "disclosure": disclosure,
+        "patient_prompt_form": patient_prompt_form,
+    }
     overrides = RunOverrides(
         models=models,
         roles={"patient": patient} if patient else {},

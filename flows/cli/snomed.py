@@ -136,6 +136,14 @@ def evaluate(
     disclosure: Annotated[
         str | None, typer.Option(help="symptoms (never names a diagnosis, the default) or history.")
     ] = None,
+    patient_prompt_form: Annotated[
+        str | None,
+        typer.Option(
+            help="How an LLM patient's prompt shows its conditions: lay (the default: its own lay sentences, "
+            "no diagnosis name under symptoms) or named (the condition names, told not to say them; for "
+            "comparison). Recorded in manifest.json and the report."
+        ),
+    ] = None,
     split: Annotated[str | None, typer.Option(help="Case split to evaluate (default test).")] = None,
     limit: Annotated[
         int | None, typer.Option(min=1, help="Only the first N cases of the seeded order.")
@@ -163,7 +171,12 @@ def evaluate(
     from tasks.evals.config import RunOverrides, resolve_settings
 
     check_case_set(cases_dir)
-    chosen = {"epochs": epochs, "max_turns": max_turns, "disclosure": disclosure}
+    chosen = {
+        "epochs": epochs,
+        "max_turns": max_turns,
+        "disclosure": disclosure,
+        "patient_prompt_form": patient_prompt_form,
+    }
     overrides = RunOverrides(
         models=split_list(models),
         roles={"patient": patient} if patient else {},

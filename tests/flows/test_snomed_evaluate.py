@@ -23,7 +23,7 @@ from tests.snomed_fixtures import CASES, write_case_set
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
 CLINICIAN_PROMPT = load_prompt(Path("tasks/benchmarks/snomed/prompts/clinician_v1.txt"))
-PATIENT_PROMPT = load_prompt(Path("tasks/benchmarks/snomed/prompts/patient_v1.txt"))
+PATIENT_PROMPT = load_prompt(Path("tasks/benchmarks/snomed/prompts/patient_lay_v1.txt"))
 QUESTIONS = ("Do you get headaches?", "Any dizziness?")
 FINAL = '<Final Answer>: ["59621000", "123456789"]'
 
@@ -70,7 +70,7 @@ def test_each_role_sees_its_own_messages_with_real_roles_and_the_codes_are_score
     p1 = next(c for c in CASES if c.case_id == "p1")
     clinician_system = CLINICIAN_PROMPT.render("system")
     patient_system = PATIENT_PROMPT.render(
-        "system", disclosure_rule=DISCLOSURE_RULES["symptoms"], record=record_text(p1)
+        "system", disclosure_rule=DISCLOSURE_RULES["symptoms"], record=record_text(p1, "lay", "symptoms")
     )
     p1_requests = [
         (r.model, r.messages)
@@ -132,7 +132,15 @@ def test_each_role_sees_its_own_messages_with_real_roles_and_the_codes_are_score
         pytest.approx(100 * (2 / 3 + 0) / 2),
     )
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["prompts"].keys() == {"snomed_clinician_v1", "snomed_patient_v1"}
+    assert manifest["prompts"].keys() == {"snomed_clinician_v1", "snomed_patient_lay_v1"}
+    assert manifest["config"]["patient_prompt_form"] == "lay"
+    assert manifest["patient_prompt"] == {
+        "form": "lay",
+        "version": "snomed_patient_lay_v1",
+        "lexicon_version": 1,
+        "condition_codes": 3,
+        "condition_codes_left_out": 1,  # p2's prediabetes code 714628002 has no lexicon sentence
+    }
     assert manifest["config"]["patient"]["model"] == "openai/pat"
     assert manifest["case_set"]["counts"]["cases"] == 3
 

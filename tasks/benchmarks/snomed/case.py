@@ -40,12 +40,9 @@ class RecordItem(BaseModel, frozen=True):
     display: str
 
 
-class Case(BaseModel, frozen=True):
-    """One patient to interview. `gold_codes` is sorted and unique; `gold_displays` is aligned with it."""
+class PatientRecord(BaseModel, frozen=True):
+    """What a simulated patient may know: its record as of the reference date, without ids or gold codes."""
 
-    case_id: str
-    source: Literal["fhir", "synthea_csv", "omop", "reference"]
-    patient_id: str
     reference_date: date | None
     age_years: int | None
     sex: Literal["female", "male"] | None
@@ -53,6 +50,18 @@ class Case(BaseModel, frozen=True):
     observations: tuple[RecordObservation, ...]
     medications: tuple[RecordItem, ...] = ()
     allergies: tuple[RecordItem, ...] = ()
+
+    def patient_record(self) -> "PatientRecord":
+        """Only the record's fields (a Case's ids and gold codes left out)."""
+        return PatientRecord.model_validate(self.model_dump(include=set(PatientRecord.model_fields)))
+
+
+class Case(PatientRecord, frozen=True):
+    """One patient to interview. `gold_codes` is sorted and unique; `gold_displays` is aligned with it."""
+
+    case_id: str
+    source: Literal["fhir", "synthea_csv", "omop", "reference"]
+    patient_id: str
     gold_codes: tuple[str, ...]
     gold_displays: tuple[str, ...]
     split: str = "test"

@@ -11,12 +11,16 @@ from pydantic import Field, field_validator
 
 from tasks.benchmarks.snomed.interview import InterviewSettings
 from tasks.benchmarks.snomed.offline_models import PATIENT
-from tasks.benchmarks.snomed.patient import Disclosure
+from tasks.benchmarks.snomed.patient import Disclosure, PatientPromptForm
 from tasks.evals.config import ModelSpec, RunConfig, SampleSpec
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 CLINICIAN_PROMPT = PROMPTS_DIR / "clinician_v1.txt"
-PATIENT_PROMPT = PROMPTS_DIR / "patient_v1.txt"
+# The LLM patient's prompt per form: lay sentences for its conditions, or their names (the first form).
+PATIENT_PROMPTS: dict[PatientPromptForm, Path] = {
+    "lay": PROMPTS_DIR / "patient_lay_v1.txt",
+    "named": PROMPTS_DIR / "patient_v1.txt",
+}
 OFFLINE_PATIENT = ModelSpec(name="offline-patient", model=PATIENT, estimated_reply_tokens=30)
 
 
@@ -37,8 +41,16 @@ class SnomedConfig(RunConfig):
     clinician_prompt: Path | None = Field(
         None, description="The clinician's versioned prompt file; default: prompts/clinician_v1.txt."
     )
+    patient_prompt_form: PatientPromptForm = Field(
+        "lay",
+        description="How the LLM patient's prompt shows its conditions: lay (its own lay sentences from the "
+        "lay lexicon, never a name under symptoms) or named (the record's condition names, told not to say "
+        "them: the first form, kept for comparison). The offline patient reads no prompt.",
+    )
     patient_prompt: Path | None = Field(
-        None, description="The LLM patient's versioned prompt file; default: prompts/patient_v1.txt."
+        None,
+        description="The LLM patient's versioned prompt file; default: prompts/patient_lay_v1.txt (lay "
+        "form) or prompts/patient_v1.txt (named form).",
     )
 
     @field_validator("sample")
@@ -55,7 +67,10 @@ class SnomedConfig(RunConfig):
 
     def prompt_files(self) -> tuple[Path, Path]:
         """The clinician's and the patient's prompt files."""
-        return self.clinician_prompt or CLINICIAN_PROMPT, self.patient_prompt or PATIENT_PROMPT
+        return (
+            self.clinician_prompt or CLINICIAN_PROMPT,
+            self.patient_prompt or PATIENT_PROMPTS[self.patient_prompt_form],
+        )
 
     def with_paths_from(self, folder: Path) -> Self:
         paths = {"clinician_prompt": self.clinician_prompt, "patient_prompt": self.patient_prompt}

@@ -18,10 +18,17 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from tasks.benchmarks.snomed.case import Case
+from tasks.benchmarks.snomed.case import Case, PatientRecord
 from tasks.benchmarks.snomed.codes import parse_final_answer
 from tasks.benchmarks.snomed.leak import find_leaks
-from tasks.benchmarks.snomed.patient import Disclosure, Lexicon, leak_names_by_code, load_lexicon
+from tasks.benchmarks.snomed.patient import (
+    Disclosure,
+    Lexicon,
+    PatientPromptForm,
+    lay_conditions,
+    leak_names_by_code,
+    load_lexicon,
+)
 
 Role = Literal["clinician", "patient"]
 InterviewStatus = Literal["answered", "no_answer", "failed"]
@@ -83,20 +90,33 @@ class InterviewPrompts(NamedTuple):
     patient_system: str
 
 
-def record_text(case: Case) -> str:
-    """The patient's record as the patient prompt shows it: no gold list, no codes."""
-    lines = [f"Age: {case.age_years if case.age_years is not None else 'unknown'}"]
-    lines.append(f"Sex: {case.sex or 'unknown'}")
-    lines += [f"Condition: {c.display}" + (" (resolved)" if c.stop else "") for c in case.conditions]
-    lines += [f"Latest {o.display}: {o.value}{' ' + o.unit if o.unit else ''}" for o in case.observations]
-    lines += [f"Takes: {m.display}" for m in case.medications]
-    lines += [f"Allergic to: {a.display}" for a in case.allergies]
-    return "\n".join(lines)
+def record_text(
+    record: PatientRecord, form: PatientPromptForm, disclosure: Disclosure, lexicon: Lexicon | None = None
+) -> str:
+    """The patient's record as the patient prompt shows it, never a code or a gold list. Conditions: `named`
+    lists their names; `lay` gives their lay sentences instead (`patient.lay_conditions`) and, under
+    `symptoms`, leaves out the other lines that name a condition (a lab named after a polyp)."""
+    lexicon = lexicon or load_lexicon()
+    lines = [f"Age: {record.age_years if record.age_years is not None else 'unknown'}"]
+    lines.append(f"Sex: {record.sex or 'unknown'}")
+    if form == "named":
+        lines += [f"Condition: {c.display}" + (" (resolved)" if c.stop else "") for c in record.conditions]
+    else:
+        lines += [f"Health: {sentence}" for sentence in lay_conditions(record, disclosure, lexicon).sentences]
+    others = [f"Latest {o.display}: {o.value}{' ' + o.unit if o.unit else ''}" for o in record.observations]
+    others += [f"Takes: {m.display}" for m in record.medications]
+    others += [f"Allergic to: {a.display}" for a in record.allergies]
+    if form == "lay" and disclosure == "symptoms":
+        displays = {c.code: c.display for c in record.conditions}
+        codes, names, extra_names = list(displays), list(displays.values()), leak_names_by_code(lexicon)
+        others = [line for line in others if not find_leaks(line, codes, names, extra_names)]
+    return "\n".join(lines + others)
 
 
-def offline_patient_params(case: Case, disclosure: Disclosure) -> dict[str, str]:
-    """Request params for the offline patient, which answers from the structured record, not prose."""
-    return {"case": case.model_dump_json(), "disclosure": disclosure}
+def offline_patient_params(record: PatientRecord, disclosure: Disclosure) -> dict[str, str]:
+    """Request params for the offline patient, which answers from the structured record, not prose: the
+    record only, never a case's ids or gold codes."""
+    return {"record": record.patient_record().model_dump_json(), "disclosure": disclosure}
 
 
 def _patient_messages(system: str, conversation: Sequence[Turn]) -> Messages:

@@ -4,8 +4,8 @@
   training split (params: `prevalence`, the table as [[code, count], ...], and `k`).
 - `threadmed/checklist`: a clinician that asks a fixed list of lay questions, then maps the answers to
   codes with the offline patient's lexicon.
-- `threadmed/patient`: the offline deterministic patient (params: `case`, the record as JSON, and
-  `disclosure`).
+- `threadmed/patient`: the offline deterministic patient (params: `record`, its `PatientRecord` as JSON,
+  no gold codes, and `disclosure`).
 """
 
 from typing import Any
@@ -28,8 +28,8 @@ def _checklist(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
 
 
 def _patient(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
-    if "case" not in params:
-        raise OfflineBadRequest("threadmed/patient needs the param case (the record as JSON)")
+    if "record" not in params:
+        raise OfflineBadRequest("threadmed/patient needs the param record (the patient record as JSON)")
     return offline_patient_reply(messages, params)
 
 

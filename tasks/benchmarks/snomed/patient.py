@@ -3,7 +3,8 @@
 The question is matched against a versioned lay lexicon (data/lay_lexicon_v<N>.yaml) of condition codes and
 observation kinds; the best one or two matches are answered, one short sentence each, and "I'm not sure."
 when nothing in the record matches. Disclosure `symptoms` never names a diagnosis (the lexicon's sentences
-are checked against the leak check in the tests); `history` adds what the patient was told it was.
+are checked against the leak check in the tests); `history` adds what the patient was told it was. The same
+sentences are the LLM patient's conditions in its `lay` prompt form (`lay_conditions`).
 """
 
 import re
@@ -16,10 +17,13 @@ from typing import Any, Literal, NamedTuple
 import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
+from tasks.benchmarks.snomed.case import PatientRecord, RecordCondition, RecordObservation
 from tasks.benchmarks.snomed.leak import normalise_display
 
 Disclosure = Literal["symptoms", "history"]
+# How the LLM patient's prompt shows its conditions: `lay`, the lexicon's lay sentences (names only where the
+# disclosure allows them); `named`, the record's condition names (the form before lay sentences existed).
+PatientPromptForm = Literal["lay", "named"]
 NOT_SURE = "I'm not sure."
 MAX_ANSWERED_ITEMS = 2
 LEXICON_VERSION = 1
@@ -136,19 +140,50 @@ def _condition_sentence(entry: ConditionEntry, display: str, active: bool, discl
     return f"{entry.symptoms[:-1]}; I was told it was {normalise_display(display)}{cleared}."
 
 
-def _condition_matches(case: Case, question: str, lexicon: Lexicon, disclosure: Disclosure) -> list[_Match]:
+def _episodes(record: PatientRecord) -> dict[str, list[RecordCondition]]:
+    """The record's conditions by code, in record order (Synthea repeats a code once per episode)."""
     episodes: dict[str, list[RecordCondition]] = {}
-    for condition in case.conditions:  # Synthea repeats a code once per episode: answer it once
+    for condition in record.conditions:
         episodes.setdefault(condition.code, []).append(condition)
+    return episodes
+
+
+def _condition_matches(
+    record: PatientRecord, question: str, lexicon: Lexicon, disclosure: Disclosure
+) -> list[_Match]:
     matches = []
-    for rank, (code, code_episodes) in enumerate(episodes.items()):
+    for rank, (code, code_episodes) in enumerate(_episodes(record).items()):
         entry = lexicon.conditions.get(code)
         score = keyword_score(entry.keywords, question) if entry else 0
         if entry and score:
-            active = _is_active(code_episodes, case.reference_date)
+            active = _is_active(code_episodes, record.reference_date)
             sentence = _condition_sentence(entry, code_episodes[-1].display, active, disclosure)
             matches.append(_Match(score, rank, sentence))
     return matches
+
+
+class LayConditions(NamedTuple):
+    """The record's conditions as the patient tells them, and the codes the lexicon has no words for."""
+
+    sentences: tuple[str, ...]
+    undescribed_codes: tuple[str, ...]
+
+
+def lay_conditions(record: PatientRecord, disclosure: Disclosure, lexicon: Lexicon) -> LayConditions:
+    """One sentence per condition code, the offline patient's own; a code without a lexicon entry is left out
+    under `symptoms` (there are no lay words to give it) and told by name under `history`."""
+    sentences, undescribed = [], []
+    for code, code_episodes in _episodes(record).items():
+        entry, display = lexicon.conditions.get(code), code_episodes[-1].display
+        active = _is_active(code_episodes, record.reference_date)
+        if entry is not None:
+            sentences.append(_condition_sentence(entry, display, active, disclosure))
+            continue
+        undescribed.append(code)
+        if disclosure == "history":
+            cleared = "" if active else ", and it has cleared up now"
+            sentences.append(f"I was told I have {normalise_display(display)}{cleared}.")
+    return LayConditions(tuple(sentences), tuple(undescribed))
 
 
 def _format_value(value: str) -> str:
@@ -171,8 +206,10 @@ def _observation_sentence(entry: ObservationEntry, observations: dict[str, Recor
     return entry.reply.format(*(_format_value(o.value) for o in found if o is not None), unit=unit)
 
 
-def _observation_matches(case: Case, question: str, lexicon: Lexicon, first_rank: int) -> list[_Match]:
-    observations = {observation.code: observation for observation in case.observations}
+def _observation_matches(
+    record: PatientRecord, question: str, lexicon: Lexicon, first_rank: int
+) -> list[_Match]:
+    observations = {observation.code: observation for observation in record.observations}
     matches = []
     for rank, entry in enumerate(lexicon.observations.values(), start=first_rank):
         score = keyword_score(entry.keywords, question)
@@ -186,28 +223,30 @@ def _listed(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-def _record_matches(case: Case, question: str, disclosure: Disclosure, first_rank: int) -> list[_Match]:
+def _record_matches(
+    record: PatientRecord, question: str, disclosure: Disclosure, first_rank: int
+) -> list[_Match]:
     """Answers about the record as a whole: diagnoses (history only), medicines, allergies, age."""
     answers = []
-    names = list(dict.fromkeys(normalise_display(c.display) for c in case.conditions))[:3]
+    names = list(dict.fromkeys(normalise_display(c.display) for c in record.conditions))[:3]
     if disclosure == "history" and names:
         answers.append((_HISTORY_KEYWORDS, f"I was told I have {_listed(names)}."))
-    medicines = [normalise_display(m.display) for m in case.medications][:3]
+    medicines = [normalise_display(m.display) for m in record.medications][:3]
     answers.append(
         (
             _MEDICATION_KEYWORDS,
             f"I take {_listed(medicines)}." if medicines else "I don't take any regular medicines.",
         )
     )
-    allergies = [normalise_display(a.display) for a in case.allergies][:3]
+    allergies = [normalise_display(a.display) for a in record.allergies][:3]
     answers.append(
         (
             _ALLERGY_KEYWORDS,
             f"I'm allergic to {_listed(allergies)}." if allergies else "I have no allergies that I know of.",
         )
     )
-    if case.age_years is not None:
-        answers.append((_AGE_KEYWORDS, f"I'm {case.age_years}."))
+    if record.age_years is not None:
+        answers.append((_AGE_KEYWORDS, f"I'm {record.age_years}."))
     matches = []
     for rank, (keywords, sentence) in enumerate(answers, start=first_rank):
         score = keyword_score(keywords, question)
@@ -217,25 +256,29 @@ def _record_matches(case: Case, question: str, disclosure: Disclosure, first_ran
 
 
 def answer_question(
-    case: Case, question: str, *, disclosure: Disclosure = "symptoms", lexicon: Lexicon | None = None
+    record: PatientRecord,
+    question: str,
+    *,
+    disclosure: Disclosure = "symptoms",
+    lexicon: Lexicon | None = None,
 ) -> str:
     """The patient's reply: the best matching one or two sentences from the record, else "I'm not sure."
 
     Best = highest keyword score, then conditions in record order, then observations, then the record.
     """
     lexicon = lexicon or load_lexicon()
-    conditions = _condition_matches(case, question, lexicon, disclosure)
-    observations = _observation_matches(case, question, lexicon, first_rank=len(case.conditions))
-    record = _record_matches(
-        case, question, disclosure, first_rank=len(case.conditions) + len(lexicon.observations)
+    conditions = _condition_matches(record, question, lexicon, disclosure)
+    observations = _observation_matches(record, question, lexicon, first_rank=len(record.conditions))
+    whole_record = _record_matches(
+        record, question, disclosure, first_rank=len(record.conditions) + len(lexicon.observations)
     )
-    ranked = sorted(conditions + observations + record, key=lambda match: (-match.score, match.rank))
+    ranked = sorted(conditions + observations + whole_record, key=lambda match: (-match.score, match.rank))
     sentences = list(dict.fromkeys(match.sentence for match in ranked))[:MAX_ANSWERED_ITEMS]
     return " ".join(sentences) if sentences else NOT_SURE
 
 
 def offline_patient_reply(messages: Sequence[dict[str, Any]], params: dict[str, Any]) -> str:
-    """The offline patient as an offline model: the case comes in the request params, the question last."""
+    """The offline patient as an offline model: its record comes in the request params, the question last."""
     question = next(str(m["content"]) for m in reversed(messages) if m["role"] == "user")
-    case = Case.model_validate_json(params["case"])
-    return answer_question(case, question, disclosure=params.get("disclosure", "symptoms"))
+    record = PatientRecord.model_validate_json(params["record"])
+    return answer_question(record, question, disclosure=params.get("disclosure", "symptoms"))

@@ -21,6 +21,7 @@ from tasks.benchmarks.snomed.interview import (
     record_text,
 )
 from tasks.benchmarks.snomed.offline_models import PATIENT, PREVALENCE
+from tasks.benchmarks.snomed.patient import lay_conditions, load_lexicon
 from tasks.benchmarks.snomed.scorer import ScoreJob
 from tasks.benchmarks.snomed.solver import InterviewJob, RoleSetup, interview_turns
 from tasks.core.preflight import UserError
@@ -79,8 +80,10 @@ def build_plan(settings: EvaluationSettings[SnomedConfig]) -> SnomedPlan:
         for epoch in range(config.epochs)
         for clinician in clinicians
     ]
+    patient_prompt_facts = _patient_prompt_facts(config, patient_prompt, cases)
     notes = [PREVALENCE_NOTE] if any(m.model == PREVALENCE for m in clinicians) else []
     notes += [HISTORY_NOTE] if config.disclosure == "history" else []
+    notes += _left_out_note(patient_prompt_facts) if patient.model != PATIENT else []
     return SnomedPlan(
         run_id=run_id,
         run_dir=settings.run_dir,
@@ -94,6 +97,7 @@ def build_plan(settings: EvaluationSettings[SnomedConfig]) -> SnomedPlan:
                 key: case_set_manifest(case_set_dir)[key] for key in ("settings", "counts", "source")
             },
             "cases": len(cases),
+            "patient_prompt": patient_prompt_facts,
         },
         notes=notes,
     )
@@ -108,9 +112,37 @@ def _prompts(
         final=clinician.render("final"),
         reask=clinician.render("reask"),
         patient_system=patient.render(
-            "system", disclosure_rule=DISCLOSURE_RULES[config.disclosure], record=record_text(case)
+            "system",
+            disclosure_rule=DISCLOSURE_RULES[config.disclosure],
+            record=record_text(case, config.patient_prompt_form, config.disclosure),
         ),
     )
+
+
+def _patient_prompt_facts(config: SnomedConfig, prompt: PromptTemplate, cases: list[Case]) -> dict[str, Any]:
+    """The LLM patient's prompt form and version, and how many condition codes of the sampled cases the lay
+    form leaves out (no lay sentence in the lexicon, so none the patient could say under `symptoms`)."""
+    lexicon = load_lexicon()
+    left_out = 0
+    if config.patient_prompt_form == "lay" and config.disclosure == "symptoms":
+        left_out = sum(len(lay_conditions(case, "symptoms", lexicon).undescribed_codes) for case in cases)
+    return {
+        "form": config.patient_prompt_form,
+        "version": prompt.version,
+        "lexicon_version": lexicon.version,
+        "condition_codes": sum(len({c.code for c in case.conditions}) for case in cases),
+        "condition_codes_left_out": left_out,
+    }
+
+
+def _left_out_note(facts: dict[str, Any]) -> list[str]:
+    if not facts["condition_codes_left_out"]:
+        return []
+    return [
+        f"Patient prompt form lay: {facts['condition_codes_left_out']} of the sampled cases' "
+        f"{facts['condition_codes']} condition codes have no lay sentence in lay lexicon "
+        f"v{facts['lexicon_version']} and are not in the patient's prompt: it cannot describe them."
+    ]
 
 
 def _patient_setup(patient: ModelSpec, config: SnomedConfig, prompt: PromptTemplate, case: Case) -> RoleSetup:

@@ -63,6 +63,7 @@ class RunManifest(NamedTuple):
     models: list[str]
     patient: str | None
     disclosure: str | None
+    patient_prompt_form: str | None
     epochs: int | None
     max_turns: int | None
     case_set: dict[str, Any]
@@ -97,6 +98,7 @@ def read_manifest(run_dir: Path) -> RunManifest:
         models=common.models,
         patient=None if patient is None else model_name(patient),
         disclosure=common.config.get("disclosure"),
+        patient_prompt_form=common.config.get("patient_prompt_form"),
         epochs=common.config.get("epochs"),
         max_turns=common.config.get("max_turns"),
         case_set=common.raw.get("case_set") or {},
@@ -270,6 +272,7 @@ def _runs(run: RunData) -> list[dict[str, Any]]:
             "models": [model for model in run.models if _run_of(run).get(model) == m],
             "patient": m.patient,
             "disclosure": m.disclosure,
+            "patient_prompt_form": m.patient_prompt_form,
             "epochs": m.epochs,
             "max_turns": m.max_turns,
         }

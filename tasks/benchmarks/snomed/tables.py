@@ -247,7 +247,7 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
             f"{len(history)} patient repl(ies) named a gold condition under the `history` disclosure, which "
             "allows it (patients name diagnoses they were told); the leak % column shows how often."
         )
-    for field in ("disclosure", "patient", "epochs"):
+    for field in ("disclosure", "patient_prompt_form", "patient", "epochs"):
         values = {str(run[field]) for run in metrics["runs"]}
         if len(values) > 1:
             notes.append(
@@ -265,12 +265,15 @@ def run_summary(metrics: dict[str, Any]) -> str:
     runs = ", ".join(run["run_id"] for run in metrics["runs"])
     case_set = metrics["case_set"]
     disclosure = ", ".join(sorted({str(run["disclosure"]) for run in metrics["runs"]}))
+    # A run made before the prompt forms existed recorded none (its LLM patient saw condition names).
+    forms = ", ".join(sorted({run["patient_prompt_form"] or "—" for run in metrics["runs"]}))
     epochs = ", ".join(sorted({str(run["epochs"]) for run in metrics["runs"]}))
     tags = ", ".join(case_set["gold_tags"] or []) or "—"
     boot = metrics["settings"]
     return (
         f"Runs: {runs}. Case set: {(case_set['fingerprint'] or 'unknown')[:12]} (gold scope "
-        f"{case_set['gold_scope'] or '—'}, tags {tags}). Disclosure: {disclosure}. Epochs: {epochs}. "
+        f"{case_set['gold_scope'] or '—'}, tags {tags}). Disclosure: {disclosure}. "
+        f"Patient prompt form: {forms}. Epochs: {epochs}. "
         f"Intervals: {boot['level']:.0%} {boot['method']}, {boot['n_resamples']} resamples, "
         f"seed {boot['seed']}."
     )

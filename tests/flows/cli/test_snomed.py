@@ -42,7 +42,10 @@ def test_cases_evaluate_dry_run_run_and_report_from_a_reference_json(tmp_path):
     assert "threadmed/checklist" in estimate.stdout and "offline-patient" in estimate.stdout
     assert not (tmp_path / "run").exists()
 
-    run = threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path)
+    run = threadmed(
+        "snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, "--patient-prompt-form", "named",
+        cwd=tmp_path,
+    )  # fmt: skip
     assert run.returncode == 0, run.stderr
     # Not a terminal: plain progress lines, the last of each role with the calls the run made in the end.
     final = {}
@@ -68,6 +71,12 @@ def test_cases_evaluate_dry_run_run_and_report_from_a_reference_json(tmp_path):
     }
     metrics = json.loads((tmp_path / "run" / "report" / "metrics.json").read_text())
     assert set(metrics["models"]) == {"threadmed/prevalence", "threadmed/checklist"}
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert (manifest["config"]["patient_prompt_form"], manifest["patient_prompt"]["version"]) == (
+        "named",
+        "snomed_patient_v1",
+    )
+    assert "Patient prompt form: named." in (tmp_path / "run" / "report" / "report.md").read_text()
 
     again = threadmed("snomed", "report", "run", "--out", "again", "--resamples", "200", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
@@ -89,6 +98,15 @@ def test_prevalence_needs_a_train_split(tmp_path):
         threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path),
         "Invalid value for '--models': threadmed/prevalence needs train cases to count codes in: build the "
         "case set with a train share (threadmed snomed cases --train-share 0.5)",
+    )
+
+
+def test_an_unknown_patient_prompt_form_is_a_usage_error(tmp_path):
+    write_case_set(tmp_path / "cases")
+    options = ["--models", "threadmed/checklist", "--patient-prompt-form", "verbatim", "--dry-run"]
+    assert_usage_error(
+        threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *options, cwd=tmp_path),
+        "Invalid value: patient_prompt_form: Input should be 'lay' or 'named'",
     )
 
 

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from tasks.benchmarks.snomed.config import CLINICIAN_PROMPT, OFFLINE_PATIENT, PATIENT_PROMPT, SnomedConfig
+from tasks.benchmarks.snomed.config import CLINICIAN_PROMPT, OFFLINE_PATIENT, PATIENT_PROMPTS, SnomedConfig
 from tasks.benchmarks.snomed.interview import InterviewSettings
 from tasks.evals.config import ModelSpec, RunOverrides, load_config
 from tasks.evals.plan import run_id_for
@@ -20,8 +20,19 @@ def test_defaults_are_the_offline_patient_one_epoch_and_the_specs_interview():
     )
     assert (config.epochs, config.max_turns, config.max_reasks, config.disclosure) == (1, 20, 1, "symptoms")
     assert config.interview() == InterviewSettings(max_turns=20, max_reasks=1, disclosure="symptoms")
-    assert config.prompt_files() == (CLINICIAN_PROMPT, PATIENT_PROMPT)
+    assert config.patient_prompt_form == "lay"
+    assert config.prompt_files() == (CLINICIAN_PROMPT, PATIENT_PROMPTS["lay"])
+    assert PATIENT_PROMPTS["lay"].name == "patient_lay_v1.txt"
     assert config.roles() == {"model": [CHECKLIST], "patient": [OFFLINE_PATIENT]}
+
+
+def test_the_named_patient_prompt_form_is_a_setting_with_its_own_prompt_file():
+    chosen = SnomedConfig(models=[CHECKLIST]).with_overrides(
+        RunOverrides(settings={"patient_prompt_form": "named"})
+    )
+    assert chosen.patient_prompt_form == "named"
+    assert chosen.prompt_files() == (CLINICIAN_PROMPT, PATIENT_PROMPTS["named"])
+    assert PATIENT_PROMPTS["named"].name == "patient_v1.txt"
 
 
 def test_overrides_replace_the_patient_by_a_model_string_and_set_the_interview():
@@ -47,6 +58,7 @@ def test_overrides_replace_the_patient_by_a_model_string_and_set_the_interview()
         (RunOverrides(roles={"judge": "openai/gpt-4o"}), r"no role \['judge'\] in this benchmark"),
         (RunOverrides(settings={"conditions": ["oracle"]}), r"no setting \['conditions'\]"),
         (RunOverrides(settings={"disclosure": "everything"}), "disclosure"),
+        (RunOverrides(settings={"patient_prompt_form": "verbatim"}), "patient_prompt_form"),
         (RunOverrides(settings={"epochs": 0}), "epochs"),
     ],
 )
@@ -66,7 +78,7 @@ def test_prompt_paths_are_read_from_the_config_files_folder(tmp_path):
     )
     config = load_config(tmp_path / "snomed.yaml", SnomedConfig)
     folder = tmp_path.resolve()
-    assert config.prompt_files() == (folder / "prompts" / "doctor_v2.txt", PATIENT_PROMPT)
+    assert config.prompt_files() == (folder / "prompts" / "doctor_v2.txt", PATIENT_PROMPTS["lay"])
 
 
 def test_the_run_id_ignores_how_calls_are_made_but_not_what_they_return():
@@ -81,10 +93,11 @@ def test_the_run_id_ignores_how_calls_are_made_but_not_what_they_return():
     changed = [
         config.model_copy(update={"epochs": 2}),
         config.model_copy(update={"disclosure": "history"}),
+        config.model_copy(update={"patient_prompt_form": "named"}),
         config.model_copy(update={"patient": ModelSpec(model="openai/gpt-4o-mini")}),
     ]
     ids = {run_id_for(c, "cases-sha") for c in [config, *changed]} | {run_id_for(config, "other-sha")}
-    assert len(ids) == 5
+    assert len(ids) == 6
 
 
 def test_the_example_config_has_clinicians_and_an_llm_patient_at_temperature_0():
@@ -102,7 +115,8 @@ def test_the_example_config_has_clinicians_and_an_llm_patient_at_temperature_0()
     assert config.interview() == InterviewSettings(max_turns=20, max_reasks=1, disclosure="symptoms")
     assert (config.epochs, config.sample.split, config.sample.limit) == (1, "test", 100)
     assert config.limits_for(config.models[1]) == ProviderLimits(max_concurrency=8, requests_per_minute=50)
-    assert config.prompt_files() == (CLINICIAN_PROMPT, PATIENT_PROMPT)
+    assert config.patient_prompt_form == "lay"
+    assert config.prompt_files() == (CLINICIAN_PROMPT, PATIENT_PROMPTS["lay"])
 
 
 def test_the_demo_config_is_offline():

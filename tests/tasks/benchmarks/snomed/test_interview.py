@@ -1,5 +1,6 @@
 """The interview loop: real roles per turn, forced final answer, bounded re-ask, failures, leaks."""
 
+import json
 from datetime import date
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
@@ -133,13 +134,51 @@ def test_every_patient_reply_is_checked_for_leaks():
     assert [t.leaked for t in interview.turns if t.role == "patient"] == [(), ("59621000",), ()]
 
 
-def test_the_patient_record_names_no_code_and_the_offline_patient_answers_from_the_case():
-    text = record_text(CASE)
+def test_the_named_record_names_no_code_and_the_offline_patient_answers_from_the_record():
+    text = record_text(CASE, "named", "symptoms")
     assert text == (
         "Age: 40\nSex: female\nCondition: Hypertension\nLatest Systolic Blood Pressure: 150 mm[Hg]"
     )
     assert "59621000" not in text
     params = offline_patient_params(CASE, "symptoms")
+    assert params == {"record": CASE.patient_record().model_dump_json(), "disclosure": "symptoms"}
+    assert json.loads(params["record"]).keys() == {
+        "reference_date", "age_years", "sex", "conditions", "observations", "medications", "allergies"
+    }  # fmt: skip
     reply = offline_patient_reply([{"role": "user", "content": "What was your blood pressure?"}], params)
     assert reply == answer_question(CASE, "What was your blood pressure?", disclosure="symptoms")
     assert reply == "They keep telling me my pressure readings are on the high side."
+
+
+def test_the_lay_record_tells_each_condition_in_the_patients_words_and_drops_lines_naming_one():
+    polyp = RecordCondition(code="68496003", display="Polyp of colon (disorder)", onset=date(2019, 5, 1))
+    sprain = RecordCondition(
+        code="44465007", display="Sprain of ankle", onset=date(2021, 3, 1), stop=date(2021, 4, 1)
+    )
+    unknown = RecordCondition(code="156073000", display="Fetus with unknown complication")
+    polyp_size = RecordObservation(code="33756-8", display="Polyp size greatest dimension", value="3.0")
+    record = CASE.model_copy(
+        update={
+            "conditions": (*CASE.conditions, polyp, sprain, unknown),
+            "observations": (*CASE.observations, polyp_size),
+        }
+    )
+    assert record_text(record, "lay", "symptoms") == (
+        "Age: 40\nSex: female\n"
+        "Health: They keep telling me my pressure readings are on the high side.\n"
+        "Health: They found a small growth inside my bowel during a camera test and took it out.\n"
+        "Health: I twisted my ankle, it swelled up and it hurt to walk on, but that has cleared up now.\n"
+        "Latest Systolic Blood Pressure: 150 mm[Hg]"
+    )
+    # History lets the patient name what it was told, the lexicon's unknown codes included.
+    assert record_text(record, "lay", "history") == (
+        "Age: 40\nSex: female\n"
+        "Health: They keep telling me my pressure readings are on the high side; I was told it was "
+        "hypertension.\n"
+        "Health: They found a small growth inside my bowel during a camera test and took it out; I was told "
+        "it was polyp of colon.\n"
+        "Health: I twisted my ankle, it swelled up and it hurt to walk on; I was told it was sprain of "
+        "ankle, and it has cleared up now.\n"
+        "Health: I was told I have fetus with unknown complication.\n"
+        "Latest Systolic Blood Pressure: 150 mm[Hg]\nLatest Polyp size greatest dimension: 3.0"
+    )

@@ -4,8 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from tasks.benchmarks.snomed.config import CLINICIAN_PROMPT, PATIENT_PROMPT, SnomedConfig
+from tasks.benchmarks.snomed.cases.reference import read_reference_cases
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
+from tasks.benchmarks.snomed.config import CLINICIAN_PROMPT, PATIENT_PROMPTS, SnomedConfig
 from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, InterviewPrompts, InterviewSettings
+from tasks.benchmarks.snomed.leak import find_leaks
+from tasks.benchmarks.snomed.patient import leak_names_by_code, load_lexicon
 from tasks.benchmarks.snomed.plan import HISTORY_NOTE, PREVALENCE_NOTE, build_plan, estimate_job
 from tasks.benchmarks.snomed.scorer import ScoreJob
 from tasks.benchmarks.snomed.solver import interview_case
@@ -13,6 +17,8 @@ from tasks.core.preflight import UserError
 from tasks.evals.config import EvaluationSettings, ModelSpec, RunOverrides, load_config
 from tasks.evals.estimate import estimate_plan
 from tasks.evals.plan import run_id_for
+from tests.snomed_fixtures import HYPERTENSION, case
+from tests.tasks.benchmarks.snomed.test_cases_reference import REFERENCE
 from tests.tasks.benchmarks.snomed.test_loading import CASES, write_case_set
 
 CHECKLIST = ModelSpec(name="checklist", model="threadmed/checklist")
@@ -94,18 +100,35 @@ def test_jobs_pair_every_case_with_every_epoch_and_clinician_case_major(case_set
             },
         },
         "cases": 3,
+        "patient_prompt": {
+            "form": "lay",
+            "version": "snomed_patient_lay_v1",
+            "lexicon_version": 1,
+            "condition_codes": 3,
+            "condition_codes_left_out": 0,
+        },
     }
 
 
-def test_the_offline_patient_gets_the_case_as_params_and_a_real_patient_none(case_set, tmp_path):
+def test_the_offline_patient_gets_its_record_without_gold_as_params_and_a_real_patient_none(
+    case_set, tmp_path
+):
     offline = plan_for(case_set, tmp_path, SnomedConfig(models=[CHECKLIST]))
     job = offline.jobs[1].solve
     assert job.case.case_id == "t1"
-    assert job.patient.params == {"case": job.case.model_dump_json(), "disclosure": "symptoms"}
+    record = (
+        '{"reference_date":"2024-01-01","age_years":40,"sex":"female","conditions":['
+        '{"code":"59621000","display":"Essential hypertension (disorder)","onset":null,"stop":null,'
+        '"semantic_tag":null},{"code":"444814009","display":"Viral sinusitis (disorder)","onset":null,'
+        '"stop":null,"semantic_tag":null}],"observations":[{"code":"8480-6","display":"Systolic Blood '
+        'Pressure","value":"150","unit":"mm[Hg]","observed_on":null,"kind":"other"}],"medications":[],'
+        '"allergies":[]}'
+    )
+    assert job.patient.params == {"record": record, "disclosure": "symptoms"}
     request = job.request("patient", [{"role": "user", "content": "Any headaches?"}])
     assert (request.model, request.params, request.scope, request.epoch) == (
         "threadmed/patient",
-        {"temperature": 0, "case": job.case.model_dump_json(), "disclosure": "symptoms"},
+        {"temperature": 0, "record": record, "disclosure": "symptoms"},
         "snomed/patient/t1",
         0,
     )
@@ -120,7 +143,7 @@ def test_the_offline_patient_gets_the_case_as_params_and_a_real_patient_none(cas
 
 
 def test_prompts_are_rendered_with_the_record_and_disclosure_rule_and_hashed(case_set, tmp_path):
-    config = SnomedConfig(models=[CHECKLIST], disclosure="history")
+    config = SnomedConfig(models=[CHECKLIST], disclosure="history", patient_prompt_form="named")
     plan = plan_for(case_set, tmp_path, config)
     prompts = plan.jobs[1].solve.prompts
     assert prompts._replace(patient_system="") == InterviewPrompts(
@@ -143,11 +166,62 @@ def test_prompts_are_rendered_with_the_record_and_disclosure_rule_and_hashed(cas
     assert not re.search(r"\d{6,}", prompts.patient_system)
     assert plan.prompts == {
         "snomed_clinician_v1": hashlib.sha256(CLINICIAN_PROMPT.read_bytes()).hexdigest(),
-        "snomed_patient_v1": hashlib.sha256(PATIENT_PROMPT.read_bytes()).hexdigest(),
+        "snomed_patient_v1": hashlib.sha256(PATIENT_PROMPTS["named"].read_bytes()).hexdigest(),
     }
     assert {j.solve.patient.prompt_version for j in plan.jobs} == {"snomed_patient_v1"}
     assert {j.solve.clinician.prompt_version for j in plan.jobs} == {"snomed_clinician_v1"}
     assert plan.notes == [HISTORY_NOTE]
+    assert plan.manifest_facts["patient_prompt"] == {
+        "form": "named",
+        "version": "snomed_patient_v1",
+        "lexicon_version": 1,
+        "condition_codes": 3,
+        "condition_codes_left_out": 0,
+    }
+
+
+def test_the_lay_form_tells_the_llm_patient_its_conditions_in_lay_words_and_says_what_it_left_out(
+    case_set, tmp_path
+):
+    config = SnomedConfig(models=[CHECKLIST]).with_overrides(
+        RunOverrides(roles={"patient": "openai/gpt-4o-mini"})
+    )
+    plan = plan_for(case_set, tmp_path, config)
+    patient_systems = {j.solve.case.case_id: j.solve.prompts.patient_system for j in plan.jobs}
+    lexicon = load_lexicon()
+    assert patient_systems["t1"].split('(the "Health" lines are in your own words):\n')[1] == (
+        f"Age: 40\nSex: female\nHealth: {lexicon.conditions['59621000'].symptoms}\n"
+        f"Health: {lexicon.conditions['444814009'].symptoms}\nLatest Systolic Blood Pressure: 150 mm[Hg]"
+    )
+    # t2's pharyngitis has a lexicon sentence; every condition is described, none named.
+    assert lexicon.conditions["195662009"].symptoms in patient_systems["t2"]
+    assert "pharyngitis" not in patient_systems["t2"].lower()
+    assert {j.solve.patient.prompt_version for j in plan.jobs} == {"snomed_patient_lay_v1"}
+    lay_sha256 = hashlib.sha256(PATIENT_PROMPTS["lay"].read_bytes()).hexdigest()
+    assert plan.prompts["snomed_patient_lay_v1"] == lay_sha256
+    assert plan.manifest_facts["patient_prompt"] == {
+        "form": "lay",
+        "version": "snomed_patient_lay_v1",
+        "lexicon_version": 1,
+        "condition_codes": 3,
+        "condition_codes_left_out": 0,
+    }
+    assert plan.notes == []
+
+
+def test_a_condition_without_a_lay_sentence_is_left_out_of_the_lay_prompt_and_noted(tmp_path):
+    cases = [case("t1", "test", HYPERTENSION, ("156073000", "Fetus with unknown complication"))]
+    config = SnomedConfig(models=[CHECKLIST]).with_overrides(
+        RunOverrides(roles={"patient": "openai/gpt-4o-mini"})
+    )
+    plan = plan_for(write_case_set(tmp_path / "cases", cases), tmp_path / "run", config)
+    [job] = plan.jobs
+    assert "fetus" not in job.solve.prompts.patient_system.lower()
+    assert plan.manifest_facts["patient_prompt"]["condition_codes_left_out"] == 1
+    assert plan.notes == [
+        "Patient prompt form lay: 1 of the sampled cases' 2 condition codes have no lay sentence in lay "
+        "lexicon v1 and are not in the patient's prompt: it cannot describe them."
+    ]
 
 
 def test_the_prevalence_clinician_gets_the_train_splits_table(case_set, tmp_path):
@@ -218,3 +292,28 @@ def test_the_dry_run_replays_an_interview_up_to_its_first_call_not_in_the_ledger
         ("checklist", "clinician"): (3 * (5 + 1 + 1 - 3), 3 * 3),
         ("offline-patient", "patient"): (3 * (5 - 3), 3 * 3),
     }
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="shared reference data not present")
+@pytest.mark.parametrize("form", ["lay", "named"])
+def test_no_lay_prompt_of_the_500_reference_cases_names_a_condition_and_every_named_one_does(form, tmp_path):
+    cases = read_reference_cases(REFERENCE, CaseSetSettings(gold_tags=()), None)
+    config = SnomedConfig(models=[CHECKLIST], patient_prompt_form=form).with_overrides(
+        RunOverrides(roles={"patient": "openai/gpt-4o-mini"})
+    )
+    plan = plan_for(write_case_set(tmp_path / "cases", cases), tmp_path / "run", config)
+    extra_names = leak_names_by_code(load_lexicon())
+
+    def named_conditions(job) -> set[str]:
+        # Every condition of the record counts, gold or not; the leak check finds codes, names and variants.
+        conditions = job.solve.case.conditions
+        codes, displays = [c.code for c in conditions], [c.display for c in conditions]
+        hits = find_leaks(job.solve.prompts.patient_system, codes, displays, extra_names)
+        return {hit.code for hit in hits}
+
+    named = {job.solve.case.case_id: named_conditions(job) for job in plan.jobs}
+    assert len(named) == 500
+    if form == "lay":
+        assert {case_id: codes for case_id, codes in named.items() if codes} == {}
+    else:
+        assert named == {case.case_id: {c.code for c in case.conditions} for case in cases}

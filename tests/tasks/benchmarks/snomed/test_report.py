@@ -18,7 +18,7 @@ from tasks.benchmarks.snomed.report import (
     load_runs,
 )
 from tasks.benchmarks.snomed.scoring import CaseOutcome, summarise_run
-from tasks.benchmarks.snomed.tables import build_tables
+from tasks.benchmarks.snomed.tables import build_tables, report_notes, run_summary
 from tasks.core.preflight import UserError
 from tasks.evals.outputs import write_table
 from tasks.report.stats import seeded_rng
@@ -173,6 +173,7 @@ def make_run(root: Path, run_id: str, models: list[str], fingerprint: str = "fp-
             "epochs": 1,
             "max_turns": 20,
             "disclosure": "symptoms",
+            "patient_prompt_form": "lay",
         },
         "case_set": {"gold_scope": "all", "gold_tags": ["disorder", "finding"]},
     }
@@ -317,6 +318,7 @@ def test_runs_case_set_leaks_failures_and_settings_are_recorded(metrics: dict[st
             "models": [model],
             "patient": "patient-sim",
             "disclosure": "symptoms",
+            "patient_prompt_form": "lay",
             "epochs": 1,
             "max_turns": 20,
         }
@@ -428,6 +430,21 @@ def test_report_folder_markdown_figures_and_stats(tmp_path: Path, runs) -> None:
         f"(alpha / c1 / epoch 0 turn 2: {BRONCHITIS})." in markdown
     )
     assert "![F1 per interview, by model" in markdown
+    assert "Disclosure: symptoms. Patient prompt form: lay. Epochs: 1." in markdown
+
+
+def test_runs_with_different_patient_prompt_forms_say_so(tmp_path: Path) -> None:
+    lay, named = make_run(tmp_path, "r1", ["alpha"]), make_run(tmp_path, "r2", ["beta"])
+    manifest = json.loads((named / "manifest.json").read_text())
+    manifest["config"]["patient_prompt_form"] = "named"
+    (named / "manifest.json").write_text(json.dumps(manifest))
+    metrics = compute_metrics(load_runs([lay, named]), SETTINGS)[0]
+    assert [run["patient_prompt_form"] for run in metrics["runs"]] == ["lay", "named"]
+    assert "Patient prompt form: lay, named." in run_summary(metrics)
+    assert (
+        "The merged runs differ in patient_prompt_form (lay, named): models from different runs are not "
+        "directly comparable." in report_notes(metrics)
+    )
 
 
 def page_data(page: str) -> dict[str, Any]:

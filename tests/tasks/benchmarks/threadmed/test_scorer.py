@@ -1,6 +1,3 @@
-import os
-from pathlib import Path
-
 import pyarrow as pa
 import pytest
 
@@ -20,9 +17,9 @@ from tasks.evals.config import JudgeSpec, SampleSpec
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import CallOptions, RetryPolicy
 from tests.eval_fixtures import write_dataset
+from tests.golden_files import assert_matches_golden, render_sections
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer
 
-GOLDEN = Path(__file__).parents[3] / "golden"
 EXAMPLE = {
     "question": "Rolled my ankle, it's swollen. Do I need an x-ray? (cost me $40 last time)",
     "physician_answer": "If you cannot walk four steps, get an x-ray. Otherwise rest and ice it.",
@@ -73,16 +70,7 @@ def test_every_prompt_file_carries_its_own_version():
 
 @pytest.mark.parametrize("name", ["judge_rubric_v1", "judge_reask_v1"])
 def test_prompt_renders_match_their_golden_files(name):
-    prompt = load_prompt(PROMPTS_DIR / f"{name}.txt")
-    rendered = "".join(
-        f"=== {section} ===\n{prompt.render(section, **EXAMPLE)}\n" for section in prompt.sections
-    )
-    golden = GOLDEN / f"{name}.render.txt"
-    if os.environ.get("UPDATE_GOLDEN"):
-        golden.write_text(rendered, encoding="utf-8")
-    assert rendered == golden.read_text(encoding="utf-8"), (
-        f"prompt changed: UPDATE_GOLDEN=1 pytest {__file__}"
-    )
+    assert_matches_golden(name, render_sections(load_prompt(PROMPTS_DIR / f"{name}.txt"), **EXAMPLE))
 
 
 def test_the_rubric_puts_each_text_in_its_tagged_section():
