@@ -186,3 +186,24 @@ def test_a_failed_call_ends_the_episode_with_its_row():
         (8, "patient", "follow_up", 1, "simulated"),
         (8, "agent", "follow_up", 1, "failed"),
     ]
+
+
+def test_a_ready_marker_inside_a_sentence_ends_the_history():
+    def polite(last):
+        return (
+            agent(last)
+            if last == CASE.opening
+            else agent(last).replace(
+                "<Ready to diagnose>", "Thank you, I have what I need. < ready to diagnose >"
+            )
+        )
+
+    call, _ = scripted(polite)
+    rows = run_episode(job(), call)
+    assert layout(rows)[:5] == [
+        (0, "patient", "history", None, "simulated"),
+        (1, "agent", "history", None, "ok"),
+        (1, "patient", "history", None, "simulated"),
+        (2, "agent", "history", None, "ok"),
+        (3, "agent", "diagnosis", None, "ok"),
+    ]
