@@ -148,7 +148,7 @@ def test_the_scorer_reads_the_plan_the_follow_up_answers_and_the_revised_plan_fr
             advice="Rest and fluids.",
         ),
         follow_ups=(
-            FollowUpTurn(index=0, answer=BROKEN_PLAN, revised_plan=doxycycline),
+            FollowUpTurn(index=0, answer=DOXYCYCLINE, revised_plan=doxycycline),  # the re-ask's reply is kept
             FollowUpTurn(index=1, answer=ANSWER),
         ),
     )
@@ -166,7 +166,7 @@ def test_a_plan_and_a_revision_that_never_parse_are_unparseable_and_the_follow_u
     episode = episode_from_messages(FOLLOWED, rows, load_kb(), 90.0)
     assert (episode.plan_parse, episode.plan) == ("unparseable", TreatmentPlan())
     assert episode.follow_ups == (
-        FollowUpTurn(index=0, answer=BROKEN_PLAN, revision_parse="unparseable"),
+        FollowUpTurn(index=0, answer="Sorry.", revision_parse="unparseable"),
         FollowUpTurn(index=1, answer=ANSWER),
     )
 
