@@ -13,7 +13,7 @@ from tasks.benchmarks.consult.offline_models import CONSULT_JUDGE
 from tasks.evals.config import JudgeSpec, RunConfig, SampleSpec
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
-AGENT_PROMPT = PROMPTS_DIR / "agent_v2.txt"
+AGENT_PROMPT = PROMPTS_DIR / "agent_v3.txt"
 JUDGE_RUBRIC = PROMPTS_DIR / "judge_fqr_v1.txt"
 # The demo's judge: a deterministic heuristic, not a clinical judgement (offline_models.py).
 OFFLINE_JUDGE = JudgeSpec(
@@ -51,7 +51,7 @@ class ConsultConfig(RunConfig):
     kb_version: int = Field(1, ge=1, description="Knowledge base version (tasks/benchmarks/consult/kb/data).")
     policy_version: str = Field("v1", description="Mined inquiry logic (tasks/benchmarks/consult/inquiry).")
     agent_prompt: Path | None = Field(
-        None, description="The agent's prompt file; default prompts/agent_v2.txt."
+        None, description="The agent's prompt file; default prompts/agent_v3.txt."
     )
 
     @field_validator("sample")

@@ -30,9 +30,13 @@ from tasks.benchmarks.consult.kb.names import normalise_text
 
 GAMMA = 0.95
 TOP_K = 3
-# The history-stage end marker: a line of its own, case-insensitive, angle brackets optional.
+# The history-stage end marker (the agent prompt asks for it): anywhere in the reply, case-insensitive, any
+# spaces inside the angle brackets; without the brackets only as a line of its own, so that "I am not ready
+# to diagnose yet" asks on.
 READY_MARKER = "<Ready to diagnose>"
-_READY_LINE = re.compile(r"^\s*<?\s*ready to diagnose\s*>?\s*[.!]?\s*$", re.IGNORECASE | re.MULTILINE)
+_READY = re.compile(
+    r"<\s*ready\s+to\s+diagnose\s*>|^\s*ready\s+to\s+diagnose\s*[.!]?\s*$", re.IGNORECASE | re.MULTILINE
+)
 _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
 
 
@@ -214,9 +218,10 @@ def score_diagnosis(case: ConsultCase, episode: Episode) -> DiagnosisScores:
 
 
 def is_ready(text: str) -> bool:
-    """Whether a history-stage reply ends the stage: a line reading `<Ready to diagnose>` (any case, the
-    brackets and a final full stop optional, e.g. `READY TO DIAGNOSE`)."""
-    return _READY_LINE.search(text) is not None
+    """Whether a history-stage reply ends the stage: `<Ready to diagnose>` anywhere in it (any case, spaces
+    inside the brackets allowed: "Thank you, I have what I need. < ready to diagnose >"), or a line reading
+    `Ready to diagnose` without the brackets (a final full stop allowed)."""
+    return _READY.search(text) is not None
 
 
 def parse_differential(

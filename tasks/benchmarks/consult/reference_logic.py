@@ -1,7 +1,7 @@
 """What the scripted reference agents say: pure functions of the conversation so far, the KB and the policy.
 
 The agents see only the messages, as a model under test does. They tell the stages apart by the prompts'
-words (prompts/agent_v2.txt): a request for the "ranked differential", for the "treatment plan", for the
+words (prompts/agent_v3.txt): a request for the "ranked differential", for the "treatment plan", for the
 "revised plan"; after the treatment request every patient message is a follow-up.
 
 - History: the next question of the agent's template sequence (a template's first paraphrase), then the
@@ -34,7 +34,7 @@ from tasks.benchmarks.consult.kb.names import normalise_text
 from tasks.benchmarks.consult.metrics import READY_MARKER
 
 AgentKind = Literal["silent", "markov", "exhaustive"]
-# Phrases of the prompts (prompts/agent_v2.txt) the agents recognise a stage by.
+# Phrases of the prompts (prompts/agent_v3.txt) the agents recognise a stage by.
 DIFFERENTIAL_REQUEST = "ranked differential"
 TREATMENT_REQUEST = "treatment plan"
 REVISION_REQUEST = "revised plan"

@@ -34,6 +34,7 @@ from tasks.benchmarks.consult.contracts import (
     STAGE_METRICS,
 )
 from tasks.benchmarks.consult.figures import STATS_SCHEMAS, draw_figures
+from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy
 from tasks.benchmarks.consult.tables import build_tables, render_html, render_markdown, run_summary
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
@@ -79,11 +80,16 @@ def check_run_folder(run_dir: Path) -> None:
 
 
 def read_reference(policy_version: str, data_dir: Path = INQUIRY_DATA) -> dict[str, Any] | None:
-    """The mining's empirical reference (Hit@k and POVR of the real dialogues), None when not mined."""
-    path = data_dir / f"mined_{policy_version}" / "reference.json"
-    if not path.is_file():
+    """The mining's empirical reference (Hit@k and POVR of the real dialogues) and the policy rows it never
+    mined (Hit@1 after those templates rests on the tie rule alone); None when not mined."""
+    folder = data_dir / f"mined_{policy_version}"
+    if not (folder / "reference.json").is_file():
         return None
-    return {**json.loads(path.read_text()), "policy_version": policy_version}
+    return {
+        **json.loads((folder / "reference.json").read_text()),
+        "policy_version": policy_version,
+        "rows_never_mined": list(InquiryPolicy.from_directory(folder).unmined_rows),
+    }
 
 
 def load_runs(run_dirs: list[Path]) -> RunData:

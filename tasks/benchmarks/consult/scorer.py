@@ -2,7 +2,8 @@
 
 The templates and revealed AIUs were recorded by the simulator as it answered; the differential is the
 agent's last diagnosis reply, parsed (metrics.py), the plan its last treatment reply (treatment.py), and
-each follow-up's answer is its first reply to the patient, with the revised plan it or its re-ask gave.
+each follow-up's answer is the reply the episode kept: its last one, a re-ask's reply replacing the reply it
+re-asked, as for the differential and the plan. That reply is what the FQR judge grades.
 The only model called here is the FQR judge (judge.py), through the ledger.
 """
 
@@ -96,14 +97,16 @@ def episode_from_messages(
 
 
 def follow_up_turn(index: int, replies: Sequence[str], kb: KnowledgeBase) -> FollowUpTurn:
-    """A follow-up from the agent's replies to it: the answer, then any re-asks of a revision that did not
-    parse. The answer revises the plan when it tries to give one; the last reply holds that plan."""
+    """A follow-up from the agent's replies to it: the answer, then the replies to any re-asks of a revision
+    that did not parse. The answer revises the plan when it tries to give one; the last reply is kept, as
+    the answer and as the one that holds that plan."""
+    kept = replies[-1]
     if not is_plan_attempt(replies[0]):
-        return FollowUpTurn(index=index, answer=replies[0])
-    revised = parse_plan(replies[-1], kb)
+        return FollowUpTurn(index=index, answer=kept)
+    revised = parse_plan(kept, kb)
     return FollowUpTurn(
         index=index,
-        answer=replies[0],
+        answer=kept,
         revised_plan=revised,
         revision_parse="ok" if revised is not None else "unparseable",
     )

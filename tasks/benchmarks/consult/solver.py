@@ -2,13 +2,14 @@
 
 History taking: the agent (the model under test) asks one question per turn; the deterministic simulator
 answers, recording the template each question matched and the AIUs it revealed; the agent ends the stage
-with a `<Ready to diagnose>` line or at `max_questions`. Diagnosis: the agent is asked for its ranked
-differential as JSON; treatment: for its plan (a JSON list of drugs, then advice); each is re-asked up to
-`max_reasks` times while it does not parse, then left unparseable. Follow-up: the patient raises each of
-the case's scripted follow-ups in turn, in the conversation; an answer that tries to revise the plan
-(`is_plan_attempt`) but does not parse is re-asked the same way. Every agent call goes through the shared
-call layer and ledger, keyed by case and epoch (`scope`, `epoch`); the simulator and the follow-up script
-are local and pure, so a re-run replays the same episode from the ledger.
+with the `<Ready to diagnose>` marker anywhere in a reply (`is_ready`) or at `max_questions`. Diagnosis:
+the agent is asked for its ranked differential as JSON; treatment: for its plan (a JSON list of drugs, then
+advice); each is re-asked up to `max_reasks` times while it does not parse, then left unparseable.
+Follow-up: the patient raises each of the case's scripted follow-ups in turn, in the conversation; an
+answer that tries to revise the plan (`is_plan_attempt`) but does not parse is re-asked the same way. Every
+agent call goes through the shared call layer and ledger, keyed by case and epoch (`scope`, `epoch`); the
+simulator and the follow-up script are local and pure, so a re-run replays the same episode from the
+ledger.
 """
 
 from collections.abc import Callable

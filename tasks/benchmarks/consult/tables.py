@@ -107,8 +107,20 @@ def history_table(metrics: dict[str, Any]) -> Table:
             "score: the five metrics in [0, 1] higher-better (1 - x for CPRw and POVR), averaged. The "
             "empirical reference is the mined real dialogues scored leave-one-out against the policy "
             "(Hit@3 unweighted, mean over dialogues; POVR over those with an applicable pair)."
+            + unmined_rows_note(reference)
         ),
         right_aligned=tuple(columns[1:]),
+    )
+
+
+def unmined_rows_note(reference: dict[str, Any] | None) -> str:
+    """The caption's sentence on the policy's ties and the rows mining never filled."""
+    if reference is None:
+        return ""
+    unmined = ", ".join(reference["rows_never_mined"]) or "none"
+    return (
+        " The policy ranks templates tied on count by how often experts ask them, then by id; rows never "
+        f"mined (no real dialogue asks the template, so its top 3 is the tie rule's): {unmined}."
     )
 
 

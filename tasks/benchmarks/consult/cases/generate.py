@@ -24,8 +24,9 @@ department's conditions in a seeded order):
 - opening: the positive reply of the primary's first present MNI symptom or sign (else its first present
   AIU) that names no gold diagnosis.
 - follow-ups: one constraint on the first-line drug (allergy to its class, pregnancy, cannot swallow
-  tablets, cannot afford it; cannot swallow tablets when there is no drug) and one or two questions, the
-  first a core concern.
+  tablets, cannot afford it, already takes a drug it interacts with severely: the first such KB drug by
+  name that the patient's age band may take, and not one to avoid in pregnancy for a pregnant patient;
+  cannot swallow tablets when there is no drug) and one or two questions, the first a core concern.
 """
 
 import random
@@ -44,7 +45,7 @@ from tasks.benchmarks.consult.case import (
 )
 from tasks.benchmarks.consult.cases.values import TIME_PHRASES, VALUES
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
-from tasks.benchmarks.consult.kb.models import Condition, Department
+from tasks.benchmarks.consult.kb.models import Condition, Department, Drug
 from tasks.benchmarks.consult.simulator import aiu_sentence, diagnosis_names, names_a_diagnosis
 
 Difficulty = Literal["easy", "medium", "hard"]
@@ -420,8 +421,24 @@ def _follow_ups(
     if drug is not None:
         text = f"I can't afford {drug.name}, is there anything else?"
         options.append(FollowUp(kind="constraint", text=text, constraint=f"cost:{drug.name}"))
+    if drug is not None and (taken := interacting_drug(kb, drug, profile)) is not None:
+        options.append(FollowUp(kind="constraint", text=f"I forgot to say: I already take {taken}.",
+                                constraint=f"takes:{taken}", core=True))  # fmt: skip
     questions = [
         FollowUp(kind="question", text=text, core=position == 0)
         for position, text in enumerate(rng.sample(FOLLOW_UP_QUESTIONS, rng.randint(1, 2)))
     ]
     return ((rng.choice(options),) if options else ()) + tuple(questions)
+
+
+def interacting_drug(kb: KnowledgeBase, drug: Drug, profile: PatientProfile) -> str | None:
+    """The first KB drug by name that interacts severely with `drug` and that this patient could be taking."""
+    for other in sorted(kb.drugs, key=lambda candidate: candidate.name):
+        found = kb.interaction(drug.name, other.name)
+        severe = found is not None and found.severity == "severe"
+        suits = getattr(other.max_daily, profile.age_band) is not None and not (
+            profile.pregnant and other.pregnancy == "avoid"
+        )
+        if severe and suits and other.name not in profile.medications:
+            return other.name
+    return None

@@ -319,6 +319,9 @@ def render_report(mined: MinedInquiry, settings: MiningSettings) -> str:
         "|---|---|",
         *(f"| {t} | {asked.get(t, 0)} |" for t in mined.policy.template_ids),
         "",
+        "Policy rows never mined (no dialogue asks the template; after it the top-k is the tie rule's: the "
+        "templates asked most often, then by id): " + (", ".join(mined.policy.unmined_rows) or "none") + ".",
+        "",
         f"Partial orders (share >= {settings.precedence_share}, support >= {settings.min_support}): "
         f"{len(mined.policy.partial_orders)} of {len(mined.pair_counts) // 2} co-asked template pairs.",
         "",

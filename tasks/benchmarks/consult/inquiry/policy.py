@@ -24,7 +24,12 @@ class InquiryPolicy:
     """Transition counts over templates with START and END, read with additive smoothing.
 
     P(next | prev) = (count(prev, next) + smoothing) / (count(prev, *) + smoothing * (templates + 1)),
-    `next` ranging over the templates and END; `prev` None means START. Ties rank in catalogue order.
+    `next` ranging over the templates and END; `prev` None means START.
+
+    Templates rank after `prev` by falling count; equal counts by how often the experts ask the template at
+    all (its count over every row, START included), then by template id. The rule is deterministic and
+    independent of the order of templates in any file; after a template the experts never asked (a row
+    never mined, `unmined_rows`) it ranks their most asked templates first.
     """
 
     def __init__(
@@ -44,8 +49,11 @@ class InquiryPolicy:
         self.probabilities = smoothed / smoothed.sum(axis=1, keepdims=True)
         self._row = {START: 0, **{t: i + 1 for i, t in enumerate(self.template_ids)}}
         self._column = {**{t: i for i, t in enumerate(self.template_ids)}, END: len(self.template_ids)}
-        # Per row, template columns by falling probability, catalogue order breaking ties.
-        self._ranked = np.argsort(-self.probabilities[:, :-1], axis=1, kind="stable")
+        asked = self.counts[:, :-1].sum(axis=0)
+        self._ranked = [
+            sorted(range(len(self.template_ids)), key=lambda i: (-row[i], -asked[i], self.template_ids[i]))
+            for row in self.counts[:, :-1]
+        ]
 
     def probability(self, prev: str | None, next: str | None) -> float:
         """P(next | prev); prev None is START, next None is END."""
@@ -53,7 +61,12 @@ class InquiryPolicy:
 
     def top_k_next(self, prev: str | None, k: int = 3) -> list[str]:
         """The k most probable next templates after `prev` (None: the first question); END is not one."""
-        return [self.template_ids[i] for i in self._ranked[self._row[prev or START], :k]]
+        return [self.template_ids[i] for i in self._ranked[self._row[prev or START]][:k]]
+
+    @property
+    def unmined_rows(self) -> tuple[str, ...]:
+        """The templates no mined dialogue asked: what follows them is ranked by the tie rule alone."""
+        return tuple(t for t in self.template_ids if not self.counts[self._row[t]].any())
 
     def greedy_sequence(self, max_len: int) -> list[str]:
         """The Markov-greedy order: from START, the most probable template not yet asked, `max_len` times

@@ -217,11 +217,20 @@ def _check_references(kb: KnowledgeBase, files: dict[str, str]) -> None:
             require(class_ids, drug_class, file_name, where, "cross_reactive refers to unknown class")
         if drug.allergy_class is not None:
             require(class_ids, drug.allergy_class, file_name, where, "allergy_class refers to unknown class")
+    stated: dict[tuple[str, frozenset[str]], Interaction] = {}
     for item in kb.interactions:
         where, file_name = f"interaction '{item.a} + {item.b}'", files["interactions"]
         known = drug_names if item.scope == "drug" else class_ids
         for side in (item.a, item.b):
             require(known, side, file_name, where, f"refers to unknown {item.scope}")
+        # A pair is symmetric: stated twice (in either order), the lookup would keep one entry silently.
+        pair = (item.scope, frozenset((item.a, item.b)))
+        if (first := stated.setdefault(pair, item)) is not item:
+            raise ValueError(
+                f"{file_name}: {where} ({item.severity}, source: {item.source}) restates the pair of "
+                f"interaction '{first.a} + {first.b}' ({first.severity}, source: {first.source}): "
+                "state each pair once"
+            )
     for item in kb.contraindications:
         where, file_name = f"contraindication '{item.key}'", files["contraindications"]
         if item.drug is not None:

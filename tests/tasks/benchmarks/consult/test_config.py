@@ -1,12 +1,15 @@
-"""The consultation config's judge role: the offline judge by default, overridable per run like any role."""
+"""The consultation config's judge role: the offline judge by default, overridable per run like any role;
+the default agent prompt as it renders (a golden file)."""
 
+import os
 from pathlib import Path
 
 import pytest
 
-from tasks.benchmarks.consult.config import JUDGE_RUBRIC, OFFLINE_JUDGE, ConsultConfig
+from tasks.benchmarks.consult.config import AGENT_PROMPT, JUDGE_RUBRIC, OFFLINE_JUDGE, ConsultConfig
 from tasks.evals.config import JudgeSpec, ModelSpec, RunOverrides
 from tasks.evals.plan import run_id_for
+from tasks.llm.prompts import load_prompt
 
 AGENTS = [ModelSpec(model="openai/gpt-4o")]
 
@@ -32,3 +35,12 @@ def test_a_run_may_name_another_judge_which_keeps_the_rubric_and_reasks_and_chan
 def test_a_judge_rubric_path_is_read_relative_to_the_config_file():
     config = ConsultConfig(models=AGENTS, judge=JudgeSpec(model="openai/gpt-4o", rubric=Path("r.txt")))
     assert config.with_paths_from(Path("/configs")).judge.rubric == Path("/configs/r.txt")
+
+
+def test_the_agent_prompt_renders_its_golden_file():
+    prompt = load_prompt(AGENT_PROMPT)
+    rendered = "".join(f"=== {section} ===\n{prompt.render(section)}\n" for section in prompt.sections)
+    golden = Path(__file__).parents[3] / "golden" / f"{prompt.version}.render.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(rendered, encoding="utf-8")
+    assert rendered == golden.read_text(encoding="utf-8"), f"changed: UPDATE_GOLDEN=1 pytest {__file__}"

@@ -373,7 +373,11 @@ def test_empty_list_is_an_empty_differential():
         ("<Ready to diagnose>", True),
         ("Thank you, that is all.\nREADY TO DIAGNOSE", True),
         ("<ready to diagnose>.", True),
+        ("Thank you, I have what I need. <Ready to diagnose>", True),
+        ("Thanks. < ready to diagnose > I will now think it over.", True),
+        ("<Ready  to\tDiagnose>\nThank you.", True),
         ("I am not ready to diagnose yet. Any fever?", False),
+        ("Ready to diagnose soon: any fever?", False),
         ("Do you have a cough?", False),
     ],
 )

@@ -435,7 +435,11 @@ def test_runs_reference_failures_and_settings_are_recorded(metrics: dict[str, An
     ]
     assert metrics["case_set"] == {"dir": str(runs[0].parent / "cases"), "fingerprint": "fp-cases-1"}
     stored = json.loads((INQUIRY_DATA / "mined_v1" / "reference.json").read_text())
-    assert metrics["reference"] == {**stored, "policy_version": "v1"}
+    assert metrics["reference"] == {
+        **stored,
+        "policy_version": "v1",
+        "rows_never_mined": ["cardiac", "exposures_travel_contacts", "mental_health"],
+    }
     assert metrics["failed"] == [{"model": "alpha", "case_id": "c3", "epoch": 0, "error": "rate limited"}]
     assert metrics["settings"] == {
         "n_resamples": 200,
@@ -518,6 +522,10 @@ def test_report_folder_markdown_figures_and_stats(runs) -> None:
         f"| empirical reference ({reference['dialogues']} real dialogues) | — | — | — | — | "
         f"{100 * reference['hit_at_k_mean']:.1f} | {100 * reference['povr_mean']:.1f} | — | — | — | — |"
         in markdown
+    )
+    assert (
+        "rows never mined (no real dialogue asks the template, so its top 3 is the tie rule's): cardiac, "
+        "exposures_travel_contacts, mental_health." in markdown
     )
     assert "| 1.0 | 0.0 | 1 | 61.1 |" in markdown  # beta's diagnosis: length, unmatched, unparseable, stage
     # treatment: complete %, regimen cov. %, dose errors %, unparseable, stage score

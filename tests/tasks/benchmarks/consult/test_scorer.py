@@ -14,6 +14,7 @@ from tests.tasks.benchmarks.consult.test_solver import (
     ALLERGY,
     ANSWER,
     BROKEN_PLAN,
+    DOXYCYCLINE,
     FOLLOWED,
     QUESTION,
     job,
@@ -75,7 +76,7 @@ def test_the_row_scores_all_four_stages_and_keeps_the_plan_and_follow_ups():
                 "text": ALLERGY,
                 "constraint": "allergy:penicillins",
                 "core": True,
-                "answer": BROKEN_PLAN,
+                "answer": DOXYCYCLINE,  # the re-ask's reply, kept: the first did not parse
                 "revision_parse": "ok",  # the re-ask's plan
                 "revised_plan": [drug("doxycycline", 100.0, 1.0)],
                 "plan_drugs": ["doxycycline"],
@@ -124,3 +125,17 @@ def test_the_row_scores_all_four_stages_and_keeps_the_plan_and_follow_ups():
 def test_a_failed_judge_call_leaves_the_row_unscored():
     row = scores_row(lambda request: stub_judge(request, fail=True))
     assert (row["status"], row["error"], row.get("psc")) == ("failed", "503", None)
+
+
+def test_the_judge_grades_the_revision_the_re_ask_kept_not_the_reply_that_did_not_parse():
+    graded = []
+
+    def judge(request):
+        graded.append(request.messages[1]["content"])  # the rubric filled for one follow-up
+        return stub_judge(request)
+
+    scores_row(judge)
+    # follow-up 0 (the revision), then follow-up 1 twice (the stub's "Hmm." is re-asked)
+    assert [(DOXYCYCLINE in text, BROKEN_PLAN in text) for text in graded] == [
+        (True, False), (False, False), (False, False)
+    ]  # fmt: skip

@@ -148,7 +148,7 @@ def test_the_scorer_reads_the_plan_the_follow_up_answers_and_the_revised_plan_fr
             advice="Rest and fluids.",
         ),
         follow_ups=(
-            FollowUpTurn(index=0, answer=BROKEN_PLAN, revised_plan=doxycycline),
+            FollowUpTurn(index=0, answer=DOXYCYCLINE, revised_plan=doxycycline),  # the re-ask's reply is kept
             FollowUpTurn(index=1, answer=ANSWER),
         ),
     )
@@ -166,7 +166,7 @@ def test_a_plan_and_a_revision_that_never_parse_are_unparseable_and_the_follow_u
     episode = episode_from_messages(FOLLOWED, rows, load_kb(), 90.0)
     assert (episode.plan_parse, episode.plan) == ("unparseable", TreatmentPlan())
     assert episode.follow_ups == (
-        FollowUpTurn(index=0, answer=BROKEN_PLAN, revision_parse="unparseable"),
+        FollowUpTurn(index=0, answer="Sorry.", revision_parse="unparseable"),
         FollowUpTurn(index=1, answer=ANSWER),
     )
 
@@ -185,4 +185,25 @@ def test_a_failed_call_ends_the_episode_with_its_row():
     assert layout(rows)[-2:] == [
         (8, "patient", "follow_up", 1, "simulated"),
         (8, "agent", "follow_up", 1, "failed"),
+    ]
+
+
+def test_a_ready_marker_inside_a_sentence_ends_the_history():
+    def polite(last):
+        return (
+            agent(last)
+            if last == CASE.opening
+            else agent(last).replace(
+                "<Ready to diagnose>", "Thank you, I have what I need. < ready to diagnose >"
+            )
+        )
+
+    call, _ = scripted(polite)
+    rows = run_episode(job(), call)
+    assert layout(rows)[:5] == [
+        (0, "patient", "history", None, "simulated"),
+        (1, "agent", "history", None, "ok"),
+        (1, "patient", "history", None, "simulated"),
+        (2, "agent", "history", None, "ok"),
+        (3, "agent", "diagnosis", None, "ok"),
     ]

@@ -4,6 +4,7 @@ from collections import Counter
 
 import pytest
 
+from tasks.benchmarks.consult.case import PatientProfile
 from tasks.benchmarks.consult.cases import (
     CaseGenerationSettings,
     case_set_fingerprint,
@@ -13,9 +14,16 @@ from tasks.benchmarks.consult.cases import (
     load_case_set,
     write_case_set,
 )
-from tasks.benchmarks.consult.cases.generate import Demographics, allocate, fits_demographics
+from tasks.benchmarks.consult.cases.generate import (
+    FOLLOW_UP_QUESTIONS,
+    Demographics,
+    allocate,
+    fits_demographics,
+    interacting_drug,
+)
 from tasks.benchmarks.consult.cases.synthea_profiles import read_synthea_demographics
 from tasks.benchmarks.consult.kb.loading import load_kb
+from tasks.benchmarks.consult.reference_logic import constraint_from_text
 from tasks.benchmarks.consult.simulator import Simulator, default_space, diagnosis_names, names_a_diagnosis
 from tests.tasks.benchmarks.consult.test_simulator import CASE
 from tests.tasks.benchmarks.snomed.test_cases_fhir import write_bundles
@@ -53,6 +61,29 @@ def test_every_generated_case_holds_together_and_names_no_diagnosis():
             case.case_id
         )
         assert 1 <= len(case.follow_ups) - 1 <= 2 and case.follow_ups[0].kind == "constraint"
+
+
+def test_every_follow_up_kind_of_the_contract_is_generated_and_read_back_from_its_words():
+    kb = load_kb()
+    follow_ups = [f for case in generate_cases(kb, CaseGenerationSettings(n=200)) for f in case.follow_ups]
+    constraints = [f for f in follow_ups if f.kind == "constraint"]
+    assert {f.constraint.partition(":")[0] for f in constraints} == {
+        "allergy", "pregnancy", "no_tablets", "cost", "takes"
+    }  # fmt: skip
+    assert {f.text for f in follow_ups if f.kind == "question"} == set(FOLLOW_UP_QUESTIONS)
+    # A careful doctor (the reference agent) hears the constraint the patient's words state.
+    assert [constraint_from_text(f.text, kb) for f in constraints] == [f.constraint for f in constraints]
+
+
+def test_a_patient_on_nointeracting_drug_may_say_they_take_one_the_first_line_drug_interacts_with():
+    kb = load_kb()
+    adult = PatientProfile(age=40, sex="male")
+    assert interacting_drug(kb, kb.drug("ibuprofen"), adult) == "methotrexate"
+    on_methotrexate = adult.model_copy(update={"medications": ("methotrexate",)})
+    assert interacting_drug(kb, kb.drug("ibuprofen"), on_methotrexate) == "warfarin"
+    pregnant = PatientProfile(age=30, sex="female", pregnant=True)
+    assert interacting_drug(kb, kb.drug("ibuprofen"), pregnant) is None  # both are avoided in pregnancy
+    assert interacting_drug(kb, kb.drug("amoxicillin"), adult) is None
 
 
 def test_the_department_and_difficulty_mix_is_honoured_exactly():

@@ -46,7 +46,8 @@ def test_tiny_corpus_gives_known_templates_sequences_and_transitions(tmp_path, s
     assert policy.probability(None, "chief_complaint") == pytest.approx(3.1 / 5.7)
     assert policy.probability("medications", None) == pytest.approx(1.1 / 5.7)
     assert policy.probability("skin", "cardiac") == pytest.approx(1 / 27)
-    assert policy.top_k_next(None, k=2) == ["chief_complaint", "onset_duration"]
+    # Second after START is a tie at 0 between templates asked 3 times (onset, medications): by id.
+    assert policy.top_k_next(None, k=2) == ["chief_complaint", "medications"]
     assert policy.top_k_next("chief_complaint") == ["onset_duration", "medications", "chief_complaint"]
     assert policy.greedy_sequence(4) == ["chief_complaint", "onset_duration", "medications", "social_history"]
     # Support 2 is enough here: chief_complaint precedes all; onset precedes smoking 2 of 2.

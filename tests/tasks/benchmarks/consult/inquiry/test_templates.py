@@ -43,6 +43,16 @@ def test_a_question_matches_its_template_and_an_off_topic_one_none(space, questi
     assert space.match(question)[0] == template
 
 
+def test_every_paraphrase_of_the_catalogue_matches_its_own_template(space):
+    mismatched = [
+        (template.id, paraphrase, space.match(paraphrase)[0])
+        for template in space.catalogue.templates
+        for paraphrase in template.paraphrases
+        if space.match(paraphrase)[0] != template.id
+    ]
+    assert mismatched == []
+
+
 def test_matching_is_pure_and_fast(space):
     questions = [f"have you had a cough for {n} days?" for n in range(2000)]
     started = time.perf_counter()

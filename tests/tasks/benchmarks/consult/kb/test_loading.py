@@ -88,6 +88,28 @@ interactions: [{a: amoxicillin, b: warfarin, scope: drug, effect: bleeding, sour
     )
 
 
+def test_a_pair_stated_again_in_reverse_is_a_load_error_naming_both_entries_and_sources(tmp_path):
+    drugs = MINIMAL_FILES["drugs_v1.yaml"].replace(
+        "drugs:\n",
+        "drugs:\n  - {name: warfarin, drug_class: penicillins, route: oral, usual_dose: {dose: 5, unit: mg,\n"
+        "     frequency_per_day: 1}, max_daily: {adult: 10}, pregnancy: avoid, lactation: compatible,\n"
+        '     source: "BNF: warfarin"}\n',
+    )
+    interactions = """
+version: 1
+interactions:
+  - {a: warfarin, b: amoxicillin, scope: drug, effect: bleeding, source: "BNF: interactions of warfarin"}
+  - {a: amoxicillin, b: warfarin, scope: drug, effect: INR, severity: moderate, source: "BNF: amoxicillin"}
+"""
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"drugs_v1.yaml": drugs, "interactions_v1.yaml": interactions}))
+    assert str(error.value) == (
+        "interactions_v1.yaml: interaction 'amoxicillin + warfarin' (moderate, source: BNF: amoxicillin) "
+        "restates the pair of interaction 'warfarin + amoxicillin' (severe, source: BNF: interactions of "
+        "warfarin): state each pair once"
+    )
+
+
 def test_missing_file_is_named(tmp_path):
     folder = write_kb(tmp_path)
     (tmp_path / "drugs_v1.yaml").unlink()
