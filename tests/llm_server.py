@@ -22,6 +22,7 @@ process.
 """
 
 import argparse
+import contextlib
 import copy
 import email
 import email.policy
@@ -237,6 +238,7 @@ class _State:
     batch_delay_s: float = 0.0
     batch_scripts: deque[BatchScript] = field(default_factory=deque)
     batch_hold: threading.Event | None = None  # held by each batch created while it is not None
+    gate: threading.Barrier | None = None  # chat requests are answered in groups of its size
     files: dict[str, tuple[dict[str, Any], bytes]] = field(default_factory=dict)  # id -> (object, content)
     batches: dict[str, _Batch] = field(default_factory=dict)  # in order of creation
     batch_submissions: Counter[str] = field(default_factory=Counter)  # custom_id -> lines submitted
@@ -504,6 +506,10 @@ class _Handler(BaseHTTPRequestHandler):
             state.release.wait()
             self.close_connection = True
             return
+        if state.gate is not None:
+            # Too few came together in time: answered all the same, and the test sees the count.
+            with contextlib.suppress(threading.BrokenBarrierError):
+                state.gate.wait()
         action = state.next_action(request["model"])
         if action.hang:
             state.release.wait()
@@ -635,6 +641,12 @@ class LLMServer:
             if self.state.batch_hold is not None:
                 self.state.batch_hold.set()
             self.state.batch_hold = None
+
+    def answer_in_groups(self, size: int, timeout_s: float = 60.0) -> None:
+        """Hold each chat request until `size` are in flight together, then answer them: a test of a
+        concurrency limit sees it reached however slow the machine. A group still short of `size` after
+        `timeout_s` is answered as it is (the gate is then open for good)."""
+        self.state.gate = threading.Barrier(size, timeout=timeout_s)
 
     def hold_after(self, ok_replies: int) -> None:
         """Once `ok_replies` requests have succeeded, hold every new request unanswered."""

@@ -255,7 +255,8 @@ def test_a_known_model_is_priced_from_litellm(server, tmp_path):
 
 def test_concurrency_per_provider_never_exceeds_its_limit(tmp_path):
     limits = ProviderLimits(max_concurrency=3)
-    with LLMServer(latency_s=0.1) as server:
+    with LLMServer() as server:
+        server.answer_in_groups(3)  # the limit is reached, whatever the machine's speed
         calls = [
             threading.Thread(
                 target=complete,
