@@ -188,7 +188,7 @@ def _stated_grades(prose: str, scale: Scale) -> list[Any | None]:
     """The grades stated in prose under a grade's name or in the rubric's words; None for a grade stated on
     another scale (`score: 8/10`, `Grade: 5`). An off-scale number after a bare name (`Wells score of 2`)
     is a clinical score, not a grade, and is left out."""
-    grades = []
+    grades: list[Any | None] = []
     for stated in scale._patterns["stated"].finditer(prose):
         named_by_label = stated["separator"] in (":", "=", ">")
         if (
