@@ -9,9 +9,10 @@ deterministic reply after `latency_s`.
 
 It also serves OpenAI's Files and Batches APIs (`/v1/files`, `/v1/batches`, in the shapes the OpenAI SDK
 parses), so batch mode runs through litellm's real calls. A batch finishes `batch_delay_s` after its
-creation, when a retrieve, cancel or list next sees it: each line is answered with the body a chat call
-with a default `Action` would get, into an output file. `BatchScript`s queued with `script_batch` make
-lines fail, the batch expire with some lines answered, or fail whole; a cancelled batch answers nothing.
+creation (held with `hold_batches`: once released), when a retrieve, cancel or list next sees it: each
+line is answered with the body a chat call with a default `Action` would get, into an output file.
+`BatchScript`s queued with `script_batch` make lines fail, the batch expire with some lines answered, or
+fail whole; a cancelled batch answers nothing.
 Answered lines are not chat requests: `batch_submissions` counts each custom_id's submissions instead.
 
 `GET /stats` returns the counters as JSON, so a server started as a subprocess
@@ -21,6 +22,7 @@ process.
 """
 
 import argparse
+import contextlib
 import copy
 import email
 import email.policy
@@ -81,6 +83,9 @@ class Action:
     finish_reason: str = "stop"
     error: dict[str, Any] | None = None  # sent as the body `{"error": error}`, with `status`
     trickle_s: float | None = None  # send the headers at once, then the body in pieces over this long
+    # Answer nothing until the server stops (or `drop_held`): a hang past any client's time-out, however
+    # slow the machine, where a delay could end first.
+    hang: bool = False
     # The reply's tool calls (made with `tool_call`); its text is then `content`, None unless given.
     tool_calls: tuple[dict[str, Any], ...] | None = None
 
@@ -92,10 +97,9 @@ def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_0") -> 
 
 @dataclass(frozen=True)
 class BatchScript:
-    """What the server does with one batch at its deadline, `delay_s` after creation (the server's
-    `batch_delay_s` unless given). Defaults: every line answered, the batch "completed"."""
+    """What the server does with one batch at its deadline, `batch_delay_s` after creation (or, for a batch
+    created under `LLMServer.hold_batches`, once released). Defaults: every line answered, "completed"."""
 
-    delay_s: float | None = None
     failed_lines: dict[int, int] = field(default_factory=dict)  # line index -> HTTP status: the error file
     # "expired": the first `expire_completed` lines are answered, the rest go to the error file as expired.
     expire: bool = False
@@ -203,6 +207,7 @@ BATCH_EXPIRED = {
     "code": "batch_expired",
     "message": "This request could not be executed before the completion window expired.",
 }
+TRICKLE_GAP_S = 0.1
 _FILE = re.compile(r"/v1/files/([^/]+)")
 _FILE_CONTENT = re.compile(r"/v1/files/([^/]+)/content")
 _BATCH = re.compile(r"/v1/batches/([^/]+)")
@@ -215,6 +220,7 @@ class _Batch:
     lines: list[dict[str, Any]]
     script: BatchScript
     deadline: float  # time.time() at which it finishes
+    hold: threading.Event | None  # in progress, whatever the deadline, until this is set
 
 
 @dataclass
@@ -231,6 +237,8 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     batch_delay_s: float = 0.0
     batch_scripts: deque[BatchScript] = field(default_factory=deque)
+    batch_hold: threading.Event | None = None  # held by each batch created while it is not None
+    gate: threading.Barrier | None = None  # chat requests are answered in groups of its size
     files: dict[str, tuple[dict[str, Any], bytes]] = field(default_factory=dict)  # id -> (object, content)
     batches: dict[str, _Batch] = field(default_factory=dict)  # in order of creation
     batch_submissions: Counter[str] = field(default_factory=Counter)  # custom_id -> lines submitted
@@ -354,8 +362,7 @@ def create_batch(state: _State, request: dict[str, Any]) -> dict[str, Any] | Non
         "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
         "metadata": request.get("metadata"),
     }
-    delay_s = state.batch_delay_s if script.delay_s is None else script.delay_s
-    state.batches[batch_id] = _Batch(view, lines, script, now + delay_s)
+    state.batches[batch_id] = _Batch(view, lines, script, now + state.batch_delay_s, state.batch_hold)
     state.batch_submissions.update(line["custom_id"] for line in lines)
     return copy.deepcopy(view)
 
@@ -368,7 +375,8 @@ def advance_batch(state: _State, batch: _Batch) -> None:
         return
     batch.view["status"] = "in_progress"
     batch.view["in_progress_at"] = batch.view["in_progress_at"] or int(now)
-    if now >= batch.deadline:
+    held = batch.hold is not None and not batch.hold.is_set()
+    if now >= batch.deadline and not held:
         finish_batch(state, batch, int(now))
 
 
@@ -498,7 +506,15 @@ class _Handler(BaseHTTPRequestHandler):
             state.release.wait()
             self.close_connection = True
             return
+        if state.gate is not None:
+            # Too few came together in time: answered all the same, and the test sees the count.
+            with contextlib.suppress(threading.BrokenBarrierError):
+                state.gate.wait()
         action = state.next_action(request["model"])
+        if action.hang:
+            state.release.wait()
+            self.close_connection = True
+            return
         time.sleep(state.latency_s if action.delay_s is None else action.delay_s)
         record = RecordedRequest(
             model=request["model"],
@@ -559,8 +575,8 @@ class _Handler(BaseHTTPRequestHandler):
         if trickle_s is None:
             self.wfile.write(payload)
             return
-        # Twenty pieces, each arriving well within any per-read time-out of the client.
-        pieces = 20
+        # Pieces TRICKLE_GAP_S apart, each arriving well within any per-read time-out of the client.
+        pieces = max(1, min(len(payload), round(trickle_s / TRICKLE_GAP_S)))
         size = -(-len(payload) // pieces)
         for start in range(0, len(payload), size):
             self.wfile.write(payload[start : start + size])
@@ -612,6 +628,25 @@ class LLMServer:
         """Queue scripts for the next batches created, in order."""
         with self.state.lock:
             self.state.batch_scripts.extend(scripts)
+
+    def hold_batches(self) -> None:
+        """Keep every batch created from now on in progress until `release_batches`: a test sees a batch in
+        flight for as long as it needs, where a delay could run out first on a slow machine."""
+        with self.state.lock:
+            self.state.batch_hold = self.state.batch_hold or threading.Event()
+
+    def release_batches(self) -> None:
+        """Let the held batches finish when next seen (a cancelled one stays cancelled); hold no new one."""
+        with self.state.lock:
+            if self.state.batch_hold is not None:
+                self.state.batch_hold.set()
+            self.state.batch_hold = None
+
+    def answer_in_groups(self, size: int, timeout_s: float = 60.0) -> None:
+        """Hold each chat request until `size` are in flight together, then answer them: a test of a
+        concurrency limit sees it reached however slow the machine. A group still short of `size` after
+        `timeout_s` is answered as it is (the gate is then open for good)."""
+        self.state.gate = threading.Barrier(size, timeout=timeout_s)
 
     def hold_after(self, ok_replies: int) -> None:
         """Once `ok_replies` requests have succeeded, hold every new request unanswered."""

@@ -60,20 +60,11 @@ def report(
     self-contained page) under the report folder, and publishes the tables as Prefect artifacts.
     """
     from flows.report import report_runs
-    from tasks.benchmarks.threadmed.report import check_run_folder, default_report_dir
+    from tasks.benchmarks.threadmed.report import check_run_folder
 
-    for run_dir in run_dirs:
-        check_run_folder(run_dir)
-    check_writable_folder(out or Path(default_report_dir([str(run_dir) for run_dir in run_dirs])), "--out")
-    check_writable_folder(lake, "--lake")
     settings = ReportSettings(n_resamples=resamples, seed=seed, level=level, clustered=clustered)
-    report_dir = report_runs(
-        run_dirs=[str(run_dir) for run_dir in run_dirs],
-        out_dir=None if out is None else str(out),
-        lake_dir=str(lake),
-        settings=settings,
-    )
-    print_report_summary(Path(report_dir), Console())
+    report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, report_runs, settings)
+    print_report_summary(report_dir, Console())
 
 
 def run_report_flow(
@@ -84,11 +75,14 @@ def run_report_flow(
     report_flow: Callable[..., str],
     settings: BaseModel,
 ) -> Path:
-    """Check the run folders and the output folders, then run a benchmark's report flow; the report folder."""
+    """Check the run folders (each a run, each run once) and the output folders, then run a benchmark's report
+    flow; the report folder."""
     from tasks.report.files import default_report_dir
+    from tasks.report.runs import check_each_run_once, read_run_id
 
     for run_dir in run_dirs:
         check_run_folder(run_dir)
+    check_each_run_once([(read_run_id(run_dir), run_dir) for run_dir in run_dirs])
     check_writable_folder(out or Path(default_report_dir([str(r) for r in run_dirs])), "--out")
     check_writable_folder(lake, "--lake")
     return Path(

@@ -80,8 +80,27 @@ def run_label(manifest: RunIdentity) -> str:
     return f"{manifest.run_id} ({manifest.run_dir})"
 
 
+def read_run_id(run_dir: Path) -> str:
+    """The run id in RUN_DIR/manifest.json (every benchmark's run writes one)."""
+    return json.loads((run_dir / "manifest.json").read_text())["run_id"]
+
+
+def check_each_run_once(runs: Sequence[tuple[str, Path]]) -> None:
+    """Raise UserError when one run (its run id, wherever its folder: `a a`, `a ./a/`, a copy of `a`) is
+    given twice: merged with itself, its rows would count twice and its intervals narrow for nothing."""
+    folders_of: defaultdict[str, list[str]] = defaultdict(list)
+    for run_id, run_dir in runs:
+        folders_of[run_id].append(str(run_dir.resolve()))
+    repeated = {run_id: folders for run_id, folders in folders_of.items() if len(folders) > 1}
+    if repeated:
+        named = "; ".join(f"{run_id} in {', '.join(folders)}" for run_id, folders in sorted(repeated.items()))
+        raise UserError(f"the same run is given more than once ({named}): give each run once", "RUN_DIRS...")
+
+
 def check_mergeable(manifests: Sequence[RunIdentity], models_by_run: list[set[str]]) -> None:
-    """Runs merge only over one case set, and a model name may come from one run only."""
+    """Runs merge only when each is given once, over one case set, and a model name (`models_by_run`: a
+    benchmark's unit, such as a model in one condition) comes from one run only."""
+    check_each_run_once([(m.run_id, m.run_dir) for m in manifests])
     fingerprints = {m.fingerprint or str(m.case_set_dir.resolve()) for m in manifests}
     if len(fingerprints) > 1:
         runs = ", ".join(f"{run_label(m)}: {m.fingerprint or m.case_set_dir}" for m in manifests)

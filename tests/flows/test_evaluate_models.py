@@ -82,7 +82,8 @@ def test_every_model_condition_and_turn_is_answered_judged_and_written(dataset, 
         run = settings(dataset, tmp_path, server.url, providers={"openai": ProviderLimits(max_concurrency=3)})
         summary = evaluate_models(**parameters(run))
         assert len(server.requests) == 2 * CALLS_PER_MODEL
-        assert 2 <= server.state.max_in_flight <= 3
+        # The limit is held (reaching it is tested apart, without timing: tests/tasks/llm/test_call.py).
+        assert server.state.max_in_flight <= 3
 
         assert pq.read_schema(tmp_path / "responses.parquet").equals(RESPONSES.schema)
         assert pq.read_schema(tmp_path / "judgments.parquet").equals(JUDGMENTS.schema)

@@ -125,7 +125,8 @@ def test_the_unanswered_calls_of_an_expired_batch_are_sent_again(dataset, tmp_pa
 
 def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_twice(dataset, tmp_path):
     run_dir = tmp_path / "runs" / "paper"
-    with LLMServer(batch_delay_s=0.2) as server:
+    with LLMServer() as server:
+        server.hold_batches()
         # The oracle condition alone: every answer in wave 1, every judge call in wave 2.
         waiting = evaluate(dataset, run_dir, config(server.url, conditions=["oracle"], wait_s=0))
         assert (waiting.name, waiting.is_completed()) == ("AwaitingBatches", True)
@@ -133,9 +134,9 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
             "1 batch (10 calls) still in flight at the provider (batch_1); re-run"
         )
         assert not (run_dir / "responses.parquet").exists()
+        server.release_batches()
         polls = []
         while polls[-1:] != [{}] and len(polls) < 40:  # a wave per poll at most, until no run waits
-            time.sleep(0.2)
             polls.append(resume_batch_runs(runs_dir=str(tmp_path / "runs"), report=False))
         assert polls[-2] == {str(run_dir): "finished"}
         assert all(poll[str(run_dir)].startswith("AwaitingBatches: ") for poll in polls[:-2])
@@ -155,7 +156,8 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
 
 
 def test_a_run_that_would_call_one_by_one_what_is_in_flight_in_batches_is_refused(dataset, tmp_path):
-    with LLMServer(batch_delay_s=60) as server:
+    with LLMServer() as server:
+        server.hold_batches()
         evaluate(dataset, tmp_path, config(server.url, judge_mode="single", wait_s=0))
         refused = evaluate(dataset, tmp_path, config(server.url, model_mode="single", judge_mode="single"))
         assert (server.stats()["requests"], server.stats()["batch_requests"]) == (0, 13)
@@ -172,7 +174,8 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
     """The real `threadmed evaluate` (on the tests' Prefect server): it stops waiting with exit 75, a
     re-run is killed with kill -9 while its wave is at the provider, and a last run finishes."""
     env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
-    with LLMServer(batch_delay_s=0.5) as llm:
+    with LLMServer() as llm:
+        llm.hold_batches()
         command = [
             THREADMED, "evaluate", "--dataset", str(dataset), "--out", str(tmp_path), "--models", "openai/m",
             "--judge", "openai/judge", "--api-base", llm.url, "--split", "test", "--conditions", "oracle",
@@ -187,6 +190,8 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
             in (" ".join(waiting.stdout.split()))
         )
         assert not (tmp_path / "manifest.json").exists()
+        llm.release_batches()
+        llm.hold_batches()  # wave 1 may finish now; wave 2 stays at the provider while the re-run is killed
 
         killed = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -197,6 +202,7 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
         finally:
             killed.kill()
             killed.wait()
+        llm.release_batches()
         finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
         assert finished.returncode == 0, finished.stdout + finished.stderr
         stats = llm.stats()

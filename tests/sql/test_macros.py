@@ -76,6 +76,20 @@ def test_clean_text_keeps_null(duck):
         "+34 612 34 56 78",
         "+27 21 123 4567",
         "+447700900123",
+        # international with the `00` or North America's `011` exit code in place of `+`
+        "0044 20 7946 0958",
+        "00 44 20 7946 0958",
+        "011 44 20 7946 0958",
+        "011-44-20-7946-0958",
+        # Indian mobiles written 5-5 without the country code
+        "98765 43210",
+        "98765-43210",
+        # a local number written with a space
+        "555 0143",
+        # full-width digits and signs
+        "５５５－０１４３",
+        "(５５５) １２３-４５６７",
+        "＋４４ ２０ ７９４６ ０９５８",
         # national formats with the trunk prefix 0
         "07700 900123",
         "07700900123",
@@ -135,10 +149,26 @@ def test_mask_phone_numbers_masks_phone_numbers(duck, phone):
         "$1,200.50",
         "100,000 steps",
         "2 x 500 mg, 3 x 250 mg",
+        "60000-80000 a year",
+        "10000 20000 steps",
+        "walked 7000 8000 steps",
+        "1200 1500 calories",
+        "Tylenol 325 1000 mg",
+        "from 325 2019 to 410 2021",
+        "from 1998 2003",
+        "in 2019 5000 people",
+        "HR 110 bpm, 1 in 1000",
+        "for 3 weeks, 2 years ago, aged 67",
+        "from 00 12 minutes",
+        "BP 150/95, temp 38.5",
     ],
 )
 def test_mask_phone_numbers_keeps_ordinary_numbers(duck, text):
     assert call(duck, "mask_phone_numbers($text)", text=text) == text
+
+
+def test_mask_phone_numbers_folds_full_width_digits_it_keeps(duck):
+    assert call(duck, "mask_phone_numbers($text)", text="５００ mg twice") == "500 mg twice"
 
 
 @pytest.mark.parametrize(
@@ -176,14 +206,24 @@ def test_pseudonymise_author(duck, author, expected):
             f"[{pseudonym('bob')}](https://www.reddit.com/{pseudonym('bob')})",
         ),
         ("reddit.com/u/bob", f"reddit.com/{pseudonym('bob')}"),
+        # the long form of a user link, an @ handle, and names longer than Reddit's 20 characters
+        ("see /user/jane_doe now", f"see {pseudonym('jane_doe')} now"),
+        ("(/User/Bob)", f"({pseudonym('Bob')})"),
+        ("thanks @Dr_Jones, and @bob-2.", f"thanks {pseudonym('Dr_Jones')}, and {pseudonym('bob-2')}."),
+        ("u/" + "x" * 21, pseudonym("x" * 21)),
+        ("@" + "y" * 30 + " said", f"{pseudonym('y' * 30)} said"),
         # a handle is written as typed: Reddit's spelling of the account is not known here
         ("u/Bob", pseudonym("Bob")),
-        # not handles: markers, too short or too long names, units and abbreviations
+        # not handles: markers, too short names, units, abbreviations, e-mail addresses and times
         ("by u/[deleted] and /u/[removed]", "by u/[deleted] and /u/[removed]"),
         ("U/S showed a cyst; ALT 40 U/L", "U/S showed a cyst; ALT 40 U/L"),
         ("insulin 10 u/day, 0.5 u/kg", "insulin 10 u/day, 0.5 u/kg"),
         ("IU/day, menu/bob", "IU/day, menu/bob"),
-        ("u/" + "x" * 21, "u/" + "x" * 21),
+        (
+            "mail jane.doe@mail.example.com, meet @10am, @ab",
+            "mail jane.doe@mail.example.com, meet @10am, @ab",
+        ),
+        ("the user/patient view", "the user/patient view"),
         ("no mention here", "no mention here"),
         ("", ""),
         (None, None),

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from tasks.benchmarks.consult.scorer import ScoreJob
 
 Call = Callable[[ChatRequest], CallRecord]
-FQR_SCALE = boolean_scale("correct")
+# The rubric's field and its words for the grades (judge_fqr_v1: "It is correct (true)", "not correct").
+FQR_SCALE = boolean_scale("correct", {"correct": True, "incorrect": False})
 
 
 class FollowUpJudge(BaseModel, frozen=True):

@@ -41,8 +41,8 @@ from tasks.benchmarks.threadmed.tables import (
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
 from tasks.report.artifacts import publish_markdown, publish_tables
-from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the CLI
 from tasks.report.files import write_stats_table
+from tasks.report.runs import check_mergeable, run_label
 from tasks.report.stats import BootstrapCI, bootstrap_mean, mann_whitney, seeded_rng, spearman
 
 RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]
@@ -117,13 +117,15 @@ def _read_contract(path: Path, columns: list[str], schema: pa.Schema) -> pa.Tabl
 
 
 class RunManifest(NamedTuple):
-    """What a report needs from a run's manifest.json."""
+    """What a report needs from a run's manifest.json (the dataset build is the run's case set)."""
 
     run_id: str
     run_dir: Path
-    dataset_dir: Path
-    dataset_fingerprint: str | None
+    case_set_dir: Path
+    fingerprint: str | None
     judge_model: str
+    # What else makes a judge's grades what they are: its params as sent and its prompts' hashes.
+    judge_setup: dict[str, Any]
     models: list[str]
 
 
@@ -138,12 +140,19 @@ def read_manifest(run_dir: Path) -> RunManifest:
     models = raw.get("models") or config.get("models", [])
     declared = Path(raw["dataset"].get("path") or raw["dataset"]["dir"])
     dataset_dir = next((d for d in (declared, run_dir / declared) if (d / "dataset").exists()), declared)
+    judge = raw.get("judge") or config["judge"]
+    sent = next(iter(raw.get("sent", {}).get("judge", {}).values()), judge)
     return RunManifest(
         run_id=raw["run_id"],
         run_dir=run_dir,
-        dataset_dir=dataset_dir,
-        dataset_fingerprint=raw["dataset"].get("fingerprint"),
-        judge_model=(raw.get("judge") or config["judge"])["model"],
+        case_set_dir=dataset_dir,
+        fingerprint=raw["dataset"].get("fingerprint"),
+        judge_model=judge["model"],
+        judge_setup={
+            "params": sent.get("params") or {},
+            # ThReadMed's prompts are the judge's: its rubric and its re-ask.
+            "prompts": {version: p["sha256"] for version, p in raw.get("prompts", {}).items()},
+        },
         models=[spec if isinstance(spec, str) else spec.get("name") or spec["model"] for spec in models],
     )
 
@@ -159,19 +168,28 @@ def _read_funnel(dataset_dir: Path) -> list[dict[str, Any]] | None:
     return [row for row in content if isinstance(row, dict)]
 
 
-def _check_mergeable(manifests: list[RunManifest], responses: pa.Table) -> None:
-    """Runs merge only with one dataset and one judge, and each (model, condition) from a single run."""
-    for field, value in (
-        ("dataset", lambda x: x.dataset_fingerprint or str(x.dataset_dir.resolve())),
-        ("judge", lambda x: x.judge_model),
-    ):
-        values = {value(manifest) for manifest in manifests}
-        if len(values) > 1:
-            raise ValueError(f"runs do not share a {field} ({sorted(map(str, values))}): not comparable")
-    sources = responses.group_by(["model", "condition"]).aggregate([("run_id", "count_distinct")])
-    duplicated = sources.filter(pc.greater(sources["run_id_count_distinct"], 1))
-    if duplicated.num_rows:
-        raise ValueError(f"(model, condition) evaluated in several runs: {duplicated.to_pylist()}")
+def _judge_of(manifest: RunManifest) -> str:
+    setup = manifest.judge_setup
+    prompts = ", ".join(f"{version} {sha256[:12]}" for version, sha256 in sorted(setup["prompts"].items()))
+    return f"{manifest.judge_model} [{prompts or 'prompts not recorded'}] {json.dumps(setup['params'])}"
+
+
+def check_one_judge(manifests: list[RunManifest]) -> None:
+    """Raise UserError unless the runs share one judge: its model, its prompts' hashes and its params (a
+    rubric file or a temperature changes the grades as much as the model does)."""
+    if len({(m.judge_model, json.dumps(m.judge_setup, sort_keys=True)) for m in manifests}) > 1:
+        judges = "; ".join(f"{run_label(m)}: {_judge_of(m)}" for m in manifests)
+        raise UserError(
+            f"these runs were judged differently, so their scores are not comparable ({judges}): "
+            "report them separately",
+            "RUN_DIRS...",
+        )
+
+
+def _units(responses: pa.Table) -> set[str]:
+    """A run's (model, condition) pairs: what may come from one run only."""
+    pairs = zip(responses["model"].to_pylist(), responses["condition"].to_pylist(), strict=True)
+    return {f"{model} ({condition})" for model, condition in set(pairs)}
 
 
 def _word_counts(texts: Iterable[str | None]) -> np.ndarray:
@@ -227,16 +245,18 @@ def load_runs(run_dirs: list[Path]) -> RunData:
     manifests = [read_manifest(run_dir) for run_dir in run_dirs]
     response_columns = [*RUN_KEY, "status", "response", "input_cost_usd", "output_cost_usd", "cost_usd"]
     judgment_columns = [*RUN_KEY, "score", "reason", "parse_status", "cost_usd"]
-    responses = pa.concat_tables(
+    responses_by_run = [
         _read_contract(run_dir / "responses.parquet", response_columns, RESPONSES.schema)
         for run_dir in run_dirs
-    )
+    ]
+    check_mergeable(manifests, [_units(responses) for responses in responses_by_run])
+    check_one_judge(manifests)
+    responses = pa.concat_tables(responses_by_run)
     judgments = pa.concat_tables(
         _read_contract(run_dir / "judgments.parquet", judgment_columns, JUDGMENTS.schema)
         for run_dir in run_dirs
     ).rename_columns([*judgment_columns[:-1], "judge_cost_usd"])
-    _check_mergeable(manifests, responses)
-    dataset_dir = manifests[0].dataset_dir
+    dataset_dir = manifests[0].case_set_dir
     qa_pairs = _read_contract(
         dataset_dir / "dataset" / "answered" / "qa_pairs.parquet",
         ["thread_id", "turn", "question", "answer"],
@@ -255,7 +275,7 @@ def load_runs(run_dirs: list[Path]) -> RunData:
         conditions=_ordered(table["condition"].to_pylist(), (m.BASELINE, m.ORACLE)),
         judge_model=manifests[0].judge_model,
         runs=[{"run_id": x.run_id, "path": str(x.run_dir)} for x in manifests],
-        dataset_fingerprint=manifests[0].dataset_fingerprint,
+        dataset_fingerprint=manifests[0].fingerprint,
         funnel=_read_funnel(dataset_dir),
     )
 

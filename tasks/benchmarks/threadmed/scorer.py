@@ -41,8 +41,11 @@ def render_judge_messages(
     ]
 
 
-# The rubric's field and grades; the parsing is shared by every judge (tasks/evals/verdicts.py).
-SCORE_SCALE = numeric_scale("score", VALID_SCORES)
+# The rubric's field, grades and its names for them (judge_rubric_v1: "1.0 (correct)", "0.5 (partially
+# correct)", "0.0 (incorrect)"); the parsing is shared by every judge (tasks/evals/verdicts.py).
+SCORE_SCALE = numeric_scale(
+    "score", VALID_SCORES, {"correct": 1.0, "partially correct": 0.5, "incorrect": 0.0}
+)
 
 
 def parse_verdict(text: str | None) -> Verdict | None:

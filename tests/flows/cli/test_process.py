@@ -17,15 +17,9 @@ import pytest
 from tasks.synth.generator import generate_dumps
 from tests.eval_fixtures import write_dataset
 from tests.llm_server import LLMServer
+from tests.tasks.evals.test_run_lock import HOLDER
 
 THREADMED = str(Path(sys.executable).with_name("threadmed"))
-LOCK_HOLDER = """
-import sys, time
-from tasks.evals.run_lock import hold_run_folder
-with hold_run_folder(sys.argv[1]):
-    print("held", flush=True)
-    time.sleep(120)
-"""
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +37,7 @@ def evaluate_command(dataset: Path, run_dir: Path, api_base: str) -> list[str]:
 def test_a_run_folder_being_evaluated_is_refused_in_one_line_naming_the_holder(dataset, tmp_path):
     run_dir = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", LOCK_HOLDER, str(run_dir)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, str(run_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     try:
         assert holder.stdout.readline() == "held\n"

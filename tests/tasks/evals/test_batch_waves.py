@@ -99,10 +99,11 @@ def test_the_calls_an_expired_batch_left_unanswered_go_out_again(server, tmp_pat
 
 
 def test_a_run_that_stops_waiting_leaves_its_batch_in_flight_and_the_next_run_collects_it(server, tmp_path):
-    server.script_batch(BatchScript(delay_s=0.5))
+    server.hold_batches()
     waiting = waves(server, tmp_path, BatchSettings(poll_interval_s=0.02, wait_s=0)).run()
     assert (waiting.finished, [len(r.keys) for r in waiting.in_flight]) == (False, [2])
     assert "re-run the same command later" in waiting.message()
+    server.release_batches()
     finished = waves(server, tmp_path).run()
     assert (finished.finished, finished.waves) == (True, 3)
     assert server.stats()["max_submissions_per_custom_id"] == 1

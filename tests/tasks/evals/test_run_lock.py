@@ -12,11 +12,11 @@ import pytest
 from tasks.evals.run_lock import RunFolderBusy, hold_run_folder
 
 HOLDER = """
-import sys, time
+import sys
 from tasks.evals.run_lock import hold_run_folder
 with hold_run_folder(sys.argv[1]):
     print("held", flush=True)
-    time.sleep(120)
+    sys.stdin.read()  # held until the test ends (closes stdin or kills it), however long the test takes
 """
 
 
@@ -24,7 +24,10 @@ with hold_run_folder(sys.argv[1]):
 def holder(tmp_path):
     """Another process holding the lock of tmp_path/run (killed at the end)."""
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(tmp_path / "run")], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, str(tmp_path / "run")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout.readline() == "held\n"
     yield process

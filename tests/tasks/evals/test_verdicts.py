@@ -3,9 +3,8 @@ with its scorer, tests/tasks/benchmarks/threadmed/test_scorer.py)."""
 
 import pytest
 
-from tasks.evals.verdicts import Verdict, boolean_scale, parse_verdict
-
-CORRECT = boolean_scale("correct")
+from tasks.benchmarks.consult.judge import FQR_SCALE as CORRECT
+from tasks.evals.verdicts import Verdict, parse_verdict
 
 REPLIES = {
     "rubric-json": ('{"correct": true, "reason": "Switches drug."}', Verdict(True, "Switches drug.")),
@@ -34,6 +33,23 @@ REPLIES = {
     "wrong-key": ('{"SCORE": 1.0}', None),
     "echoed-template": ('{"correct": <true or false>, "reason": "<one sentence>"}', None),
     "refusal": ("I cannot judge this.", None),
+    # A verdict stated outside the JSON, in any form, must agree with it.
+    "sentence-contradicts": ('The answer is incorrect.\n{"correct": true}', None),
+    "negated-sentence-contradicts": ('The reply is not correct.\n{"correct": true}', None),
+    "contracted-negation-contradicts": ('The answer isn\'t correct.\n{"correct": true}', None),
+    "sentence-contradicts-false": ('The answer is medically correct.\n{"correct": false}', None),
+    "verdict-label-contradicts": ('Verdict: false\n{"correct": true}', None),
+    "full-width-label-contradicts": ('ＣＯＲＲＥＣＴ: false\n{"correct": true}', None),
+    "sentence-agrees": ('The answer is incorrect.\n{"correct": false, "reason": "x"}', Verdict(False, "x")),
+    "negated-sentence-agrees": ('The answer is not correct.\n{"correct": false}', Verdict(False, None)),
+    "sentence-about-a-detail": (
+        'The dose is correct.\n{"correct": false, "reason": "keeps the allergen"}',
+        Verdict(False, "keeps the allergen"),
+    ),
+    "partly-correct-is-no-verdict-word": (
+        'The answer is partly correct.\n{"correct": false}',
+        Verdict(False, None),
+    ),
     "empty": ("", None),
     "none": (None, None),
 }

@@ -81,7 +81,7 @@ def test_a_finished_batch_lands_in_the_ledger_as_single_calls_would_at_batch_pri
 
 
 def test_a_batch_in_flight_is_checked_again_never_submitted_again(server, tmp_path):
-    server.script_batch(BatchScript(delay_s=30))
+    server.hold_batches()
     record, store, ledger = submitted(server, tmp_path)
     again = advance(record, store, ledger)
     assert (again.status, again.collected, again.batch_id) == ("in_progress", False, "batch_1")

@@ -95,8 +95,8 @@ for i in range(100_000):
 
 def test_kill_9_while_writing_leaves_only_whole_records(tmp_path):
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], cwd=Path(__file__).parents[3])
-    deadline = time.monotonic() + 30
-    while len(list(tmp_path.glob("ok/*/*.json"))) < 20 and time.monotonic() < deadline:
+    while len(list(tmp_path.glob("ok/*/*.json"))) < 20:  # however slowly: it writes far more than 20
+        assert writer.poll() is None, "the writer stopped"
         time.sleep(0.05)
     os.kill(writer.pid, signal.SIGKILL)
     writer.wait()

@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -306,16 +307,80 @@ def test_runs_sharing_dataset_and_judge_merge(metrics: dict[str, Any], tmp_path:
     assert [run["run_id"] for run in merged["runs"]] == ["r1", "r2"]
 
 
-def test_runs_with_another_judge_or_the_same_model_do_not_merge(tmp_path: Path) -> None:
+def test_runs_with_another_judge_model_or_the_same_model_do_not_merge(tmp_path: Path) -> None:
     first = make_run(tmp_path / "a", run_id="r1")
     other_judge = make_run(
         tmp_path / "b", {("gamma", "baseline"): SCORES["beta", "baseline"]}, "r2", judge="x/y"
     )
-    with pytest.raises(ValueError, match="do not share a judge"):
+    with pytest.raises(UserError) as caught:
         load_runs([first, other_judge])
+    assert str(caught.value) == (
+        f"these runs were judged differently, so their scores are not comparable (r1 ({first}): "
+        f"openai/gpt-4o [prompts not recorded] {{}}; r2 ({other_judge}): x/y [prompts not recorded] {{}}): "
+        "report them separately"
+    )
     same_model = make_run(tmp_path / "a", {("alpha", "baseline"): SCORES["alpha", "baseline"]}, run_id="r3")
-    with pytest.raises(ValueError, match="evaluated in several runs"):
+    with pytest.raises(UserError) as caught:
         load_runs([first, same_model])
+    assert str(caught.value) == (
+        f"a model appears in several runs ('alpha (baseline)' in r1 ({first}), r3 ({same_model})): "
+        "report those runs separately or rename the model"
+    )
+
+
+def judged_with(run: Path, params: dict[str, Any], rubric_sha256: str) -> Path:
+    """The run's manifest as evaluate-models writes it: the judge's params as sent, its prompts' hashes."""
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["sent"] = {"judge": {"judge": {"model": manifest["judge"]["model"], "params": params}}}
+    manifest["prompts"] = {
+        "judge_rubric_v1": {"sha256": rubric_sha256},
+        "judge_reask_v1": {"sha256": "e" * 64},
+    }
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+def test_one_judge_model_with_another_rubric_or_temperature_is_another_judge(tmp_path: Path) -> None:
+    alpha = {key: value for key, value in SCORES.items() if key[0] == "alpha"}
+    beta = {("beta", "baseline"): SCORES["beta", "baseline"]}
+    first = judged_with(make_run(tmp_path, alpha, run_id="r1"), {"temperature": 0}, "a" * 64)
+    same = judged_with(make_run(tmp_path, beta, run_id="r2"), {"temperature": 0}, "a" * 64)
+    assert load_runs([first, same]).models == ["alpha", "beta"]
+    prompts = "judge_reask_v1 eeeeeeeeeeee, judge_rubric_v1 "
+    for run_id, params, rubric in (
+        ("r3", {"temperature": 0}, "b" * 64),
+        ("r4", {"temperature": 1}, "a" * 64),
+    ):
+        other = judged_with(make_run(tmp_path, beta, run_id=run_id), params, rubric)
+        with pytest.raises(UserError) as caught:
+            load_runs([first, other])
+        assert str(caught.value) == (
+            f"these runs were judged differently, so their scores are not comparable (r1 ({first}): "
+            f'openai/gpt-4o [{prompts}aaaaaaaaaaaa] {{"temperature": 0}}; '
+            f"{run_id} ({other}): openai/gpt-4o [{prompts}{rubric[:12]}] {json.dumps(params)}): "
+            "report them separately"
+        )
+
+
+def test_a_run_never_merges_with_itself(tmp_path: Path) -> None:
+    run = make_run(tmp_path, run_id="r1")
+    copy = shutil.copytree(run, tmp_path / "copy")
+    for again in (run, Path(f"{run}/"), tmp_path / "." / "r1", copy):
+        with pytest.raises(UserError) as caught:
+            load_runs([run, again])
+        assert str(caught.value) == (
+            f"the same run is given more than once (r1 in {run}, {again.resolve()}): give each run once"
+        )
+    # A copy whose manifest was given another run id still holds the same rows: the same units, refused.
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "run_id": "r9"}))
+    with pytest.raises(UserError) as caught:
+        load_runs([run, copy])
+    both = f"in r1 ({run}), r9 ({copy})"
+    assert str(caught.value) == (
+        f"a model appears in several runs ('alpha (baseline)' {both}; 'alpha (oracle)' {both}; "
+        f"'beta (baseline)' {both}): report those runs separately or rename the model"
+    )
 
 
 def test_overlap_judge_reports_say_they_are_not_comparable(tmp_path: Path) -> None:
