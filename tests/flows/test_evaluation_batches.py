@@ -3,6 +3,7 @@ calls to the local server's files and batches API."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -152,6 +153,70 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
         )
     assert latest.data == 100.0
     assert latest.description.endswith("wave 1: 10 calls submitted, 0 in progress, 10 completed, 0 failed")
+
+
+def test_a_run_folder_moved_while_waiting_is_finished_where_it_is_now_submitting_nothing_twice(
+    dataset, tmp_path, monkeypatch
+):
+    """The dataset named by a relative path, from another working folder than the poller's."""
+    monkeypatch.chdir(dataset.parent)
+    runs = tmp_path / "runs"
+    with LLMServer(batch_delay_s=3600) as server:
+        waiting = evaluate(
+            Path(dataset.name), runs / "draft", config(server.url, conditions=["oracle"], wait_s=0)
+        )
+        assert waiting.name == "AwaitingBatches"
+        (runs / "draft").rename(runs / "paper")
+        monkeypatch.chdir(tmp_path)
+        polls = []
+        while polls[-1:] != [{}] and len(polls) < 5:  # each poll sees the batches before it finished
+            server.finish_batches()
+            polls.append(resume_batch_runs(runs_dir=str(runs), report=False))
+        stats = server.stats()
+    paper = str(runs / "paper")
+    assert [{run: outcome.split(";")[0] for run, outcome in poll.items()} for poll in polls] == [
+        {paper: "AwaitingBatches: 1 batch (10 calls) still in flight at the provider (batch_2)"},
+        {paper: "finished"},
+        {},
+    ]
+    assert not (runs / "draft").exists()
+    assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 20, 0)
+    assert len(outcomes(runs / "paper", "judgments")) == 10
+
+
+def test_a_run_the_poller_cannot_go_on_with_is_named_and_the_others_are_polled(dataset, tmp_path, caplog):
+    """Run a's dataset is gone; run b's batch is unknown to the provider, so its calls go out again."""
+    runs, gone = tmp_path / "runs", tmp_path / "gone"
+    shutil.copytree(dataset, gone)
+    with LLMServer(batch_delay_s=3600) as server:
+        run_config = config(server.url, conditions=["oracle"], wait_s=0)
+        assert evaluate(gone, runs / "a", run_config).name == "AwaitingBatches"  # batch_1
+        assert evaluate(dataset, runs / "b", run_config).name == "AwaitingBatches"  # batch_2
+        shutil.rmtree(gone)
+        server.forget_batch("batch_2")
+        polls = []
+        while not (runs / "b" / "manifest.json").exists() and len(polls) < 5:
+            server.finish_batches()
+            polls.append(resume_batch_runs(runs_dir=str(runs), report=False, return_state=True))
+        batches = server.batches
+    refusal = (
+        f"its dataset folder {gone} (recorded in batches/run.json) is not there: re-run its evaluation by "
+        "hand with the dataset where it is now"
+    )
+    assert [(poll.is_failed(), poll.message) for poll in polls] == [
+        (True, f"1 of 2 waiting runs could not go on: {runs / 'a'}: {refusal}")
+    ] * 3
+    assert (
+        "batch batch_2 (wave 1) is no longer known to the provider (404): the 10 unanswered are submitted "
+        "again" in caplog.text
+    )
+    # b's answers again in batch_3, then its judge calls; a's batch is left as it was.
+    assert [(batch["id"], batch["request_counts"]["total"]) for batch in batches] == [
+        ("batch_1", 10),
+        ("batch_3", 10),
+        ("batch_4", 10),
+    ]
+    assert len(outcomes(runs / "b", "judgments")) == 10
 
 
 def test_a_run_that_would_call_one_by_one_what_is_in_flight_in_batches_is_refused(dataset, tmp_path):
