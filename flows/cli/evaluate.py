@@ -175,11 +175,10 @@ def run_or_estimate(
     check_writable_folder(out, "--out")
     from flows.cli.process import on_interrupt
     from tasks.evals.run_lock import RunFolderBusy, hold_run_folder
-    from tasks.llm.ledger import CallLedger
 
     try:
         with hold_run_folder(out):  # refused here, before the Prefect server starts
-            on_interrupt(lambda: interrupted_line(CallLedger(out / "ledger").count_succeeded(), out))
+            on_interrupt(lambda: interrupted_line(out))
             state = run_flow()
     except RunFolderBusy as error:
         console.print(str(error), style="red", markup=False, soft_wrap=True)
@@ -205,8 +204,21 @@ def run_or_estimate(
     console.print(f"[green]Run {manifest['run_id']} written to[/green] {out}")
 
 
-def interrupted_line(calls_kept: int, run_dir: Path) -> str:
-    return f"interrupted: {calls_kept} calls kept in {run_dir}; re-run the same command to resume"
+def interrupted_line(run_dir: Path) -> str:
+    """What an interrupted run leaves: the calls in its ledger, and those in batches at the provider."""
+    from tasks.llm.batches import BatchStore
+    from tasks.llm.ledger import CallLedger
+
+    kept = f"interrupted: {CallLedger(run_dir / 'ledger').count_succeeded()} calls kept in {run_dir}"
+    in_flight = BatchStore(run_dir / "batches").in_flight()
+    if not in_flight:
+        return f"{kept}; re-run the same command to resume"
+    calls = sum(len(record.keys) for record in in_flight)
+    batches = f"{len(in_flight)} provider {'batch' if len(in_flight) == 1 else 'batches'}"
+    return (
+        f"{kept}, {calls} more in flight in {batches}; re-run the same command to resume (it, or the "
+        "resume-batch-runs poller, collects them without paying again)"
+    )
 
 
 def split_list(value: str | None) -> list[str] | None:

@@ -118,11 +118,11 @@ def batches_left_to_single_calls(run_dir: Path, config: RunConfig) -> str | None
     orphans = [r for r in BatchStore(run_dir / "batches").in_flight() if (r.model, r.api_base) not in batched]
     if not orphans:
         return None
-    models = ", ".join(sorted({record.model for record in orphans}))
+    models = ", ".join(sorted({f"{r.model} at {r.api_base}" if r.api_base else r.model for r in orphans}))
     return (
         f"{run_dir} has {len(orphans)} {'batch' if len(orphans) == 1 else 'batches'} in flight for {models}, "
-        "which this run would call one by one "
-        "(paying twice): re-run in batch mode for those roles (--batch) to collect them first"
+        "which this run would call one by one (paying twice): "
+        "re-run in batch mode for those roles (--batch), at that endpoint, to collect them first"
     )
 
 

@@ -226,8 +226,9 @@ def test_a_run_that_would_call_one_by_one_what_is_in_flight_in_batches_is_refuse
         assert (server.stats()["requests"], server.stats()["batch_requests"]) == (0, 13)
     assert refused.is_failed()
     assert refused.message == (
-        f"{tmp_path} has 1 batch in flight for openai/alpha, which this run would call one by one (paying "
-        "twice): re-run in batch mode for those roles (--batch) to collect them first"
+        f"{tmp_path} has 1 batch in flight for openai/alpha at {server.url}, which this run would call "
+        "one by one (paying twice): re-run in batch mode for those roles (--batch), at that endpoint, to "
+        "collect them first"
     )
 
 
@@ -267,3 +268,30 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
         stats = llm.stats()
     assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 20, 0)
     assert "Calls: 20 batch (USD 0.0000)" in finished.stdout
+
+
+def test_an_endpoint_with_a_trailing_slash_is_the_same_endpoint_to_a_batch_run(dataset, tmp_path):
+    """`--api-base URL/` leaves a batch in flight; `--api-base URL` collects it (the real command)."""
+    env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
+    with LLMServer() as llm:
+        llm.script_batch(BatchScript(delay_s=3600))
+        command = [
+            THREADMED, "evaluate", "--dataset", str(dataset), "--out", str(tmp_path), "--models", "openai/m",
+            "--judge", "openai/judge", "--split", "test", "--conditions", "oracle", "--no-report",
+            "--batch", "model,judge", "--batch-poll", "0.05",
+        ]  # fmt: skip
+        waiting = subprocess.run(
+            [*command, "--api-base", f"{llm.url}/", "--batch-wait", "0"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert waiting.returncode == 75, waiting.stdout + waiting.stderr
+        llm.finish_batches()
+        finished = subprocess.run(
+            [*command, "--api-base", llm.url], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert finished.returncode == 0, finished.stdout + finished.stderr
+        stats = llm.stats()
+    assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 20, 0)

@@ -105,6 +105,33 @@ def test_ctrl_c_exits_130_within_seconds_saying_what_was_kept_in_one_line(evalua
     assert [c for c in children if c.is_running()] == []
 
 
+def test_ctrl_c_while_batches_wait_says_how_many_calls_are_in_flight_and_that_they_are_collected(
+    dataset, tmp_path
+):
+    run_dir, output = tmp_path / "run", tmp_path / "output.txt"
+    command = [*evaluate_command(dataset, run_dir, ""), "--conditions", "oracle", "--batch", "model,judge"]
+    with LLMServer(batch_delay_s=3600) as llm, output.open("wb") as sink:
+        command[command.index("--api-base") + 1] = llm.url
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 180
+            while llm.stats()["batches"] == 0:
+                assert process.poll() is None, output.read_text()
+                assert time.monotonic() < deadline, "no batch reached the LLM server"
+                time.sleep(0.2)
+            printed = output.stat().st_size
+            os.killpg(process.pid, signal.SIGINT)
+            assert process.wait(timeout=60) == 130
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert output.read_bytes()[printed:].decode().splitlines() == [
+        f"interrupted: 0 calls kept in {run_dir}, 10 more in flight in 1 provider batch; re-run the same "
+        "command to resume (it, or the resume-batch-runs poller, collects them without paying again)"
+    ]
+
+
 def test_kill_9_leaves_no_temporary_server_behind(evaluating):
     process = evaluating[0]
     children = psutil.Process(process.pid).children(recursive=True)
