@@ -29,9 +29,9 @@ RUN_FILE = "run.json"
 class BatchRun(BaseModel):
     """What a poller needs to go on with a run: its benchmark and settings (`batches/run.json`).
 
-    The dataset is recorded by its absolute path, and the run folder not at all: it is wherever run.json
-    is found, so a run folder moved while it waits goes on where it is now, whatever the poller's
-    working folder.
+    The dataset and prompt files are recorded by absolute paths, and the run folder not at all: it is
+    wherever run.json is found, so a run folder moved while it waits goes on where it is now, whatever
+    the poller's working folder.
     """
 
     benchmark: str
@@ -39,10 +39,14 @@ class BatchRun(BaseModel):
 
     @classmethod
     def of(cls, benchmark: str, settings: EvaluationSettings) -> "BatchRun":
-        recorded = settings.model_dump(mode="json", exclude={"run_dir"})
-        return cls(
-            benchmark=benchmark, settings={**recorded, "dataset_dir": str(settings.dataset_dir.resolve())}
+        """The record of a run: every path in it absolute (a relative one is from the working folder)."""
+        absolute = settings.model_copy(
+            update={
+                "dataset_dir": settings.dataset_dir.resolve(),
+                "config": settings.config.with_paths_from(Path.cwd()),
+            }
         )
+        return cls(benchmark=benchmark, settings=absolute.model_dump(mode="json", exclude={"run_dir"}))
 
     def settings_in(self, run_dir: Path, config_model: type[RunConfig]) -> EvaluationSettings:
         """The run's settings in `run_dir`, waiting for no batch; ValueError if its dataset is not there."""
