@@ -126,7 +126,7 @@ def test_the_unanswered_calls_of_an_expired_batch_are_sent_again(dataset, tmp_pa
 
 def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_twice(dataset, tmp_path):
     run_dir = tmp_path / "runs" / "paper"
-    with LLMServer(batch_delay_s=0.2) as server:
+    with LLMServer(batch_delay_s=3600) as server:
         # The oracle condition alone: every answer in wave 1, every judge call in wave 2.
         waiting = evaluate(dataset, run_dir, config(server.url, conditions=["oracle"], wait_s=0))
         assert (waiting.name, waiting.is_completed()) == ("AwaitingBatches", True)
@@ -135,11 +135,14 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
         )
         assert not (run_dir / "responses.parquet").exists()
         polls = []
-        while polls[-1:] != [{}] and len(polls) < 40:  # a wave per poll at most, until no run waits
-            time.sleep(0.2)
+        while polls[-1:] != [{}] and len(polls) < 5:  # a wave per poll, until no run waits
+            server.finish_batches()
             polls.append(resume_batch_runs(runs_dir=str(tmp_path / "runs"), report=False))
-        assert polls[-2] == {str(run_dir): "finished"}
-        assert all(poll[str(run_dir)].startswith("AwaitingBatches: ") for poll in polls[:-2])
+        assert [{run: outcome.split(":")[0] for run, outcome in poll.items()} for poll in polls] == [
+            {str(run_dir): "AwaitingBatches"},
+            {str(run_dir): "finished"},
+            {},
+        ]
         assert server.stats()["max_submissions_per_custom_id"] == 1
         assert server.stats()["requests"] == 0
     assert (run_dir / "manifest.json").exists() and len(outcomes(run_dir, "judgments")) == 10
@@ -232,18 +235,23 @@ def test_a_run_that_would_call_one_by_one_what_is_in_flight_in_batches_is_refuse
     )
 
 
+def batch_command(dataset: Path, run_dir: Path, api_base: str) -> list[str]:
+    """`threadmed evaluate` of the oracle condition, model and judge in batch mode."""
+    return [
+        THREADMED, "evaluate", "--dataset", str(dataset), "--out", str(run_dir), "--models", "openai/m",
+        "--judge", "openai/judge", "--api-base", api_base, "--split", "test", "--conditions", "oracle",
+        "--no-report", "--batch", "model,judge", "--batch-poll", "0.05",
+    ]  # fmt: skip
+
+
 def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_submitted_twice(
     dataset, tmp_path
 ):
     """The real `threadmed evaluate` (on the tests' Prefect server): it stops waiting with exit 75, a
     re-run is killed with kill -9 while its wave is at the provider, and a last run finishes."""
     env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
-    with LLMServer(batch_delay_s=0.5) as llm:
-        command = [
-            THREADMED, "evaluate", "--dataset", str(dataset), "--out", str(tmp_path), "--models", "openai/m",
-            "--judge", "openai/judge", "--api-base", llm.url, "--split", "test", "--conditions", "oracle",
-            "--no-report", "--batch", "model,judge", "--batch-poll", "0.05",
-        ]  # fmt: skip
+    with LLMServer(batch_delay_s=3600) as llm:  # a batch finishes when the test says so
+        command = batch_command(dataset, tmp_path, llm.url)
         waiting = subprocess.run(
             [*command, "--batch-wait", "0"], env=env, capture_output=True, text=True, timeout=300
         )
@@ -254,6 +262,7 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
         )
         assert not (tmp_path / "manifest.json").exists()
 
+        llm.finish_batches()
         killed = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 180
@@ -263,6 +272,7 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
         finally:
             killed.kill()
             killed.wait()
+        llm.finish_batches()
         finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
         assert finished.returncode == 0, finished.stdout + finished.stderr
         stats = llm.stats()
@@ -275,13 +285,8 @@ def test_an_endpoint_with_a_trailing_slash_is_the_same_endpoint_to_a_batch_run(d
     env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
     with LLMServer() as llm:
         llm.script_batch(BatchScript(delay_s=3600))
-        command = [
-            THREADMED, "evaluate", "--dataset", str(dataset), "--out", str(tmp_path), "--models", "openai/m",
-            "--judge", "openai/judge", "--split", "test", "--conditions", "oracle", "--no-report",
-            "--batch", "model,judge", "--batch-poll", "0.05",
-        ]  # fmt: skip
         waiting = subprocess.run(
-            [*command, "--api-base", f"{llm.url}/", "--batch-wait", "0"],
+            [*batch_command(dataset, tmp_path, f"{llm.url}/"), "--batch-wait", "0"],
             env=env,
             capture_output=True,
             text=True,
@@ -290,7 +295,7 @@ def test_an_endpoint_with_a_trailing_slash_is_the_same_endpoint_to_a_batch_run(d
         assert waiting.returncode == 75, waiting.stdout + waiting.stderr
         llm.finish_batches()
         finished = subprocess.run(
-            [*command, "--api-base", llm.url], env=env, capture_output=True, text=True, timeout=300
+            batch_command(dataset, tmp_path, llm.url), env=env, capture_output=True, text=True, timeout=300
         )
         assert finished.returncode == 0, finished.stdout + finished.stderr
         stats = llm.stats()
