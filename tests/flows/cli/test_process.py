@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -63,6 +63,15 @@ def test_a_run_folder_being_evaluated_is_refused_in_one_line_naming_the_holder(d
     assert not (run_dir / "ledger").exists()
 
 
+def wait_until(done: Callable[[], bool], process: subprocess.Popen[bytes], output: Path, what: str) -> None:
+    """Wait (3 minutes at most) until `done()`, the process still running; else fail saying `what`."""
+    deadline = time.monotonic() + 180
+    while not done():
+        assert process.poll() is None, output.read_text()
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
 @pytest.fixture
 def evaluating(dataset, tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], Path, Path, LLMServer]]:
     """`threadmed evaluate` as a terminal's job (its own process group), once calls hang at the server.
@@ -77,11 +86,7 @@ def evaluating(dataset, tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], Pat
             start_new_session=True,
         )  # fmt: skip
         try:
-            deadline = time.monotonic() + 180
-            while llm.stats()["held"] == 0:
-                assert process.poll() is None, output.read_text()
-                assert time.monotonic() < deadline, "no call reached the LLM server"
-                time.sleep(0.2)
+            wait_until(lambda: llm.stats()["held"] > 0, process, output, "no call reached the LLM server")
             yield process, run_dir, output, llm
         finally:
             if process.poll() is None:
@@ -114,11 +119,7 @@ def test_ctrl_c_while_batches_wait_says_how_many_calls_are_in_flight_and_that_th
         command[command.index("--api-base") + 1] = llm.url
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            deadline = time.monotonic() + 180
-            while llm.stats()["batches"] == 0:
-                assert process.poll() is None, output.read_text()
-                assert time.monotonic() < deadline, "no batch reached the LLM server"
-                time.sleep(0.2)
+            wait_until(lambda: llm.stats()["batches"] > 0, process, output, "no batch reached the LLM server")
             printed = output.stat().st_size
             os.killpg(process.pid, signal.SIGINT)
             assert process.wait(timeout=60) == 130
