@@ -6,7 +6,7 @@ that can go together now (every turn 0 of every thread, every judge call whose a
 clinician turn t of every case). Those not already in a batch in flight are submitted as the next wave,
 one batch per model and endpoint (tasks/llm/batches.py); when a batch finishes, its results go to the
 ledger and the walk goes one step further. The round ends when a walk defers nothing: every call is in
-the ledger, or failed for good in this run. The run then writes its tables as any run does, every call
+the ledger, or failed for good. The run then writes its tables as any run does, every call
 answered from the ledger.
 
 A call whose line failed is submitted again in a later wave until the retry policy's attempts are spent,
