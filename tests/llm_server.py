@@ -14,6 +14,8 @@ line is answered with the body a chat call with a default `Action` would get, in
 `BatchScript`s queued with `script_batch` make lines fail, the batch expire with some lines answered, or
 fail whole; a cancelled batch answers nothing.
 Answered lines are not chat requests: `batch_submissions` counts each custom_id's submissions instead.
+`finish_batches` ends every batch now, and `forget_batch` makes one unknown (a 404), as a provider does
+after its retention period.
 
 `GET /stats` returns the counters as JSON, so a server started as a subprocess
 (`python -m tests.llm_server --latency 0.2 --batch-delay 1`) can be read from another process; `--reply`
@@ -241,6 +243,7 @@ class _State:
     gate: threading.Barrier | None = None  # chat requests are answered in groups of its size
     files: dict[str, tuple[dict[str, Any], bytes]] = field(default_factory=dict)  # id -> (object, content)
     batches: dict[str, _Batch] = field(default_factory=dict)  # in order of creation
+    batches_created: int = 0  # forgotten ones included, so no batch id is given twice
     batch_submissions: Counter[str] = field(default_factory=Counter)  # custom_id -> lines submitted
 
     def next_action(self, model: str) -> Action:
@@ -339,7 +342,8 @@ def create_batch(state: _State, request: dict[str, Any]) -> dict[str, Any] | Non
     lines = [json.loads(line) for line in content.decode().splitlines() if line.strip()]
     script = state.batch_scripts.popleft() if state.batch_scripts else BatchScript()
     now = time.time()
-    batch_id = f"batch_{len(state.batches) + 1}"
+    state.batches_created += 1
+    batch_id = f"batch_{state.batches_created}"
     view = {
         "id": batch_id,
         "object": "batch",
@@ -648,6 +652,18 @@ class LLMServer:
         `timeout_s` is answered as it is (the gate is then open for good)."""
         self.state.gate = threading.Barrier(size, timeout=timeout_s)
 
+    def finish_batches(self) -> None:
+        """Bring every batch's deadline to now: each finishes when a retrieve, cancel or list next sees it
+        (so a test decides when a batch ends, without waiting on the clock)."""
+        with self.state.lock:
+            for batch in self.state.batches.values():
+                batch.deadline = min(batch.deadline, time.time())
+
+    def forget_batch(self, batch_id: str) -> None:
+        """Drop the batch as a provider does after its retention period: from now on it is a 404."""
+        with self.state.lock:
+            del self.state.batches[batch_id]
+
     def hold_after(self, ok_replies: int) -> None:
         """Once `ok_replies` requests have succeeded, hold every new request unanswered."""
         self.state.hold_after_ok = ok_replies
@@ -688,7 +704,7 @@ class LLMServer:
             "max_in_flight": self.state.max_in_flight,
             "held": self.state.held,
             "max_ok_per_body": max(self.ok_counts().values(), default=0),
-            "batches": len(self.state.batches),
+            "batches": self.state.batches_created,
             "batch_requests": submissions.total(),
             "max_submissions_per_custom_id": max(submissions.values(), default=0),
         }

@@ -344,6 +344,17 @@ def test_batches_are_listed_newest_first_a_page_at_a_time(server):
     ]
 
 
+def test_a_batch_finishes_when_told_and_a_forgotten_one_is_a_404_its_id_never_given_again(server):
+    server.script_batch(BatchScript(delay_s=3600))
+    waiting = submit(server)
+    server.finish_batches()
+    assert litellm.retrieve_batch(waiting.id, **openai_at(server)).status == "completed"
+    server.forget_batch(waiting.id)
+    with pytest.raises(openai.NotFoundError):
+        litellm.retrieve_batch(waiting.id, **openai_at(server))
+    assert (submit(server).id, server.stats()["batches"]) == ("batch_2", 2)
+
+
 @pytest.mark.parametrize(
     "call",
     [

@@ -177,14 +177,13 @@ def run_or_estimate(
     from flows.cli.progress import showing_progress
     from tasks.evals.progress import Track, plan_tracks
     from tasks.evals.run_lock import RunFolderBusy, hold_run_folder
-    from tasks.llm.ledger import CallLedger
 
     def tracks() -> list[Track]:
         return plan_tracks(plan, bench.estimate_job, settings.config)
 
     def last_words() -> str:
         progress.stop()  # the bars' last state, and the terminal's cursor back, before the line
-        return interrupted_line(CallLedger(out / "ledger").count_succeeded(), out)
+        return interrupted_line(out)
 
     try:
         # The folder is held (refused here, before the Prefect server starts), then its progress shown.
@@ -215,8 +214,21 @@ def run_or_estimate(
     console.print(f"[green]Run {manifest['run_id']} written to[/green] {out}")
 
 
-def interrupted_line(calls_kept: int, run_dir: Path) -> str:
-    return f"interrupted: {calls_kept} calls kept in {run_dir}; re-run the same command to resume"
+def interrupted_line(run_dir: Path) -> str:
+    """What an interrupted run leaves: the calls in its ledger, and those in batches at the provider."""
+    from tasks.llm.batches import BatchStore
+    from tasks.llm.ledger import CallLedger
+
+    kept = f"interrupted: {CallLedger(run_dir / 'ledger').count_succeeded()} calls kept in {run_dir}"
+    in_flight = BatchStore(run_dir / "batches").in_flight()
+    if not in_flight:
+        return f"{kept}; re-run the same command to resume"
+    calls = sum(len(record.keys) for record in in_flight)
+    batches = f"{len(in_flight)} provider {'batch' if len(in_flight) == 1 else 'batches'}"
+    return (
+        f"{kept}, {calls} more in flight in {batches}; re-run the same command to resume (it, or the "
+        "resume-batch-runs poller, collects them without paying again)"
+    )
 
 
 def split_list(value: str | None) -> list[str] | None:

@@ -5,7 +5,6 @@
 (tasks/evals/batch_waves.py) with a progress artifact per wave.
 """
 
-import json
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -28,18 +27,45 @@ RUN_FILE = "run.json"
 
 
 class BatchRun(BaseModel):
-    """What a poller needs to go on with a run: its benchmark and settings (`batches/run.json`)."""
+    """What a poller needs to go on with a run: its benchmark and settings (`batches/run.json`).
+
+    The dataset and prompt files are recorded by absolute paths, and the run folder not at all: it is
+    wherever run.json is found, so a run folder moved while it waits goes on where it is now, whatever
+    the poller's working folder.
+    """
 
     benchmark: str
     settings: dict[str, Any]
+
+    @classmethod
+    def of(cls, benchmark: str, settings: EvaluationSettings) -> "BatchRun":
+        """The record of a run: every path in it absolute (a relative one is from the working folder)."""
+        absolute = settings.model_copy(
+            update={
+                "dataset_dir": settings.dataset_dir.resolve(),
+                "config": settings.config.with_paths_from(Path.cwd()),
+            }
+        )
+        return cls(benchmark=benchmark, settings=absolute.model_dump(mode="json", exclude={"run_dir"}))
+
+    def settings_in(self, run_dir: Path, config_model: type[RunConfig]) -> EvaluationSettings:
+        """The run's settings in `run_dir`, waiting for no batch; ValueError if its dataset is not there."""
+        settings = EvaluationSettings[config_model].model_validate({**self.settings, "run_dir": run_dir})
+        dataset = settings.dataset_dir
+        if not (dataset.is_absolute() and dataset.is_dir()):  # a relative one: from a file of older code
+            raise ValueError(
+                f"its dataset folder {dataset} (recorded in batches/{RUN_FILE}) is not there: re-run its "
+                "evaluation by hand with the dataset where it is now"
+            )
+        batch = settings.config.batch.model_copy(update={"wait_s": 0.0})
+        return settings.model_copy(update={"config": settings.config.model_copy(update={"batch": batch})})
 
 
 @task(name="make-batch-calls", cache_policy=NO_CACHE)
 def make_batch_calls(bench: Benchmark, plan: RunPlan[Any, Any], settings: EvaluationSettings) -> WavesOutcome:
     """Every batch-mode call of the run, made in waves of provider batches (or left in flight)."""
     batches_dir = plan.run_dir / "batches"
-    record = BatchRun(benchmark=bench.name, settings=settings.model_dump(mode="json"))
-    write_text_atomic(batches_dir / RUN_FILE, record.model_dump_json(indent=1))
+    write_text_atomic(batches_dir / RUN_FILE, BatchRun.of(bench.name, settings).model_dump_json(indent=1))
 
     def walk(job: Any, ledger_dir: Path) -> None:
         solved = bench.solve.fn(job=job.solve, ledger_dir=ledger_dir)
@@ -96,20 +122,23 @@ def batches_left_to_single_calls(run_dir: Path, config: RunConfig) -> str | None
     orphans = [r for r in BatchStore(run_dir / "batches").in_flight() if (r.model, r.api_base) not in batched]
     if not orphans:
         return None
-    models = ", ".join(sorted({record.model for record in orphans}))
+    models = ", ".join(sorted({f"{r.model} at {r.api_base}" if r.api_base else r.model for r in orphans}))
     return (
         f"{run_dir} has {len(orphans)} {'batch' if len(orphans) == 1 else 'batches'} in flight for {models}, "
-        "which this run would call one by one "
-        "(paying twice): re-run in batch mode for those roles (--batch) to collect them first"
+        "which this run would call one by one (paying twice): "
+        "re-run in batch mode for those roles (--batch), at that endpoint, to collect them first"
     )
 
 
-def waiting_runs(runs_dir: Path) -> list[tuple[Path, BatchRun]]:
+def waiting_runs(runs_dir: Path) -> list[Path]:
     """The run folders under `runs_dir` (at any depth) with batches whose results are not collected."""
-    waiting = []
-    for run_file in sorted(Path(runs_dir).glob(f"**/batches/{RUN_FILE}")):
-        if BatchStore(run_file.parent).in_flight():
-            waiting.append(
-                (run_file.parent.parent, BatchRun.model_validate(json.loads(run_file.read_text())))
-            )
-    return waiting
+    return [
+        run_file.parent.parent
+        for run_file in sorted(Path(runs_dir).glob(f"**/batches/{RUN_FILE}"))
+        if BatchStore(run_file.parent).in_flight()
+    ]
+
+
+def read_batch_run(run_dir: Path) -> BatchRun:
+    """The benchmark and settings a waiting run folder recorded."""
+    return BatchRun.model_validate_json((run_dir / "batches" / RUN_FILE).read_bytes())

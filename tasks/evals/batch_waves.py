@@ -6,11 +6,12 @@ that can go together now (every turn 0 of every thread, every judge call whose a
 clinician turn t of every case). Those not already in a batch in flight are submitted as the next wave,
 one batch per model and endpoint (tasks/llm/batches.py); when a batch finishes, its results go to the
 ledger and the walk goes one step further. The round ends when a walk defers nothing: every call is in
-the ledger, or failed for good in this run. The run then writes its tables as any run does, every call
+the ledger, or failed for good. The run then writes its tables as any run does, every call
 answered from the ledger.
 
-A call whose line failed is submitted again in a later wave until the retry policy's attempts are spent
-in this run (a permanent failure at once); the calls of an expired or cancelled batch are submitted again.
+A call whose line failed is submitted again in a later wave until the retry policy's attempts are spent,
+counted in the ledger across runs and polls (a permanent failure at once); the unanswered calls of an
+expired or cancelled batch, or of one the provider no longer knows, are submitted again.
 With `wait_s`, the run stops waiting after that long and leaves its batches in flight: the next run of the
 same settings (or the resume-batch-runs flow) picks them up, and submits nothing twice.
 """
@@ -25,13 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from tasks.evals.config import BatchSettings
-from tasks.llm.batches import BatchRecord, BatchStore, advance, split_into_batches
+from tasks.llm.batches import VANISHED, BatchRecord, BatchStore, advance, split_into_batches
 from tasks.llm.deferral import CallCollector, collecting
 from tasks.llm.errors import classify_error
-from tasks.llm.ledger import CallLedger
+from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.request import CallOptions, ChatRequest, RetryPolicy
 
 MODULE_LOGGER = logging.getLogger(__name__)
+# Why a collected batch left calls unanswered, by its status: those calls are submitted again.
+UNANSWERED_BECAUSE = {
+    "expired": "expired before all its calls were answered",
+    "cancelled": "cancelled before all its calls were answered",
+    VANISHED: "is no longer known to the provider (404)",
+}
 
 Walk = Callable[[Any, Path], None]
 """Walks one job: solve it, then score what it solved (every call through `complete()`)."""
@@ -102,9 +109,9 @@ class BatchWaves:
         self.ledger_dir = run_dir / "ledger"
         self.ledger = CallLedger(self.ledger_dir)
         self.store = BatchStore(run_dir / "batches")
-        self.submissions: Counter[str] = Counter()  # per call key, in this run
         self.provider_errors: Counter[str] = Counter()  # per batch, in a row
-        self.settled: set[str] = set()
+        # Calls whose attempts earlier runs spent are final from the start.
+        self.settled = {failure.key for failure in self.ledger.failures() if self._final(failure)}
 
     def run(self) -> WavesOutcome:
         deadline = None if self.settings.wait_s is None else time.monotonic() + self.settings.wait_s
@@ -146,7 +153,6 @@ class BatchWaves:
             max_bytes = int(self.settings.max_file_mb * 2**20)
             for chunk in split_into_batches(requests, self.settings.max_calls, max_bytes):
                 record = self.store.create(wave, chunk, options)
-                self.submissions.update(chunk.keys())
                 record = self._advance(record)
                 self.logger.info(
                     "wave %d: batch %s of %d %s calls submitted", wave, record.batch_id, len(chunk), model
@@ -182,25 +188,27 @@ class BatchWaves:
         self.provider_errors.pop(record.local_id, None)
         if record.collected:
             self._settle(record)
-            if record.status in ("expired", "cancelled"):
+            if record.status in UNANSWERED_BECAUSE:
                 self.logger.warning(
-                    "batch %s (wave %d) %s before all its calls were answered: the %d unanswered are "
-                    "submitted again",
+                    "batch %s (wave %d) %s: the %d unanswered are submitted again",
                     record.batch_id,
                     record.wave,
-                    record.status,
+                    UNANSWERED_BECAUSE[record.status],
                     sum(self.ledger.lookup(key) is None for key in record.keys),
                 )
         return record
 
     def _settle(self, record: BatchRecord) -> None:
-        """The calls of a collected batch that failed for good in this run: not submitted again."""
+        """The calls of a collected batch that failed for good: not submitted again."""
         for key in record.keys:
             failure = self.ledger.last_failure(key) if self.ledger.lookup(key) is None else None
-            if failure is not None and (
-                not failure.retryable or self.submissions[key] >= self.retry.max_attempts
-            ):
+            if failure is not None and self._final(failure):
                 self.settled.add(key)
+
+    def _final(self, failure: CallRecord) -> bool:
+        """Whether a failed call is not tried again: a permanent failure, or its attempts spent (every
+        submission of it counts, in any run, so a poller re-running the folder ends too)."""
+        return not failure.retryable or failure.attempts >= self.retry.max_attempts
 
     def _wait_for_a_finished_batch(self, deadline: float | None) -> bool:
         """Poll until a batch in flight is collected (True), or the deadline passes with none (False)."""

@@ -51,6 +51,12 @@ class ModelSpec(BaseModel):
         self.name = self.name or self.model
         return self
 
+    @field_validator("api_base")
+    @classmethod
+    def _one_spelling(cls, api_base: str | None) -> str | None:
+        """`URL/` is `URL`: one spelling, so that one endpoint gives the same call keys and batches."""
+        return api_base.rstrip("/") if api_base else api_base
+
     @property
     def provider_name(self) -> str:
         return self.provider or self.model.split("/", 1)[0]

@@ -9,10 +9,12 @@ A batch's life, each step written to its record in `<run_dir>/batches/` before a
 
 A process killed at any step resumes from the record: a file is uploaded again only when no id was
 recorded (uploads are free); a batch created but not yet recorded is found again by the record's id in
-the batch's metadata, so no call is ever submitted twice. A finished batch's answers land in the ledger
-exactly as single calls would (same record, `mode` 'batch', batch prices); a line that failed gets a
-failure record with its attempts counted; the calls of an expired or cancelled batch that were not
-answered are left to be submitted again, and a batch the provider rejected fails its calls.
+the batch's metadata (searching every batch of the account made since the file was uploaded), so no call
+is ever submitted twice. A finished batch's answers land in the ledger exactly as single calls would
+(same record, `mode` 'batch', batch prices); a line that failed gets a failure record with its attempts
+counted; the calls of an expired or cancelled batch that were not answered are left to be submitted
+again, as are those of a batch the provider no longer knows (status 'vanished': a 404 for it or its
+results), and a batch the provider rejected fails its calls.
 """
 
 import io
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import litellm
+import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
@@ -37,8 +40,11 @@ ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
 # Providers whose litellm route takes OpenAI's batch JSONL as it is.
 BATCH_PROVIDERS = ("openai", "azure")
-FINISHED = ("completed", "failed", "expired", "cancelled")
+# Our status of a batch whose id (or results) the provider answers with a 404: gone after its retention.
+VANISHED = "vanished"
+FINISHED = ("completed", "failed", "expired", "cancelled", VANISHED)
 METADATA_KEY = "threadmed_batch"
+LIST_PAGE_SIZE = 100  # OpenAI's largest page
 
 
 class BatchRecord(BaseModel):
@@ -176,13 +182,17 @@ def split_into_batches(
 def advance(record: BatchRecord, store: BatchStore, ledger: CallLedger) -> BatchRecord:
     """Take the batch one step on (upload, create, check, collect); each step is recorded as it is done."""
     access = _access(record)
-    if record.input_file_id is None:
+    uploading = record.input_file_id is None
+    if uploading:
         upload = io.BytesIO(request_lines(store.requests(record)))
         upload.name = f"{record.local_id}.jsonl"
         created = litellm.create_file(file=upload, purpose="batch", **access)
         record = store.write(record.model_copy(update={"input_file_id": created.id, "status": "uploaded"}))
     if record.batch_id is None:
-        batch = _find_created(record, access) or litellm.create_batch(
+        # No batch can be made yet from a file uploaded just now; from an older one, a crash may have
+        # come between the batch's creation and this record.
+        made = None if uploading else _find_created(record, access)
+        batch = made or litellm.create_batch(
             completion_window=COMPLETION_WINDOW,
             endpoint=ENDPOINT,
             input_file_id=record.input_file_id,
@@ -190,11 +200,16 @@ def advance(record: BatchRecord, store: BatchStore, ledger: CallLedger) -> Batch
             **access,
         )
         record = store.write(_with_status(record.model_copy(update={"batch_id": batch.id}), batch))
-    if not record.finished:
-        checked = _with_status(record, litellm.retrieve_batch(batch_id=record.batch_id, **access))
-        record = store.write(checked) if checked != record else record
-    if record.finished and not record.collected:
-        record = store.write(collect(record, store.requests(record), ledger, access))
+    try:
+        if not record.finished:
+            checked = _with_status(record, litellm.retrieve_batch(batch_id=record.batch_id, **access))
+            record = store.write(checked) if checked != record else record
+        if record.finished and not record.collected:
+            record = store.write(collect(record, store.requests(record), ledger, access))
+    except openai.NotFoundError:
+        # Gone for good (no wait brings it back): what it did not answer into the ledger is sent again.
+        update = {"status": VANISHED, "collected": True, "finished_at": datetime.now(UTC)}
+        record = store.write(record.model_copy(update=update))
     return record
 
 
@@ -210,12 +225,22 @@ def _access(record: BatchRecord) -> dict[str, Any]:
 
 
 def _find_created(record: BatchRecord, access: dict[str, Any]) -> Any:
-    """The provider's batch made from this record, if one was created before a crash recorded its id."""
-    listed = litellm.list_batches(limit=100, **access)
-    for batch in listed.data or []:
-        if (batch.metadata or {}).get(METADATA_KEY) == record.local_id:
-            return batch
-    return None
+    """The provider's batch made from this record, if one was created before a crash recorded its id.
+
+    The account's batches are listed newest first, page by page, down to the first one older than the
+    record's input file: none of those can have been made from it.
+    """
+    uploaded_at = litellm.file_retrieve(file_id=record.input_file_id, **access).created_at
+    after = None
+    while True:
+        page = litellm.list_batches(after=after, limit=LIST_PAGE_SIZE, **access)
+        batches = page.data or []
+        for batch in batches:
+            if (batch.metadata or {}).get(METADATA_KEY) == record.local_id:
+                return batch
+        if not batches or not page.has_more or batches[-1].created_at < uploaded_at:
+            return None
+        after = batches[-1].id
 
 
 def _with_status(record: BatchRecord, batch: Any) -> BatchRecord:

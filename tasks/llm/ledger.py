@@ -81,13 +81,15 @@ class CallLedger:
 
     def records(self) -> Iterator[CallRecord]:
         """Every readable record: successes, then failures of calls that never succeeded."""
-        succeeded = set()
         for path in sorted(self.root.glob("ok/*/*.json")):
             if (record := read_record(path)) is not None:
-                succeeded.add(record.key)
                 yield record
+        yield from self.failures()
+
+    def failures(self) -> Iterator[CallRecord]:
+        """The latest failure of every call that has not succeeded (reads no success)."""
         for path in sorted(self.root.glob("failed/*/*.json")):
-            if (record := read_record(path)) is not None and record.key not in succeeded:
+            if (record := read_record(path)) is not None and self.lookup(record.key) is None:
                 yield record
 
     def count_succeeded(self) -> int:

@@ -3,6 +3,7 @@ calls to the local server's files and batches API."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -125,8 +126,7 @@ def test_the_unanswered_calls_of_an_expired_batch_are_sent_again(dataset, tmp_pa
 
 def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_twice(dataset, tmp_path):
     run_dir = tmp_path / "runs" / "paper"
-    with LLMServer() as server:
-        server.hold_batches()
+    with LLMServer(batch_delay_s=3600) as server:
         # The oracle condition alone: every answer in wave 1, every judge call in wave 2.
         waiting = evaluate(dataset, run_dir, config(server.url, conditions=["oracle"], wait_s=0))
         assert (waiting.name, waiting.is_completed()) == ("AwaitingBatches", True)
@@ -134,12 +134,15 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
             "1 batch (10 calls) still in flight at the provider (batch_1); re-run"
         )
         assert not (run_dir / "responses.parquet").exists()
-        server.release_batches()
         polls = []
-        while polls[-1:] != [{}] and len(polls) < 40:  # a wave per poll at most, until no run waits
+        while polls[-1:] != [{}] and len(polls) < 5:  # a wave per poll, until no run waits
+            server.finish_batches()
             polls.append(resume_batch_runs(runs_dir=str(tmp_path / "runs"), report=False))
-        assert polls[-2] == {str(run_dir): "finished"}
-        assert all(poll[str(run_dir)].startswith("AwaitingBatches: ") for poll in polls[:-2])
+        assert [{run: outcome.split(":")[0] for run, outcome in poll.items()} for poll in polls] == [
+            {str(run_dir): "AwaitingBatches"},
+            {str(run_dir): "finished"},
+            {},
+        ]
         assert server.stats()["max_submissions_per_custom_id"] == 1
         assert server.stats()["requests"] == 0
     assert (run_dir / "manifest.json").exists() and len(outcomes(run_dir, "judgments")) == 10
@@ -155,6 +158,70 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
     assert latest.description.endswith("wave 1: 10 calls submitted, 0 in progress, 10 completed, 0 failed")
 
 
+def test_a_run_folder_moved_while_waiting_is_finished_where_it_is_now_submitting_nothing_twice(
+    dataset, tmp_path, monkeypatch
+):
+    """The dataset named by a relative path, from another working folder than the poller's."""
+    monkeypatch.chdir(dataset.parent)
+    runs = tmp_path / "runs"
+    with LLMServer(batch_delay_s=3600) as server:
+        waiting = evaluate(
+            Path(dataset.name), runs / "draft", config(server.url, conditions=["oracle"], wait_s=0)
+        )
+        assert waiting.name == "AwaitingBatches"
+        (runs / "draft").rename(runs / "paper")
+        monkeypatch.chdir(tmp_path)
+        polls = []
+        while polls[-1:] != [{}] and len(polls) < 5:  # each poll sees the batches before it finished
+            server.finish_batches()
+            polls.append(resume_batch_runs(runs_dir=str(runs), report=False))
+        stats = server.stats()
+    paper = str(runs / "paper")
+    assert [{run: outcome.split(";")[0] for run, outcome in poll.items()} for poll in polls] == [
+        {paper: "AwaitingBatches: 1 batch (10 calls) still in flight at the provider (batch_2)"},
+        {paper: "finished"},
+        {},
+    ]
+    assert not (runs / "draft").exists()
+    assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 20, 0)
+    assert len(outcomes(runs / "paper", "judgments")) == 10
+
+
+def test_a_run_the_poller_cannot_go_on_with_is_named_and_the_others_are_polled(dataset, tmp_path, caplog):
+    """Run a's dataset is gone; run b's batch is unknown to the provider, so its calls go out again."""
+    runs, gone = tmp_path / "runs", tmp_path / "gone"
+    shutil.copytree(dataset, gone)
+    with LLMServer(batch_delay_s=3600) as server:
+        run_config = config(server.url, conditions=["oracle"], wait_s=0)
+        assert evaluate(gone, runs / "a", run_config).name == "AwaitingBatches"  # batch_1
+        assert evaluate(dataset, runs / "b", run_config).name == "AwaitingBatches"  # batch_2
+        shutil.rmtree(gone)
+        server.forget_batch("batch_2")
+        polls = []
+        while not (runs / "b" / "manifest.json").exists() and len(polls) < 5:
+            server.finish_batches()
+            polls.append(resume_batch_runs(runs_dir=str(runs), report=False, return_state=True))
+        batches = server.batches
+    refusal = (
+        f"its dataset folder {gone} (recorded in batches/run.json) is not there: re-run its evaluation by "
+        "hand with the dataset where it is now"
+    )
+    assert [(poll.is_failed(), poll.message) for poll in polls] == [
+        (True, f"1 of 2 waiting runs could not go on: {runs / 'a'}: {refusal}")
+    ] * 3
+    assert (
+        "batch batch_2 (wave 1) is no longer known to the provider (404): the 10 unanswered are submitted "
+        "again" in caplog.text
+    )
+    # b's answers again in batch_3, then its judge calls; a's batch is left as it was.
+    assert [(batch["id"], batch["request_counts"]["total"]) for batch in batches] == [
+        ("batch_1", 10),
+        ("batch_3", 10),
+        ("batch_4", 10),
+    ]
+    assert len(outcomes(runs / "b", "judgments")) == 10
+
+
 def test_a_run_that_would_call_one_by_one_what_is_in_flight_in_batches_is_refused(dataset, tmp_path):
     with LLMServer() as server:
         server.hold_batches()
@@ -163,9 +230,19 @@ def test_a_run_that_would_call_one_by_one_what_is_in_flight_in_batches_is_refuse
         assert (server.stats()["requests"], server.stats()["batch_requests"]) == (0, 13)
     assert refused.is_failed()
     assert refused.message == (
-        f"{tmp_path} has 1 batch in flight for openai/alpha, which this run would call one by one (paying "
-        "twice): re-run in batch mode for those roles (--batch) to collect them first"
+        f"{tmp_path} has 1 batch in flight for openai/alpha at {server.url}, which this run would call "
+        "one by one (paying twice): re-run in batch mode for those roles (--batch), at that endpoint, to "
+        "collect them first"
     )
+
+
+def batch_command(dataset: Path, run_dir: Path, api_base: str) -> list[str]:
+    """`threadmed evaluate` of the oracle condition, model and judge in batch mode."""
+    return [
+        THREADMED, "evaluate", "--dataset", str(dataset), "--out", str(run_dir), "--models", "openai/m",
+        "--judge", "openai/judge", "--api-base", api_base, "--split", "test", "--conditions", "oracle",
+        "--no-report", "--batch", "model,judge", "--batch-poll", "0.05",
+    ]  # fmt: skip
 
 
 def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_submitted_twice(
@@ -174,13 +251,8 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
     """The real `threadmed evaluate` (on the tests' Prefect server): it stops waiting with exit 75, a
     re-run is killed with kill -9 while its wave is at the provider, and a last run finishes."""
     env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
-    with LLMServer() as llm:
-        llm.hold_batches()
-        command = [
-            THREADMED, "evaluate", "--dataset", str(dataset), "--out", str(tmp_path), "--models", "openai/m",
-            "--judge", "openai/judge", "--api-base", llm.url, "--split", "test", "--conditions", "oracle",
-            "--no-report", "--batch", "model,judge", "--batch-poll", "0.05",
-        ]  # fmt: skip
+    with LLMServer(batch_delay_s=3600) as llm:  # a batch finishes when the test says so
+        command = batch_command(dataset, tmp_path, llm.url)
         waiting = subprocess.run(
             [*command, "--batch-wait", "0"], env=env, capture_output=True, text=True, timeout=300
         )
@@ -190,9 +262,7 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
             in (" ".join(waiting.stdout.split()))
         )
         assert not (tmp_path / "manifest.json").exists()
-        llm.release_batches()
-        llm.hold_batches()  # wave 1 may finish now; wave 2 stays at the provider while the re-run is killed
-
+        llm.finish_batches()  # wave 1 only: wave 2 stays at the provider while the re-run is killed
         killed = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 180
@@ -202,9 +272,31 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
         finally:
             killed.kill()
             killed.wait()
-        llm.release_batches()
+        llm.finish_batches()
         finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
         assert finished.returncode == 0, finished.stdout + finished.stderr
         stats = llm.stats()
     assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 20, 0)
     assert "Calls: 20 batch (USD 0.0000)" in finished.stdout
+
+
+def test_an_endpoint_with_a_trailing_slash_is_the_same_endpoint_to_a_batch_run(dataset, tmp_path):
+    """`--api-base URL/` leaves a batch in flight; `--api-base URL` collects it (the real command)."""
+    env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
+    with LLMServer() as llm:
+        llm.script_batch(BatchScript(delay_s=3600))
+        waiting = subprocess.run(
+            [*batch_command(dataset, tmp_path, f"{llm.url}/"), "--batch-wait", "0"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert waiting.returncode == 75, waiting.stdout + waiting.stderr
+        llm.finish_batches()
+        finished = subprocess.run(
+            batch_command(dataset, tmp_path, llm.url), env=env, capture_output=True, text=True, timeout=300
+        )
+        assert finished.returncode == 0, finished.stdout + finished.stderr
+        stats = llm.stats()
+    assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 20, 0)

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -57,6 +57,15 @@ def test_a_run_folder_being_evaluated_is_refused_in_one_line_naming_the_holder(d
     assert not (run_dir / "ledger").exists()
 
 
+def wait_until(done: Callable[[], bool], process: subprocess.Popen[bytes], output: Path, what: str) -> None:
+    """Wait (3 minutes at most) until `done()`, the process still running; else fail saying `what`."""
+    deadline = time.monotonic() + 180
+    while not done():
+        assert process.poll() is None, output.read_text()
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
 @pytest.fixture
 def evaluating(dataset, tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], Path, Path, LLMServer]]:
     """`threadmed evaluate` as a terminal's job (its own process group), once calls hang at the server.
@@ -71,11 +80,7 @@ def evaluating(dataset, tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], Pat
             start_new_session=True,
         )  # fmt: skip
         try:
-            deadline = time.monotonic() + 180
-            while llm.stats()["held"] == 0:
-                assert process.poll() is None, output.read_text()
-                assert time.monotonic() < deadline, "no call reached the LLM server"
-                time.sleep(0.2)
+            wait_until(lambda: llm.stats()["held"] > 0, process, output, "no call reached the LLM server")
             yield process, run_dir, output, llm
         finally:
             if process.poll() is None:
@@ -97,6 +102,29 @@ def test_ctrl_c_exits_130_within_seconds_saying_what_was_kept_in_one_line(evalua
         f"interrupted: {kept} calls kept in {run_dir}; re-run the same command to resume"
     ]
     assert [c for c in children if c.is_running()] == []
+
+
+def test_ctrl_c_while_batches_wait_says_how_many_calls_are_in_flight_and_that_they_are_collected(
+    dataset, tmp_path
+):
+    run_dir, output = tmp_path / "run", tmp_path / "output.txt"
+    command = [*evaluate_command(dataset, run_dir, ""), "--conditions", "oracle", "--batch", "model,judge"]
+    with LLMServer(batch_delay_s=3600) as llm, output.open("wb") as sink:
+        command[command.index("--api-base") + 1] = llm.url
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_until(lambda: llm.stats()["batches"] > 0, process, output, "no batch reached the LLM server")
+            printed = output.stat().st_size
+            os.killpg(process.pid, signal.SIGINT)
+            assert process.wait(timeout=60) == 130
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert output.read_bytes()[printed:].decode().splitlines() == [
+        f"interrupted: 0 calls kept in {run_dir}, 10 more in flight in 1 provider batch; re-run the same "
+        "command to resume (it, or the resume-batch-runs poller, collects them without paying again)"
+    ]
 
 
 def test_kill_9_leaves_no_temporary_server_behind(evaluating):

@@ -118,3 +118,37 @@ def test_a_provider_that_cannot_be_reached_is_tried_at_each_poll_then_stops_the_
         waves.run()
     (record,) = waves.store.records()
     assert (record.status, record.input_file_id, len(record.keys)) == ("preparing", None, 1)
+
+
+def test_a_line_failing_transiently_in_every_run_is_submitted_max_attempts_times_then_the_run_ends(
+    server, tmp_path
+):
+    """Each run (a poll) stops waiting at once; its batch finishes before the next one looks."""
+    server.script_batch(*[BatchScript(delay_s=3600, failed_lines={0: 500})] * 6)
+    one_question = [Dialogue(api_base=server.url, questions=("Swollen ankle?",))]
+    retry = RetryPolicy(max_attempts=2)
+    outcomes = []
+    while outcomes[-1:] != [True] and len(outcomes) < 6:
+        settings = BatchSettings(poll_interval_s=0.02, wait_s=0)
+        outcomes.append(BatchWaves(one_question, ask_in_turn, tmp_path, settings, retry, 1).run().finished)
+        server.finish_batches()
+    assert outcomes == [False, False, True]
+    assert list(server.batch_submissions().values()) == [2]
+    (failure,) = CallLedger(tmp_path / "ledger").records()
+    assert (failure.status, failure.error_kind, failure.attempts) == ("failed", "server_error", 2)
+
+
+def test_the_calls_of_a_batch_the_provider_no_longer_knows_go_out_again_with_a_warning(
+    server, tmp_path, caplog
+):
+    server.script_batch(BatchScript(delay_s=3600))
+    waiting = waves(server, tmp_path, BatchSettings(poll_interval_s=0.02, wait_s=0)).run()
+    server.forget_batch(waiting.in_flight[0].batch_id)
+    outcome = waves(server, tmp_path).run()
+    assert (outcome.finished, outcome.waves) == (True, 4)
+    assert sorted(server.batch_submissions().values()) == [1, 1, 1, 2, 2]
+    assert CallLedger(tmp_path / "ledger").count_succeeded() == 5
+    assert (
+        "batch batch_1 (wave 1) is no longer known to the provider (404): the 2 unanswered are submitted "
+        "again" in caplog.text
+    )

@@ -120,7 +120,10 @@ def test_a_rejected_batch_fails_every_call_with_the_providers_reason(server, tmp
     assert "Scripted failure." in failures[0].error
 
 
-def test_a_batch_created_before_a_crash_recorded_its_id_is_found_again_not_created_twice(server, tmp_path):
+@pytest.mark.parametrize("newer_batches", [0, 100], ids=["latest", "past-the-first-page"])
+def test_a_batch_created_before_a_crash_recorded_its_id_is_found_again_not_created_twice(
+    server, tmp_path, newer_batches
+):
     store, ledger = BatchStore(tmp_path / "batches"), CallLedger(tmp_path / "ledger")
     record = store.create(1, requests_for(server), BATCH)
     access = {"custom_llm_provider": "openai", "api_base": server.url, "api_key": "no-key"}
@@ -136,9 +139,14 @@ def test_a_batch_created_before_a_crash_recorded_its_id_is_found_again_not_creat
     )
     # The process died here: the record knows the file, not the batch.
     record = store.write(record.model_copy(update={"input_file_id": file_id}))
+    other = litellm.create_file(file=("other.jsonl", b""), purpose="batch", **access).id
+    for _ in range(newer_batches):  # other work in the same account since: a page of 100 does not reach it
+        litellm.create_batch(
+            completion_window="24h", endpoint="/v1/chat/completions", input_file_id=other, **access
+        )
     resumed = advance(record, store, ledger)
     assert (resumed.batch_id, resumed.collected) == (created.id, True)
-    assert server.stats()["batches"] == 1
+    assert server.stats()["batches"] == 1 + newer_batches
     assert server.stats()["max_submissions_per_custom_id"] == 1
 
 
@@ -163,3 +171,13 @@ def test_a_wave_is_cut_into_batches_within_the_providers_call_and_size_limits(se
     by_size = split_into_batches(calls, 10, line_sizes[0] + line_sizes[1] - 1)
     assert [list(b) for b in by_size] == [[key] for key in calls]
     assert request_lines(calls).count(b"\n") == 3
+
+
+def test_a_batch_the_provider_no_longer_knows_leaves_its_calls_unanswered_to_be_sent_again(server, tmp_path):
+    server.script_batch(BatchScript(delay_s=3600))
+    record, store, ledger = submitted(server, tmp_path)
+    server.forget_batch(record.batch_id)
+    vanished = advance(record, store, ledger)
+    assert (vanished.status, vanished.collected, vanished.batch_id) == ("vanished", True, "batch_1")
+    assert store.in_flight() == []
+    assert list(ledger.records()) == []
