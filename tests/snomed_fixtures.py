@@ -3,15 +3,9 @@
 from datetime import date
 from pathlib import Path
 
-import orjson
-
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
-from tasks.benchmarks.snomed.cases.case_set import (
-    CASES_FILE,
-    MANIFEST_FILE,
-    case_set_manifest,
-    write_cases_parquet,
-)
+from tasks.benchmarks.snomed.cases.case_set import case_set_manifest
+from tasks.benchmarks.snomed.cases.case_set import write_case_set as write_case_set_files
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 
 
@@ -44,10 +38,14 @@ CASES = [
 ]
 
 
-def write_case_set(folder: Path, cases: list[Case] = CASES) -> Path:
+DEFAULT_SETTINGS = CaseSetSettings()
+
+
+def write_case_set(
+    folder: Path, cases: list[Case] = CASES, settings: CaseSetSettings = DEFAULT_SETTINGS
+) -> Path:
     """`cases.parquet` in the given order and its manifest, as `threadmed snomed cases` writes them."""
-    folder.mkdir(parents=True)
-    sha256 = write_cases_parquet(cases, folder / CASES_FILE)
-    manifest = case_set_manifest(cases, folder / CASES_FILE, "reference", CaseSetSettings(), {}, sha256)
-    (folder / MANIFEST_FILE).write_bytes(orjson.dumps(manifest))
-    return folder
+    source = Path(__file__)  # the cases are written here, by hand
+    return write_case_set_files(
+        cases, lambda sha256: case_set_manifest(cases, source, "reference", settings, {}, sha256), folder
+    )

@@ -18,12 +18,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
-from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES, cases_from_table
+from tasks.benchmarks.snomed.cases.loading import case_set_fingerprint, check_case_set, load_case_set
+from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.figures import STATS_SCHEMAS, draw_figures
 from tasks.benchmarks.snomed.scoring import CaseOutcome, RunMetrics, summarise_run
 from tasks.benchmarks.snomed.tables import build_tables, render_html, render_markdown, run_summary
@@ -103,12 +103,16 @@ def read_manifest(run_dir: Path) -> RunManifest:
     )
 
 
-def _case_displays(case_set_dir: Path) -> dict[str, str]:
-    """Gold code -> display over the case set; empty when the case set is not where the manifest says."""
-    path = case_set_dir / "cases.parquet"
-    if not path.exists():
-        return {}
-    cases = cases_from_table(pq.read_table(path))
+def _case_displays(manifest: RunManifest) -> dict[str, str] | None:
+    """Gold code -> display over the run's case set; None when the case set is not where the manifest says,
+    or is no longer the one the run used (its fingerprint changed)."""
+    try:
+        check_case_set(manifest.case_set_dir)
+    except UserError:
+        return None
+    if case_set_fingerprint(manifest.case_set_dir) != manifest.fingerprint:
+        return None
+    cases = load_case_set(manifest.case_set_dir)
     return {code: display for c in cases for code, display in zip(c.gold_codes, c.gold_displays, strict=True)}
 
 
@@ -122,6 +126,7 @@ def load_runs(run_dirs: list[Path]) -> RunData:
     predictions = [row for rows in predictions_by_run for row in rows]
     if not predictions:
         raise UserError(f"no interviews in {', '.join(map(str, run_dirs))}: nothing to report", "RUN_DIRS...")
+    displays = _case_displays(manifests[0])
     return RunData(
         manifests=manifests,
         models=ordered_models(
@@ -132,8 +137,8 @@ def load_runs(run_dirs: list[Path]) -> RunData:
         ],
         predictions=predictions,
         scores=[row for d in run_dirs for row in read_rows(d / "scores.parquet", SCORES)],
-        displays=_case_displays(manifests[0].case_set_dir),
-        case_set_found=(manifests[0].case_set_dir / "cases.parquet").exists(),
+        displays=displays or {},
+        case_set_found=displays is not None,
     )
 
 
@@ -279,11 +284,12 @@ def _runs(run: RunData) -> list[dict[str, Any]]:
 
 def _case_set(run: RunData) -> dict[str, Any]:
     first = run.manifests[0]
+    settings = first.case_set.get("settings") or {}  # the case set's own settings (run_case_set_facts)
     return {
         "dir": str(first.case_set_dir),
         "fingerprint": first.fingerprint,
-        "gold_scope": first.case_set.get("gold_scope"),
-        "gold_tags": first.case_set.get("gold_tags"),
+        "gold_scope": settings.get("gold_scope"),
+        "gold_tags": settings.get("gold_tags"),
         "found": run.case_set_found,
     }
 

@@ -256,7 +256,8 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
             )
     if not metrics["case_set"]["found"]:
         notes.append(
-            f"The case set was not found at {metrics['case_set']['dir']}: conditions are shown by code."
+            f"The case set was not found at {metrics['case_set']['dir']}, or is no longer the one the runs "
+            "used: conditions are shown by code."
         )
     return notes
 
