@@ -225,10 +225,11 @@ def report_command(
     """metrics.json, report.md, figures and index.html (with a conversation browser) from stored runs."""
     from flows.cli.report import run_report_flow
     from flows.snomed_report import snomed_report
-    from tasks.benchmarks.snomed.report import ReportSettings, check_run_folder
+    from tasks.benchmarks.snomed.report import ReportSettings, check_run_folder, check_runs
 
     chosen = {"n_resamples": resamples, "seed": seed}
     settings = ReportSettings(**{name: value for name, value in chosen.items() if value is not None})
+    check_runs(run_dirs)  # before the flow: runs that do not merge are one line, not a failed flow run
     report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, snomed_report, settings)
     print_snomed_report(report_dir, Console())
 

@@ -81,14 +81,14 @@ def run_label(manifest: RunIdentity) -> str:
 
 
 def check_mergeable(manifests: Sequence[RunIdentity], models_by_run: list[set[str]]) -> None:
-    """Runs merge only over one case set, and a model name may come from one run only."""
+    """Runs merge only over one case set, and a model name may come from one run only. The refusal names
+    no option: each folder is a valid run, it is the set of them that does not merge."""
     fingerprints = {m.fingerprint or str(m.case_set_dir.resolve()) for m in manifests}
     if len(fingerprints) > 1:
         runs = ", ".join(f"{run_label(m)}: {m.fingerprint or m.case_set_dir}" for m in manifests)
         raise UserError(
             f"these runs use different case sets, so their scores are not comparable ({runs}): "
-            "report them separately",
-            "RUN_DIRS...",
+            "report them separately"
         )
     runs_of: defaultdict[str, list[str]] = defaultdict(list)
     for manifest, models in zip(manifests, models_by_run, strict=True):
@@ -98,8 +98,7 @@ def check_mergeable(manifests: Sequence[RunIdentity], models_by_run: list[set[st
     if repeated:
         named = "; ".join(f"{model!r} in {', '.join(runs)}" for model, runs in sorted(repeated.items()))
         raise UserError(
-            f"a model appears in several runs ({named}): report those runs separately or rename the model",
-            "RUN_DIRS...",
+            f"a model appears in several runs ({named}): report those runs separately or rename the model"
         )
 
 

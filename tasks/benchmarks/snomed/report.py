@@ -22,7 +22,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
-from tasks.benchmarks.snomed.cases.loading import case_set_fingerprint, check_case_set, load_case_set
+from tasks.benchmarks.snomed.cases.loading import case_set_fingerprint, load_case_set
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.figures import STATS_SCHEMAS, draw_figures
 from tasks.benchmarks.snomed.scoring import CaseOutcome, RunMetrics, summarise_run
@@ -107,22 +107,28 @@ def _case_displays(manifest: RunManifest) -> dict[str, str] | None:
     """Gold code -> display over the run's case set; None when the case set is not where the manifest says,
     or is no longer the one the run used (its fingerprint changed)."""
     try:
-        check_case_set(manifest.case_set_dir)
+        cases = load_case_set(manifest.case_set_dir)
     except UserError:
         return None
     if case_set_fingerprint(manifest.case_set_dir) != manifest.fingerprint:
         return None
-    cases = load_case_set(manifest.case_set_dir)
     return {code: display for c in cases for code, display in zip(c.gold_codes, c.gold_displays, strict=True)}
 
 
-def load_runs(run_dirs: list[Path]) -> RunData:
-    """Read and merge run folders; UserError when a folder is not a run or the runs do not merge."""
+def check_runs(run_dirs: list[Path]) -> tuple[list[RunManifest], list[list[dict[str, Any]]]]:
+    """The runs' manifests and predictions; UserError when a folder is not a finished run or the runs do not
+    merge (different case sets, or a model in two runs). Cheap: a command checks it before its flow runs."""
     for run_dir in run_dirs:
         check_run_folder(run_dir)
     manifests = [read_manifest(run_dir) for run_dir in run_dirs]
     predictions_by_run = [read_rows(d / "predictions.parquet", PREDICTIONS) for d in run_dirs]
     check_mergeable(manifests, [{row["model"] for row in rows} for rows in predictions_by_run])
+    return manifests, predictions_by_run
+
+
+def load_runs(run_dirs: list[Path]) -> RunData:
+    """Read and merge run folders; UserError when a folder is not a run or the runs do not merge."""
+    manifests, predictions_by_run = check_runs(run_dirs)
     predictions = [row for rows in predictions_by_run for row in rows]
     if not predictions:
         raise UserError(f"no interviews in {', '.join(map(str, run_dirs))}: nothing to report", "RUN_DIRS...")
