@@ -108,7 +108,8 @@ PREDICTIONS = Contract(
         ("final_answer", pa.string()),  # the clinician's last reply, raw
         ("predicted_codes", pa.list_(pa.string())),
         ("invalid_codes", pa.list_(pa.string())),  # not in the vocabulary
-        ("malformed_codes", pa.list_(pa.string())),  # invalid and failing the Verhoeff check digit
+        ("malformed_codes", pa.list_(pa.string())),  # invalid and no SNOMED id (length, Verhoeff digit)
+        ("not_codes", pa.list_(pa.string())),  # items of the final answer offering no code ("Hypertension")
         ("questions_asked", pa.int32()),
         ("patient_replies", pa.int32()),
         ("leaking_replies", pa.int32()),
