@@ -1,12 +1,15 @@
-"""A tiny SNOMED case set written as `threadmed snomed cases` writes one, for the run and report tests."""
+"""A tiny SNOMED case set written as `threadmed snomed cases` writes one, for the run and report tests, and
+the replay of an interview's calls from its stored conversation."""
 
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
 from tasks.benchmarks.snomed.cases.case_set import case_set_manifest
 from tasks.benchmarks.snomed.cases.case_set import write_case_set as write_case_set_files
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
+from tasks.benchmarks.snomed.interview import Messages, Turn, messages_for
 
 
 def case(case_id: str, split: str, *conditions: tuple[str, str]) -> Case:
@@ -49,3 +52,18 @@ def write_case_set(
     return write_case_set_files(
         cases, lambda sha256: case_set_manifest(cases, source, "reference", settings, {}, sha256), folder
     )
+
+
+def replay_calls(rows: list[dict[str, Any]]) -> list[tuple[str, Messages]]:
+    """(role, messages) of every call of one interview, rebuilt from its CONVERSATIONS rows alone."""
+    ordered = sorted(rows, key=lambda row: row["message"])
+    stored = [
+        Turn(row["turn"], row["role"], row["text"], row["call_key"] or "", tuple(row["leaked_codes"]),
+             row["sent_to"])
+        for row in ordered
+    ]  # fmt: skip
+    return [
+        (row["role"], messages_for(row["role"], stored[:index]))
+        for index, row in enumerate(ordered)
+        if row["status"] != "scripted"
+    ]

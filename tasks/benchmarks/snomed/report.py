@@ -405,10 +405,9 @@ def browser_data(run: RunData) -> dict[str, Any]:
     the lists of the same names.
     """
     messages: defaultdict[tuple[str, str, int], list[list[Any]]] = defaultdict(list)
-    role_order = {"clinician": 0, "patient": 1}
-    for row in sorted(
-        run.conversations, key=lambda r: (*_interview_key(r), r["turn"], role_order.get(r["role"], 2))
-    ):
+    # The system prompts are left out: the same prompt files for every interview, the record in the case set.
+    shown = (row for row in run.conversations if row["role"] != "system")
+    for row in sorted(shown, key=lambda r: (*_interview_key(r), r["message"])):
         messages[_interview_key(row)].append(
             [
                 row["turn"],

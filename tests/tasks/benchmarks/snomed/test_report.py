@@ -80,9 +80,18 @@ def write_case_set(root: Path) -> Path:
 
 
 def messages(key: dict[str, Any], status: str, questions: int, leak_turn: int | None) -> list[dict[str, Any]]:
-    """Turn 0: the scripted opening; turns 1..q: question and reply; turn q + 1: the final answer."""
+    """Turn 0: the clinician's system prompt (not in the browser) and the scripted opening; turns 1..q:
+    question and reply; turn q + 1: the final answer."""
     rows = [
-        {**key, "turn": 0, "role": "patient", "speaker": "patient-sim", "status": "scripted", "text": "Hi"}
+        {
+            **key,
+            "turn": 0,
+            "role": "system",
+            "sent_to": "clinician",
+            "status": "scripted",
+            "text": "Be a doctor",
+        },
+        {**key, "turn": 0, "role": "patient", "speaker": "patient-sim", "status": "scripted", "text": "Hi"},
     ]
     for turn in range(1, questions + 1):
         leaked = [BRONCHITIS] if turn == leak_turn else []
@@ -114,7 +123,7 @@ def messages(key: dict[str, Any], status: str, questions: int, leak_turn: int | 
         rows.append({**final, "status": "failed", "error": "rate limited"})
     else:
         rows.append({**final, "status": "ok", "text": "<Final Answer>: [...]", **CLINICIAN_CALL})
-    return rows
+    return [{**row, "message": index} for index, row in enumerate(rows)]
 
 
 def score_row(key: dict[str, Any], status: str, predicted: tuple[str, ...], gold: tuple[str, ...]) -> dict:
