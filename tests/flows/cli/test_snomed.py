@@ -112,3 +112,16 @@ def test_runs_over_different_case_sets_are_refused_in_one_line(tmp_path):
         f"{fingerprint}, r2 (r2): fp-cases-2): report them separately"
     ]
     assert not (tmp_path / "r1" / "report-merged").exists()
+
+
+def test_cases_never_replace_a_folder_holding_other_files(tmp_path):
+    (tmp_path / "reference.json").write_text(json.dumps(REFERENCE))
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "notes.txt").write_text("mine")
+    result = threadmed("snomed", "cases", "reference.json", "--out", "cases", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
+    assert error_lines(result) == [
+        "Error: cases holds files other than cases.parquet, manifest.json (notes.txt): choose a new or empty "
+        "folder"
+    ]
+    assert [p.name for p in (tmp_path / "cases").iterdir()] == ["notes.txt"]
