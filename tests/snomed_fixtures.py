@@ -1,18 +1,15 @@
-"""A tiny SNOMED case set written as `threadmed snomed cases` writes one, for the run and report tests."""
+"""A tiny SNOMED case set written as `threadmed snomed cases` writes one, for the run and report tests, and
+the replay of an interview's calls from its stored conversation."""
 
 from datetime import date
 from pathlib import Path
-
-import orjson
+from typing import Any
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
-from tasks.benchmarks.snomed.cases.case_set import (
-    CASES_FILE,
-    MANIFEST_FILE,
-    case_set_manifest,
-    write_cases_parquet,
-)
+from tasks.benchmarks.snomed.cases.case_set import case_set_manifest
+from tasks.benchmarks.snomed.cases.case_set import write_case_set as write_case_set_files
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
+from tasks.benchmarks.snomed.interview import Messages, Turn, messages_for
 
 
 def case(case_id: str, split: str, *conditions: tuple[str, str]) -> Case:
@@ -44,10 +41,29 @@ CASES = [
 ]
 
 
-def write_case_set(folder: Path, cases: list[Case] = CASES) -> Path:
+DEFAULT_SETTINGS = CaseSetSettings()
+
+
+def write_case_set(
+    folder: Path, cases: list[Case] = CASES, settings: CaseSetSettings = DEFAULT_SETTINGS
+) -> Path:
     """`cases.parquet` in the given order and its manifest, as `threadmed snomed cases` writes them."""
-    folder.mkdir(parents=True)
-    sha256 = write_cases_parquet(cases, folder / CASES_FILE)
-    manifest = case_set_manifest(cases, folder / CASES_FILE, "reference", CaseSetSettings(), {}, sha256)
-    (folder / MANIFEST_FILE).write_bytes(orjson.dumps(manifest))
-    return folder
+    source = Path(__file__)  # the cases are written here, by hand
+    return write_case_set_files(
+        cases, lambda sha256: case_set_manifest(cases, source, "reference", settings, {}, sha256), folder
+    )
+
+
+def replay_calls(rows: list[dict[str, Any]]) -> list[tuple[str, Messages]]:
+    """(role, messages) of every call of one interview, rebuilt from its CONVERSATIONS rows alone."""
+    ordered = sorted(rows, key=lambda row: row["message"])
+    stored = [
+        Turn(row["turn"], row["role"], row["text"], row["call_key"] or "", tuple(row["leaked_codes"]),
+             row["sent_to"])
+        for row in ordered
+    ]  # fmt: skip
+    return [
+        (row["role"], messages_for(row["role"], stored[:index]))
+        for index, row in enumerate(ordered)
+        if row["status"] != "scripted"
+    ]

@@ -74,8 +74,9 @@ def cases(
 ) -> None:
     """Build a case set (the `snomed-cases` flow): same input and options, same bytes."""
     from flows.snomed_cases import snomed_cases
-    from tasks.benchmarks.snomed.cases.case_set import detect_source_format
+    from tasks.benchmarks.snomed.cases.case_set import CASE_SET_FILES, detect_source_format
     from tasks.benchmarks.snomed.cases.loading import case_set_manifest
+    from tasks.core.files import check_replaceable_folder
 
     check_writable_folder(out, "--out")
     settings = CaseSetSettings(
@@ -88,6 +89,7 @@ def cases(
         seed=seed,
     )
     try:  # before any flow runs: a source in no known format is one line, not a failed flow run
+        check_replaceable_folder(out, CASE_SET_FILES)  # a rebuild replaces the folder whole
         chosen_format: SourceFormat = source_format or detect_source_format(source.resolve())  # type: ignore[assignment]
         snomed_cases(source=str(source), out_dir=str(out), settings=settings, source_format=chosen_format)
     except ValueError as error:  # the readers' word for input that is not what its format promises
@@ -238,10 +240,11 @@ def report_command(
     """metrics.json, report.md, figures and index.html (with a conversation browser) from stored runs."""
     from flows.cli.report import run_report_flow
     from flows.snomed_report import snomed_report
-    from tasks.benchmarks.snomed.report import ReportSettings, check_run_folder
+    from tasks.benchmarks.snomed.report import ReportSettings, check_run_folder, check_runs
 
     chosen = {"n_resamples": resamples, "seed": seed}
     settings = ReportSettings(**{name: value for name, value in chosen.items() if value is not None})
+    check_runs(run_dirs)  # before the flow: runs that do not merge are one line, not a failed flow run
     report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, snomed_report, settings)
     print_snomed_report(report_dir, Console())
 

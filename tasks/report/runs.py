@@ -99,15 +99,16 @@ def check_each_run_once(runs: Sequence[tuple[str, Path]]) -> None:
 
 def check_mergeable(manifests: Sequence[RunIdentity], models_by_run: list[set[str]]) -> None:
     """Runs merge only when each is given once, over one case set, and a model name (`models_by_run`: a
-    benchmark's unit, such as a model in one condition) comes from one run only."""
+    benchmark's unit, such as a model in one condition) comes from one run only. A run given twice is a
+    usage error; otherwise the refusal names no option: each folder is a valid run, it is the set of them
+    that does not merge."""
     check_each_run_once([(m.run_id, m.run_dir) for m in manifests])
     fingerprints = {m.fingerprint or str(m.case_set_dir.resolve()) for m in manifests}
     if len(fingerprints) > 1:
         runs = ", ".join(f"{run_label(m)}: {m.fingerprint or m.case_set_dir}" for m in manifests)
         raise UserError(
             f"these runs use different case sets, so their scores are not comparable ({runs}): "
-            "report them separately",
-            "RUN_DIRS...",
+            "report them separately"
         )
     runs_of: defaultdict[str, list[str]] = defaultdict(list)
     for manifest, models in zip(manifests, models_by_run, strict=True):
@@ -117,8 +118,7 @@ def check_mergeable(manifests: Sequence[RunIdentity], models_by_run: list[set[st
     if repeated:
         named = "; ".join(f"{model!r} in {', '.join(runs)}" for model, runs in sorted(repeated.items()))
         raise UserError(
-            f"a model appears in several runs ({named}): report those runs separately or rename the model",
-            "RUN_DIRS...",
+            f"a model appears in several runs ({named}): report those runs separately or rename the model"
         )
 
 

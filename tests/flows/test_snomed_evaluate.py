@@ -18,7 +18,7 @@ from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
 from tests.eval_fixtures import outcomes, run_single_then_batch
 from tests.llm_server import Action, LLMServer
-from tests.snomed_fixtures import CASES, write_case_set
+from tests.snomed_fixtures import CASES, replay_calls, write_case_set
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
@@ -103,6 +103,8 @@ def test_each_role_sees_its_own_messages_with_real_roles_and_the_codes_are_score
         if r["case_id"] == "p1"
     ]
     assert conversation == [
+        (0, "system", None, "scripted", clinician_system),
+        (0, "system", None, "scripted", patient_system),
         (0, "patient", None, "scripted", "Hello, doctor."),
         (1, "clinician", "doc", "ok", QUESTIONS[0]),
         (1, "patient", "pat", "ok", f"Answer to: {QUESTIONS[0]}"),
@@ -148,7 +150,8 @@ def test_each_role_sees_its_own_messages_with_real_roles_and_the_codes_are_score
 def test_at_the_turn_limit_the_final_answer_is_forced_then_reasked_once_then_no_answer(cases_dir, tmp_path):
     with LLMServer(reply=role_reply) as server:
         run(cases_dir, tmp_path, config(server.url, clinicians=("stubborn",), max_turns=2), limit=1)
-        clinician_requests = [r.messages for r in server.requests if r.model == "stubborn"]
+        server_requests = server.requests
+        clinician_requests = [r.messages for r in server_requests if r.model == "stubborn"]
     final, reask = CLINICIAN_PROMPT.render("final"), CLINICIAN_PROMPT.render("reask")
     assert len(clinician_requests) == 2 + 1 + 1
     forced, reasked = clinician_requests[2], clinician_requests[3]
@@ -166,8 +169,13 @@ def test_at_the_turn_limit_the_final_answer_is_forced_then_reasked_once_then_no_
     )
     [score] = read(tmp_path, "scores")
     assert (score["precision"], score["recall"], score["f1"]) == (0.0, 0.0, 0.0)
-    turns = [(r["turn"], r["role"]) for r in read(tmp_path, "conversations")]
-    assert turns[-2:] == [(3, "clinician"), (4, "clinician")]
+    conversation = read(tmp_path, "conversations")
+    turns = [(r["turn"], r["role"]) for r in conversation]
+    assert turns[-4:] == [(3, "instruction"), (3, "clinician"), (4, "instruction"), (4, "clinician")]
+    # Every call the server saw, rebuilt from conversations.parquet alone.
+    assert replay_calls(conversation) == [
+        ("clinician" if r.model == "stubborn" else "patient", r.messages) for r in server_requests
+    ]
 
 
 def test_a_provider_failure_is_not_scored_and_a_rerun_finishes_without_repeating_a_call(cases_dir, tmp_path):

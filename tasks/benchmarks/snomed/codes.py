@@ -21,6 +21,10 @@ _MARKER = re.compile(
 # A digit run not glued to letters or part of a decimal ("CODE123456789" and "440540.06" are not codes).
 _DIGIT_RUN = re.compile(r"(?<![0-9A-Za-z])(?<![0-9]\.)[0-9]+(?![0-9A-Za-z])(?!\.[0-9])")
 _FENCE_OPENING = re.compile(r"^\s*(```[a-z]*\s*)?", re.IGNORECASE)
+_ITEM_SEPARATOR = re.compile(r"[,;\n]")
+_ITEM_PADDING = " \t\"'`[]*"
+# A number opening an item, not a list number ("1." or "2)") nor a decimal.
+_LEADING_NUMBER = re.compile(r"^[\s\"'`\[*]*([0-9]+)(?![0-9A-Za-z.)])")
 
 # Verhoeff's dihedral-group multiplication, position permutation and inverse tables (SNOMED CT's check digit).
 _VERHOEFF_MULTIPLY = (
@@ -45,6 +49,13 @@ _VERHOEFF_PERMUTE = (
     (2, 7, 9, 3, 8, 0, 6, 4, 1, 5),
     (7, 0, 4, 6, 9, 1, 3, 2, 5, 8),
 )
+
+
+class AnswerItems(NamedTuple):
+    """A final answer's items: the codes offered (valid or not, checked later) and the items that are not."""
+
+    codes: tuple[str, ...]
+    not_codes: tuple[str, ...]
 
 
 class CodeCheck(NamedTuple):
@@ -77,25 +88,36 @@ def _bracketed(text: str) -> str:
     return text
 
 
-def parse_codes(answer: str) -> tuple[str, ...]:
-    """Codes of a final answer, in order, once each: every 6-18 digit run, whatever surrounds it.
+def read_answer(answer: str) -> AnswerItems:
+    """Every item a final answer offered, as a code or as not a code; codes in order, once each.
 
-    This reads `["44054006", "38341003 - Hypertension"]`, `[44054006]` and `44054006, 38341003` alike;
-    a JSON list is read item by item first so that a code is never glued to a neighbour's digits.
+    The items are a JSON list's, else the text's between commas, semicolons and line breaks. An item holding
+    6-18 digit runs offers those (`"38341003 - Hypertension"`, `"Type 2 diabetes (44054006)"`); else one
+    that starts with a number offers it as a code of the wrong length (`"12345"`: malformed, not dropped);
+    any other non-empty item is not a code (`"Hypertension"`, `"440540.06"`, `"A44054006"`).
     """
     try:
-        items = json.loads(answer)
+        parsed = json.loads(answer)
     except ValueError:
-        items = [answer]
-    texts = [str(item) for item in items] if isinstance(items, list) else [answer]
-    runs = (run for text in texts for run in _DIGIT_RUN.findall(text))
-    return tuple(dict.fromkeys(run for run in runs if MIN_CODE_DIGITS <= len(run) <= MAX_CODE_DIGITS))
+        parsed = None
+    items = [str(item) for item in parsed] if isinstance(parsed, list) else _ITEM_SEPARATOR.split(answer)
+    codes, not_codes = [], []
+    for item in items:
+        runs = [r for r in _DIGIT_RUN.findall(item) if MIN_CODE_DIGITS <= len(r) <= MAX_CODE_DIGITS]
+        leading = _LEADING_NUMBER.match(item)
+        if runs:
+            codes += runs
+        elif leading:
+            codes.append(leading.group(1))
+        elif item.strip(_ITEM_PADDING):
+            not_codes.append(item.strip(_ITEM_PADDING))
+    return AnswerItems(tuple(dict.fromkeys(codes)), tuple(not_codes))
 
 
 def parse_final_answer(reply: str) -> tuple[str, ...] | None:
     """The codes of the reply's final answer; None when the reply has no final-answer line."""
     answer = find_final_answer(reply)
-    return None if answer is None else parse_codes(answer)
+    return None if answer is None else read_answer(answer).codes
 
 
 def format_final_answer(codes: Iterable[str]) -> str:
@@ -116,11 +138,15 @@ def has_valid_check_digit(code: str) -> bool:
 def classify_code(code: str, vocabulary: Collection[str]) -> CodeStatus:
     """valid (in the vocabulary), malformed (not, and no SNOMED id either), else invalid.
 
-    The vocabulary is asked first: Synthea emits codes that fail Verhoeff (10939881000119104).
+    The vocabulary is asked first: Synthea emits codes that fail Verhoeff (10939881000119104). A SNOMED CT
+    id has 6 to 18 digits (SNOMED CT Technical Implementation Guide, "SCTID"), so a number of another
+    length is malformed whatever its check digit.
     """
     if code in vocabulary:
         return "valid"
-    return "invalid" if has_valid_check_digit(code) else "malformed"
+    if MIN_CODE_DIGITS <= len(code) <= MAX_CODE_DIGITS and has_valid_check_digit(code):
+        return "invalid"
+    return "malformed"
 
 
 def check_codes(codes: Sequence[str], vocabulary: Collection[str]) -> CodeCheck:

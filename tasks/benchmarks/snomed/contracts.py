@@ -74,14 +74,18 @@ _INTERVIEW_FIELDS = (
     ("epoch", pa.int32()),
 )
 
-# One row per message of an interview in conversation order: the scripted opening (turn 0, no call), each
-# question and answer, the final answer and its re-asks; a failed call is a row with status `failed`.
+# One row per message of an interview in conversation order, every message either role was sent: each
+# role's system prompt and the scripted opening (turn 0, no call), each question and answer, the request
+# for the final answer, the answer and each re-ask; a failed call is a row with status `failed`. What a
+# role was sent in a call is interview.messages_for(role, the rows before the call's): the file replays it.
 CONVERSATIONS = Contract(
     name="conversations",
     schema=schema(
         *_INTERVIEW_FIELDS,
-        ("turn", pa.int32()),
-        ("role", pa.string()),  # clinician | patient
+        ("message", pa.int32()),  # position in the interview, from 0
+        ("turn", pa.int32()),  # the question it belongs to; the final answer and its re-asks follow
+        ("role", pa.string()),  # who wrote it: clinician | patient | system | instruction (the benchmark)
+        ("sent_to", pa.string()),  # a scripted message's only reader (clinician | patient); else null
         ("speaker", pa.string()),  # the role's model name (the clinician is `model`)
         ("status", pa.string()),  # ok | failed | scripted
         ("text", pa.string()),
@@ -95,7 +99,7 @@ CONVERSATIONS = Contract(
         ("error_class", pa.string()),
         ("call_key", pa.string()),
     ),
-    key=(*_INTERVIEW_KEY, "turn", "role"),
+    key=(*_INTERVIEW_KEY, "message"),
     not_null=("status",),
 )
 
@@ -108,7 +112,8 @@ PREDICTIONS = Contract(
         ("final_answer", pa.string()),  # the clinician's last reply, raw
         ("predicted_codes", pa.list_(pa.string())),
         ("invalid_codes", pa.list_(pa.string())),  # not in the vocabulary
-        ("malformed_codes", pa.list_(pa.string())),  # invalid and failing the Verhoeff check digit
+        ("malformed_codes", pa.list_(pa.string())),  # invalid and no SNOMED id (length, Verhoeff digit)
+        ("not_codes", pa.list_(pa.string())),  # items of the final answer offering no code ("Hypertension")
         ("questions_asked", pa.int32()),
         ("patient_replies", pa.int32()),
         ("leaking_replies", pa.int32()),

@@ -1,9 +1,12 @@
 """The interview of one case: the clinician (the model under test) asks, the patient answers, to the end.
 
 Roles keep their real chat roles: in the clinician's messages its own questions are `assistant` and the
-patient's answers `user`; in the patient's messages it is the other way round. The loop is pure: `ask`
-makes a call for a role and returns its outcome, so the same loop runs against the call layer in a Prefect
-task and against canned replies in the tests.
+patient's answers `user`; in the patient's messages it is the other way round. The conversation holds every
+message either role is sent, the benchmark's own included (each role's system prompt, the scripted opening,
+the request for the final answer and its re-asks, each addressed to one role), and what a role is sent is
+always `messages_for(role, conversation so far)`: the stored conversation replays every call exactly. The
+loop is pure: `ask` makes a call for a role and returns its outcome, so the same loop runs against the call
+layer in a Prefect task and against canned replies in the tests.
 
 Endings (snomed.md, "The interview"):
 - `answered`: a clinician reply holds a parseable `<Final Answer>` line;
@@ -31,6 +34,8 @@ from tasks.benchmarks.snomed.patient import (
 )
 
 Role = Literal["clinician", "patient"]
+# Who wrote a message: a role, or the benchmark (a role's system prompt; an instruction to the clinician).
+Author = Literal["clinician", "patient", "system", "instruction"]
 InterviewStatus = Literal["answered", "no_answer", "failed"]
 Messages = list[dict[str, str]]
 
@@ -59,13 +64,15 @@ class Reply(NamedTuple):
 
 
 class Turn(NamedTuple):
-    """One message of the conversation, from the clinician's side; `leaked` names the gold codes leaked."""
+    """One message of the conversation; `leaked` names the gold codes it leaked. A role's reply is sent to
+    both roles (`sent_to` None); a scripted message only to `sent_to`."""
 
     turn: int
-    role: Role
+    role: Author
     text: str
     call_key: str
     leaked: tuple[str, ...] = ()
+    sent_to: Role | None = None
 
 
 class Interview(NamedTuple):
@@ -119,17 +126,23 @@ def offline_patient_params(record: PatientRecord, disclosure: Disclosure) -> dic
     return {"record": record.patient_record().model_dump_json(), "disclosure": disclosure}
 
 
-def _patient_messages(system: str, conversation: Sequence[Turn]) -> Messages:
-    roles = {"clinician": "user", "patient": "assistant"}
-    return [{"role": "system", "content": system}] + [
-        {"role": roles[t.role], "content": t.text} for t in conversation[1:]
-    ]
+def messages_for(role: Role, conversation: Sequence[Turn]) -> Messages:
+    """The messages `role` is sent after `conversation`: those it sees, its own replies as `assistant`."""
+
+    def chat_role(turn: Turn) -> str:
+        return "system" if turn.role == "system" else "assistant" if turn.role == role else "user"
+
+    seen = (turn for turn in conversation if turn.sent_to in (None, role))
+    return [{"role": chat_role(turn), "content": turn.text} for turn in seen]
 
 
-def _clinician_messages(system: str, conversation: Sequence[Turn]) -> Messages:
-    roles = {"clinician": "assistant", "patient": "user"}
-    return [{"role": "system", "content": system}] + [
-        {"role": roles[t.role], "content": t.text} for t in conversation
+def opening_turns(prompts: InterviewPrompts) -> list[Turn]:
+    """The scripted start: each role's system prompt, then the patient's opening line to the clinician (the
+    patient model is not shown it: its first message is the first question)."""
+    return [
+        Turn(0, "system", prompts.clinician_system, "", sent_to="clinician"),
+        Turn(0, "system", prompts.patient_system, "", sent_to="patient"),
+        Turn(0, "patient", prompts.opening, "", sent_to="clinician"),
     ]
 
 
@@ -142,9 +155,9 @@ def run_interview(
 ) -> Interview:
     """Interview the patient of `case`; every call goes through `ask`, in conversation order."""
     leak_names = leak_names_by_code(lexicon or load_lexicon())
-    conversation: list[Turn] = [Turn(0, "patient", prompts.opening, "")]
+    conversation = opening_turns(prompts)
     for turn in range(1, settings.max_turns + 1):
-        reply = ask("clinician", _clinician_messages(prompts.clinician_system, conversation))
+        reply = ask("clinician", messages_for("clinician", conversation))
         if reply.text is None:
             return _failed(conversation, reply, turn - 1)
         codes = parse_final_answer(reply.text)
@@ -152,7 +165,7 @@ def run_interview(
             return Interview("answered", (*conversation, _turn(turn, "clinician", reply)), reply.text, codes,
                              turn - 1)  # fmt: skip
         conversation.append(_turn(turn, "clinician", reply))
-        answer = ask("patient", _patient_messages(prompts.patient_system, conversation))
+        answer = ask("patient", messages_for("patient", conversation))
         if answer.text is None:
             return _failed(conversation, answer, turn)
         leaked = find_leaks(answer.text, case.gold_codes, case.gold_displays, leak_names)
@@ -163,21 +176,23 @@ def run_interview(
 def _final_answer(
     conversation: list[Turn], prompts: InterviewPrompts, ask: Ask, settings: InterviewSettings
 ) -> Interview:
-    """Ask once for the final answer, then re-ask (showing the clinician its own reply) a bounded number of
-    times; a clinician that never gives one made an empty prediction (`no_answer`)."""
+    """Ask once for the final answer, then re-ask (the clinician sees its own reply) a bounded number of
+    times; a clinician that never gives one made an empty prediction (`no_answer`). Each request is a
+    message of the conversation, in the turn of the reply it asks for."""
     questions = settings.max_turns
-    forced = [{"role": "user", "content": prompts.final}]
-    tried: list[Turn] = []
+    request = prompts.final
     for attempt in range(settings.max_reasks + 1):
-        reply = ask("clinician", _clinician_messages(prompts.clinician_system, conversation) + forced)
+        turn = questions + 1 + attempt
+        conversation.append(Turn(turn, "instruction", request, "", sent_to="clinician"))
+        reply = ask("clinician", messages_for("clinician", conversation))
         if reply.text is None:
-            return _failed([*conversation, *tried], reply, questions)
-        tried.append(_turn(questions + 1 + attempt, "clinician", reply))
+            return _failed(conversation, reply, questions)
+        conversation.append(_turn(turn, "clinician", reply))
         codes = parse_final_answer(reply.text)
         if codes is not None or attempt == settings.max_reasks:
             status: InterviewStatus = "answered" if codes is not None else "no_answer"
-            return Interview(status, (*conversation, *tried), reply.text, codes or (), questions)
-        forced += [{"role": "assistant", "content": reply.text}, {"role": "user", "content": prompts.reask}]
+            return Interview(status, tuple(conversation), reply.text, codes or (), questions)
+        request = prompts.reask
     raise AssertionError("unreachable: the last attempt returns")
 
 

@@ -7,10 +7,10 @@ from typing import Any
 from tasks.benchmarks.snomed.case import Case
 from tasks.benchmarks.snomed.cases.loading import (
     case_set_fingerprint,
-    case_set_manifest,
     check_case_set,
     load_case_set,
     load_sample,
+    run_case_set_facts,
 )
 from tasks.benchmarks.snomed.clinicians import prevalence_table
 from tasks.benchmarks.snomed.config import SnomedConfig
@@ -93,9 +93,7 @@ def build_plan(settings: EvaluationSettings[SnomedConfig]) -> SnomedPlan:
         prompts={p.version: p.sha256 for p in (clinician_prompt, patient_prompt)},
         manifest_facts={
             "sent": _sent_settings(clinicians, patient),
-            "case_set": {
-                key: case_set_manifest(case_set_dir)[key] for key in ("settings", "counts", "source")
-            },
+            "case_set": run_case_set_facts(case_set_dir),
             "cases": len(cases),
             "patient_prompt": patient_prompt_facts,
         },

@@ -18,12 +18,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
-from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES, cases_from_table
+from tasks.benchmarks.snomed.cases.loading import case_set_fingerprint, load_case_set
+from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.figures import STATS_SCHEMAS, draw_figures
 from tasks.benchmarks.snomed.scoring import CaseOutcome, RunMetrics, summarise_run
 from tasks.benchmarks.snomed.tables import build_tables, render_html, render_markdown, run_summary
@@ -105,25 +105,36 @@ def read_manifest(run_dir: Path) -> RunManifest:
     )
 
 
-def _case_displays(case_set_dir: Path) -> dict[str, str]:
-    """Gold code -> display over the case set; empty when the case set is not where the manifest says."""
-    path = case_set_dir / "cases.parquet"
-    if not path.exists():
-        return {}
-    cases = cases_from_table(pq.read_table(path))
+def _case_displays(manifest: RunManifest) -> dict[str, str] | None:
+    """Gold code -> display over the run's case set; None when the case set is not where the manifest says,
+    or is no longer the one the run used (its fingerprint changed)."""
+    try:
+        cases = load_case_set(manifest.case_set_dir)
+    except UserError:
+        return None
+    if case_set_fingerprint(manifest.case_set_dir) != manifest.fingerprint:
+        return None
     return {code: display for c in cases for code, display in zip(c.gold_codes, c.gold_displays, strict=True)}
 
 
-def load_runs(run_dirs: list[Path]) -> RunData:
-    """Read and merge run folders; UserError when a folder is not a run or the runs do not merge."""
+def check_runs(run_dirs: list[Path]) -> tuple[list[RunManifest], list[list[dict[str, Any]]]]:
+    """The runs' manifests and predictions; UserError when a folder is not a finished run or the runs do not
+    merge (different case sets, or a model in two runs). Cheap: a command checks it before its flow runs."""
     for run_dir in run_dirs:
         check_run_folder(run_dir)
     manifests = [read_manifest(run_dir) for run_dir in run_dirs]
     predictions_by_run = [read_rows(d / "predictions.parquet", PREDICTIONS) for d in run_dirs]
     check_mergeable(manifests, [{row["model"] for row in rows} for rows in predictions_by_run])
+    return manifests, predictions_by_run
+
+
+def load_runs(run_dirs: list[Path]) -> RunData:
+    """Read and merge run folders; UserError when a folder is not a run or the runs do not merge."""
+    manifests, predictions_by_run = check_runs(run_dirs)
     predictions = [row for rows in predictions_by_run for row in rows]
     if not predictions:
         raise UserError(f"no interviews in {', '.join(map(str, run_dirs))}: nothing to report", "RUN_DIRS...")
+    displays = _case_displays(manifests[0])
     return RunData(
         manifests=manifests,
         models=ordered_models(
@@ -134,8 +145,8 @@ def load_runs(run_dirs: list[Path]) -> RunData:
         ],
         predictions=predictions,
         scores=[row for d in run_dirs for row in read_rows(d / "scores.parquet", SCORES)],
-        displays=_case_displays(manifests[0].case_set_dir),
-        case_set_found=(manifests[0].case_set_dir / "cases.parquet").exists(),
+        displays=displays or {},
+        case_set_found=displays is not None,
     )
 
 
@@ -158,6 +169,7 @@ def outcomes_of(run: RunData, model: str) -> list[CaseOutcome]:
             gold_codes=gold.get(_interview_key(row), ()),
             invalid_codes=tuple(row["invalid_codes"] or ()),
             malformed_codes=tuple(row["malformed_codes"] or ()),
+            not_codes=tuple(row["not_codes"] or ()),
             n_questions=row["questions_asked"] or 0,
             n_patient_replies=row["patient_replies"] or 0,
             n_leaking_replies=row["leaking_replies"] or 0,
@@ -211,6 +223,7 @@ def _model_metrics(
         },
         "invalid_code_rate": summary.invalid_code_rate,
         "malformed_code_rate": summary.malformed_code_rate,
+        "not_code_rate": summary.not_code_rate,
         "no_answer_rate": summary.no_answer_rate,
         "leak_rate": summary.leak_rate,
         "mean_questions": summary.mean_questions,
@@ -282,11 +295,12 @@ def _runs(run: RunData) -> list[dict[str, Any]]:
 
 def _case_set(run: RunData) -> dict[str, Any]:
     first = run.manifests[0]
+    settings = first.case_set.get("settings") or {}  # the case set's own settings (run_case_set_facts)
     return {
         "dir": str(first.case_set_dir),
         "fingerprint": first.fingerprint,
-        "gold_scope": first.case_set.get("gold_scope"),
-        "gold_tags": first.case_set.get("gold_tags"),
+        "gold_scope": settings.get("gold_scope"),
+        "gold_tags": settings.get("gold_tags"),
         "found": run.case_set_found,
     }
 
@@ -394,10 +408,9 @@ def browser_data(run: RunData) -> dict[str, Any]:
     the lists of the same names.
     """
     messages: defaultdict[tuple[str, str, int], list[list[Any]]] = defaultdict(list)
-    role_order = {"clinician": 0, "patient": 1}
-    for row in sorted(
-        run.conversations, key=lambda r: (*_interview_key(r), r["turn"], role_order.get(r["role"], 2))
-    ):
+    # The system prompts are left out: the same prompt files for every interview, the record in the case set.
+    shown = (row for row in run.conversations if row["role"] != "system")
+    for row in sorted(shown, key=lambda r: (*_interview_key(r), r["message"])):
         messages[_interview_key(row)].append(
             [
                 row["turn"],

@@ -13,7 +13,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 from tasks.benchmarks.snomed.cases.loading import vocabulary_codes
-from tasks.benchmarks.snomed.codes import check_codes, parse_final_answer
+from tasks.benchmarks.snomed.codes import AnswerItems, check_codes, find_final_answer, read_answer
 from tasks.benchmarks.snomed.scoring import CaseStatus, score_case
 
 
@@ -56,9 +56,10 @@ def interview_result(
         error = {"error": failed["error"], "error_class": failed["error_class"]}
         return {**key, **counts, **error, "status": "failed"}
     final_answer = [m for m in messages if m["role"] == "clinician"][-1]["text"]
-    parsed = parse_final_answer(final_answer)
-    status: CaseStatus = "no_answer" if parsed is None else "answered"
-    predicted = parsed or ()
+    answer = find_final_answer(final_answer)
+    status: CaseStatus = "no_answer" if answer is None else "answered"
+    items = read_answer(answer) if answer is not None else AnswerItems((), ())
+    predicted = items.codes
     check = check_codes(predicted, vocabulary)
     score = score_case(predicted, job.gold_codes)
     gold, predicted_set = set(job.gold_codes), set(predicted)
@@ -70,6 +71,7 @@ def interview_result(
         "predicted_codes": list(predicted),
         "invalid_codes": list(check.invalid),
         "malformed_codes": list(check.malformed),
+        "not_codes": list(items.not_codes),
         "hit_codes": [code for code in predicted if code in gold],
         "missed_codes": [code for code in job.gold_codes if code not in predicted_set],
         "wrong_codes": [code for code in predicted if code not in gold],

@@ -42,6 +42,7 @@ class CaseOutcome(NamedTuple):
     n_questions: int = 0
     n_patient_replies: int = 0
     n_leaking_replies: int = 0
+    not_codes: tuple[str, ...] = ()  # final-answer items that offered no code
 
 
 class ConditionRecall(NamedTuple):
@@ -75,6 +76,7 @@ class RunMetrics(NamedTuple):
     micro_f1: float | None
     invalid_code_rate: float | None
     malformed_code_rate: float | None
+    not_code_rate: float | None
     no_answer_rate: float | None
     mean_questions: float | None
     leak_rate: float | None
@@ -157,8 +159,8 @@ def summarise_run(
     """Metrics of one model's outcomes (all epochs); `failed` outcomes are counted, never scored.
 
     The intervals resample whole cases (all epochs of a case together), drawing from `rng` in the order
-    exact match, precision, recall, F1. Code rates are shares of all predicted codes, the leak rate a
-    share of all patient replies.
+    exact match, precision, recall, F1. Code rates are shares of all predicted codes, the not-a-code rate a
+    share of all final-answer items (codes and not), the leak rate a share of all patient replies.
     """
     scored = [o for o in outcomes if o.status != "failed"]
     scores = [score_outcome(o) for o in scored]
@@ -180,6 +182,7 @@ def summarise_run(
         micro_f1 = f1_score(micro_precision, micro_recall)
     n_predicted = sum(s.n_predicted for s in scores)
     answered = [o for o in scored if o.status == "answered"]
+    n_not_codes = sum(len(o.not_codes) for o in answered)
     return RunMetrics(
         n_cases=len(scored),
         n_failed=len(outcomes) - len(scored),
@@ -190,6 +193,7 @@ def summarise_run(
         micro_f1=micro_f1,
         invalid_code_rate=_ratio(sum(len(set(o.invalid_codes)) for o in answered), n_predicted),
         malformed_code_rate=_ratio(sum(len(set(o.malformed_codes)) for o in answered), n_predicted),
+        not_code_rate=_ratio(n_not_codes, n_predicted + n_not_codes),
         no_answer_rate=_ratio(sum(o.status == "no_answer" for o in scored), len(scored)),
         mean_questions=_ratio(sum(o.n_questions for o in scored), len(scored)),
         leak_rate=_ratio(sum(o.n_leaking_replies for o in scored), sum(o.n_patient_replies for o in scored)),

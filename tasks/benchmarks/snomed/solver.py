@@ -91,36 +91,55 @@ def interview_case(job: InterviewJob, ledger_dir: Path) -> list[dict[str, Any]]:
     interview, calls = interview_turns(
         job, lambda role, request: complete(request, job.setup(role).options, ledger)
     )
+    return interview_rows(job, interview, calls)
+
+
+def interview_rows(
+    job: InterviewJob, interview: Interview, calls: list[tuple[Role, CallRecord]]
+) -> list[dict[str, Any]]:
+    """The CONVERSATIONS rows of an interview: one per message in order, then the failed call if any."""
     records = {record.key: record for _, record in calls}
-    rows = [message_row(job, turn, records.get(turn.call_key)) for turn in interview.turns]
+    turns = enumerate(interview.turns)
+    rows = [message_row(job, index, turn, records.get(turn.call_key)) for index, turn in turns]
     if interview.status == "failed":
         role, record = calls[-1]
         rows.append(failed_row(job, interview, role, record))
     return rows
 
 
-def message_row(job: InterviewJob, turn: Turn, record: CallRecord | None) -> dict[str, Any]:
-    """A CONVERSATIONS row for one message; the scripted opening has no call record."""
+def message_row(job: InterviewJob, index: int, turn: Turn, record: CallRecord | None) -> dict[str, Any]:
+    """A CONVERSATIONS row for the `index`-th message; a scripted message has no call record."""
     row = {
         **_interview_key(job),
+        "message": index,
         "turn": turn.turn,
         "role": turn.role,
+        "sent_to": turn.sent_to,
         "text": turn.text,
         "leaked_codes": list(turn.leaked),
         "status": "scripted",
     }
     if record is None:
         return row
-    return {**row, **_call_columns(record), "speaker": job.setup(turn.role).spec.name}
+    return {**row, **_call_columns(record), "speaker": job.setup(record_role(turn)).spec.name}
+
+
+def record_role(turn: Turn) -> Role:
+    """The role whose call made a message (only the roles' replies are calls)."""
+    if turn.role not in ("clinician", "patient"):
+        raise ValueError(f"a {turn.role} message is scripted, not a call")
+    return turn.role
 
 
 def failed_row(job: InterviewJob, interview: Interview, role: Role, record: CallRecord) -> dict[str, Any]:
     """The failed call that ended an interview, numbered as the message it should have been."""
-    last = interview.turns[-1].turn
-    # A patient answers in its question's turn; a clinician speaks in the next turn.
-    turn = last if role == "patient" else last + 1
+    last = interview.turns[-1]
+    # A patient answers in its question's turn, a clinician asked for its final answer in the request's;
+    # else a clinician speaks in the next turn.
+    turn = last.turn if role == "patient" or last.role == "instruction" else last.turn + 1
     return {
         **_interview_key(job),
+        "message": len(interview.turns),
         "turn": turn,
         "role": role,
         "speaker": job.setup(role).spec.name,

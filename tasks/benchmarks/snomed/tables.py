@@ -96,10 +96,11 @@ def answers_table(metrics: dict[str, Any]) -> Table:
             format_percent(entry["micro"]["precision"]),
             format_percent(entry["micro"]["recall"]),
             format_percent(entry["malformed_code_rate"]),
+            format_percent(entry["not_code_rate"]),
         ]
         for model, entry in metrics["models"].items()
     ]
-    columns = ["Model", "scored", "failed", "empty gold", "micro P", "micro R", "malformed %"]
+    columns = ["Model", "scored", "failed", "empty gold", "micro P", "micro R", "malformed %", "not a code %"]
     return Table(
         key="answers",
         title="Interviews and codes",
@@ -108,7 +109,8 @@ def answers_table(metrics: dict[str, Any]) -> Table:
         caption=(
             "scored: interviews in the metrics; failed: provider failures, not scored; empty gold: scored "
             "interviews whose case has no gold code (perfect only with an empty answer); malformed %: "
-            "predicted codes outside the vocabulary whose SNOMED check digit fails too (made-up numbers)."
+            "predicted codes outside the vocabulary that are no SNOMED id either (a failing check digit, "
+            "or not 6-18 digits); not a code %: final-answer items that offered no code (a name alone)."
         ),
         right_aligned=tuple(columns[1:]),
     )
@@ -256,7 +258,8 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
             )
     if not metrics["case_set"]["found"]:
         notes.append(
-            f"The case set was not found at {metrics['case_set']['dir']}: conditions are shown by code."
+            f"The case set was not found at {metrics['case_set']['dir']}, or is no longer the one the runs "
+            "used: conditions are shown by code."
         )
     return notes
 

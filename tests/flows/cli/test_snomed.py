@@ -7,6 +7,7 @@ import pytest
 
 from tests.flows.cli.terminal import assert_usage_error, error_lines, threadmed
 from tests.snomed_fixtures import CASES, write_case_set
+from tests.tasks.benchmarks.snomed.test_report import make_run
 
 pytestmark = pytest.mark.slow
 
@@ -120,3 +121,43 @@ def test_a_source_in_no_known_format_is_named(tmp_path):
         "*.json bundles (FHIR)"
     ]
     assert not (tmp_path / "cases").exists()
+
+
+def test_evaluate_refuses_cases_that_are_not_their_manifests(tmp_path):
+    # A rebuild of 2 cases interrupted before its manifest: the manifest still names the 3 cases' file.
+    folder = write_case_set(tmp_path / "cases", CASES)
+    recorded = json.loads((folder / "manifest.json").read_text())["cases_sha256"]
+    write_case_set(tmp_path / "two", CASES[:2])
+    (folder / "cases.parquet").write_bytes((tmp_path / "two" / "cases.parquet").read_bytes())
+    assert_usage_error(
+        threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path),
+        f"Invalid value for '--cases': cases/cases.parquet does not match the sha256 its manifest records "
+        f"({recorded[:12]}): rebuild the case set with `threadmed snomed cases`",
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_runs_over_different_case_sets_are_refused_in_one_line(tmp_path):
+    make_run(tmp_path, "r1", ["alpha"])
+    make_run(tmp_path, "r2", ["beta"], fingerprint="fp-cases-2")
+    fingerprint = json.loads((tmp_path / "cases" / "manifest.json").read_text())["cases_sha256"]
+    result = threadmed("snomed", "report", "r1", "r2", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
+    assert error_lines(result) == [
+        f"Error: these runs use different case sets, so their scores are not comparable (r1 (r1): "
+        f"{fingerprint}, r2 (r2): fp-cases-2): report them separately"
+    ]
+    assert not (tmp_path / "r1" / "report-merged").exists()
+
+
+def test_cases_never_replace_a_folder_holding_other_files(tmp_path):
+    (tmp_path / "reference.json").write_text(json.dumps(REFERENCE))
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "notes.txt").write_text("mine")
+    result = threadmed("snomed", "cases", "reference.json", "--out", "cases", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
+    assert error_lines(result) == [
+        "Error: cases holds files other than cases.parquet, manifest.json (notes.txt): choose a new or empty "
+        "folder"
+    ]
+    assert [p.name for p in (tmp_path / "cases").iterdir()] == ["notes.txt"]

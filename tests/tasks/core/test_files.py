@@ -1,3 +1,4 @@
+import hashlib
 import json
 import threading
 
@@ -6,8 +7,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.core.files import (
+    read_verified_bytes,
     write_atomic,
     write_bytes_atomic,
+    write_folder_atomic,
     write_json_atomic,
     write_parquet_atomic,
     write_text_atomic,
@@ -48,3 +51,45 @@ def test_writers_in_parallel_threads_never_share_a_temporary_file(tmp_path):
     for thread in threads:
         thread.join()
     assert path.read_text() in texts and [p.name for p in tmp_path.iterdir()] == ["same.txt"]
+
+
+def write_pair(a: bytes, b: bytes):
+    def write(folder):
+        (folder / "a").write_bytes(a)
+        (folder / "b").write_bytes(b)
+
+    return write
+
+
+def test_a_folder_is_replaced_whole_or_not_at_all(tmp_path):
+    folder = write_folder_atomic(tmp_path / "set", write_pair(b"1", b"1"), ("a", "b"))
+    write_folder_atomic(folder, write_pair(b"2", b"2"), ("a", "b"))
+    assert [(folder / name).read_bytes() for name in "ab"] == [b"2", b"2"]
+
+    def interrupted(target):
+        (target / "a").write_bytes(b"3")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_folder_atomic(folder, interrupted, ("a", "b"))
+    assert [(folder / name).read_bytes() for name in "ab"] == [b"2", b"2"]
+    assert [p.name for p in tmp_path.iterdir()] == ["set"]
+
+
+def test_a_folder_holding_other_files_is_never_replaced(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(ValueError, match=r"holds files other than a, b \(notes\.txt\)"):
+        write_folder_atomic(tmp_path / "mine", write_pair(b"1", b"1"), ("a", "b"))
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+
+
+def test_bytes_are_read_only_when_their_sha256_is_the_recorded_one(tmp_path):
+    (tmp_path / "f").write_bytes(b"data")
+    assert read_verified_bytes(tmp_path / "f", hashlib.sha256(b"data").hexdigest()) == b"data"
+    with pytest.raises(ValueError) as error:
+        read_verified_bytes(tmp_path / "f", hashlib.sha256(b"other").hexdigest())
+    assert str(error.value) == (
+        f"{tmp_path / 'f'} does not match the sha256 its manifest records "
+        f"({hashlib.sha256(b'other').hexdigest()[:12]})"
+    )

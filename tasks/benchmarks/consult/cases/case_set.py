@@ -18,7 +18,7 @@ from tasks.benchmarks.consult.case import ConsultCase
 from tasks.benchmarks.consult.cases.generate import CaseGenerationSettings, generate_cases
 from tasks.benchmarks.consult.cases.synthea_profiles import read_synthea_demographics
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
-from tasks.core.files import write_bytes_atomic, write_text_atomic
+from tasks.core.files import read_verified_bytes, write_bytes_atomic, write_text_atomic
 from tasks.core.preflight import UserError
 from tasks.evals.config import SampleSpec
 
@@ -121,9 +121,7 @@ def case_set_fingerprint(case_set_dir: Path) -> str:
 
 def load_case_set(case_set_dir: Path) -> list[ConsultCase]:
     """The cases of a written case set, in order; raises ValueError when the file is not the manifest's."""
-    data = (Path(case_set_dir) / CASES_FILE).read_bytes()
-    if hashlib.sha256(data).hexdigest() != case_set_fingerprint(case_set_dir):
-        raise ValueError(f"{case_set_dir}: {CASES_FILE} does not match its manifest's sha256")
+    data = read_verified_bytes(Path(case_set_dir) / CASES_FILE, case_set_fingerprint(case_set_dir))
     return [ConsultCase.model_validate_json(line) for line in data.splitlines() if line.strip()]
 
 

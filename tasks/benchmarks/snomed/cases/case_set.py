@@ -4,8 +4,7 @@
 import gc
 import hashlib
 import itertools
-import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from tasks.benchmarks.snomed.vocabulary import (
     synthea_version,
     vocabulary_fingerprint,
 )
+from tasks.core.files import check_replaceable_folder, write_folder_atomic
 
 READERS = {
     "fhir": read_fhir_cases,
@@ -36,6 +36,7 @@ READERS = {
     "reference": read_reference_cases,
 }
 CASES_FILE, MANIFEST_FILE = "cases.parquet", "manifest.json"
+CASE_SET_FILES = (CASES_FILE, MANIFEST_FILE)
 DUCKDB_SUFFIXES = (".duckdb", ".db", ".ddb")
 
 
@@ -88,22 +89,28 @@ def finish_case_set(cases: list[Case], settings: CaseSetSettings) -> list[Case]:
 
 
 def source_fingerprint(path: Path) -> str:
-    """sha256 over a file's bytes, or over a folder's top-level file names and bytes in name order."""
+    """sha256 over content only: a file's bytes (what `sha256sum` prints), or a folder's top-level files as
+    (name within the folder, sha256 of bytes) in name order. Where the source lies does not count."""
+    if path.is_file():
+        return file_sha256(path)
     digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
-    for file in files:
-        digest.update(file.name.encode() + b"\0")
-        with file.open("rb") as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
+    for file in sorted(p for p in path.iterdir() if p.is_file()):
+        digest.update(f"{file.name}\0{file_sha256(file)}\n".encode())
     return digest.hexdigest()
 
 
+def file_sha256(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 def case_set_vocabulary(cases: list[Case], modules_vocabulary: Vocabulary) -> Vocabulary:
-    """The Synthea modules' condition codes plus every condition code of the case set's records (gold or
-    not: Synthea emitted each of them, e.g. the `(situation)` codes its modules reach by other states)."""
-    found = ((c.code, c.display) for case in cases for c in case.conditions)
-    return add_case_set_codes(modules_vocabulary, found)
+    """The Synthea modules' condition codes plus the case set's gold codes (snomed.md, "Scoring"): a record's
+    condition that the gold scope or tags leave out (a "History of ... (situation)") is not a valid answer."""
+    gold = (
+        (code, display) for c in cases for code, display in zip(c.gold_codes, c.gold_displays, strict=True)
+    )
+    return add_case_set_codes(modules_vocabulary, gold)
 
 
 def case_set_counts(cases: list[Case]) -> dict[str, int]:
@@ -119,18 +126,23 @@ def case_set_counts(cases: list[Case]) -> dict[str, int]:
     }
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
-
-
 def write_cases_parquet(cases: list[Case], path: Path) -> str:
-    """Write the cases (already in their final order) atomically; return the file's sha256."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    pq.write_table(cases_to_table(cases), temporary, compression="zstd")
-    os.replace(temporary, path)
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """Write the cases (already in their final order) to `path`; return the file's sha256."""
+    pq.write_table(cases_to_table(cases), path, compression="zstd")
+    return file_sha256(path)
+
+
+def write_case_set(cases: list[Case], manifest: Callable[[str], dict[str, Any]], out_dir: Path) -> Path:
+    """`cases.parquet` and `manifest.json` (`manifest` of the parquet's sha256) written to `out_dir` as one:
+    an interrupted build leaves the previous case set whole, never new cases under an old manifest."""
+
+    def write(folder: Path) -> None:
+        sha256 = write_cases_parquet(cases, folder / CASES_FILE)
+        (folder / MANIFEST_FILE).write_bytes(
+            orjson.dumps(manifest(sha256), option=orjson.OPT_INDENT_2) + b"\n"
+        )
+
+    return write_folder_atomic(out_dir, write, CASE_SET_FILES)
 
 
 def case_set_manifest(
@@ -185,14 +197,16 @@ def build_cases(
 def build_case_set(
     source: str, out_dir: str, settings: CaseSetSettings, source_format: SourceFormat | None = None
 ) -> str:
-    """Source records -> `<out_dir>/cases.parquet` and `manifest.json` (written last); return out_dir."""
+    """Source records -> `<out_dir>/cases.parquet` and `manifest.json`, written together; return out_dir."""
     source_path, out_path = Path(source).resolve(), Path(out_dir)
+    check_replaceable_folder(out_path, CASE_SET_FILES)  # before the work, not after it
     source_format = source_format or detect_source_format(source_path)
     modules_vocabulary = derive_synthea_vocabulary()
     cases = build_cases(source_path, source_format, settings, modules_vocabulary)
-    out_path.mkdir(parents=True, exist_ok=True)
-    cases_sha256 = write_cases_parquet(cases, out_path / CASES_FILE)
     vocabulary = case_set_vocabulary(cases, modules_vocabulary)
-    manifest = case_set_manifest(cases, source_path, source_format, settings, vocabulary, cases_sha256)
-    write_bytes_atomic(out_path / MANIFEST_FILE, orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    write_case_set(
+        cases,
+        lambda sha256: case_set_manifest(cases, source_path, source_format, settings, vocabulary, sha256),
+        out_path,
+    )
     return str(out_path)

@@ -5,18 +5,26 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.benchmarks.snomed.case import Case
 from tasks.benchmarks.snomed.cases.case_set import CASES_FILE, MANIFEST_FILE, case_set_vocabulary, unit_hash
 from tasks.benchmarks.snomed.contracts import cases_from_table
 from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
+from tasks.core.files import read_verified_bytes
 from tasks.core.preflight import UserError
 from tasks.evals.config import SampleSpec
 
 
 def check_case_set(case_set_dir: Path) -> None:
-    """Raise UserError unless the folder holds a case set that `threadmed snomed cases` wrote."""
+    """Raise UserError unless the folder holds a case set that `threadmed snomed cases` wrote, whole."""
+    read_cases_bytes(case_set_dir)
+
+
+def read_cases_bytes(case_set_dir: Path) -> bytes:
+    """cases.parquet's bytes, checked against the sha256 its manifest records: a case set rebuilt or
+    interrupted under an old manifest is refused, never read as the manifest's."""
     for name in (CASES_FILE, MANIFEST_FILE):
         if not (Path(case_set_dir) / name).is_file():
             raise UserError(
@@ -24,10 +32,20 @@ def check_case_set(case_set_dir: Path) -> None:
                 "pass the --out folder of `threadmed snomed cases`",
                 "--cases",
             )
+    try:
+        return read_verified_bytes(Path(case_set_dir) / CASES_FILE, case_set_fingerprint(case_set_dir))
+    except ValueError as error:
+        raise UserError(f"{error}: rebuild the case set with `threadmed snomed cases`", "--cases") from None
 
 
 def case_set_manifest(case_set_dir: Path) -> dict[str, Any]:
     return json.loads((Path(case_set_dir) / MANIFEST_FILE).read_text(encoding="utf-8"))
+
+
+def run_case_set_facts(case_set_dir: Path) -> dict[str, Any]:
+    """What a run's manifest records of its case set (under `case_set`): settings, counts and source."""
+    manifest = case_set_manifest(case_set_dir)
+    return {key: manifest[key] for key in ("settings", "counts", "source")}
 
 
 def case_set_fingerprint(case_set_dir: Path) -> str:
@@ -36,8 +54,8 @@ def case_set_fingerprint(case_set_dir: Path) -> str:
 
 
 def load_case_set(case_set_dir: Path) -> list[Case]:
-    check_case_set(case_set_dir)
-    return cases_from_table(pq.read_table(Path(case_set_dir) / CASES_FILE))
+    """The cases in file order, once cases.parquet is checked against its manifest."""
+    return cases_from_table(pq.read_table(pa.BufferReader(read_cases_bytes(case_set_dir))))
 
 
 def load_sample(case_set_dir: Path, sample: SampleSpec) -> list[Case]:

@@ -19,10 +19,15 @@ from tasks.benchmarks.snomed.cases import (
     eunomia_duckdb_path,
     read_fhir_cases,
 )
-from tasks.benchmarks.snomed.cases.case_set import finish_case_set
+from tasks.benchmarks.snomed.cases.case_set import case_set_vocabulary, finish_case_set, source_fingerprint
+from tasks.benchmarks.snomed.cases.case_set import write_case_set as write_case_set_files
+from tasks.benchmarks.snomed.cases.loading import load_case_set
 from tasks.benchmarks.snomed.cases.records import gold_conditions
 from tasks.benchmarks.snomed.contracts import CASES, cases_from_table
-from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
+from tasks.benchmarks.snomed.vocabulary import VocabularyEntry, derive_synthea_vocabulary
+from tests.snomed_fixtures import CASES as FIXTURE_CASES
+from tests.snomed_fixtures import case as fixture_case
+from tests.snomed_fixtures import write_case_set
 from tests.tasks.benchmarks.snomed.test_cases_csv import write_export
 from tests.tasks.benchmarks.snomed.test_cases_fhir import PATIENT_BUNDLE, quantity, write_bundles
 from tests.tasks.benchmarks.snomed.test_cases_omop import write_tables
@@ -181,6 +186,67 @@ def test_case_set_is_byte_identical_when_built_twice_and_reads_back(tmp_path):
         "counts",
         "vocabulary",
     }
+
+
+def test_the_source_fingerprint_is_of_content_not_of_where_it_lies(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):
+        (tmp_path / folder / "patients.csv").write_bytes(b"Id\np1\n")
+        (tmp_path / folder / "conditions.csv").write_bytes(b"PATIENT,CODE\np1,59621000\n")
+    (tmp_path / "reference.json").write_bytes(b"[]")
+    (tmp_path / "a" / "copy of reference.json").write_bytes(b"[]")
+    assert source_fingerprint(tmp_path / "reference.json") == hashlib.sha256(b"[]").hexdigest()
+    assert source_fingerprint(tmp_path / "a" / "copy of reference.json") == hashlib.sha256(b"[]").hexdigest()
+    (tmp_path / "a" / "copy of reference.json").unlink()
+    assert source_fingerprint(tmp_path / "a") == source_fingerprint(tmp_path / "b")
+    # Within a folder the names are content: patients.csv and conditions.csv swapped is another export.
+    (tmp_path / "b" / "patients.csv").rename(tmp_path / "b" / "x")
+    (tmp_path / "b" / "conditions.csv").rename(tmp_path / "b" / "patients.csv")
+    (tmp_path / "b" / "x").rename(tmp_path / "b" / "conditions.csv")
+    assert source_fingerprint(tmp_path / "a") != source_fingerprint(tmp_path / "b")
+
+
+def test_the_vocabulary_adds_the_gold_codes_not_the_records_other_conditions():
+    history = RecordCondition(code="161414005", display="History of travel (situation)")
+    gold = RecordCondition(code="59621000", display="Essential hypertension (disorder)")
+    record = fixture_case("p1", "test", (gold.code, gold.display)).model_copy(
+        update={"conditions": (history, gold)}
+    )
+    assert case_set_vocabulary([record], {}) == {
+        gold.code: VocabularyEntry(
+            code=gold.code, display=gold.display, semantic_tag="disorder", sources=("case_set",)
+        )
+    }
+
+
+def test_an_interrupted_build_leaves_the_previous_case_set_whole(tmp_path):
+    folder = write_case_set(tmp_path / "cases", FIXTURE_CASES)
+    before = {name: (folder / name).read_bytes() for name in ("cases.parquet", "manifest.json")}
+
+    def interrupted(_sha256):
+        raise KeyboardInterrupt  # Ctrl-C after the new cases.parquet is written, before its manifest
+
+    with pytest.raises(KeyboardInterrupt):
+        write_case_set_files(FIXTURE_CASES[:1], interrupted, folder)
+    assert {name: (folder / name).read_bytes() for name in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cases"]
+    assert load_case_set(folder) == FIXTURE_CASES
+
+
+def test_a_rebuild_replaces_the_case_set_but_never_a_folder_holding_other_files(tmp_path):
+    folder = write_case_set(tmp_path / "cases", FIXTURE_CASES)
+    write_case_set(folder, FIXTURE_CASES[:1])
+    assert load_case_set(folder) == FIXTURE_CASES[:1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cases"]
+    (folder / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError) as error:
+        write_case_set(folder, FIXTURE_CASES)
+    assert str(error.value) == (
+        f"{folder} holds files other than cases.parquet, manifest.json (notes.txt): "
+        "choose a new or empty folder"
+    )
+    assert load_case_set(folder) == FIXTURE_CASES[:1]
 
 
 def test_snomed_cases_flow_builds_a_case_set(tmp_path, prefect_harness):

@@ -72,7 +72,9 @@ def test_messages_keep_real_roles_and_the_final_answer_ends_the_interview():
     assert interview == Interview(
         status="answered",
         turns=(
-            Turn(0, "patient", "Hello, doctor.", ""),
+            Turn(0, "system", "CLINICIAN", "", sent_to="clinician"),
+            Turn(0, "system", "PATIENT", "", sent_to="patient"),
+            Turn(0, "patient", "Hello, doctor.", "", sent_to="clinician"),
             Turn(1, "clinician", "Any headaches?", "clinician-1"),
             Turn(1, "patient", "Sometimes, in the morning.", "patient-2"),
             Turn(2, "clinician", '<Final Answer>: ["59621000"]', "clinician-3"),
@@ -100,6 +102,13 @@ def test_at_the_turn_limit_the_final_answer_is_forced_then_re_asked_once():
         "answered",
         ("59621000",),
         2,
+    )
+    # The requests are messages of the conversation too, so that it replays every call.
+    assert interview.turns[-4:] == (
+        Turn(3, "instruction", "FINAL NOW", "", sent_to="clinician"),
+        Turn(3, "clinician", "I think it is blood pressure.", "clinician-5"),
+        Turn(4, "instruction", "REASK", "", sent_to="clinician"),
+        Turn(4, "clinician", '<Final Answer>: ["59621000"]', "clinician-6"),
     )
 
 

@@ -1,7 +1,12 @@
 import pytest
 
 from tasks.benchmarks.snomed.cases.case_set import write_cases_parquet
-from tasks.benchmarks.snomed.cases.loading import check_case_set, load_case_set, load_sample
+from tasks.benchmarks.snomed.cases.loading import (
+    case_set_fingerprint,
+    check_case_set,
+    load_case_set,
+    load_sample,
+)
 from tasks.core.preflight import UserError
 from tasks.evals.config import SampleSpec
 from tests.snomed_fixtures import HYPERTENSION, SINUSITIS, case, write_case_set
@@ -30,6 +35,22 @@ def test_a_folder_without_cases_or_manifest_is_not_a_case_set(tmp_path):
     write_cases_parquet(CASES, tmp_path / "cases.parquet")
     with pytest.raises(UserError, match=r"\(no manifest\.json\)"):
         check_case_set(tmp_path)
+
+
+def test_cases_that_are_not_the_manifests_are_refused_on_every_read(tmp_path):
+    folder = write_case_set(tmp_path / "cases", CASES)
+    recorded = case_set_fingerprint(folder)
+    # A rebuild of 2 cases whose manifest was never written: the old manifest names the 5 cases' file.
+    write_case_set(tmp_path / "other", CASES[:2])
+    (folder / "cases.parquet").write_bytes((tmp_path / "other" / "cases.parquet").read_bytes())
+    message = (
+        f"{folder / 'cases.parquet'} does not match the sha256 its manifest records ({recorded[:12]}): "
+        "rebuild the case set with `threadmed snomed cases`"
+    )
+    for read in (check_case_set, load_case_set, lambda d: load_sample(d, SampleSpec(split="test"))):
+        with pytest.raises(UserError) as error:
+            read(folder)
+        assert (str(error.value), error.value.option) == (message, "--cases")
 
 
 def test_the_case_set_reads_back_in_file_order(tmp_path):

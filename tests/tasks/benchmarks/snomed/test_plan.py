@@ -17,6 +17,7 @@ from tasks.core.preflight import UserError
 from tasks.evals.config import EvaluationSettings, ModelSpec, RunOverrides, load_config
 from tasks.evals.estimate import estimate_plan
 from tasks.evals.plan import run_id_for
+from tests import snomed_fixtures
 from tests.snomed_fixtures import HYPERTENSION, case
 from tests.tasks.benchmarks.snomed.test_cases_reference import REFERENCE
 from tests.tasks.benchmarks.snomed.test_loading import CASES, write_case_set
@@ -53,6 +54,7 @@ def test_jobs_pair_every_case_with_every_epoch_and_clinician_case_major(case_set
     ]
     assert {j.solve.case == TEST_CASES[j.solve.case.case_id] for j in plan.jobs} == {True}
     assert {(j.solve.run_id, j.solve.settings) for j in plan.jobs} == {(plan.run_id, InterviewSettings())}
+    fixtures_module = Path(snomed_fixtures.__file__)  # the fixture case set's source
     assert plan.manifest_facts == {
         "sent": {
             "models": {
@@ -92,11 +94,9 @@ def test_jobs_pair_every_case_with_every_epoch_and_clinician_case_major(case_set
                 "observations": 5,
             },
             "source": {
-                "path": str(case_set / "cases.parquet"),
+                "path": str(fixtures_module),
                 "format": "reference",
-                "fingerprint": hashlib.sha256(
-                    b"cases.parquet\0" + (case_set / "cases.parquet").read_bytes()
-                ).hexdigest(),
+                "fingerprint": hashlib.sha256(fixtures_module.read_bytes()).hexdigest(),
             },
         },
         "cases": 3,

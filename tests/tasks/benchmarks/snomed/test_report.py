@@ -9,7 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.benchmarks.snomed.case import Case
-from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES, cases_to_table
+from tasks.benchmarks.snomed.cases.loading import case_set_fingerprint, run_case_set_facts
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
+from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.report import (
     ReportSettings,
     build_report,
@@ -22,6 +24,7 @@ from tasks.benchmarks.snomed.tables import build_tables, report_notes, run_summa
 from tasks.core.preflight import UserError
 from tasks.evals.outputs import write_table
 from tasks.report.stats import seeded_rng
+from tests.snomed_fixtures import write_case_set as write_snomed_case_set
 
 SINUSITIS, BRONCHITIS, HYPERTENSION = "444814009", "10509002", "59621000"
 MADE_UP = "123456789012"  # invalid and malformed
@@ -52,9 +55,12 @@ INTERVIEWS: dict[str, dict[str, tuple[Any, ...]]] = {
 }
 
 
+# Not the defaults, so that the report shows these and not what it would assume.
+CASE_SET_SETTINGS = CaseSetSettings(gold_scope="active", gold_tags=("disorder",))
+
+
 def write_case_set(root: Path) -> Path:
-    folder = root / "cases"
-    folder.mkdir(exist_ok=True)
+    """The cases c1-c3 with their gold codes, written as `threadmed snomed cases` writes a case set."""
     cases = [
         Case(
             case_id=case_id,
@@ -70,14 +76,22 @@ def write_case_set(root: Path) -> Path:
         )
         for case_id, gold in GOLD.items()
     ]
-    pq.write_table(cases_to_table(cases), folder / "cases.parquet")
-    return folder
+    return write_snomed_case_set(root / "cases", cases, CASE_SET_SETTINGS)
 
 
 def messages(key: dict[str, Any], status: str, questions: int, leak_turn: int | None) -> list[dict[str, Any]]:
-    """Turn 0: the scripted opening; turns 1..q: question and reply; turn q + 1: the final answer."""
+    """Turn 0: the clinician's system prompt (not in the browser) and the scripted opening; turns 1..q:
+    question and reply; turn q + 1: the final answer."""
     rows = [
-        {**key, "turn": 0, "role": "patient", "speaker": "patient-sim", "status": "scripted", "text": "Hi"}
+        {
+            **key,
+            "turn": 0,
+            "role": "system",
+            "sent_to": "clinician",
+            "status": "scripted",
+            "text": "Be a doctor",
+        },
+        {**key, "turn": 0, "role": "patient", "speaker": "patient-sim", "status": "scripted", "text": "Hi"},
     ]
     for turn in range(1, questions + 1):
         leaked = [BRONCHITIS] if turn == leak_turn else []
@@ -109,7 +123,7 @@ def messages(key: dict[str, Any], status: str, questions: int, leak_turn: int | 
         rows.append({**final, "status": "failed", "error": "rate limited"})
     else:
         rows.append({**final, "status": "ok", "text": "<Final Answer>: [...]", **CLINICIAN_CALL})
-    return rows
+    return [{**row, "message": index} for index, row in enumerate(rows)]
 
 
 def score_row(key: dict[str, Any], status: str, predicted: tuple[str, ...], gold: tuple[str, ...]) -> dict:
@@ -138,7 +152,9 @@ def score_row(key: dict[str, Any], status: str, predicted: tuple[str, ...], gold
     }
 
 
-def make_run(root: Path, run_id: str, models: list[str], fingerprint: str = "fp-cases-1") -> Path:
+def make_run(root: Path, run_id: str, models: list[str], fingerprint: str | None = None) -> Path:
+    """A run folder as `snomed evaluate` writes one; over the case set of `write_case_set` unless given
+    another case set's fingerprint."""
     run_dir = root / run_id
     run_dir.mkdir()
     conversations, predictions, scores = [], [], []
@@ -164,9 +180,10 @@ def make_run(root: Path, run_id: str, models: list[str], fingerprint: str = "fp-
     write_table(conversations, CONVERSATIONS, run_dir / "conversations.parquet")
     write_table(predictions, PREDICTIONS, run_dir / "predictions.parquet")
     write_table(scores, SCORES, run_dir / "scores.parquet")
+    case_set = write_case_set(root)
     manifest = {
         "run_id": run_id,
-        "dataset": {"dir": str(write_case_set(root)), "fingerprint": fingerprint},
+        "dataset": {"dir": str(case_set), "fingerprint": fingerprint or case_set_fingerprint(case_set)},
         "config": {
             "models": [{"name": model, "model": f"provider/{model}"} for model in models],
             "patient": {"name": "patient-sim", "model": "offline/patient"},
@@ -175,7 +192,7 @@ def make_run(root: Path, run_id: str, models: list[str], fingerprint: str = "fp-
             "disclosure": "symptoms",
             "patient_prompt_form": "lay",
         },
-        "case_set": {"gold_scope": "all", "gold_tags": ["disorder", "finding"]},
+        "case_set": run_case_set_facts(case_set),
     }
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     return run_dir
@@ -264,6 +281,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "micro": {"precision": 2 / 3, "recall": 2 / 3, "f1": 2 / 3},
         "invalid_code_rate": 1 / 3,
         "malformed_code_rate": 1 / 3,
+        "not_code_rate": 0.0,
         "no_answer_rate": 0.0,
         "leak_rate": 1 / 3,
         "mean_questions": 1.5,
@@ -290,6 +308,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "micro": {"precision": 1.0, "recall": 2 / 3, "f1": 0.8},
         "invalid_code_rate": 0.0,
         "malformed_code_rate": 0.0,
+        "not_code_rate": 0.0,
         "no_answer_rate": 1 / 3,
         "leak_rate": 0.0,
         "mean_questions": 8 / 3,
@@ -326,9 +345,9 @@ def test_runs_case_set_leaks_failures_and_settings_are_recorded(metrics: dict[st
     ]
     assert metrics["case_set"] == {
         "dir": str(runs[0].parent / "cases"),
-        "fingerprint": "fp-cases-1",
-        "gold_scope": "all",
-        "gold_tags": ["disorder", "finding"],
+        "fingerprint": case_set_fingerprint(runs[0].parent / "cases"),
+        "gold_scope": "active",
+        "gold_tags": ["disorder"],
         "found": True,
     }
     assert metrics["leaks"] == [
@@ -361,7 +380,10 @@ def test_runs_over_different_case_sets_are_refused(tmp_path: Path) -> None:
     other = make_run(tmp_path, "r2", ["beta"], fingerprint="fp-cases-2")
     with pytest.raises(UserError, match="different case sets") as error:
         load_runs([first, other])
-    assert f"r1 ({first}): fp-cases-1" in str(error.value) and f"r2 ({other}): fp-cases-2" in str(error.value)
+    fingerprint = case_set_fingerprint(tmp_path / "cases")
+    assert f"r1 ({first}): {fingerprint}" in str(error.value) and f"r2 ({other}): fp-cases-2" in str(
+        error.value
+    )
 
 
 def test_a_model_in_two_runs_is_refused(tmp_path: Path) -> None:
@@ -372,6 +394,14 @@ def test_a_model_in_two_runs_is_refused(tmp_path: Path) -> None:
         f"a model appears in several runs ('alpha' in r1 ({first}), r2 ({again})): "
         "report those runs separately or rename the model"
     )
+
+
+def test_a_case_set_changed_since_the_run_is_not_read_for_its_displays(tmp_path: Path) -> None:
+    run = make_run(tmp_path, "r1", ["alpha"])
+    (tmp_path / "cases" / "cases.parquet").write_bytes(b"not the cases the run used")
+    metrics = compute_metrics(load_runs([run]), SETTINGS)[0]
+    assert metrics["case_set"]["found"] is False
+    assert {row["display"] for row in metrics["models"]["alpha"]["condition_recall"]} == {None}
 
 
 def test_an_unfinished_run_is_refused(tmp_path: Path) -> None:
@@ -413,6 +443,12 @@ def test_report_folder_markdown_figures_and_stats(tmp_path: Path, runs) -> None:
     ]
     markdown = (report_dir / "report.md").read_text()
     metrics = json.loads((report_dir / "metrics.json").read_text())
+    # The settings block shows the case set's manifest (CASE_SET_SETTINGS), not blanks or defaults.
+    assert markdown.splitlines()[2] == (
+        f"Runs: r1, r2. Case set: {case_set_fingerprint(tmp_path / 'cases')[:12]} (gold scope active, tags "
+        "disorder). Disclosure: symptoms. Epochs: 1. Intervals: 95% percentile, resampling cases, "
+        "200 resamples, seed 3."
+    )
     f1 = metrics["models"]["alpha"]["f1"]["ci"]
     assert (
         "| alpha | 2 | 50.0 [" in markdown

@@ -56,6 +56,7 @@ def test_an_answer_is_parsed_checked_and_scored_with_hits_misses_and_wrong_codes
         "predicted_codes": PREDICTED,
         "invalid_codes": [NOT_IN_VOCABULARY, MADE_UP],
         "malformed_codes": [MADE_UP],
+        "not_codes": [],
         "hit_codes": [HYPERTENSION],
         "missed_codes": [PHARYNGITIS, SINUSITIS],
         "wrong_codes": [DIABETES, SYNTHEA_ODD_CODE, NOT_IN_VOCABULARY, MADE_UP],
@@ -69,6 +70,21 @@ def test_an_answer_is_parsed_checked_and_scored_with_hits_misses_and_wrong_codes
     }
 
 
+def test_numbers_too_short_for_a_code_and_names_alone_are_counted_not_dropped():
+    answer = '<Final Answer>: ["12345", "67890", "Hypertension"]'
+    row = interview_result(score_job((HYPERTENSION,)), interview(answer), VOCABULARY)
+    assert {name: row[name] for name in ("status", "predicted_codes", "invalid_codes", "malformed_codes",
+                                         "not_codes", "wrong_codes", "precision")} == {
+        "status": "answered",
+        "predicted_codes": ["12345", "67890"],
+        "invalid_codes": ["12345", "67890"],
+        "malformed_codes": ["12345", "67890"],
+        "not_codes": ["Hypertension"],
+        "wrong_codes": ["12345", "67890"],
+        "precision": 0.0,
+    }  # fmt: skip
+
+
 def test_a_reply_without_a_final_answer_is_no_answer_scored_as_an_empty_prediction():
     row = interview_result(score_job((HYPERTENSION,)), interview("It sounds like a cold to me."), VOCABULARY)
     assert row == {
@@ -80,6 +96,7 @@ def test_a_reply_without_a_final_answer_is_no_answer_scored_as_an_empty_predicti
         "final_answer": "It sounds like a cold to me.",
         "predicted_codes": [],
         "invalid_codes": [],
+        "not_codes": [],
         "malformed_codes": [],
         "hit_codes": [],
         "missed_codes": [HYPERTENSION],
@@ -121,6 +138,7 @@ def test_empty_gold_and_an_empty_answer_is_perfect():
         "final_answer": "<Final Answer>: []",
         "predicted_codes": [],
         "invalid_codes": [],
+        "not_codes": [],
         "malformed_codes": [],
         "hit_codes": [],
         "missed_codes": [],

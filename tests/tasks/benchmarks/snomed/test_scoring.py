@@ -58,8 +58,8 @@ OUTCOMES = [
     ),
     # c3: no final answer: empty prediction, all zero
     CaseOutcome("c3", 0, "no_answer", (), (HYPERTENSION,), (), (), 20, 20, 0),
-    # c4: empty gold and empty prediction: perfect
-    CaseOutcome("c4", 0, "answered", (), (), (), (), 2, 2, 1),
+    # c4: empty gold and empty prediction: perfect; its answer held a name, not a code
+    CaseOutcome("c4", 0, "answered", (), (), (), (), 2, 2, 1, ("Hypertension",)),
     # c5: provider failure: counted, not scored
     CaseOutcome("c5", 0, "failed", (ANEMIA,), (ANEMIA,), (), (), 1, 1, 1),
 ]
@@ -72,8 +72,9 @@ def test_summarise_run_whole_value():
     assert metrics.f1.n == 4 and metrics.f1.n_resamples == 200
     assert metrics.f1.low <= 0.625 <= metrics.f1.high
     assert metrics[:3] == (4, 1, 1)  # n_cases, n_failed, n_empty_gold
-    rates = metrics[7:15]  # micro P, R, F1, invalid, malformed, no-answer, mean questions, leak rate
-    assert rates == pytest.approx((3 / 4, 3 / 5, 2 / 3, 1 / 4, 1 / 4, 1 / 4, 30 / 4, 2 / 30))
+    # micro P, R, F1, invalid, malformed, not a code (1 of 4 codes + 1 item), no-answer, questions, leaks
+    rates = metrics[7:16]
+    assert rates == pytest.approx((3 / 4, 3 / 5, 2 / 3, 1 / 4, 1 / 4, 1 / 5, 1 / 4, 30 / 4, 2 / 30))
     assert metrics.condition_recall == (
         ConditionRecall(SINUSITIS, 2, 2, 0, 1.0),  # ties: by code
         ConditionRecall(HYPERTENSION, 2, 0, 2, 0.0),

@@ -2,14 +2,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS
 from tasks.benchmarks.snomed.interview import InterviewPrompts, InterviewSettings
-from tasks.benchmarks.snomed.solver import InterviewJob, RoleSetup, failed_row, interview_turns, message_row
+from tasks.benchmarks.snomed.solver import InterviewJob, RoleSetup, interview_rows, interview_turns
 from tasks.evals.config import ModelSpec
 from tasks.evals.outputs import write_table
 from tasks.llm.ledger import CallRecord
 from tasks.llm.request import CallOptions, ChatRequest
+from tests.snomed_fixtures import replay_calls
 from tests.tasks.benchmarks.snomed.test_loading import CASES
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
@@ -68,12 +70,20 @@ FAILED_CALL = {"status": "failed", "prompt_tokens": 0, "completion_tokens": 0, "
 
 def rows_of(interview_job: InterviewJob, provider: Provider) -> list[dict[str, Any]]:
     """The CONVERSATIONS rows of an interview, as the solve task makes them."""
-    interview, calls = interview_turns(interview_job, provider)
-    records = {record.key: record for _, record in calls}
-    rows = [message_row(interview_job, turn, records.get(turn.call_key)) for turn in interview.turns]
-    if interview.status == "failed":
-        rows.append(failed_row(interview_job, interview, *calls[-1]))
-    return rows
+    return interview_rows(interview_job, *interview_turns(interview_job, provider))
+
+
+def scripted(message: int, role: str, sent_to: str, text: str) -> dict[str, Any]:
+    return {**KEY, "message": message, "turn": 0, "role": role, "sent_to": sent_to, "text": text,
+            "leaked_codes": [], "status": "scripted"}  # fmt: skip
+
+
+# Each role's system prompt, then the opening line (the clinician's alone).
+OPENING = [
+    scripted(0, "system", "clinician", "CLINICIAN"),
+    scripted(1, "system", "patient", "PATIENT"),
+    scripted(2, "patient", "clinician", "Hello, doctor."),
+]
 
 
 def test_requests_carry_the_role_and_case_as_scope_and_the_epoch_in_their_key():
@@ -96,28 +106,27 @@ def test_rows_hold_each_message_with_its_call_and_speaker_and_the_patients_leaks
     keys = lambda: [r.key() for _, r in provider.requests]  # noqa: E731
     rows = rows_of(job(), provider)
     assert rows == [
-        {**KEY, "turn": 0, "role": "patient", "text": "Hello, doctor.", "leaked_codes": [],
-         "status": "scripted"},
-        {**KEY, "turn": 1, "role": "clinician", "text": "Any headaches?", "leaked_codes": [], **OK_CALL,
-         "call_key": keys()[0], "speaker": "doc"},
-        {**KEY, "turn": 1, "role": "patient", "text": "My essential hypertension, they say.",
-         "leaked_codes": ["59621000"], **OK_CALL, "call_key": keys()[1], "speaker": "sim"},
-        {**KEY, "turn": 2, "role": "clinician", "text": FINAL, "leaked_codes": [], **OK_CALL,
-         "call_key": keys()[2], "speaker": "doc"},
+        *OPENING,
+        {**KEY, "message": 3, "turn": 1, "role": "clinician", "sent_to": None, "text": "Any headaches?",
+         "leaked_codes": [], **OK_CALL, "call_key": keys()[0], "speaker": "doc"},
+        {**KEY, "message": 4, "turn": 1, "role": "patient", "sent_to": None,
+         "text": "My essential hypertension, they say.", "leaked_codes": ["59621000"], **OK_CALL,
+         "call_key": keys()[1], "speaker": "sim"},
+        {**KEY, "message": 5, "turn": 2, "role": "clinician", "sent_to": None, "text": FINAL,
+         "leaked_codes": [], **OK_CALL, "call_key": keys()[2], "speaker": "doc"},
     ]  # fmt: skip
 
 
 def test_a_failed_patient_call_is_numbered_in_its_questions_turn():
     provider = Provider(["Any headaches?", "Any fever?"], ["No.", None])
     rows = rows_of(job(), provider)
-    assert [(r["turn"], r["role"], r["status"]) for r in rows] == [
-        (0, "patient", "scripted"),
+    assert [(r["turn"], r["role"], r["status"]) for r in rows[3:]] == [
         (1, "clinician", "ok"),
         (1, "patient", "ok"),
         (2, "clinician", "ok"),
         (2, "patient", "failed"),
     ]
-    assert rows[-1] == {**KEY, "turn": 2, "role": "patient", "speaker": "sim", "text": None,
+    assert rows[-1] == {**KEY, "message": 6, "turn": 2, "role": "patient", "speaker": "sim", "text": None,
                         "leaked_codes": [], **FAILED_CALL,
                         "call_key": provider.requests[-1][1].key()}  # fmt: skip
 
@@ -126,19 +135,41 @@ def test_a_failed_clinician_call_is_numbered_in_the_next_turn_also_at_the_final_
     asking = rows_of(job(), Provider(["Any headaches?", None], ["No."]))
     forced = rows_of(job(max_turns=1), Provider(["Any headaches?", None], ["No."]))
     reasked = rows_of(job(max_turns=1), Provider(["Any headaches?", "Not sure yet.", None], ["No."]))
-    assert [(r["turn"], r["role"], r["status"]) for r in asking] == [
-        (0, "patient", "scripted"),
+    assert [(r["turn"], r["role"], r["status"]) for r in asking[3:]] == [
         (1, "clinician", "ok"),
         (1, "patient", "ok"),
         (2, "clinician", "failed"),
     ]
-    assert asking[-1] == {**KEY, "turn": 2, "role": "clinician", "speaker": "doc", "text": None,
+    assert asking[-1] == {**KEY, "message": 5, "turn": 2, "role": "clinician", "speaker": "doc", "text": None,
                           "leaked_codes": [], **FAILED_CALL, "call_key": asking[-1]["call_key"]}  # fmt: skip
-    assert forced[:-1] == asking[:-1] and forced[-1]["turn"] == 2
-    assert [(r["turn"], r["role"], r["status"], r["text"]) for r in reasked[3:]] == [
+    # The request for the final answer is a message too, in the turn of the answer it asks for.
+    assert forced[:-2] == asking[:-1]
+    assert [(r["message"], r["turn"], r["role"], r["status"], r["text"]) for r in forced[-2:]] == [
+        (5, 2, "instruction", "scripted", "FINAL NOW"),
+        (6, 2, "clinician", "failed", None),
+    ]
+    assert [(r["turn"], r["role"], r["status"], r["text"]) for r in reasked[5:]] == [
+        (2, "instruction", "scripted", "FINAL NOW"),
         (2, "clinician", "ok", "Not sure yet."),
+        (3, "instruction", "scripted", "REASK"),
         (3, "clinician", "failed", None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("clinician", "patient"),
+    [
+        (["Any headaches?", "Not sure yet.", FINAL], ["No."]),  # forced final answer, re-asked once
+        (["Any headaches?", "Not sure yet.", "Still thinking."], ["No."]),  # no answer after the re-ask
+        (["Any headaches?", "Not sure yet.", None], ["No."]),  # the re-ask's call failed
+        (["Any headaches?"], [None]),  # the patient's call failed
+    ],
+)
+def test_the_stored_conversation_replays_every_call_exactly(tmp_path, clinician, patient):
+    provider = Provider(clinician, patient)
+    write_table(rows_of(job(max_turns=1), provider), CONVERSATIONS, tmp_path / "conversations.parquet")
+    replayed = replay_calls(pq.read_table(tmp_path / "conversations.parquet").to_pylist())
+    assert replayed == [(role, list(request.messages)) for role, request in provider.requests]
 
 
 def test_the_rows_fit_the_conversations_contract(tmp_path):
