@@ -119,16 +119,17 @@ def check_source(
     from tasks.benchmarks.snomed.cases.case_set import build_cases, check_gold, detect_source_format
     from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
 
+    path = source.resolve()
     try:
-        chosen: SourceFormat = source_format or detect_source_format(source.resolve())  # type: ignore[assignment]
-        cases, skipped = build_cases(source.resolve(), chosen, settings, derive_synthea_vocabulary(), True)
+        chosen: SourceFormat = source_format or detect_source_format(path)  # type: ignore[assignment]
+        cases, skipped = build_cases(path, chosen, settings, derive_synthea_vocabulary(), allow_empty=True)
         for reason, count in sorted(skipped.items()):
-            warn(f"{source}: skipped {count:,} {reason}")
+            warn(f"{path}: {reason}: {count:,} skipped")
         without_gold = sum(not case.gold_codes for case in cases)
         if without_gold == len(cases) and not allow_empty:
-            check_gold(cases, source)
+            check_gold(cases, path)
         if without_gold:
-            warn(f"{source}: {without_gold:,} of {len(cases):,} cases have no gold code")
+            warn(f"{path}: {without_gold:,} of {len(cases):,} cases have no gold code")
     except ValueError as error:  # the readers' word for input that is not what its format promises
         raise UserError(str(error)) from None
     return chosen
