@@ -123,7 +123,9 @@ def test_fhir_bundles_without_a_snomed_condition_warn_and_fail_unless_allowed(tm
 
     allowed = threadmed("snomed", "cases", "fhir", "--out", "cases", "--allow-empty", cwd=tmp_path)
     assert allowed.returncode == 0, allowed.stderr
-    assert (allowed.stderr.splitlines(), allowed.stdout.splitlines()) == (
+    # Only our warnings: a busy machine may add Prefect's own ("EventsWorker - Still processing items").
+    warnings = [line for line in allowed.stderr.splitlines() if line.startswith("Warning: ")]
+    assert (warnings, allowed.stdout.splitlines()) == (
         [skipped, f"Warning: {tmp_path / 'fhir'}: 1 of 1 cases have no gold code"],
         ["1 cases (0 train, 1 test; 0 gold codes, 0 distinct) written to cases"],
     )
