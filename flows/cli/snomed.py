@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from flows.cli.errors import errors, reports_errors
+from flows.cli.errors import reports_errors, warn
 from flows.cli.evaluate import (
     BatchPoll,
     BatchRoles,
@@ -133,10 +133,6 @@ def check_source(
     except ValueError as error:  # the readers' word for input that is not what its format promises
         raise UserError(str(error)) from None
     return chosen
-
-
-def warn(message: str) -> None:
-    errors.print(f"[yellow]Warning:[/yellow] {escape(message)}", soft_wrap=True)
 
 
 @app.command()
