@@ -3,7 +3,7 @@
 import json
 from datetime import date
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import typer
 from rich.console import Console
@@ -119,6 +119,8 @@ def check_source(
     from tasks.benchmarks.snomed.cases.case_set import build_cases, check_gold, detect_source_format
     from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
 
+    if source_format not in (None, *get_args(SourceFormat)):
+        raise UserError(f"{source_format!r} is not one of {', '.join(get_args(SourceFormat))}", "--format")
     path = source.resolve()
     try:
         chosen: SourceFormat = source_format or detect_source_format(path)  # type: ignore[assignment]
@@ -126,9 +128,11 @@ def check_source(
         for reason, count in sorted(skipped.items()):
             warn(f"{path}: {reason}: {count:,} skipped")
         without_gold = sum(not case.gold_codes for case in cases)
-        if without_gold == len(cases) and not allow_empty:
-            check_gold(cases, path)
-        if without_gold:
+        if without_gold == len(cases):
+            if not allow_empty:
+                check_gold(cases, path)
+            warn(f"{path}: none of its {len(cases):,} cases has a gold code; written anyway (--allow-empty)")
+        elif without_gold:
             warn(f"{path}: {without_gold:,} of {len(cases):,} cases have no gold code")
     except ValueError as error:  # the readers' word for input that is not what its format promises
         raise UserError(str(error)) from None

@@ -126,7 +126,11 @@ def test_fhir_bundles_without_a_snomed_condition_warn_and_fail_unless_allowed(tm
     # Only our warnings: a busy machine may add Prefect's own ("EventsWorker - Still processing items").
     warnings = [line for line in allowed.stderr.splitlines() if line.startswith("Warning: ")]
     assert (warnings, allowed.stdout.splitlines()) == (
-        [skipped, f"Warning: {tmp_path / 'fhir'}: 1 of 1 cases have no gold code"],
+        [
+            skipped,
+            f"Warning: {tmp_path / 'fhir'}: none of its 1 cases has a gold code; written anyway "
+            "(--allow-empty)",
+        ],
         ["1 cases (0 train, 1 test; 0 gold codes, 0 distinct) written to cases"],
     )
     assert json.loads((tmp_path / "cases" / "manifest.json").read_text())["skipped"] == {
