@@ -156,6 +156,14 @@ def test_a_reference_date_that_is_no_date_is_a_usage_error(tmp_path):
     )
 
 
+def test_an_unknown_format_is_a_usage_error(tmp_path):
+    (tmp_path / "reference.json").write_text(json.dumps(REFERENCE))
+    assert_usage_error(
+        threadmed("snomed", "cases", "reference.json", "--out", "cases", "--format", "xml", cwd=tmp_path),
+        "Invalid value for '--format': 'xml' is not one of fhir, synthea_csv, omop, reference",
+    )
+
+
 def test_a_sqlite_file_is_refused_without_going_online(tmp_path):
     with sqlite3.connect(tmp_path / "cdm.db") as con:
         con.execute("create table person (person_id integer)")

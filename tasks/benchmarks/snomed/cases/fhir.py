@@ -222,6 +222,8 @@ def record_from_bundle(bundle: Resource, skipped: Counter[str]) -> PatientRecord
                 encounter_dates.append(fhir_date((resource.get("period") or {}).get("start"), "period.start"))
     with located(f"Patient/{patient.get('id')}"):
         birth_date = fhir_date(patient.get("birthDate"), "birthDate")
+        if not isinstance(patient.get("gender"), str | None):
+            raise SourceError(f"gender {patient['gender']!r} is not a code (male, female, other, unknown)")
     kept_conditions = [c for c in conditions if c is not None]
     kept_prescriptions = [m for m in prescriptions if m is not None]
     kept_allergies = [a for a in allergies if a is not None]

@@ -90,6 +90,10 @@ BAD_BUNDLES = {
         "entry 1 (Observation/o1): does not have the shape FHIR R4 gives it ('int' object has no attribute "
         "'get'); fix the resource",
     ),
+    "gender that is no code": (
+        {"resourceType": "Bundle", "entry": [{"resource": PATIENT | {"gender": 1}}]},
+        "Patient/p1: gender 1 is not a code (male, female, other, unknown)",
+    ),
     "onset in 9999": (
         bundle(condition(onsetDateTime="9999-01-01")),
         "patient p1: age 8029 at the reference date 9999-01-01 (born 1970-01-01); a date of the record is "
