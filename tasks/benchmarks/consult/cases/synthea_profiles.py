@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tasks.benchmarks.consult.cases.generate import Demographics
 from tasks.benchmarks.snomed.cases.fhir import fhir_bundle_paths, record_from_bundle
-from tasks.benchmarks.snomed.cases.records import age_in_years, located, normalize_sex, read_json_file
+from tasks.benchmarks.snomed.cases.records import checked_age, located, normalize_sex, read_json_file
 
 
 def read_synthea_demographics(folder: Path) -> list[Demographics]:
@@ -18,9 +18,10 @@ def read_synthea_demographics(folder: Path) -> list[Demographics]:
     for path in fhir_bundle_paths(Path(folder)):
         with located(path):
             record = record_from_bundle(read_json_file(path), Counter())
-        if record is None:
-            continue
-        age, sex = age_in_years(record.birth_date, record.last_record_date), normalize_sex(record.sex)
+            if record is None:
+                continue
+            age = checked_age(record.patient_id, record.birth_date, record.last_record_date)
+        sex = normalize_sex(record.sex)
         if age is not None and sex in ("female", "male"):
             profiles.append(Demographics(record.patient_id, age, sex))
     if not profiles:
