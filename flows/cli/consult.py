@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from flows.cli.errors import reports_errors
+from flows.cli.errors import reports_errors, warn
 from flows.cli.evaluate import BatchPoll, BatchRoles, BatchWait
 from flows.cli.render import console
 from tasks.benchmarks.consult.inquiry.mining import MiningSettings
@@ -65,7 +65,7 @@ def mine(
     """Mine question templates, the Markov policy and partial orders (the `consult-mine` flow): same corpora
     and options, same bytes."""
     from flows.consult_mine import consult_mine
-    from tasks.benchmarks.consult.inquiry.corpora import CorpusError, read_corpora
+    from tasks.benchmarks.consult.inquiry.corpora import CorpusError, dialogues_with_doctor, read_corpora
 
     settings = MiningSettings(
         k=k,
@@ -78,9 +78,11 @@ def mine(
     )
     check_writable_folder(out, "--out")
     try:  # before any flow runs: a path with no corpus is one line, not a failed flow run
-        dialogues = read_corpora(corpora)
+        dialogues, untagged = dialogues_with_doctor(read_corpora(corpora), corpora)
     except CorpusError as error:
         raise UserError(str(error)) from None
+    if untagged:
+        warn(f"{corpora}: {untagged:,} dialogues without a doctor turn (no speaker tags) skipped")
     consult_mine(corpora=str(corpora), out_dir=str(out), settings=settings)
     templates = json.loads((out / "templates.json").read_text())
     reference = json.loads((out / "reference.json").read_text())

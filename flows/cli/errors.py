@@ -51,6 +51,11 @@ def reported_errors(*writing: Path) -> Iterator[None]:
         fail(message)
 
 
+def warn(message: str) -> None:
+    """Something the command skipped or doubts, on stderr, one line; the command goes on."""
+    errors.print(f"[yellow]Warning:[/yellow] {escape(message)}", soft_wrap=True)
+
+
 def fail(message: str) -> NoReturn:
     errors.print(f"[red]Error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(1)

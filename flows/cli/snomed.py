@@ -3,13 +3,13 @@
 import json
 from datetime import date
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from flows.cli.errors import reports_errors
+from flows.cli.errors import reports_errors, warn
 from flows.cli.evaluate import (
     BatchPoll,
     BatchRoles,
@@ -71,16 +71,19 @@ def cases(
     ] = CASE_DEFAULTS.train_share,
     sample: Annotated[int | None, typer.Option(min=1, help="Keep this many cases (a seeded choice).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the split and the sample.")] = CASE_DEFAULTS.seed,
+    allow_empty: Annotated[
+        bool, typer.Option(help="Write the case set (with a warning) even when no case has a gold code.")
+    ] = False,
 ) -> None:
     """Build a case set (the `snomed-cases` flow): same input and options, same bytes."""
     from flows.snomed_cases import snomed_cases
-    from tasks.benchmarks.snomed.cases.case_set import CASE_SET_FILES, detect_source_format
+    from tasks.benchmarks.snomed.cases.case_set import CASE_SET_FILES
     from tasks.benchmarks.snomed.cases.loading import case_set_manifest
     from tasks.core.files import check_replaceable_folder
 
     check_writable_folder(out, "--out")
     settings = CaseSetSettings(
-        reference_date=date.fromisoformat(reference_date) if reference_date else None,
+        reference_date=parse_reference_date(reference_date),
         gold_scope=gold_scope,  # type: ignore[arg-type]
         gold_tags=tuple(split_list(gold_tags) or ()),
         max_observations=max_observations,
@@ -88,17 +91,58 @@ def cases(
         sample_size=sample,
         seed=seed,
     )
-    try:  # before any flow runs: a source in no known format is one line, not a failed flow run
+    try:  # before any flow runs: a folder holding other files is one line, not a failed flow run
         check_replaceable_folder(out, CASE_SET_FILES)  # a rebuild replaces the folder whole
-        chosen_format: SourceFormat = source_format or detect_source_format(source.resolve())  # type: ignore[assignment]
-        snomed_cases(source=str(source), out_dir=str(out), settings=settings, source_format=chosen_format)
-    except ValueError as error:  # the readers' word for input that is not what its format promises
+    except ValueError as error:
         raise UserError(str(error)) from None
+    chosen_format = check_source(source, source_format, settings, allow_empty)
+    snomed_cases(
+        source=str(source),
+        out_dir=str(out),
+        settings=settings,
+        source_format=chosen_format,
+        allow_empty=allow_empty,
+    )
     counts = case_set_manifest(out)["counts"]
     console.print(
         f"[green]{counts['cases']:,} cases[/green] ({counts['train']:,} train, {counts['test']:,} test; "
         f"{counts['gold_codes']:,} gold codes, {counts['distinct_gold_codes']:,} distinct) written to {out}"
     )
+
+
+def parse_reference_date(text: str | None) -> date | None:
+    try:
+        return date.fromisoformat(text) if text else None
+    except ValueError as error:
+        raise UserError(f"{text!r} is not a date YYYY-MM-DD ({error})", "--reference-date") from None
+
+
+def check_source(
+    source: Path, source_format: str | None, settings: CaseSetSettings, allow_empty: bool
+) -> SourceFormat:
+    """Read the source once before any flow runs, so a bad file or record is one line, not a failed flow
+    run: warn of what the reader skipped and of cases without gold codes; return the source's format."""
+    from tasks.benchmarks.snomed.cases.case_set import build_cases, check_gold, detect_source_format
+    from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
+
+    if source_format not in (None, *get_args(SourceFormat)):
+        raise UserError(f"{source_format!r} is not one of {', '.join(get_args(SourceFormat))}", "--format")
+    path = source.resolve()
+    try:
+        chosen: SourceFormat = source_format or detect_source_format(path)  # type: ignore[assignment]
+        cases, skipped = build_cases(path, chosen, settings, derive_synthea_vocabulary(), allow_empty=True)
+        for reason, count in sorted(skipped.items()):
+            warn(f"{path}: {reason}: {count:,} skipped")
+        without_gold = sum(not case.gold_codes for case in cases)
+        if without_gold == len(cases):
+            if not allow_empty:
+                check_gold(cases, path)
+            warn(f"{path}: none of its {len(cases):,} cases has a gold code; written anyway (--allow-empty)")
+        elif without_gold:
+            warn(f"{path}: {without_gold:,} of {len(cases):,} cases have no gold code")
+    except ValueError as error:  # the readers' word for input that is not what its format promises
+        raise UserError(str(error)) from None
+    return chosen
 
 
 @app.command()

@@ -87,7 +87,7 @@ def rates(patients: int, seconds: tuple[float, float]) -> dict[str, float]:
 def measure_source(source: Path, source_format: SourceFormat, scratch: Path) -> dict[str, Any]:
     settings = CaseSetSettings()
     vocabulary = derive_synthea_vocabulary()
-    patients = len(build_cases(source, source_format, settings, vocabulary))
+    patients = len(build_cases(source, source_format, settings, vocabulary).cases)
     cases_seconds = median_seconds(lambda: build_cases(source, source_format, settings, vocabulary))
     case_set_seconds = median_seconds(
         lambda: build_case_set.fn(

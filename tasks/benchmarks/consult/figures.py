@@ -10,6 +10,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from tasks.report.figures import plain_text
+
 # The stats tables the figures read, so an empty one still has its columns.
 STATS_SCHEMAS = {
     "stats_mni_coverage": pa.schema(
@@ -102,7 +104,7 @@ def plot_mni_coverage(stats_path: Path, out_path: Path) -> None:
             marker="o",
             markersize=3,
             color=palette(index % 10),
-            label=model,
+            label=plain_text(model),
         )
     ax.set(xlabel="Turn", ylabel="MNI revealed (share)", ylim=(-0.05, 1.05), title="MNI coverage by turn")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -125,7 +127,7 @@ def plot_questions(stats_path: Path, out_path: Path) -> None:
         # Spread the dots evenly over the box's width (deterministic, unlike random jitter).
         spread = [index - 0.2 + 0.4 * k / max(len(values) - 1, 1) for k in range(len(values))]
         ax.scatter(spread, values, s=14, alpha=0.6, color=palette(index % 10), zorder=3)
-    ax.set_xticks(range(len(models)), models, rotation=20, ha="right")
+    ax.set_xticks(range(len(models)), [plain_text(model) for model in models], rotation=20, ha="right")
     ax.set(ylabel="Questions", title="Questions asked per episode")
     ax.grid(axis="y", alpha=0.3)
     fig.savefig(out_path, dpi=110)
@@ -156,13 +158,17 @@ def plot_stages(stats_path: Path, out_path: Path) -> None:
                 errors[0].append(0.0 if low is None else max(0.0, 100 * (row["mean"] - low)))
                 errors[1].append(0.0 if high is None else max(0.0, 100 * (high - row["mean"])))
             ax.bar(positions, heights, width, yerr=errors, capsize=2, color=palette(index % 10))
-        ax.set_xticks(range(len(metrics)), [METRIC_LABELS.get(m, m) for m in metrics], fontsize="small")
+        ax.set_xticks(
+            range(len(metrics)), [plain_text(METRIC_LABELS.get(m, m)) for m in metrics], fontsize="small"
+        )
         ax.set(title=title, ylim=(0, 105))
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("%")
     axes[2].set_ylabel("%")
     if models:
-        handles = [Patch(color=palette(index % 10), label=model) for index, model in enumerate(models)]
+        handles = [
+            Patch(color=palette(index % 10), label=plain_text(model)) for index, model in enumerate(models)
+        ]
         fig.legend(handles=handles, loc="outside lower center", ncols=min(len(models), 4))
     fig.savefig(out_path, dpi=110)
 

@@ -8,6 +8,8 @@ import pyarrow.parquet as pq
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from tasks.report.figures import plain_text
+
 # The stats tables the figures read, so an empty one still has its columns.
 STATS_SCHEMAS = {
     "stats_interviews": pa.schema(
@@ -59,7 +61,7 @@ def plot_f1_distribution(stats_path: Path, out_path: Path) -> None:
         # Spread the dots evenly over the box's width (deterministic, unlike random jitter).
         spread = [index - 0.2 + 0.4 * k / max(len(values) - 1, 1) for k in range(len(values))]
         ax.scatter(spread, values, s=14, alpha=0.6, color=palette(index % 10), zorder=3)
-    ax.set_xticks(range(len(models)), models, rotation=20, ha="right")
+    ax.set_xticks(range(len(models)), [plain_text(model) for model in models], rotation=20, ha="right")
     ax.set(ylabel="F1", ylim=(-0.05, 1.05), title="F1 per interview")
     ax.grid(axis="y", alpha=0.3)
     fig.savefig(out_path, dpi=110)
@@ -79,7 +81,7 @@ def plot_f1_questions(stats_path: Path, out_path: Path) -> None:
             s=18,
             alpha=0.7,
             color=palette(index % 10),
-            label=model,
+            label=plain_text(model),
         )
     ax.set(xlabel="Questions asked", ylabel="F1", ylim=(-0.05, 1.05), title="F1 against questions asked")
     ax.grid(alpha=0.3)
@@ -100,10 +102,12 @@ def plot_condition_recall(stats_path: Path, out_path: Path) -> None:
     for index, model in enumerate(models):
         bars = [row for row in rows if row["model"] == model]
         y = [row["rank"] + (index - (len(models) - 1) / 2) * height for row in bars]
-        ax.barh(y, [row["recall"] for row in bars], height, color=palette(index % 10), label=model)
+        ax.barh(
+            y, [row["recall"] for row in bars], height, color=palette(index % 10), label=plain_text(model)
+        )
     ax.set_yticks(
         [rank for rank, _, _ in conditions],
-        [f"{display or code} ({code})" for _, code, display in conditions],
+        [plain_text(f"{display or code} ({code})") for _, code, display in conditions],
     )
     ax.invert_yaxis()
     ax.set(xlabel="Recall", xlim=(0, 1.05), title="Recall per condition")

@@ -8,6 +8,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from tasks.benchmarks.threadmed.metrics import SCORE_LABELS, SINGLE_TURNS
+from tasks.report.figures import plain_text
 
 # Figure id (its file name without .png) -> caption.
 FIGURES = {
@@ -29,7 +30,7 @@ def _condition_panels(rows: list[dict[str, Any]], width: float) -> tuple[Figure,
     axes = fig.subplots(1, len(conditions), sharey=True, squeeze=False)[0]
     for ax, condition in zip(axes, conditions, strict=True):
         # A little headroom so that markers at 0 and 100 are not clipped.
-        ax.set(title=condition, ylim=(-3, 103), yticks=range(0, 101, 20))
+        ax.set(title=plain_text(condition), ylim=(-3, 103), yticks=range(0, 101, 20))
         ax.grid(alpha=0.3)
     return fig, list(axes), conditions, models
 
@@ -53,7 +54,7 @@ def plot_turn_scores(stats_path: Path, out_path: Path, note: str | None) -> None
             ]
             turn = [row["turn"] for row in points]
             color = palette(index % 10)
-            ax.plot(turn, [row["mean"] for row in points], marker="o", color=color, label=model)
+            ax.plot(turn, [row["mean"] for row in points], marker="o", color=color, label=plain_text(model))
             low, high = [row["ci_low"] for row in points], [row["ci_high"] for row in points]
             ax.fill_between(turn, low, high, color=color, alpha=0.15, linewidth=0)
         ax.set(xlabel="Turn (0-based)", xticks=list(SINGLE_TURNS))
@@ -75,7 +76,15 @@ def plot_wrong_after(stats_path: Path, out_path: Path, note: str | None) -> None
             y = [row["wrong_next_pct"] for row in bars]
             below = [row["wrong_next_pct"] - row["ci_low"] for row in bars]
             above = [row["ci_high"] - row["wrong_next_pct"] for row in bars]
-            ax.bar(x, y, width, yerr=[below, above], capsize=2, color=palette(index % 10), label=model)
+            ax.bar(
+                x,
+                y,
+                width,
+                yerr=[below, above],
+                capsize=2,
+                color=palette(index % 10),
+                label=plain_text(model),
+            )
         ax.set_xticks(range(len(SCORE_LABELS)), [f"after {label}" for label in SCORE_LABELS.values()])
         ax.set_xlabel("Score at turn t")
     axes[0].set_ylabel("Wrong at turn t+1 (%)")
@@ -88,7 +97,9 @@ def plot_dataset_funnel(stats_path: Path, out_path: Path) -> None:
     fig = Figure(figsize=(8, 0.45 * len(rows) + 1.2), layout="constrained")
     ax = fig.subplots()
     bars = ax.barh(
-        [row["stage"] for row in rows], [row["count_rows"] for row in rows], color=colormaps["tab10"](0)
+        [plain_text(row["stage"]) for row in rows],
+        [row["count_rows"] for row in rows],
+        color=colormaps["tab10"](0),
     )
     ax.bar_label(bars, labels=[f"{row['count_rows']:,}" for row in rows], padding=3, fontsize="small")
     ax.invert_yaxis()

@@ -20,6 +20,7 @@ from tasks.core.provenance import git_commit, package_versions, utc_now
 from tasks.core.tokens import TOKENIZER, count_tokens_batch
 from tasks.data.contracts import Contract
 from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
+from tasks.report.figures import plain_text
 
 DATASETS = ("full", "answered")
 INGEST_STAGES = ("submissions", "comments")
@@ -131,7 +132,7 @@ def plot_funnel(funnel: Sequence[dict[str, Any]], path: Path) -> None:
     """Horizontal bars: rows kept after every stage (the stage totals of funnel.json)."""
     totals = [row for row in funnel if row["reason"] is None]
     totals.sort(key=lambda row: row["stage_order"])
-    labels = [row["stage"] for row in totals]
+    labels = [plain_text(row["stage"]) for row in totals]
     counts = [row["count_rows"] for row in totals]
     # The object API needs no GUI backend and is safe in worker threads.
     figure = Figure(figsize=(8, 0.45 * len(labels) + 1.2))

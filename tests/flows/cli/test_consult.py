@@ -50,6 +50,39 @@ def test_a_path_with_no_corpus_is_one_line(tmp_path):
     assert not (tmp_path / "mined").exists()
 
 
+def test_a_latin1_corpus_is_one_line_naming_the_file(tmp_path):
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "train.csv").write_bytes(
+        "encounter_id,dialogue\nD1,[doctor] caf\u00e9 ?\n".encode("latin-1")
+    )
+    result = threadmed("consult", "mine", "--corpora", "corpus", "--out", "mined", cwd=tmp_path)
+    assert (result.returncode, error_lines(result)) == (
+        1,
+        [
+            "Error: corpus/train.csv: not UTF-8 text (byte 0xe9 on line 2); re-save it as UTF-8, e.g. iconv "
+            "-f latin1 -t utf-8"
+        ],
+    )
+    assert not (tmp_path / "mined").exists()
+
+
+def test_a_corpus_without_speaker_tags_is_one_line(tmp_path):
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "train.csv").write_text(
+        "encounter_id,dialogue\nD1,doctor: when did it start ? patient: monday .\n"
+    )
+    result = threadmed("consult", "mine", "--corpora", "corpus", "--out", "mined", cwd=tmp_path)
+    assert (result.returncode, error_lines(result)) == (
+        1,
+        [
+            "Error: corpus: none of its 1 dialogues holds a doctor's question (0 have a doctor turn); "
+            "ACI-Bench dialogues tag each line [doctor] or [patient], PriMock57 transcripts come as "
+            "<consultation>_doctor.TextGrid and _patient.TextGrid"
+        ],
+    )
+    assert not (tmp_path / "mined").exists()
+
+
 @pytest.mark.slow
 def test_cases_writes_the_mix_asked_for(tmp_path):
     result = threadmed(

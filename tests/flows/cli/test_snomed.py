@@ -2,6 +2,7 @@
 
 import json
 import re
+import sqlite3
 
 import pytest
 
@@ -161,3 +162,94 @@ def test_cases_never_replace_a_folder_holding_other_files(tmp_path):
         "folder"
     ]
     assert [p.name for p in (tmp_path / "cases").iterdir()] == ["notes.txt"]
+
+
+def test_a_truncated_reference_json_is_one_line_naming_the_file_and_the_position(tmp_path):
+    (tmp_path / "reference.json").write_text(json.dumps(REFERENCE)[:60])
+    result = threadmed("snomed", "cases", "reference.json", "--out", "cases", cwd=tmp_path)
+    assert (result.returncode, error_lines(result)) == (
+        1,
+        [
+            f"Error: {tmp_path / 'reference.json'}: not valid JSON: unexpected end of data at line 1, "
+            "column 61 (byte 60); the file may be truncated or empty: export or copy it again"
+        ],
+    )
+    assert not (tmp_path / "cases").exists()
+
+
+def test_fhir_bundles_without_a_snomed_condition_warn_and_fail_unless_allowed(tmp_path):
+    (tmp_path / "fhir").mkdir()
+    patient = {"resourceType": "Patient", "id": "p1", "gender": "male", "birthDate": "1970"}
+    back_pain = {"resourceType": "Condition", "code": {"text": "Back pain"}, "onsetDateTime": "2019"}
+    bundle = {"resourceType": "Bundle", "entry": [{"resource": patient}, {"resource": back_pain}]}
+    (tmp_path / "fhir" / "Jo_p1.json").write_text(json.dumps(bundle))
+    skipped = (
+        f"Warning: {tmp_path / 'fhir'}: conditions without a SNOMED CT code (ICD-10 or text only): 1 skipped"
+    )
+
+    refused = threadmed("snomed", "cases", "fhir", "--out", "cases", cwd=tmp_path)
+    assert (refused.returncode, error_lines(refused)) == (
+        1,
+        [
+            skipped,
+            f"Error: {tmp_path / 'fhir'}: none of its 1 cases has a gold code; check that its conditions are "
+            "SNOMED CT coded and kept by the gold options, or build it anyway with --allow-empty",
+        ],
+    )
+    assert not (tmp_path / "cases").exists()
+
+    allowed = threadmed("snomed", "cases", "fhir", "--out", "cases", "--allow-empty", cwd=tmp_path)
+    assert allowed.returncode == 0, allowed.stderr
+    # Only our warnings: a busy machine may add Prefect's own ("EventsWorker - Still processing items").
+    warnings = [line for line in allowed.stderr.splitlines() if line.startswith("Warning: ")]
+    assert (warnings, allowed.stdout.splitlines()) == (
+        [
+            skipped,
+            f"Warning: {tmp_path / 'fhir'}: none of its 1 cases has a gold code; written anyway "
+            "(--allow-empty)",
+        ],
+        ["1 cases (0 train, 1 test; 0 gold codes, 0 distinct) written to cases"],
+    )
+    assert json.loads((tmp_path / "cases" / "manifest.json").read_text())["skipped"] == {
+        "conditions without a SNOMED CT code (ICD-10 or text only)": 1
+    }
+
+
+def test_a_reference_date_that_is_no_date_is_a_usage_error(tmp_path):
+    (tmp_path / "reference.json").write_text(json.dumps(REFERENCE))
+    assert_usage_error(
+        threadmed(
+            "snomed",
+            "cases",
+            "reference.json",
+            "--out",
+            "cases",
+            "--reference-date",
+            "2020-02-30",
+            cwd=tmp_path,
+        ),
+        "Invalid value for '--reference-date': '2020-02-30' is not a date YYYY-MM-DD "
+        "(day is out of range for month)",
+    )
+
+
+def test_an_unknown_format_is_a_usage_error(tmp_path):
+    (tmp_path / "reference.json").write_text(json.dumps(REFERENCE))
+    assert_usage_error(
+        threadmed("snomed", "cases", "reference.json", "--out", "cases", "--format", "xml", cwd=tmp_path),
+        "Invalid value for '--format': 'xml' is not one of fhir, synthea_csv, omop, reference",
+    )
+
+
+def test_a_sqlite_file_is_refused_without_going_online(tmp_path):
+    with sqlite3.connect(tmp_path / "cdm.db") as con:
+        con.execute("create table person (person_id integer)")
+    con.close()
+    result = threadmed("snomed", "cases", "cdm.db", "--out", "cases", cwd=tmp_path)
+    assert (result.returncode, error_lines(result)) == (
+        1,
+        [
+            f"Error: {tmp_path / 'cdm.db'}: a SQLite database, not DuckDB; export its OMOP tables to a "
+            "folder of <table>.csv or .parquet files, or copy them into a DuckDB file"
+        ],
+    )

@@ -4,23 +4,24 @@ Reads a folder of Synthea FHIR R4 bundles with the SNOMED benchmark's FHIR reade
 taken at its last record date. The pool is sorted by patient id, so the same folder gives the same cases.
 """
 
+from collections import Counter
 from pathlib import Path
-
-import orjson
 
 from tasks.benchmarks.consult.cases.generate import Demographics
 from tasks.benchmarks.snomed.cases.fhir import fhir_bundle_paths, record_from_bundle
-from tasks.benchmarks.snomed.cases.records import age_in_years, normalize_sex
+from tasks.benchmarks.snomed.cases.records import checked_age, located, normalize_sex, read_json_file
 
 
 def read_synthea_demographics(folder: Path) -> list[Demographics]:
     """Every patient of the folder's bundles with a known age and sex, in patient-id order."""
     profiles = []
     for path in fhir_bundle_paths(Path(folder)):
-        record = record_from_bundle(orjson.loads(path.read_bytes()))
-        if record is None:
-            continue
-        age, sex = age_in_years(record.birth_date, record.last_record_date), normalize_sex(record.sex)
+        with located(path):
+            record = record_from_bundle(read_json_file(path), Counter())
+            if record is None:
+                continue
+            age = checked_age(record.patient_id, record.birth_date, record.last_record_date)
+        sex = normalize_sex(record.sex)
         if age is not None and sex in ("female", "male"):
             profiles.append(Demographics(record.patient_id, age, sex))
     if not profiles:

@@ -8,8 +8,10 @@ Sentences of fewer than three words ("okay?", "sorry?") are not questions: they 
 """
 
 import csv
+import io
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -88,15 +90,32 @@ class CorpusError(ValueError):
     """A path holds no dialogue of a known corpus, or a file of one cannot be read."""
 
 
-def read_aci_bench_csv(path: Path) -> list[Dialogue]:
-    """An ACI-Bench CSV (`encounter_id`, `dialogue` with `[doctor]`/`[patient]` line tags) -> dialogues."""
+def read_csv_rows(path: Path) -> list[list[str]]:
+    """A UTF-8 CSV's rows; a file in another encoding is a CorpusError naming it and the first bad byte."""
     csv.field_size_limit(sys.maxsize)  # a whole dialogue is one field
-    with path.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    if rows and not {"encounter_id", "dialogue"} <= rows[0].keys():
-        raise CorpusError(f"{path}: not an ACI-Bench dialogue CSV (needs encounter_id and dialogue columns)")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise CorpusError(
+            f"{path}: not UTF-8 text (byte {data[error.start]:#04x} on line {line}); re-save it as UTF-8, "
+            "e.g. iconv -f latin1 -t utf-8"
+        ) from None
+    return list(csv.reader(io.StringIO(text, newline="")))
+
+
+def aci_bench_dialogues(rows: list[list[str]]) -> list[Dialogue]:
+    """An ACI-Bench CSV's rows (`encounter_id`, `dialogue` with `[doctor]`/`[patient]` line tags) ->
+    dialogues; [] for a CSV without those columns (ACI-Bench's `*_metadata.csv`)."""
+    header, *body = rows or [[]]
+    if not {"encounter_id", "dialogue"} <= set(header):
+        return []
+    encounter, dialogue = header.index("encounter_id"), header.index("dialogue")
     return [
-        Dialogue(f"aci-bench/{row['encounter_id']}", parse_tagged_dialogue(row["dialogue"])) for row in rows
+        Dialogue(f"aci-bench/{row[encounter]}", parse_tagged_dialogue(row[dialogue]))
+        for row in body
+        if len(row) > max(encounter, dialogue)
     ]
 
 
@@ -180,11 +199,8 @@ def read_corpora(path: Path) -> list[Dialogue]:
     csv_files = [path] if path.is_file() and path.suffix == ".csv" else sorted(path.rglob("*.csv"))
     dialogues: dict[str, Dialogue] = {}
     for file in csv_files:
-        with file.open(newline="", encoding="utf-8") as handle:
-            header = next(csv.reader(handle), [])
-        if {"encounter_id", "dialogue"} <= set(header):
-            for dialogue in read_aci_bench_csv(file):
-                dialogues.setdefault(dialogue.dialogue_id, dialogue)
+        for dialogue in aci_bench_dialogues(read_csv_rows(file)):
+            dialogues.setdefault(dialogue.dialogue_id, dialogue)
     if path.is_dir():
         for dialogue in read_primock57(path):
             dialogues.setdefault(dialogue.dialogue_id, dialogue)
@@ -194,6 +210,19 @@ def read_corpora(path: Path) -> list[Dialogue]:
             "*_doctor.TextGrid transcripts)"
         )
     return [dialogues[key] for key in sorted(dialogues)]
+
+
+def dialogues_with_doctor(dialogues: Sequence[Dialogue], path: Path) -> tuple[list[Dialogue], int]:
+    """The dialogues with a doctor turn, and how many had none (no `[doctor]` tag or `_doctor` transcript:
+    nothing to mine). Raises CorpusError when no dialogue holds a doctor's question: mining needs some."""
+    kept = [d for d in dialogues if any(speaker == "doctor" for speaker, _ in d.turns)]
+    if not any(extract_questions(dialogue) for dialogue in kept):
+        raise CorpusError(
+            f"{path}: none of its {len(dialogues)} dialogues holds a doctor's question ({len(kept)} have a "
+            "doctor turn); ACI-Bench dialogues tag each line [doctor] or [patient], PriMock57 transcripts "
+            "come as <consultation>_doctor.TextGrid and _patient.TextGrid"
+        )
+    return kept, len(dialogues) - len(kept)
 
 
 def extract_questions(dialogue: Dialogue) -> list[str]:

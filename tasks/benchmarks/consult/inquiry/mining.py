@@ -16,7 +16,12 @@ from scipy.sparse import issparse
 from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from tasks.benchmarks.consult.inquiry.corpora import Dialogue, extract_questions, read_corpora
+from tasks.benchmarks.consult.inquiry.corpora import (
+    Dialogue,
+    dialogues_with_doctor,
+    extract_questions,
+    read_corpora,
+)
 from tasks.benchmarks.consult.inquiry.policy import END, START, InquiryPolicy, PartialOrder, order_violations
 from tasks.benchmarks.consult.inquiry.templates import TemplateSpace, litellm_embedder, load_catalogue, terms
 
@@ -352,6 +357,7 @@ def mine_inquiry(corpora: str, out_dir: str, settings: MiningSettings) -> str:
     catalogue = load_catalogue(settings.catalogue_version)
     embed = litellm_embedder(settings.embedding_model) if settings.embedding_model else None
     space = TemplateSpace(catalogue, embed=embed)
-    mined = mine(read_corpora(Path(corpora)), space, settings)
+    dialogues, _ = dialogues_with_doctor(read_corpora(Path(corpora)), Path(corpora))
+    mined = mine(dialogues, space, settings)
     write_outputs(render_outputs(mined, settings), Path(out_dir))
     return out_dir

@@ -16,6 +16,7 @@ from prefect import task
 from tasks.benchmarks.snomed.case import Case
 from tasks.benchmarks.snomed.cases.fhir import read_fhir_cases
 from tasks.benchmarks.snomed.cases.omop import read_omop_cases
+from tasks.benchmarks.snomed.cases.records import SourceCases, SourceError
 from tasks.benchmarks.snomed.cases.reference import read_reference_cases
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 from tasks.benchmarks.snomed.cases.synthea_csv import read_synthea_csv_cases
@@ -184,29 +185,51 @@ def garbage_collection_paused() -> Iterator[None]:
             gc.enable()
 
 
+def check_gold(cases: list[Case], source: Path) -> None:
+    """Raise SourceError when no case has a gold code: such a case set cannot score anything."""
+    if not any(case.gold_codes for case in cases):
+        raise SourceError(
+            f"{source}: none of its {len(cases)} cases has a gold code; check that its conditions are "
+            "SNOMED CT coded and kept by the gold options, or build it anyway with --allow-empty"
+        )
+
+
 def build_cases(
-    source: Path, source_format: SourceFormat, settings: CaseSetSettings, modules_vocabulary: Vocabulary
-) -> list[Case]:
-    """Read the source in its format -> the finished, sorted, sampled and split cases."""
+    source: Path,
+    source_format: SourceFormat,
+    settings: CaseSetSettings,
+    modules_vocabulary: Vocabulary,
+    allow_empty: bool = False,
+) -> SourceCases:
+    """Read the source in its format -> the finished, sorted, sampled and split cases, and what the reader
+    skipped. Raises SourceError on an unreadable source, or one without a gold code unless `allow_empty`."""
     with garbage_collection_paused():
-        cases = READERS[source_format](source, settings, modules_vocabulary)
-    return finish_case_set(cases, settings)
+        read = READERS[source_format](source, settings, modules_vocabulary)
+    cases = finish_case_set(read.cases, settings)
+    if not allow_empty:
+        check_gold(cases, source)
+    return SourceCases(cases, read.skipped)
 
 
 @task(name="build-snomed-case-set")
 def build_case_set(
-    source: str, out_dir: str, settings: CaseSetSettings, source_format: SourceFormat | None = None
+    source: str,
+    out_dir: str,
+    settings: CaseSetSettings,
+    source_format: SourceFormat | None = None,
+    allow_empty: bool = False,
 ) -> str:
     """Source records -> `<out_dir>/cases.parquet` and `manifest.json`, written together; return out_dir."""
     source_path, out_path = Path(source).resolve(), Path(out_dir)
     check_replaceable_folder(out_path, CASE_SET_FILES)  # before the work, not after it
     source_format = source_format or detect_source_format(source_path)
     modules_vocabulary = derive_synthea_vocabulary()
-    cases = build_cases(source_path, source_format, settings, modules_vocabulary)
+    cases, skipped = build_cases(source_path, source_format, settings, modules_vocabulary, allow_empty)
     vocabulary = case_set_vocabulary(cases, modules_vocabulary)
-    write_case_set(
-        cases,
-        lambda sha256: case_set_manifest(cases, source_path, source_format, settings, vocabulary, sha256),
-        out_path,
-    )
+
+    def manifest(cases_sha256: str) -> dict[str, Any]:
+        built = case_set_manifest(cases, source_path, source_format, settings, vocabulary, cases_sha256)
+        return {**built, "skipped": dict(sorted(skipped.items()))}
+
+    write_case_set(cases, manifest, out_path)
     return str(out_path)

@@ -2,22 +2,34 @@
 
 Bundles are read one at a time (a few MB each). Bundles without a Patient (Synthea's hospital and
 practitioner information bundles) are skipped.
+
+Other FHIR sources are read too: a partial date (`2019`, `2019-06`, valid FHIR) stands for the first day
+of its year or month, so a condition with onset `2019` is part of a record read at any date in 2019; an
+STU3 `clinicalStatus` (a plain code) is read like R4's CodeableConcept; a coding without a code is passed
+over. Conditions with no SNOMED CT coding (ICD-10 only, or text only) and entries without a resource are
+skipped and counted. A resource that breaks FHIR's shapes (a date that is no date, a `code` that is not
+a CodeableConcept) stops the reading with one line naming the file and the resource.
 """
 
+import re
+from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from tasks.benchmarks.snomed.case import Case, RecordObservation
+from tasks.benchmarks.snomed.case import RecordObservation
 from tasks.benchmarks.snomed.cases.records import (
     PatientRecord,
+    SourceCases,
     SourceCondition,
+    SourceError,
     SourceItem,
     build_case,
+    located,
     observation_kind,
+    read_json_file,
 )
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 from tasks.benchmarks.snomed.vocabulary import SNOMED_SYSTEMS, Vocabulary
@@ -26,24 +38,51 @@ Resource = dict[str, Any]
 LOINC_SYSTEM = "http://loinc.org"
 # FHIR statuses of an allergy or a prescription that still holds at export time.
 CURRENT_STATUSES = frozenset({"active", "on-hold"})
+# FHIR's date and dateTime: a year, a year-month or a day, the day optionally with a time.
+FHIR_DATE = re.compile(r"([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2})(?:T.+)?)?)?")
+NO_SNOMED_CODE = "conditions without a SNOMED CT code (ICD-10 or text only)"
+NO_RESOURCE = "bundle entries without a resource"
 
 
-def fhir_date(value: str | None) -> date | None:
-    """`2019-02-17T05:07:38+00:00` or `2019-02-17` -> the date; None stays None."""
-    return date.fromisoformat(value[:10]) if value else None
+def fhir_date(value: object, field: str) -> date | None:
+    """`2019-02-17T05:07:38+00:00`, `2019-02-17`, `2019-02` or `2019` -> the (first) day; None stays None."""
+    if value is None:
+        return None
+    match = FHIR_DATE.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise SourceError(f"{field} {value!r} is not a FHIR date (YYYY, YYYY-MM or YYYY-MM-DD); fix it")
+    year, month, day = match.groups()
+    try:
+        return date(int(year), int(month or 1), int(day or 1))
+    except ValueError as error:
+        raise SourceError(f"{field} {value!r} is not a date ({error}); fix the value") from None
 
 
-def first_coding(concept: Resource | None, systems: frozenset[str] | None = None) -> Resource | None:
-    """The first coding of a CodeableConcept, of one of `systems` when given."""
-    for coding in (concept or {}).get("coding") or []:
-        if systems is None or coding.get("system") in systems:
-            return coding
-    return None
+def codings(concept: object, field: str) -> list[Resource]:
+    """The codings of a CodeableConcept that carry a code (FHIR allows a coding without one)."""
+    if concept is None:
+        return []
+    if not isinstance(concept, dict) or not isinstance(concept.get("coding") or [], list):
+        raise SourceError(
+            f"{field} {concept!r} is not a CodeableConcept; write it as "
+            '{"coding": [{"system": ..., "code": ...}]}'
+        )
+    return [c for c in concept.get("coding") or [] if isinstance(c, dict) and c.get("code") not in (None, "")]
 
 
-def status_code(concept: Resource | None) -> str | None:
-    coding = first_coding(concept)
-    return coding.get("code") if coding else None
+def first_coding(
+    concept: object, systems: frozenset[str] | None = None, field: str = "code"
+) -> Resource | None:
+    """The first coding with a code of a CodeableConcept, of one of `systems` when given."""
+    return next((c for c in codings(concept, field) if systems is None or c.get("system") in systems), None)
+
+
+def status_code(status: object, field: str) -> str | None:
+    """An R4 status CodeableConcept's code, or an STU3 status given as the code itself."""
+    if isinstance(status, str):
+        return status
+    coding = first_coding(status, field=field)
+    return str(coding["code"]) if coding else None
 
 
 def format_quantity(value: Any) -> str:
@@ -60,7 +99,7 @@ def observation_value(resource: Resource) -> tuple[str, str | None] | None:
         return format_quantity(quantity["value"]), quantity.get("unit") or quantity.get("code")
     if "valueCodeableConcept" in resource:
         concept = resource["valueCodeableConcept"]
-        coding = first_coding(concept)
+        coding = first_coding(concept, field="valueCodeableConcept")
         text = concept.get("text") or (coding or {}).get("display") or (coding or {}).get("code")
         return (text, None) if text else None
     for key in ("valueString", "valueBoolean", "valueInteger"):
@@ -71,9 +110,10 @@ def observation_value(resource: Resource) -> tuple[str, str | None] | None:
 
 def observations_of(resource: Resource) -> list[RecordObservation]:
     """One observation, or one per component (a blood pressure panel gives systolic and diastolic)."""
-    category = next((status_code(c) for c in resource.get("category") or []), None)
+    category = next((status_code(c, "category") for c in resource.get("category") or []), None)
     observed_on = fhir_date(
-        resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start")
+        resource.get("effectiveDateTime") or (resource.get("effectivePeriod") or {}).get("start"),
+        "effectiveDateTime",
     )
     parts = resource.get("component") or [resource]
     found = []
@@ -98,83 +138,121 @@ def observations_of(resource: Resource) -> list[RecordObservation]:
 def medication_coding(resource: Resource, medications: dict[str, Resource]) -> Resource | None:
     """The drug of a MedicationRequest, inline or through a Medication resource of the bundle."""
     if "medicationCodeableConcept" in resource:
-        return first_coding(resource["medicationCodeableConcept"])
+        return first_coding(resource["medicationCodeableConcept"], field="medicationCodeableConcept")
     reference = (resource.get("medicationReference") or {}).get("reference") or ""
     medication = medications.get(reference.removeprefix("urn:uuid:").rpartition("/")[2])
     return first_coding(medication.get("code")) if medication else None
 
 
-def bundle_resources(bundle: Resource) -> Iterator[Resource]:
-    for entry in bundle.get("entry") or []:
-        if "resource" in entry:
-            yield entry["resource"]
+def bundle_resources(bundle: Resource, skipped: Counter[str]) -> Iterator[tuple[str, Resource]]:
+    """(`entry <n> (<type>/<id>)`, resource) per entry; an entry without a resource is counted, not read."""
+    entries = bundle.get("entry") or []
+    if not isinstance(entries, list):
+        raise SourceError("entry is not a list of bundle entries; fix the bundle")
+    for number, entry in enumerate(entries):
+        resource = entry.get("resource") if isinstance(entry, dict) else None
+        if resource is None:
+            skipped[NO_RESOURCE] += 1
+        elif isinstance(resource, dict):
+            yield f"entry {number} ({resource.get('resourceType')}/{resource.get('id')})", resource
+        else:
+            raise SourceError(f"entry {number}: resource {resource!r} is not a FHIR resource; fix the entry")
 
 
-def record_from_bundle(bundle: Resource) -> PatientRecord | None:
-    """One patient's bundle -> its record; None for a bundle with no Patient."""
-    resources = list(bundle_resources(bundle))
-    patient = next((r for r in resources if r.get("resourceType") == "Patient"), None)
+def condition_episode(resource: Resource, skipped: Counter[str]) -> SourceCondition | None:
+    coding = first_coding(resource.get("code"), SNOMED_SYSTEMS)
+    if coding is None:
+        skipped[NO_SNOMED_CODE] += 1
+        return None
+    return SourceCondition(
+        code=str(coding["code"]),
+        display=str(coding.get("display") or ""),
+        onset=fhir_date(resource.get("onsetDateTime"), "onsetDateTime"),
+        stop=fhir_date(resource.get("abatementDateTime"), "abatementDateTime"),
+    )
+
+
+def prescription(resource: Resource, medications: dict[str, Resource]) -> SourceItem | None:
+    coding = medication_coding(resource, medications)
+    if coding is None or resource.get("status") not in CURRENT_STATUSES:
+        return None
+    return SourceItem(
+        code=str(coding["code"]),
+        display=str(coding.get("display") or coding["code"]),
+        start=fhir_date(resource.get("authoredOn"), "authoredOn"),
+    )
+
+
+def allergy(resource: Resource) -> SourceItem | None:
+    coding = first_coding(resource.get("code"))
+    if coding is None or status_code(resource.get("clinicalStatus"), "clinicalStatus") not in (
+        None,
+        *CURRENT_STATUSES,
+    ):
+        return None
+    return SourceItem(
+        code=str(coding["code"]),
+        display=str(coding.get("display") or coding["code"]),
+        start=fhir_date(
+            resource.get("onsetDateTime") or resource.get("recordedDate"), "onsetDateTime or recordedDate"
+        ),
+    )
+
+
+def record_from_bundle(bundle: Resource, skipped: Counter[str]) -> PatientRecord | None:
+    """One patient's bundle -> its record; None for a bundle with no Patient. Skipped items are counted."""
+    resources = list(bundle_resources(bundle, skipped))
+    patient = next((r for _, r in resources if r.get("resourceType") == "Patient"), None)
     if patient is None:
         return None
-    by_type: dict[str, list[Resource]] = {}
-    for resource in resources:
-        by_type.setdefault(resource.get("resourceType", ""), []).append(resource)
-    medications = {str(r.get("id")): r for r in by_type.get("Medication", [])}
-
-    conditions = []
-    for resource in by_type.get("Condition", []):
-        coding = first_coding(resource.get("code"), SNOMED_SYSTEMS)
-        if coding is not None:
-            conditions.append(
-                SourceCondition(
-                    code=str(coding["code"]),
-                    display=str(coding.get("display") or ""),
-                    onset=fhir_date(resource.get("onsetDateTime")),
-                    stop=fhir_date(resource.get("abatementDateTime")),
-                )
-            )
-    prescriptions = []
-    for resource in by_type.get("MedicationRequest", []):
-        coding = medication_coding(resource, medications)
-        if coding is not None and resource.get("status") in CURRENT_STATUSES:
-            prescriptions.append(
-                SourceItem(
-                    code=str(coding["code"]),
-                    display=str(coding.get("display") or coding["code"]),
-                    start=fhir_date(resource.get("authoredOn")),
-                )
-            )
-    allergies = []
-    for resource in by_type.get("AllergyIntolerance", []):
-        coding = first_coding(resource.get("code"))
-        status = status_code(resource.get("clinicalStatus"))
-        if coding is not None and status in (None, *CURRENT_STATUSES):
-            allergies.append(
-                SourceItem(
-                    code=str(coding["code"]),
-                    display=str(coding.get("display") or coding["code"]),
-                    start=fhir_date(resource.get("onsetDateTime") or resource.get("recordedDate")),
-                )
-            )
-    observations = [o for r in by_type.get("Observation", []) for o in observations_of(r)]
-    encounter_dates = [fhir_date((r.get("period") or {}).get("start")) for r in by_type.get("Encounter", [])]
+    medications = {str(r.get("id")): r for _, r in resources if r.get("resourceType") == "Medication"}
+    conditions, prescriptions, allergies, observations, encounter_dates = [], [], [], [], []
+    for where, resource in resources:
+        with located(where), malformed_as_source_error():
+            kind = resource.get("resourceType")
+            if kind == "Condition":
+                conditions.append(condition_episode(resource, skipped))
+            elif kind == "MedicationRequest":
+                prescriptions.append(prescription(resource, medications))
+            elif kind == "AllergyIntolerance":
+                allergies.append(allergy(resource))
+            elif kind == "Observation":
+                observations.extend(observations_of(resource))
+            elif kind == "Encounter":
+                encounter_dates.append(fhir_date((resource.get("period") or {}).get("start"), "period.start"))
+    with located(f"Patient/{patient.get('id')}"):
+        birth_date = fhir_date(patient.get("birthDate"), "birthDate")
+        if not isinstance(patient.get("gender"), str | None):
+            raise SourceError(f"gender {patient['gender']!r} is not a code (male, female, other, unknown)")
+    kept_conditions = [c for c in conditions if c is not None]
+    kept_prescriptions = [m for m in prescriptions if m is not None]
+    kept_allergies = [a for a in allergies if a is not None]
     dated = [
         *encounter_dates,
-        *(c.onset for c in conditions),
+        *(c.onset for c in kept_conditions),
         *(o.observed_on for o in observations),
-        *(m.start for m in prescriptions),
-        *(a.start for a in allergies),
+        *(m.start for m in kept_prescriptions),
+        *(a.start for a in kept_allergies),
     ]
     return PatientRecord(
         patient_id=str(patient.get("id")),
-        birth_date=fhir_date(patient.get("birthDate")),
+        birth_date=birth_date,
         sex=patient.get("gender"),
         last_record_date=max((d for d in dated if d is not None), default=None),
-        conditions=tuple(conditions),
+        conditions=tuple(kept_conditions),
         observations=tuple(observations),
-        medications=tuple(prescriptions),
-        allergies=tuple(allergies),
+        medications=tuple(kept_prescriptions),
+        allergies=tuple(kept_allergies),
     )
+
+
+@contextmanager
+def malformed_as_source_error() -> Iterator[None]:
+    """A resource whose parts have other JSON types than FHIR's (a list where an object goes) -> one line."""
+    try:
+        yield
+    except (AttributeError, TypeError, KeyError) as error:
+        raise SourceError(f"does not have the shape FHIR R4 gives it ({error}); fix the resource") from None
 
 
 def fhir_bundle_paths(folder: Path) -> list[Path]:
@@ -183,17 +261,18 @@ def fhir_bundle_paths(folder: Path) -> list[Path]:
 
 def read_fhir_cases(
     folder: Path, settings: CaseSetSettings, vocabulary: Vocabulary | None = None
-) -> list[Case]:
-    """A folder of Synthea FHIR R4 bundles -> one Case per patient bundle, in file-name order."""
-    cases = []
+) -> SourceCases:
+    """A folder of FHIR R4 bundles -> one Case per patient bundle in file-name order, and what was skipped."""
+    cases, skipped = [], Counter[str]()
     for path in fhir_bundle_paths(folder):
-        bundle = orjson.loads(path.read_bytes())
-        if not isinstance(bundle, dict) or bundle.get("resourceType") != "Bundle":
-            raise ValueError(
-                f"{path} is not a FHIR Bundle; a folder of FHIR input holds one Synthea bundle per patient "
-                "(a reference benchmark .json is given as the file itself)"
-            )
-        record = record_from_bundle(bundle)
-        if record is not None:
-            cases.append(build_case(record, "fhir", settings, vocabulary))
-    return cases
+        with located(path):
+            bundle = read_json_file(path)
+            if not isinstance(bundle, dict) or bundle.get("resourceType") != "Bundle":
+                raise SourceError(
+                    "not a FHIR Bundle; a folder of FHIR input holds one Synthea bundle per patient "
+                    "(a reference benchmark .json is given as the file itself)"
+                )
+            record = record_from_bundle(bundle, skipped)
+            if record is not None:
+                cases.append(build_case(record, "fhir", settings, vocabulary))
+    return SourceCases(cases, skipped)

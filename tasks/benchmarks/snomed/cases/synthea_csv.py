@@ -1,23 +1,33 @@
 """Synthea's CSV export folder (`output/csv/`, Synthea's column names) -> PatientRecords -> Cases.
 
 DuckDB reads every file as text (Synthea writes dates both as `2019-02-17` and `2019-02-17T05:07:38Z`);
-only the latest observation rows per patient and code, at the reference date, leave DuckDB.
+only the latest observation rows per patient and code, at the reference date, leave DuckDB. Conditions
+of another code system than SNOMED CT are skipped and counted.
 """
 
+from collections import Counter
 from pathlib import Path
 
 import duckdb
 
-from tasks.benchmarks.snomed.case import Case, RecordObservation
+from tasks.benchmarks.snomed.case import RecordObservation
 from tasks.benchmarks.snomed.cases.records import (
     PatientRecord,
+    SourceCases,
     SourceCondition,
+    SourceError,
     SourceItem,
     build_case,
+    located,
     observation_kind,
 )
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
-from tasks.benchmarks.snomed.cases.tables import ensure_table, load_table_file, rows_by_patient
+from tasks.benchmarks.snomed.cases.tables import (
+    ensure_table,
+    load_table_file,
+    offline_duckdb,
+    rows_by_patient,
+)
 from tasks.benchmarks.snomed.vocabulary import Vocabulary
 
 # The columns each file must give (optional ones are added as nulls when an older Synthea left them out).
@@ -30,6 +40,7 @@ SYNTHEA_CSV_COLUMNS = {
     "allergies": ("START", "STOP", "PATIENT", "CODE", "DESCRIPTION"),
 }
 REQUIRED_FILES = ("patients", "conditions")
+NO_SNOMED_CODE = "conditions of another code system than SNOMED CT"
 
 PATIENTS_SQL = """
 with
@@ -72,6 +83,10 @@ select
 from conditions
 where SYSTEM is null or SYSTEM in ('SNOMED-CT', 'SNOMED CT', 'http://snomed.info/sct')
 order by all
+"""
+
+OTHER_SYSTEM_CONDITIONS_SQL = """
+select count(*) from conditions where SYSTEM not in ('SNOMED-CT', 'SNOMED CT', 'http://snomed.info/sct')
 """
 
 # Every row of the latest date per patient and code (same-day ties are settled in Python, by value).
@@ -119,14 +134,19 @@ def load_synthea_csv(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
     """Load the export's files as text tables named after them; missing optional files become empty tables."""
     for name, columns in SYNTHEA_CSV_COLUMNS.items():
         if not load_table_file(con, name, folder, all_varchar=True) and name in REQUIRED_FILES:
-            raise FileNotFoundError(f"{folder} has no {name}.csv: not a Synthea CSV export folder")
+            raise SourceError(f"no {name}.csv: not a Synthea CSV export (patients.csv, conditions.csv, ...)")
         ensure_table(con, name, [f"{column} varchar" for column in columns])
 
 
-def read_synthea_csv_records(folder: Path, settings: CaseSetSettings) -> list[PatientRecord]:
-    """A Synthea CSV export folder -> one PatientRecord per row of patients.csv, sorted by patient id."""
-    with duckdb.connect() as con:
+def read_synthea_csv_records(
+    folder: Path, settings: CaseSetSettings, skipped: Counter[str]
+) -> list[PatientRecord]:
+    """A Synthea CSV export folder -> one PatientRecord per row of patients.csv, sorted by patient id;
+    conditions of other code systems are counted in `skipped`."""
+    with offline_duckdb() as con:
         load_synthea_csv(con, folder)
+        if other_system := con.execute(OTHER_SYSTEM_CONDITIONS_SQL).fetchall()[0][0]:
+            skipped[NO_SNOMED_CODE] += other_system
         con.execute(
             f"create table patient_rows as {PATIENTS_SQL}", {"reference_date": settings.reference_date}
         )
@@ -170,8 +190,10 @@ def read_synthea_csv_records(folder: Path, settings: CaseSetSettings) -> list[Pa
 
 def read_synthea_csv_cases(
     folder: Path, settings: CaseSetSettings, vocabulary: Vocabulary | None = None
-) -> list[Case]:
-    """A Synthea CSV export folder -> one Case per patient, sorted by patient id."""
-    return [
-        build_case(r, "synthea_csv", settings, vocabulary) for r in read_synthea_csv_records(folder, settings)
-    ]
+) -> SourceCases:
+    """A Synthea CSV export folder -> one Case per patient, sorted by patient id, and what was skipped."""
+    skipped = Counter[str]()
+    with located(folder):
+        records = read_synthea_csv_records(folder, settings, skipped)
+        cases = [build_case(r, "synthea_csv", settings, vocabulary) for r in records]
+    return SourceCases(cases, skipped)

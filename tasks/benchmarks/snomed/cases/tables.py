@@ -6,6 +6,13 @@ from typing import Any
 
 import duckdb
 
+from tasks.benchmarks.snomed.cases.records import SourceError
+
+
+def offline_duckdb() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB that never installs or loads an extension by itself (that would go online)."""
+    return duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+
 
 def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     found = con.execute(
@@ -15,12 +22,14 @@ def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     return found[0][0] > 0
 
 
-def table_columns(con: duckdb.DuckDBPyConnection, name: str) -> set[str]:
+def column_types(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, str]:
+    """{lower-case column name: DuckDB type (`BIGINT`, `VARCHAR`, ...)} of table or view `name`."""
     rows = con.execute(
-        "select lower(column_name) from information_schema.columns where lower(table_name) = lower($name)",
+        "select lower(column_name), data_type from information_schema.columns "
+        "where lower(table_name) = lower($name)",
         {"name": name},
     ).fetchall()
-    return {row[0] for row in rows}
+    return dict(rows)
 
 
 def ensure_table(con: duckdb.DuckDBPyConnection, name: str, columns: Sequence[str]) -> None:
@@ -29,7 +38,7 @@ def ensure_table(con: duckdb.DuckDBPyConnection, name: str, columns: Sequence[st
     if not has_table(con, name):
         con.execute(f"create temp table {name} ({', '.join(columns)})")
         return
-    present = table_columns(con, name)
+    present = column_types(con, name)
     missing = [column.split() for column in columns if column.split()[0].lower() not in present]
     if missing:
         database = con.execute("select current_database()").fetchall()[0][0]
@@ -38,18 +47,25 @@ def ensure_table(con: duckdb.DuckDBPyConnection, name: str, columns: Sequence[st
 
 
 def load_table_file(con: duckdb.DuckDBPyConnection, name: str, folder: Path, all_varchar: bool) -> bool:
-    """Load `<folder>/<name>.csv` (or `.parquet`) as table `name`; False when neither file exists."""
+    """Load `<folder>/<name>.csv` (or `.parquet`) as table `name`; False when neither file exists.
+
+    A file DuckDB cannot read (an empty or malformed CSV, a broken Parquet file) is a SourceError naming
+    it within the folder.
+    """
     csv_path, parquet_path = folder / f"{name}.csv", folder / f"{name}.parquet"
     if csv_path.exists():
-        con.execute(
-            f"create table {name} as select * from read_csv($path, header = true, all_varchar = $text)",
-            {"path": str(csv_path), "text": all_varchar},
-        )
-        return True
-    if parquet_path.exists():
-        con.execute(f"create table {name} as select * from read_parquet($path)", {"path": str(parquet_path)})
-        return True
-    return False
+        path, query = csv_path, "read_csv($path, header = true, all_varchar = $text)"
+    elif parquet_path.exists():
+        path, query = parquet_path, "read_parquet($path)"
+    else:
+        return False
+    parameters = {"path": str(path)} | ({"text": all_varchar} if path == csv_path else {})
+    try:
+        con.execute(f"create table {name} as select * from {query}", parameters)
+    except duckdb.Error as error:
+        problem = str(error).splitlines()[0]
+        raise SourceError(f"{path.name}: DuckDB cannot read it ({problem}); fix or replace it") from None
+    return True
 
 
 def rows_by_patient(rows: Sequence[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]]:

@@ -37,7 +37,7 @@ def write_export(folder):
 
 
 def test_synthea_csv_reader_builds_every_patient_whole(tmp_path):
-    assert read_synthea_csv_cases(write_export(tmp_path), CaseSetSettings()) == [
+    assert read_synthea_csv_cases(write_export(tmp_path), CaseSetSettings()).cases == [
         Case(
             case_id="p1",
             source="synthea_csv",
@@ -113,7 +113,7 @@ def test_synthea_csv_reader_builds_every_patient_whole(tmp_path):
 
 def test_synthea_csv_reader_keeps_the_observation_known_at_the_reference_date(tmp_path):
     settings = CaseSetSettings(reference_date=date(2020, 6, 1), gold_scope="active", max_observations=1)
-    case = read_synthea_csv_cases(write_export(tmp_path), settings)[0]
+    case = read_synthea_csv_cases(write_export(tmp_path), settings).cases[0]
     assert (case.observations, case.medications, case.gold_codes) == (
         (
             RecordObservation(
@@ -135,7 +135,7 @@ def test_synthea_csv_reader_accepts_an_export_without_optional_files_and_columns
     (tmp_path / "conditions.csv").write_text(
         "START,STOP,PATIENT,ENCOUNTER,CODE,DESCRIPTION\n2010-01-01,,p1,e,15777000,Prediabetes\n"
     )
-    [case] = read_synthea_csv_cases(tmp_path, CaseSetSettings())
+    [case] = read_synthea_csv_cases(tmp_path, CaseSetSettings()).cases
     assert (case.reference_date, case.gold_codes, case.conditions[0].semantic_tag) == (
         date(2010, 1, 1),
         ("15777000",),

@@ -204,12 +204,12 @@ def write_bundles(folder):
 
 
 def test_fhir_reader_builds_the_whole_case_and_skips_bundles_without_a_patient(tmp_path):
-    assert read_fhir_cases(write_bundles(tmp_path), CaseSetSettings()) == [EXPECTED]
+    assert read_fhir_cases(write_bundles(tmp_path), CaseSetSettings()) == ([EXPECTED], {})
 
 
 def test_fhir_reader_reads_the_record_as_of_an_earlier_reference_date(tmp_path):
     settings = CaseSetSettings(reference_date=date(2012, 6, 1), gold_scope="active")
-    [case] = read_fhir_cases(write_bundles(tmp_path), settings)
+    [case] = read_fhir_cases(write_bundles(tmp_path), settings).cases
     assert (case.age_years, case.conditions, case.observations, case.medications) == (
         31,
         (
@@ -239,5 +239,5 @@ def test_fhir_reader_reads_the_record_as_of_an_earlier_reference_date(tmp_path):
 
 def test_fhir_reader_names_a_json_file_that_is_not_a_bundle(tmp_path):
     (tmp_path / "cases.json").write_text('[{"patient_id": "p1"}]')
-    with pytest.raises(ValueError, match=r"cases.json is not a FHIR Bundle; .* given as the file itself"):
+    with pytest.raises(ValueError, match=r"cases.json: not a FHIR Bundle; .* given as the file itself"):
         read_fhir_cases(tmp_path, CaseSetSettings())

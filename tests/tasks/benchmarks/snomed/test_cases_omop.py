@@ -110,7 +110,7 @@ def test_omop_reader_builds_every_person_whole_from_a_table_folder(tmp_path):
     assert (
         read_omop_cases(
             write_tables(tmp_path / "cdm" if (tmp_path / "cdm").mkdir() is None else None), CaseSetSettings()
-        )
+        ).cases
         == EXPECTED
     )
 
@@ -124,13 +124,13 @@ def test_omop_reader_opens_a_duckdb_file_read_only(tmp_path):
                 f"create table {name} as select * from read_csv($path)", {"path": str(folder / f"{name}.csv")}
             )
     database.chmod(0o444)
-    assert read_omop_cases(database, CaseSetSettings()) == EXPECTED
+    assert read_omop_cases(database, CaseSetSettings()).cases == EXPECTED
 
 
 def test_omop_reader_names_codes_from_the_vocabulary_without_a_concept_table(tmp_path):
     folder = write_tables(tmp_path)
     (folder / "concept.csv").unlink()
-    case = read_omop_cases(folder, CaseSetSettings())[1]
+    case = read_omop_cases(folder, CaseSetSettings()).cases[1]
     assert [(c.code, c.display) for c in case.conditions] == [
         ("59621000", "59621000"),
         ("428251008", "428251008"),
@@ -142,7 +142,7 @@ def test_omop_reader_names_codes_from_the_vocabulary_without_a_concept_table(tmp
 def test_eunomia_builds_a_case_for_every_person_and_its_file_is_left_untouched():
     database = eunomia_duckdb_path()
     before = database.stat()
-    cases = read_omop_cases(database, CaseSetSettings())
+    cases = read_omop_cases(database, CaseSetSettings()).cases
     after = database.stat()
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     assert not list(database.parent.glob("eunomia.duckdb.wal"))

@@ -36,7 +36,7 @@ VOCABULARY = {
 def test_reference_entry_becomes_a_case_whose_conditions_come_only_from_the_gold_list(tmp_path):
     path = tmp_path / "reference.json"
     path.write_bytes(orjson.dumps([ITEM]))
-    assert read_reference_cases(path, CaseSetSettings(), VOCABULARY) == [
+    assert read_reference_cases(path, CaseSetSettings(), VOCABULARY).cases == [
         Case(
             case_id="r1",
             source="reference",
@@ -76,7 +76,7 @@ def test_gold_entry_must_be_code_dash_display():
 @pytest.mark.skipif(not REFERENCE.exists(), reason="shared reference data not present")
 def test_all_500_reference_cases_build_and_the_conditions_line_reaches_no_observation():
     items = orjson.loads(REFERENCE.read_bytes())
-    cases = read_reference_cases(REFERENCE, CaseSetSettings(gold_tags=()), None)
+    cases = read_reference_cases(REFERENCE, CaseSetSettings(gold_tags=()), None).cases
     assert len(cases) == len({c.case_id for c in cases}) == 500
     for item, case in zip(items, cases, strict=True):
         # Eight cases have no gold and no Conditions line.

@@ -22,7 +22,7 @@ from tasks.benchmarks.snomed.cases import (
 from tasks.benchmarks.snomed.cases.case_set import case_set_vocabulary, finish_case_set, source_fingerprint
 from tasks.benchmarks.snomed.cases.case_set import write_case_set as write_case_set_files
 from tasks.benchmarks.snomed.cases.loading import load_case_set
-from tasks.benchmarks.snomed.cases.records import gold_conditions
+from tasks.benchmarks.snomed.cases.records import SourceError, gold_conditions
 from tasks.benchmarks.snomed.contracts import CASES, cases_from_table
 from tasks.benchmarks.snomed.vocabulary import VocabularyEntry, derive_synthea_vocabulary
 from tests.snomed_fixtures import CASES as FIXTURE_CASES
@@ -140,13 +140,13 @@ def test_cases_are_read_without_garbage_collections_and_the_collector_is_restore
 
     gc.callbacks.append(count)
     try:
-        cases = build_cases(source, source_format, CaseSetSettings(), vocabulary)
+        cases = build_cases(source, source_format, CaseSetSettings(), vocabulary).cases
     finally:
         gc.callbacks.remove(count)
     assert sum(collections) <= 1
     assert (len(cases) >= 1, gc.isenabled()) == (True, True)
     (tmp_path / "broken.json").write_bytes(b"{")
-    with pytest.raises(orjson.JSONDecodeError):
+    with pytest.raises(SourceError, match=r"broken\.json: not valid JSON: unexpected end of data"):
         build_cases(tmp_path, "fhir", CaseSetSettings(), vocabulary)
     assert gc.isenabled()
 
@@ -185,7 +185,9 @@ def test_case_set_is_byte_identical_when_built_twice_and_reads_back(tmp_path):
         "settings",
         "counts",
         "vocabulary",
+        "skipped",
     }
+    assert manifest["skipped"] == {"conditions of another code system than SNOMED CT": 1}
 
 
 def test_the_source_fingerprint_is_of_content_not_of_where_it_lies(tmp_path):
@@ -269,7 +271,7 @@ def test_two_generated_synthea_patients_build_cases_whose_codes_are_in_the_vocab
     )
     vocabulary = derive_synthea_vocabulary()
     started = time.perf_counter()
-    cases = read_fhir_cases(tmp_path / "fhir", CaseSetSettings(), vocabulary)
+    cases = read_fhir_cases(tmp_path / "fhir", CaseSetSettings(), vocabulary).cases
     print(f"FHIR: {len(cases) / (time.perf_counter() - started):.1f} patients/s")
     assert len(cases) >= 2
     assert all(c.conditions and c.observations and c.age_years is not None for c in cases)

@@ -1,5 +1,6 @@
 """Case generation: determinism, validity against the KB, the mixes, and the case set on disk."""
 
+import json
 from collections import Counter
 
 import pytest
@@ -125,6 +126,21 @@ def test_synthea_demographics_are_read_from_bundles_at_each_patients_last_record
     (tmp_path / "Jane_Doe_p1.json").unlink()
     with pytest.raises(ValueError, match="holds no Synthea FHIR bundle with a patient's birth date and sex"):
         read_synthea_demographics(tmp_path)
+
+
+def test_synthea_demographics_refuse_an_age_no_one_reaches(tmp_path):
+    path = tmp_path / "Jo_p2.json"
+    patient = {"resourceType": "Patient", "id": "p2", "gender": "male", "birthDate": "1997-01-01"}
+    visit = {"resourceType": "Encounter", "period": {"start": "9999-01-01T09:00:00Z"}}
+    path.write_text(
+        json.dumps({"resourceType": "Bundle", "entry": [{"resource": patient}, {"resource": visit}]})
+    )
+    with pytest.raises(ValueError) as error:
+        read_synthea_demographics(tmp_path)
+    assert str(error.value) == (
+        f"{path}: patient p2: age 8002 at the reference date 9999-01-01 (born 1997-01-01); a date of the "
+        "record is wrong: fix it, or pass --reference-date to read the record at a date of your choice"
+    )
 
 
 def test_cases_take_a_real_patients_age_and_sex_when_one_fits():

@@ -3,6 +3,7 @@ import pytest
 from tasks.benchmarks.consult.inquiry.corpora import (
     CorpusError,
     Dialogue,
+    dialogues_with_doctor,
     extract_questions,
     read_corpora,
     read_textgrid,
@@ -87,3 +88,26 @@ def test_physician_questions_by_question_mark_or_opening():
         "any fever or chills",
         "is that surgery.",
     ]
+
+
+def test_a_csv_in_another_encoding_is_a_corpus_error_naming_it(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_bytes("encounter_id,dialogue\nD1,[doctor] caf\u00e9 ?\n".encode("latin-1"))
+    with pytest.raises(CorpusError) as raised:
+        read_corpora(tmp_path)
+    assert str(raised.value) == (
+        f"{path}: not UTF-8 text (byte 0xe9 on line 2); re-save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
+    )
+
+
+def test_dialogues_without_a_doctor_turn_are_counted_and_none_at_all_is_a_corpus_error(tmp_path):
+    asking = Dialogue("aci-bench/D1", (("doctor", "when did it start ?"), ("patient", "monday .")))
+    untagged = Dialogue("aci-bench/D2", ())
+    assert dialogues_with_doctor([asking, untagged], tmp_path) == ([asking], 1)
+    with pytest.raises(CorpusError) as raised:
+        dialogues_with_doctor([untagged, Dialogue("aci-bench/D3", (("doctor", "okay ."),))], tmp_path)
+    assert str(raised.value) == (
+        f"{tmp_path}: none of its 2 dialogues holds a doctor's question (1 have a doctor turn); ACI-Bench "
+        "dialogues tag each line [doctor] or [patient], PriMock57 transcripts come as "
+        "<consultation>_doctor.TextGrid and _patient.TextGrid"
+    )
