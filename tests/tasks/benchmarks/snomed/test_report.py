@@ -446,8 +446,8 @@ def test_report_folder_markdown_figures_and_stats(tmp_path: Path, runs) -> None:
     # The settings block shows the case set's manifest (CASE_SET_SETTINGS), not blanks or defaults.
     assert markdown.splitlines()[2] == (
         f"Runs: r1, r2. Case set: {case_set_fingerprint(tmp_path / 'cases')[:12]} (gold scope active, tags "
-        "disorder). Disclosure: symptoms. Epochs: 1. Intervals: 95% percentile, resampling cases, "
-        "200 resamples, seed 3."
+        "disorder). Disclosure: symptoms. Patient prompt form: lay. Epochs: 1. Intervals: 95% percentile, "
+        "resampling cases, 200 resamples, seed 3."
     )
     f1 = metrics["models"]["alpha"]["f1"]["ci"]
     assert (
