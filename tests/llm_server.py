@@ -99,9 +99,11 @@ def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_0") -> 
 
 @dataclass(frozen=True)
 class BatchScript:
-    """What the server does with one batch at its deadline, `batch_delay_s` after creation (or, for a batch
-    created under `LLMServer.hold_batches`, once released). Defaults: every line answered, "completed"."""
+    """What the server does with one batch at its deadline, `delay_s` after creation (the server's
+    `batch_delay_s` unless given; for a batch created under `LLMServer.hold_batches`, once released).
+    Defaults: every line answered, "completed"."""
 
+    delay_s: float | None = None
     failed_lines: dict[int, int] = field(default_factory=dict)  # line index -> HTTP status: the error file
     # "expired": the first `expire_completed` lines are answered, the rest go to the error file as expired.
     expire: bool = False
@@ -366,7 +368,8 @@ def create_batch(state: _State, request: dict[str, Any]) -> dict[str, Any] | Non
         "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
         "metadata": request.get("metadata"),
     }
-    state.batches[batch_id] = _Batch(view, lines, script, now + state.batch_delay_s, state.batch_hold)
+    delay_s = state.batch_delay_s if script.delay_s is None else script.delay_s
+    state.batches[batch_id] = _Batch(view, lines, script, now + delay_s, state.batch_hold)
     state.batch_submissions.update(line["custom_id"] for line in lines)
     return copy.deepcopy(view)
 

@@ -297,7 +297,7 @@ def test_the_dry_run_replays_an_interview_up_to_its_first_call_not_in_the_ledger
 @pytest.mark.skipif(not REFERENCE.exists(), reason="shared reference data not present")
 @pytest.mark.parametrize("form", ["lay", "named"])
 def test_no_lay_prompt_of_the_500_reference_cases_names_a_condition_and_every_named_one_does(form, tmp_path):
-    cases = read_reference_cases(REFERENCE, CaseSetSettings(gold_tags=()), None)
+    cases = read_reference_cases(REFERENCE, CaseSetSettings(gold_tags=()), None).cases
     config = SnomedConfig(models=[CHECKLIST], patient_prompt_form=form).with_overrides(
         RunOverrides(roles={"patient": "openai/gpt-4o-mini"})
     )
