@@ -11,7 +11,7 @@ from rich.markup import escape
 from flows.cli.errors import reports_errors
 from flows.cli.evaluate import BatchPoll, BatchRoles, BatchWait
 from flows.cli.render import console
-from tasks.benchmarks.consult.inquiry.mining import MiningSettings
+from tasks.benchmarks.consult.inquiry.settings import MiningSettings
 from tasks.core.preflight import UserError, check_writable_folder
 
 app = typer.Typer(
