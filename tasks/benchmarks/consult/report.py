@@ -75,7 +75,7 @@ class RunData(NamedTuple):
 
 def check_run_folder(run_dir: Path) -> None:
     """Raise UserError unless `run_dir` holds what a finished consultation run writes."""
-    check_run_files(run_dir, RUN_FILES, "consultation")
+    check_run_files(run_dir, RUN_FILES, "consult", "consultation")
 
 
 def read_reference(policy_version: str, data_dir: Path = INQUIRY_DATA) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ import pytest
 from tasks.benchmarks.consult.case import FollowUp, PatientProfile
 from tasks.benchmarks.consult.cases import write_case_set
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
+from tasks.evals.run_folder import claim_run_folder
 from tests.flows.cli.terminal import NO_PREFECT_API, error_lines, threadmed
 from tests.tasks.benchmarks.consult.inquiry.fixtures import write_aci_csv
 from tests.tasks.benchmarks.consult.test_solver import FOLLOWED
@@ -171,4 +172,27 @@ def test_report_refuses_runs_with_no_episode_before_any_flow(tmp_path):
     assert (
         " ".join(error_lines(result)[2:])
         == "Invalid value for 'RUN_DIRS...': no episodes in run: nothing to report"
+    )
+
+
+def test_evaluate_and_report_refuse_a_run_folder_of_another_benchmark(tmp_path):
+    write_case_set([FOLLOWED], tmp_path / "cases", {})
+    claim_run_folder(tmp_path / "snomed-run", "snomed")
+    claim_run_folder(tmp_path / "consult-run", "consult")
+    evaluated = threadmed(
+        "consult", "evaluate", "--cases", "cases", "--out", "snomed-run",
+        "--models", "threadmed/consult-silent", cwd=tmp_path, env=NO_PREFECT_API,
+    )  # fmt: skip
+    assert (evaluated.returncode, error_lines(evaluated)) == (
+        1,
+        [
+            "Error: snomed-run belongs to the snomed benchmark, not consult: "
+            "give its runs another --out folder"
+        ],
+    )
+    assert [path.name for path in (tmp_path / "snomed-run").iterdir()] == ["benchmark.json"]
+    reported = threadmed("snomed", "report", "consult-run", cwd=tmp_path, env=NO_PREFECT_API)
+    assert (reported.returncode, error_lines(reported)) == (
+        1,
+        ["Error: consult-run belongs to the consult benchmark, not snomed: pass run folders of its own"],
     )

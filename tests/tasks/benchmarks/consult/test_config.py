@@ -5,10 +5,12 @@ from pathlib import Path
 import pytest
 
 from tasks.benchmarks.consult.config import JUDGE_RUBRIC, OFFLINE_JUDGE, ConsultConfig
-from tasks.evals.config import JudgeSpec, ModelSpec, RunOverrides
+from tasks.evals.config import JudgeSpec, ModelSpec, RunOverrides, load_config
 from tasks.evals.plan import run_id_for
+from tasks.llm.request import ProviderLimits
 
 AGENTS = [ModelSpec(model="openai/gpt-4o")]
+DEPLOYMENTS = Path(__file__).resolve().parents[4] / "deployments"
 
 
 def test_the_judge_is_the_offline_heuristic_with_the_fqr_rubric_by_default():
@@ -32,3 +34,20 @@ def test_a_run_may_name_another_judge_which_keeps_the_rubric_and_reasks_and_chan
 def test_a_judge_rubric_path_is_read_relative_to_the_config_file():
     config = ConsultConfig(models=AGENTS, judge=JudgeSpec(model="openai/gpt-4o", rubric=Path("r.txt")))
     assert config.with_paths_from(Path("/configs")).judge.rubric == Path("/configs/r.txt")
+
+
+def test_the_example_config_loads_with_llm_agents_a_reference_agent_and_an_llm_judge():
+    config = load_config(DEPLOYMENTS / "consult.example.yaml", ConsultConfig)
+    assert [(m.name, m.model) for m in config.models] == [
+        ("gpt-4o", "openai/gpt-4o"),
+        ("claude-haiku-4.5", "anthropic/claude-haiku-4-5-20251001"),
+        ("markov-reference", "threadmed/consult-markov"),
+    ]
+    assert config.judge == JudgeSpec(
+        name="gpt-4o-mini", model="openai/gpt-4o-mini", params={"temperature": 0}, max_reasks=1,
+        estimated_reply_tokens=60,
+    )  # fmt: skip
+    assert config.judge_rubric() == JUDGE_RUBRIC
+    assert (config.epochs, config.max_questions, config.max_reasks, config.per_turn) == (1, 12, 1, None)
+    assert (config.sample.split, config.sample.limit) == ("test", 40)
+    assert config.limits_for(config.models[2]) == ProviderLimits(max_concurrency=4)
