@@ -306,7 +306,8 @@ def terminal_tables(metrics: dict[str, Any]) -> list[Table]:
             "Composite, %",  # short: the table is narrow with two models and a title does not widen it
             metrics,
             composite,
-            "Beside the stage tables, never alone.",
+            "The stage scores of the tables above and their mean; the stage tables show where a model is "
+            "weak.",
         ),
     ]
 

@@ -4,7 +4,9 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+import typer
 
+from flows.cli import app
 from tasks.benchmarks.consult.case import FollowUp, PatientProfile
 from tasks.benchmarks.consult.cases import write_case_set
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
@@ -195,4 +197,13 @@ def test_evaluate_and_report_refuse_a_run_folder_of_another_benchmark(tmp_path):
     assert (reported.returncode, error_lines(reported)) == (
         1,
         ["Error: consult-run belongs to the consult benchmark, not snomed: pass run folders of its own"],
+    )
+
+
+def test_the_api_base_help_names_what_goes_there():
+    evaluate = typer.main.get_command(app).commands["consult"].commands["evaluate"]
+    [api_base] = [param for param in evaluate.params if param.name == "api_base"]
+    assert api_base.help == (
+        "Send every agent and the judge to this OpenAI-compatible endpoint (the offline threadmed/... agents "
+        "and judge stay in-process)."
     )

@@ -51,3 +51,18 @@ def test_the_example_config_loads_with_llm_agents_a_reference_agent_and_an_llm_j
     assert (config.epochs, config.max_questions, config.max_reasks, config.per_turn) == (1, 12, 1, None)
     assert (config.sample.split, config.sample.limit) == ("test", 40)
     assert config.limits_for(config.models[2]) == ProviderLimits(max_concurrency=4)
+
+
+def test_api_base_sends_every_agent_and_the_judge_there_but_offline_models_stay_in_process():
+    # What `threadmed consult evaluate --api-base` says it does.
+    config = ConsultConfig(
+        models=[*AGENTS, ModelSpec(model="threadmed/consult-markov")],
+        judge=JudgeSpec(model="openai/gpt-4o-mini"),
+    ).with_overrides(RunOverrides(api_base="http://127.0.0.1:8000/v1"))
+    assert [(spec.model, spec.api_base) for spec in [*config.models, config.judge]] == [
+        ("openai/gpt-4o", "http://127.0.0.1:8000/v1"),
+        ("threadmed/consult-markov", None),
+        ("openai/gpt-4o-mini", "http://127.0.0.1:8000/v1"),
+    ]
+    offline = ConsultConfig(models=AGENTS).with_overrides(RunOverrides(api_base="http://127.0.0.1:8000/v1"))
+    assert offline.judge == OFFLINE_JUDGE

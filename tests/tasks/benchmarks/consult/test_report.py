@@ -23,7 +23,7 @@ from tasks.benchmarks.consult.report import (
     load_runs,
     publish_report_artifacts,
 )
-from tasks.benchmarks.consult.tables import build_tables
+from tasks.benchmarks.consult.tables import build_tables, terminal_tables
 from tasks.core.preflight import UserError
 from tasks.evals.outputs import write_table
 from tasks.report.stats import bootstrap_mean, seeded_rng
@@ -655,6 +655,14 @@ def test_published_tables_are_rebuilt_from_the_stored_metrics(metrics: dict[str,
     keys = ["history", "diagnosis", "treatment", "follow-up", "composite", "departments", "usage"]
     assert [table.key for table in tables] == keys
     assert tables == build_tables(metrics)
+
+
+def test_the_terminal_composite_says_what_it_is_to_the_reader(metrics: dict[str, Any]) -> None:
+    composite = terminal_tables(metrics)[-1]
+    assert (composite.title, composite.caption) == (
+        "Composite, %",
+        "The stage scores of the tables above and their mean; the stage tables show where a model is weak.",
+    )
 
 
 @pytest.mark.usefixtures("prefect_harness")
