@@ -11,7 +11,7 @@ from rich.markup import escape
 from flows.cli.errors import reports_errors, warn
 from flows.cli.evaluate import BatchPoll, BatchRoles, BatchWait
 from flows.cli.render import console
-from tasks.benchmarks.consult.inquiry.mining import MiningSettings
+from tasks.benchmarks.consult.inquiry.settings import MiningSettings
 from tasks.core.preflight import UserError, check_writable_folder
 
 app = typer.Typer(
@@ -209,7 +209,11 @@ def evaluate(
         int | None, typer.Option(min=1, help="Only the first N cases of the seeded order.")
     ] = None,
     api_base: Annotated[
-        str | None, typer.Option(help="Send every agent to this OpenAI-compatible endpoint.")
+        str | None,
+        typer.Option(
+            help="Send every agent and the judge to this OpenAI-compatible endpoint (the offline "
+            "threadmed/... agents and judge stay in-process)."
+        ),
     ] = None,
     batch: BatchRoles = None,
     batch_wait: BatchWait = None,
@@ -294,8 +298,9 @@ def report_command(
     """metrics.json, report.md, figures and index.html (with an episode browser) from stored runs."""
     from flows.cli.report import run_report_flow
     from flows.consult_report import consult_report
-    from tasks.benchmarks.consult.report import ReportSettings, check_run_folder
+    from tasks.benchmarks.consult.report import ReportSettings, check_run_folder, load_runs
 
+    load_runs(run_dirs)  # before any flow runs: runs that do not merge, or hold no episode, are one line
     chosen = {"n_resamples": resamples, "seed": seed}
     settings = ReportSettings(**{name: value for name, value in chosen.items() if value is not None})
     report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, consult_report, settings)

@@ -167,7 +167,9 @@ def run_or_estimate(
     from tasks.evals.batch_runs import AWAITING_BATCHES
     from tasks.evals.estimate import estimate_plan
     from tasks.evals.outputs import RunSummary
+    from tasks.evals.run_folder import check_run_folder_benchmark
 
+    check_run_folder_benchmark(out, bench.name)  # the flow claims the folder; refused here, before it starts
     plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
     if dry_run:
         console.print(table_rich(estimate_table(estimate_plan(plan, bench.estimate_job))))

@@ -1,7 +1,8 @@
 """A run's outputs: its tables by contract, its summary (counts, costs, failures) and its manifest.
 
 RUN_DIR holds `ledger/` (every call, see tasks/llm/ledger.py), one Parquet table per output contract
-(ThReadMed-QA: responses, judgments; SNOMED: conversations, predictions, scores) and `manifest.json`.
+(ThReadMed-QA: responses, judgments; SNOMED: conversations, predictions, scores), `manifest.json`, and
+`benchmark.json`, naming the one benchmark the folder belongs to (run_folder.py).
 The tables are rewritten from the calls on every run, so a re-run of the same command into the same
 RUN_DIR completes them without repeating any successful call.
 """

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from tasks.core.preflight import UserError
 from tasks.data.contracts import Contract
+from tasks.evals.run_folder import REPORT_FIX, check_run_folder_benchmark
 
 
 class RunManifest(NamedTuple):
@@ -42,12 +43,14 @@ class RunIdentity(Protocol):
 Run = TypeVar("Run", bound=RunIdentity)
 
 
-def check_run_folder(run_dir: Path, run_files: Sequence[str], benchmark: str) -> None:
-    """Raise UserError unless `run_dir` holds every file of `run_files` (what a finished run writes)."""
+def check_run_folder(run_dir: Path, run_files: Sequence[str], benchmark: str, label: str) -> None:
+    """Raise UserError unless `run_dir` is a run of `benchmark` (tasks/evals/run_folder.py) holding every file
+    of `run_files` (what a finished run writes); `label` names the benchmark in the message."""
+    check_run_folder_benchmark(run_dir, benchmark, REPORT_FIX)
     missing = next((name for name in run_files if not (run_dir / name).is_file()), None)
     if missing is not None:
         raise UserError(
-            f"{run_dir} is not a finished {benchmark} run (no {missing}): pass a run's --out folder, "
+            f"{run_dir} is not a finished {label} run (no {missing}): pass a run's --out folder, "
             "or re-run the run to finish it",
             "RUN_DIRS...",
         )

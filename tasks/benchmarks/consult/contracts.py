@@ -144,6 +144,11 @@ SCORES = Contract(
         ("follow_ups", pa.list_(FOLLOW_UP)),
         ("judge_model", pa.string()),  # the FQR judge
         ("rubric_version", pa.string()),
+        # The judge's calls for this episode, re-asks and failed ones included (null: no judge was asked).
+        ("judge_calls", pa.int32()),
+        ("judge_prompt_tokens", pa.int64()),
+        ("judge_completion_tokens", pa.int64()),
+        ("judge_cost_usd", pa.float64()),
         ("fqr_judged", pa.int32()),  # follow-ups the judge graded (FQR's denominator, unweighted)
         ("fqr_unparseable", pa.int32()),  # follow-ups whose grade did not parse: excluded from FQR
         *((name, pa.float64()) for name in PRIMARY_METRICS),

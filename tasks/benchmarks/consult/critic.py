@@ -30,6 +30,7 @@ from tasks.benchmarks.consult.case import ConsultCase, PatientProfile
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.models import Condition, Drug, Interaction
+from tasks.benchmarks.consult.kb.names import unknown_name
 from tasks.benchmarks.consult.treatment import canonical_route, canonical_unit, daily_amount, normalise_dose
 
 ViolationKind = Literal[
@@ -45,6 +46,14 @@ _PROFILE_STATES = ("pregnancy", "breastfeeding", "renal_impairment", "hepatic_im
 # Forms a patient who cannot swallow tablets can take by mouth.
 _LIQUID_UNITS = frozenset({"ml", "l", "sachet", "drop"})
 _LIQUID_WORDS = ("suspension", "syrup", "liquid", "solution", "soluble", "dispersible", "effervescent")
+# The follow-up constraints the critic reads (`with_constraint`, `constraint_satisfied`): kind -> what its
+# value names, None for a kind that takes no value.
+CONSTRAINT_VALUES: dict[str, str | None] = {
+    "allergy": "drug or class", "pregnancy": None, "no_tablets": None, "cost": "drug", "takes": "drug",
+}  # fmt: skip
+CONSTRAINT_FORMS = ", ".join(
+    kind + (f":<{value}>" if value else "") for kind, value in CONSTRAINT_VALUES.items()
+)
 
 
 class Violation(BaseModel, frozen=True, extra="forbid"):
@@ -116,7 +125,36 @@ def with_constraint(facts: PatientFacts, constraint: str, kb: KnowledgeBase) -> 
                 "states": facts.states | {"current_medication"},
             }
         )
-    raise ValueError(f"unknown constraint '{constraint}'")
+    raise ValueError(f"unknown constraint '{constraint}' (allowed: {CONSTRAINT_FORMS})")
+
+
+def constraint_problem(constraint: str, kb: KnowledgeBase) -> str | None:
+    """What makes a follow-up constraint unreadable (not a form of CONSTRAINT_FORMS, or a drug or class the
+    KB lacks), or None."""
+    kind, colon, value = constraint.partition(":")
+    if kind not in CONSTRAINT_VALUES or bool(colon) != bool(CONSTRAINT_VALUES[kind]):
+        return f"'{constraint}' is not a constraint (allowed: {CONSTRAINT_FORMS})"
+    if kind == "allergy":
+        return allergy_problem(value, kb)
+    return drug_problem(value, kb) if colon else None
+
+
+def allergy_problem(allergy: str, kb: KnowledgeBase) -> str | None:
+    """Why the critic cannot read an allergy (a generic drug name or a drug class id of the KB), or None."""
+    index = _index(kb)
+    if allergy in index.drugs or allergy in index.class_ids:
+        return None
+    names = [*index.drugs, *sorted(index.class_ids)]
+    return unknown_name(allergy, "a generic drug name or drug class id", names, f"drugs_v{kb.version}.yaml")
+
+
+def drug_problem(name: str, kb: KnowledgeBase) -> str | None:
+    """Why `name` (a current medicine, a drug a constraint names) is no KB drug, or None."""
+    if kb.drug(name) is not None:
+        return None
+    return unknown_name(
+        name, "a drug (generic name, brand or spelling)", list(_index(kb).drugs), f"drugs_v{kb.version}.yaml"
+    )
 
 
 def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Critique:

@@ -76,7 +76,7 @@ class RunData(NamedTuple):
 
 def check_run_folder(run_dir: Path) -> None:
     """Raise UserError unless `run_dir` holds what a finished consultation run writes."""
-    check_run_files(run_dir, RUN_FILES, "consultation")
+    check_run_files(run_dir, RUN_FILES, "consult", "consultation")
 
 
 def read_reference(policy_version: str, data_dir: Path = INQUIRY_DATA) -> dict[str, Any] | None:
@@ -145,14 +145,21 @@ def metric_interval(
     return _estimate(ci)
 
 
-def _usage(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Tokens and cost of the agent's calls; the simulated patient makes no call."""
-    calls = [row for row in rows if row["role"] == "agent" and row["status"] != "simulated"]
+def _usage(messages: list[dict[str, Any]], scores: list[dict[str, Any]]) -> dict[str, Any]:
+    """Calls, tokens and cost of the agent (its message rows; the simulated patient makes no call) and of
+    the FQR judge on its episodes (SCORES counts them per episode), failed calls included."""
+    calls = [row for row in messages if row["role"] == "agent" and row["status"] != "simulated"]
     return {
-        "calls": len(calls),
-        "prompt_tokens": sum(row["prompt_tokens"] or 0 for row in calls),
-        "completion_tokens": sum(row["completion_tokens"] or 0 for row in calls),
-        "cost_usd": sum(row["cost_usd"] or 0.0 for row in calls),
+        "agent": {
+            "calls": len(calls),
+            "prompt_tokens": sum(row["prompt_tokens"] or 0 for row in calls),
+            "completion_tokens": sum(row["completion_tokens"] or 0 for row in calls),
+            "cost_usd": sum(row["cost_usd"] or 0.0 for row in calls),
+        },
+        "judge": {
+            name: sum(row[f"judge_{name}"] or 0 for row in scores)
+            for name in ("calls", "prompt_tokens", "completion_tokens", "cost_usd")
+        },
     }
 
 
@@ -199,7 +206,7 @@ def _model_metrics(
             department: _department_means([row for row in scored if row["department"] == department])
             for department in departments
         },
-        "usage": _usage(messages),
+        "usage": _usage(messages, rows),
     }
 
 

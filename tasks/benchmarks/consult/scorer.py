@@ -33,7 +33,7 @@ from tasks.benchmarks.consult.metrics_plan import (
 )
 from tasks.benchmarks.consult.treatment import is_plan_attempt, parse_plan
 from tasks.llm.call import complete
-from tasks.llm.ledger import CallLedger
+from tasks.llm.ledger import CallLedger, CallRecord
 
 
 class ScoreJob(BaseModel, frozen=True):
@@ -132,7 +132,9 @@ def episode_scores(
     if failed is not None:
         return {**row, "status": "failed", "error": failed["error"], "error_class": failed["error_class"]}
     episode = episode_from_messages(case, messages, kb, job.diagnosis_match_threshold)
-    judgements = judge_follow_ups(job, case, episode, judge)
+    records: list[CallRecord] = []
+    judgements = judge_follow_ups(job, case, episode, lambda request: _kept(records, judge(request)))
+    row |= judge_usage(records)
     if (failed_judgement := next((j for j in judgements if j.status == "failed"), None)) is not None:
         return {**row, **judge_failure(failed_judgement)}
     scores = {
@@ -166,6 +168,21 @@ def episode_scores(
         },
         "composite": composite(scores).score,
     }
+
+
+def judge_usage(records: Sequence[CallRecord]) -> dict[str, Any]:
+    """The judge's calls of an episode as SCORES counts them: calls, tokens, dollars."""
+    return {
+        "judge_calls": len(records),
+        "judge_prompt_tokens": sum(record.prompt_tokens for record in records),
+        "judge_completion_tokens": sum(record.completion_tokens for record in records),
+        "judge_cost_usd": sum(record.cost_usd for record in records),
+    }
+
+
+def _kept(records: list[CallRecord], record: CallRecord) -> CallRecord:
+    records.append(record)
+    return record
 
 
 def violation_rows(found: Critique) -> list[dict[str, Any]]:

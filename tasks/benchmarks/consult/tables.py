@@ -318,7 +318,8 @@ def terminal_tables(metrics: dict[str, Any]) -> list[Table]:
             "Composite, %",  # short: the table is narrow with two models and a title does not widen it
             metrics,
             composite,
-            "Beside the stage tables, never alone.",
+            "The stage scores of the tables above and their mean; the stage tables show where a model is "
+            "weak.",
         ),
     ]
 
@@ -349,21 +350,26 @@ def usage_table(metrics: dict[str, Any]) -> Table:
     rows = [
         [
             model,
-            str(entry["usage"]["calls"]),
-            str(entry["usage"]["prompt_tokens"]),
-            str(entry["usage"]["completion_tokens"]),
-            f"{entry['usage']['cost_usd']:.4f}",
+            role,
+            str(usage["calls"]),
+            str(usage["prompt_tokens"]),
+            str(usage["completion_tokens"]),
+            f"{usage['cost_usd']:.4f}",
         ]
         for model, entry in metrics["models"].items()
+        for role, usage in entry["usage"].items()
     ]
-    columns = ["Model", "calls", "prompt tokens", "completion tokens", "cost USD"]
+    columns = ["Model", "role", "calls", "prompt tokens", "completion tokens", "cost USD"]
     return Table(
         key="usage",
         title="Tokens and cost",
         columns=columns,
         rows=rows,
-        caption="Every call of the agent, failed ones included; the simulated patient makes no call.",
-        right_aligned=tuple(columns[1:]),
+        caption=(
+            "Every call of the agent, and of the FQR judge grading its follow-up answers (re-asks included), "
+            "failed ones included; the simulated patient makes no call."
+        ),
+        right_aligned=tuple(columns[2:]),
     )
 
 

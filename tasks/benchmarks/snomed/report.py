@@ -83,7 +83,7 @@ class RunData(NamedTuple):
 
 def check_run_folder(run_dir: Path) -> None:
     """Raise UserError unless `run_dir` holds what a finished SNOMED run writes."""
-    check_run_files(run_dir, RUN_FILES, "SNOMED")
+    check_run_files(run_dir, RUN_FILES, "snomed", "SNOMED")
 
 
 def read_manifest(run_dir: Path) -> RunManifest:

@@ -40,6 +40,7 @@ from tasks.benchmarks.threadmed.tables import (
 )
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
+from tasks.evals.run_folder import REPORT_FIX, check_run_folder_benchmark
 from tasks.report.artifacts import publish_markdown, publish_tables
 from tasks.report.files import write_stats_table
 from tasks.report.runs import check_mergeable, run_label
@@ -102,6 +103,7 @@ RUN_FILES = ("manifest.json", "responses.parquet", "judgments.parquet")
 
 def check_run_folder(run_dir: Path) -> None:
     """Raise UserError unless `run_dir` holds what evaluate-models writes at the end of a run."""
+    check_run_folder_benchmark(run_dir, "threadmed", REPORT_FIX)
     missing = next((name for name in RUN_FILES if not (run_dir / name).is_file()), None)
     if missing is None:
         return

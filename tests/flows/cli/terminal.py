@@ -12,9 +12,16 @@ UNPRIVILEGED = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
 OFFLINE_MODELS = ["--models", "threadmed/deferral", "--judge", "threadmed/overlap-judge"]
 
 
-def threadmed(*arguments: object, cwd: Path, unprivileged: bool = False) -> subprocess.CompletedProcess:
+# A Prefect API nobody serves: a command that starts a flow under it fails, one that checks its inputs first
+# reports them.
+NO_PREFECT_API = {"PREFECT_API_URL": "http://127.0.0.1:9/api"}
+
+
+def threadmed(
+    *arguments: object, cwd: Path, unprivileged: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     prefix = UNPRIVILEGED if unprivileged and os.geteuid() == 0 else []
-    environment = {**os.environ, "COLUMNS": "200"}  # a wide terminal: one message, one line
+    environment = {**os.environ, "COLUMNS": "200", **(env or {})}  # a wide terminal: one message, one line
     command = [*prefix, THREADMED, *map(str, arguments)]
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=environment, timeout=300)
 

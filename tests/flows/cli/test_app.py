@@ -1,8 +1,16 @@
 """The `threadmed` app: every command group is registered, with its help."""
 
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import typer
 from typer.testing import CliRunner
 
 from flows.cli import app
+
+ROOT = Path(__file__).resolve().parents[3]
 
 runner = CliRunner()
 
@@ -15,3 +23,25 @@ def test_every_command_has_help():
         assert runner.invoke(app, [command, "--help"]).exit_code == 0
     for command in ("cases", "evaluate", "report"):
         assert runner.invoke(app, ["snomed", command, "--help"]).exit_code == 0
+
+
+def help_texts(command: Any, path: str = "threadmed") -> Iterator[tuple[str, str]]:
+    """(command or option, its help) over the whole command tree."""
+    yield path, command.help or ""
+    for param in command.params:
+        yield f"{path} --{param.name}", getattr(param, "help", None) or ""
+    for name, sub in getattr(command, "commands", {}).items():  # typer's own click: duck-typed
+        yield from help_texts(sub, f"{path} {name}")
+
+
+def test_every_file_a_help_text_names_exists():
+    # A path counts as the project's file when its first folder is one of the project's (deployments/,
+    # sql/, ...): RUN_DIR/report or threadmed/... are not.
+    named = [
+        (where, path.rstrip("."))
+        for where, text in help_texts(typer.main.get_command(app))
+        for path in re.findall(r"[\w.-]+(?:/[\w.-]+)+", text)
+        if (ROOT / path.split("/")[0]).is_dir()
+    ]
+    assert ("threadmed consult evaluate --config", "deployments/consult.example.yaml") in named
+    assert [(where, path) for where, path in named if not (ROOT / path).exists()] == []

@@ -2,10 +2,18 @@
 
 import json
 
+import pyarrow.parquet as pq
 import pytest
+import typer
 
-from tests.flows.cli.terminal import error_lines, threadmed
+from flows.cli import app
+from tasks.benchmarks.consult.case import FollowUp, PatientProfile
+from tasks.benchmarks.consult.cases import write_case_set
+from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
+from tasks.evals.run_folder import claim_run_folder
+from tests.flows.cli.terminal import NO_PREFECT_API, error_lines, threadmed
 from tests.tasks.benchmarks.consult.inquiry.fixtures import write_aci_csv
+from tests.tasks.benchmarks.consult.test_solver import FOLLOWED
 
 
 @pytest.mark.slow
@@ -151,4 +159,85 @@ def test_evaluate_on_a_folder_that_is_not_a_case_set(tmp_path):
     assert " ".join(error_lines(result)[2:]) == (
         "Invalid value for '--cases': cases is not a consultation case set (no cases.jsonl); pass the --out "
         "folder of `threadmed consult cases`"
+    )
+
+
+def test_a_case_file_the_kb_does_not_allow_is_one_line_before_any_flow(tmp_path):
+    unknown = FOLLOWED.model_copy(
+        update={"follow_ups": (FollowUp(kind="constraint", text="No pills.", constraint="dislikes:pills"),)}
+    )
+    (tmp_path / "cases.json").write_text("[" + unknown.model_dump_json() + "]")
+    result = threadmed(
+        "consult", "cases", "--out", "cases", "--from-file", "cases.json", cwd=tmp_path, env=NO_PREFECT_API
+    )
+    assert result.returncode == 1
+    assert error_lines(result) == [
+        "Error: cases.json: case 'c1': follow_ups.0.constraint: 'dislikes:pills' is not a constraint "
+        "(allowed: allergy:<drug or class>, pregnancy, no_tablets, cost:<drug>, takes:<drug>)"
+    ]
+    assert not (tmp_path / "cases").exists()
+
+
+def test_evaluate_refuses_a_case_set_the_kb_does_not_allow_before_any_flow(tmp_path):
+    # As a case set written before cases were checked: the run would pay every call, then fail to score.
+    allergic = FOLLOWED.model_copy(
+        update={"profile": PatientProfile(age=40, sex="male", allergies=("unobtainium",))}
+    )
+    write_case_set([allergic], tmp_path / "cases", {})
+    result = threadmed(
+        "consult", "evaluate", "--cases", "cases", "--out", "run", "--models", "threadmed/consult-silent",
+        cwd=tmp_path, env=NO_PREFECT_API,
+    )  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr
+    assert " ".join(error_lines(result)[2:]) == (
+        "Invalid value for '--cases': cases/cases.jsonl: case 'c1': profile.allergies.0: 'unobtainium' is "
+        "not a generic drug name or drug class id of the KB (tasks/benchmarks/consult/kb/data/drugs_v1.yaml)"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_report_refuses_runs_with_no_episode_before_any_flow(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    manifest = {"run_id": "r1", "dataset": {"dir": "cases", "fingerprint": "f"}, "config": {"models": []}}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    for contract in (MESSAGES, SCORES):
+        pq.write_table(contract.schema.empty_table(), run / f"{contract.name}.parquet")
+    result = threadmed("consult", "report", "run", cwd=tmp_path, env=NO_PREFECT_API)
+    assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr
+    assert (
+        " ".join(error_lines(result)[2:])
+        == "Invalid value for 'RUN_DIRS...': no episodes in run: nothing to report"
+    )
+
+
+def test_evaluate_and_report_refuse_a_run_folder_of_another_benchmark(tmp_path):
+    write_case_set([FOLLOWED], tmp_path / "cases", {})
+    claim_run_folder(tmp_path / "snomed-run", "snomed")
+    claim_run_folder(tmp_path / "consult-run", "consult")
+    evaluated = threadmed(
+        "consult", "evaluate", "--cases", "cases", "--out", "snomed-run",
+        "--models", "threadmed/consult-silent", cwd=tmp_path, env=NO_PREFECT_API,
+    )  # fmt: skip
+    assert (evaluated.returncode, error_lines(evaluated)) == (
+        1,
+        [
+            "Error: snomed-run belongs to the snomed benchmark, not consult: "
+            "give its runs another --out folder"
+        ],
+    )
+    assert [path.name for path in (tmp_path / "snomed-run").iterdir()] == ["benchmark.json"]
+    reported = threadmed("snomed", "report", "consult-run", cwd=tmp_path, env=NO_PREFECT_API)
+    assert (reported.returncode, error_lines(reported)) == (
+        1,
+        ["Error: consult-run belongs to the consult benchmark, not snomed: pass run folders of its own"],
+    )
+
+
+def test_the_api_base_help_names_what_goes_there():
+    evaluate = typer.main.get_command(app).commands["consult"].commands["evaluate"]
+    [api_base] = [param for param in evaluate.params if param.name == "api_base"]
+    assert api_base.help == (
+        "Send every agent and the judge to this OpenAI-compatible endpoint (the offline threadmed/... agents "
+        "and judge stay in-process)."
     )

@@ -14,10 +14,17 @@ import yaml
 from prefect import task
 from pydantic import BaseModel, ValidationError
 
-from tasks.benchmarks.consult.case import ConsultCase
+from tasks.benchmarks.consult.case import ConsultCase, FollowUp, PatientProfile
 from tasks.benchmarks.consult.cases.generate import CaseGenerationSettings, generate_cases
 from tasks.benchmarks.consult.cases.synthea_profiles import read_synthea_demographics
+from tasks.benchmarks.consult.critic import (
+    CONSTRAINT_FORMS,
+    allergy_problem,
+    constraint_problem,
+    drug_problem,
+)
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
+from tasks.benchmarks.consult.kb.names import unknown_name
 from tasks.core.files import read_verified_bytes, write_bytes_atomic, write_text_atomic
 from tasks.core.preflight import UserError
 from tasks.evals.config import SampleSpec
@@ -26,34 +33,113 @@ CASES_FILE, MANIFEST_FILE = "cases.jsonl", "manifest.json"
 
 
 def check_case(case: ConsultCase, kb: KnowledgeBase) -> None:
-    """Raise ValueError naming the first reference of the case the KB does not know."""
-    for aiu in case.aius:
-        aiu_type = kb.aiu_type(aiu.aiu_id)
+    """Raise ValueError naming every field of the case that refers to what the KB does not know, or breaks
+    the follow-up grammar, with what is allowed there."""
+    if problems := case_problems(case, kb):
+        raise ValueError("; ".join(problems))
+
+
+def case_problems(case: ConsultCase, kb: KnowledgeBase) -> list[str]:
+    """`field: problem` for each field of the case the KB or the follow-up grammar does not allow."""
+    follow_ups = [
+        f"follow_ups.{position}.{problem}"
+        for position, follow_up in enumerate(case.follow_ups)
+        for problem in _follow_up_problems(follow_up, case.profile, kb)
+    ]
+    return [
+        *_aiu_problems(case, kb),
+        *_gold_problems(case, kb),
+        *_profile_problems(case.profile, kb),
+        *follow_ups,
+    ]
+
+
+def _aiu_problems(case: ConsultCase, kb: KnowledgeBase) -> list[str]:
+    problems = []
+    for position, aiu in enumerate(case.aius):
+        field, aiu_type = f"aius.{position}", kb.aiu_type(aiu.aiu_id)
         if aiu_type is None:
-            raise ValueError(f"unknown AIU type '{aiu.aiu_id}'")
-        if aiu.template != aiu_type.template:
-            raise ValueError(
-                f"AIU '{aiu.aiu_id}' has template '{aiu.template}', the KB says '{aiu_type.template}'"
+            names = [known.id for known in kb.aiu_types]
+            problem = unknown_name(aiu.aiu_id, "an AIU type", names, f"aiu_types_v{kb.version}.yaml")
+            problems.append(f"{field}.aiu_id: {problem}")
+        elif aiu.template != aiu_type.template:
+            problems.append(
+                f"{field}.template: AIU '{aiu.aiu_id}' has template '{aiu.template}', "
+                f"the KB says '{aiu_type.template}'"
             )
-    for gold in case.gold:
-        condition = kb.condition(gold.condition_id)
+        elif aiu.present and aiu.value is None and "{value}" in aiu_type.positive:
+            problems.append(f"{field}.value: AIU '{aiu.aiu_id}' is present and its reply needs a value")
+    return problems
+
+
+def _gold_problems(case: ConsultCase, kb: KnowledgeBase) -> list[str]:
+    problems = []
+    for position, gold in enumerate(case.gold):
+        field, condition = f"gold.{position}", kb.condition(gold.condition_id)
         if condition is None:
-            raise ValueError(f"unknown condition '{gold.condition_id}'")
-        if gold.icd11 != condition.icd11:
-            raise ValueError(
-                f"condition '{gold.condition_id}' has code {gold.icd11}, the KB says {condition.icd11}"
-            )
+            names = [known.id for known in kb.conditions]
+            problem = unknown_name(gold.condition_id, "a condition", names, f"conditions_v{kb.version}.yaml")
+            problems.append(f"{field}.condition_id: {problem}")
+            continue
+        for name, known in (("icd11", condition.icd11), ("severity", condition.severity)):
+            if getattr(gold, name) != known:
+                problems.append(
+                    f"{field}.{name}: condition '{gold.condition_id}' has {getattr(gold, name)}, "
+                    f"the KB says {known}"
+                )
+    return problems
+
+
+def _profile_problems(profile: PatientProfile, kb: KnowledgeBase) -> list[str]:
+    problems = [
+        f"profile.{flag}: a male patient cannot be {flag}"
+        for flag in ("pregnant", "breastfeeding")
+        if profile.sex == "male" and getattr(profile, flag)
+    ]
+    for field, names, check in (
+        ("allergies", profile.allergies, allergy_problem),
+        ("medications", profile.medications, drug_problem),
+    ):
+        problems += [
+            f"profile.{field}.{position}: {problem}"
+            for position, name in enumerate(names)
+            if (problem := check(name, kb)) is not None
+        ]
+    return problems
+
+
+def _follow_up_problems(follow_up: FollowUp, profile: PatientProfile, kb: KnowledgeBase) -> list[str]:
+    constraint = follow_up.constraint
+    if follow_up.kind == "question":
+        return (
+            []
+            if constraint is None
+            else ["constraint: a question has none (a follow-up with one is kind: constraint)"]
+        )
+    if constraint is None:
+        return [f"constraint: missing (allowed: {CONSTRAINT_FORMS})"]
+    if (problem := constraint_problem(constraint, kb)) is not None:
+        return [f"constraint: {problem}"]
+    if constraint == "pregnancy" and profile.sex == "male":
+        return ["constraint: 'pregnancy' for a male patient"]
+    return []
 
 
 def load_case_file(path: Path, kb: KnowledgeBase | None = None) -> list[ConsultCase]:
     """A hand-written YAML or JSON list of cases -> validated cases; a ValueError names the file and case."""
-    path, kb = Path(path), kb or load_kb()
+    path = Path(path)
     try:
         items = yaml.safe_load(path.read_text(encoding="utf-8"))  # YAML reads JSON too
     except yaml.YAMLError as error:
         raise ValueError(f"{path.name}: not valid YAML or JSON: {error}") from None
     if not isinstance(items, list):
         raise ValueError(f"{path.name}: expected a list of cases")
+    return checked_cases(items, kb or load_kb(), path.name)
+
+
+def checked_cases(items: list[Any], kb: KnowledgeBase, source: str) -> list[ConsultCase]:
+    """Cases as read from a file -> cases valid in the schema and against the KB (`check_case`), ids
+    unique; the first bad case raises a ValueError naming `source`, the case and every field at fault."""
     cases, seen = [], set()
     for position, item in enumerate(items):
         name = item.get("case_id", f"#{position + 1}") if isinstance(item, dict) else f"#{position + 1}"
@@ -64,11 +150,11 @@ def load_case_file(path: Path, kb: KnowledgeBase | None = None) -> list[ConsultC
             problems = "; ".join(
                 f"{'.'.join(str(part) for part in e['loc']) or 'case'}: {e['msg']}" for e in error.errors()
             )
-            raise ValueError(f"{path.name}: case '{name}': {problems}") from None
+            raise ValueError(f"{source}: case '{name}': {problems}") from None
         except ValueError as error:
-            raise ValueError(f"{path.name}: case '{name}': {error}") from None
+            raise ValueError(f"{source}: case '{name}': {error}") from None
         if case.case_id in seen:
-            raise ValueError(f"{path.name}: case '{name}': duplicate case_id")
+            raise ValueError(f"{source}: case '{name}': duplicate case_id")
         seen.add(case.case_id)
         cases.append(case)
     return cases
@@ -120,9 +206,16 @@ def case_set_fingerprint(case_set_dir: Path) -> str:
 
 
 def load_case_set(case_set_dir: Path) -> list[ConsultCase]:
-    """The cases of a written case set, in order; raises ValueError when the file is not the manifest's."""
-    data = read_verified_bytes(Path(case_set_dir) / CASES_FILE, case_set_fingerprint(case_set_dir))
-    return [ConsultCase.model_validate_json(line) for line in data.splitlines() if line.strip()]
+    """The cases of a written case set, in order, checked against the KB version it was written with;
+    raises ValueError when the file is not the manifest's or a case is not valid."""
+    path = Path(case_set_dir) / CASES_FILE
+    manifest = case_set_manifest(case_set_dir)
+    data = read_verified_bytes(path, manifest["cases_sha256"])
+    try:
+        items = [json.loads(line) for line in data.splitlines() if line.strip()]
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not one JSON case a line: {error}") from None
+    return checked_cases(items, load_kb(manifest.get("kb_version", 1)), str(path))
 
 
 def check_case_set(case_set_dir: Path) -> None:
@@ -139,7 +232,10 @@ def check_case_set(case_set_dir: Path) -> None:
 def load_sample(case_set_dir: Path, sample: SampleSpec) -> list[ConsultCase]:
     """The cases of `sample.split` in a seeded order (independent of the file's order), the first `limit`."""
     check_case_set(case_set_dir)
-    cases = load_case_set(case_set_dir)
+    try:
+        cases = load_case_set(case_set_dir)
+    except ValueError as error:  # the command line reports it before any flow starts (bench.plan)
+        raise UserError(str(error), "--cases") from None
     chosen = [case for case in cases if case.split == sample.split]
     if not chosen:
         splits = sorted({case.split for case in cases})

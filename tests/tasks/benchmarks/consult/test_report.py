@@ -23,7 +23,7 @@ from tasks.benchmarks.consult.report import (
     load_runs,
     publish_report_artifacts,
 )
-from tasks.benchmarks.consult.tables import build_tables
+from tasks.benchmarks.consult.tables import build_tables, terminal_tables
 from tasks.core.preflight import UserError
 from tasks.evals.outputs import write_table
 from tasks.report.stats import bootstrap_mean, seeded_rng
@@ -34,6 +34,13 @@ DEPARTMENTS = {"c1": "respiratory", "c2": "respiratory", "c3": "ent"}
 PRIMARY = PRIMARY_METRICS
 SECONDARY = SECONDARY_METRICS[1:]  # questions comes from the turns
 JUDGE = {"judge_model": "threadmed/consult-judge", "rubric_version": "judge_fqr_v1"}
+# The judge's calls of each completed episode (a failed agent call leaves no follow-up to grade).
+JUDGE_CALLS = {
+    "judge_calls": 2,
+    "judge_prompt_tokens": 80,
+    "judge_completion_tokens": 8,
+    "judge_cost_usd": 0.02,
+}
 # alpha c1's first plan, the critic's finding on it, and its one follow-up (a constraint it revised for).
 PLAN = [
     {
@@ -203,6 +210,7 @@ def score_row(key: dict[str, Any], case_id: str, episode: tuple[Any, ...] | None
     return {
         **base,
         **JUDGE,
+        **JUDGE_CALLS,
         "status": "completed",
         "questions": len(revealed) - 1,
         "diagnosis_parse": parse,
@@ -349,7 +357,10 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
             },
         },
         # c1: 2 questions + differential, c2: 1 + differential, c3: one failed call (no tokens)
-        "usage": {"calls": 6, "prompt_tokens": 500, "completion_tokens": 50, "cost_usd": 0.625},
+        "usage": {
+            "agent": {"calls": 6, "prompt_tokens": 500, "completion_tokens": 50, "cost_usd": 0.625},
+            "judge": {"calls": 4, "prompt_tokens": 160, "completion_tokens": 16, "cost_usd": 0.04},  # c1, c2
+        },
     }
     beta = {
         "n_episodes": 3,
@@ -412,7 +423,10 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
                 "composite": (0.8 + 1.25 / 3 + 2 / 3 + 0) / 4,
             },
         },
-        "usage": {"calls": 9, "prompt_tokens": 900, "completion_tokens": 90, "cost_usd": 1.125},
+        "usage": {
+            "agent": {"calls": 9, "prompt_tokens": 900, "completion_tokens": 90, "cost_usd": 1.125},
+            "judge": {"calls": 6, "prompt_tokens": 240, "completion_tokens": 24, "cost_usd": 0.06},
+        },
     }
     assert rounded(metrics["models"]) == rounded({"alpha": alpha, "beta": beta})
     means = [round(metrics["models"]["alpha"][name]["mean"], 12) for name in ("mni_comp", "povr", "swds")]
@@ -663,6 +677,24 @@ def test_published_tables_are_rebuilt_from_the_stored_metrics(metrics: dict[str,
     keys = ["history", "diagnosis", "treatment", "follow-up", "composite", "departments", "usage"]
     assert [table.key for table in tables] == keys
     assert tables == build_tables(metrics)
+
+
+def test_the_cost_table_counts_the_judges_calls_beside_the_agents(metrics: dict[str, Any]) -> None:
+    [usage] = [table for table in build_tables(metrics) if table.key == "usage"]
+    assert usage.rows == [
+        ["alpha", "agent", "6", "500", "50", "0.6250"],
+        ["alpha", "judge", "4", "160", "16", "0.0400"],
+        ["beta", "agent", "9", "900", "90", "1.1250"],
+        ["beta", "judge", "6", "240", "24", "0.0600"],
+    ]
+
+
+def test_the_terminal_composite_says_what_it_is_to_the_reader(metrics: dict[str, Any]) -> None:
+    composite = terminal_tables(metrics)[-1]
+    assert (composite.title, composite.caption) == (
+        "Composite, %",
+        "The stage scores of the tables above and their mean; the stage tables show where a model is weak.",
+    )
 
 
 @pytest.mark.usefixtures("prefect_harness")

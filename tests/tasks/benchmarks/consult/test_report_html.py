@@ -91,3 +91,14 @@ def test_an_episode_without_a_plan_says_so(page: Page) -> None:
     assert _texts(page, "#episode .plan-block") == ["Plan: no drug"]
     assert _texts(page, "#episode .violations") == ["Critic: no violation."]
     assert "plan unparseable" in page.evaluate("document.querySelector('#episode .meta').textContent")
+
+
+def test_every_table_fits_a_1280_px_window_without_scrolling(page: Page) -> None:
+    # Chromium's window is 1280 px wide (tests/chromium.py); the widest tables are history (with the
+    # empirical reference row) and by department.
+    widths = page.evaluate(
+        "[...document.querySelectorAll('.table-block')].map(b => [b.id, b.scrollWidth <= b.clientWidth"
+        " && b.querySelector('table').getBoundingClientRect().right <= window.innerWidth])"
+    )
+    assert [block for block, fits in widths if not fits] == []
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

@@ -4,6 +4,8 @@ doxycycline; a question follows. A stub judge grades the first answer and gives 
 
 from datetime import UTC, datetime
 
+import pytest
+
 from tasks.benchmarks.consult.contracts import SCORES
 from tasks.benchmarks.consult.inquiry.policy import load_policy
 from tasks.benchmarks.consult.kb.loading import load_kb
@@ -139,3 +141,25 @@ def test_the_judge_grades_the_revision_the_re_ask_kept_not_the_reply_that_did_no
     assert [(DOXYCYCLINE in text, BROKEN_PLAN in text) for text in graded] == [
         (True, False), (False, False), (False, False)
     ]  # fmt: skip
+
+
+def priced_judge(request, fail=False):
+    record = stub_judge(request, fail)
+    return record.model_copy(
+        update={"prompt_tokens": 40, "completion_tokens": 5, "input_cost_usd": 0.01, "output_cost_usd": 0.002}
+    )
+
+
+def test_the_row_counts_every_judge_call_re_asks_and_failures_included():
+    # The allergy follow-up is graded at once; the question's "Hmm." is re-asked once, then left ungraded.
+    row = scores_row(priced_judge)
+    assert {name: row[name] for name in row if name.startswith("judge_") and name != "judge_model"} == {
+        "judge_calls": 3,
+        "judge_prompt_tokens": 120,
+        "judge_completion_tokens": 15,
+        "judge_cost_usd": pytest.approx(0.036),
+    }
+    failed = scores_row(lambda request: priced_judge(request, fail=True))
+    assert (failed["status"], failed["judge_calls"], failed["judge_cost_usd"]) == (
+        "failed", 2, pytest.approx(0.024)
+    )  # fmt: skip

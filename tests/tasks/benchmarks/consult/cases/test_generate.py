@@ -112,12 +112,18 @@ def test_a_hand_written_file_is_read_and_its_errors_name_the_file_and_case(tmp_p
     bad.write_text("- " + bad.read_text())
     with pytest.raises(ValueError) as error:
         load_case_file(bad)
-    assert str(error.value) == "bad.yaml: case 'c1': unknown AIU type 'wheezing'"
+    assert str(error.value) == (
+        "bad.yaml: case 'c1': aius.2.aiu_id: 'wheezing' is not an AIU type of the KB "
+        "(tasks/benchmarks/consult/kb/data/aiu_types_v1.yaml), did you mean 'sneezing'?"
+    )
     unknown = tmp_path / "unknown.yaml"
     unknown.write_text("- " + CASE.model_dump_json().replace('"acute_bronchitis"', '"the_vapours"'))
     with pytest.raises(ValueError) as error:
         load_case_file(unknown)
-    assert str(error.value) == "unknown.yaml: case 'c1': unknown condition 'the_vapours'"
+    assert str(error.value) == (
+        "unknown.yaml: case 'c1': gold.0.condition_id: 'the_vapours' is not a condition of the KB "
+        "(tasks/benchmarks/consult/kb/data/conditions_v1.yaml)"
+    )
 
 
 def test_synthea_demographics_are_read_from_bundles_at_each_patients_last_record(tmp_path):
