@@ -18,6 +18,7 @@ import os
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -190,16 +191,34 @@ def calls_in_flight() -> dict[str, int]:
     return _in_flight.counts()
 
 
+# The outcomes `complete()` returned in this context, when a job counts them (`counting_outcomes`).
+_outcomes: contextvars.ContextVar[Counter[str] | None] = contextvars.ContextVar("call_outcomes", default=None)
+
+
+@contextmanager
+def counting_outcomes() -> Iterator[Counter[str]]:
+    """Count by status ('ok', 'failed') the record of every `complete()` in the body (in this context)."""
+    outcomes: Counter[str] = Counter()
+    token = _outcomes.set(outcomes)
+    try:
+        yield outcomes
+    finally:
+        _outcomes.reset(token)
+
+
 def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
     """The recorded outcome of `request`: from the ledger if it already succeeded, else by calling (a
     batch-mode call is deferred to its batch instead, tasks/llm/deferral.py)."""
     key = request.key()
     with _key_locks.hold(key):
-        if (done := ledger.lookup(key)) is not None:
-            return done
-        if options.mode == "batch":
-            return batch_outcome(key, request, options, ledger)
-        return _call(key, request, options, ledger)
+        record = ledger.lookup(key)
+        if record is None and options.mode == "batch":
+            record = batch_outcome(key, request, options, ledger)
+        elif record is None:
+            record = _call(key, request, options, ledger)
+    if (outcomes := _outcomes.get()) is not None:
+        outcomes[record.status] += 1
+    return record
 
 
 def _call(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:

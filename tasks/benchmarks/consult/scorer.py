@@ -32,8 +32,10 @@ from tasks.benchmarks.consult.metrics_plan import (
     score_treatment,
 )
 from tasks.benchmarks.consult.treatment import is_plan_attempt, parse_plan
-from tasks.llm.call import complete
+from tasks.evals.job_state import job_result
+from tasks.llm.call import complete, counting_outcomes
 from tasks.llm.ledger import CallLedger, CallRecord
+from tasks.llm.request import ChatRequest
 
 
 class ScoreJob(BaseModel, frozen=True):
@@ -55,9 +57,13 @@ def score_episode(job: ScoreJob, solved: list[dict[str, Any]], ledger_dir: Path)
     """The episode's messages → its SCORES row; the judge's calls go to the ledger."""
     ledger = CallLedger(ledger_dir)
     kb, policy = load_kb(job.kb_version), load_policy(job.policy_version)
-    return [
-        episode_scores(job, solved, kb, policy, lambda request: complete(request, job.judge.options, ledger))
-    ]
+
+    def judge(request: ChatRequest) -> CallRecord:
+        return complete(request, job.judge.options, ledger)
+
+    with counting_outcomes() as outcomes:
+        row = episode_scores(job, solved, kb, policy, judge)
+    return job_result([row], outcomes)
 
 
 def episode_from_messages(

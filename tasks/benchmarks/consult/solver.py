@@ -30,7 +30,8 @@ from tasks.benchmarks.consult.metrics import is_ready, parse_differential
 from tasks.benchmarks.consult.simulator import Simulator, default_space
 from tasks.benchmarks.consult.treatment import is_plan_attempt, parse_plan
 from tasks.evals.config import ModelSpec
-from tasks.llm.call import complete
+from tasks.evals.job_state import job_result
+from tasks.llm.call import complete, counting_outcomes
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.request import CallOptions, ChatRequest
 
@@ -187,7 +188,9 @@ class _Conversation:
 def consult_episode(job: EpisodeJob, ledger_dir: Path) -> list[dict[str, Any]]:
     """Run the case's episode → one MESSAGES row per message; every agent call through the ledger."""
     ledger = CallLedger(ledger_dir)
-    return run_episode(job, lambda request: complete(request, job.options, ledger))
+    with counting_outcomes() as outcomes:
+        rows = run_episode(job, lambda request: complete(request, job.options, ledger))
+    return job_result(rows, outcomes)
 
 
 def _agent_row(

@@ -28,7 +28,8 @@ from tasks.benchmarks.snomed.interview import (
     run_interview,
 )
 from tasks.evals.config import ModelSpec
-from tasks.llm.call import complete
+from tasks.evals.job_state import job_result
+from tasks.llm.call import complete, counting_outcomes
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.request import CallOptions, ChatRequest
 
@@ -88,10 +89,11 @@ def interview_turns(job: InterviewJob, call: Any) -> tuple[Interview, list[tuple
 def interview_case(job: InterviewJob, ledger_dir: Path) -> list[dict[str, Any]]:
     """Interview the case's patient → one CONVERSATIONS row per message, plus the failed call if any."""
     ledger = CallLedger(ledger_dir)
-    interview, calls = interview_turns(
-        job, lambda role, request: complete(request, job.setup(role).options, ledger)
-    )
-    return interview_rows(job, interview, calls)
+    with counting_outcomes() as outcomes:
+        interview, calls = interview_turns(
+            job, lambda role, request: complete(request, job.setup(role).options, ledger)
+        )
+    return job_result(interview_rows(job, interview, calls), outcomes)
 
 
 def interview_rows(

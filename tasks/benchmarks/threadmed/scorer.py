@@ -18,9 +18,10 @@ from pydantic import BaseModel
 from tasks.benchmarks.threadmed import baselines  # noqa: F401
 from tasks.benchmarks.threadmed.cases import ThreadCase
 from tasks.evals.config import Condition, JudgeSpec
+from tasks.evals.job_state import job_result
 from tasks.evals.verdicts import Verdict, numeric_scale
 from tasks.evals.verdicts import parse_verdict as parse_scaled_verdict
-from tasks.llm.call import complete
+from tasks.llm.call import complete, counting_outcomes
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.prompts import PromptTemplate
 from tasks.llm.request import CallOptions
@@ -74,12 +75,14 @@ class JudgeJob(BaseModel, frozen=True):
 def judge_thread(job: JudgeJob, solved: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
     """Judge each answered turn of `solved` (response rows) → a judgment row each; calls go to the ledger."""
     ledger = CallLedger(ledger_dir)
-    return [
-        judge_turn(job, row["turn"], row["response"], ledger)
-        if row["status"] == "ok"
-        else not_judged_row(job, row)
-        for row in solved
-    ]
+    with counting_outcomes() as outcomes:
+        rows = [
+            judge_turn(job, row["turn"], row["response"], ledger)
+            if row["status"] == "ok"
+            else not_judged_row(job, row)
+            for row in solved
+        ]
+    return job_result(rows, outcomes)
 
 
 def judge_turn(job: JudgeJob, turn: int, model_answer: str, ledger: CallLedger) -> dict[str, Any]:

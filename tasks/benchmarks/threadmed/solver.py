@@ -20,7 +20,8 @@ from tasks.benchmarks.threadmed import baselines  # noqa: F401
 from tasks.benchmarks.threadmed.cases import ThreadCase
 from tasks.evals.config import Condition, ModelSpec
 from tasks.evals.dialogue import Exchange, Reply, run_dialogue, scripted
-from tasks.llm.call import complete
+from tasks.evals.job_state import job_result
+from tasks.llm.call import complete, counting_outcomes
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.request import CallOptions
 
@@ -53,12 +54,17 @@ def ask_turns(job: InferenceJob, reply: Reply) -> list[Exchange]:
 def answer_thread(job: InferenceJob, ledger_dir: Path) -> list[dict[str, Any]]:
     """Ask the job's turns in order → one response row per turn; every call goes through the ledger."""
     ledger = CallLedger(ledger_dir)
-    exchanges = ask_turns(job, lambda messages: complete(job.model.request(messages), job.options, ledger))
+
+    def answer(messages: list[dict[str, str]]) -> CallRecord:
+        return complete(job.model.request(messages), job.options, ledger)
+
+    with counting_outcomes() as outcomes:
+        exchanges = ask_turns(job, answer)
     rows = [response_row(job, turn, record) for turn, record in exchanges if record is not None]
     failed = [turn for turn, record in exchanges if record is not None and record.status != "ok"]
     if failed and job.condition == "baseline":
         rows += [not_run_row(job, later, failed_turn=failed[0]) for later in job.turns if later > failed[0]]
-    return rows
+    return job_result(rows, outcomes)
 
 
 def response_row(job: InferenceJob, turn: int, record: CallRecord) -> dict[str, Any]:

@@ -226,7 +226,12 @@ def test_a_reply_never_parsed_is_unparseable_never_zero(server, ankle, tmp_path)
 
 def test_a_failed_judge_call_is_a_failure_not_a_score(server, ankle, tmp_path):
     server.script(Action(status=401))
-    [row] = judge_thread.fn(job(server, ankle), responses(ankle, "ok"), tmp_path)
+    state = judge_thread.fn(job(server, ankle), responses(ankle, "ok"), tmp_path)
+    assert (state.name, state.message) == (
+        "CallsFailed",
+        "1 of 1 calls failed (recorded; a re-run retries them)",
+    )
+    [row] = state.data
     assert (row["score"], row["parse_status"]) == (None, "failed")
     assert row["error"].startswith("authentication: openai/judge")
 

@@ -65,7 +65,14 @@ def test_oracle_builds_turns_from_one_on_the_physicians_answers(server, headache
 
 def test_a_failed_baseline_turn_stops_its_thread(server, headache, tmp_path):
     server.script(Action(), Action(status=400))
-    rows = answer_thread.fn(job(server, headache, "baseline"), tmp_path)
+    state = answer_thread.fn(job(server, headache, "baseline"), tmp_path)
+    # Its state says so (the rows ride in it): Prefect shows the task as CallsFailed, not Completed.
+    assert (state.name, state.message, state.is_completed()) == (
+        "CallsFailed",
+        "1 of 2 calls failed (recorded; a re-run retries them)",
+        True,
+    )
+    rows = state.data
     assert [(row["turn"], row["status"]) for row in rows] == [
         (0, "ok"),
         (1, "failed"),
@@ -79,13 +86,15 @@ def test_a_failed_baseline_turn_stops_its_thread(server, headache, tmp_path):
 
 def test_an_oracle_turn_failure_does_not_stop_later_turns(server, headache, tmp_path):
     server.script(Action(status=400))
-    rows = answer_thread.fn(job(server, headache, "oracle"), tmp_path)
+    state = answer_thread.fn(job(server, headache, "oracle"), tmp_path)
+    assert state.message == "1 of 3 calls failed (recorded; a re-run retries them)"
+    rows = state.data
     assert [(row["turn"], row["status"]) for row in rows] == [(1, "failed"), (2, "ok"), (3, "ok")]
 
 
 def test_a_rerun_makes_only_the_missing_calls(server, headache, tmp_path):
     server.script(Action(), *[Action(status=503)] * 2)
-    first = answer_thread.fn(job(server, headache, "baseline"), tmp_path)
+    first = answer_thread.fn(job(server, headache, "baseline"), tmp_path).data
     assert [row["status"] for row in first] == ["ok", "failed", "not_run", "not_run"]
     assert len(server.requests) == 3
 
@@ -99,6 +108,6 @@ def test_a_rerun_makes_only_the_missing_calls(server, headache, tmp_path):
 
 def test_rows_follow_the_responses_contract(server, headache, tmp_path):
     server.script(Action(status=401))
-    rows = answer_thread.fn(job(server, headache, "baseline"), tmp_path)
+    rows = answer_thread.fn(job(server, headache, "baseline"), tmp_path).data
     table = pa.Table.from_pylist(rows, schema=RESPONSES.schema)
     assert table.num_rows == 4 and set(rows[0]) == set(RESPONSES.columns)

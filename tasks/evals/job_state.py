@@ -1,0 +1,22 @@
+"""What a solve or score task returns: its rows, in a state whose name says when calls of the job failed.
+
+A job whose calls failed still finishes: its failures are rows (a re-run retries them) and the flow writes
+them with the others. Returned as plain rows, Prefect would log and show it as `Completed`; returned in a
+`CallsFailed` state (of type COMPLETED, so the flow still collects its rows) it says what happened.
+"""
+
+from collections import Counter
+from typing import Any
+
+from prefect.states import Completed, State
+
+CALLS_FAILED = "CallsFailed"
+
+
+def job_result(rows: list[dict[str, Any]], outcomes: Counter[str]) -> list[dict[str, Any]] | State:
+    """`rows` as they are when every call of the job succeeded; else in a `CallsFailed` state."""
+    if not outcomes["failed"]:
+        return rows
+    made = outcomes["failed"] + outcomes["ok"]
+    message = f"{outcomes['failed']} of {made} calls failed (recorded; a re-run retries them)"
+    return Completed(name=CALLS_FAILED, message=message, data=rows)
