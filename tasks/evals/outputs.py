@@ -128,10 +128,11 @@ class RunSummary(BaseModel):
         if not self.failed_jobs:
             return ""
         count = len(self.failed_jobs)
+        jobs = "1 job failed and is" if count == 1 else f"{count} jobs failed and are"
+        others = " (and others)" if count > 1 else ""
         return (
-            f"{count} {'job' if count == 1 else 'jobs'} failed and {'is' if count == 1 else 'are'} missing from "
-            f"the tables: {self.failed_jobs[0].line()}{' (and others)' if count > 1 else ''}. Fix the cause, "
-            "then re-run the same command (completed calls are kept)."
+            f"{jobs} missing from the tables: {self.failed_jobs[0].line()}{others}."
+            " Fix the cause, then re-run the same command (completed calls are kept)."
         )
 
     def _calls_message(self) -> str:
@@ -277,13 +278,16 @@ class JobOutcomes(NamedTuple):
 
 
 def job_outcomes(labels: list[str], solved: list[PrefectFuture], scored: list[PrefectFuture]) -> JobOutcomes:
-    """Wait for every job's solve and score task; one that raised is a `JobFailure`, the others' rows are kept.
+    """Wait for every job's solve and score task; one that raised is a `JobFailure`, others' rows are kept.
 
     A job whose solve task failed has no score task run (Prefect leaves it NotReady).
     """
     outcomes = JobOutcomes([], [], [])
     for label, solve, score in zip(labels, solved, scored, strict=True):
-        for stage, future, rows in (("solve", solve, outcomes.solved_rows), ("score", score, outcomes.scored_rows)):
+        for stage, future, rows in (
+            ("solve", solve, outcomes.solved_rows),
+            ("score", score, outcomes.scored_rows),
+        ):
             future.wait()
             state = future.state
             if not state.is_completed():

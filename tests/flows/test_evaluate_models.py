@@ -23,7 +23,7 @@ from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.core.provenance import artifact_key
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
-from tests.eval_fixtures import write_dataset
+from tests.eval_fixtures import full_disk_for, write_dataset
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer, default_reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
@@ -150,6 +150,33 @@ def test_failed_calls_fail_the_run_after_writing_everything_and_a_rerun_finishes
         assert server.stats()["ok"] == 2 * 13 * 2
         assert len(server.requests) == first_run_ok + 2 + (2 * 13 * 2 - first_run_ok)
         assert max(server.ok_counts().values()) == 1
+
+
+def test_a_job_that_raises_fails_alone_with_its_error_and_the_other_jobs_are_written(
+    dataset, tmp_path, monkeypatch
+):
+    with LLMServer() as server:
+        run = settings(dataset, tmp_path, server.url, conditions=["baseline"])
+        with monkeypatch.context() as patched:
+            full_disk_for("openai/beta", patched)
+            state = evaluate_models(**parameters(run), return_state=True)
+        assert state.is_failed()
+        manifest = json.loads((tmp_path / "manifest.json").read_text())
+        failures = manifest["summary"]["failed_jobs"]
+        assert [(f["job"].split("/")[:2], f["stage"], f["error"]) for f in failures] == [
+            (["beta", "baseline"], "solve", "OSError: [Errno 28] No space left on device")
+        ] * 3
+        assert state.message == (
+            f"3 jobs failed and are missing from the tables: solve {failures[0]['job']} failed: OSError: "
+            "[Errno 28] No space left on device (and others). Fix the cause, then re-run the same command "
+            "(completed calls are kept)."
+        )
+        responses, judgments = read(tmp_path, "responses"), read(tmp_path, "judgments")
+        assert {r["model"] for r in responses} == {j["model"] for j in judgments} == {"alpha"}
+        assert len(responses) == len(judgments) == 13
+
+        assert evaluate_models(**parameters(run)).failed_jobs == []  # disk freed: the re-run finishes
+        assert len(read(tmp_path, "responses")) == len(read(tmp_path, "judgments")) == 2 * 13
 
 
 def judge_breaks_on_beta(model: str, messages: list[dict]) -> str:
