@@ -9,7 +9,16 @@ import typer
 from rich.markup import escape
 
 from flows.cli.errors import reports_errors
-from flows.cli.evaluate import BatchPoll, BatchRoles, BatchWait
+from flows.cli.evaluate import (
+    ApiBase,
+    ApiKeyEnv,
+    BatchPoll,
+    BatchRoles,
+    BatchWait,
+    MaxConcurrency,
+    MaxTokens,
+    Timeout,
+)
 from flows.cli.render import console
 from tasks.benchmarks.consult.inquiry.mining import MiningSettings
 from tasks.core.preflight import UserError, check_writable_folder
@@ -206,9 +215,11 @@ def evaluate(
     limit: Annotated[
         int | None, typer.Option(min=1, help="Only the first N cases of the seeded order.")
     ] = None,
-    api_base: Annotated[
-        str | None, typer.Option(help="Send every agent to this OpenAI-compatible endpoint.")
-    ] = None,
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
+    max_concurrency: MaxConcurrency = None,
+    max_tokens: MaxTokens = None,
+    timeout: Timeout = None,
     batch: BatchRoles = None,
     batch_wait: BatchWait = None,
     batch_poll: BatchPoll = None,
@@ -223,7 +234,7 @@ def evaluate(
     Every agent call is kept in RUN_DIR/ledger: re-run the same command to finish a run after a crash or
     an outage; nothing already paid is asked again. Exits 1 if calls failed.
     """
-    from flows.cli.evaluate import batch_choices, checked_settings, run_or_estimate, split_list
+    from flows.cli.evaluate import batch_choices, call_choices, checked_settings, run_or_estimate, split_list
     from tasks.benchmarks.consult.benchmark import CONSULT
     from tasks.benchmarks.consult.cases.case_set import check_case_set
     from tasks.benchmarks.consult.config import ConsultConfig
@@ -237,7 +248,7 @@ def evaluate(
         settings={name: value for name, value in chosen.items() if value is not None},
         split=split,
         limit=limit,
-        api_base=api_base,
+        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
         **batch_choices(batch, batch_wait, batch_poll),
     )
     settings = checked_settings(

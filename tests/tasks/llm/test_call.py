@@ -422,3 +422,18 @@ def test_a_reply_utf8_cannot_hold_is_stored_escaped_and_never_paid_for_again(ser
     assert (first.status, first.text, first.escaped) == ("ok", "Rest it \\ud83d and ice it.", True)
     assert complete(request(server), options(), CallLedger(tmp_path)) == first
     assert len(server.requests) == 1
+
+
+def test_a_custom_endpoint_gets_only_the_key_named_for_it(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    monkeypatch.setenv("LOCAL_SERVER_KEY", "local-key")
+    complete(request(server), options(), CallLedger(tmp_path / "unnamed"))
+    complete(request(server), options(api_key_env="LOCAL_SERVER_KEY"), CallLedger(tmp_path / "named"))
+    # An o-series model goes through litellm.completion rather than the direct route: the same rule holds.
+    reasoning = request(server, model="openai/o3-mini").model_copy(update={"params": {}})
+    complete(reasoning, options(), CallLedger(tmp_path / "litellm"))
+    assert [r.authorization for r in server.requests] == [
+        "Bearer no-key",
+        "Bearer local-key",
+        "Bearer no-key",
+    ]
