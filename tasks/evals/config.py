@@ -233,6 +233,8 @@ class RunConfig(BaseModel):
             "batch": True,
             "max_concurrency": True,
             "timeout_s": True,
+            # Added after runs were recorded: left out while unset, so their run ids stay as they were.
+            **({"max_tokens": True} if self.max_tokens is None else {}),
             "models": {"__all__": {"limits", "mode"}},
             **{role: {"limits", "mode"} for role in self.ROLE_FIELDS},
         }
