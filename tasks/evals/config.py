@@ -307,6 +307,15 @@ class EvalConfig(RunConfig):
 
     judge: JudgeSpec = JudgeSpec(name="gpt-4o", model="openai/gpt-4o")
     conditions: list[Condition] = ["baseline", "oracle"]
+    truncated: Literal["judge", "mark"] = Field(
+        "judge",
+        description="An answer cut at max_tokens (finish_reason 'length'): judge it as given, counted as "
+        "truncated in the summary and the report (judge), or leave it unjudged as 'truncated' (mark).",
+    )
+
+    def not_in_run_id(self) -> dict[str, Any]:
+        # Added after runs were recorded: left out at its default, so their run ids stay as they were.
+        return {**super().not_in_run_id(), **({"truncated": True} if self.truncated == "judge" else {})}
 
     @field_validator("conditions")
     @classmethod

@@ -201,6 +201,31 @@ def test_unparseable_judgments_are_counted_and_excluded_never_zero(dataset, tmp_
     assert summary.failed_calls == {}
 
 
+@pytest.mark.parametrize(
+    ("truncated", "judged", "judge_calls"), [("judge", ("ok", 1.0), 13), ("mark", ("truncated", None), 12)]
+)
+def test_an_answer_cut_at_max_tokens_is_counted_and_judged_or_marked_as_configured(
+    dataset, tmp_path, truncated, judged, judge_calls
+):
+    with LLMServer() as server:
+        server.script(Action(content="Rest, fluids, and", finish_reason="length"), model="alpha")
+        run = settings(
+            dataset, tmp_path, server.url, models=("alpha",), conditions=["baseline"], truncated=truncated
+        )
+        summary = evaluate_models(**parameters(run))
+        assert sum(r.model == "judge" for r in server.requests) == judge_calls
+    [cut] = [r for r in read(tmp_path, "responses") if r["finish_reason"] == "length"]
+    [judgment] = [
+        j
+        for j in read(tmp_path, "judgments")
+        if (j["thread_id"], j["turn"]) == (cut["thread_id"], cut["turn"])
+    ]
+    assert (judgment["parse_status"], judgment["score"]) == judged
+    [group] = summary.groups
+    assert (group.counts["trun-\ncated"], group.counts["judged"]) == (1, judge_calls)
+    assert summary.failed_calls == {}
+
+
 RUN_IN_CHILD = """
 import sys
 from flows.evaluate_models import evaluate_models
