@@ -20,7 +20,7 @@ from flows.cli.evaluate import (
     Timeout,
 )
 from flows.cli.render import console
-from tasks.benchmarks.consult.inquiry.mining import MiningSettings
+from tasks.benchmarks.consult.inquiry.mining_settings import MiningSettings
 from tasks.core.preflight import UserError, check_writable_folder
 
 app = typer.Typer(

@@ -11,36 +11,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from prefect import task
-from pydantic import BaseModel, ConfigDict, Field
-from scipy.sparse import issparse
-from sklearn.cluster import KMeans
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from tasks.benchmarks.consult.inquiry.corpora import Dialogue, extract_questions, read_corpora
+from tasks.benchmarks.consult.inquiry.mining_settings import MiningSettings
 from tasks.benchmarks.consult.inquiry.policy import END, START, InquiryPolicy, PartialOrder, order_violations
 from tasks.benchmarks.consult.inquiry.templates import TemplateSpace, litellm_embedder, load_catalogue, terms
 
 OTHER = "other"
-
-
-class MiningSettings(BaseModel):
-    """Every choice of the mining; same corpora and settings, same output bytes."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    k: int = Field(48, ge=1, description="k-means clusters of the physician questions")
-    seed: int = Field(0, description="k-means seed")
-    naming_threshold: float = Field(
-        0.4, ge=0, le=1, description="a cluster whose centroid's best template cosine is lower is `other`"
-    )
-    smoothing: float = Field(0.1, gt=0, description="additive smoothing of the Markov transition counts")
-    precedence_share: float = Field(0.8, gt=0.5, le=1, description="a precedes b in at least this share")
-    min_support: int = Field(5, ge=1, description="dialogues asking both templates, for a partial order")
-    min_dialogues: int = Field(3, ge=1, description="a TF-IDF term must be asked in this many dialogues")
-    top_k: int = Field(3, ge=1, description="the policy's next templates that count as a hit (reference)")
-    catalogue_version: str = "v1"
-    embedding_model: str | None = Field(
-        None, description="litellm embedding model for questions and templates; default TF-IDF (offline)"
-    )
 
 
 class Cluster(NamedTuple):
@@ -75,6 +52,11 @@ def cluster_questions(
     questions: Sequence[str], dialogue_ids: Sequence[str], settings: MiningSettings
 ) -> tuple[np.ndarray, list[list[str]]]:
     """Questions -> (cluster label per question, -1 when it has no content word; top terms per cluster)."""
+    # Imported here: scikit-learn takes seconds to import, and every `threadmed` command imports this module.
+    from scipy.sparse import issparse
+    from sklearn.cluster import KMeans
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     labels = np.full(len(questions), -1)
     if settings.embedding_model:
         vectors = litellm_embedder(settings.embedding_model)(questions)
