@@ -56,6 +56,6 @@ def test_a_temporary_server_that_does_not_start_in_time_is_one_line_with_the_fix
     assert result.returncode == 1
     assert [line for line in error_lines(result) if "Prefect" in line and "INFO" not in line] == [
         "Error: Prefect's temporary API server did not start within 1 s (a busy machine starts it slowly): "
-        "set PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher (e.g. 300), or run `prefect server start` "
-        "elsewhere and set PREFECT_API_URL=http://127.0.0.1:4200/api"
+        "set PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher (e.g. 300), or run "
+        "`prefect server start` elsewhere and set PREFECT_API_URL=http://127.0.0.1:4200/api"
     ]
