@@ -12,9 +12,9 @@ COUNTS = {
     "answered": ("responses", "ok"),
     "answer\nfailed": ("responses", "failed"),
     "not\nrun": ("responses", "not_run"),
-    "trun-\ncated": ("responses", "truncated"),  # answers cut at max_tokens, judged or not (EvalConfig)
+    "cut": ("responses", "truncated"),  # answers cut at max_tokens, judged or not (EvalConfig.truncated)
     "judged": ("judgments", "ok"),
-    "unparseable": ("judgments", "unparseable"),
+    "un-\nparseable": ("judgments", "unparseable"),
     "judge\nfailed": ("judgments", "failed"),
 }
 
@@ -54,6 +54,6 @@ def summarize(
         groups=groups,
         **failure_counts(failures),
         count_labels=list(COUNTS),
-        score_note="mean score 0-100 over judged turns (unparseable excluded; truncated answers are judged "
-        "as given unless the config says `truncated: mark`)",
+        score_note="mean score 0-100 over judged turns (unparseable excluded); cut: answers cut at "
+        "max_tokens, judged as given unless the config says `truncated: mark`",
     )

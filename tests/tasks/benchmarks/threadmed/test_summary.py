@@ -23,9 +23,9 @@ def test_the_summary_counts_statuses_means_and_failures_keeping_a_message_per_ki
         "answered": 1,
         "answer\nfailed": 1,
         "not\nrun": 1,
-        "trun-\ncated": 1,  # the answer of turn 0 was cut at max_tokens
+        "cut": 1,  # the answer of turn 0 was cut at max_tokens
         "judged": 1,
-        "unparseable": 1,
+        "un-\nparseable": 1,
         "judge\nfailed": 2,
     }
     assert (group.group, group.score, group.cost_usd) == ("baseline", 50.0, 1.0)
