@@ -204,14 +204,17 @@ def summarize_by_epoch(
     results: list[dict[str, Any]],
     how: EpisodeCounts,
 ) -> RunSummary:
-    """Per model and epoch: score rows counted, the mean score, the cost of every call (any role); the failed
-    calls among the message rows, one example per kind."""
+    """Per model and epoch: score rows counted, the mean score, the cost of every call (any role), the replies
+    cut at max_tokens ('cut', any role: scored as given); the failed calls among the message rows, one
+    example per kind."""
     by_group: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     for row in results:
         by_group[(row["model"], row["epoch"])].append(row)
     cost: Counter[tuple[str, int]] = Counter()
+    cut: Counter[tuple[str, int]] = Counter()
     for row in messages:
         cost[(row["model"], row["epoch"])] += row.get("cost_usd") or 0.0
+        cut[(row["model"], row["epoch"])] += row.get("finish_reason") == "length"
     groups = []
     for (model, epoch), rows in sorted(by_group.items()):
         scores = [row[how.score_column] for row in rows if row.get(how.score_column) is not None]
@@ -219,7 +222,10 @@ def summarize_by_epoch(
             GroupSummary(
                 model=model,
                 group=str(epoch),
-                counts={label: sum(row.get(c) == v for row in rows) for label, (c, v) in how.counts.items()},
+                counts={
+                    **{label: sum(row.get(c) == v for row in rows) for label, (c, v) in how.counts.items()},
+                    "cut": cut[(model, epoch)],
+                },
                 score=100 * sum(scores) / len(scores) if scores else None,
                 cost_usd=cost[(model, epoch)],
             )
@@ -231,7 +237,7 @@ def summarize_by_epoch(
         groups=groups,
         **failure_counts(failures),
         group_label="epoch",
-        count_labels=list(how.counts),
+        count_labels=[*how.counts, "cut"],
         score_label=how.score_label,
         score_note=how.score_note,
     )
