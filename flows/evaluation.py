@@ -21,6 +21,7 @@ from tasks.evals.outputs import (
     RunSummary,
     calls_by_mode,
     follow_progress,
+    job_outcomes,
     publish_run_summary,
     write_manifest,
     write_run_outputs,
@@ -63,13 +64,15 @@ def evaluate_benchmark(
             solved = workers.map(bench.solve, {"job": solve_jobs, "ledger_dir": ledger})
             scored = workers.map(bench.score, {"job": score_jobs, "solved": solved, "ledger_dir": ledger})
             follow_progress([*solved, *scored], plan.run_id)
-            summary = write_run_outputs(plan, solved, scored, bench.tables, bench.summarize)
+            # One job that raises fails alone: the tables hold every other job, the summary names it.
+            outcomes = job_outcomes([job.solve.label for job in plan.jobs], solved, scored)
+            summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
         summary = summary.model_copy(update={"calls_by_mode": calls_by_mode(plan.ledger_dir)})
         write_manifest(settings, plan, summary)
         publish_run_summary(summary)
         if report is not None:
             report([str(settings.run_dir)])
-    if summary.failed_calls:
+    if summary.failed:
         return Failed(message=summary.failure_message())
     return summary
 

@@ -1,6 +1,7 @@
 """A tiny hand-written answered dataset (THREADS and QA_PAIRS contracts) for the evaluation tests, and what
-runs must agree on whichever way their calls were made."""
+runs must agree on whichever way their calls were made, and a full disk for one model's calls."""
 
+import errno
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -10,6 +11,7 @@ import pyarrow.parquet as pq
 
 from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 from tasks.evals.config import BatchSettings, EvalConfig, JudgeSpec, ModelSpec, RunConfig, RunOverrides
+from tasks.llm.ledger import CallLedger
 
 # The demo's offline models and judge: no keys, no network.
 OFFLINE = EvalConfig(
@@ -188,3 +190,15 @@ def run_single_then_batch(
     run(into / "single", config)
     quick = config.model_copy(update={"batch": BatchSettings(poll_interval_s=0.02)})
     run(into / "batch", quick.with_overrides(RunOverrides(batch=roles)))
+
+
+def full_disk_for(model: str, monkeypatch) -> None:
+    """Every ledger write of `model`'s calls raises as on a full disk (the reply was already paid for)."""
+    write = CallLedger.write
+
+    def write_or_fail(ledger, record):
+        if record.model == model:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write(ledger, record)
+
+    monkeypatch.setattr(CallLedger, "write", write_or_fail)

@@ -5,7 +5,8 @@ count calls at the server. Behaviour is scripted per request with `Action`s queu
 latency, 429 with Retry-After, 5xx, a hang past the client's time-out, a body trickled out slowly, an
 `{"error": ...}` body with any status (gateways send it with 200 when overloaded), a malformed body,
 any reply text (e.g. broken judge JSON) or tool calls (see `tool_call`). Unscripted requests get a
-deterministic reply after `latency_s`.
+deterministic reply after `latency_s`. With `parallel=1` it answers one request at a time and queues the
+rest, like a local server with one slot (llama.cpp's `llama-server -np 1`).
 
 It also serves OpenAI's Files and Batches APIs (`/v1/files`, `/v1/batches`, in the shapes the OpenAI SDK
 parses), so batch mode runs through litellm's real calls. A batch finishes `batch_delay_s` after its
@@ -122,6 +123,7 @@ class RecordedRequest:
     status: int
     started: float
     finished: float
+    authorization: str | None = None  # the Authorization header, e.g. "Bearer sk-..."
 
     @property
     def ok(self) -> bool:
@@ -247,6 +249,8 @@ class _State:
     batches: dict[str, _Batch] = field(default_factory=dict)  # in order of creation
     batches_created: int = 0  # forgotten ones included, so no batch id is given twice
     batch_submissions: Counter[str] = field(default_factory=Counter)  # custom_id -> lines submitted
+    # Requests answered at once; the others wait their turn, as on llama.cpp's `llama-server -np 1`.
+    slots: threading.Semaphore | None = None
 
     def next_action(self, model: str) -> Action:
         with self.lock:
@@ -501,7 +505,11 @@ class _Handler(BaseHTTPRequestHandler):
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:
-            self._answer(state, request, body, started)
+            if state.slots is None:
+                self._answer(state, request, body, started)
+            else:
+                with state.slots:
+                    self._answer(state, request, body, started)
         finally:
             with state.lock:
                 state.in_flight -= 1
@@ -531,6 +539,7 @@ class _Handler(BaseHTTPRequestHandler):
             status=action.status,
             started=started,
             finished=time.monotonic(),
+            authorization=self.headers.get("Authorization"),
         )
         reply = reply_body(state, request, action)
         with state.lock:
@@ -606,8 +615,11 @@ class LLMServer:
         reply: Callable[[str, list[dict[str, Any]]], str] = default_reply,
         port: int = 0,
         batch_delay_s: float = 0.0,
+        parallel: int | None = None,
     ) -> None:
-        self.state = _State(latency_s=latency_s, reply=reply, batch_delay_s=batch_delay_s)
+        """`parallel`: how many chat requests are answered at once (None: all); the others queue."""
+        slots = None if parallel is None else threading.Semaphore(parallel)
+        self.state = _State(latency_s=latency_s, reply=reply, batch_delay_s=batch_delay_s, slots=slots)
         self._http = _HTTPServer(("127.0.0.1", port), _Handler)
         self._http.owner = self
         self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
@@ -719,9 +731,14 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0, help="Port on 127.0.0.1 (0: any free port).")
     parser.add_argument("--reply", choices=sorted(REPLIES), default="default", help="How to answer.")
     parser.add_argument("--batch-delay", type=float, default=0.0, help="Seconds before a batch finishes.")
+    parser.add_argument("--parallel", type=int, help="Chat requests answered at once; the others queue.")
     args = parser.parse_args()
     server = LLMServer(
-        latency_s=args.latency, reply=REPLIES[args.reply], port=args.port, batch_delay_s=args.batch_delay
+        latency_s=args.latency,
+        reply=REPLIES[args.reply],
+        port=args.port,
+        batch_delay_s=args.batch_delay,
+        parallel=args.parallel,
     )
     with server:
         print(server.url, flush=True)

@@ -6,14 +6,14 @@ drawn in render.py; process.py runs the app as a process (Ctrl-C, the temporary 
 
 import os
 
-import typer
-
-from flows.cli import consult, dataset, demo, evaluate, report, snomed
-
-# Prefect is imported only inside commands, so these defaults reach it; the user's settings win.
+# Set before anything imports Prefect, which reads its settings once, at import; the user's settings win.
 # Telemetry would fail (and log an error) offline; a loaded machine needs time to start the API.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+
+import typer
+
+from flows.cli import consult, dataset, demo, evaluate, report, snomed
 
 app = typer.Typer(
     help="ThReadMed-QA: rebuild the multi-turn r/AskDocs benchmark from Pushshift dumps; evaluate LLMs.",

@@ -9,7 +9,16 @@ import typer
 from rich.markup import escape
 
 from flows.cli.errors import reports_errors, warn
-from flows.cli.evaluate import BatchPoll, BatchRoles, BatchWait
+from flows.cli.evaluate import (
+    API_BASE_KEY_NOTE,
+    ApiKeyEnv,
+    BatchPoll,
+    BatchRoles,
+    BatchWait,
+    MaxConcurrency,
+    MaxTokens,
+    Timeout,
+)
 from flows.cli.render import console
 from tasks.benchmarks.consult.inquiry.settings import MiningSettings
 from tasks.core.preflight import UserError, check_writable_folder
@@ -212,9 +221,13 @@ def evaluate(
         str | None,
         typer.Option(
             help="Send every agent and the judge to this OpenAI-compatible endpoint (the offline "
-            "threadmed/... agents and judge stay in-process)."
+            f"threadmed/... agents and judge stay in-process). {API_BASE_KEY_NOTE}"
         ),
     ] = None,
+    api_key_env: ApiKeyEnv = None,
+    max_concurrency: MaxConcurrency = None,
+    max_tokens: MaxTokens = None,
+    timeout: Timeout = None,
     batch: BatchRoles = None,
     batch_wait: BatchWait = None,
     batch_poll: BatchPoll = None,
@@ -229,7 +242,7 @@ def evaluate(
     Every agent call is kept in RUN_DIR/ledger: re-run the same command to finish a run after a crash or
     an outage; nothing already paid is asked again. Exits 1 if calls failed.
     """
-    from flows.cli.evaluate import batch_choices, checked_settings, run_or_estimate, split_list
+    from flows.cli.evaluate import batch_choices, call_choices, checked_settings, run_or_estimate, split_list
     from tasks.benchmarks.consult.benchmark import CONSULT
     from tasks.benchmarks.consult.cases.case_set import check_case_set
     from tasks.benchmarks.consult.config import ConsultConfig
@@ -243,7 +256,7 @@ def evaluate(
         settings={name: value for name, value in chosen.items() if value is not None},
         split=split,
         limit=limit,
-        api_base=api_base,
+        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
         **batch_choices(batch, batch_wait, batch_poll),
     )
     settings = checked_settings(

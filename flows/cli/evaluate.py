@@ -43,6 +43,38 @@ BatchWait = Annotated[
 BatchPoll = Annotated[
     float | None, typer.Option(min=0.01, help="Seconds between checks of batches in flight (default 60).")
 ]
+API_BASE_KEY_NOTE = (
+    "It gets no key unless --api-key-env names one: provider keys such as OPENAI_API_KEY never go to a "
+    "custom endpoint."
+)
+ApiBase = Annotated[
+    str | None,
+    typer.Option(
+        help="Send every model and role to this OpenAI-compatible endpoint (gateway, vLLM, llama.cpp, "
+        f"Ollama). {API_BASE_KEY_NOTE}"
+    ),
+]
+ApiKeyEnv = Annotated[
+    str | None,
+    typer.Option(help="Environment variable whose value is sent as the key to --api-base (e.g. VLLM_KEY)."),
+]
+MaxConcurrency = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Calls in flight at once per provider (default 8; 1 for a server that answers one at a time).",
+    ),
+]
+MaxTokens = Annotated[
+    int | None,
+    typer.Option(
+        min=1, help="Longest reply of every role, sent as max_tokens (changes replies: a new run id)."
+    ),
+]
+Timeout = Annotated[
+    float | None,
+    typer.Option(min=0.01, help="Seconds one HTTP attempt may take, its whole reply included (default 120)."),
+]
 
 
 @reports_errors("out")
@@ -84,12 +116,11 @@ def evaluate(
     limit: Annotated[
         int | None, typer.Option(min=1, help="Evaluate only the first N threads of the seeded sample.")
     ] = None,
-    api_base: Annotated[
-        str | None,
-        typer.Option(
-            help="Send every model and the judge to this OpenAI-compatible endpoint (gateway, vLLM)."
-        ),
-    ] = None,
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
+    max_concurrency: MaxConcurrency = None,
+    max_tokens: MaxTokens = None,
+    timeout: Timeout = None,
     batch: BatchRoles = None,
     batch_wait: BatchWait = None,
     batch_poll: BatchPoll = None,
@@ -119,7 +150,7 @@ def evaluate(
         settings={"conditions": split_list(conditions)} if conditions else {},
         split=split,
         limit=limit,
-        api_base=api_base,
+        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
         **batch_choices(batch, batch_wait, batch_poll),
     )
     settings = checked_settings(
@@ -139,6 +170,23 @@ def evaluate(
         )
 
     run_or_estimate(THREADMED, settings, out, dry_run, run_flow)
+
+
+def call_choices(
+    api_base: str | None,
+    api_key_env: str | None,
+    max_concurrency: int | None,
+    max_tokens: int | None,
+    timeout_s: float | None,
+) -> dict[str, Any]:
+    """The endpoint and call options as RunOverrides fields."""
+    return {
+        "api_base": api_base,
+        "api_key_env": api_key_env,
+        "max_concurrency": max_concurrency,
+        "max_tokens": max_tokens,
+        "timeout_s": timeout_s,
+    }
 
 
 def batch_choices(roles: str | None, wait_s: float | None, poll_s: float | None) -> dict[str, Any]:

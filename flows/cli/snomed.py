@@ -11,10 +11,16 @@ from rich.markup import escape
 
 from flows.cli.errors import reports_errors, warn
 from flows.cli.evaluate import (
+    ApiBase,
+    ApiKeyEnv,
     BatchPoll,
     BatchRoles,
     BatchWait,
+    MaxConcurrency,
+    MaxTokens,
+    Timeout,
     batch_choices,
+    call_choices,
     checked_settings,
     run_or_estimate,
     split_list,
@@ -194,9 +200,11 @@ def evaluate(
     limit: Annotated[
         int | None, typer.Option(min=1, help="Only the first N cases of the seeded order.")
     ] = None,
-    api_base: Annotated[
-        str | None, typer.Option(help="Send every model and the patient to this OpenAI-compatible endpoint.")
-    ] = None,
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
+    max_concurrency: MaxConcurrency = None,
+    max_tokens: MaxTokens = None,
+    timeout: Timeout = None,
     batch: BatchRoles = None,
     batch_wait: BatchWait = None,
     batch_poll: BatchPoll = None,
@@ -229,7 +237,7 @@ def evaluate(
         settings={name: value for name, value in chosen.items() if value is not None},
         split=split,
         limit=limit,
-        api_base=api_base,
+        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
         **batch_choices(batch, batch_wait, batch_poll),
     )
     settings = checked_settings(

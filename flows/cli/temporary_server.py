@@ -25,6 +25,8 @@ import prefect
 from prefect.server.api.server import SubprocessASGIServer
 from prefect.settings import get_current_settings
 
+from tasks.core.preflight import UserError
+
 PARENT_POLL_S = 0.5
 STOP_GRACE_S = 5.0
 POOL_LOGGER = "sqlalchemy.pool.impl.AsyncAdaptedQueuePool"  # the pool Prefect's server uses (aiosqlite)
@@ -32,6 +34,16 @@ POOL_LOGGER = "sqlalchemy.pool.impl.AsyncAdaptedQueuePool"  # the pool Prefect's
 
 class DetachedTemporaryServer(SubprocessASGIServer):
     """Prefect's temporary server, started in a new session by a process that watches its parent."""
+
+    def start(self, timeout: int | None = None) -> None:
+        """Start the server; one that does not answer in time is one line with the fix, not a traceback."""
+        try:
+            super().start(timeout)
+        except RuntimeError as error:
+            if not str(error).startswith("Timed out while attempting to connect"):
+                raise
+            timeout_s = timeout or get_current_settings().server.ephemeral.startup_timeout_seconds
+            raise UserError(startup_fix(timeout_s)) from None
 
     def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
         # The same command and environment as SubprocessASGIServer (prefect 3.8.8), behind our watchdog.
@@ -55,6 +67,14 @@ class DetachedTemporaryServer(SubprocessASGIServer):
             },
             start_new_session=True,
         )
+
+
+def startup_fix(timeout_s: float) -> str:
+    return (
+        f"Prefect's temporary API server did not start within {timeout_s:g} s (a busy machine starts it "
+        "slowly): set PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher (e.g. 300), or run "
+        "`prefect server start` elsewhere and set PREFECT_API_URL=http://127.0.0.1:4200/api"
+    )
 
 
 def stop_temporary_server(timeout_s: float) -> None:

@@ -81,14 +81,14 @@ class ModelSpec(BaseModel):
             epoch=epoch,
         )
 
-    def with_api_base(self, api_base: str) -> "ModelSpec":
-        """The same model reached through one OpenAI-compatible endpoint, still priced as itself."""
+    def with_api_base(self, api_base: str, api_key_env: str | None = None) -> "ModelSpec":
+        """The same model reached through one OpenAI-compatible endpoint, still priced as itself; the
+        endpoint gets the key in `api_key_env`, else none (tasks/llm/call.py: api_key_for)."""
         if is_offline(self.model):
             return self
         model = self.model if self.model.startswith("openai/") else f"openai/{self.model}"
-        return self.model_copy(
-            update={"model": model, "api_base": api_base, "price_model": self.price_model or self.model}
-        )
+        update = {"model": model, "api_base": api_base, "price_model": self.price_model or self.model}
+        return self.model_copy(update={**update, "api_key_env": api_key_env})
 
 
 SpecT = TypeVar("SpecT", bound=ModelSpec)
@@ -151,6 +151,20 @@ class RunConfig(BaseModel):
     retry: RetryPolicy = RetryPolicy()
     max_workers: int | None = Field(None, ge=1, description="Prefect worker threads; default from limits.")
     batch: BatchSettings = BatchSettings()
+    # For every role at once, e.g. a local server that answers one request at a time (README).
+    max_concurrency: int | None = Field(
+        None,
+        ge=1,
+        description="Calls in flight at once per provider, over `providers`, `default_limits` "
+        "and each role's `limits`.",
+    )
+    max_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Longest reply of every role, sent as `max_tokens` (a role's own params win); "
+        "it changes replies, so it is part of each call's key.",
+    )
+    timeout_s: float | None = Field(None, gt=0, description="Time-out of one HTTP attempt, over each role's.")
 
     @model_validator(mode="after")
     def _batch_capable(self) -> Self:
@@ -170,7 +184,10 @@ class RunConfig(BaseModel):
 
     def resolved(self, spec: SpecT) -> SpecT:
         """`spec` with `default_params` under its own params (a null param removes a default)."""
-        params = {k: v for k, v in {**self.default_params, **spec.params}.items() if v is not None}
+        reply_cap = {} if self.max_tokens is None else {"max_tokens": self.max_tokens}
+        params = {
+            k: v for k, v in {**self.default_params, **reply_cap, **spec.params}.items() if v is not None
+        }
         return spec.model_copy(update={"params": params})
 
     def roles(self) -> dict[str, list[ModelSpec]]:
@@ -178,15 +195,18 @@ class RunConfig(BaseModel):
         return {"model": list(self.models), **{role: [getattr(self, role)] for role in self.ROLE_FIELDS}}
 
     def limits_for(self, spec: ModelSpec) -> ProviderLimits:
-        """The role's own limits, else its provider's, else the default."""
-        return spec.limits or self.providers.get(spec.provider_name, self.default_limits)
+        """The role's own limits, else its provider's, else the default; `max_concurrency` replaces theirs."""
+        limits = spec.limits or self.providers.get(spec.provider_name, self.default_limits)
+        if self.max_concurrency is None:
+            return limits
+        return limits.model_copy(update={"max_concurrency": self.max_concurrency})
 
     def call_options(self, spec: ModelSpec) -> CallOptions:
         return CallOptions(
             provider=spec.provider_name,
             limits=self.limits_for(spec),
             retry=self.retry,
-            timeout_s=spec.timeout_s,
+            timeout_s=self.timeout_s or spec.timeout_s,
             api_key_env=spec.api_key_env,
             prices=spec.prices,
             price_model=spec.price_model,
@@ -217,6 +237,10 @@ class RunConfig(BaseModel):
             "retry": True,
             "max_workers": True,
             "batch": True,
+            "max_concurrency": True,
+            "timeout_s": True,
+            # Added after runs were recorded: left out while unset, so their run ids stay as they were.
+            **({"max_tokens": True} if self.max_tokens is None else {}),
             "models": {"__all__": {"limits", "mode"}},
             **{role: {"limits", "mode"} for role in self.ROLE_FIELDS},
         }
@@ -244,9 +268,16 @@ class RunConfig(BaseModel):
             if model not in (roles[role].name, roles[role].model):
                 kept = set(type(roles[role]).model_fields) - set(ModelSpec.model_fields)
                 roles[role] = type(roles[role])(model=model, **{k: getattr(roles[role], k) for k in kept})
+        if overrides.api_key_env is not None and overrides.api_base is None:
+            raise ValueError(
+                f"the key in {overrides.api_key_env} is sent only to an api_base: name the endpoint"
+            )
         if overrides.api_base is not None:
-            models = [m.with_api_base(overrides.api_base) for m in models]
-            roles = {role: spec.with_api_base(overrides.api_base) for role, spec in roles.items()}
+            models = [m.with_api_base(overrides.api_base, overrides.api_key_env) for m in models]
+            roles = {
+                role: spec.with_api_base(overrides.api_base, overrides.api_key_env)
+                for role, spec in roles.items()
+            }
         if unknown := sorted(set(overrides.batch) - {"model", *self.ROLE_FIELDS}):
             raise ValueError(f"no role {unknown} to batch; roles: {['model', *self.ROLE_FIELDS]}")
         if "model" in overrides.batch:  # the models under test whose provider has a batch API
@@ -269,6 +300,7 @@ class RunConfig(BaseModel):
                 **{role: spec.model_dump() for role, spec in roles.items()},
                 "sample": sample.model_dump(),
                 "batch": batch.model_dump(),
+                **overrides.call_settings(),
                 **overrides.settings,
             }
         )
@@ -281,6 +313,15 @@ class EvalConfig(RunConfig):
 
     judge: JudgeSpec = JudgeSpec(name="gpt-4o", model="openai/gpt-4o")
     conditions: list[Condition] = ["baseline", "oracle"]
+    truncated: Literal["judge", "mark"] = Field(
+        "judge",
+        description="An answer cut at max_tokens (finish_reason 'length'): judge it as given, counted as "
+        "truncated in the summary and the report (judge), or leave it unjudged as 'truncated' (mark).",
+    )
+
+    def not_in_run_id(self) -> dict[str, Any]:
+        # Added after runs were recorded: left out at its default, so their run ids stay as they were.
+        return {**super().not_in_run_id(), **({"truncated": True} if self.truncated == "judge" else {})}
 
     @field_validator("conditions")
     @classmethod
@@ -349,6 +390,12 @@ class RunOverrides(BaseModel):
     split: str | None = None
     limit: int | None = Field(None, ge=1)
     api_base: str | None = Field(None, description="Send every model and role to this endpoint.")
+    api_key_env: str | None = Field(
+        None, description="Environment variable holding the key sent to `api_base` (default: none sent)."
+    )
+    max_concurrency: int | None = Field(None, ge=1, description="Calls in flight at once per provider.")
+    max_tokens: int | None = Field(None, ge=1, description="Longest reply of every role.")
+    timeout_s: float | None = Field(None, gt=0, description="Time-out of one HTTP attempt of every role.")
     settings: dict[str, Any] = Field(
         default_factory=dict, description="Top-level settings of the benchmark's config (conditions, epochs)."
     )
@@ -359,6 +406,15 @@ class RunOverrides(BaseModel):
     )
     batch_wait_s: float | None = Field(None, ge=0, description="How long to wait for batches in flight.")
     batch_poll_s: float | None = Field(None, gt=0, description="Seconds between checks of batches in flight.")
+
+    def call_settings(self) -> dict[str, Any]:
+        """The config fields these choices set for every role (concurrency, reply length, time-out)."""
+        chosen = {
+            "max_concurrency": self.max_concurrency,
+            "max_tokens": self.max_tokens,
+            "timeout_s": self.timeout_s,
+        }
+        return {name: value for name, value in chosen.items() if value is not None}
 
 
 def resolve_settings(

@@ -11,13 +11,14 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import pyarrow as pa
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture, as_completed
+from prefect.states import State
 from pydantic import BaseModel
 
 from tasks.core.files import write_json_atomic, write_parquet_atomic
@@ -57,11 +58,23 @@ class ModeTotals(BaseModel):
     cost_usd: float = 0.0
 
 
+class JobFailure(BaseModel):
+    """A job whose solve or score task raised (a full disk, a bad case file): its rows are missing."""
+
+    job: str
+    stage: Literal["solve", "score"]
+    error: str  # the exception as raised, e.g. "OSError: [Errno 28] No space left on device"
+
+    def line(self) -> str:
+        return f"{self.stage} {self.job} failed: {self.error}"
+
+
 class RunSummary(BaseModel):
     run_id: str
     run_dir: Path
     groups: list[GroupSummary]
     failed_calls: dict[str, int]
+    failed_jobs: list[JobFailure] = []  # jobs whose task raised; the tables hold every other job
     calls_by_mode: dict[str, ModeTotals] = {}  # every call in the ledger, by how it was made
     failure_examples: dict[str, str] = {}  # per failure kind, one error as recorded (the provider's words)
     group_label: str = "condition"
@@ -90,19 +103,40 @@ class RunSummary(BaseModel):
 
     def markdown(self) -> str:
         """The run's outcome for people: whether calls failed (an example of each kind), a table per model."""
-        outcome = self.failure_message() if self.failed_calls else "Every call succeeded."
+        outcome = self.failure_message() if self.failed else "Every call succeeded."
         lines = [f"# Evaluation run {self.run_id}", "", f"**{outcome}**", ""]
         if self.calls_by_mode:
             lines += [self.calls_line(), ""]
-        if self.failure_examples:
+        if self.failure_examples or self.failed_jobs:
             lines += [f"- {line}" for line in self.failure_lines()] + [""]
         if self.score_note:
             lines += [f"{self.score_label}: {self.score_note}", ""]
         lines += [table_markdown(table, None) for table in self.tables()]
         return "\n".join(lines)
 
+    @property
+    def failed(self) -> bool:
+        """Whether calls or whole jobs failed (the run is then incomplete)."""
+        return bool(self.failed_calls or self.failed_jobs)
+
     def failure_message(self) -> str:
         """What failed and what will finish the run: a re-run for transient failures, a fix for the others."""
+        if not self.failed_calls:
+            return self._jobs_message()
+        return " ".join(filter(None, (self._calls_message(), self._jobs_message())))
+
+    def _jobs_message(self) -> str:
+        if not self.failed_jobs:
+            return ""
+        count = len(self.failed_jobs)
+        jobs = "1 job failed and is" if count == 1 else f"{count} jobs failed and are"
+        others = " (and others)" if count > 1 else ""
+        return (
+            f"{jobs} missing from the tables: {self.failed_jobs[0].line()}{others}."
+            " Fix the cause, then re-run the same command (completed calls are kept)."
+        )
+
+    def _calls_message(self) -> str:
         kinds = ", ".join(f"{_label(kind)} {n}" for kind, n in sorted(self.failed_calls.items()))
         total = sum(self.failed_calls.values())
         failed = f"{total} {'call' if total == 1 else 'calls'} failed: {kinds}"
@@ -128,11 +162,11 @@ class RunSummary(BaseModel):
         return f"Calls: {made}"
 
     def failure_lines(self) -> list[str]:
-        """One line per failure kind: its count and one of its errors."""
+        """One line per failure kind: its count and one of its errors; then one line per failed job."""
         return [
             f"{_label(kind)} ({self.failed_calls.get(kind, 0)}), e.g. {error}"
             for kind, error in sorted(self.failure_examples.items())
-        ]
+        ] + [failure.line() for failure in self.failed_jobs]
 
 
 def calls_by_mode(ledger_dir: Path) -> dict[str, ModeTotals]:
@@ -171,14 +205,17 @@ def summarize_by_epoch(
     results: list[dict[str, Any]],
     how: EpisodeCounts,
 ) -> RunSummary:
-    """Per model and epoch: score rows counted, the mean score, the cost of every call (any role); the failed
-    calls among the message rows, one example per kind."""
+    """Per model and epoch: score rows counted, the mean score, the cost of every call (any role), the replies
+    cut at max_tokens ('cut', any role: scored as given); the failed calls among the message rows, one
+    example per kind."""
     by_group: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     for row in results:
         by_group[(row["model"], row["epoch"])].append(row)
     cost: Counter[tuple[str, int]] = Counter()
+    cut: Counter[tuple[str, int]] = Counter()
     for row in messages:
         cost[(row["model"], row["epoch"])] += row.get("cost_usd") or 0.0
+        cut[(row["model"], row["epoch"])] += row.get("finish_reason") == "length"
     groups = []
     for (model, epoch), rows in sorted(by_group.items()):
         scores = [row[how.score_column] for row in rows if row.get(how.score_column) is not None]
@@ -186,7 +223,10 @@ def summarize_by_epoch(
             GroupSummary(
                 model=model,
                 group=str(epoch),
-                counts={label: sum(row.get(c) == v for row in rows) for label, (c, v) in how.counts.items()},
+                counts={
+                    **{label: sum(row.get(c) == v for row in rows) for label, (c, v) in how.counts.items()},
+                    "cut": cut[(model, epoch)],
+                },
                 score=100 * sum(scores) / len(scores) if scores else None,
                 cost_usd=cost[(model, epoch)],
             )
@@ -198,7 +238,7 @@ def summarize_by_epoch(
         groups=groups,
         **failure_counts(failures),
         group_label="epoch",
-        count_labels=list(how.counts),
+        count_labels=[*how.counts, "cut"],
         score_label=how.score_label,
         score_note=how.score_note,
     )
@@ -235,21 +275,54 @@ def publish_run_summary(summary: RunSummary) -> None:
     )
 
 
+class JobOutcomes(NamedTuple):
+    """What the solve and score tasks of a run returned: the rows of the jobs that finished, and the
+    failure of each job that raised."""
+
+    solved_rows: list[dict[str, Any]]
+    scored_rows: list[dict[str, Any]]
+    failures: list[JobFailure]
+
+
+def job_outcomes(labels: list[str], solved: list[PrefectFuture], scored: list[PrefectFuture]) -> JobOutcomes:
+    """Wait for every job's solve and score task; one that raised is a `JobFailure`, others' rows are kept.
+
+    A job whose solve task failed has no score task run (Prefect leaves it NotReady).
+    """
+    outcomes = JobOutcomes([], [], [])
+    for label, solve, score in zip(labels, solved, scored, strict=True):
+        for stage, future, rows in (
+            ("solve", solve, outcomes.solved_rows),
+            ("score", score, outcomes.scored_rows),
+        ):
+            future.wait()
+            state = future.state
+            if not state.is_completed():
+                outcomes.failures.append(JobFailure(job=label, stage=stage, error=_raised(state)))
+                break
+            rows.extend(future.result())
+    return outcomes
+
+
+def _raised(state: State) -> str:
+    """The exception a failed task run raised, as `Type: message`; else the state's own message."""
+    raised = state.result(raise_on_failure=False) if state.is_final() else None
+    if isinstance(raised, BaseException):
+        return f"{type(raised).__name__}: {raised}"
+    return state.message or state.name or str(state.type)
+
+
 @task(name="write-run-outputs", cache_policy=NO_CACHE)
 def write_run_outputs(
-    plan: RunPlan[Any, Any],
-    solved: list[list[dict[str, Any]]],
-    scored: list[list[dict[str, Any]]],
-    tables: RunTables,
-    summarize: Summarizer,
+    plan: RunPlan[Any, Any], outcomes: JobOutcomes, tables: RunTables, summarize: Summarizer
 ) -> RunSummary:
-    """Per-job rows → RUN_DIR/<contract name>.parquet for every table (atomic); returns the summary."""
-    solved_rows = [row for rows in solved for row in rows]
-    scored_rows = [row for rows in scored for row in rows]
+    """The jobs' rows → RUN_DIR/<contract name>.parquet for every table (atomic); returns the summary."""
+    solved_rows, scored_rows = outcomes.solved_rows, outcomes.scored_rows
     for rows, contracts in ((solved_rows, tables.solved), (scored_rows, tables.scored)):
         for contract in contracts:
             write_table(rows, contract, plan.run_dir / f"{contract.name}.parquet")
-    return summarize(plan.run_id, plan.run_dir, solved_rows, scored_rows)
+    summary = summarize(plan.run_id, plan.run_dir, solved_rows, scored_rows)
+    return summary.model_copy(update={"failed_jobs": outcomes.failures})
 
 
 def write_table(rows: list[dict[str, Any]], contract: Contract, path: Path) -> None:

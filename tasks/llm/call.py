@@ -303,8 +303,7 @@ def _sender(request: ChatRequest, options: CallOptions, api_key: str | None) -> 
     `within_deadline` bounds the whole reply."""
     route = direct_route(request.model, request.api_base, request.params)
     if route is not None:
-        # No key given: the provider's variable, which litellm would read itself (see _api_key).
-        key = api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+        key = api_key or PLACEHOLDER_API_KEY  # a route has an api_base: see api_key_for
         return lambda: send_direct(route, list(request.messages), request.params, key, options.timeout_s)
     return lambda: litellm.completion(
         model=request.model,
@@ -404,18 +403,21 @@ class MissingCredentials(Exception):
 
 
 def api_key_for(request: ChatRequest, options: CallOptions) -> str | None:
-    """The key to send; None lets litellm read the provider's standard variable itself."""
+    """The key to send: the variable named by `api_key_env`; for a custom `api_base` without one, a
+    placeholder; else None, which lets litellm read the provider's standard variable itself."""
     if options.api_key_env:
         if key := os.environ.get(options.api_key_env):
             return key
         raise MissingCredentials(f"{options.api_key_env} is not set")
     if offline.is_offline(request.model):
         return None
+    if request.api_base:
+        # A custom endpoint gets a key only when named for it: the provider's own (OPENAI_API_KEY) is a
+        # secret of that provider, and litellm would send it to any api_base.
+        return PLACEHOLDER_API_KEY
     environment = litellm.validate_environment(model=request.model)
     if environment["keys_in_environment"]:
         return None
-    if request.api_base:
-        return PLACEHOLDER_API_KEY
     raise MissingCredentials(f"{' or '.join(environment['missing_keys'])} is not set")
 
 

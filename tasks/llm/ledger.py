@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from tasks.core.files import write_text_atomic
 from tasks.llm.request import CallMode
@@ -30,6 +30,10 @@ class CallRecord(BaseModel):
     string); `structured` the reply parsed as JSON when the request asked for JSON; `mode` how the call
     was made (tasks/llm/batches.py makes batch calls). Records written before these fields existed read
     with their defaults.
+
+    A reply is paid for, so it is always stored: text that UTF-8 cannot hold (a lone surrogate such as
+    `\\ud83d`, which JSON lets a server send) is kept with those characters backslash-escaped, and
+    `escaped` says so.
     """
 
     key: str
@@ -51,12 +55,43 @@ class CallRecord(BaseModel):
     response_id: str | None = None
     mode: CallMode = "single"
     batch_id: str | None = Field(None, description="The provider's batch that answered a batch-mode call.")
+    escaped: bool = Field(False, description="Characters UTF-8 cannot encode were stored as \\uXXXX.")
     started_at: datetime
     finished_at: datetime
+
+    @model_validator(mode="before")
+    @classmethod
+    def _encodable(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        fields = {name: data[name] for name in _REPLY_FIELDS if name in data}
+        encodable = utf8_encodable(fields)
+        if encodable == fields:
+            return data
+        return {**data, **encodable, "escaped": True}
 
     @property
     def cost_usd(self) -> float:
         return self.input_cost_usd + self.output_cost_usd
+
+
+# The fields holding what a provider sent (its reply or its error message).
+_REPLY_FIELDS = ("text", "tool_calls", "structured", "error")
+
+
+def utf8_encodable(value: Any) -> Any:
+    """`value` with every string UTF-8 cannot encode backslash-escaped (`\\ud83d`), in lists and dicts too."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, list | tuple):
+        return type(value)(utf8_encodable(item) for item in value)
+    if isinstance(value, dict):
+        return {utf8_encodable(key): utf8_encodable(item) for key, item in value.items()}
+    return value
 
 
 class CallLedger:

@@ -22,7 +22,7 @@ from tasks.benchmarks.consult.simulator import replay
 from tasks.evals.config import JudgeSpec, ModelSpec
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
-from tests.eval_fixtures import outcomes, run_single_then_batch
+from tests.eval_fixtures import full_disk_for, outcomes, run_single_then_batch
 from tests.llm_server import CONSULT_JUDGE_NOTES, Action, LLMServer, consult_reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
@@ -219,6 +219,27 @@ def test_agent_and_judge_failures_are_not_scored_and_a_rerun_finishes_without_re
         assert max(server.ok_counts().values()) == 1
         assert server.stats()["ok"] == 22
         assert len({m["call_key"] for m in read(tmp_path, "messages") if m["status"] == "ok"}) == 16
+
+
+def test_a_scoring_that_raises_fails_alone_with_its_error_and_the_episodes_are_written(
+    cases_dir, tmp_path, monkeypatch
+):
+    with LLMServer(reply=agent_reply) as server:
+        with monkeypatch.context() as patched:
+            full_disk_for("openai/judge", patched)
+            state = run(cases_dir, tmp_path, config(server.url), return_state=True)
+        assert state.is_failed()
+        failures = json.loads((tmp_path / "manifest.json").read_text())["summary"]["failed_jobs"]
+        assert [(f["job"].split("/")[0], f["stage"], f["error"]) for f in failures] == [
+            ("doc", "score", "OSError: [Errno 28] No space left on device")
+        ] * 2
+        assert read(tmp_path, "scores") == []
+        assert {m["model"] for m in read(tmp_path, "messages")} == {"doc"}
+
+        assert (
+            run(cases_dir, tmp_path, config(server.url)).failed_jobs == []
+        )  # disk freed: the re-run finishes
+        assert [s["status"] for s in read(tmp_path, "scores")] == ["completed", "completed"]
 
 
 def test_in_batch_mode_the_agent_and_judge_calls_go_in_waves_and_the_outputs_are_the_same(

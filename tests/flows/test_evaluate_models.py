@@ -23,7 +23,7 @@ from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.core.provenance import artifact_key
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
-from tests.eval_fixtures import write_dataset
+from tests.eval_fixtures import full_disk_for, write_dataset
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer, default_reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
@@ -153,6 +153,33 @@ def test_failed_calls_fail_the_run_after_writing_everything_and_a_rerun_finishes
         assert max(server.ok_counts().values()) == 1
 
 
+def test_a_job_that_raises_fails_alone_with_its_error_and_the_other_jobs_are_written(
+    dataset, tmp_path, monkeypatch
+):
+    with LLMServer() as server:
+        run = settings(dataset, tmp_path, server.url, conditions=["baseline"])
+        with monkeypatch.context() as patched:
+            full_disk_for("openai/beta", patched)
+            state = evaluate_models(**parameters(run), return_state=True)
+        assert state.is_failed()
+        manifest = json.loads((tmp_path / "manifest.json").read_text())
+        failures = manifest["summary"]["failed_jobs"]
+        assert [(f["job"].split("/")[:2], f["stage"], f["error"]) for f in failures] == [
+            (["beta", "baseline"], "solve", "OSError: [Errno 28] No space left on device")
+        ] * 3
+        assert state.message == (
+            f"3 jobs failed and are missing from the tables: solve {failures[0]['job']} failed: OSError: "
+            "[Errno 28] No space left on device (and others). Fix the cause, then re-run the same command "
+            "(completed calls are kept)."
+        )
+        responses, judgments = read(tmp_path, "responses"), read(tmp_path, "judgments")
+        assert {r["model"] for r in responses} == {j["model"] for j in judgments} == {"alpha"}
+        assert len(responses) == len(judgments) == 13
+
+        assert evaluate_models(**parameters(run)).failed_jobs == []  # disk freed: the re-run finishes
+        assert len(read(tmp_path, "responses")) == len(read(tmp_path, "judgments")) == 2 * 13
+
+
 def judge_breaks_on_beta(model: str, messages: list[dict]) -> str:
     if model == "judge":
         return "SCORE: who knows" if "beta answer" in messages[1]["content"] else JUDGE_REPLY
@@ -168,10 +195,35 @@ def test_unparseable_judgments_are_counted_and_excluded_never_zero(dataset, tmp_
     beta = [j for j in judgments if j["model"] == "beta"]
     assert {(j["parse_status"], j["score"], j["attempts"]) for j in beta} == {("unparseable", None, 2)}
     groups = {g.model: g for g in summary.groups}
-    assert (groups["beta"].counts["judged"], groups["beta"].counts["unparseable"]) == (0, 13)
+    assert (groups["beta"].counts["judged"], groups["beta"].counts["un-\nparseable"]) == (0, 13)
     assert groups["beta"].score is None
-    assert (groups["alpha"].counts["judged"], groups["alpha"].counts["unparseable"]) == (13, 0)
+    assert (groups["alpha"].counts["judged"], groups["alpha"].counts["un-\nparseable"]) == (13, 0)
     assert groups["alpha"].score == 100.0
+    assert summary.failed_calls == {}
+
+
+@pytest.mark.parametrize(
+    ("truncated", "judged", "judge_calls"), [("judge", ("ok", 1.0), 13), ("mark", ("truncated", None), 12)]
+)
+def test_an_answer_cut_at_max_tokens_is_counted_and_judged_or_marked_as_configured(
+    dataset, tmp_path, truncated, judged, judge_calls
+):
+    with LLMServer() as server:
+        server.script(Action(content="Rest, fluids, and", finish_reason="length"), model="alpha")
+        run = settings(
+            dataset, tmp_path, server.url, models=("alpha",), conditions=["baseline"], truncated=truncated
+        )
+        summary = evaluate_models(**parameters(run))
+        assert sum(r.model == "judge" for r in server.requests) == judge_calls
+    [cut] = [r for r in read(tmp_path, "responses") if r["finish_reason"] == "length"]
+    [judgment] = [
+        j
+        for j in read(tmp_path, "judgments")
+        if (j["thread_id"], j["turn"]) == (cut["thread_id"], cut["turn"])
+    ]
+    assert (judgment["parse_status"], judgment["score"]) == judged
+    [group] = summary.groups
+    assert (group.counts["cut"], group.counts["judged"]) == (1, judge_calls)
     assert summary.failed_calls == {}
 
 
@@ -246,10 +298,11 @@ def test_the_cli_summary_shows_whole_names_at_80_columns_the_provider_message_an
     headers = [line.split() for line in lines if line.lstrip().startswith("condition")]
     assert (
         headers
-        == [["condition", "answered", "failed", "run", "judged", "unparseable", "failed", "mean", "USD"]] * 2
+        == [["condition", "answered", "failed", "run", "cut", "judged", "parseable", "failed", "mean", "USD"]]
+        * 2
     )
     rows = [line.split() for line in lines if line.startswith("baseline")]
-    assert len(rows) == 2 and sum(int(row[6]) for row in rows) == 1  # the judge call that failed
+    assert len(rows) == 2 and sum(int(row[7]) for row in rows) == 1  # the judge call that failed
     output = " ".join(done.stdout.split())
     assert (
         "1 call failed: authentication 1. A re-run alone will not help; fix first: [authentication] set the"

@@ -16,7 +16,7 @@ from tasks.core.runners import RunnerSettings
 from tasks.evals.config import ModelSpec
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
-from tests.eval_fixtures import outcomes, run_single_then_batch
+from tests.eval_fixtures import full_disk_for, outcomes, run_single_then_batch
 from tests.llm_server import Action, LLMServer
 from tests.snomed_fixtures import CASES, replay_calls, write_case_set
 
@@ -130,7 +130,7 @@ def test_each_role_sees_its_own_messages_with_real_roles_and_the_codes_are_score
     [group] = summary.groups
     assert (group.model, group.counts, group.score) == (
         "doc",
-        {"answered": 2, "no\nanswer": 0, "failed": 0},
+        {"answered": 2, "no\nanswer": 0, "failed": 0, "cut": 0},
         pytest.approx(100 * (2 / 3 + 0) / 2),
     )
     manifest = json.loads((tmp_path / "manifest.json").read_text())
@@ -205,6 +205,27 @@ def test_a_provider_failure_is_not_scored_and_a_rerun_finishes_without_repeating
         assert (ok_before, server.stats()["ok"]) == (8, 10)
         # Each successful call was made once: as many as the interviews' distinct call keys.
         assert len({r["call_key"] for r in read(tmp_path, "conversations") if r["status"] == "ok"}) == 10
+
+
+def test_an_interview_that_raises_fails_alone_with_its_error_and_the_others_are_written(
+    cases_dir, tmp_path, monkeypatch
+):
+    with LLMServer(reply=role_reply) as server:
+        with monkeypatch.context() as patched:
+            full_disk_for("openai/stubborn", patched)
+            state = run(
+                cases_dir, tmp_path, config(server.url, clinicians=("doc", "stubborn")), return_state=True
+            )
+        assert state.is_failed()
+        failures = json.loads((tmp_path / "manifest.json").read_text())["summary"]["failed_jobs"]
+        scores = read(tmp_path, "scores")  # one per sampled case: doc's
+        assert [(f["job"].split("/")[0], f["stage"], f["error"]) for f in failures] == [
+            ("stubborn", "solve", "OSError: [Errno 28] No space left on device")
+        ] * len(scores)
+        assert state.message.startswith(
+            f"{len(scores)} jobs failed and are missing from the tables: solve stubborn/"
+        )
+        assert {r["model"] for r in read(tmp_path, "predictions")} == {r["model"] for r in scores} == {"doc"}
 
 
 def test_epochs_are_separate_calls_and_a_rerun_of_all_epochs_calls_nothing(cases_dir, tmp_path):

@@ -34,6 +34,7 @@ MESSAGES = Contract(
         ("completion_tokens", pa.int64()),
         ("cost_usd", pa.float64()),
         ("latency_s", pa.float64()),
+        ("finish_reason", pa.string()),  # 'length': the reply was cut at max_tokens
         ("attempts", pa.int32()),
         ("error", pa.string()),
         ("error_class", pa.string()),

@@ -202,6 +202,7 @@ def _agent_row(
         "completion_tokens": record.completion_tokens,
         "cost_usd": record.cost_usd,
         "latency_s": record.latency_s,
+        "finish_reason": record.finish_reason,
         "attempts": record.attempts,
         "error": record.error,
         "error_class": record.error_kind,

@@ -158,6 +158,7 @@ def _call_columns(record: CallRecord) -> dict[str, Any]:
         "completion_tokens": record.completion_tokens,
         "cost_usd": record.cost_usd,
         "latency_s": record.latency_s,
+        "finish_reason": record.finish_reason,
         "attempts": record.attempts,
         "error": record.error,
         "error_class": record.error_kind,

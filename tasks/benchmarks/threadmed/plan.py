@@ -47,6 +47,7 @@ def build_plan(settings: EvaluationSettings) -> ThreadmedPlan:
                 model_name=model.name,
                 condition=condition,
                 thread=thread,
+                truncated=config.truncated,
             ),
         )
         for thread in threads

@@ -73,6 +73,7 @@ class Turns:
     physician_answer: np.ndarray
     response: np.ndarray
     reason: np.ndarray
+    truncated: np.ndarray  # the answer was cut at max_tokens (judged as given, or marked 'truncated')
 
     @property
     def scored(self) -> np.ndarray:
@@ -233,6 +234,9 @@ def _turns_from_table(table: pa.Table) -> Turns:
         physician_answer=column("answer"),
         response=response,
         reason=column("reason"),
+        truncated=pc.fill_null(pc.equal(table["finish_reason"], "length"), False).to_numpy(
+            zero_copy_only=False
+        ),
     )
 
 
@@ -245,7 +249,9 @@ def _ordered(values: Iterable[str], preferred: Iterable[str]) -> list[str]:
 def load_runs(run_dirs: list[Path]) -> RunData:
     """Read and merge run directories (responses ⟕ judgments ⟕ the dataset's QA pairs)."""
     manifests = [read_manifest(run_dir) for run_dir in run_dirs]
-    response_columns = [*RUN_KEY, "status", "response", "input_cost_usd", "output_cost_usd", "cost_usd"]
+    response_columns = [
+        *RUN_KEY, "status", "response", "finish_reason", "input_cost_usd", "output_cost_usd", "cost_usd",
+    ]  # fmt: skip
     judgment_columns = [*RUN_KEY, "score", "reason", "parse_status", "cost_usd"]
     responses_by_run = [
         _read_contract(run_dir / "responses.parquet", response_columns, RESPONSES.schema)
@@ -548,6 +554,7 @@ def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, A
             sample = samples[condition] = _sample(turns, rows, settings, (model, condition))
             propagation = _propagation(sample)
             entry = _condition_metrics(sample, propagation, int((rows & ~turns.scored).sum()))
+            entry["overall"]["n_truncated"] = int((rows & turns.truncated).sum())
             models.setdefault(model, {})[condition] = {**entry, "cost": _costs(turns, rows)}
             stats.turns.extend(_turn_rows(model, condition, entry["per_turn"]))
             stats.transitions.extend(_transition_rows(model, condition, propagation))

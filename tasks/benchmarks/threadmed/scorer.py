@@ -7,7 +7,7 @@ its own reply. After that the turn is 'unparseable': score null, excluded from e
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -65,6 +65,7 @@ class JudgeJob(BaseModel, frozen=True):
     model_name: str
     condition: Condition
     thread: ThreadCase
+    truncated: Literal["judge", "mark"] = "judge"  # an answer cut at max_tokens (EvalConfig.truncated)
 
     @property
     def label(self) -> str:
@@ -78,11 +79,16 @@ def judge_thread(job: JudgeJob, solved: list[dict[str, Any]], ledger_dir: Path) 
     with counting_outcomes() as outcomes:
         rows = [
             judge_turn(job, row["turn"], row["response"], ledger)
-            if row["status"] == "ok"
+            if row["status"] == "ok" and not (job.truncated == "mark" and is_truncated(row))
             else not_judged_row(job, row)
             for row in solved
         ]
     return job_result(rows, outcomes)
+
+
+def is_truncated(response: dict[str, Any]) -> bool:
+    """Whether the answer was cut at max_tokens (OpenAI's finish_reason 'length', as litellm maps others')."""
+    return response.get("finish_reason") == "length"
 
 
 def judge_turn(job: JudgeJob, turn: int, model_answer: str, ledger: CallLedger) -> dict[str, Any]:
@@ -127,7 +133,10 @@ def judgment_row(
 
 
 def not_judged_row(job: JudgeJob, response: dict[str, Any]) -> dict[str, Any]:
-    """A JUDGMENTS row for a turn without an answer to judge (its inference failed or was not run)."""
+    """A JUDGMENTS row for a turn without an answer to judge: its inference failed or was not run, or
+    it was cut at max_tokens and the config marks such answers ('truncated')."""
+    if response["status"] == "ok":
+        return {**_row_key(job, response["turn"]), "parse_status": "truncated", "attempts": 0}
     return {
         **_row_key(job, response["turn"]),
         "parse_status": "not_run",

@@ -4,6 +4,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from tasks.benchmarks.threadmed.scorer import is_truncated
 from tasks.evals.outputs import GroupSummary, RunSummary, failure_counts
 
 # Column label -> (table, status) counted; the line breaks keep the CLI's table 80 columns wide.
@@ -11,8 +12,9 @@ COUNTS = {
     "answered": ("responses", "ok"),
     "answer\nfailed": ("responses", "failed"),
     "not\nrun": ("responses", "not_run"),
+    "cut": ("responses", "truncated"),  # answers cut at max_tokens, judged or not (EvalConfig.truncated)
     "judged": ("judgments", "ok"),
-    "unparseable": ("judgments", "unparseable"),
+    "un-\nparseable": ("judgments", "unparseable"),
     "judge\nfailed": ("judgments", "failed"),
 }
 
@@ -29,7 +31,8 @@ def summarize(
     groups = []
     for (model, condition), rows in sorted(by_group.items()):
         statuses = {
-            "responses": Counter(r["status"] for r in rows["responses"]),
+            "responses": Counter(r["status"] for r in rows["responses"])
+            + Counter("truncated" for r in rows["responses"] if is_truncated(r)),
             "judgments": Counter(j["parse_status"] for j in rows["judgments"]),
         }
         scores = [j["score"] for j in rows["judgments"] if j["parse_status"] == "ok"]
@@ -51,5 +54,6 @@ def summarize(
         groups=groups,
         **failure_counts(failures),
         count_labels=list(COUNTS),
-        score_note="mean score 0-100 over judged turns (unparseable excluded)",
+        score_note="mean score 0-100 over judged turns (unparseable excluded); cut: answers cut at "
+        "max_tokens, judged as given unless the config says `truncated: mark`",
     )

@@ -77,6 +77,16 @@ def _overall_table(metrics: dict[str, Any]) -> Table:
         "Mean judge score on a 0-100 scale (0 wrong, 50 partially correct, 100 correct). Unscored: turns "
         "without a parsed judgment (unparseable, failed, not run), excluded from every metric."
     )
+    truncated = [
+        f"{model} {condition} {values['overall']['n_truncated']}"
+        for model, condition, values in _conditions(metrics)
+        if values["overall"].get("n_truncated")
+    ]
+    if truncated:
+        caption += (
+            " Answers cut at max_tokens (judged as given, unless the run's config marks them unjudged as "
+            f"'truncated'): {', '.join(truncated)}."
+        )
     return Table("overall", "Overall performance", [*columns, "Avg words", "Unscored"], rows, caption)
 
 

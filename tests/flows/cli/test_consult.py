@@ -239,5 +239,6 @@ def test_the_api_base_help_names_what_goes_there():
     [api_base] = [param for param in evaluate.params if param.name == "api_base"]
     assert api_base.help == (
         "Send every agent and the judge to this OpenAI-compatible endpoint (the offline threadmed/... agents "
-        "and judge stay in-process)."
+        "and judge stay in-process). It gets no key unless --api-key-env names one: provider keys such as "
+        "OPENAI_API_KEY never go to a custom endpoint."
     )

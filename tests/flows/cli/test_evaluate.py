@@ -2,6 +2,7 @@
 
 from tests.eval_fixtures import write_dataset
 from tests.flows.cli.terminal import OFFLINE_MODELS, assert_usage_error, threadmed
+from tests.llm_server import LLMServer
 
 
 def test_evaluate_on_a_folder_that_is_not_a_build(tmp_path):
@@ -24,3 +25,35 @@ def test_an_unknown_split_lists_the_splits_of_the_dataset(tmp_path):
         "choose one of: test (3 threads), train (2 threads), val (1 thread)",
     )
     assert not (tmp_path / "run").exists()
+
+
+def test_a_server_answering_one_request_at_a_time_gets_one_call_at_a_time_and_only_its_own_key(
+    tmp_path, monkeypatch
+):
+    write_dataset(tmp_path / "build")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    monkeypatch.setenv("LOCAL_SERVER_KEY", "local-key")
+    with LLMServer(parallel=1) as server:
+        result = threadmed(
+            "evaluate", "--dataset", "build", "--out", "run", "--models", "openai/m",
+            "--judge", "openai/judge", "--conditions", "oracle", "--limit", "1", "--no-report",
+            "--api-base", server.url,
+            "--api-key-env", "LOCAL_SERVER_KEY", "--max-concurrency", "1", "--max-tokens", "64",
+            "--timeout", "60", cwd=tmp_path,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stdout + result.stderr
+        requests = server.requests
+    assert server.state.max_in_flight == 1
+    assert len(requests) == len({r.body_hash for r in requests}) > 0  # every call answered once: no retry
+    assert {(r.status, r.params.get("max_tokens"), r.authorization) for r in requests} == {
+        (200, 64, "Bearer local-key")
+    }
+
+
+def test_a_key_variable_without_an_endpoint_is_a_usage_error(tmp_path):
+    write_dataset(tmp_path / "build")
+    arguments = ["--dataset", "build", "--out", "run", *OFFLINE_MODELS, "--api-key-env", "LOCAL_SERVER_KEY"]
+    assert_usage_error(
+        threadmed("evaluate", *arguments, cwd=tmp_path),
+        "Invalid value: the key in LOCAL_SERVER_KEY is sent only to an api_base: name the endpoint",
+    )

@@ -1,7 +1,10 @@
 """The temporary server's logs, in a subprocess: importing its module registers the server Prefect starts."""
 
+import os
 import subprocess
 import sys
+
+from tests.flows.cli.terminal import error_lines, threadmed
 
 SHUTDOWN_LOGGING = """
 import asyncio, logging, sys
@@ -24,4 +27,35 @@ def test_a_pool_reset_cancelled_by_shutdown_is_dropped_and_any_other_pool_error_
     )
     assert [line for line in logged.stdout.splitlines() if line.startswith("reset failed")] == [
         "reset failed: RuntimeError"
+    ]
+
+
+EFFECTIVE_STARTUP_TIMEOUT = """
+import flows.cli
+from prefect.settings import get_current_settings
+print(get_current_settings().server.ephemeral.startup_timeout_seconds)
+"""
+
+
+def test_the_commands_startup_time_out_is_set_before_prefect_reads_its_settings():
+    environment = {
+        k: v for k, v in os.environ.items() if k != "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+    }
+    read = subprocess.run(
+        [sys.executable, "-c", EFFECTIVE_STARTUP_TIMEOUT],
+        capture_output=True, text=True, timeout=300, check=True, env=environment,
+    )  # fmt: skip
+    assert read.stdout.strip() == "90"
+
+
+def test_a_temporary_server_that_does_not_start_in_time_is_one_line_with_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "1")  # too short to start one
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    result = threadmed("synth", "--out", "dumps", "--posts", "20", cwd=tmp_path)
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.returncode == 1
+    assert [line for line in error_lines(result) if "Prefect" in line and "INFO" not in line] == [
+        "Error: Prefect's temporary API server did not start within 1 s (a busy machine starts it slowly): "
+        "set PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher (e.g. 300), or run "
+        "`prefect server start` elsewhere and set PREFECT_API_URL=http://127.0.0.1:4200/api"
     ]

@@ -11,6 +11,7 @@ from tasks.evals.config import (
     RunOverrides,
     load_config,
 )
+from tasks.evals.plan import run_id_for
 from tasks.llm.request import ProviderLimits
 
 DEPLOYMENTS = Path(__file__).parents[3] / "deployments"
@@ -194,3 +195,34 @@ def test_batch_mode_needs_a_provider_with_an_openai_style_batch_api():
         EvalConfig(models=[ModelSpec(model="anthropic/claude-haiku-4-5", mode="batch")])
     local = ModelSpec(model="openai/llama", api_base="http://127.0.0.1:8000/v1", mode="batch")
     assert EvalConfig(models=[local]).batch_roles() == ["model"]
+
+
+def test_a_reply_cap_changes_the_call_key_and_the_run_id_while_time_out_and_concurrency_change_neither():
+    config = EvalConfig(models=[ModelSpec(name="m", model="openai/m", params={"temperature": 0.5})])
+    local = config.with_overrides(RunOverrides(max_concurrency=1, max_tokens=256, timeout_s=600))
+    paced = config.with_overrides(RunOverrides(max_concurrency=1, timeout_s=600))
+    model, judge = local.resolved(local.models[0]), local.resolved(local.judge)
+    assert model.params == {"temperature": 0.5, "max_tokens": 256}
+    assert judge.params == {"temperature": 0, "max_tokens": 256}
+    options = local.call_options(model)
+    assert (options.limits.max_concurrency, options.timeout_s) == (1, 600)
+    assert local.call_options(local.judge).limits.max_concurrency == 1
+    messages = [{"role": "user", "content": "Is it broken?"}]
+    assert model.request(messages).key() != config.resolved(config.models[0]).request(messages).key()
+    assert paced.resolved(paced.models[0]).request(messages).key() == (
+        config.resolved(config.models[0]).request(messages).key()
+    )
+    assert run_id_for(paced, "data") == run_id_for(config, "data") != run_id_for(local, "data")
+
+
+def test_a_role_that_sets_its_own_reply_cap_keeps_it():
+    config = EvalConfig(models=[ModelSpec(model="openai/m", params={"max_tokens": 2048})], max_tokens=256)
+    assert config.resolved(config.models[0]).params == {"temperature": 0, "max_tokens": 2048}
+
+
+def test_an_endpoint_gets_only_the_key_variable_named_for_it():
+    config = EvalConfig(models=[ModelSpec(model="openai/m", api_key_env="OPENAI_KEY_OF_THE_LAB")])
+    unnamed = config.with_overrides(RunOverrides(api_base="http://127.0.0.1:8080/v1"))
+    named = config.with_overrides(RunOverrides(api_base="http://127.0.0.1:8080/v1", api_key_env="LOCAL_KEY"))
+    assert [spec.api_key_env for specs in unnamed.roles().values() for spec in specs] == [None, None]
+    assert [spec.api_key_env for specs in named.roles().values() for spec in specs] == ["LOCAL_KEY"] * 2

@@ -441,3 +441,28 @@ def test_batch_calls_cost_litellms_batch_prices_else_the_single_price_times_the_
         (0.0004, 0.0)
     )
     assert batch_token_costs("openai/not-a-known-model", 1000, 1000, None, 0.5) is None
+
+
+def test_a_reply_utf8_cannot_hold_is_stored_escaped_and_never_paid_for_again(server, tmp_path):
+    # JSON lets a server send a lone surrogate ("\ud83d", half an emoji); UTF-8 cannot store it.
+    server.script(Action(content="Rest it \ud83d and ice it."))
+    ledger = CallLedger(tmp_path)
+    first = complete(request(server), options(), ledger)
+    assert (first.status, first.text, first.escaped) == ("ok", "Rest it \\ud83d and ice it.", True)
+    assert complete(request(server), options(), CallLedger(tmp_path)) == first
+    assert len(server.requests) == 1
+
+
+def test_a_custom_endpoint_gets_only_the_key_named_for_it(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    monkeypatch.setenv("LOCAL_SERVER_KEY", "local-key")
+    complete(request(server), options(), CallLedger(tmp_path / "unnamed"))
+    complete(request(server), options(api_key_env="LOCAL_SERVER_KEY"), CallLedger(tmp_path / "named"))
+    # An o-series model goes through litellm.completion rather than the direct route: the same rule holds.
+    reasoning = request(server, model="openai/o3-mini").model_copy(update={"params": {}})
+    complete(reasoning, options(), CallLedger(tmp_path / "litellm"))
+    assert [r.authorization for r in server.requests] == [
+        "Bearer no-key",
+        "Bearer local-key",
+        "Bearer no-key",
+    ]

@@ -11,9 +11,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from prefect import task
-from scipy.sparse import issparse
-from sklearn.cluster import KMeans
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from tasks.benchmarks.consult.inquiry.corpora import (
     Dialogue,
@@ -60,6 +57,11 @@ def cluster_questions(
     questions: Sequence[str], dialogue_ids: Sequence[str], settings: MiningSettings
 ) -> tuple[np.ndarray, list[list[str]]]:
     """Questions -> (cluster label per question, -1 when it has no content word; top terms per cluster)."""
+    # Imported here: scikit-learn takes seconds to import, and every `threadmed` command imports this module.
+    from scipy.sparse import issparse
+    from sklearn.cluster import KMeans
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     labels = np.full(len(questions), -1)
     if settings.embedding_model:
         vectors = litellm_embedder(settings.embedding_model)(questions)

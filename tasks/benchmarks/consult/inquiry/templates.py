@@ -1,5 +1,6 @@
 """The question-template catalogue and the template space: a question -> its nearest template by cosine."""
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -8,7 +9,6 @@ from typing import Annotated
 import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 
 DATA_DIR = Path(__file__).parent / "data"
 # The ids shared with the knowledge base's AIUs; the catalogue must hold exactly these, in this order.
@@ -65,7 +65,19 @@ SPEECH_STOP_WORDS = frozenset(
         "today",
     ]
 )
-STOP_WORDS = (ENGLISH_STOP_WORDS - KEPT_STOP_WORDS) | SPEECH_STOP_WORDS
+
+
+@functools.cache
+def stop_words() -> frozenset[str]:
+    """scikit-learn's English stop words less the kept ones, plus speech fillers.
+
+    Imported on first use: scikit-learn takes seconds to import, and every `threadmed` command imports this.
+    """
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return (ENGLISH_STOP_WORDS - KEPT_STOP_WORDS) | SPEECH_STOP_WORDS
+
+
 SUFFIXES = ("ing", "ed", "es", "s", "e")
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -149,6 +161,8 @@ class TemplateSpace:
         texts = [text for _, text in examples]
         self._embed = embed
         if embed is None:
+            from sklearn.feature_extraction.text import TfidfVectorizer  # seconds to import: only when used
+
             vectorizer = TfidfVectorizer(analyzer=terms, sublinear_tf=True).fit(texts)
             self._vocabulary: dict[str, int] = vectorizer.vocabulary_
             self._idf = vectorizer.idf_
@@ -196,7 +210,8 @@ def normalise_question(text: str) -> str:
 
 def terms(text: str) -> list[str]:
     """A text's content words, crudely stemmed (medicines = medicine, started = start): the TF-IDF terms."""
-    return [stem(word) for word in re.findall(r"[a-z]{2,}", text.lower()) if word not in STOP_WORDS]
+    stop = stop_words()
+    return [stem(word) for word in re.findall(r"[a-z]{2,}", text.lower()) if word not in stop]
 
 
 def stem(word: str) -> str:

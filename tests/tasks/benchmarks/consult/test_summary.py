@@ -29,7 +29,7 @@ def test_the_summary_counts_unparsed_plans_and_scores_the_composite():
         GroupSummary(
             model="m",
             group="0",
-            counts={"completed": 3, "dx\nunparsed": 0, "plan\nunparsed": 1, "failed": 1},
+            counts={"completed": 3, "dx\nunparsed": 0, "plan\nunparsed": 1, "failed": 1, "cut": 0},
             score=62.5,  # 100 x (0.5 + 0.75) / 2: an undefined composite is left out
             cost_usd=0.0,
         )

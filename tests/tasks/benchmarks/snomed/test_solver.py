@@ -62,9 +62,9 @@ class Provider:
 
 KEY = {"run_id": "run1", "model": "doc", "case_id": "t1", "epoch": 0}
 OK_CALL = {"status": "ok", "prompt_tokens": 20, "completion_tokens": 5, "cost_usd": 0.003, "latency_s": 0.5,
-           "attempts": 1, "error": None, "error_class": None}  # fmt: skip
+           "finish_reason": None, "attempts": 1, "error": None, "error_class": None}  # fmt: skip
 FAILED_CALL = {"status": "failed", "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0,
-               "latency_s": None, "attempts": 6, "error": "429 Too Many Requests",
+               "latency_s": None, "finish_reason": None, "attempts": 6, "error": "429 Too Many Requests",
                "error_class": "rate_limit"}  # fmt: skip
 
 

@@ -9,13 +9,16 @@ def result(model: str, epoch: int, case_id: str, status: str, f1: float | None =
     return row if status == "failed" else {**row, "f1": f1}
 
 
-def message(model: str, epoch: int, status: str, cost_usd: float, error: tuple[str, str] | None = None):
+def message(
+    model: str, epoch: int, status: str, cost_usd: float, error: tuple[str, str] | None = None, finish="stop"
+):
     error_class, text = error or (None, None)
     return {
         "model": model,
         "epoch": epoch,
         "status": status,
         "cost_usd": cost_usd,
+        "finish_reason": finish if status == "ok" else None,
         "error_class": error_class,
         "error": text,
     }
@@ -33,7 +36,7 @@ def test_counts_mean_f1_and_cost_per_model_and_epoch_with_one_example_per_failur
     messages = [
         {"model": "doc", "epoch": 0, "status": "scripted"},  # the opening: no call, no cost
         message("doc", 0, "ok", 0.25),
-        message("doc", 0, "ok", 0.5),
+        message("doc", 0, "ok", 0.5, finish="length"),  # cut at max_tokens
         message("doc", 0, "failed", 0.0, ("rate_limit", "429 slow down")),
         message("doc", 1, "ok", 0.125),
         message("alt", 0, "failed", 0.0625, ("rate_limit", "429 quota")),
@@ -47,21 +50,21 @@ def test_counts_mean_f1_and_cost_per_model_and_epoch_with_one_example_per_failur
             GroupSummary(
                 model="alt",
                 group="0",
-                counts={"answered": 0, "no\nanswer": 0, "failed": 2},
+                counts={"answered": 0, "no\nanswer": 0, "failed": 2, "cut": 0},
                 score=None,
                 cost_usd=0.0625,
             ),
             GroupSummary(
                 model="doc",
                 group="0",
-                counts={"answered": 1, "no\nanswer": 1, "failed": 1},
+                counts={"answered": 1, "no\nanswer": 1, "failed": 1, "cut": 1},
                 score=25.0,
                 cost_usd=0.75,
             ),
             GroupSummary(
                 model="doc",
                 group="1",
-                counts={"answered": 1, "no\nanswer": 0, "failed": 0},
+                counts={"answered": 1, "no\nanswer": 0, "failed": 0, "cut": 0},
                 score=100.0,
                 cost_usd=0.125,
             ),
@@ -69,13 +72,13 @@ def test_counts_mean_f1_and_cost_per_model_and_epoch_with_one_example_per_failur
         failed_calls={"rate_limit": 2, "server_error": 1},
         failure_examples={"rate_limit": "429 slow down", "server_error": "500 boom"},
         group_label="epoch",
-        count_labels=["answered", "no\nanswer", "failed"],
+        count_labels=["answered", "no\nanswer", "failed", "cut"],
         score_label="F1",
         score_note="mean F1 0-100 over scored interviews (failed excluded); cost of clinician and patient",
     )
     assert [table.rows for table in summary.tables()] == [
-        [["0", "0", "0", "2", "—", "0.0625"]],
-        [["0", "1", "1", "1", "25.0", "0.7500"], ["1", "1", "0", "0", "100.0", "0.1250"]],
+        [["0", "0", "0", "2", "0", "—", "0.0625"]],
+        [["0", "1", "1", "1", "1", "25.0", "0.7500"], ["1", "1", "0", "0", "0", "100.0", "0.1250"]],
     ]
 
 

@@ -6,11 +6,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
 from tasks.benchmarks.threadmed import report as threadmed_report
+from tasks.benchmarks.threadmed.contracts import RESPONSES
 from tasks.benchmarks.threadmed.report import (
     ReportSettings,
     build_report,
@@ -19,6 +21,7 @@ from tasks.benchmarks.threadmed.report import (
     load_runs,
     read_manifest,
 )
+from tasks.benchmarks.threadmed.tables import build_tables
 from tasks.core.preflight import UserError
 from tasks.report.html import PACKED_DATA_TYPE, unpack_json
 from tests.perf.bench_report import write_dataset, write_run
@@ -470,3 +473,30 @@ def test_the_page_packs_every_turn_and_loads_nothing(tmp_path: Path, monkeypatch
     links = re.findall(r"""\b(?:src|href)\s*=\s*["']?([^"'\s>]*)""", markup)
     assert [link for link in links if not link.startswith(("data:image/png;base64,", "#"))] == []
     assert [fetch for fetch in ("<link", "url(", "@import") if fetch in markup] == []
+
+
+def test_answers_cut_at_max_tokens_are_counted_in_the_report(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path)
+    responses = pq.read_table(run_dir / "responses.parquet").to_pylist()
+    for row in responses:
+        cut = (row["model"], row["condition"], row["thread_id"], row["turn"]) == (
+            "alpha",
+            "baseline",
+            "c2",
+            1,
+        )
+        row["finish_reason"] = "length" if cut else "stop"
+    pq.write_table(pa.Table.from_pylist(responses, schema=RESPONSES.schema), run_dir / "responses.parquet")
+    metrics = compute_metrics(load_runs([run_dir]), SETTINGS)[0]
+    counts = {
+        (model, condition): values["overall"]["n_truncated"]
+        for model, conditions in metrics["models"].items()
+        for condition, values in conditions.items()
+        if condition != "ablation"
+    }
+    assert counts == {("alpha", "baseline"): 1, ("alpha", "oracle"): 0, ("beta", "baseline"): 0}
+    overall = next(table for table in build_tables(metrics) if table.key == "overall")
+    assert overall.caption.endswith(
+        " Answers cut at max_tokens (judged as given, unless the run's config marks them unjudged as "
+        "'truncated'): alpha baseline 1."
+    )

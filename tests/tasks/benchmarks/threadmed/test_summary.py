@@ -7,7 +7,7 @@ def test_the_summary_counts_statuses_means_and_failures_keeping_a_message_per_ki
     key = {"run_id": "r", "model": "m", "condition": "baseline", "thread_id": "t"}
     overloaded = "m: error in an HTTP 200 reply: Overloaded (gave up after 6 attempts; re-run to retry)"
     responses = [
-        {**key, "turn": 0, "status": "ok", "error_class": None, "cost_usd": 0.5},
+        {**key, "turn": 0, "status": "ok", "error_class": None, "cost_usd": 0.5, "finish_reason": "length"},
         {**key, "turn": 1, "status": "failed", "error_class": "server_error", "error": overloaded},
         {**key, "turn": 2, "status": "not_run", "error_class": None, "error": "not run: turn 1 failed"},
     ]
@@ -23,8 +23,9 @@ def test_the_summary_counts_statuses_means_and_failures_keeping_a_message_per_ki
         "answered": 1,
         "answer\nfailed": 1,
         "not\nrun": 1,
+        "cut": 1,  # the answer of turn 0 was cut at max_tokens
         "judged": 1,
-        "unparseable": 1,
+        "un-\nparseable": 1,
         "judge\nfailed": 2,
     }
     assert (group.group, group.score, group.cost_usd) == ("baseline", 50.0, 1.0)
