@@ -232,7 +232,7 @@ def run_or_estimate(
         return plan_tracks(plan, bench.estimate_job, settings.config)
 
     def last_words() -> str:
-        progress.stop()  # the bars' last state, and the terminal's cursor back, before the line
+        progress.stop(last_lines=False)  # the terminal's cursor back; nothing printed before the line
         return interrupted_line(out)
 
     try:

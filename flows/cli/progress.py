@@ -53,19 +53,23 @@ class RunProgress:
         self._bars: Progress | None = None
         self._bar_ids: dict[str, TaskID] = {}
         self._next_plan = 0.0
+        self._last_lines = True
         self._logged_at = 0.0
         self._thread = threading.Thread(target=self._follow, name="run-progress", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
-        """Draw the last state and stop (safe to call twice, and from the Ctrl-C path)."""
+    def stop(self, last_lines: bool = True) -> None:
+        """Draw the last state and stop (safe to call twice). Interrupted, the command ends on one line of
+        its own: `last_lines=False` prints no last progress lines (bars already drawn stay)."""
         with self._stop_lock:
             if self._stopping.is_set():
                 return
+            self._last_lines = last_lines
             self._stopping.set()
-        self._thread.join(timeout=10 * REDRAW_S)
+        if last_lines:  # interrupted, the process exits at once: the thread is not waited for
+            self._thread.join(timeout=10 * REDRAW_S)
         if self._bars is not None:
             self._bars.stop()
 
@@ -91,6 +95,8 @@ class RunProgress:
         logged: list[str] | None = None
         while True:
             stopping = self._stopping.wait(REDRAW_S)
+            if stopping and not self._last_lines:
+                return
             if stopping or time.monotonic() >= self._next_plan:
                 tracks = self._replan()  # dialogues that ended are counted exactly from then on
             rows = self._rows(tracks, at_start)

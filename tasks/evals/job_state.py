@@ -20,3 +20,8 @@ def job_result(rows: list[dict[str, Any]], outcomes: Counter[str]) -> list[dict[
     made = outcomes["failed"] + outcomes["ok"]
     message = f"{outcomes['failed']} of {made} calls failed (recorded; a re-run retries them)"
     return Completed(name=CALLS_FAILED, message=message, data=rows)
+
+
+def rows_of(result: list[dict[str, Any]] | State) -> list[dict[str, Any]]:
+    """The rows a job task returned, whatever its state (for callers of the task's `.fn`)."""
+    return result.data if isinstance(result, State) else result

@@ -81,6 +81,8 @@ def evaluating(dataset, tmp_path) -> Iterator[tuple[subprocess.Popen[bytes], Pat
         )  # fmt: skip
         try:
             wait_until(lambda: llm.stats()["held"] > 0, process, output, "no call reached the LLM server")
+            # Its progress lines are out (a line per role, then one every 30 s): what follows is the test's.
+            wait_until(lambda: b" in flight" in output.read_bytes(), process, output, "no progress printed")
             yield process, run_dir, output, llm
         finally:
             if process.poll() is None:
