@@ -306,14 +306,17 @@ class RunConfig(BaseModel):
         )
 
 
-class EvalConfig(RunConfig):
-    """ThReadMed-QA's run config: the models under test, the judge and the conditions."""
+# What a judge does with an answer cut at max_tokens (finish_reason 'length').
+TruncatedAnswers = Literal["judge", "mark"]
+
+
+class JudgedRunConfig(RunConfig):
+    """A run config whose answers an LLM judge grades (ThReadMed-QA's turns, the consultation's FQR)."""
 
     ROLE_FIELDS: ClassVar[tuple[str, ...]] = ("judge",)
 
-    judge: JudgeSpec = JudgeSpec(name="gpt-4o", model="openai/gpt-4o")
-    conditions: list[Condition] = ["baseline", "oracle"]
-    truncated: Literal["judge", "mark"] = Field(
+    judge: JudgeSpec
+    truncated: TruncatedAnswers = Field(
         "judge",
         description="An answer cut at max_tokens (finish_reason 'length'): judge it as given, counted as "
         "truncated in the summary and the report (judge), or leave it unjudged as 'truncated' (mark).",
@@ -322,6 +325,13 @@ class EvalConfig(RunConfig):
     def not_in_run_id(self) -> dict[str, Any]:
         # Added after runs were recorded: left out at its default, so their run ids stay as they were.
         return {**super().not_in_run_id(), **({"truncated": True} if self.truncated == "judge" else {})}
+
+
+class EvalConfig(JudgedRunConfig):
+    """ThReadMed-QA's run config: the models under test, the judge and the conditions."""
+
+    judge: JudgeSpec = JudgeSpec(name="gpt-4o", model="openai/gpt-4o")
+    conditions: list[Condition] = ["baseline", "oracle"]
 
     @field_validator("conditions")
     @classmethod

@@ -17,6 +17,7 @@ from tasks.benchmarks.consult.config import AGENT_PROMPT, JUDGE_RUBRIC, ConsultC
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
 from tasks.benchmarks.consult.critic import constraint_satisfied, critique, patient_facts, with_constraint
 from tasks.benchmarks.consult.kb.loading import load_kb
+from tasks.benchmarks.consult.report import ReportSettings, build_report
 from tasks.benchmarks.consult.scorer import episode_from_messages
 from tasks.benchmarks.consult.simulator import replay
 from tasks.evals.config import JudgeSpec, ModelSpec
@@ -252,3 +253,33 @@ def test_in_batch_mode_the_agent_and_judge_calls_go_in_waves_and_the_outputs_are
     assert (stats["requests"], stats["batch_requests"], stats["max_submissions_per_custom_id"]) == (22, 22, 1)
     for table in ("messages", "scores"):
         assert outcomes(tmp_path / "batch", table) == outcomes(tmp_path / "single", table)
+
+
+@pytest.mark.parametrize(
+    ("truncated", "status", "judge_calls"), [("judge", "ok", 3), ("mark", "truncated", 1)]
+)
+def test_a_follow_up_answer_cut_at_max_tokens_is_counted_and_judged_or_marked_as_configured(
+    cases_dir, tmp_path, truncated, status, judge_calls
+):
+    with LLMServer(reply=agent_reply) as server:
+        # One episode, so the agent's 8th call is its answer to the question (see agent_reply).
+        server.script(
+            *[Action()] * 7, Action(content="Take it with food, three", finish_reason="length"), model="doc"
+        )
+        summary = run(cases_dir, tmp_path / "run", config(server.url, truncated=truncated), limit=1)
+        assert sum(r.model == "judge" for r in server.requests) == judge_calls
+    [score] = read(tmp_path / "run", "scores")
+    assert [(f["answer"], f["judge_status"]) for f in score["follow_ups"]] == [
+        (PARACETAMOL, "ok"),
+        ("Take it with food, three", status),
+    ]
+    assert summary.groups[0].counts["cut"] == 1
+    report_dir = build_report.fn(
+        run_dirs=[str(tmp_path / "run")], out_dir=str(tmp_path / "report"), settings=ReportSettings()
+    )
+    metrics = json.loads((Path(report_dir) / "metrics.json").read_text())["models"]["doc"]
+    assert (metrics["replies_cut"], metrics["fqr_truncated"]) == ({"follow_up": 1}, int(truncated == "mark"))
+    assert (
+        "1 agent repl(ies) were cut at max_tokens (doc: follow-up 1)"
+        in (Path(report_dir) / "report.md").read_text()
+    )

@@ -5,12 +5,12 @@ is recorded in the run's manifest; those that change what a call returns are in 
 """
 
 from pathlib import Path
-from typing import ClassVar, Self
+from typing import Self
 
 from pydantic import Field, field_validator
 
 from tasks.benchmarks.consult.offline_models import CONSULT_JUDGE
-from tasks.evals.config import JudgeSpec, RunConfig, SampleSpec
+from tasks.evals.config import JudgedRunConfig, JudgeSpec, SampleSpec
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 AGENT_PROMPT = PROMPTS_DIR / "agent_v3.txt"
@@ -21,10 +21,8 @@ OFFLINE_JUDGE = JudgeSpec(
 )
 
 
-class ConsultConfig(RunConfig):
+class ConsultConfig(JudgedRunConfig):
     """The agents (`models`), the FQR judge, how the simulated patient answers, and how stages are scored."""
-
-    ROLE_FIELDS: ClassVar[tuple[str, ...]] = ("judge",)
 
     judge: JudgeSpec = Field(
         OFFLINE_JUDGE,

@@ -64,6 +64,7 @@ class FollowUpTurn(BaseModel, frozen=True, extra="forbid"):
 
     index: int
     answer: str
+    cut: bool = False  # the answer kept was cut at max_tokens (finish_reason 'length')
     revised_plan: TreatmentPlan | None = None  # None: the agent kept the plan it had
     revision_parse: ParseStatus = "ok"  # a revision that did not parse after the re-ask: the plan is kept
 

@@ -8,7 +8,8 @@ follow-up and the answer, through a versioned rubric (prompts/judge_fqr_v1.txt, 
 asked when a reply holds no valid verdict). Parsing is the shared tolerant one (tasks/evals/verdicts.py)
 on the scale `{"correct": true | false}`; a reply with no valid verdict after `max_reasks` re-asks is
 'unparseable': excluded from FQR and counted, never scored as wrong. A failed call is 'failed': the
-episode's SCORES row fails, and a re-run finishes it.
+episode's SCORES row fails, and a re-run finishes it. An answer cut at max_tokens is judged as given, or,
+when the config says `truncated: mark`, not judged: 'truncated', excluded from FQR and counted.
 """
 
 import json
@@ -60,7 +61,7 @@ class Judgement(BaseModel, frozen=True, extra="forbid"):
     """The verdict on one follow-up answer (`index` in the case's script)."""
 
     index: int
-    status: Literal["ok", "unparseable", "failed"]
+    status: Literal["ok", "unparseable", "failed", "truncated"]  # truncated: cut at max_tokens, not asked
     correct: bool | None = None
     reason: str | None = None
     call_key: str | None = None
@@ -102,15 +103,19 @@ def plan_text(plan: TreatmentPlan | None) -> str:
 def judge_follow_ups(
     job: "ScoreJob", case: ConsultCase, episode: Episode, call: Call
 ) -> tuple[Judgement, ...]:
-    """One judgement per answered follow-up of `episode`, each judged with the plan in force before it."""
+    """One judgement per answered follow-up of `episode`, each judged with the plan in force before it; an
+    answer cut at max_tokens is judged as given, or left 'truncated' when the job says `truncated: mark`."""
     kb = load_kb(job.kb_version)
     plan = episode.plan if episode.plan_parse == "ok" else None
     judgements = []
     for turn in episode.follow_ups:
-        messages = render_judge_messages(
-            job.judge.rubric, case, kb, plan, case.follow_ups[turn.index], turn.answer
-        )
-        judgements.append(judge_answer(job, turn.index, messages, call))
+        if turn.cut and job.truncated == "mark":
+            judgements.append(Judgement(index=turn.index, status="truncated"))
+        else:
+            messages = render_judge_messages(
+                job.judge.rubric, case, kb, plan, case.follow_ups[turn.index], turn.answer
+            )
+            judgements.append(judge_answer(job, turn.index, messages, call))
         plan = turn.revised_plan or plan
     return tuple(judgements)
 

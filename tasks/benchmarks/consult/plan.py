@@ -70,6 +70,7 @@ def build_plan(settings: EvaluationSettings[ConsultConfig]) -> ConsultPlan:
                 gamma=config.gamma,
                 diagnosis_match_threshold=config.diagnosis_match_threshold,
                 judge=judge,
+                truncated=config.truncated,
             ),
         )
         for case in cases

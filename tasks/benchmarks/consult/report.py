@@ -15,7 +15,7 @@ computes metrics.json and the browser's data, and holds the tasks.
 """
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -147,7 +147,8 @@ def metric_interval(
 
 def _usage(messages: list[dict[str, Any]], scores: list[dict[str, Any]]) -> dict[str, Any]:
     """Calls, tokens and cost of the agent (its message rows; the simulated patient makes no call) and of
-    the FQR judge on its episodes (SCORES counts them per episode), failed calls included."""
+    the FQR judge on its episodes (SCORES counts them per episode), failed calls included; the agent's
+    replies cut at max_tokens (`cut`; SCORES keeps no finish reason of the judge's)."""
     calls = [row for row in messages if row["role"] == "agent" and row["status"] != "simulated"]
     return {
         "agent": {
@@ -155,12 +156,23 @@ def _usage(messages: list[dict[str, Any]], scores: list[dict[str, Any]]) -> dict
             "prompt_tokens": sum(row["prompt_tokens"] or 0 for row in calls),
             "completion_tokens": sum(row["completion_tokens"] or 0 for row in calls),
             "cost_usd": sum(row["cost_usd"] or 0.0 for row in calls),
+            "cut": sum(row["finish_reason"] == "length" for row in calls),
         },
         "judge": {
             name: sum(row[f"judge_{name}"] or 0 for row in scores)
             for name in ("calls", "prompt_tokens", "completion_tokens", "cost_usd")
         },
     }
+
+
+def replies_cut(messages: list[dict[str, Any]]) -> dict[str, int]:
+    """Per stage, the agent's replies cut at max_tokens (finish_reason 'length'); stages with none left out.
+    A cut differential or plan is parsed as given; a cut follow-up answer is judged as given unless the
+    config says `truncated: mark`."""
+    counts = Counter(
+        row["stage"] for row in messages if row["role"] == "agent" and row["finish_reason"] == "length"
+    )
+    return {stage: counts[stage] for stage in STAGE_METRICS if counts[stage]}
 
 
 def judge_entry(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -196,6 +208,10 @@ def _model_metrics(
         "n_plan_unparseable": sum(row["plan_parse"] == "unparseable" for row in scored),
         "fqr_judged": sum(row["fqr_judged"] or 0 for row in scored),
         "fqr_unparseable": sum(row["fqr_unparseable"] or 0 for row in scored),
+        "replies_cut": replies_cut(messages),
+        "fqr_truncated": sum(
+            turn["judge_status"] == "truncated" for row in scored for turn in row["follow_ups"] or ()
+        ),
         "judge": judge_entry(scored),
         **primary,
         "secondary": {

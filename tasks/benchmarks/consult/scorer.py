@@ -32,6 +32,7 @@ from tasks.benchmarks.consult.metrics_plan import (
     score_treatment,
 )
 from tasks.benchmarks.consult.treatment import is_plan_attempt, parse_plan
+from tasks.evals.config import TruncatedAnswers
 from tasks.evals.job_state import job_result
 from tasks.llm.call import complete, counting_outcomes
 from tasks.llm.ledger import CallLedger, CallRecord
@@ -50,6 +51,7 @@ class ScoreJob(BaseModel, frozen=True):
     gamma: float = 0.95
     diagnosis_match_threshold: float = 90.0
     judge: FollowUpJudge = Field(default_factory=default_judge)
+    truncated: TruncatedAnswers = "judge"  # a follow-up answer cut at max_tokens (ConsultConfig.truncated)
 
 
 @task(name="score-episode", cache_policy=NO_CACHE, task_run_name="score {job.model}/{job.case.case_id}")
@@ -87,10 +89,10 @@ def episode_from_messages(
     differential = parse_differential(diagnosis[-1], kb, threshold) if diagnosis else None
     treatment = [m["text"] or "" for m in replies if m["stage"] == "treatment"]
     plan = parse_plan(treatment[-1], kb) if treatment else None
-    answers: dict[int, list[str]] = {}
+    answers: dict[int, list[dict[str, Any]]] = {}
     for m in replies:
         if m["stage"] == "follow_up":
-            answers.setdefault(m["follow_up"], []).append(m["text"] or "")
+            answers.setdefault(m["follow_up"], []).append(m)
     return Episode(
         case_id=case.case_id,
         turns=turns,
@@ -102,17 +104,19 @@ def episode_from_messages(
     )
 
 
-def follow_up_turn(index: int, replies: Sequence[str], kb: KnowledgeBase) -> FollowUpTurn:
-    """A follow-up from the agent's replies to it: the answer, then the replies to any re-asks of a revision
-    that did not parse. The answer revises the plan when it tries to give one; the last reply is kept, as
-    the answer and as the one that holds that plan."""
-    kept = replies[-1]
-    if not is_plan_attempt(replies[0]):
-        return FollowUpTurn(index=index, answer=kept)
+def follow_up_turn(index: int, replies: Sequence[dict[str, Any]], kb: KnowledgeBase) -> FollowUpTurn:
+    """A follow-up from the agent's replies to it (message rows): the answer, then the replies to any
+    re-asks of a revision that did not parse. The answer revises the plan when it tries to give one; the
+    last reply is kept, as the answer and as the one that holds that plan."""
+    kept = replies[-1]["text"] or ""
+    cut = replies[-1].get("finish_reason") == "length"
+    if not is_plan_attempt(replies[0]["text"] or ""):
+        return FollowUpTurn(index=index, answer=kept, cut=cut)
     revised = parse_plan(kept, kb)
     return FollowUpTurn(
         index=index,
         answer=kept,
+        cut=cut,
         revised_plan=revised,
         revision_parse="ok" if revised is not None else "unparseable",
     )

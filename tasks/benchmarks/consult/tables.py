@@ -355,11 +355,12 @@ def usage_table(metrics: dict[str, Any]) -> Table:
             str(usage["prompt_tokens"]),
             str(usage["completion_tokens"]),
             f"{usage['cost_usd']:.4f}",
+            str(usage["cut"]) if "cut" in usage else "—",
         ]
         for model, entry in metrics["models"].items()
         for role, usage in entry["usage"].items()
     ]
-    columns = ["Model", "role", "calls", "prompt tokens", "completion tokens", "cost USD"]
+    columns = ["Model", "role", "calls", "prompt tokens", "completion tokens", "cost USD", "cut"]
     return Table(
         key="usage",
         title="Tokens and cost",
@@ -367,7 +368,8 @@ def usage_table(metrics: dict[str, Any]) -> Table:
         rows=rows,
         caption=(
             "Every call of the agent, and of the FQR judge grading its follow-up answers (re-asks included), "
-            "failed ones included; the simulated patient makes no call."
+            "failed ones included; the simulated patient makes no call. cut: the agent's replies cut at "
+            "max_tokens (the run does not keep the judge's finish reasons)."
         ),
         right_aligned=tuple(columns[2:]),
     )
@@ -403,6 +405,29 @@ def _count_note(metrics: dict[str, Any], field: str, what: str) -> list[str]:
     return [f"{sum(counts.values())} {what} ({per_model})."]
 
 
+def cut_notes(metrics: dict[str, Any]) -> list[str]:
+    """The agent's replies cut at max_tokens, by model and stage, and the follow-up answers left ungraded."""
+    cut = {
+        model: ", ".join(f"{STAGE_LABELS[stage].lower()} {n}" for stage, n in entry["replies_cut"].items())
+        for model, entry in metrics["models"].items()
+        if entry["replies_cut"]
+    }
+    if not cut:
+        return []
+    total = sum(sum(entry["replies_cut"].values()) for entry in metrics["models"].values())
+    ungraded = sum(entry["fqr_truncated"] for entry in metrics["models"].values())
+    follow_ups = (
+        f"{ungraded} cut follow-up answer(s) were left ungraded (the config's `truncated: mark`) and out of "
+        "FQR, any other was judged as given"
+        if ungraded
+        else "a cut follow-up answer was judged as given (the config's `truncated: judge`)"
+    )
+    return [
+        f"{total} agent repl(ies) were cut at max_tokens ({'; '.join(f'{m}: {s}' for m, s in cut.items())}): "
+        f"a cut differential or plan is parsed as given; {follow_ups}. A larger max_tokens avoids this."
+    ]
+
+
 def report_notes(metrics: dict[str, Any]) -> list[str]:
     """What a reader must know before trusting the tables: failures, unparseable answers, mixed settings."""
     notes = []
@@ -432,6 +457,7 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
         "fqr_unparseable",
         "follow-up grade(s) did not parse after the re-ask and are left out of FQR, not scored 0",
     )
+    notes += cut_notes(metrics)
     offline = {
         m
         for entry in metrics["models"].values()

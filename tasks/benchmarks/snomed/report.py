@@ -184,7 +184,8 @@ def _estimate(ci: BootstrapCI) -> dict[str, Any]:
 
 
 def _usage(rows: list[dict[str, Any]], name: str | None) -> dict[str, Any]:
-    """Tokens and cost of one role's calls (scripted messages are not calls)."""
+    """Tokens and cost of one role's calls (scripted messages are not calls), and its replies cut at
+    max_tokens (finish_reason 'length': a cut final answer is parsed as given)."""
     calls = [row for row in rows if row["status"] != "scripted"]
     return {
         "model": name,
@@ -192,6 +193,7 @@ def _usage(rows: list[dict[str, Any]], name: str | None) -> dict[str, Any]:
         "prompt_tokens": sum(row["prompt_tokens"] or 0 for row in calls),
         "completion_tokens": sum(row["completion_tokens"] or 0 for row in calls),
         "cost_usd": sum(row["cost_usd"] or 0.0 for row in calls),
+        "cut": sum(row["finish_reason"] == "length" for row in calls),
     }
 
 

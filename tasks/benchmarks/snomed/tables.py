@@ -190,17 +190,22 @@ def usage_table(metrics: dict[str, Any]) -> Table:
             str(usage["prompt_tokens"]),
             str(usage["completion_tokens"]),
             f"{usage['cost_usd']:.4f}",
+            str(usage["cut"]),
         ]
         for model, entry in metrics["models"].items()
         for role, usage in entry["usage"].items()
     ]
     columns = ["Model", "Role", "Called model", "calls", "prompt tokens", "completion tokens", "cost USD"]
+    columns.append("cut")
     return Table(
         key="usage",
         title="Tokens and cost",
         columns=columns,
         rows=rows,
-        caption="Every call of each model's interviews, failed ones included; the patient is the simulator.",
+        caption=(
+            "Every call of each model's interviews, failed ones included; the patient is the simulator. cut: "
+            "replies cut at max_tokens."
+        ),
         right_aligned=tuple(columns[3:]),
     )
 
@@ -226,6 +231,23 @@ def _where(row: dict[str, Any]) -> str:
     return f"{row['model']} / {row['case_id']} / epoch {row['epoch']}"
 
 
+def cut_notes(metrics: dict[str, Any]) -> list[str]:
+    """The replies cut at max_tokens, by model and role: a cut final answer is scored as it reads."""
+    cut = {
+        model: ", ".join(f"{role} {usage['cut']}" for role, usage in entry["usage"].items() if usage["cut"])
+        for model, entry in metrics["models"].items()
+    }
+    cut = {model: roles for model, roles in cut.items() if roles}
+    if not cut:
+        return []
+    total = sum(usage["cut"] for entry in metrics["models"].values() for usage in entry["usage"].values())
+    return [
+        f"{total} repl(ies) were cut at max_tokens ({'; '.join(f'{m}: {r}' for m, r in cut.items())}): a "
+        "cut final answer is parsed as given (often as no answer, its list unclosed), a cut patient reply is "
+        "what the clinician heard. A larger max_tokens avoids this."
+    ]
+
+
 def report_notes(metrics: dict[str, Any]) -> list[str]:
     """What a reader must know before trusting the tables: failures, leaks, mixed settings, missing data."""
     notes = []
@@ -249,6 +271,7 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
             f"{len(history)} patient repl(ies) named a gold condition under the `history` disclosure, which "
             "allows it (patients name diagnoses they were told); the leak % column shows how often."
         )
+    notes += cut_notes(metrics)
     for field in ("disclosure", "patient_prompt_form", "patient", "epochs"):
         values = {str(run[field]) for run in metrics["runs"]}
         if len(values) > 1:

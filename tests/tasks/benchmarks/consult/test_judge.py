@@ -1,5 +1,6 @@
 """The FQR judge: one call per follow-up with the plan in force, re-asked when its reply holds no verdict,
-unparseable after that (counted, never wrong), failed when the call fails; and the offline judge."""
+unparseable after that (counted, never wrong), failed when the call fails; an answer cut at max_tokens
+judged as given or marked 'truncated'; and the offline judge."""
 
 from datetime import UTC, datetime
 
@@ -87,6 +88,23 @@ def test_a_failed_judge_call_is_a_failed_judgement_with_its_error():
     assert judgements[0].model_dump(exclude={"call_key", "reason", "correct"}) == {
         "index": 0, "status": "failed", "error": "429", "error_class": "rate_limit"
     }  # fmt: skip
+
+
+def test_an_answer_cut_at_max_tokens_is_judged_as_given_or_marked_without_a_call():
+    cut_answer = FollowUpTurn(index=1, answer="Yes, you can ta", cut=True)
+    cut_episode = EPISODE.model_copy(update={"follow_ups": (EPISODE.follow_ups[0], cut_answer)})
+    call, requests = scripted('{"correct": true}', '{"correct": false}')
+    judged = judge_follow_ups(JOB, FOLLOWED, cut_episode, call)
+    assert [(j.status, j.correct) for j in judged] == [("ok", True), ("ok", False)]
+    assert block(requests[1], "answer") == "Yes, you can ta"
+
+    call, requests = scripted('{"correct": true}')
+    marked = judge_follow_ups(JOB.model_copy(update={"truncated": "mark"}), FOLLOWED, cut_episode, call)
+    assert marked == (
+        Judgement(index=0, status="ok", correct=True, call_key=requests[0].key()),
+        Judgement(index=1, status="truncated"),
+    )
+    assert len(requests) == 1
 
 
 def test_the_offline_judge_passes_a_revision_or_advice_to_a_question_and_fails_the_rest(tmp_path):

@@ -23,7 +23,7 @@ from tasks.benchmarks.consult.report import (
     load_runs,
     publish_report_artifacts,
 )
-from tasks.benchmarks.consult.tables import build_tables, terminal_tables
+from tasks.benchmarks.consult.tables import build_tables, cut_notes, terminal_tables
 from tasks.core.preflight import UserError
 from tasks.evals.outputs import write_table
 from tasks.report.stats import bootstrap_mean, seeded_rng
@@ -159,8 +159,11 @@ EPISODES: dict[str, dict[str, Any]] = {
 }
 
 
-def episode_messages(key: dict[str, Any], revealed: list[list[str]] | None) -> list[dict[str, Any]]:
-    """Turn 0: the opening; turns 1..q: question and answer; turn q + 1: the differential."""
+def episode_messages(
+    key: dict[str, Any], revealed: list[list[str]] | None, cut: bool = False
+) -> list[dict[str, Any]]:
+    """Turn 0: the opening; turns 1..q: question and answer; turn q + 1: the differential, `cut` at
+    max_tokens or whole."""
     if revealed is None:
         return [
             {**key, "turn": 0, "role": "patient", "stage": "history", "status": "simulated", "text": "Hi"},
@@ -198,7 +201,9 @@ def episode_messages(key: dict[str, Any], revealed: list[list[str]] | None) -> l
         "status": "ok",
         **AGENT_CALL,
     }
-    return [*rows, {**final, "text": "[differential]"}]
+    if cut:
+        return [*rows, {**final, "text": '[{"title": "Acute bron', "finish_reason": "length"}]
+    return [*rows, {**final, "text": "[differential]", "finish_reason": "stop"}]
 
 
 def score_row(key: dict[str, Any], case_id: str, episode: tuple[Any, ...] | None) -> dict[str, Any]:
@@ -238,7 +243,10 @@ def make_run(
     for model in models:
         for case_id, episode in EPISODES[model].items():
             key = {"run_id": run_id, "model": model, "case_id": case_id, "epoch": 0}
-            messages += episode_messages(key, None if episode is None else episode[3])
+            if episode is None:
+                messages += episode_messages(key, None)
+            else:  # an unparseable differential was cut at max_tokens
+                messages += episode_messages(key, episode[3], cut=episode[5] == "unparseable")
             scores.append(score_row(key, case_id, episode))
     write_table(messages, MESSAGES, run_dir / "messages.parquet")
     write_table(scores, SCORES, run_dir / "scores.parquet")
@@ -309,6 +317,8 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "n_plan_unparseable": 0,
         "fqr_judged": 4,  # c1 2, c2 2
         "fqr_unparseable": 1,
+        "replies_cut": {},
+        "fqr_truncated": 0,
         "judge": {
             "models": ["threadmed/consult-judge"],
             "rubric_versions": ["judge_fqr_v1"],
@@ -358,7 +368,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         },
         # c1: 2 questions + differential, c2: 1 + differential, c3: one failed call (no tokens)
         "usage": {
-            "agent": {"calls": 6, "prompt_tokens": 500, "completion_tokens": 50, "cost_usd": 0.625},
+            "agent": {"calls": 6, "prompt_tokens": 500, "completion_tokens": 50, "cost_usd": 0.625, "cut": 0},
             "judge": {"calls": 4, "prompt_tokens": 160, "completion_tokens": 16, "cost_usd": 0.04},  # c1, c2
         },
     }
@@ -369,6 +379,8 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "n_plan_unparseable": 1,
         "fqr_judged": 2,  # c1 0, c2 1, c3 1
         "fqr_unparseable": 1,
+        "replies_cut": {"diagnosis": 1},  # c2's differential
+        "fqr_truncated": 0,
         "judge": {
             "models": ["threadmed/consult-judge"],
             "rubric_versions": ["judge_fqr_v1"],
@@ -424,7 +436,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
             },
         },
         "usage": {
-            "agent": {"calls": 9, "prompt_tokens": 900, "completion_tokens": 90, "cost_usd": 1.125},
+            "agent": {"calls": 9, "prompt_tokens": 900, "completion_tokens": 90, "cost_usd": 1.125, "cut": 1},
             "judge": {"calls": 6, "prompt_tokens": 240, "completion_tokens": 24, "cost_usd": 0.06},
         },
     }
@@ -682,11 +694,29 @@ def test_published_tables_are_rebuilt_from_the_stored_metrics(metrics: dict[str,
 def test_the_cost_table_counts_the_judges_calls_beside_the_agents(metrics: dict[str, Any]) -> None:
     [usage] = [table for table in build_tables(metrics) if table.key == "usage"]
     assert usage.rows == [
-        ["alpha", "agent", "6", "500", "50", "0.6250"],
-        ["alpha", "judge", "4", "160", "16", "0.0400"],
-        ["beta", "agent", "9", "900", "90", "1.1250"],
-        ["beta", "judge", "6", "240", "24", "0.0600"],
+        ["alpha", "agent", "6", "500", "50", "0.6250", "0"],
+        ["alpha", "judge", "4", "160", "16", "0.0400", "—"],
+        ["beta", "agent", "9", "900", "90", "1.1250", "1"],
+        ["beta", "judge", "6", "240", "24", "0.0600", "—"],
     ]
+
+
+def test_replies_cut_at_max_tokens_are_noted_by_model_and_stage(metrics: dict[str, Any]) -> None:
+    assert cut_notes(metrics) == [
+        "1 agent repl(ies) were cut at max_tokens (beta: diagnosis 1): a cut differential or plan is parsed "
+        "as given; a cut follow-up answer was judged as given (the config's `truncated: judge`). A larger "
+        "max_tokens avoids this."
+    ]
+    marked = {
+        "a": {"replies_cut": {"history": 2, "follow_up": 1}, "fqr_truncated": 1},
+        "b": {"replies_cut": {}, "fqr_truncated": 0},
+    }
+    assert cut_notes({"models": marked}) == [
+        "3 agent repl(ies) were cut at max_tokens (a: history 2, follow-up 1): a cut differential or plan is "
+        "parsed as given; 1 cut follow-up answer(s) were left ungraded (the config's `truncated: mark`) and "
+        "out of FQR, any other was judged as given. A larger max_tokens avoids this."
+    ]
+    assert cut_notes({"models": {"b": marked["b"]}}) == []
 
 
 def test_the_terminal_composite_says_what_it_is_to_the_reader(metrics: dict[str, Any]) -> None:

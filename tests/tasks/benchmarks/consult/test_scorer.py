@@ -163,3 +163,23 @@ def test_the_row_counts_every_judge_call_re_asks_and_failures_included():
     assert (failed["status"], failed["judge_calls"], failed["judge_cost_usd"]) == (
         "failed", 2, pytest.approx(0.024)
     )  # fmt: skip
+
+
+def test_a_follow_up_answer_cut_at_max_tokens_is_left_ungraded_when_the_config_marks_it():
+    call, _ = scripted()
+    messages = [
+        {**m, "finish_reason": "length"}
+        if (m["role"], m["stage"], m.get("follow_up")) == ("agent", "follow_up", 1)
+        else m
+        for m in run_episode(job(), call)
+    ]
+    marking = SCORE_JOB.model_copy(update={"truncated": "mark"})
+    row = episode_scores(marking, messages, load_kb(), load_policy(), stub_judge)
+    assert [(f["index"], f["answer"], f["judge_status"]) for f in row["follow_ups"]] == [
+        (0, DOXYCYCLINE, "ok"),
+        (1, ANSWER, "truncated"),
+    ]
+    # one judge call (follow-up 0); the cut answer is neither graded nor counted as an unparseable grade
+    assert (row["judge_calls"], row["fqr_judged"], row["fqr_unparseable"], row["fqr"]) == (1, 1, 0, 1.0)
+    judged = episode_scores(SCORE_JOB, messages, load_kb(), load_policy(), stub_judge)
+    assert [f["judge_status"] for f in judged["follow_ups"]] == ["ok", "unparseable"]  # judged as given

@@ -40,7 +40,8 @@ PATIENT_CALL = {"prompt_tokens": 50, "completion_tokens": 5, "cost_usd": 0.0625}
 
 # Per interview: (status, predicted, invalid, malformed, questions asked, turn of the leaking reply).
 # alpha: c1 half right with a made-up code and a leak of bronchitis at turn 2; c2 perfect; c3 failed.
-# beta: c1 perfect; c2 no final answer; c3 empty gold answered with nothing (perfect).
+# beta: c1 perfect; c2 no final answer (its reply cut at max_tokens); c3 empty gold answered with nothing
+# (perfect).
 INTERVIEWS: dict[str, dict[str, tuple[Any, ...]]] = {
     "alpha": {
         "c1": ("answered", (SINUSITIS, MADE_UP), (MADE_UP,), (MADE_UP,), 2, 2),
@@ -121,6 +122,9 @@ def messages(key: dict[str, Any], status: str, questions: int, leak_turn: int | 
     final = {**key, "turn": questions + 1, "role": "clinician", "speaker": key["model"]}
     if status == "failed":
         rows.append({**final, "status": "failed", "error": "rate limited"})
+    elif status == "no_answer":
+        cut = {"text": '<Final Answer>: ["3622', "finish_reason": "length"}
+        rows.append({**final, "status": "ok", **cut, **CLINICIAN_CALL})
     else:
         rows.append({**final, "status": "ok", "text": "<Final Answer>: [...]", **CLINICIAN_CALL})
     return [{**row, "message": index} for index, row in enumerate(rows)]
@@ -225,7 +229,9 @@ def interval(model: str, outcomes: list[CaseOutcome], name: str) -> dict[str, An
     return {"n": ci.n, "mean": ci.estimate, "ci": [ci.low, ci.high]}
 
 
-def usage(model: str, clinician_calls: int, patient_calls: int, failed_calls: int = 0) -> dict[str, Any]:
+def usage(
+    model: str, clinician_calls: int, patient_calls: int, failed_calls: int = 0, cut: int = 0
+) -> dict[str, Any]:
     ok = clinician_calls - failed_calls
     return {
         "clinician": {
@@ -234,6 +240,7 @@ def usage(model: str, clinician_calls: int, patient_calls: int, failed_calls: in
             "prompt_tokens": 100 * ok,
             "completion_tokens": 10 * ok,
             "cost_usd": 0.125 * ok,
+            "cut": cut,
         },
         "patient": {
             "model": "patient-sim",
@@ -241,6 +248,7 @@ def usage(model: str, clinician_calls: int, patient_calls: int, failed_calls: in
             "prompt_tokens": 50 * patient_calls,
             "completion_tokens": 5 * patient_calls,
             "cost_usd": 0.0625 * patient_calls,
+            "cut": 0,
         },
     }
 
@@ -322,7 +330,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
             {"n_gold": 1, "n_cases": 1, "mean_f1": 0.0},
             {"n_gold": 2, "n_cases": 1, "mean_f1": 1.0},
         ],
-        "usage": usage("beta", clinician_calls=11, patient_calls=8),
+        "usage": usage("beta", clinician_calls=11, patient_calls=8, cut=1),
     }
     assert rounded(metrics["models"]) == rounded({"alpha": alpha, "beta": beta})
     assert [metrics["models"]["alpha"][name]["mean"] for name in names] == [0.5, 0.75, 0.75, 0.75]
@@ -465,6 +473,12 @@ def test_report_folder_markdown_figures_and_stats(tmp_path: Path, runs) -> None:
         "must never name a diagnosis: a simulator defect that makes these interviews easier "
         f"(alpha / c1 / epoch 0 turn 2: {BRONCHITIS})." in markdown
     )
+    assert (
+        "- 1 repl(ies) were cut at max_tokens (beta: clinician 1): a cut final answer is parsed as given "
+        "(often as no answer, its list unclosed), a cut patient reply is what the clinician heard. A larger "
+        "max_tokens avoids this." in markdown
+    )
+    assert "| beta | clinician | beta | 11 | 1100 | 110 | 1.3750 | 1 |" in markdown
     assert "![F1 per interview, by model" in markdown
     assert "Disclosure: symptoms. Patient prompt form: lay. Epochs: 1." in markdown
 
