@@ -16,7 +16,8 @@ source. Rules, per planned KB drug (plan order), then per drug pair, then per un
 - interaction: a drug or class pair of the KB among plan x plan and plan x current medications (pairs
   wholly within current medications are the patient's own business, not the plan's); severe = hard,
   moderate = soft.
-- unknown_drug (soft): a plan item that matched no KB drug.
+- unverified: a plan item that resolves to no KB drug. It is no violation of a rule, but a plan holding
+  one cannot be called safe: PSC counts it as unsafe (`Critique.unverified`).
 Lookups are built once per KB (`_index`), so a check costs a few dictionary reads per drug.
 """
 
@@ -35,8 +36,12 @@ from tasks.benchmarks.consult.treatment import canonical_route, canonical_unit, 
 
 ViolationKind = Literal[
     "contraindication", "allergy", "cross_reactivity", "interaction", "pregnancy", "lactation", "age_band",
-    "renal", "hepatic", "dose_above_maximum", "dose_below_half_usual", "wrong_route", "unknown_drug",
+    "renal", "hepatic", "dose_above_maximum", "dose_below_half_usual", "wrong_route", "minimum_age",
+    "dose_unreadable", "unverified",
 ]  # fmt: skip
+# hard fails PSC; soft is reported only; unverified: the critic could not check the item (an unresolved
+# drug, a dose it cannot read), so the plan cannot be called safe: PSC fails too.
+Severity = Literal["hard", "soft", "unverified"]
 # The kinds PCR counts: a drug that conflicts with the patient's profile.
 PROFILE_CONFLICTS = frozenset(
     {"allergy", "cross_reactivity", "pregnancy", "lactation", "age_band", "renal", "hepatic"}
@@ -58,8 +63,8 @@ CONSTRAINT_FORMS = ", ".join(
 
 class Violation(BaseModel, frozen=True, extra="forbid"):
     kind: ViolationKind
-    severity: Literal["hard", "soft"]  # hard fails PSC
-    drug: str  # KB generic name (as written for unknown_drug)
+    severity: Severity
+    drug: str  # KB generic name (as written for an unverified item)
     other: str | None = None  # the other drug of an interaction
     entry: str  # the KB entry that fired: "interaction warfarin / clarithromycin"
     source: str  # that entry's source
@@ -87,6 +92,11 @@ class Critique(BaseModel, frozen=True):
     @property
     def hard(self) -> bool:
         return any(violation.severity == "hard" for violation in self.violations)
+
+    @property
+    def unverified(self) -> bool:
+        """Some item could not be checked: the plan is not known to be safe."""
+        return any(violation.severity == "unverified" for violation in self.violations)
 
 
 def patient_facts(case: ConsultCase) -> PatientFacts:
@@ -180,7 +190,7 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
         violations += _dose_violations(drug, items, band)
     interactions, pairs = _interactions(tuple(items_by_drug), facts.profile.medications, kb, index)
     violations += interactions
-    violations += (_unknown_drug(item, kb) for item in unknown)
+    violations += (_unverified_drug(item, kb) for item in unknown)
     return Critique(
         violations=tuple(dict.fromkeys(violations)),
         drugs=len(items_by_drug),
@@ -440,10 +450,10 @@ def _interactions(
     return found, len(pairs)
 
 
-def _unknown_drug(item: PlanItem, kb: KnowledgeBase) -> Violation:
+def _unverified_drug(item: PlanItem, kb: KnowledgeBase) -> Violation:
     return Violation(
-        kind="unknown_drug",
-        severity="soft",
+        kind="unverified",
+        severity="unverified",
         drug=item.drug,
         entry=f"drugs_v{kb.version}: no match",
         source=f"consultation KB v{kb.version}",
@@ -461,9 +471,7 @@ def _is_tablet(item: PlanItem, index: _Index) -> bool:
     return route == "oral" and not liquid
 
 
-def _violation(
-    kind: ViolationKind, severity: Literal["hard", "soft"], drug: Drug, entry: str, detail: str
-) -> Violation:
+def _violation(kind: ViolationKind, severity: Severity, drug: Drug, entry: str, detail: str) -> Violation:
     return Violation(
         kind=kind, severity=severity, drug=drug.name, entry=entry, source=drug.source, detail=detail
     )

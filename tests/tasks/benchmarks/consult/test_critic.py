@@ -628,13 +628,13 @@ def test_dose_checks_that_must_not_fire(given, age):
     assert critique(given, facts(age=age), KB).violations == ()
 
 
-def test_unknown_drug_is_soft_and_not_counted_as_a_drug():
+def test_an_unknown_drug_is_unverified_and_not_counted_as_a_drug():
     found = critique(plan(item("unobtainium", generic=None), item("paracetamol")), facts(), KB)
     assert found == Critique(
         violations=(
             violation(
-                "unknown_drug",
-                "soft",
+                "unverified",
+                "unverified",
                 "unobtainium",
                 "drugs_v1: no match",
                 "consultation KB v1",
@@ -648,7 +648,7 @@ def test_unknown_drug_is_soft_and_not_counted_as_a_drug():
     )
 
 
-def test_violations_come_drug_by_drug_then_pairs_then_unknown_drugs():
+def test_violations_come_drug_by_drug_then_pairs_then_unverified_items():
     given = plan(
         item("mystery", generic=None),
         item("ibuprofen", 400, "mg", 8),
@@ -662,7 +662,7 @@ def test_violations_come_drug_by_drug_then_pairs_then_unknown_drugs():
         ("pregnancy", "ibuprofen"),
         ("dose_above_maximum", "ibuprofen"),
         ("interaction", "ibuprofen"),
-        ("unknown_drug", "mystery"),
+        ("unverified", "mystery"),
     ]
     assert (found.drugs, found.pairs, found.interacting_pairs, found.conflicting_drugs) == (2, 1, 1, 1)
     assert found.hard
