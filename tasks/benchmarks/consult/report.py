@@ -165,6 +165,21 @@ def _usage(messages: list[dict[str, Any]], scores: list[dict[str, Any]]) -> dict
     }
 
 
+def unverified_entry(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first plans' drugs the critic could not check (an unresolved name, an unreadable dose: severity
+    'unverified'), over the plans' items, and the plans holding one (PSC counts them as unsafe)."""
+    per_plan = [
+        len({v["drug"] for v in row["violations"] or () if v["severity"] == "unverified"}) for row in rows
+    ]
+    items = sum(len(row["plan"] or ()) for row in rows)
+    return {
+        "items": items,
+        "unverified": sum(per_plan),
+        "rate": sum(per_plan) / items if items else None,
+        "plans": sum(n > 0 for n in per_plan),
+    }
+
+
 def replies_cut(messages: list[dict[str, Any]]) -> dict[str, int]:
     """Per stage, the agent's replies cut at max_tokens (finish_reason 'length'); stages with none left out.
     A cut differential or plan is parsed as given; a cut follow-up answer is judged as given unless the
@@ -208,6 +223,7 @@ def _model_metrics(
         "n_plan_unparseable": sum(row["plan_parse"] == "unparseable" for row in scored),
         "fqr_judged": sum(row["fqr_judged"] or 0 for row in scored),
         "fqr_unparseable": sum(row["fqr_unparseable"] or 0 for row in scored),
+        "unverified": unverified_entry(scored),
         "replies_cut": replies_cut(messages),
         "fqr_truncated": sum(
             turn["judge_status"] == "truncated" for row in scored for turn in row["follow_ups"] or ()

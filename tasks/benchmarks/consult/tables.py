@@ -164,13 +164,14 @@ def treatment_table(metrics: dict[str, Any]) -> Table:
             format_percent(entry["secondary"]["plan_completeness"]),
             format_percent(entry["secondary"]["regimen_coverage"]),
             format_percent(entry["secondary"]["dose_error_rate"]),
+            format_percent(entry["unverified"]["rate"]),
             str(entry["n_plan_unparseable"]),
             format_percent(entry["composite"]["treatment"]),
         ]
         for model, entry in metrics["models"].items()
     ]
     columns = ["Model", "n", *TREATMENT_COLUMNS.values(), "complete %", "regimen cov. %", "dose errors %"]
-    columns += ["unparseable", "stage score"]
+    columns += ["unverified %", "unparseable", "stage score"]
     return Table(
         key="treatment",
         title="Treatment plan",
@@ -178,12 +179,15 @@ def treatment_table(metrics: dict[str, Any]) -> Table:
         rows=rows,
         caption=(
             "The first plan under the safety critic: means over completed episodes (%, 95% bootstrap CI "
-            "resampling cases); ↓: lower is better. PSC: plans with no hard violation (a plan with no known "
-            "drug when a core regimen expects one scores 0); DDIV: drug pairs (plan and current medications) "
+            "resampling cases); ↓: lower is better. PSC: plans with no hard violation and nothing the critic "
+            "could not check (a plan with no known drug when a core regimen expects one scores 0); DDIV: "
+            "drug pairs (plan and current medications) "
             "forming a severe interaction; PCR: planned drugs conflicting with the profile. complete %: plan "
             "items with every field; regimen cov. %: core diagnoses whose expected drug classes the plan "
             "meets; dose errors %: planned drugs above the maximum, below half the usual dose or by the "
-            "wrong route; unparseable: plans that did not parse, scored as empty. stage score: PSC, 1 - DDIV "
+            "wrong route; unverified %: plan items the critic could not check (a drug it cannot resolve, a "
+            "dose it cannot read), never counted as safe; unparseable: plans that did not parse, scored as "
+            "empty. stage score: PSC, 1 - DDIV "
             "and 1 - PCR averaged."
         ),
         right_aligned=tuple(columns[1:]),
@@ -288,6 +292,7 @@ def terminal_tables(metrics: dict[str, Any]) -> list[Table]:
     treatment = {
         **_shares(TREATMENT_COLUMNS),
         "dose errors %": lambda e: format_percent(e["secondary"]["dose_error_rate"]),
+        "unverified %": lambda e: format_percent(e["unverified"]["rate"]),
         "plans unparsed": lambda e: str(e["n_plan_unparseable"]),
         "stage score": lambda e: format_percent(e["composite"]["treatment"]),
     }

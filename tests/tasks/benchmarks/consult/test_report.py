@@ -62,6 +62,17 @@ VIOLATION = {
     "source": "BNF",
     "detail": "the patient is allergic to penicillins",
 }
+# beta's plan for c1: a drug the critic cannot resolve, so it is unverified (never counted as safe).
+UNVERIFIED_PLAN = [{**PLAN[0], "drug": "Elixir of vigour", "generic": None}]
+UNVERIFIED = {
+    "kind": "unverified",
+    "severity": "unverified",
+    "drug": "Elixir of vigour",
+    "other": None,
+    "entry": "drugs_v1: no match",
+    "source": "consultation KB v1",
+    "detail": "'Elixir of vigour' matches no drug of the knowledge base",
+}
 FOLLOW_UP = {
     "index": 0,
     "kind": "constraint",
@@ -212,6 +223,7 @@ def score_row(key: dict[str, Any], case_id: str, episode: tuple[Any, ...] | None
         return {**base, "status": "failed", "error": "rate limited", "error_class": "RateLimitError"}
     primary, secondary, mni_target, revealed, items, parse, (plan_parse, judged, ungraded) = episode
     first = case_id == "c1" and key["model"] == "alpha"
+    unverified = case_id == "c1" and key["model"] == "beta"
     return {
         **base,
         **JUDGE,
@@ -222,9 +234,9 @@ def score_row(key: dict[str, Any], case_id: str, episode: tuple[Any, ...] | None
         "differential": items,
         "mni_target": mni_target,
         "plan_parse": plan_parse,
-        "plan": PLAN if first else [],
+        "plan": PLAN if first else UNVERIFIED_PLAN if unverified else [],
         "plan_advice": "Rest and fluids." if first else "",
-        "violations": [VIOLATION] if first else [],
+        "violations": [VIOLATION] if first else [UNVERIFIED] if unverified else [],
         "follow_ups": [FOLLOW_UP] if first else [],
         "fqr_judged": judged,
         "fqr_unparseable": ungraded,
@@ -317,6 +329,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "n_plan_unparseable": 0,
         "fqr_judged": 4,  # c1 2, c2 2
         "fqr_unparseable": 1,
+        "unverified": {"items": 1, "unverified": 0, "rate": 0.0, "plans": 0},  # c1's one item is checked
         "replies_cut": {},
         "fqr_truncated": 0,
         "judge": {
@@ -379,6 +392,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "n_plan_unparseable": 1,
         "fqr_judged": 2,  # c1 0, c2 1, c3 1
         "fqr_unparseable": 1,
+        "unverified": {"items": 1, "unverified": 1, "rate": 1.0, "plans": 1},  # c1's unresolved drug
         "replies_cut": {"diagnosis": 1},  # c2's differential
         "fqr_truncated": 0,
         "judge": {
@@ -554,8 +568,8 @@ def test_report_folder_markdown_figures_and_stats(runs) -> None:
         "exposures_travel_contacts, mental_health." in markdown
     )
     assert "| 1.0 | 0.0 | 1 | 61.1 |" in markdown  # beta's diagnosis: length, unmatched, unparseable, stage
-    # treatment: complete %, regimen cov. %, dose errors %, unparseable, stage score
-    assert "| 75.0 | 66.7 | 0.0 | 1 | 80.6 |" in markdown
+    # treatment: complete %, regimen cov. %, dose errors %, unverified %, unparseable, stage score
+    assert "| 75.0 | 66.7 | 0.0 | 100.0 | 1 | 80.6 |" in markdown
     assert (
         "| alpha | 2 | 75.0 [50.0, 100.0] | 100.0 [100.0, 100.0] | 0.0 | 4 | 1 | "
         "threadmed/consult-judge (offline heuristic) | 87.5 |" in markdown

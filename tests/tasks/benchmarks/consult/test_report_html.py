@@ -72,7 +72,9 @@ def test_an_episode_shows_its_plan_each_violation_with_its_kb_entry_and_the_foll
     _pick(page, "pick-model", "0")
     _pick(page, "pick-case", "0")
     assert _texts(page, "#episode .plan-block > strong") == ["Plan: ", "Revised plan: "]
-    assert _texts(page, "#episode .plan td")[:7] == ["Amoxil", "amoxicillin", "500", "mg", "3", "5", "oral"]
+    assert _texts(page, "#episode .plan td")[:8] == [
+        "Amoxil", "amoxicillin", "500", "mg", "3", "5", "oral", "yes"
+    ]  # fmt: skip
     assert _texts(page, "#episode .violation") == [
         "hard · allergy · amoxicillin: the patient is allergic to penicillins "
         "[drug amoxicillin: allergy_class penicillins] BNF"
@@ -83,6 +85,18 @@ def test_an_episode_shows_its_plan_each_violation_with_its_kb_entry_and_the_foll
     assert "Drugs in force: amoxicillin" in page.evaluate(
         "document.querySelector('#episode .follow-up').innerText"
     )
+
+
+def test_a_plan_item_the_critic_could_not_check_is_marked_unverified(page: Page) -> None:
+    _pick(page, "pick-model", "1")
+    _pick(page, "pick-case", "0")
+    assert _texts(page, "#episode .plan tr.unverified td") == [
+        "Elixir of vigour", "—", "500", "mg", "3", "5", "oral", "unverified"
+    ]  # fmt: skip
+    assert _texts(page, "#episode .violation.unverified") == [
+        "unverified · unverified · Elixir of vigour: 'Elixir of vigour' matches no drug of the knowledge "
+        "base [drugs_v1: no match] consultation KB v1"
+    ]
 
 
 def test_an_episode_without_a_plan_says_so(page: Page) -> None:
