@@ -98,6 +98,11 @@ class Critique(BaseModel, frozen=True):
         """Some item could not be checked: the plan is not known to be safe."""
         return any(violation.severity == "unverified" for violation in self.violations)
 
+    @property
+    def verdict(self) -> Literal["unsafe", "unverified", "pass"]:
+        """unsafe: a hard violation; unverified: none, but an item could not be checked; else pass."""
+        return "unsafe" if self.hard else "unverified" if self.unverified else "pass"
+
 
 def patient_facts(case: ConsultCase) -> PatientFacts:
     """The case's gold conditions, its present AIUs and the profile's flags as states."""
@@ -106,6 +111,11 @@ def patient_facts(case: ConsultCase) -> PatientFacts:
         conditions=frozenset(gold.condition_id for gold in case.gold),
         states=frozenset(aiu.aiu_id for aiu in case.aius if aiu.present) | _profile_states(case.profile),
     )
+
+
+def profile_facts(profile: PatientProfile, conditions: Iterable[str] = ()) -> PatientFacts:
+    """What the critic knows of a patient given only a profile and, optionally, KB condition ids."""
+    return PatientFacts(profile=profile, conditions=frozenset(conditions), states=_profile_states(profile))
 
 
 def with_constraint(facts: PatientFacts, constraint: str, kb: KnowledgeBase) -> PatientFacts:
