@@ -333,3 +333,78 @@ def print_consult_report(report_dir: Path) -> None:
         console.print(f"[yellow]{escape(note)}[/yellow]")
     for name in ("report.md", "index.html", "metrics.json"):
         console.print(f"  {report_dir / name}")
+
+
+@app.command("check-plan")
+def check_plan_command(
+    profile: Annotated[
+        Path,
+        typer.Option(
+            help="The patient: a YAML or JSON file with a case's `profile` (age, sex, pregnant, "
+            "breastfeeding, renal_impairment, hepatic_impairment, allergies, medications).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    plan: Annotated[
+        Path,
+        typer.Option(
+            help='The plan as an agent writes it: a JSON list of items with "drug", "dose", "unit", '
+            '"frequency_per_day", "days", "route" (or {"plan": [...], "advice": "..."}).',
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    condition: Annotated[
+        list[str] | None,
+        typer.Option(help="A KB condition id the patient has (its contraindications apply); repeatable."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Check one treatment plan for one patient with the safety critic: each item's ingredients and
+    daily amounts, then every violation with its severity, rule and source. Exit 0 when the plan passes,
+    1 when a hard violation fires or an item could not be checked (unverified), 2 on bad input."""
+    from tasks.benchmarks.consult.kb.loading import load_kb
+    from tasks.benchmarks.consult.plan_check import check_plan, read_plan, read_profile
+
+    kb = load_kb()
+    try:
+        result = check_plan(read_profile(profile, kb), read_plan(plan, kb), kb, condition or ())
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        print_plan_check(result)
+    raise typer.Exit(0 if result.verdict == "pass" else 1)
+
+
+def print_plan_check(result) -> None:
+    """The resolved plan, the findings and the verdict, as tables."""
+    from rich.table import Table
+
+    items = Table("as written", "KB ingredient", "a day", "checked", title="Plan", title_justify="left")
+    for item in result.items:
+        if not item.ingredients:
+            items.add_row(escape(item.drug), "—", "—", "unverified")
+        for position, ingredient in enumerate(item.ingredients):
+            daily = "—" if ingredient.daily is None else f"{ingredient.daily:g} {ingredient.unit}"
+            checked = ("yes" if item.checked else "unverified") if position == 0 else ""
+            items.add_row(escape(item.drug) if position == 0 else "", ingredient.generic, daily, checked)
+    console.print(items)
+    if result.violations:
+        findings = Table(
+            "severity", "kind", "drug", "why (rule · source)", title="Findings", title_justify="left"
+        )
+        for v in result.violations:
+            drug = v.drug + (f" + {v.other}" if v.other else "")
+            why = f"{escape(v.detail)}\n[dim]{escape(v.entry)} · {escape(v.source)}[/dim]"
+            findings.add_row(v.severity, v.kind, escape(drug), why)
+        console.print(findings)
+    colour = {"pass": "green", "unsafe": "red", "unverified": "yellow"}[result.verdict]
+    meaning = {
+        "pass": "no hard violation, every item checked",
+        "unsafe": "a hard violation fires",
+        "unverified": "no hard violation, but an item could not be checked: not known to be safe",
+    }[result.verdict]
+    console.print(f"[{colour}]{result.verdict}[/{colour}]: {meaning}")

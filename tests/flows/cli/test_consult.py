@@ -242,3 +242,66 @@ def test_the_api_base_help_names_what_goes_there():
         "and judge stay in-process). It gets no key unless --api-key-env names one: provider keys such as "
         "OPENAI_API_KEY never go to a custom endpoint."
     )
+
+
+def write_check_inputs(folder, profile: dict, plan: list[dict]) -> None:
+    (folder / "profile.json").write_text(json.dumps(profile))
+    (folder / "plan.json").write_text(json.dumps(plan))
+
+
+def test_check_plan_passes_a_safe_plan_with_exit_0(tmp_path):
+    write_check_inputs(
+        tmp_path,
+        {"age": 40, "sex": "female"},
+        [{"drug": "Panadol", "dose": 1, "unit": "g", "frequency_per_day": 4, "days": 3, "route": "oral"}],
+    )
+    result = threadmed("consult", "check-plan", "--profile", "profile.json", "--plan", "plan.json", "--json",
+                       cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "verdict": "pass",
+        "items": [
+            {
+                "drug": "Panadol",
+                "ingredients": [{"generic": "paracetamol", "daily": 4000.0, "unit": "mg"}],
+                "checked": True,
+            }
+        ],
+        "violations": [],
+    }
+
+
+def test_check_plan_shows_a_hard_violation_with_its_rule_and_source_and_exits_1(tmp_path):
+    write_check_inputs(
+        tmp_path,
+        {"age": 67, "sex": "male", "medications": ["warfarin"]},
+        [{"drug": "naproxen", "dose": 500, "unit": "mg", "frequency_per_day": 2, "route": "oral"}],
+    )
+    result = threadmed(
+        "consult", "check-plan", "--profile", "profile.json", "--plan", "plan.json", cwd=tmp_path
+    )
+    assert result.returncode == 1, result.stderr
+    lines = [line.strip(" │┃") for line in result.stdout.splitlines()]
+    assert [line.split("│")[0].strip() for line in lines if line.startswith(("naproxen", "hard"))] == [
+        "naproxen",  # the plan table's row
+        "hard",  # the finding's row
+    ]
+    assert "interaction nsaids / anticoagulants · BNF: interactions of warfarin" in result.stdout
+    assert result.stdout.rstrip().endswith("unsafe: a hard violation fires")
+
+
+def test_check_plan_on_bad_input_is_a_usage_error_with_exit_2(tmp_path):
+    write_check_inputs(tmp_path, {"age": 40, "sex": "female", "allergies": ["kryptonite"]}, [{"drug": "x"}])
+    result = threadmed(
+        "consult", "check-plan", "--profile", "profile.json", "--plan", "plan.json", cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "profile.json: profile.allergies.0: 'kryptonite' is not" in " ".join(error_lines(result))
+    write_check_inputs(tmp_path, {"age": 40, "sex": "female"}, [])
+    (tmp_path / "plan.json").write_text("Rest and fluids, no drugs.")
+    result = threadmed(
+        "consult", "check-plan", "--profile", "profile.json", "--plan", "plan.json", cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert "plan.json: no plan found" in " ".join(error_lines(result))

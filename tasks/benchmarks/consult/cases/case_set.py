@@ -49,7 +49,7 @@ def case_problems(case: ConsultCase, kb: KnowledgeBase) -> list[str]:
     return [
         *_aiu_problems(case, kb),
         *_gold_problems(case, kb),
-        *_profile_problems(case.profile, kb),
+        *profile_problems(case.profile, kb),
         *follow_ups,
     ]
 
@@ -90,7 +90,7 @@ def _gold_problems(case: ConsultCase, kb: KnowledgeBase) -> list[str]:
     return problems
 
 
-def _profile_problems(profile: PatientProfile, kb: KnowledgeBase) -> list[str]:
+def profile_problems(profile: PatientProfile, kb: KnowledgeBase) -> list[str]:
     problems = [
         f"profile.{flag}: a male patient cannot be {flag}"
         for flag in ("pregnant", "breastfeeding")
