@@ -10,6 +10,9 @@ THREADMED = str(Path(sys.executable).with_name("threadmed"))
 UNPRIVILEGED = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
                 "--bounding-set=-dac_override,-dac_read_search"]  # fmt: skip
 OFFLINE_MODELS = ["--models", "threadmed/deferral", "--judge", "threadmed/overlap-judge"]
+# How long a command in a subprocess may run: a guard against a hang, not a speed bound. Under a load
+# average of 10, importing and starting a temporary Prefect server alone can take minutes.
+COMMAND_TIMEOUT_S = 900
 
 
 # A Prefect API nobody serves: a command that starts a flow under it fails, one that checks its inputs first
@@ -23,7 +26,9 @@ def threadmed(
     prefix = UNPRIVILEGED if unprivileged and os.geteuid() == 0 else []
     environment = {**os.environ, "COLUMNS": "200", **(env or {})}  # a wide terminal: one message, one line
     command = [*prefix, THREADMED, *map(str, arguments)]
-    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=environment, timeout=300)
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=cwd, env=environment, timeout=COMMAND_TIMEOUT_S
+    )
 
 
 def error_lines(result: subprocess.CompletedProcess) -> list[str]:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from flows.cli import app
 from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
 from tasks.synth.generator import generate_dumps
-from tests.flows.cli.terminal import THREADMED, assert_usage_error, error_lines, threadmed
+from tests.flows.cli.terminal import COMMAND_TIMEOUT_S, THREADMED, assert_usage_error, error_lines, threadmed
 from tests.tasks.data.reddit.test_reader import write_zstd
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -58,7 +58,9 @@ def run_threadmed(*arguments: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value(), "COLUMNS": "200"}
     env.pop(SALT_VARIABLE, None)
     command = [sys.executable, "-m", "flows.cli", *arguments]
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S
+    )
 
 
 @pytest.mark.slow
@@ -176,7 +178,7 @@ def run_build(tmp_path_factory):
         arguments = ["--submissions", str(submissions), "--comments", str(comments), "--out", "out"]
         return subprocess.run(
             [THREADMED, "build", *arguments, "--lake", "lake", *options],
-            cwd=folder, env=env, capture_output=True, text=True, timeout=300,
+            cwd=folder, env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
         )  # fmt: skip
 
     return run

@@ -16,6 +16,7 @@ import pytest
 
 from tasks.synth.generator import generate_dumps
 from tests.eval_fixtures import write_dataset
+from tests.flows.cli.terminal import COMMAND_TIMEOUT_S
 from tests.llm_server import LLMServer
 from tests.tasks.evals.test_run_lock import HOLDER
 
@@ -45,7 +46,7 @@ def test_a_run_folder_being_evaluated_is_refused_in_one_line_naming_the_holder(d
             evaluate_command(dataset, run_dir, "http://127.0.0.1:9/v1"),
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=COMMAND_TIMEOUT_S,
         )
     finally:
         holder.kill()
@@ -148,7 +149,7 @@ def test_a_command_that_used_duckdb_exits_without_nanobind_leak_reports(tmp_path
     built = subprocess.run(
         [THREADMED, "build", "--submissions", submissions, "--comments", comments,
          "--out", str(tmp_path / "out"), "--lake", str(tmp_path / "lake")],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
     )  # fmt: skip
     assert built.returncode == 0, built.stdout + built.stderr
     assert (tmp_path / "out" / "dataset.duckdb").exists()

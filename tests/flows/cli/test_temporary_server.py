@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from tests.flows.cli.terminal import error_lines, threadmed
+from tests.flows.cli.terminal import COMMAND_TIMEOUT_S, error_lines, threadmed
 
 SHUTDOWN_LOGGING = """
 import asyncio, logging, sys
@@ -23,7 +23,11 @@ for error in (asyncio.CancelledError("shutdown"), RuntimeError("disk full")):
 
 def test_a_pool_reset_cancelled_by_shutdown_is_dropped_and_any_other_pool_error_kept():
     logged = subprocess.run(
-        [sys.executable, "-c", SHUTDOWN_LOGGING], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", SHUTDOWN_LOGGING],
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=True,
     )
     assert [line for line in logged.stdout.splitlines() if line.startswith("reset failed")] == [
         "reset failed: RuntimeError"
@@ -43,7 +47,7 @@ def test_the_commands_startup_time_out_is_set_before_prefect_reads_its_settings(
     }
     read = subprocess.run(
         [sys.executable, "-c", EFFECTIVE_STARTUP_TIMEOUT],
-        capture_output=True, text=True, timeout=300, check=True, env=environment,
+        capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=True, env=environment,
     )  # fmt: skip
     assert read.stdout.strip() == "90"
 
