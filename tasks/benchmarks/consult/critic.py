@@ -9,10 +9,17 @@ source. Rules, per planned KB drug (plan order), then per drug pair, then per un
   present AIU states; absolute = hard, relative = soft.
 - profile conflicts, soft: pregnancy / lactation (the drug's category is `avoid`), age_band (no maximum
   daily dose for the patient's band), renal / hepatic (impairment and the drug has a renal / hepatic note).
-- doses, after unit conversion to the KB drug's unit: dose_above_maximum (the drug's daily total over the
-  plan's items above the band's maximum), dose_below_half_usual (one dose below half the usual dose; not
-  for children: the usual dose is an adult's). Both hard. wrong_route (soft): a route other than the
-  drug's. A dose whose unit does not convert gets no verdict.
+- doses, after conversion to the KB drug's unit (a count of tablets, puffs or ml through the plan's
+  strength, else the KB's standard strengths, dosing_v1.yaml; mg/kg through the patient's weight):
+  dose_above_maximum (the drug's daily total over the plan's items above the band's maximum; for a child
+  whose weight is known, the KB's mg/kg a day x weight, capped; for a once-weekly drug, the weekly total
+  above the weekly maximum), dose_too_frequent (a once-weekly drug given more often: MHRA, methotrexate),
+  dose_below_half_usual (one dose below half the usual dose; not for children: the usual dose is an
+  adult's). All hard. wrong_route (soft): a route other than the drug's. dose_unreadable (unverified): a
+  dose written but not read (no unit, a unit that does not convert, no strength known, no weight for
+  mg/kg, a frequency that cannot be read), or a total over (under) a limit with some of the KB's standard
+  strengths and not others. An item that gives no dose at all gets no dose verdict (plan completeness
+  counts it), though a once-weekly drug's frequency is still checked.
 - interaction: a drug or class pair of the KB among plan x plan and plan x current medications (pairs
   wholly within current medications are the patient's own business, not the plan's); severe = hard,
   moderate = soft.
