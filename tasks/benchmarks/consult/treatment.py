@@ -5,9 +5,10 @@ A plan is the first JSON list of objects that each have a `"drug"` key, or an ob
 Fields are read tolerantly: numbers may be strings (`"500"`), a dose may carry its unit (`"500 mg"`,
 `"1-2 tablets"`: the worst case, 2), a frequency may be words, shorthand or an interval (`"twice daily"`,
 `"tds"`, `"q4h"`, `"every 6-8 hours"`: the most frequent, 4 a day; `"as needed, max 4 a day"`: the stated
-maximum; `"once a week"`: 1/7). A tablet's strength comes from a `strength` key, else from the dose, unit
-or drug text (`"paracetamol 500 mg tablets"`, `"120 mg/5 ml"`). Drug names go to KB generics through
-`normalise_drug_name`. What was written but cannot be read is kept in `PlanItem.unreadable`.
+maximum; `"once a week"`: 1/7; a `frequency` key is read when `frequency_per_day` is absent). A
+tablet's strength comes from a `strength` key, else from the dose, unit or drug text (`"paracetamol
+500 mg tablets"`, `"120 mg/5 ml"`). Drug names go to KB generics through `normalise_drug_name`. What was
+written but cannot be read is kept in `PlanItem.unreadable`.
 
 Units: masses (mg, g, microgram under any spelling) convert to each other, volumes (ml, l) likewise;
 counts (application, puff, spray, sachet, tablet, ...) compare only to the same unit, or to a mass through
@@ -121,9 +122,7 @@ _TIMES_OF_DAY = tuple(
         r"\b(?:evening|teatime|dinner|supper)\b", r"\b(?:night|nocte|bedtime)\b",
     )
 )  # fmt: skip
-_AS_NEEDED = re.compile(
-    r"\b(?:prn|sos|(?:as|when|if) (?:needed|required|necessary))\b"
-)  # fmt: skip
+_AS_NEEDED = re.compile(r"\b(?:prn|sos|(?:as|when|if) (?:needed|required|necessary))\b")
 # "max 4 a day", "up to 4 times daily", "no more than 4 doses in 24 hours": the most doses a day.
 _STATED_MAXIMUM = re.compile(
     r"\b(?:max(?:imum)?|up to|no more than|not more than|not to exceed|at most)\s*(?:of\s*)?"
@@ -215,12 +214,12 @@ def _form_strength(
         amount = normalise_dose(item.strength, mass, to_unit) if bool(per_ml) == volume else None
         if amount is not None:
             return (amount, amount), f"{number_text(item.strength)} {item.strength_unit}"
-    form = "ml" if volume else unit
-    for strength in standard:
-        amounts = [normalise_dose(amount, strength.unit, to_unit) for amount in strength.amounts]
-        if strength.form == form and None not in amounts:
+    for strength in (strength for strength in standard if strength.form == ("ml" if volume else unit)):
+        converted = (normalise_dose(amount, strength.unit, to_unit) for amount in strength.amounts)
+        amounts = [amount for amount in converted if amount is not None]
+        if len(amounts) == len(strength.amounts):
             written = "/".join(number_text(amount) for amount in strength.amounts)
-            return (min(amounts), max(amounts)), f"{written} {strength.unit}{'/ml' if volume else ''}"  # type: ignore[type-var]
+            return (min(amounts), max(amounts)), f"{written} {strength.unit}{'/ml' if volume else ''}"
     return None
 
 
