@@ -138,6 +138,7 @@ _BOTH_NOSTRILS = re.compile(r"\b(?:in|into|to)?\s*(?:each|both|per)\s*nostrils?\
 _FILLER = re.compile(r"[()]|\b(?:a|an|of|each|x|×)\b", re.IGNORECASE)
 # Forms a strength is given per one of; a volume's strength is per ml.
 COUNT_FORMS = frozenset({"tablet", "capsule", "puff", "spray", "sachet", "pessary"})
+_SOLID_FORMS = {"tablet": ("capsule",), "capsule": ("tablet",)}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -214,7 +215,10 @@ def _form_strength(
         amount = normalise_dose(item.strength, mass, to_unit) if bool(per_ml) == volume else None
         if amount is not None:
             return (amount, amount), f"{number_text(item.strength)} {item.strength_unit}"
-    for strength in (strength for strength in standard if strength.form == ("ml" if volume else unit)):
+    # A tablet and a capsule of a drug come in the same strengths: either stands for the other when the KB
+    # lists only one.
+    forms = ["ml"] if volume else [unit, *_SOLID_FORMS.get(unit, ())]
+    for strength in sorted((s for s in standard if s.form in forms), key=lambda s: forms.index(s.form)):
         converted = (normalise_dose(amount, strength.unit, to_unit) for amount in strength.amounts)
         amounts = [amount for amount in converted if amount is not None]
         if len(amounts) == len(strength.amounts):

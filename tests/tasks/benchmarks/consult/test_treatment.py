@@ -203,7 +203,9 @@ def dosed(dose, unit, **fields):
         (dosed(0.15, "mg/kg"), "mg/kg", (), 20, DoseAmount(0.15, 0.15, "0.15 mg/kg")),
         (dosed(15, "mg/kg"), "mg", (), None, None),  # no weight
         (dosed(2, "tablets"), "mg", (), None, None),  # no strength known
-        (dosed(2, "capsules"), "mg", (PARACETAMOL,), None, None),  # no capsule strength
+        # the KB lists tablets only: a capsule is taken to come in the same strengths
+        (dosed(2, "capsules"), "mg", (PARACETAMOL,), None, DoseAmount(1000.0, 1000.0, "2 capsules x 500 mg")),
+        (dosed(2, "sachets"), "mg", (PARACETAMOL,), None, None),  # no sachet strength
         (dosed(2, "puff"), "microgram", (), None, None),
         (dosed(1, None, frequency_per_day=4), "mg", (), None, None),  # no unit
     ],
