@@ -202,6 +202,17 @@ def dose_amount(
     return None if amount is None else DoseAmount(amount, amount, arithmetic)
 
 
+def daily_amount(
+    item: PlanItem, to_unit: str, standard: Sequence[Strength] = (), weight_kg: float | None = None
+) -> float | None:
+    """Dose x doses a day in `to_unit` (as `dose_amount`; the larger when the strength is one of several);
+    None when dose, unit or frequency is missing or does not convert."""
+    amount = dose_amount(item, to_unit, standard, weight_kg)
+    if amount is None or item.frequency_per_day is None:
+        return None
+    return amount.high * item.frequency_per_day
+
+
 def _form_strength(
     item: PlanItem, unit: str, to_unit: str, standard: Sequence[Strength]
 ) -> tuple[tuple[float, float], str] | None:

@@ -9,6 +9,7 @@ from tasks.benchmarks.consult.treatment import (
     DoseAmount,
     canonical_route,
     canonical_unit,
+    daily_amount,
     dose_amount,
     find_strength,
     is_plan_attempt,
@@ -212,6 +213,26 @@ def dosed(dose, unit, **fields):
 )  # fmt: skip
 def test_dose_amount(item, to_unit, standard, weight, expected):
     assert dose_amount(item, to_unit, standard, weight) == expected
+
+
+@pytest.mark.parametrize(
+    ("item", "to_unit", "standard", "expected"),
+    [
+        (PlanItem(drug="p", dose=1, unit="g", frequency_per_day=4), "mg", (), 4000.0),
+        (PlanItem(drug="s", dose=100, unit="mcg", frequency_per_day=2), "mg", (), 0.2),
+        (PlanItem(drug="p", dose=1, unit="g"), "mg", (), None),  # no frequency
+        (PlanItem(drug="p", dose=1, frequency_per_day=4), "mg", (), None),  # no unit
+        (PlanItem(drug="s", dose=2, unit="puff", frequency_per_day=4), "microgram", (), None),
+        (
+            PlanItem(drug="i", dose=2, unit="tablets", frequency_per_day=3),
+            "mg",
+            IBUPROFEN,
+            2400.0,
+        ),  # the larger
+    ],
+)
+def test_daily_amount(item, to_unit, standard, expected):
+    assert daily_amount(item, to_unit, standard) == expected
 
 
 @pytest.mark.parametrize(
