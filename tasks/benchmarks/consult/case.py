@@ -41,6 +41,7 @@ class PatientProfile(BaseModel, frozen=True, extra="forbid"):
     hepatic_impairment: bool = False
     allergies: tuple[str, ...] = ()  # drug or drug-class ids of the KB
     medications: tuple[str, ...] = ()  # generic drug names of the KB
+    weight_kg: float | None = Field(default=None, gt=0)  # known: a child's doses are checked per kg
 
     @property
     def age_band(self) -> AgeBand:

@@ -9,10 +9,17 @@ source. Rules, per planned KB drug (plan order), then per drug pair, then per un
   present AIU states; absolute = hard, relative = soft.
 - profile conflicts, soft: pregnancy / lactation (the drug's category is `avoid`), age_band (no maximum
   daily dose for the patient's band), renal / hepatic (impairment and the drug has a renal / hepatic note).
-- doses, after unit conversion to the KB drug's unit: dose_above_maximum (the drug's daily total over the
-  plan's items above the band's maximum), dose_below_half_usual (one dose below half the usual dose; not
-  for children: the usual dose is an adult's). Both hard. wrong_route (soft): a route other than the
-  drug's. A dose whose unit does not convert gets no verdict.
+- doses, after conversion to the KB drug's unit (a count of tablets, puffs or ml through the plan's
+  strength, else the KB's standard strengths, dosing_v1.yaml; mg/kg through the patient's weight):
+  dose_above_maximum (the drug's daily total over the plan's items above the band's maximum; for a child
+  whose weight is known, the KB's mg/kg a day x weight, capped; for a once-weekly drug, the weekly total
+  above the weekly maximum), dose_too_frequent (a once-weekly drug given more often: MHRA, methotrexate),
+  dose_below_half_usual (one dose below half the usual dose; not for children: the usual dose is an
+  adult's). All hard. wrong_route (soft): a route other than the drug's. dose_unreadable (unverified): a
+  dose written but not read (no unit, a unit that does not convert, no strength known, no weight for
+  mg/kg, a frequency that cannot be read), or a total over (under) a limit with some of the KB's standard
+  strengths and not others. An item that gives no dose at all gets no dose verdict (plan completeness
+  counts it), though a once-weekly drug's frequency is still checked.
 - interaction: a drug or class pair of the KB among plan x plan and plan x current medications (pairs
   wholly within current medications are the patient's own business, not the plan's); severe = hard,
   moderate = soft.
@@ -30,18 +37,29 @@ from pydantic import BaseModel
 from tasks.benchmarks.consult.case import ConsultCase, PatientProfile
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
-from tasks.benchmarks.consult.kb.models import Condition, Drug, Interaction
+from tasks.benchmarks.consult.kb.models import Condition, Dosing, Drug, Interaction
 from tasks.benchmarks.consult.kb.names import unknown_name
-from tasks.benchmarks.consult.treatment import canonical_route, canonical_unit, daily_amount, normalise_dose
+from tasks.benchmarks.consult.treatment import (
+    COUNT_FORMS,
+    DoseAmount,
+    canonical_route,
+    canonical_unit,
+    dose_amount,
+    number_text,
+)
 
 ViolationKind = Literal[
     "contraindication", "allergy", "cross_reactivity", "interaction", "pregnancy", "lactation", "age_band",
     "renal", "hepatic", "dose_above_maximum", "dose_below_half_usual", "wrong_route", "minimum_age",
-    "dose_unreadable", "unverified",
+    "dose_unreadable", "dose_too_frequent", "unverified",
 ]  # fmt: skip
 # hard fails PSC; soft is reported only; unverified: the critic could not check the item (an unresolved
 # drug, a dose it cannot read), so the plan cannot be called safe: PSC fails too.
 Severity = Literal["hard", "soft", "unverified"]
+_UNREADABLE: tuple[ViolationKind, Severity] = ("dose_unreadable", "unverified")
+# A dose of tablets with no strength given, read with the KB's several standard strengths, is over (or
+# under) a limit with some and not others: the critic cannot tell.
+_STRENGTH_DECIDES = ": the strength decides, and the plan gives none"
 # The kinds PCR counts: a drug that conflicts with the patient's profile.
 PROFILE_CONFLICTS = frozenset(
     {"allergy", "cross_reactivity", "pregnancy", "lactation", "age_band", "renal", "hepatic"}
@@ -197,7 +215,7 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
         violations += _allergy_violations(drug, allergies, index)
         violations += _contraindications(drug, facts.conditions, states, index)
         violations += _profile_conflicts(drug, states, band)
-        violations += _dose_violations(drug, items, band)
+        violations += _dose_violations(drug, items, facts.profile, index)
     interactions, pairs = _interactions(tuple(items_by_drug), facts.profile.medications, kb, index)
     violations += interactions
     violations += (_unverified_drug(item, kb) for item in unknown)
@@ -258,6 +276,7 @@ class _Index:
     def __init__(self, kb: KnowledgeBase) -> None:
         self.drugs = {drug.name: drug for drug in kb.drugs}
         self.class_ids = frozenset(drug_class.id for drug_class in kb.drug_classes)
+        self.dosing = {entry.drug: entry for entry in kb.dosing}
         # drug -> its contraindications, its own first, then its class's, each in file order.
         self.contraindications = {
             drug.name: tuple(
@@ -406,33 +425,111 @@ def _contraindications(
     ]
 
 
-def _dose_violations(drug: Drug, items: list[PlanItem], band: str) -> list[Violation]:
-    name, unit, found = drug.name, drug.usual_dose.unit, []
-    maximum = getattr(drug.max_daily, band)
-    dosed = [(item, amount) for item in items if (amount := daily_amount(item, unit)) is not None]
-    total = sum(amount for _, amount in dosed)
-    if maximum is not None and dosed and total > maximum:
-        parts = " + ".join(
-            f"{_number(item.frequency_per_day or 0)} x {_dose_text(item)}" for item, _ in dosed
-        )
-        detail = f"{parts} = {_number(total)} {unit} a day > {_number(maximum)} {unit}"
-        found.append(_violation("dose_above_maximum", "hard", drug, f"drug {name}: max_daily.{band}", detail))
-    usual = drug.usual_dose.dose
-    for item in items if band != "child" else ():
-        dose = normalise_dose(item.dose, item.unit, unit) if item.dose is not None and item.unit else None
-        if dose is not None and dose < usual / 2:
-            detail = f"{_dose_text(item)} a dose < half the usual {_number(usual)} {unit}"
-            entry = f"drug {name}: usual_dose"
-            found.append(_violation("dose_below_half_usual", "hard", drug, entry, detail))
+def _dose_violations(
+    drug: Drug, items: list[PlanItem], profile: PatientProfile, index: _Index
+) -> list[Violation]:
+    name, unit, dosing = drug.name, drug.usual_dose.unit, index.dosing.get(drug.name)
+    strengths = dosing.strengths if dosing is not None else ()
+    amounts = [(item, dose_amount(item, unit, strengths, profile.weight_kg)) for item in items]
+    found = _maximum_violations(
+        drug, [(i, a) for i, a in amounts if a and i.frequency_per_day], profile, dosing
+    )
+    if dosing is not None and dosing.weekly is not None:
+        for item in items:
+            if item.frequency_per_day is not None and _above(per_week := item.frequency_per_day * 7, 1):
+                detail = (
+                    f"{name} is taken once a week; the plan gives it {number_text(per_week)} times a week"
+                )
+                entry = f"dosing {name}: weekly"
+                found.append(_violation("dose_too_frequent", "hard", drug, entry, detail, dosing.source))
+    half = drug.usual_dose.dose / 2
+    for _, amount in amounts if profile.age_band != "child" else ():
+        if amount is not None and amount.low < half:
+            detail = f"{amount.arithmetic} a dose < half the usual {number_text(drug.usual_dose.dose)} {unit}"
+            if amount.high >= half:
+                detail += f" at {number_text(amount.low)} {unit}{_STRENGTH_DECIDES}"
+            kind, severity = ("dose_below_half_usual", "hard") if amount.high < half else _UNREADABLE
+            found.append(_violation(kind, severity, drug, f"drug {name}: usual_dose", detail))
     for item in items:
         if item.route is not None and canonical_route(item.route) != drug.route:
             detail = f"{name} given {item.route}; the KB gives it {drug.route}"
             found.append(_violation("wrong_route", "soft", drug, f"drug {name}: route", detail))
+    for item, amount in amounts:
+        problem = _unreadable_dose(item, amount, unit, profile.weight_kg)
+        if problem is not None:
+            found.append(_violation(*_UNREADABLE, drug, f"drug {name}: dose", f"'{item.drug}': {problem}"))
     return found
 
 
-def _dose_text(item: PlanItem) -> str:
-    return f"{_number(item.dose or 0)} {item.unit}"
+def _maximum_violations(
+    drug: Drug, dosed: list[tuple[PlanItem, DoseAmount]], profile: PatientProfile, dosing: Dosing | None
+) -> list[Violation]:
+    """The drug's total a day (a week for a once-weekly drug) over its items against its maximum: hard when
+    above it whatever the strength, unverified when only some standard strength puts it above."""
+    unit = drug.usual_dose.unit
+    if dosing is not None and dosing.weekly is not None:
+        days, period, limit = 7, "a week", dosing.weekly.maximum
+        entry, source, note = f"dosing {drug.name}: weekly.maximum", dosing.source, ""
+    else:
+        days, period = 1, "a day"
+        limit, entry, source, note = _daily_maximum(drug, profile, dosing)
+    if limit is None or not dosed:
+        return []
+    low = sum(amount.low * (item.frequency_per_day or 0) * days for item, amount in dosed)
+    high = sum(amount.high * (item.frequency_per_day or 0) * days for item, amount in dosed)
+    if not _above(high, limit):
+        return []
+    parts = " + ".join(
+        f"{number_text((item.frequency_per_day or 0) * days)} x {amount.arithmetic}" for item, amount in dosed
+    )
+    total = number_text(high) if low == high else f"{number_text(low)}-{number_text(high)}"
+    detail = f"{parts} = {total} {unit} {period} > {number_text(limit)} {unit}{note}"
+    if not _above(low, limit):
+        return [_violation(*_UNREADABLE, drug, entry, detail + _STRENGTH_DECIDES, source)]
+    return [_violation("dose_above_maximum", "hard", drug, entry, detail, source)]
+
+
+def _daily_maximum(
+    drug: Drug, profile: PatientProfile, dosing: Dosing | None
+) -> tuple[float | None, str, str, str]:
+    """(the most a day, the entry it comes from, its source, how it was worked out): a child with a known
+    weight gets the weight-based maximum, capped, where the KB has one; else the age band's maximum."""
+    band, weight, unit = profile.age_band, profile.weight_kg, drug.usual_dose.unit
+    per_kg = dosing.child_per_kg if dosing is not None else None
+    if band == "child" and weight is not None and per_kg is not None and dosing is not None:
+        by_weight = per_kg.per_kg * weight
+        note = f" ({number_text(per_kg.per_kg)} {unit}/kg x {number_text(weight)} kg"
+        note += f" = {number_text(by_weight)} {unit}, capped)" if by_weight > per_kg.cap else ")"
+        return min(by_weight, per_kg.cap), f"dosing {drug.name}: child_per_kg", dosing.source, note
+    return getattr(drug.max_daily, band), f"drug {drug.name}: max_daily.{band}", drug.source, ""
+
+
+def _unreadable_dose(
+    item: PlanItem, amount: DoseAmount | None, unit: str, weight_kg: float | None
+) -> str | None:
+    """Why the critic cannot work out the item's dose a day, or None (read, or nothing written to read)."""
+    if item.unreadable:
+        return "; ".join(f"{field} '{written}' cannot be read" for field, written in item.unreadable)
+    if item.dose is None:
+        return None
+    if item.unit is None:
+        return f"dose {number_text(item.dose)} has no unit"
+    written = f"{number_text(item.dose)} {item.unit}"
+    if amount is None:
+        given = canonical_unit(item.unit)
+        if "mg/kg" in (given, canonical_unit(unit)) and weight_kg is None:
+            return f"{written} does not convert to {unit} without the patient's weight"
+        if given in COUNT_FORMS or given in ("ml", "l"):
+            return f"{written} does not convert to {unit}: no strength in the plan or the KB"
+        return f"{written} does not convert to {unit}"
+    if item.frequency_per_day is None:
+        return f"{written} with no frequency: the dose a day is unknown"
+    return None
+
+
+def _above(value: float, limit: float) -> bool:
+    """Above the limit beyond float rounding (7 x 1/7 of a week is one dose)."""
+    return value > limit * (1 + 1e-9)
 
 
 def _interactions(
@@ -481,12 +578,10 @@ def _is_tablet(item: PlanItem, index: _Index) -> bool:
     return route == "oral" and not liquid
 
 
-def _violation(kind: ViolationKind, severity: Severity, drug: Drug, entry: str, detail: str) -> Violation:
+def _violation(
+    kind: ViolationKind, severity: Severity, drug: Drug, entry: str, detail: str, source: str | None = None
+) -> Violation:
+    """A violation of a drug's KB entry (of its dosing entry when `source` is given)."""
     return Violation(
-        kind=kind, severity=severity, drug=drug.name, entry=entry, source=drug.source, detail=detail
+        kind=kind, severity=severity, drug=drug.name, entry=entry, source=source or drug.source, detail=detail
     )
-
-
-def _number(value: float) -> str:
-    """4000.0 -> "4000", 0.2 -> "0.2"."""
-    return f"{value:.4f}".rstrip("0").rstrip(".")

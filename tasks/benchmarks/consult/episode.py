@@ -37,16 +37,24 @@ class DiagnosisItem(BaseModel, frozen=True, extra="forbid"):
 class PlanItem(BaseModel, frozen=True, extra="forbid"):
     """One drug of a treatment plan as the agent wrote it, with the KB generic name it normalised to.
 
-    Every field but `drug` may be missing (plan completeness counts them); `dose` is in `unit`.
+    Every field but `drug` may be missing (plan completeness counts them); `dose` is in `unit`. A range
+    ("1-2 tablets", "every 4-6 hours") is read at its worst case (2 tablets, 6 a day). The fields after
+    `route` are what the parser read besides the contract's fields (SCORES leaves them out).
     """
 
     drug: str
     generic: str | None = None  # None: no KB drug matched
     dose: float | None = None
     unit: str | None = None
-    frequency_per_day: float | None = None
+    frequency_per_day: float | None = None  # once a week = 1/7
     days: float | None = None
     route: str | None = None
+    # The drug in one tablet, capsule or puff (strength_unit a mass: "mg") or in one ml ("mg/ml"), as the
+    # plan states it; None: the critic uses the KB's standard strengths.
+    strength: float | None = None
+    strength_unit: str | None = None
+    as_needed: bool = False  # "as needed": frequency_per_day is then the stated maximum a day
+    unreadable: tuple[tuple[str, str], ...] = ()  # (field, what was written) the parser could not read
 
 
 class TreatmentPlan(BaseModel, frozen=True, extra="forbid"):

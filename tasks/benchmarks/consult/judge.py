@@ -96,7 +96,8 @@ def plan_text(plan: TreatmentPlan | None) -> str:
     """A plan as the judge reads it: its items as JSON, then its advice."""
     if plan is None:
         return "(no plan could be read)"
-    items = [item.model_dump(exclude={"generic"}, exclude_none=True) for item in plan.items]
+    # What the agent wrote: no KB name, no parser bookkeeping; a strength or "as needed" only when read.
+    items = [item.model_dump(exclude={"generic", "unreadable"}, exclude_defaults=True) for item in plan.items]
     return "\n".join(part for part in (json.dumps(items), plan.advice) if part)
 
 

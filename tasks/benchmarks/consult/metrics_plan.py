@@ -12,7 +12,8 @@ Definitions the spec leaves open, fixed here (spec: shared/spec/consult.md, "Met
 - DDIV is the critic's severe-DDI pairs over the pairs it checked (plan x plan and plan x current
   medications), None with no pair; PCR is the planned KB drugs with a profile conflict over the planned KB
   drugs, None with no drug. The dose-error rate is the planned KB drugs with a dose violation (above the
-  maximum daily dose, below half the usual dose, wrong route) over the same, None with no drug.
+  maximum daily dose, below half the usual dose, a once-weekly drug given more often, wrong route) over
+  the same, None with no drug; a dose the critic cannot read is no error but unverified (it fails PSC).
 - Plan completeness is the share of plan items with dose, unit, frequency, days and route all given
   (None with no item). Regimen coverage is the share of the core diagnoses whose regimen lists drug
   classes that the first plan meets (`regimen_met`); None when no core regimen lists one.
@@ -48,7 +49,9 @@ from tasks.benchmarks.consult.judge import Judgement
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.models import Condition
 
-DOSE_VIOLATIONS = frozenset({"dose_above_maximum", "dose_below_half_usual", "wrong_route"})
+DOSE_VIOLATIONS = frozenset(
+    {"dose_above_maximum", "dose_below_half_usual", "dose_too_frequent", "wrong_route"}
+)
 _PLAN_FIELDS = ("dose", "unit", "frequency_per_day", "days", "route")
 
 

@@ -14,6 +14,7 @@ from tasks.benchmarks.consult.kb.models import (
     AiuType,
     Condition,
     Contraindication,
+    Dosing,
     Drug,
     DrugClass,
     Interaction,
@@ -33,6 +34,7 @@ class KnowledgeBase(BaseModel, frozen=True):
     drugs: tuple[Drug, ...]
     interactions: tuple[Interaction, ...]
     contraindications: tuple[Contraindication, ...]
+    dosing: tuple[Dosing, ...] = ()
 
     @cached_property
     def _conditions_by_id(self) -> dict[str, Condition]:
@@ -61,6 +63,14 @@ class KnowledgeBase(BaseModel, frozen=True):
             frozenset((item.scope + ":" + item.a, item.scope + ":" + item.b)): item
             for item in self.interactions
         }
+
+    @cached_property
+    def _dosing_by_drug(self) -> dict[str, Dosing]:
+        return {entry.drug: entry for entry in self.dosing}
+
+    def dosing_of(self, generic: str) -> Dosing | None:
+        """The dose facts of a KB drug (by generic name), or None when the KB has none."""
+        return self._dosing_by_drug.get(generic)
 
     def condition(self, condition_id: str) -> Condition | None:
         return self._conditions_by_id.get(condition_id)
@@ -119,12 +129,15 @@ def _load_kb(version: int, directory: str) -> KnowledgeBase:
             raw["contraindications"], "contraindications", Contraindication, files["contraindications"],
             "contraindication",
         ),
+        dosing=_parse(raw["dosing"], "dosing", Dosing, files["dosing"], "dosing"),
     )  # fmt: skip
     _check_references(kb, files)
     return kb
 
 
-_PARTS = ("aiu_types", "conditions", "drugs", "interactions", "contraindications")
+_PARTS = ("aiu_types", "conditions", "drugs", "interactions", "contraindications", "dosing")
+# Strengths convert a count of tablets (puffs, ml) to the drug's dose unit: that unit must be a mass.
+_MASS_UNITS = frozenset({"microgram", "mg", "g"})
 
 
 def _read_yaml(path: Path) -> dict:
@@ -149,6 +162,8 @@ def _entry_key(item: object, position: int) -> str:
             return (
                 f"{item.get('drug') or item.get('drug_class')} / {item.get('condition') or item.get('aiu')}"
             )
+        if "drug" in item:
+            return str(item["drug"])
     return f"#{position + 1}"
 
 
@@ -241,3 +256,9 @@ def _check_references(kb: KnowledgeBase, files: dict[str, str]) -> None:
             require(condition_ids, item.condition, file_name, where, "refers to unknown condition")
         if item.aiu is not None:
             require(aiu_ids, item.aiu, file_name, where, "refers to unknown AIU type")
+    for entry in kb.dosing:
+        where, file_name = f"dosing '{entry.drug}'", files["dosing"]
+        require(drug_names, entry.drug, file_name, where, "refers to unknown drug")
+        unit = kb.drug(entry.drug).usual_dose.unit  # type: ignore[union-attr]
+        if entry.strengths and unit not in _MASS_UNITS:
+            raise ValueError(f"{file_name}: {where}: strengths for a drug dosed in '{unit}', not a mass")

@@ -33,6 +33,9 @@ AgeBand = Literal["child", "adult", "older"]
 # retired): compatible = usual use, caution = use only when the benefit outweighs the risk, avoid.
 UseInPregnancy = Literal["compatible", "caution", "avoid"]
 Route = Literal["oral", "topical", "inhaled", "nasal", "vaginal", "intramuscular", "sublingual", "rectal"]
+MassUnit = Literal["microgram", "mg", "g"]
+# What one strength is per: a count of a form (one tablet, one puff) or one ml of a liquid.
+DoseForm = Literal["tablet", "capsule", "puff", "spray", "sachet", "pessary", "ml"]
 
 
 class Entry(BaseModel, frozen=True, extra="forbid"):
@@ -205,3 +208,50 @@ class Contraindication(Entry, frozen=True):
     @property
     def key(self) -> str:
         return f"{self.drug or self.drug_class} / {self.condition or self.aiu}"
+
+
+class Strength(BaseModel, frozen=True, extra="forbid"):
+    """The drug in one unit of a form (one tablet, one puff, one ml of a liquid); several `amounts` when the
+    form comes in several standard strengths (the critic then checks the whole range)."""
+
+    form: DoseForm
+    amounts: tuple[float, ...] = Field(min_length=1)
+    unit: MassUnit
+
+    @field_validator("amounts")
+    @classmethod
+    def _positive_and_sorted(cls, amounts: tuple[float, ...]) -> tuple[float, ...]:
+        if any(amount <= 0 for amount in amounts):
+            raise ValueError("amounts must be above 0")
+        return tuple(sorted(set(amounts)))
+
+
+class WeeklyDosing(BaseModel, frozen=True, extra="forbid"):
+    """A drug taken once a week: `maximum` is the most a week, in the drug's KB dose unit."""
+
+    maximum: float = Field(gt=0)
+
+
+class ChildPerKg(BaseModel, frozen=True, extra="forbid"):
+    """A child's maximum a day by weight: `per_kg` x the weight in kg, never above `cap` (the drug's KB dose
+    unit per kg a day, and that unit)."""
+
+    per_kg: float = Field(gt=0)
+    cap: float = Field(gt=0)
+
+
+class Dosing(Entry, frozen=True):
+    """Dose facts of a KB drug beyond its usual and maximum daily dose: standard strengths of its forms, a
+    once-weekly schedule, a child's weight-based maximum."""
+
+    drug: str
+    strengths: tuple[Strength, ...] = ()
+    weekly: WeeklyDosing | None = None
+    child_per_kg: ChildPerKg | None = None
+
+    @model_validator(mode="after")
+    def _one_strength_per_form(self) -> "Dosing":
+        forms = [strength.form for strength in self.strengths]
+        if len(set(forms)) != len(forms):
+            raise ValueError("a form is listed twice under strengths")
+        return self

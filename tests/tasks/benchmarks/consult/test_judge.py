@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from tasks.benchmarks.consult.config import JUDGE_RUBRIC
 from tasks.benchmarks.consult.episode import Episode, FollowUpTurn, PlanItem, TreatmentPlan
-from tasks.benchmarks.consult.judge import Judgement, judge_follow_ups
+from tasks.benchmarks.consult.judge import Judgement, judge_follow_ups, plan_text
 from tasks.benchmarks.consult.scorer import ScoreJob
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger, CallRecord
@@ -137,3 +137,19 @@ def test_the_offline_judge_passes_a_revision_or_advice_to_a_question_and_fails_t
         ("ok", False)
     ]
     assert [(j.status, j.correct) for j in judge_follow_ups(JOB, FOLLOWED, revised, call)] == [("ok", True)]
+
+
+def test_the_judge_reads_the_plan_as_written_with_a_strength_but_no_parser_bookkeeping():
+    given = TreatmentPlan(
+        items=(
+            PlanItem(drug="ibuprofen", generic="ibuprofen", dose=2, unit="tablets", frequency_per_day=3,
+                     strength=200, strength_unit="mg"),
+            PlanItem(drug="paracetamol", generic="paracetamol", as_needed=True,
+                     unreadable=(("frequency_per_day", "as needed"),)),
+        ),
+        advice="Rest.",
+    )  # fmt: skip
+    assert plan_text(given) == (
+        '[{"drug": "ibuprofen", "dose": 2.0, "unit": "tablets", "frequency_per_day": 3.0, "strength": 200.0, '
+        '"strength_unit": "mg"}, {"drug": "paracetamol", "as_needed": true}]\nRest.'
+    )

@@ -84,6 +84,18 @@ def test_an_unsafe_plan_allergy_interactions_and_overdose():
     )
 
 
+def test_a_once_weekly_drug_given_daily_is_a_dose_error_and_an_unreadable_dose_fails_psc_only():
+    # methotrexate 7.5 mg daily: 52.5 mg a week, and a once-weekly drug given every day
+    weekly_daily = episode(AMOXICILLIN, drug("methotrexate", 7.5, per_day=1))
+    assert score_treatment(case(), weekly_daily, KB) == TreatmentScores(
+        psc=0.0, ddiv=0.0, pcr=0.0, plan_completeness=1.0, regimen_coverage=1.0, dose_error_rate=1 / 2
+    )
+    unreadable = episode(AMOXICILLIN, drug("paracetamol", 1000, unit="furlongs", per_day=4))
+    assert score_treatment(case(), unreadable, KB) == TreatmentScores(
+        psc=0.0, ddiv=0.0, pcr=0.0, plan_completeness=1.0, regimen_coverage=1.0, dose_error_rate=0.0
+    )
+
+
 @pytest.mark.parametrize(
     ("condition", "given", "psc", "regimen_coverage"),
     [

@@ -5,7 +5,15 @@ import pytest
 from pydantic import ValidationError
 
 from tasks.benchmarks.consult.kb.loading import data_dir, load_kb
-from tasks.benchmarks.consult.kb.models import TEMPLATE_IDS, AiuType, Contraindication, Regimen
+from tasks.benchmarks.consult.kb.models import (
+    TEMPLATE_IDS,
+    AiuType,
+    ChildPerKg,
+    Contraindication,
+    Dosing,
+    Regimen,
+    Strength,
+)
 
 MINIMAL_FILES = {
     "aiu_types_v1.yaml": """
@@ -41,6 +49,12 @@ drugs:
 """,
     "interactions_v1.yaml": "version: 1\ninteractions: []\n",
     "contraindications_v1.yaml": "version: 1\ncontraindications: []\n",
+    "dosing_v1.yaml": """
+version: 1
+dosing:
+  - {drug: amoxicillin, strengths: [{form: capsule, amounts: [500, 250], unit: mg}],
+     child_per_kg: {per_kg: 90, cap: 3000}, source: "BNF: amoxicillin"}
+""",
 }
 
 
@@ -122,6 +136,57 @@ def test_minimal_kb_loads_with_lookups(tmp_path):
     assert kb.condition_by_code(" ca01 ").id == "acute_sinusitis"
     assert kb.drug("AMOXIL").name == "amoxicillin"
     assert [aiu.id for aiu in kb.aiu_types_for_template("ent")] == ["nasal_congestion"]
+
+
+def test_dosing_is_loaded_by_drug_with_strengths_sorted(tmp_path):
+    kb = load_kb(1, write_kb(tmp_path))
+    assert kb.dosing_of("amoxicillin") == Dosing(
+        drug="amoxicillin",
+        strengths=(Strength(form="capsule", amounts=(250.0, 500.0), unit="mg"),),
+        child_per_kg=ChildPerKg(per_kg=90, cap=3000),
+        source="BNF: amoxicillin",
+    )
+    assert kb.dosing_of("paracetamol") is None
+
+
+@pytest.mark.parametrize(
+    ("dosing", "message"),
+    [
+        (
+            '[{drug: warfarin, weekly: {maximum: 25}, source: "BNF: warfarin"}]',
+            "dosing_v1.yaml: dosing 'warfarin': refers to unknown drug 'warfarin'",
+        ),
+        (
+            "[{drug: amoxicillin, weekly: {maximum: 25}}]",
+            "dosing_v1.yaml: dosing 'amoxicillin': source: Field required",
+        ),
+        (
+            "[{drug: amoxicillin, strengths: [{form: capsule, amounts: [250], unit: mg}, "
+            '{form: capsule, amounts: [500], unit: mg}], source: "BNF: amoxicillin"}]',
+            "dosing_v1.yaml: dosing 'amoxicillin': entry: Value error, a form is listed twice under "
+            "strengths",
+        ),
+        (
+            '[{drug: amoxicillin, strengths: [{form: tablet, amounts: [0], unit: mg}], source: "BNF"}]',
+            "dosing_v1.yaml: dosing 'amoxicillin': strengths.0.amounts: Value error, amounts must be above 0",
+        ),
+    ],
+)
+def test_a_dosing_entry_the_loader_rejects(tmp_path, dosing, message):
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"dosing_v1.yaml": f"version: 1\ndosing: {dosing}\n"}))
+    assert str(error.value) == message
+
+
+def test_strengths_for_a_drug_not_dosed_by_mass_are_rejected(tmp_path):
+    drugs = MINIMAL_FILES["drugs_v1.yaml"].replace("unit: mg,", "unit: application,")
+    conditions = MINIMAL_FILES["conditions_v1.yaml"].replace("unit: mg,", "unit: application,")
+    files = {"drugs_v1.yaml": drugs, "conditions_v1.yaml": conditions}
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **files))
+    assert str(error.value) == (
+        "dosing_v1.yaml: dosing 'amoxicillin': strengths for a drug dosed in 'application', not a mass"
+    )
 
 
 def test_duplicate_mni_item_is_rejected(tmp_path):
