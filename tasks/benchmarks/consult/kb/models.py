@@ -29,9 +29,10 @@ AiuCategory = Literal[
 ]
 SafetyTag = Literal["red_flag", "contraindication"]
 AgeBand = Literal["child", "adult", "older"]
-# Our own three-level reading of the BNF's pregnancy and breast-feeding advice (letter categories are
-# retired): compatible = usual use, caution = use only when the benefit outweighs the risk, avoid.
-UseInPregnancy = Literal["compatible", "caution", "avoid"]
+# Our own reading of the BNF's pregnancy and breast-feeding advice (letter categories are retired):
+# compatible = usual use, caution = use only when the benefit outweighs the risk, avoid = use another drug
+# (a soft conflict), contraindicated = must not be given (teratogenic or toxic to the child; a hard one).
+UseInPregnancy = Literal["compatible", "caution", "avoid", "contraindicated"]
 Route = Literal["oral", "topical", "inhaled", "nasal", "vaginal", "intramuscular", "sublingual", "rectal"]
 
 
@@ -145,12 +146,25 @@ class UsualDose(BaseModel, frozen=True, extra="forbid"):
 
 
 class DrugClass(Entry, frozen=True):
+    """A drug class. `terms` are the further words people and other sources use for it ("sulfa",
+    "anti-inflammatories"); its id and title, each also in the singular, name it as well."""
+
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     title: str
+    terms: tuple[str, ...] = ()
+
+
+class MinimumAge(BaseModel, frozen=True, extra="forbid"):
+    """The youngest age (years) the drug may be given at, and why."""
+
+    age: int = Field(gt=0, le=120)
+    reason: str = Field(min_length=3)
 
 
 class Drug(Entry, frozen=True):
-    """A generic drug. `spellings` are other generic names and common misspellings ("acetaminophen")."""
+    """A generic drug. `spellings` are other generic names and common misspellings ("acetaminophen").
+    `classes` are further classes beyond `drug_class` (clarithromycin: strong_cyp3a4_inhibitors,
+    qt_prolonging) that class rules match as well; `drug_class` alone decides regimens."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9 -]*$")
     brands: tuple[str, ...] = ()
@@ -165,10 +179,28 @@ class Drug(Entry, frozen=True):
     hepatic: str | None = None
     allergy_class: str | None = None
     cross_reactive: tuple[str, ...] = ()
+    classes: tuple[str, ...] = ()
+    min_age: MinimumAge | None = None
+
+    @model_validator(mode="after")
+    def _distinct_classes(self) -> "Drug":
+        if len(set(self.all_classes)) != len(self.all_classes):
+            raise ValueError("classes repeats a class (or its drug_class)")
+        return self
+
+    @property
+    def all_classes(self) -> tuple[str, ...]:
+        """Its drug_class, then its further classes: every class a class rule may name it by."""
+        return (self.drug_class, *self.classes)
+
+    @property
+    def avoid_in_pregnancy(self) -> bool:
+        return self.pregnancy in ("avoid", "contraindicated")
 
 
 class Interaction(Entry, frozen=True):
-    """A severe interaction between two drugs (`scope: drug`) or two drug classes (`scope: class`)."""
+    """A severe interaction between two drugs (`scope: drug`) or two drug classes (`scope: class`); a class
+    with itself (a == b) is two different drugs of that class (two NSAIDs)."""
 
     a: str
     b: str
@@ -178,7 +210,7 @@ class Interaction(Entry, frozen=True):
 
     @model_validator(mode="after")
     def _two_sides(self) -> "Interaction":
-        if self.a == self.b:
+        if self.a == self.b and self.scope == "drug":
             raise ValueError(f"interacts with itself ('{self.a}')")
         return self
 
