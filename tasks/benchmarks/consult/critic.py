@@ -2,20 +2,22 @@
 
 Pure functions over (plan, patient facts, KB). Each violation names the KB entry that fired and its
 source. Rules, per planned KB drug (plan order), then per drug pair, then per unmatched drug:
-- allergy: the drug, its class or its allergy class is in the patient's allergies (drug or class ids; an
-  allergy to a drug extends to that drug's allergy class). cross_reactivity: otherwise, a class
-  cross-reactive with an allergy class (a drug's `cross_reactive`, read both ways). Both hard.
-- contraindication: a contraindication of the drug or its class with one of the patient's conditions or
-  present AIU states; absolute = hard, relative = soft.
-- profile conflicts, soft: pregnancy / lactation (the drug's category is `avoid`), age_band (no maximum
-  daily dose for the patient's band), renal / hepatic (impairment and the drug has a renal / hepatic note).
+- allergy: the drug, its class, its allergy class or one of its further classes is in the patient's
+  allergies (each a drug, a class or a term for one, `resolve_allergy`; an allergy to a drug extends to
+  that drug's allergy class). cross_reactivity: otherwise, a class cross-reactive with an allergy class (a
+  drug's `cross_reactive`, read both ways). Both hard.
+- contraindication: a contraindication of the drug or any of its classes with one of the patient's
+  conditions or present AIU states; absolute = hard, relative = soft.
+- profile conflicts: pregnancy / lactation (the drug's category is `contraindicated`: hard; `avoid`:
+  soft), minimum_age (younger than the drug's `min_age`: hard), age_band (no maximum daily dose for the
+  patient's band: soft), renal / hepatic (impairment and the drug has a renal / hepatic note: soft).
 - doses, after unit conversion to the KB drug's unit: dose_above_maximum (the drug's daily total over the
   plan's items above the band's maximum), dose_below_half_usual (one dose below half the usual dose; not
   for children: the usual dose is an adult's). Both hard. wrong_route (soft): a route other than the
   drug's. A dose whose unit does not convert gets no verdict.
-- interaction: a drug or class pair of the KB among plan x plan and plan x current medications (pairs
-  wholly within current medications are the patient's own business, not the plan's); severe = hard,
-  moderate = soft.
+- interaction: a drug or class pair of the KB (`KnowledgeBase.interaction_between`) among plan x plan and
+  plan x current medications (pairs wholly within current medications are the patient's own business, not
+  the plan's); severe = hard, moderate = soft.
 - unverified: a plan item that resolves to no KB drug. It is no violation of a rule, but a plan holding
   one cannot be called safe: PSC counts it as unsafe (`Critique.unverified`).
 Lookups are built once per KB (`_index`), so a check costs a few dictionary reads per drug.
@@ -44,10 +46,13 @@ ViolationKind = Literal[
 Severity = Literal["hard", "soft", "unverified"]
 # The kinds PCR counts: a drug that conflicts with the patient's profile.
 PROFILE_CONFLICTS = frozenset(
-    {"allergy", "cross_reactivity", "pregnancy", "lactation", "age_band", "renal", "hepatic"}
+    {"allergy", "cross_reactivity", "pregnancy", "lactation", "age_band", "minimum_age", "renal", "hepatic"}
 )
 # Profile flags that are also AIU states the KB's contraindications name.
 _PROFILE_STATES = ("pregnancy", "breastfeeding", "renal_impairment", "hepatic_impairment")
+# A drug's pregnancy or lactation category that conflicts: how the detail says it, and its severity.
+_AVOIDED = {"avoid": "is to be avoided", "contraindicated": "must not be given"}
+_LEVEL_SEVERITY: dict[str, Severity] = {"avoid": "soft", "contraindicated": "hard"}
 # Forms a patient who cannot swallow tablets can take by mouth.
 _LIQUID_UNITS = frozenset({"ml", "l", "sachet", "drop"})
 _LIQUID_WORDS = ("suspension", "syrup", "liquid", "solution", "soluble", "dispersible", "effervescent")
@@ -150,12 +155,22 @@ def constraint_problem(constraint: str, kb: KnowledgeBase) -> str | None:
 
 
 def allergy_problem(allergy: str, kb: KnowledgeBase) -> str | None:
-    """Why the critic cannot read an allergy (a generic drug name or a drug class id of the KB), or None."""
-    index = _index(kb)
-    if allergy in index.drugs or allergy in index.class_ids:
+    """Why the critic cannot read an allergy (`resolve_allergy`), or None."""
+    if resolve_allergy(allergy, kb) != ((), ()):
         return None
-    names = [*index.drugs, *sorted(index.class_ids)]
-    return unknown_name(allergy, "a generic drug name or drug class id", names, f"drugs_v{kb.version}.yaml")
+    names = [*_index(kb).drugs, *sorted(_index(kb).class_ids)]
+    allowed = "a drug (generic name, brand or spelling), a drug class or a term for one"
+    return unknown_name(allergy, allowed, names, f"drugs_v{kb.version}.yaml")
+
+
+def resolve_allergy(allergy: str, kb: KnowledgeBase) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(drug names, class ids) an allergy names: a drug by any name the KB knows (with its allergy class),
+    else a class by its id, title or one of its terms ("penicillin", "sulfa", "NSAIDs"); both empty when
+    the KB knows neither."""
+    if (drug := kb.drug(allergy)) is not None:
+        return (drug.name,), tuple(filter(None, (drug.allergy_class,)))
+    drug_class = kb.drug_class_named(allergy)
+    return (), (drug_class.id,) if drug_class is not None else ()
 
 
 def drug_problem(name: str, kb: KnowledgeBase) -> str | None:
@@ -170,7 +185,7 @@ def drug_problem(name: str, kb: KnowledgeBase) -> str | None:
 def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Critique:
     """Every violation of the plan for this patient, in a fixed order (see the module docstring)."""
     index = _index(kb)
-    allergies = _resolve_allergies(facts.profile.allergies, index)
+    allergies = _resolve_allergies(facts.profile.allergies, kb)
     band = facts.profile.age_band
     # Facts built by hand may give a profile flag without its state: the flag counts as well.
     states = facts.states | _profile_states(facts.profile)
@@ -186,7 +201,7 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
         drug = index.drugs[name]
         violations += _allergy_violations(drug, allergies, index)
         violations += _contraindications(drug, facts.conditions, states, index)
-        violations += _profile_conflicts(drug, states, band)
+        violations += _profile_conflicts(drug, states, facts.profile)
         violations += _dose_violations(drug, items, band)
     interactions, pairs = _interactions(tuple(items_by_drug), facts.profile.medications, kb, index)
     violations += interactions
@@ -208,11 +223,11 @@ def constraint_satisfied(
     kind, _, value = constraint.partition(":")
     drugs = [index.drugs[name] for name in plan.generics if name in index.drugs]
     if kind == "allergy":
-        allergies = _resolve_allergies((value,), index)
+        allergies = _resolve_allergies((value,), kb)
         return not any(_allergy_violations(drug, allergies, index) for drug in drugs)
     if kind == "pregnancy":
         return not any(
-            drug.pregnancy == "avoid"
+            drug.avoid_in_pregnancy
             or any(
                 item.aiu == "pregnancy" and item.level == "absolute"
                 for item in index.contraindications[drug.name]
@@ -254,19 +269,15 @@ class _Index:
                 item
                 for own in (True, False)
                 for item in kb.contraindications
-                if (item.drug == drug.name if own else item.drug_class == drug.drug_class)
+                if (item.drug == drug.name if own else item.drug_class in drug.all_classes)
             )
             for drug in kb.drugs
         }
-        interactions = {(item.scope, frozenset((item.a, item.b))): item for item in kb.interactions}
-        # drug -> other drug -> their interaction (drug pair first, then class pair), for every pair.
+        # drug -> other drug -> their interaction, for every interacting pair.
         self.partners: dict[str, dict[str, Interaction]] = {}
         for first in kb.drugs:
             for second in kb.drugs:
-                found = interactions.get(("drug", frozenset((first.name, second.name)))) or interactions.get(
-                    ("class", frozenset((first.drug_class, second.drug_class)))
-                )
-                if found is not None and first.name != second.name:
+                if (found := kb.interaction_between(first, second)) is not None:
                     self.partners.setdefault(first.name, {})[second.name] = found
         # allergy class -> cross-reactive class -> (the drug entry declaring it, the class it lists).
         self.cross: dict[str, dict[str, tuple[Drug, str]]] = {}
@@ -320,16 +331,14 @@ def _generic(kb: KnowledgeBase, name: str) -> str:
     return drug.name if drug is not None else name
 
 
-def _resolve_allergies(allergies: Iterable[str], index: _Index) -> tuple[list[str], list[str]]:
-    """(allergy drug names, allergy classes); a drug allergy adds the drug's allergy class."""
+def _resolve_allergies(allergies: Iterable[str], kb: KnowledgeBase) -> tuple[list[str], list[str]]:
+    """(allergy drug names, allergy classes) of all the allergies (`resolve_allergy`)."""
     drugs, classes = [], []
     for allergy in allergies:
-        if allergy in index.drugs:
-            drugs.append(allergy)
-            allergy = index.drugs[allergy].allergy_class or ""
-        if allergy in index.class_ids:
-            classes.append(allergy)
-    return drugs, list(dict.fromkeys(classes))
+        named_drugs, named_classes = resolve_allergy(allergy, kb)
+        drugs += named_drugs
+        classes += named_classes
+    return list(dict.fromkeys(drugs)), list(dict.fromkeys(classes))
 
 
 def _allergy_violations(drug: Drug, allergies: tuple[list[str], list[str]], index: _Index) -> list[Violation]:
@@ -338,8 +347,12 @@ def _allergy_violations(drug: Drug, allergies: tuple[list[str], list[str]], inde
     name = drug.name
     if name in drugs:
         return [_violation("allergy", "hard", drug, f"drug {name}", f"the patient is allergic to {name}")]
+    fields = (
+        ("allergy_class", drug.allergy_class), ("drug_class", drug.drug_class),
+        *(("classes", value) for value in drug.classes),
+    )  # fmt: skip
     for allergy in classes:
-        for field, value in (("allergy_class", drug.allergy_class), ("drug_class", drug.drug_class)):
+        for field, value in fields:
             if value == allergy:
                 detail = f"{name} is in the {allergy} class the patient is allergic to"
                 return [_violation("allergy", "hard", drug, f"drug {name}: {field} {allergy}", detail)]
@@ -361,14 +374,18 @@ def _allergy_violations(drug: Drug, allergies: tuple[list[str], list[str]], inde
     return []
 
 
-def _profile_conflicts(drug: Drug, states: frozenset[str], band: str) -> list[Violation]:
-    name, found = drug.name, []
-    if "pregnancy" in states and drug.pregnancy == "avoid":
-        detail = f"{name} is to be avoided in pregnancy"
-        found.append(_violation("pregnancy", "soft", drug, f"drug {name}: pregnancy", detail))
-    if "breastfeeding" in states and drug.lactation == "avoid":
-        detail = f"{name} is to be avoided while breastfeeding"
-        found.append(_violation("lactation", "soft", drug, f"drug {name}: lactation", detail))
+def _profile_conflicts(drug: Drug, states: frozenset[str], profile: PatientProfile) -> list[Violation]:
+    name, band, found = drug.name, profile.age_band, []
+    for kind, state, level, during in (
+        ("pregnancy", "pregnancy", drug.pregnancy, "in pregnancy"),
+        ("lactation", "breastfeeding", drug.lactation, "while breastfeeding"),
+    ):
+        if state in states and level in _AVOIDED:
+            detail = f"{name} {_AVOIDED[level]} {during}"
+            found.append(_violation(kind, _LEVEL_SEVERITY[level], drug, f"drug {name}: {kind}", detail))
+    if drug.min_age is not None and profile.age < drug.min_age.age:
+        detail = f"{name} is not for a patient aged {profile.age}: {drug.min_age.reason}"
+        found.append(_violation("minimum_age", "hard", drug, f"drug {name}: min_age", detail))
     if getattr(drug.max_daily, band) is None:
         detail = f"{name} has no maximum daily dose for the {band} age band: not for this patient"
         found.append(_violation("age_band", "soft", drug, f"drug {name}: max_daily.{band}", detail))
