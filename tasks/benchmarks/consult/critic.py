@@ -383,8 +383,8 @@ def _profile_conflicts(drug: Drug, states: frozenset[str], profile: PatientProfi
         if state in states and level in _AVOIDED:
             detail = f"{name} {_AVOIDED[level]} {during}"
             found.append(_violation(kind, _LEVEL_SEVERITY[level], drug, f"drug {name}: {kind}", detail))
-    if drug.min_age is not None and profile.age < drug.min_age.age:
-        detail = f"{name} is not for a patient aged {profile.age}: {drug.min_age.reason}"
+    if (minimum := drug.min_age) is not None and profile.age < minimum.age:
+        detail = f"{name} is not for a patient under {minimum.age} (aged {profile.age}): {minimum.reason}"
         found.append(_violation("minimum_age", "hard", drug, f"drug {name}: min_age", detail))
     if getattr(drug.max_daily, band) is None:
         detail = f"{name} has no maximum daily dose for the {band} age band: not for this patient"
