@@ -10,7 +10,9 @@ source. Rules, per planned KB drug (plan order), then per drug pair, then per un
   conditions or present AIU states; absolute = hard, relative = soft.
 - profile conflicts: pregnancy / lactation (the drug's category is `contraindicated`: hard; `avoid`:
   soft), minimum_age (younger than the drug's `min_age`: hard), age_band (no maximum daily dose for the
-  patient's band: soft), renal / hepatic (impairment and the drug has a renal / hepatic note: soft).
+  patient's band: soft), renal / hepatic: hard when the profile's band (eGFR, hepatic severity) passes the
+  drug's limit (`renal_avoid_below`, `hepatic_avoid_from`), else soft with impairment and a renal / hepatic
+  note.
 - doses, after unit conversion to the KB drug's unit: dose_above_maximum (the drug's daily total over the
   plan's items above the band's maximum), dose_below_half_usual (one dose below half the usual dose; not
   for children: the usual dose is an adult's). Both hard. wrong_route (soft): a route other than the
@@ -32,7 +34,13 @@ from pydantic import BaseModel
 from tasks.benchmarks.consult.case import ConsultCase, PatientProfile
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
-from tasks.benchmarks.consult.kb.models import Condition, Drug, Interaction
+from tasks.benchmarks.consult.kb.models import (
+    HEPATIC_SEVERITIES,
+    Condition,
+    Drug,
+    HepaticSeverity,
+    Interaction,
+)
 from tasks.benchmarks.consult.kb.names import unknown_name
 from tasks.benchmarks.consult.treatment import canonical_route, canonical_unit, daily_amount, normalise_dose
 
@@ -389,11 +397,27 @@ def _profile_conflicts(drug: Drug, states: frozenset[str], profile: PatientProfi
     if getattr(drug.max_daily, band) is None:
         detail = f"{name} has no maximum daily dose for the {band} age band: not for this patient"
         found.append(_violation("age_band", "soft", drug, f"drug {name}: max_daily.{band}", detail))
-    if "renal_impairment" in states and drug.renal is not None:
+    return found + _organ_conflicts(drug, states, profile)
+
+
+def _organ_conflicts(drug: Drug, states: frozenset[str], profile: PatientProfile) -> list[Violation]:
+    """Renal and hepatic: hard past the drug's limit for the profile's band, else soft with its note."""
+    name, egfr, found = drug.name, profile.egfr, []
+    if (limit := drug.renal_avoid_below) is not None and egfr is not None and egfr < limit:
+        detail = f"{name} must not be given under eGFR {limit} (the patient's: {_number(egfr)}): {drug.renal}"
+        found.append(_violation("renal", "hard", drug, f"drug {name}: renal_avoid_below", detail))
+    elif "renal_impairment" in states and drug.renal is not None:
         found.append(_violation("renal", "soft", drug, f"drug {name}: renal", drug.renal))
-    if "hepatic_impairment" in states and drug.hepatic is not None:
+    if (start := drug.hepatic_avoid_from) is not None and _at_least(profile.hepatic_severity, start):
+        detail = f"{name} must not be given in {profile.hepatic_severity} hepatic impairment: {drug.hepatic}"
+        found.append(_violation("hepatic", "hard", drug, f"drug {name}: hepatic_avoid_from", detail))
+    elif "hepatic_impairment" in states and drug.hepatic is not None:
         found.append(_violation("hepatic", "soft", drug, f"drug {name}: hepatic", drug.hepatic))
     return found
+
+
+def _at_least(severity: HepaticSeverity | None, start: HepaticSeverity) -> bool:
+    return severity is not None and HEPATIC_SEVERITIES.index(severity) >= HEPATIC_SEVERITIES.index(start)
 
 
 def _contraindications(

@@ -33,6 +33,9 @@ AgeBand = Literal["child", "adult", "older"]
 # compatible = usual use, caution = use only when the benefit outweighs the risk, avoid = use another drug
 # (a soft conflict), contraindicated = must not be given (teratogenic or toxic to the child; a hard one).
 UseInPregnancy = Literal["compatible", "caution", "avoid", "contraindicated"]
+# Child-Pugh class A, B, C.
+HepaticSeverity = Literal["mild", "moderate", "severe"]
+HEPATIC_SEVERITIES: tuple[HepaticSeverity, ...] = ("mild", "moderate", "severe")
 Route = Literal["oral", "topical", "inhaled", "nasal", "vaginal", "intramuscular", "sublingual", "rectal"]
 
 
@@ -181,11 +184,19 @@ class Drug(Entry, frozen=True):
     cross_reactive: tuple[str, ...] = ()
     classes: tuple[str, ...] = ()
     min_age: MinimumAge | None = None
+    # Hard limits for a profile that gives its band: must not be given under this eGFR (mL/min/1.73 m2),
+    # or from this hepatic impairment on; `renal` / `hepatic` say why.
+    renal_avoid_below: int | None = Field(default=None, gt=0, le=120)
+    hepatic_avoid_from: HepaticSeverity | None = None
 
     @model_validator(mode="after")
-    def _distinct_classes(self) -> "Drug":
+    def _distinct_classes_and_limits_with_notes(self) -> "Drug":
         if len(set(self.all_classes)) != len(self.all_classes):
             raise ValueError("classes repeats a class (or its drug_class)")
+        if self.renal_avoid_below is not None and self.renal is None:
+            raise ValueError("renal_avoid_below needs a renal note saying why")
+        if self.hepatic_avoid_from is not None and self.hepatic is None:
+            raise ValueError("hepatic_avoid_from needs a hepatic note saying why")
         return self
 
     @property

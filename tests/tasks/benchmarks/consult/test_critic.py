@@ -1004,3 +1004,36 @@ def test_a_class_paired_with_itself_needs_two_different_drugs_of_it():
         )}
     )  # fmt: skip
     assert critique(plan(item("ibuprofen"), item("ibuprofen")), facts(), kb).violations == ()
+
+
+METFORMIN_RENAL = "Review dose if eGFR under 45; avoid if under 30."
+METFORMIN_LACTIC = ("contraindication", "soft", "contraindication metformin / renal_impairment",
+                    "relative: Lactic acidosis risk; stop if eGFR is under 30.")  # fmt: skip
+NSAID_HEPATIC = "Avoid in severe hepatic impairment."
+
+
+@pytest.mark.parametrize(
+    ("planned", "profile", "expected"),
+    [
+        ("metformin", {"egfr": 25}, [METFORMIN_LACTIC, (
+            "renal", "hard", "drug metformin: renal_avoid_below",
+            f"metformin must not be given under eGFR 30 (the patient's: 25): {METFORMIN_RENAL}")]),
+        # above the drug's limit: the impairment's soft note, as with the flag alone
+        ("metformin", {"egfr": 40},
+         [METFORMIN_LACTIC, ("renal", "soft", "drug metformin: renal", METFORMIN_RENAL)]),
+        ("metformin", {"renal_impairment": True},
+         [METFORMIN_LACTIC, ("renal", "soft", "drug metformin: renal", METFORMIN_RENAL)]),
+        ("metformin", {"egfr": 75}, []),
+        ("ibuprofen", {"hepatic_severity": "severe"}, [(
+            "hepatic", "hard", "drug ibuprofen: hepatic_avoid_from",
+            f"ibuprofen must not be given in severe hepatic impairment: {NSAID_HEPATIC}")]),
+        ("ibuprofen", {"hepatic_severity": "moderate"},
+         [("hepatic", "soft", "drug ibuprofen: hepatic", NSAID_HEPATIC)]),
+        ("metformin", {"hepatic_severity": "mild"}, [(
+            "hepatic", "hard", "drug metformin: hepatic_avoid_from",
+            "metformin must not be given in mild hepatic impairment: Avoid (risk of lactic acidosis).")]),
+        ("amoxicillin", {"hepatic_severity": "severe"}, []),
+    ],
+)  # fmt: skip
+def test_a_renal_or_hepatic_band_past_the_drugs_limit_is_hard(planned, profile, expected):
+    assert shipped_profile_violations(planned, **profile) == expected
