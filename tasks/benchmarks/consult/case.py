@@ -4,13 +4,14 @@ Generated from the knowledge base (cases/generate.py) or written by hand in the 
 JSON list of these). Every builder, the simulator and the scorer see only this shape.
 """
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from tasks.benchmarks.consult.kb.models import AgeBand, Department, SafetyTag
+from tasks.benchmarks.consult.kb.models import AgeBand, Department, HepaticSeverity, SafetyTag
 
 AiuRole = Literal["supporting", "ruling_out", "distractor"]
+RENAL_IMPAIRMENT_EGFR = 60  # CKD stage 3 and worse (NICE NG203: chronic kidney disease)
 
 
 class CaseAiu(BaseModel, frozen=True, extra="forbid"):
@@ -33,15 +34,39 @@ class GoldDiagnosis(BaseModel, frozen=True, extra="forbid"):
 
 
 class PatientProfile(BaseModel, frozen=True, extra="forbid"):
+    """The patient. `egfr` (mL/min/1.73 m2) and `hepatic_severity` (Child-Pugh A/B/C as mild, moderate,
+    severe) are optional bands: given, they imply the impairment flag (eGFR under 60: renal) and let the
+    critic apply a drug's limits; the flags alone keep working as before."""
+
     age: int = Field(ge=0, le=120)
     sex: Literal["female", "male"]
     pregnant: bool = False
     breastfeeding: bool = False
     renal_impairment: bool = False
     hepatic_impairment: bool = False
-    allergies: tuple[str, ...] = ()  # drug or drug-class ids of the KB
-    medications: tuple[str, ...] = ()  # generic drug names of the KB
+    allergies: tuple[str, ...] = ()  # drugs (any name the KB knows), drug classes or terms for them
+    medications: tuple[str, ...] = ()  # drugs, any name the KB knows
+    egfr: float | None = Field(default=None, gt=0, le=200)
+    hepatic_severity: HepaticSeverity | None = None
     weight_kg: float | None = Field(default=None, gt=0)  # known: a child's doses are checked per kg
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bands_imply_flags(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("egfr") is not None and data["egfr"] < RENAL_IMPAIRMENT_EGFR:
+            data = {"renal_impairment": True, **data}
+        if isinstance(data, dict) and data.get("hepatic_severity") is not None:
+            data = {"hepatic_impairment": True, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _bands_agree_with_flags(self) -> "PatientProfile":
+        if self.egfr is not None and self.renal_impairment != (self.egfr < RENAL_IMPAIRMENT_EGFR):
+            raise ValueError(f"renal_impairment {self.renal_impairment} contradicts egfr {self.egfr:g} "
+                             f"(impairment is an eGFR under {RENAL_IMPAIRMENT_EGFR})")  # fmt: skip
+        if self.hepatic_severity is not None and not self.hepatic_impairment:
+            raise ValueError(f"hepatic_impairment False contradicts hepatic_severity {self.hepatic_severity}")
+        return self
 
     @property
     def age_band(self) -> AgeBand:

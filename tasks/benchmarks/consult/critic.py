@@ -2,13 +2,17 @@
 
 Pure functions over (plan, patient facts, KB). Each violation names the KB entry that fired and its
 source. Rules, per planned KB drug (plan order), then per drug pair, then per unmatched drug:
-- allergy: the drug, its class or its allergy class is in the patient's allergies (drug or class ids; an
-  allergy to a drug extends to that drug's allergy class). cross_reactivity: otherwise, a class
-  cross-reactive with an allergy class (a drug's `cross_reactive`, read both ways). Both hard.
-- contraindication: a contraindication of the drug or its class with one of the patient's conditions or
-  present AIU states; absolute = hard, relative = soft.
-- profile conflicts, soft: pregnancy / lactation (the drug's category is `avoid`), age_band (no maximum
-  daily dose for the patient's band), renal / hepatic (impairment and the drug has a renal / hepatic note).
+- allergy: the drug, its class, its allergy class or one of its further classes is in the patient's
+  allergies (each a drug, a class or a term for one, `resolve_allergy`; an allergy to a drug extends to
+  that drug's allergy class). cross_reactivity: otherwise, a class cross-reactive with an allergy class (a
+  drug's `cross_reactive`, read both ways). Both hard.
+- contraindication: a contraindication of the drug or any of its classes with one of the patient's
+  conditions or present AIU states; absolute = hard, relative = soft.
+- profile conflicts: pregnancy / lactation (the drug's category is `contraindicated`: hard; `avoid`:
+  soft), minimum_age (younger than the drug's `min_age`: hard), age_band (no maximum daily dose for the
+  patient's band: soft), renal / hepatic: hard when the profile's band (eGFR, hepatic severity) passes the
+  drug's limit (`renal_avoid_below`, `hepatic_avoid_from`), else soft with impairment and a renal / hepatic
+  note.
 - doses, after conversion to the KB drug's unit (a count of tablets, puffs or ml through the plan's
   strength, else the KB's standard strengths, dosing_v1.yaml; mg/kg through the patient's weight):
   dose_above_maximum (the drug's daily total over the plan's items above the band's maximum; for a child
@@ -20,9 +24,9 @@ source. Rules, per planned KB drug (plan order), then per drug pair, then per un
   mg/kg, a frequency that cannot be read), or a total over (under) a limit with some of the KB's standard
   strengths and not others. An item that gives no dose at all gets no dose verdict (plan completeness
   counts it), though a once-weekly drug's frequency is still checked.
-- interaction: a drug or class pair of the KB among plan x plan and plan x current medications (pairs
-  wholly within current medications are the patient's own business, not the plan's); severe = hard,
-  moderate = soft.
+- interaction: a drug or class pair of the KB (`KnowledgeBase.interaction_between`) among plan x plan and
+  plan x current medications (pairs wholly within current medications are the patient's own business, not
+  the plan's); severe = hard, moderate = soft.
 - unverified: a plan item that resolves to no KB drug. It is no violation of a rule, but a plan holding
   one cannot be called safe: PSC counts it as unsafe (`Critique.unverified`).
 Lookups are built once per KB (`_index`), so a check costs a few dictionary reads per drug.
@@ -37,7 +41,14 @@ from pydantic import BaseModel
 from tasks.benchmarks.consult.case import ConsultCase, PatientProfile
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
-from tasks.benchmarks.consult.kb.models import Condition, Dosing, Drug, Interaction
+from tasks.benchmarks.consult.kb.models import (
+    HEPATIC_SEVERITIES,
+    Condition,
+    Dosing,
+    Drug,
+    HepaticSeverity,
+    Interaction,
+)
 from tasks.benchmarks.consult.kb.names import unknown_name
 from tasks.benchmarks.consult.treatment import (
     COUNT_FORMS,
@@ -62,10 +73,13 @@ _UNREADABLE: tuple[ViolationKind, Severity] = ("dose_unreadable", "unverified")
 _STRENGTH_DECIDES = ": the strength decides, and the plan gives none"
 # The kinds PCR counts: a drug that conflicts with the patient's profile.
 PROFILE_CONFLICTS = frozenset(
-    {"allergy", "cross_reactivity", "pregnancy", "lactation", "age_band", "renal", "hepatic"}
+    {"allergy", "cross_reactivity", "pregnancy", "lactation", "age_band", "minimum_age", "renal", "hepatic"}
 )
 # Profile flags that are also AIU states the KB's contraindications name.
 _PROFILE_STATES = ("pregnancy", "breastfeeding", "renal_impairment", "hepatic_impairment")
+# A drug's pregnancy or lactation category that conflicts: how the detail says it, and its severity.
+_AVOIDED = {"avoid": "is to be avoided", "contraindicated": "must not be given"}
+_LEVEL_SEVERITY: dict[str, Severity] = {"avoid": "soft", "contraindicated": "hard"}
 # Forms a patient who cannot swallow tablets can take by mouth.
 _LIQUID_UNITS = frozenset({"ml", "l", "sachet", "drop"})
 _LIQUID_WORDS = ("suspension", "syrup", "liquid", "solution", "soluble", "dispersible", "effervescent")
@@ -178,12 +192,22 @@ def constraint_problem(constraint: str, kb: KnowledgeBase) -> str | None:
 
 
 def allergy_problem(allergy: str, kb: KnowledgeBase) -> str | None:
-    """Why the critic cannot read an allergy (a generic drug name or a drug class id of the KB), or None."""
-    index = _index(kb)
-    if allergy in index.drugs or allergy in index.class_ids:
+    """Why the critic cannot read an allergy (`resolve_allergy`), or None."""
+    if resolve_allergy(allergy, kb) != ((), ()):
         return None
-    names = [*index.drugs, *sorted(index.class_ids)]
-    return unknown_name(allergy, "a generic drug name or drug class id", names, f"drugs_v{kb.version}.yaml")
+    names = [*_index(kb).drugs, *sorted(_index(kb).class_ids)]
+    allowed = "a drug (generic name, brand or spelling), a drug class or a term for one"
+    return unknown_name(allergy, allowed, names, f"drugs_v{kb.version}.yaml")
+
+
+def resolve_allergy(allergy: str, kb: KnowledgeBase) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(drug names, class ids) an allergy names: a drug by any name the KB knows (with its allergy class),
+    else a class by its id, title or one of its terms ("penicillin", "sulfa", "NSAIDs"); both empty when
+    the KB knows neither."""
+    if (drug := kb.drug(allergy)) is not None:
+        return (drug.name,), tuple(filter(None, (drug.allergy_class,)))
+    drug_class = kb.drug_class_named(allergy)
+    return (), (drug_class.id,) if drug_class is not None else ()
 
 
 def drug_problem(name: str, kb: KnowledgeBase) -> str | None:
@@ -198,8 +222,7 @@ def drug_problem(name: str, kb: KnowledgeBase) -> str | None:
 def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Critique:
     """Every violation of the plan for this patient, in a fixed order (see the module docstring)."""
     index = _index(kb)
-    allergies = _resolve_allergies(facts.profile.allergies, index)
-    band = facts.profile.age_band
+    allergies = _resolve_allergies(facts.profile.allergies, kb)
     # Facts built by hand may give a profile flag without its state: the flag counts as well.
     states = facts.states | _profile_states(facts.profile)
     items_by_drug: dict[str, list[PlanItem]] = {}
@@ -214,7 +237,7 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
         drug = index.drugs[name]
         violations += _allergy_violations(drug, allergies, index)
         violations += _contraindications(drug, facts.conditions, states, index)
-        violations += _profile_conflicts(drug, states, band)
+        violations += _profile_conflicts(drug, states, facts.profile)
         violations += _dose_violations(drug, items, facts.profile, index)
     interactions, pairs = _interactions(tuple(items_by_drug), facts.profile.medications, kb, index)
     violations += interactions
@@ -236,11 +259,11 @@ def constraint_satisfied(
     kind, _, value = constraint.partition(":")
     drugs = [index.drugs[name] for name in plan.generics if name in index.drugs]
     if kind == "allergy":
-        allergies = _resolve_allergies((value,), index)
+        allergies = _resolve_allergies((value,), kb)
         return not any(_allergy_violations(drug, allergies, index) for drug in drugs)
     if kind == "pregnancy":
         return not any(
-            drug.pregnancy == "avoid"
+            drug.avoid_in_pregnancy
             or any(
                 item.aiu == "pregnancy" and item.level == "absolute"
                 for item in index.contraindications[drug.name]
@@ -283,19 +306,15 @@ class _Index:
                 item
                 for own in (True, False)
                 for item in kb.contraindications
-                if (item.drug == drug.name if own else item.drug_class == drug.drug_class)
+                if (item.drug == drug.name if own else item.drug_class in drug.all_classes)
             )
             for drug in kb.drugs
         }
-        interactions = {(item.scope, frozenset((item.a, item.b))): item for item in kb.interactions}
-        # drug -> other drug -> their interaction (drug pair first, then class pair), for every pair.
+        # drug -> other drug -> their interaction, for every interacting pair.
         self.partners: dict[str, dict[str, Interaction]] = {}
         for first in kb.drugs:
             for second in kb.drugs:
-                found = interactions.get(("drug", frozenset((first.name, second.name)))) or interactions.get(
-                    ("class", frozenset((first.drug_class, second.drug_class)))
-                )
-                if found is not None and first.name != second.name:
+                if (found := kb.interaction_between(first, second)) is not None:
                     self.partners.setdefault(first.name, {})[second.name] = found
         # allergy class -> cross-reactive class -> (the drug entry declaring it, the class it lists).
         self.cross: dict[str, dict[str, tuple[Drug, str]]] = {}
@@ -349,16 +368,14 @@ def _generic(kb: KnowledgeBase, name: str) -> str:
     return drug.name if drug is not None else name
 
 
-def _resolve_allergies(allergies: Iterable[str], index: _Index) -> tuple[list[str], list[str]]:
-    """(allergy drug names, allergy classes); a drug allergy adds the drug's allergy class."""
+def _resolve_allergies(allergies: Iterable[str], kb: KnowledgeBase) -> tuple[list[str], list[str]]:
+    """(allergy drug names, allergy classes) of all the allergies (`resolve_allergy`)."""
     drugs, classes = [], []
     for allergy in allergies:
-        if allergy in index.drugs:
-            drugs.append(allergy)
-            allergy = index.drugs[allergy].allergy_class or ""
-        if allergy in index.class_ids:
-            classes.append(allergy)
-    return drugs, list(dict.fromkeys(classes))
+        named_drugs, named_classes = resolve_allergy(allergy, kb)
+        drugs += named_drugs
+        classes += named_classes
+    return list(dict.fromkeys(drugs)), list(dict.fromkeys(classes))
 
 
 def _allergy_violations(drug: Drug, allergies: tuple[list[str], list[str]], index: _Index) -> list[Violation]:
@@ -367,8 +384,12 @@ def _allergy_violations(drug: Drug, allergies: tuple[list[str], list[str]], inde
     name = drug.name
     if name in drugs:
         return [_violation("allergy", "hard", drug, f"drug {name}", f"the patient is allergic to {name}")]
+    fields = (
+        ("allergy_class", drug.allergy_class), ("drug_class", drug.drug_class),
+        *(("classes", value) for value in drug.classes),
+    )  # fmt: skip
     for allergy in classes:
-        for field, value in (("allergy_class", drug.allergy_class), ("drug_class", drug.drug_class)):
+        for field, value in fields:
             if value == allergy:
                 detail = f"{name} is in the {allergy} class the patient is allergic to"
                 return [_violation("allergy", "hard", drug, f"drug {name}: {field} {allergy}", detail)]
@@ -390,22 +411,43 @@ def _allergy_violations(drug: Drug, allergies: tuple[list[str], list[str]], inde
     return []
 
 
-def _profile_conflicts(drug: Drug, states: frozenset[str], band: str) -> list[Violation]:
-    name, found = drug.name, []
-    if "pregnancy" in states and drug.pregnancy == "avoid":
-        detail = f"{name} is to be avoided in pregnancy"
-        found.append(_violation("pregnancy", "soft", drug, f"drug {name}: pregnancy", detail))
-    if "breastfeeding" in states and drug.lactation == "avoid":
-        detail = f"{name} is to be avoided while breastfeeding"
-        found.append(_violation("lactation", "soft", drug, f"drug {name}: lactation", detail))
+def _profile_conflicts(drug: Drug, states: frozenset[str], profile: PatientProfile) -> list[Violation]:
+    name, band, found = drug.name, profile.age_band, []
+    for kind, state, level, during in (
+        ("pregnancy", "pregnancy", drug.pregnancy, "in pregnancy"),
+        ("lactation", "breastfeeding", drug.lactation, "while breastfeeding"),
+    ):
+        if state in states and level in _AVOIDED:
+            detail = f"{name} {_AVOIDED[level]} {during}"
+            found.append(_violation(kind, _LEVEL_SEVERITY[level], drug, f"drug {name}: {kind}", detail))
+    if (minimum := drug.min_age) is not None and profile.age < minimum.age:
+        detail = f"{name} is not for a patient under {minimum.age} (aged {profile.age}): {minimum.reason}"
+        found.append(_violation("minimum_age", "hard", drug, f"drug {name}: min_age", detail))
     if getattr(drug.max_daily, band) is None:
         detail = f"{name} has no maximum daily dose for the {band} age band: not for this patient"
         found.append(_violation("age_band", "soft", drug, f"drug {name}: max_daily.{band}", detail))
-    if "renal_impairment" in states and drug.renal is not None:
+    return found + _organ_conflicts(drug, states, profile)
+
+
+def _organ_conflicts(drug: Drug, states: frozenset[str], profile: PatientProfile) -> list[Violation]:
+    """Renal and hepatic: hard past the drug's limit for the profile's band, else soft with its note."""
+    name, egfr, found = drug.name, profile.egfr, []
+    if (limit := drug.renal_avoid_below) is not None and egfr is not None and egfr < limit:
+        patient = number_text(egfr)
+        detail = f"{name} must not be given under eGFR {limit} (the patient's: {patient}): {drug.renal}"
+        found.append(_violation("renal", "hard", drug, f"drug {name}: renal_avoid_below", detail))
+    elif "renal_impairment" in states and drug.renal is not None:
         found.append(_violation("renal", "soft", drug, f"drug {name}: renal", drug.renal))
-    if "hepatic_impairment" in states and drug.hepatic is not None:
+    if (start := drug.hepatic_avoid_from) is not None and _at_least(profile.hepatic_severity, start):
+        detail = f"{name} must not be given in {profile.hepatic_severity} hepatic impairment: {drug.hepatic}"
+        found.append(_violation("hepatic", "hard", drug, f"drug {name}: hepatic_avoid_from", detail))
+    elif "hepatic_impairment" in states and drug.hepatic is not None:
         found.append(_violation("hepatic", "soft", drug, f"drug {name}: hepatic", drug.hepatic))
     return found
+
+
+def _at_least(severity: HepaticSeverity | None, start: HepaticSeverity) -> bool:
+    return severity is not None and HEPATIC_SEVERITIES.index(severity) >= HEPATIC_SEVERITIES.index(start)
 
 
 def _contraindications(

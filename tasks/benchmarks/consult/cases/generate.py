@@ -437,7 +437,7 @@ def interacting_drug(kb: KnowledgeBase, drug: Drug, profile: PatientProfile) -> 
         found = kb.interaction(drug.name, other.name)
         severe = found is not None and found.severity == "severe"
         suits = getattr(other.max_daily, profile.age_band) is not None and not (
-            profile.pregnant and other.pregnancy == "avoid"
+            profile.pregnant and other.avoid_in_pregnancy
         )
         if severe and suits and other.name not in profile.medications:
             return other.name

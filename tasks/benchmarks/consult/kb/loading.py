@@ -1,7 +1,8 @@
 """Load the versioned KB files, validate every entry and every reference between them, index them."""
 
 import functools
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -20,8 +21,26 @@ from tasks.benchmarks.consult.kb.models import (
     Interaction,
 )
 from tasks.benchmarks.consult.kb.names import normalise_text
+from tasks.benchmarks.consult.kb.widening import McpPair, load_mcp_pairs
 
 EntryModel = TypeVar("EntryModel", bound=BaseModel)
+MCP_SOURCE = "drug-interaction-mcp"
+_log = logging.getLogger(__name__)
+
+
+class InteractionMerge(BaseModel, frozen=True):
+    """What merging `drug-interaction-mcp`'s pairs into the KB did, counted in its pairs: added (at least
+    one drug pair the KB's rules did not cover), duplicates (every drug pair already covered, by a KB rule,
+    which wins, or an earlier pair), unknown (a side names no KB drug or class), left_out (its caution
+    pairs). `interactions` counts the drug-pair entries added; all zero when the package is not installed."""
+
+    source: str = MCP_SOURCE
+    installed: bool
+    added: int = 0
+    duplicates: int = 0
+    unknown: int = 0
+    left_out: int = 0
+    interactions: int = 0
 
 
 class KnowledgeBase(BaseModel, frozen=True):
@@ -35,6 +54,7 @@ class KnowledgeBase(BaseModel, frozen=True):
     interactions: tuple[Interaction, ...]
     contraindications: tuple[Contraindication, ...]
     dosing: tuple[Dosing, ...] = ()
+    mcp_merge: InteractionMerge | None = None  # None: built by hand, not by `load_kb`
 
     @cached_property
     def _conditions_by_id(self) -> dict[str, Condition]:
@@ -52,6 +72,10 @@ class KnowledgeBase(BaseModel, frozen=True):
             for name in (drug.name, *drug.brands, *drug.spellings):
                 index[normalise_text(name)] = drug
         return index
+
+    @cached_property
+    def _classes_by_name(self) -> dict[str, DrugClass]:
+        return {name: drug_class for drug_class in self.drug_classes for name in class_names(drug_class)}
 
     @cached_property
     def _aiu_types_by_id(self) -> dict[str, AiuType]:
@@ -90,15 +114,43 @@ class KnowledgeBase(BaseModel, frozen=True):
         """The AIU types a question of this template reveals, in file order."""
         return tuple(aiu_type for aiu_type in self.aiu_types if aiu_type.template == template)
 
+    def drug_class_named(self, name: str) -> DrugClass | None:
+        """The class named by its id, its title or one of its terms, each also in the singular, case and
+        punctuation ignored ("NSAID", "penicillin", "sulfa")."""
+        return self._classes_by_name.get(normalise_text(name))
+
     def interaction(self, first: str, second: str) -> Interaction | None:
-        """The interaction between two drugs (any names the KB knows), by drug pair first, then by class
-        pair; symmetric. None when either drug is unknown or the pair does not interact."""
+        """The interaction between two drugs (any names the KB knows); see `interaction_between`. None when
+        either drug is unknown or the pair does not interact."""
         drug_a, drug_b = self.drug(first), self.drug(second)
-        if drug_a is None or drug_b is None or drug_a.name == drug_b.name:
+        if drug_a is None or drug_b is None:
+            return None
+        return self.interaction_between(drug_a, drug_b)
+
+    def interaction_between(self, first: Drug, second: Drug) -> Interaction | None:
+        """The interaction of two different drugs, symmetric: their drug pair's, else the pair of any of their
+        classes' (`Drug.all_classes`), a severe one before a moderate one."""
+        if first.name == second.name:
             return None
         pairs = self._interactions_by_pair
-        by_drug = pairs.get(frozenset(("drug:" + drug_a.name, "drug:" + drug_b.name)))
-        return by_drug or pairs.get(frozenset(("class:" + drug_a.drug_class, "class:" + drug_b.drug_class)))
+        if (by_drug := pairs.get(frozenset(("drug:" + first.name, "drug:" + second.name)))) is not None:
+            return by_drug
+        by_class = [
+            found
+            for class_a in first.all_classes
+            for class_b in second.all_classes
+            if (found := pairs.get(frozenset(("class:" + class_a, "class:" + class_b)))) is not None
+        ]
+        return min(by_class, key=lambda item: item.severity != "severe", default=None)
+
+
+def class_names(drug_class: DrugClass) -> Iterator[str]:
+    """The normalised names of a class: id, title and terms, and each without a final "s"."""
+    for name in (drug_class.id, drug_class.title, *drug_class.terms):
+        text = normalise_text(name)
+        yield text
+        if text.endswith("s"):
+            yield text[:-1]
 
 
 def data_dir() -> Path:
@@ -132,12 +184,63 @@ def _load_kb(version: int, directory: str) -> KnowledgeBase:
         dosing=_parse(raw["dosing"], "dosing", Dosing, files["dosing"], "dosing"),
     )  # fmt: skip
     _check_references(kb, files)
-    return kb
+    return _with_mcp_interactions(kb)
 
 
 _PARTS = ("aiu_types", "conditions", "drugs", "interactions", "contraindications", "dosing")
 # Strengths convert a count of tablets (puffs, ml) to the drug's dose unit: that unit must be a mass.
 _MASS_UNITS = frozenset({"microgram", "mg", "g"})
+
+
+def _with_mcp_interactions(kb: KnowledgeBase) -> KnowledgeBase:
+    """The KB with `drug-interaction-mcp`'s pairs merged in when the package is installed."""
+    try:
+        pairs = load_mcp_pairs()
+    except ModuleNotFoundError as error:
+        _log.warning("%s: the KB holds its own interactions only", error)
+        return KnowledgeBase(**{**dict(kb), "mcp_merge": InteractionMerge(installed=False)})
+    added, merge = merge_mcp_interactions(kb, pairs)
+    return KnowledgeBase(**{**dict(kb), "interactions": kb.interactions + added, "mcp_merge": merge})
+
+
+def merge_mcp_interactions(
+    kb: KnowledgeBase, pairs: Sequence[McpPair]
+) -> tuple[tuple[Interaction, ...], InteractionMerge]:
+    """`drug-interaction-mcp`'s danger and warning pairs as drug-pair interactions between KB drugs
+    (`_named_drugs`), leaving out every drug pair the KB's own rules already cover; with the counts."""
+    added: dict[frozenset[str], Interaction] = {}
+    counts = {"added": 0, "duplicates": 0, "unknown": 0, "left_out": 0}
+    for pair in pairs:
+        if pair.severity is None:
+            counts["left_out"] += 1
+            continue
+        side_a, side_b = _named_drugs(kb, pair.names_a), _named_drugs(kb, pair.names_b)
+        if not side_a or not side_b:
+            counts["unknown"] += 1
+            continue
+        new = {
+            frozenset((a.name, b.name)): Interaction(
+                a=a.name, b=b.name, scope="drug", severity=pair.severity, effect=pair.effect,
+                source=pair.source,
+            )
+            for a in side_a
+            for b in side_b
+            if frozenset((a.name, b.name)) not in added and kb.interaction_between(a, b) is None
+        }  # fmt: skip
+        counts["added" if new else "duplicates"] += 1
+        added |= new
+    merge = InteractionMerge(installed=True, interactions=len(added), **counts)
+    return tuple(added.values()), merge
+
+
+def _named_drugs(kb: KnowledgeBase, names: Sequence[str]) -> list[Drug]:
+    """The KB drugs a side's names stand for; a side naming none stands for a class only when its first name
+    is one ("beta blocker, metoprolol, ..."): class words further on are loose ("verapamil, diltiazem,
+    calcium channel blocker" means the rate-limiting ones, not amlodipine)."""
+    drugs = {drug.name: drug for name in names if (drug := kb.drug(name)) is not None}
+    if drugs or (drug_class := kb.drug_class_named(names[0])) is None:
+        return list(drugs.values())
+    return [drug for drug in kb.drugs if drug_class.id in drug.all_classes]
 
 
 def _read_yaml(path: Path) -> dict:
@@ -191,6 +294,20 @@ def _parse(
     return tuple(entries)
 
 
+def _check_class_names(kb: KnowledgeBase, file_name: str) -> None:
+    """A class name (`class_names`) belongs to one class, and a term names no drug (the drug would win)."""
+    owners: dict[str, str] = {}
+    for drug_class in kb.drug_classes:
+        for name in dict.fromkeys(class_names(drug_class)):
+            if owners.setdefault(name, drug_class.id) != drug_class.id:
+                raise ValueError(f"{file_name}: drug class '{drug_class.id}': name '{name}' already names "
+                                 f"class '{owners[name]}'")  # fmt: skip
+        for term in drug_class.terms:
+            if (drug := kb.drug(term)) is not None:
+                raise ValueError(f"{file_name}: drug class '{drug_class.id}': term '{term}' names the drug "
+                                 f"'{drug.name}'")  # fmt: skip
+
+
 def _check_references(kb: KnowledgeBase, files: dict[str, str]) -> None:
     aiu_ids = {aiu_type.id for aiu_type in kb.aiu_types}
     class_ids = {drug_class.id for drug_class in kb.drug_classes}
@@ -225,9 +342,12 @@ def _check_references(kb: KnowledgeBase, files: dict[str, str]) -> None:
             drug_class = kb.drug(option.drug).drug_class  # type: ignore[union-attr]
             require(condition.regimen.drug_classes, drug_class, file_name, where,
                     f"first-line drug '{option.drug}' is of a class not in drug_classes:")  # fmt: skip
+    _check_class_names(kb, files["drugs"])
     for drug in kb.drugs:
         where, file_name = f"drug '{drug.name}'", files["drugs"]
         require(class_ids, drug.drug_class, file_name, where, "drug_class refers to unknown class")
+        for drug_class in drug.classes:
+            require(class_ids, drug_class, file_name, where, "classes refers to unknown class")
         for drug_class in drug.cross_reactive:
             require(class_ids, drug_class, file_name, where, "cross_reactive refers to unknown class")
         if drug.allergy_class is not None:

@@ -29,9 +29,13 @@ AiuCategory = Literal[
 ]
 SafetyTag = Literal["red_flag", "contraindication"]
 AgeBand = Literal["child", "adult", "older"]
-# Our own three-level reading of the BNF's pregnancy and breast-feeding advice (letter categories are
-# retired): compatible = usual use, caution = use only when the benefit outweighs the risk, avoid.
-UseInPregnancy = Literal["compatible", "caution", "avoid"]
+# Our own reading of the BNF's pregnancy and breast-feeding advice (letter categories are retired):
+# compatible = usual use, caution = use only when the benefit outweighs the risk, avoid = use another drug
+# (a soft conflict), contraindicated = must not be given (teratogenic or toxic to the child; a hard one).
+UseInPregnancy = Literal["compatible", "caution", "avoid", "contraindicated"]
+# Child-Pugh class A, B, C.
+HepaticSeverity = Literal["mild", "moderate", "severe"]
+HEPATIC_SEVERITIES: tuple[HepaticSeverity, ...] = ("mild", "moderate", "severe")
 Route = Literal["oral", "topical", "inhaled", "nasal", "vaginal", "intramuscular", "sublingual", "rectal"]
 MassUnit = Literal["microgram", "mg", "g"]
 # What one strength is per: a count of a form (one tablet, one puff) or one ml of a liquid.
@@ -148,12 +152,25 @@ class UsualDose(BaseModel, frozen=True, extra="forbid"):
 
 
 class DrugClass(Entry, frozen=True):
+    """A drug class. `terms` are the further words people and other sources use for it ("sulfa",
+    "anti-inflammatories"); its id and title, each also in the singular, name it as well."""
+
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     title: str
+    terms: tuple[str, ...] = ()
+
+
+class MinimumAge(BaseModel, frozen=True, extra="forbid"):
+    """The youngest age (years) the drug may be given at, and why."""
+
+    age: int = Field(gt=0, le=120)
+    reason: str = Field(min_length=3)
 
 
 class Drug(Entry, frozen=True):
-    """A generic drug. `spellings` are other generic names and common misspellings ("acetaminophen")."""
+    """A generic drug. `spellings` are other generic names and common misspellings ("acetaminophen").
+    `classes` are further classes beyond `drug_class` (clarithromycin: strong_cyp3a4_inhibitors,
+    qt_prolonging) that class rules match as well; `drug_class` alone decides regimens."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9 -]*$")
     brands: tuple[str, ...] = ()
@@ -168,10 +185,36 @@ class Drug(Entry, frozen=True):
     hepatic: str | None = None
     allergy_class: str | None = None
     cross_reactive: tuple[str, ...] = ()
+    classes: tuple[str, ...] = ()
+    min_age: MinimumAge | None = None
+    # Hard limits for a profile that gives its band: must not be given under this eGFR (mL/min/1.73 m2),
+    # or from this hepatic impairment on; `renal` / `hepatic` say why.
+    renal_avoid_below: int | None = Field(default=None, gt=0, le=120)
+    hepatic_avoid_from: HepaticSeverity | None = None
+
+    @model_validator(mode="after")
+    def _distinct_classes_and_limits_with_notes(self) -> "Drug":
+        if len(set(self.all_classes)) != len(self.all_classes):
+            raise ValueError("classes repeats a class (or its drug_class)")
+        if self.renal_avoid_below is not None and self.renal is None:
+            raise ValueError("renal_avoid_below needs a renal note saying why")
+        if self.hepatic_avoid_from is not None and self.hepatic is None:
+            raise ValueError("hepatic_avoid_from needs a hepatic note saying why")
+        return self
+
+    @property
+    def all_classes(self) -> tuple[str, ...]:
+        """Its drug_class, then its further classes: every class a class rule may name it by."""
+        return (self.drug_class, *self.classes)
+
+    @property
+    def avoid_in_pregnancy(self) -> bool:
+        return self.pregnancy in ("avoid", "contraindicated")
 
 
 class Interaction(Entry, frozen=True):
-    """A severe interaction between two drugs (`scope: drug`) or two drug classes (`scope: class`)."""
+    """A severe interaction between two drugs (`scope: drug`) or two drug classes (`scope: class`); a class
+    with itself (a == b) is two different drugs of that class (two NSAIDs)."""
 
     a: str
     b: str
@@ -181,7 +224,7 @@ class Interaction(Entry, frozen=True):
 
     @model_validator(mode="after")
     def _two_sides(self) -> "Interaction":
-        if self.a == self.b:
+        if self.a == self.b and self.scope == "drug":
             raise ValueError(f"interacts with itself ('{self.a}')")
         return self
 

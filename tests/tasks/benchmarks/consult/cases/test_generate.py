@@ -79,12 +79,14 @@ def test_every_follow_up_kind_of_the_contract_is_generated_and_read_back_from_it
 def test_a_patient_on_nointeracting_drug_may_say_they_take_one_the_first_line_drug_interacts_with():
     kb = load_kb()
     adult = PatientProfile(age=40, sex="male")
-    assert interacting_drug(kb, kb.drug("ibuprofen"), adult) == "methotrexate"
-    on_methotrexate = adult.model_copy(update={"medications": ("methotrexate",)})
-    assert interacting_drug(kb, kb.drug("ibuprofen"), on_methotrexate) == "warfarin"
+    # two NSAIDs are a severe class pair; the first KB drug by name is diclofenac
+    assert interacting_drug(kb, kb.drug("ibuprofen"), adult) == "diclofenac"
+    on_diclofenac = adult.model_copy(update={"medications": ("diclofenac",)})
+    assert interacting_drug(kb, kb.drug("ibuprofen"), on_diclofenac) == "lithium"
     pregnant = PatientProfile(age=30, sex="female", pregnant=True)
-    assert interacting_drug(kb, kb.drug("ibuprofen"), pregnant) is None  # both are avoided in pregnancy
-    assert interacting_drug(kb, kb.drug("amoxicillin"), adult) is None
+    assert interacting_drug(kb, kb.drug("ibuprofen"), pregnant) is None  # all are avoided in pregnancy
+    assert interacting_drug(kb, kb.drug("amoxicillin"), adult) == "methotrexate"  # penicillins rule
+    assert interacting_drug(kb, kb.drug("paracetamol"), adult) is None
 
 
 def test_the_department_and_difficulty_mix_is_honoured_exactly():

@@ -11,6 +11,7 @@ from tasks.benchmarks.consult.kb.models import (
     ChildPerKg,
     Contraindication,
     Dosing,
+    Interaction,
     Regimen,
     Strength,
 )
@@ -257,3 +258,47 @@ def test_template_ids_match_the_inquiry_catalogue_when_present():
     templates = document.get("templates", document)
     ids = {item["id"] for item in templates} if isinstance(templates, list) else set(templates)
     assert ids == TEMPLATE_IDS
+
+
+def test_a_further_class_of_a_drug_must_be_a_known_class(tmp_path):
+    drugs = MINIMAL_FILES["drugs_v1.yaml"].replace("drug_class: penicillins,", "drug_class: penicillins, "
+                                                    "classes: [qt_prolonging],")  # fmt: skip
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"drugs_v1.yaml": drugs}))
+    assert str(error.value) == (
+        "drugs_v1.yaml: drug 'amoxicillin': classes refers to unknown class 'qt_prolonging'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("classes", "message"),
+    [
+        ("[{id: penicillins, title: Penicillins, terms: [Amoxil], source: BNF}]",
+         "drug class 'penicillins': term 'Amoxil' names the drug 'amoxicillin'"),
+        ("[{id: penicillins, title: Penicillins, source: BNF}, {id: beta_lactams, title: Beta-lactams, "
+         "terms: [penicillin], source: BNF}]",
+         "drug class 'beta_lactams': name 'penicillin' already names class 'penicillins'"),
+    ],
+)  # fmt: skip
+def test_a_class_term_names_one_class_and_no_drug(tmp_path, classes, message):
+    drugs = MINIMAL_FILES["drugs_v1.yaml"].replace(
+        '[{id: penicillins, title: Penicillins, source: "BNF: penicillins"}]', classes
+    )
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"drugs_v1.yaml": drugs}))
+    assert str(error.value) == f"drugs_v1.yaml: {message}"
+
+
+def test_a_class_is_named_by_its_id_title_and_terms_also_in_the_singular():
+    kb = load_kb()
+    names = ("NSAID", "non-steroidal anti-inflammatory drugs", "Anti-inflammatories", "sulpha", "SSRI",
+             "fluoroquinolone", "proton pump inhibitor", "latex")  # fmt: skip
+    assert [getattr(kb.drug_class_named(name), "id", None) for name in names] == [
+        "nsaids", "nsaids", "nsaids", "sulfonamides", "ssris", "quinolones", "proton_pump_inhibitors", None,
+    ]  # fmt: skip
+
+
+def test_a_drug_class_rule_may_pair_a_class_with_itself_but_a_drug_not_with_itself():
+    assert Interaction(a="nsaids", b="nsaids", scope="class", effect="x", source="BNF").a == "nsaids"
+    with pytest.raises(ValidationError, match="interacts with itself"):
+        Interaction(a="warfarin", b="warfarin", scope="drug", effect="x", source="BNF")
