@@ -96,7 +96,7 @@ def plan_text(plan: TreatmentPlan | None) -> str:
     """A plan as the judge reads it: its items as JSON, then its advice."""
     if plan is None:
         return "(no plan could be read)"
-    items = [item.model_dump(exclude={"generic"}, exclude_none=True) for item in plan.items]
+    items = [item.model_dump(exclude={"generic", "ingredients"}, exclude_none=True) for item in plan.items]
     return "\n".join(part for part in (json.dumps(items), plan.advice) if part)
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from tasks.benchmarks.consult.case import ConsultCase
 from tasks.benchmarks.consult.composite import composite
-from tasks.benchmarks.consult.contracts import PRIMARY_METRICS, SECONDARY_METRICS
+from tasks.benchmarks.consult.contracts import PLAN_ITEM, PRIMARY_METRICS, SECONDARY_METRICS
 from tasks.benchmarks.consult.critic import Critique, critique, patient_facts
 from tasks.benchmarks.consult.episode import Episode, FollowUpTurn, HistoryTurn, TreatmentPlan
 from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy, load_policy
@@ -162,7 +162,7 @@ def episode_scores(
         "diagnosis_parse": episode.diagnosis_parse,
         "differential": [item.model_dump(exclude={"rationale"}) for item in episode.differential],
         "plan_parse": episode.plan_parse,
-        "plan": [item.model_dump() for item in plan.items],
+        "plan": plan_item_rows(plan),
         "plan_advice": plan.advice,
         "violations": violation_rows(critique(plan, patient_facts(case), kb)),
         "follow_ups": [
@@ -195,6 +195,14 @@ def _kept(records: list[CallRecord], record: CallRecord) -> CallRecord:
     return record
 
 
+def plan_item_rows(plan: TreatmentPlan) -> list[dict[str, Any]]:
+    """The plan's items as the contract's PLAN_ITEM rows: fields the contract lacks (ingredients) stay out."""
+    return [item.model_dump(include=_PLAN_ITEM_FIELDS) for item in plan.items]
+
+
+_PLAN_ITEM_FIELDS = {field.name for field in PLAN_ITEM}
+
+
 def violation_rows(found: Critique) -> list[dict[str, Any]]:
     return [violation.model_dump() for violation in found.violations]
 
@@ -207,7 +215,7 @@ def follow_up_row(step: FollowUpStep, turn: FollowUpTurn, judgement: Judgement |
         **step.follow_up.model_dump(include={"kind", "text", "constraint", "core"}),
         "answer": turn.answer,
         "revision_parse": turn.revision_parse,
-        "revised_plan": None if revised is None else [item.model_dump() for item in revised.items],
+        "revised_plan": None if revised is None else plan_item_rows(revised),
         "plan_drugs": list(step.plan.generics),
         "violations_after": violation_rows(step.critique),
         "correct": None if judgement is None else judgement.correct,

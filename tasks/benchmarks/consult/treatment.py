@@ -3,8 +3,8 @@
 A plan is the first JSON list of objects that each have a `"drug"` key, or an object
 `{"plan": [...], "advice": "..."}`, anywhere in the reply (code fences and prose around it allowed).
 Fields are read tolerantly: numbers may be strings (`"500"`), a dose may carry its unit (`"500 mg"`), a
-frequency may be a word (`"twice daily"`, `"tds"`). Drug names go to KB generics through
-`normalise_drug_name`.
+frequency may be a word (`"twice daily"`, `"tds"`). Drug names go to KB drugs through
+`resolve.resolve_drug`: `generic` is the drug of a single-drug item, `ingredients` every drug of the item.
 
 Units: masses (mg, g, microgram under any spelling) convert to each other, volumes (ml, l) likewise;
 counts (application, puff, spray, sachet, tablet, ...) and per-weight doses (mg/kg) compare only to the
@@ -20,6 +20,7 @@ from typing import Any
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.kb.icd11 import DEFAULT_THRESHOLD, normalise_drug_name
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
+from tasks.benchmarks.consult.kb.resolve import resolve_drug
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 _NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(.*?)\s*$")
@@ -158,6 +159,7 @@ def _plan_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tuple[Pl
             PlanItem(
                 drug=drug.strip(),
                 generic=normalise_drug_name(kb, drug, threshold),
+                ingredients=resolve_drug(kb, drug, threshold).drugs,
                 dose=dose,
                 unit=unit,
                 frequency_per_day=_frequency(entry.get("frequency_per_day")),

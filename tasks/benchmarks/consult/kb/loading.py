@@ -1,7 +1,7 @@
 """Load the versioned KB files, validate every entry and every reference between them, index them."""
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -17,10 +17,13 @@ from tasks.benchmarks.consult.kb.models import (
     Drug,
     DrugClass,
     Interaction,
+    Product,
+    ProductVariant,
 )
 from tasks.benchmarks.consult.kb.names import normalise_text
 
 EntryModel = TypeVar("EntryModel", bound=BaseModel)
+Built = TypeVar("Built")
 
 
 class KnowledgeBase(BaseModel, frozen=True):
@@ -33,6 +36,7 @@ class KnowledgeBase(BaseModel, frozen=True):
     drugs: tuple[Drug, ...]
     interactions: tuple[Interaction, ...]
     contraindications: tuple[Contraindication, ...]
+    products: tuple[Product, ...] = ()
 
     @cached_property
     def _conditions_by_id(self) -> dict[str, Condition]:
@@ -49,6 +53,18 @@ class KnowledgeBase(BaseModel, frozen=True):
         for drug in self.drugs:
             for name in (drug.name, *drug.brands, *drug.spellings):
                 index[normalise_text(name)] = drug
+        return index
+
+    @cached_property
+    def _products_by_name(self) -> dict[str, tuple[Product, ProductVariant | None]]:
+        """Product names and brands, normalised, to the product and the variant a variant's brand fixes."""
+        index: dict[str, tuple[Product, ProductVariant | None]] = {}
+        for product in self.products:
+            for name in (product.name, *product.brands):
+                index[normalise_text(name)] = (product, None)
+            for variant in product.variants:
+                for name in variant.brands:
+                    index[normalise_text(name)] = (product, variant)
         return index
 
     @cached_property
@@ -73,6 +89,11 @@ class KnowledgeBase(BaseModel, frozen=True):
         """The drug named by its generic name, a brand or a listed spelling, case and punctuation ignored."""
         return self._drugs_by_name.get(normalise_text(name))
 
+    def product(self, name: str) -> tuple[Product, ProductVariant | None] | None:
+        """The combination product named by its name or a brand (case and punctuation ignored), with the
+        variant when the brand is sold at one strength only."""
+        return self._products_by_name.get(normalise_text(name))
+
     def aiu_type(self, aiu_id: str) -> AiuType | None:
         return self._aiu_types_by_id.get(aiu_id)
 
@@ -89,6 +110,31 @@ class KnowledgeBase(BaseModel, frozen=True):
         pairs = self._interactions_by_pair
         by_drug = pairs.get(frozenset(("drug:" + drug_a.name, "drug:" + drug_b.name)))
         return by_drug or pairs.get(frozenset(("class:" + drug_a.drug_class, "class:" + drug_b.drug_class)))
+
+
+def cached_per_kb(build: Callable[[KnowledgeBase], Built]) -> Callable[[KnowledgeBase], Built]:
+    """`build(kb)` computed once per KB object: a KB is keyed by identity, as hashing its entries on every
+    call would cost more than the lookups the cache serves."""
+    cached = functools.lru_cache(maxsize=8)(lambda key: build(key.kb))
+
+    @functools.wraps(build)
+    def once(kb: KnowledgeBase) -> Built:
+        return cached(_Identity(kb))
+
+    return once
+
+
+class _Identity:
+    __slots__ = ("kb",)
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+
+    def __hash__(self) -> int:
+        return id(self.kb)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.kb is self.kb
 
 
 def data_dir() -> Path:
@@ -119,12 +165,13 @@ def _load_kb(version: int, directory: str) -> KnowledgeBase:
             raw["contraindications"], "contraindications", Contraindication, files["contraindications"],
             "contraindication",
         ),
+        products=_parse(raw["products"], "products", Product, files["products"], "product"),
     )  # fmt: skip
     _check_references(kb, files)
     return kb
 
 
-_PARTS = ("aiu_types", "conditions", "drugs", "interactions", "contraindications")
+_PARTS = ("aiu_types", "conditions", "drugs", "interactions", "contraindications", "products")
 
 
 def _read_yaml(path: Path) -> dict:
@@ -241,3 +288,14 @@ def _check_references(kb: KnowledgeBase, files: dict[str, str]) -> None:
             require(condition_ids, item.condition, file_name, where, "refers to unknown condition")
         if item.aiu is not None:
             require(aiu_ids, item.aiu, file_name, where, "refers to unknown AIU type")
+    # A product name that is also a drug's or another product's name would resolve to one of them silently.
+    taken = {normalise_text(name): f"drug '{drug.name}'" for drug in kb.drugs
+             for name in (drug.name, *drug.brands, *drug.spellings)}  # fmt: skip
+    for product in kb.products:
+        where, file_name = f"product '{product.name}'", files["products"]
+        for ingredient in product.ingredients:
+            require(drug_names, ingredient, file_name, where, "ingredient refers to unknown drug")
+        variant_brands = (brand for variant in product.variants for brand in variant.brands)
+        for name in (product.name, *product.brands, *variant_brands):
+            if (owner := taken.setdefault(normalise_text(name), where)) != where:
+                raise ValueError(f"{file_name}: {where}: name '{name}' is already a name of {owner}")

@@ -25,8 +25,8 @@ def test_plain_json_list_with_prose_around_it(kb):
     assert parse_plan(text, kb) == TreatmentPlan(
         items=(
             PlanItem(
-                drug="Amoxil", generic="amoxicillin", dose=500.0, unit="mg", frequency_per_day=3.0,
-                days=5.0, route="oral",
+                drug="Amoxil", generic="amoxicillin", ingredients=("amoxicillin",), dose=500.0, unit="mg",
+                frequency_per_day=3.0, days=5.0, route="oral",
             ),
         ),
         advice="Here is the plan:\nDrink plenty of fluids.",
@@ -41,8 +41,8 @@ def test_object_with_plan_and_advice_in_a_code_fence(kb):
     )
     assert parse_plan(text, kb) == TreatmentPlan(
         items=(
-            PlanItem(drug="paracetamol", generic="paracetamol", dose=1.0, unit="g", frequency_per_day=4.0,
-                     days=5.0),
+            PlanItem(drug="paracetamol", generic="paracetamol", ingredients=("paracetamol",), dose=1.0,
+                     unit="g", frequency_per_day=4.0, days=5.0),
         ),
         advice="Rest and fluids.",
     )  # fmt: skip
@@ -56,9 +56,10 @@ def test_tolerant_fields_strings_units_in_dose_and_frequency_words(kb):
     )
     assert parse_plan(text, kb) == TreatmentPlan(
         items=(
-            PlanItem(drug="ibuprofin", generic="ibuprofen", dose=400.0, unit="mg", frequency_per_day=3.0,
-                     route="PO"),
-            PlanItem(drug="salbutamol", generic="salbutamol", dose=200.0, unit="mcg", frequency_per_day=4.0),
+            PlanItem(drug="ibuprofin", generic="ibuprofen", ingredients=("ibuprofen",), dose=400.0, unit="mg",
+                     frequency_per_day=3.0, route="PO"),
+            PlanItem(drug="salbutamol", generic="salbutamol", ingredients=("salbutamol",), dose=200.0,
+                     unit="mcg", frequency_per_day=4.0),
             PlanItem(drug="unobtainium"),
         ),
         advice="",
@@ -70,7 +71,8 @@ def test_empty_list_is_an_empty_plan_and_a_non_empty_one_wins(kb):
     assert parse_plan("No drugs needed: [] Just rest.", kb) == expected
     text = '[] then actually [{"drug": "cetirizine"}]'
     assert parse_plan(text, kb) == TreatmentPlan(
-        items=(PlanItem(drug="cetirizine", generic="cetirizine"),), advice="[] then actually"
+        items=(PlanItem(drug="cetirizine", generic="cetirizine", ingredients=("cetirizine",)),),
+        advice="[] then actually",
     )
 
 
@@ -92,7 +94,8 @@ def test_no_plan_is_none(kb, text):
 def test_a_diagnosis_list_before_the_plan_is_skipped(kb):
     text = '[{"diagnosis": "Flu"}]\n[{"drug": "Calpol"}]'
     assert parse_plan(text, kb) == TreatmentPlan(
-        items=(PlanItem(drug="Calpol", generic="paracetamol"),), advice='[{"diagnosis": "Flu"}]'
+        items=(PlanItem(drug="Calpol", generic="paracetamol", ingredients=("paracetamol",)),),
+        advice='[{"diagnosis": "Flu"}]',
     )
 
 

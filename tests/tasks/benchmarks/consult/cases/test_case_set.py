@@ -14,8 +14,8 @@ from tests.tasks.benchmarks.consult.test_solver import FOLLOWED
 GRAMMAR = "allergy:<drug or class>, pregnancy, no_tablets, cost:<drug>, takes:<drug>"
 DRUGS = "of the KB (tasks/benchmarks/consult/kb/data/drugs_v1.yaml)"
 ALLERGY, DRUG = (
-    f"a generic drug name or drug class id {DRUGS}",
-    f"a drug (generic name, brand or spelling) {DRUGS}",
+    f"a drug class id or a drug (generic name, brand, salt, spelling or combination product) {DRUGS}",
+    f"a drug (generic name, brand, salt, spelling or combination product) {DRUGS}",
 )
 # Every field the KB or the grammar does not allow, in one case.
 STRANGE = FOLLOWED.model_copy(

@@ -41,6 +41,7 @@ drugs:
 """,
     "interactions_v1.yaml": "version: 1\ninteractions: []\n",
     "contraindications_v1.yaml": "version: 1\ncontraindications: []\n",
+    "products_v1.yaml": "version: 1\nproducts: []\n",
 }
 
 
