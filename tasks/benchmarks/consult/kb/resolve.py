@@ -101,10 +101,10 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
             if candidate in aliases:
                 drug, method = aliases[candidate]
                 return _single(drug, "salt" if candidate == without_salts != without_doses else method)
-        # The library's names keep their hyphens ("co-codamol").
-        words = _without(_SALT_WORDS, _without(_DOSE_WORDS, normalise_text(name, keep_hyphens=True)))
-        if use_library and words:
-            found_by_library = _by_library(kb, words, name)
+        # The library's names keep their hyphens ("co-codamol"); a hyphen may also join two drugs.
+        hyphenated = _without(_SALT_WORDS, _without(_DOSE_WORDS, normalise_text(name, keep_hyphens=True)))
+        for words in dict.fromkeys((hyphenated, without_salts)):
+            found_by_library = _by_library(kb, words, name) if use_library and words else None
             if found_by_library is not None:
                 return found_by_library
         best = best_fuzzy_match(without_salts, fuzzy_names, threshold)
@@ -112,7 +112,7 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
             return UNRESOLVED
         product = kb.product(best[0])
         if product is not None:
-            return _combination(product[0], product[1]).model_copy(update={"method": "fuzzy"})
+            return _product_resolution(product, name).model_copy(update={"method": "fuzzy"})
         return _single(aliases[best[0]][0], "fuzzy")
 
     return resolve

@@ -111,6 +111,51 @@ interactions:
     )
 
 
+def product_file(entry: str) -> str:
+    return f"version: 1\nproducts:\n  - {entry}\n"
+
+
+def test_a_product_ingredient_must_be_a_kb_drug(tmp_path):
+    products = product_file(
+        '{name: co-amoxiclav, ingredients: [amoxicillin, clavulanic acid], source: "BNF: co-amoxiclav"}'
+    )
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"products_v1.yaml": products}))
+    assert str(error.value) == (
+        "products_v1.yaml: product 'co-amoxiclav': ingredient refers to unknown drug 'clavulanic acid'"
+    )
+
+
+def test_a_product_name_taken_by_a_drug_is_a_load_error(tmp_path):
+    drugs = MINIMAL_FILES["drugs_v1.yaml"] + (
+        "  - {name: codeine, drug_class: penicillins, route: oral, usual_dose: {dose: 30, unit: mg,\n"
+        "     frequency_per_day: 4}, max_daily: {adult: 240}, pregnancy: caution, lactation: avoid,\n"
+        '     source: "BNF: codeine"}\n'
+    )
+    products = product_file(
+        "{name: codamox, ingredients: [codeine, amoxicillin],"
+        ' variants: [{strengths: [8, 500], brands: [amoxil]}], source: "a label"}'
+    )
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"drugs_v1.yaml": drugs, "products_v1.yaml": products}))
+    assert str(error.value) == (
+        "products_v1.yaml: product 'codamox': name 'amoxil' is already a name of drug 'amoxicillin'"
+    )
+
+
+def test_a_product_variant_gives_one_strength_per_ingredient(tmp_path):
+    products = product_file(
+        "{name: co-amoxiclav, ingredients: [amoxicillin, clavulanic acid],"
+        ' variants: [{strengths: [500, 125, 1]}], source: "BNF: co-amoxiclav"}'
+    )
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"products_v1.yaml": products}))
+    assert str(error.value) == (
+        "products_v1.yaml: product 'co-amoxiclav': entry: Value error, variant 500/125/1 gives 3 strengths "
+        "for 2 ingredients"
+    )
+
+
 def test_missing_file_is_named(tmp_path):
     folder = write_kb(tmp_path)
     (tmp_path / "drugs_v1.yaml").unlink()
