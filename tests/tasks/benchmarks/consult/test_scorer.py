@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from tasks.benchmarks.consult.contracts import SCORES
+from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.inquiry.policy import load_policy
 from tasks.benchmarks.consult.kb.loading import load_kb
-from tasks.benchmarks.consult.scorer import ScoreJob, episode_scores
+from tasks.benchmarks.consult.scorer import ScoreJob, episode_scores, plan_item_rows
 from tasks.benchmarks.consult.solver import run_episode
 from tasks.llm.ledger import CallRecord
 from tests.tasks.benchmarks.consult.test_solver import (
@@ -183,3 +184,12 @@ def test_a_follow_up_answer_cut_at_max_tokens_is_left_ungraded_when_the_config_m
     assert (row["judge_calls"], row["fqr_judged"], row["fqr_unparseable"], row["fqr"]) == (1, 1, 0, 1.0)
     judged = episode_scores(SCORE_JOB, messages, load_kb(), load_policy(), stub_judge)
     assert [f["judge_status"] for f in judged["follow_ups"]] == ["ok", "unparseable"]  # judged as given
+
+
+def test_plan_rows_keep_the_contracts_fields_and_leave_the_ingredients_out():
+    # Runs scored before name resolution stay readable: the PLAN_ITEM contract has no ingredients column.
+    plan = TreatmentPlan(items=(PlanItem(drug="co-codamol", ingredients=("codeine", "paracetamol"), dose=2),))
+    assert plan_item_rows(plan) == [
+        {"drug": "co-codamol", "generic": None, "dose": 2.0, "unit": None, "frequency_per_day": None,
+         "days": None, "route": None},
+    ]  # fmt: skip

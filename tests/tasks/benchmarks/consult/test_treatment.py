@@ -168,3 +168,16 @@ def test_normalise_dose(dose, unit, to_unit, expected):
 )
 def test_daily_amount(item, to_unit, expected):
     assert daily_amount(item, to_unit) == expected
+
+
+def test_a_combination_item_holds_every_ingredient_and_no_single_generic(kb):
+    text = '[{"drug": "co-codamol 30/500", "dose": "2 tablets", "frequency_per_day": 4}, {"drug": "Calpol"}]'
+    found = parse_plan(text, kb)
+    assert found == TreatmentPlan(
+        items=(
+            PlanItem(drug="co-codamol 30/500", ingredients=("codeine", "paracetamol"), dose=2.0,
+                     unit="tablets", frequency_per_day=4.0),
+            PlanItem(drug="Calpol", generic="paracetamol", ingredients=("paracetamol",)),
+        ),
+    )  # fmt: skip
+    assert found.generics == ("codeine", "paracetamol")
