@@ -233,7 +233,7 @@ def constraint_satisfied(
     if kind == "no_tablets":
         return not any(_is_tablet(item, index) for item in plan.items)
     if kind == "cost":
-        return _generic(kb, value) not in plan.generics
+        return not set(_as_kb_drugs((value,), kb)) <= set(plan.generics)
     if kind == "takes":
         other = index.drugs.get(_generic(kb, value))
         return other is None or not any(
@@ -456,8 +456,8 @@ def _as_kb_drugs(names: Iterable[str], kb: KnowledgeBase) -> tuple[str, ...]:
 
 
 def _item_resolution(item: PlanItem, kb: KnowledgeBase) -> Resolution:
-    """The item's drug text resolved; a text that names no drug at all leaves the KB drugs the item was
-    given (an item built from a KB option: "amoxicillin oral suspension")."""
+    """The item's drug text resolved; a text that names no drug at all leaves the KB drugs the item
+    records (a plan built by hand, or parsed with a lower fuzzy threshold)."""
     resolution = resolve_drug(kb, item.drug)
     if resolution.ingredients or resolution.missing:
         return resolution

@@ -74,7 +74,7 @@ class Resolution(BaseModel, frozen=True, extra="forbid"):
         return bool(self.ingredients) and not self.missing
 
 
-UNRESOLVED = Resolution(method="unresolved")
+_UNRESOLVED = Resolution(method="unresolved")
 
 
 def resolve_drug(
@@ -109,7 +109,7 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
                 return found_by_library
         best = best_fuzzy_match(without_salts, fuzzy_names, threshold)
         if best is None:
-            return UNRESOLVED
+            return _UNRESOLVED
         product = kb.product(best[0])
         if product is not None:
             return _product_resolution(product, name).model_copy(update={"method": "fuzzy"})

@@ -929,3 +929,9 @@ def test_allergies_and_medicines_may_be_brands_salts_and_combinations():
         "'Daktacort' is not a drug (generic name, brand, salt, spelling or combination product) of the KB "
         "(tasks/benchmarks/consult/kb/data/drugs_v1.yaml)"
     )
+
+
+def test_a_cost_constraint_on_a_combination_is_broken_by_the_same_product_under_a_brand():
+    kb = load_kb()
+    plans = [parse_plan(json.dumps([{"drug": name}]), kb) for name in ("Augmentin", "Amoxil")]
+    assert [constraint_satisfied(given, "cost:co-amoxiclav", facts(), kb) for given in plans] == [False, True]
