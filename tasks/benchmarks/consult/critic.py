@@ -1,7 +1,12 @@
 """The clinical safety critic: a treatment plan checked against the patient and the knowledge base.
 
 Pure functions over (plan, patient facts, KB). Each violation names the KB entry that fired and its
-source. Rules, per planned KB drug (plan order), then per drug pair, then per unmatched drug:
+source. Each plan item's drug text resolves to its KB ingredients (`kb.resolve`: brands, salts, spellings,
+combination products); each ingredient is checked on its own and against the plan's other ingredients and
+the patient's medicines, and a combination's dose becomes each ingredient's amount when the product fixes
+its strength (2 tablets of co-codamol 30/500: codeine 60 mg, paracetamol 1000 mg; the same ingredient in
+two items sums into one daily total). Allergies and current medicines resolve the same way. Rules, per
+planned KB drug (plan order), then per drug pair, then per item not wholly resolved:
 - allergy: the drug, its class, its allergy class or one of its further classes is in the patient's
   allergies (each a drug, a class or a term for one, `resolve_allergy`; an allergy to a drug extends to
   that drug's allergy class). cross_reactivity: otherwise, a class cross-reactive with an allergy class (a
@@ -27,12 +32,12 @@ source. Rules, per planned KB drug (plan order), then per drug pair, then per un
 - interaction: a drug or class pair of the KB (`KnowledgeBase.interaction_between`) among plan x plan and
   plan x current medications (pairs wholly within current medications are the patient's own business, not
   the plan's); severe = hard, moderate = soft.
-- unverified: a plan item that resolves to no KB drug. It is no violation of a rule, but a plan holding
-  one cannot be called safe: PSC counts it as unsafe (`Critique.unverified`).
+- unverified: a plan item that resolves to no KB drug, or that names a drug the KB lacks besides its KB
+  ingredients (those are still checked). It is no violation of a rule, but a plan holding one cannot be
+  called safe: PSC counts it as unsafe (`Critique.unverified`).
 Lookups are built once per KB (`_index`), so a check costs a few dictionary reads per drug.
 """
 
-import functools
 from collections.abc import Iterable
 from typing import Literal
 
@@ -40,7 +45,8 @@ from pydantic import BaseModel
 
 from tasks.benchmarks.consult.case import ConsultCase, PatientProfile
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
-from tasks.benchmarks.consult.kb.loading import KnowledgeBase
+from tasks.benchmarks.consult.kb.icd11 import normalise_drug_name
+from tasks.benchmarks.consult.kb.loading import KnowledgeBase, cached_per_kb
 from tasks.benchmarks.consult.kb.models import (
     HEPATIC_SEVERITIES,
     Condition,
@@ -50,12 +56,14 @@ from tasks.benchmarks.consult.kb.models import (
     Interaction,
 )
 from tasks.benchmarks.consult.kb.names import unknown_name
+from tasks.benchmarks.consult.kb.resolve import Ingredient, Resolution, resolve_drug
 from tasks.benchmarks.consult.treatment import (
     COUNT_FORMS,
     DoseAmount,
     canonical_route,
     canonical_unit,
     dose_amount,
+    normalise_dose,
     number_text,
 )
 
@@ -88,6 +96,8 @@ _LIQUID_WORDS = ("suspension", "syrup", "liquid", "solution", "soluble", "disper
 CONSTRAINT_VALUES: dict[str, str | None] = {
     "allergy": "drug or class", "pregnancy": None, "no_tablets": None, "cost": "drug", "takes": "drug",
 }  # fmt: skip
+# What a drug may be named by wherever the critic reads a name (see `kb.resolve`).
+_DRUG_NAMES = "a drug (generic name, brand, salt, spelling or combination product)"
 CONSTRAINT_FORMS = ", ".join(
     kind + (f":<{value}>" if value else "") for kind, value in CONSTRAINT_VALUES.items()
 )
@@ -196,27 +206,34 @@ def allergy_problem(allergy: str, kb: KnowledgeBase) -> str | None:
     if resolve_allergy(allergy, kb) != ((), ()):
         return None
     names = [*_index(kb).drugs, *sorted(_index(kb).class_ids)]
-    allowed = "a drug (generic name, brand or spelling), a drug class or a term for one"
+    allowed = f"{_DRUG_NAMES}, a drug class or a term for one"
     return unknown_name(allergy, allowed, names, f"drugs_v{kb.version}.yaml")
 
 
 def resolve_allergy(allergy: str, kb: KnowledgeBase) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(drug names, class ids) an allergy names: a drug by any name the KB knows (with its allergy class),
-    else a class by its id, title or one of its terms ("penicillin", "sulfa", "NSAIDs"); both empty when
-    the KB knows neither."""
+    """(drug names, class ids) an allergy names: a KB drug by its own names (with its allergy class), else a
+    class by its id, title or one of its terms ("penicillin", "sulfa", "NSAIDs"), else the drugs a name
+    resolves to wholly (a brand, a salt, a combination product: each ingredient with its allergy class);
+    both empty when the KB knows none of these."""
+    drugs: tuple[Drug, ...]
     if (drug := kb.drug(allergy)) is not None:
-        return (drug.name,), tuple(filter(None, (drug.allergy_class,)))
-    drug_class = kb.drug_class_named(allergy)
-    return (), (drug_class.id,) if drug_class is not None else ()
+        drugs = (drug,)
+    elif (drug_class := kb.drug_class_named(allergy)) is not None:
+        return (), (drug_class.id,)
+    elif (resolution := resolve_drug(kb, allergy)).complete:
+        drugs = tuple(found for name in resolution.drugs if (found := kb.drug(name)) is not None)
+    else:
+        return (), ()
+    classes = dict.fromkeys(d.allergy_class for d in drugs if d.allergy_class is not None)
+    return tuple(d.name for d in drugs), tuple(classes)
 
 
 def drug_problem(name: str, kb: KnowledgeBase) -> str | None:
-    """Why `name` (a current medicine, a drug a constraint names) is no KB drug, or None."""
-    if kb.drug(name) is not None:
+    """Why `name` (a current medicine, a drug a constraint names) does not resolve wholly to KB drugs, or
+    None."""
+    if resolve_drug(kb, name).complete:
         return None
-    return unknown_name(
-        name, "a drug (generic name, brand or spelling)", list(_index(kb).drugs), f"drugs_v{kb.version}.yaml"
-    )
+    return unknown_name(name, _DRUG_NAMES, list(_index(kb).drugs), f"drugs_v{kb.version}.yaml")
 
 
 def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Critique:
@@ -226,12 +243,13 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
     # Facts built by hand may give a profile flag without its state: the flag counts as well.
     states = facts.states | _profile_states(facts.profile)
     items_by_drug: dict[str, list[PlanItem]] = {}
-    unknown: list[PlanItem] = []
+    unverified: list[Violation] = []
     for item in plan.items:
-        if item.generic is not None and item.generic in index.drugs:
-            items_by_drug.setdefault(item.generic, []).append(item)
-        else:
-            unknown.append(item)
+        resolution = _item_resolution(item, kb)
+        for part in _ingredient_items(item, resolution):
+            items_by_drug.setdefault(part.generic or "", []).append(part)
+        if not resolution.complete:
+            unverified.append(_unverified_drug(item, resolution, kb))
     violations: list[Violation] = []
     for name, items in items_by_drug.items():
         drug = index.drugs[name]
@@ -239,9 +257,10 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
         violations += _contraindications(drug, facts.conditions, states, index)
         violations += _profile_conflicts(drug, states, facts.profile)
         violations += _dose_violations(drug, items, facts.profile, index)
-    interactions, pairs = _interactions(tuple(items_by_drug), facts.profile.medications, kb, index)
+    medications = _as_kb_drugs(facts.profile.medications, kb)
+    interactions, pairs = _interactions(tuple(items_by_drug), medications, kb, index)
     violations += interactions
-    violations += (_unverified_drug(item, kb) for item in unknown)
+    violations += unverified
     return Critique(
         violations=tuple(dict.fromkeys(violations)),
         drugs=len(items_by_drug),
@@ -273,7 +292,7 @@ def constraint_satisfied(
     if kind == "no_tablets":
         return not any(_is_tablet(item, index) for item in plan.items)
     if kind == "cost":
-        return _generic(kb, value) not in plan.generics
+        return not set(_as_kb_drugs((value,), kb)) <= set(plan.generics)
     if kind == "takes":
         other = index.drugs.get(_generic(kb, value))
         return other is None or not any(
@@ -331,28 +350,9 @@ class _Index:
         return self.partners.get(first, {}).get(second)
 
 
-class _Identity:
-    """Hashes a KB by identity: hashing its entries on every call would cost more than the check."""
-
-    __slots__ = ("kb",)
-
-    def __init__(self, kb: KnowledgeBase) -> None:
-        self.kb = kb
-
-    def __hash__(self) -> int:
-        return id(self.kb)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Identity) and other.kb is self.kb
-
-
+@cached_per_kb
 def _index(kb: KnowledgeBase) -> _Index:
-    return _cached_index(_Identity(kb))
-
-
-@functools.lru_cache(maxsize=8)
-def _cached_index(key: _Identity) -> _Index:
-    return _Index(key.kb)
+    return _Index(kb)
 
 
 def _profile_states(profile: PatientProfile) -> frozenset[str]:
@@ -361,11 +361,11 @@ def _profile_states(profile: PatientProfile) -> frozenset[str]:
 
 
 def _generic(kb: KnowledgeBase, name: str) -> str:
-    """The KB generic a name stands for (a brand, a spelling); the name itself when the KB has none."""
+    """The one KB generic a name stands for (a brand, a salt, a spelling); the name itself when it stands
+    for none, or for several (a combination: see `_as_kb_drugs`)."""
     if name in _index(kb).drugs:
         return name
-    drug = kb.drug(name)
-    return drug.name if drug is not None else name
+    return normalise_drug_name(kb, name) or name
 
 
 def _resolve_allergies(allergies: Iterable[str], kb: KnowledgeBase) -> tuple[list[str], list[str]]:
@@ -599,21 +599,89 @@ def _interactions(
     return found, len(pairs)
 
 
-def _unverified_drug(item: PlanItem, kb: KnowledgeBase) -> Violation:
+def _as_kb_drugs(names: Iterable[str], kb: KnowledgeBase) -> tuple[str, ...]:
+    """Allergies or medicines as KB drugs: each name resolved (every ingredient of a combination); a drug
+    class id, or a name that resolves to no KB drug, stays as written."""
+    class_ids = _index(kb).class_ids
+    return tuple(
+        dict.fromkeys(
+            found
+            for name in names
+            for found in ((name,) if name in class_ids else resolve_drug(kb, name).drugs or (name,))
+        )
+    )
+
+
+def _item_resolution(item: PlanItem, kb: KnowledgeBase) -> Resolution:
+    """The item's drug text resolved; a text that names no drug at all leaves the KB drugs the item
+    records (a plan built by hand, or parsed with a lower fuzzy threshold)."""
+    resolution = resolve_drug(kb, item.drug)
+    if resolution.ingredients or resolution.missing:
+        return resolution
+    drugs = _index(kb).drugs
+    given = [name for name in item.ingredients or (item.generic or "",) if name in drugs]
+    return Resolution(method="generic", ingredients=tuple(Ingredient(drug=name) for name in given))
+
+
+def _ingredient_items(item: PlanItem, resolution: Resolution) -> list[PlanItem]:
+    """The item once per KB ingredient. A combination's dose becomes the ingredient's amount when the
+    product fixes its strength and the dose counts tablets or capsules (or is a whole or half number of
+    the product's total, "co-amoxiclav 625 mg"); otherwise the ingredient's amount is unknown."""
+    if len(resolution.ingredients) <= 1:
+        return [
+            item.model_copy(update={"generic": name, "ingredients": (name,)}) for name in resolution.drugs
+        ]
+    units = _units_taken(item, resolution.ingredients)
+    return [
+        item.model_copy(
+            update={
+                "generic": part.drug,
+                "ingredients": (part.drug,),
+                "dose": None if units is None or part.strength is None else units * part.strength,
+                "unit": None if units is None or part.strength is None else part.unit,
+            }
+        )
+        for part in resolution.ingredients
+    ]
+
+
+def _units_taken(item: PlanItem, ingredients: tuple[Ingredient, ...]) -> float | None:
+    """How many tablets or capsules of a combination one dose is, or None when that cannot be told."""
+    if item.dose is None or item.unit is None:
+        return None
+    if canonical_unit(item.unit) in ("tablet", "capsule"):
+        return item.dose
+    strengths = [part.strength for part in ingredients if part.strength is not None]
+    amount = normalise_dose(item.dose, item.unit, ingredients[0].unit or "")
+    if len(strengths) < len(ingredients) or amount is None:
+        return None
+    units = amount / sum(strengths)
+    # A whole or half tablet only: any other amount does not say how it splits between the ingredients.
+    return units if abs(units * 2 - round(units * 2)) < 1e-9 else None
+
+
+def _unverified_drug(item: PlanItem, resolution: Resolution, kb: KnowledgeBase) -> Violation:
+    lacking = ", ".join(resolution.missing)
+    if not resolution.missing:
+        detail = f"'{item.drug}' matches no drug of the knowledge base"
+    elif resolution.ingredients:
+        detail = f"'{item.drug}' also holds {lacking}, which the knowledge base lacks: checked only in part"
+    else:
+        detail = f"'{item.drug}' is {lacking}, which the knowledge base lacks"
     return Violation(
         kind="unverified",
         severity="unverified",
         drug=item.drug,
-        entry=f"drugs_v{kb.version}: no match",
+        entry=f"drugs_v{kb.version}: " + (f"no {lacking}" if lacking else "no match"),
         source=f"consultation KB v{kb.version}",
-        detail=f"'{item.drug}' matches no drug of the knowledge base",
+        detail=detail,
     )
 
 
 def _is_tablet(item: PlanItem, index: _Index) -> bool:
     """Taken by mouth as a solid form: oral route (the item's, else the KB drug's) and no liquid unit
     or liquid form named."""
-    drug = index.drugs.get(item.generic or "")
+    drug = index.drugs.get(item.generic or next(iter(item.ingredients), ""))
     route = canonical_route(item.route) if item.route else drug.route if drug else None
     unit = canonical_unit(item.unit) if item.unit else drug.usual_dose.unit if drug else ""
     liquid = unit in _LIQUID_UNITS or any(word in item.drug.lower() for word in _LIQUID_WORDS)

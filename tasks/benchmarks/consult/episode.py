@@ -35,15 +35,17 @@ class DiagnosisItem(BaseModel, frozen=True, extra="forbid"):
 
 
 class PlanItem(BaseModel, frozen=True, extra="forbid"):
-    """One drug of a treatment plan as the agent wrote it, with the KB generic name it normalised to.
+    """One drug of a treatment plan as the agent wrote it, with the KB drugs it resolved to.
 
     Every field but `drug` may be missing (plan completeness counts them); `dose` is in `unit`. A range
-    ("1-2 tablets", "every 4-6 hours") is read at its worst case (2 tablets, 6 a day). The fields after
-    `route` are what the parser read besides the contract's fields (SCORES leaves them out).
+    ("1-2 tablets", "every 4-6 hours") is read at its worst case (2 tablets, 6 a day). `ingredients` is every
+    KB drug of the item (both of co-amoxiclav's). `ingredients` and the fields after `route` are what the
+    parser read besides the contract's fields (SCORES leaves them out; it keeps `generic`).
     """
 
     drug: str
-    generic: str | None = None  # None: no KB drug matched
+    generic: str | None = None  # the one KB drug of a single-drug item; None: a combination, or unmatched
+    ingredients: tuple[str, ...] = ()
     dose: float | None = None
     unit: str | None = None
     frequency_per_day: float | None = None  # once a week = 1/7
@@ -63,8 +65,14 @@ class TreatmentPlan(BaseModel, frozen=True, extra="forbid"):
 
     @property
     def generics(self) -> tuple[str, ...]:
-        """The KB drugs the plan names, in plan order, each once."""
-        return tuple(dict.fromkeys(item.generic for item in self.items if item.generic is not None))
+        """The KB drugs the plan names (every ingredient of a combination), in plan order, each once."""
+        return tuple(
+            dict.fromkeys(
+                drug
+                for item in self.items
+                for drug in item.ingredients or ((item.generic,) if item.generic is not None else ())
+            )
+        )
 
 
 class FollowUpTurn(BaseModel, frozen=True, extra="forbid"):

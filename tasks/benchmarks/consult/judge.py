@@ -97,7 +97,10 @@ def plan_text(plan: TreatmentPlan | None) -> str:
     if plan is None:
         return "(no plan could be read)"
     # What the agent wrote: no KB name, no parser bookkeeping; a strength or "as needed" only when read.
-    items = [item.model_dump(exclude={"generic", "unreadable"}, exclude_defaults=True) for item in plan.items]
+    items = [
+        item.model_dump(exclude={"generic", "ingredients", "unreadable"}, exclude_defaults=True)
+        for item in plan.items
+    ]
     return "\n".join(part for part in (json.dumps(items), plan.advice) if part)
 
 

@@ -7,8 +7,9 @@ Fields are read tolerantly: numbers may be strings (`"500"`), a dose may carry i
 `"tds"`, `"q4h"`, `"every 6-8 hours"`: the most frequent, 4 a day; `"as needed, max 4 a day"`: the stated
 maximum; `"once a week"`: 1/7; a `frequency` key is read when `frequency_per_day` is absent). A
 tablet's strength comes from a `strength` key, else from the dose, unit or drug text (`"paracetamol
-500 mg tablets"`, `"120 mg/5 ml"`). Drug names go to KB generics through `normalise_drug_name`. What was
-written but cannot be read is kept in `PlanItem.unreadable`.
+500 mg tablets"`, `"120 mg/5 ml"`). Drug names go to KB drugs through
+`resolve.resolve_drug`: `generic` is the drug of a single-drug item, `ingredients` every drug of the
+item. What was written but cannot be read is kept in `PlanItem.unreadable`.
 
 Units: masses (mg, g, microgram under any spelling) convert to each other, volumes (ml, l) likewise;
 counts (application, puff, spray, sachet, tablet, ...) compare only to the same unit, or to a mass through
@@ -26,6 +27,7 @@ from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.kb.icd11 import DEFAULT_THRESHOLD, normalise_drug_name
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.models import Strength
+from tasks.benchmarks.consult.kb.resolve import resolve_drug
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 _NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(.*?)\s*$")
@@ -307,6 +309,7 @@ def _plan_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tuple[Pl
             PlanItem(
                 drug=drug.strip(),
                 generic=normalise_drug_name(kb, drug, threshold),
+                ingredients=resolve_drug(kb, drug, threshold).drugs,
                 dose=dose,
                 unit=unit or unit_in_dose or None,
                 frequency_per_day=per_day,

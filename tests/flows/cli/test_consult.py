@@ -191,8 +191,8 @@ def test_evaluate_refuses_a_case_set_the_kb_does_not_allow_before_any_flow(tmp_p
     assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr
     assert " ".join(error_lines(result)[2:]) == (
         "Invalid value for '--cases': cases/cases.jsonl: case 'c1': profile.allergies.0: 'unobtainium' is "
-        "not a drug (generic name, brand or spelling), a drug class or a term for one of the KB "
-        "(tasks/benchmarks/consult/kb/data/drugs_v1.yaml)"
+        "not a drug (generic name, brand, salt, spelling or combination p"
+        "roduct), a drug class or a term for one of the KB (tasks/benchmarks/consult/kb/data/drugs_v1.yaml)"
     )
     assert not (tmp_path / "run").exists()
 

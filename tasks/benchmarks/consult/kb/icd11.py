@@ -4,24 +4,17 @@ A diagnosis `{name, icd11}` matches by, in order: a code that is a KB condition'
 (`CA40.0` -> `CA40`); the normalised name equal to a KB title or synonym; the best rapidfuzz match of the
 name above `threshold`; else it is unmatched. Extra ICD-11 titles (`{title: code}`, e.g. from
 `widening.load_icd11_titles`) join the title stages when given; they match only through a KB code.
+Drug names resolve through `resolve.resolve_drug`.
 """
 
-import re
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
-from rapidfuzz import fuzz, process
-
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
-from tasks.benchmarks.consult.kb.names import normalise_text
+from tasks.benchmarks.consult.kb.names import DEFAULT_THRESHOLD, best_fuzzy_match, normalise_text
+from tasks.benchmarks.consult.kb.resolve import resolve_drug
 
-DEFAULT_THRESHOLD = 90.0
 MatchMethod = Literal["code", "exact", "fuzzy", "unmatched"]
-# Strength and form words a plan may put in the drug field ("amoxicillin 500 mg capsules").
-_DOSE_WORDS = re.compile(
-    r"\b(\d+(\.\d+)?\s*(mg|g|mcg|microgram|micrograms|ml|%)?|tablets?|capsules?|caps|tabs|oral|"
-    r"suspension|solution|liquid|cream|ointment|gel|spray|inhaler|pessary|syrup)\b"
-)
 
 
 class DiagnosisMatch(NamedTuple):
@@ -73,29 +66,14 @@ def normalise_diagnosis(
     wanted = normalise_text(name)
     if wanted in names:
         return DiagnosisMatch(names[wanted], "exact", 100.0)
-    best = _best_fuzzy(wanted, names, threshold)
+    best = best_fuzzy_match(wanted, names, threshold)
     if best is not None:
         return DiagnosisMatch(names[best[0]], "fuzzy", best[1])
     return DiagnosisMatch(None, "unmatched", 0.0)
 
 
 def normalise_drug_name(kb: KnowledgeBase, name: str, threshold: float = DEFAULT_THRESHOLD) -> str | None:
-    """A plan's drug field -> the KB generic name (brands, spellings, strengths and misspellings allowed)."""
-    drug = kb.drug(name) or kb.drug(_DOSE_WORDS.sub(" ", normalise_text(name)))
-    if drug is not None:
-        return drug.name
-    names = {
-        normalise_text(alias): drug.name
-        for drug in kb.drugs
-        for alias in (drug.name, *drug.brands, *drug.spellings)
-    }
-    best = _best_fuzzy(normalise_text(_DOSE_WORDS.sub(" ", normalise_text(name))), names, threshold)
-    return names[best[0]] if best is not None else None
-
-
-def _best_fuzzy(wanted: str, names: Mapping[str, str], threshold: float) -> tuple[str, float] | None:
-    if not wanted:
-        return None
-    # Sorted choices make ties resolve the same way on every run.
-    found = process.extractOne(wanted, sorted(names), scorer=fuzz.ratio, score_cutoff=threshold)
-    return (found[0], float(found[1])) if found is not None else None
+    """A plan's drug field -> the one KB generic it stands for (brands, salts, spellings, strengths and
+    misspellings allowed); None for a combination product or a name that resolves to no KB drug."""
+    drugs = resolve_drug(kb, name, threshold).drugs
+    return drugs[0] if len(drugs) == 1 else None

@@ -2,7 +2,7 @@
 
 import functools
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -19,6 +19,8 @@ from tasks.benchmarks.consult.kb.models import (
     Drug,
     DrugClass,
     Interaction,
+    Product,
+    ProductVariant,
 )
 from tasks.benchmarks.consult.kb.names import normalise_text
 from tasks.benchmarks.consult.kb.widening import McpPair, load_mcp_pairs
@@ -43,6 +45,9 @@ class InteractionMerge(BaseModel, frozen=True):
     interactions: int = 0
 
 
+Built = TypeVar("Built")
+
+
 class KnowledgeBase(BaseModel, frozen=True):
     """Every entry of one KB version, with lookups. Built by `load_kb`, which has checked all references."""
 
@@ -55,6 +60,7 @@ class KnowledgeBase(BaseModel, frozen=True):
     contraindications: tuple[Contraindication, ...]
     dosing: tuple[Dosing, ...] = ()
     mcp_merge: InteractionMerge | None = None  # None: built by hand, not by `load_kb`
+    products: tuple[Product, ...] = ()
 
     @cached_property
     def _conditions_by_id(self) -> dict[str, Condition]:
@@ -76,6 +82,18 @@ class KnowledgeBase(BaseModel, frozen=True):
     @cached_property
     def _classes_by_name(self) -> dict[str, DrugClass]:
         return {name: drug_class for drug_class in self.drug_classes for name in class_names(drug_class)}
+
+    @cached_property
+    def _products_by_name(self) -> dict[str, tuple[Product, ProductVariant | None]]:
+        """Product names and brands, normalised, to the product and the variant a variant's brand fixes."""
+        index: dict[str, tuple[Product, ProductVariant | None]] = {}
+        for product in self.products:
+            for name in (product.name, *product.brands):
+                index[normalise_text(name)] = (product, None)
+            for variant in product.variants:
+                for name in variant.brands:
+                    index[normalise_text(name)] = (product, variant)
+        return index
 
     @cached_property
     def _aiu_types_by_id(self) -> dict[str, AiuType]:
@@ -106,6 +124,11 @@ class KnowledgeBase(BaseModel, frozen=True):
     def drug(self, name: str) -> Drug | None:
         """The drug named by its generic name, a brand or a listed spelling, case and punctuation ignored."""
         return self._drugs_by_name.get(normalise_text(name))
+
+    def product(self, name: str) -> tuple[Product, ProductVariant | None] | None:
+        """The combination product named by its name or a brand (case and punctuation ignored), with the
+        variant when the brand is sold at one strength only."""
+        return self._products_by_name.get(normalise_text(name))
 
     def aiu_type(self, aiu_id: str) -> AiuType | None:
         return self._aiu_types_by_id.get(aiu_id)
@@ -153,6 +176,31 @@ def class_names(drug_class: DrugClass) -> Iterator[str]:
             yield text[:-1]
 
 
+def cached_per_kb(build: Callable[[KnowledgeBase], Built]) -> Callable[[KnowledgeBase], Built]:
+    """`build(kb)` computed once per KB object: a KB is keyed by identity, as hashing its entries on every
+    call would cost more than the lookups the cache serves."""
+    cached = functools.lru_cache(maxsize=8)(lambda key: build(key.kb))
+
+    @functools.wraps(build)
+    def once(kb: KnowledgeBase) -> Built:
+        return cached(_Identity(kb))
+
+    return once
+
+
+class _Identity:
+    __slots__ = ("kb",)
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+
+    def __hash__(self) -> int:
+        return id(self.kb)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.kb is self.kb
+
+
 def data_dir() -> Path:
     return Path(str(resources.files("tasks.benchmarks.consult.kb") / "data"))
 
@@ -182,12 +230,13 @@ def _load_kb(version: int, directory: str) -> KnowledgeBase:
             "contraindication",
         ),
         dosing=_parse(raw["dosing"], "dosing", Dosing, files["dosing"], "dosing"),
+        products=_parse(raw["products"], "products", Product, files["products"], "product"),
     )  # fmt: skip
     _check_references(kb, files)
     return _with_mcp_interactions(kb)
 
 
-_PARTS = ("aiu_types", "conditions", "drugs", "interactions", "contraindications", "dosing")
+_PARTS = ("aiu_types", "conditions", "drugs", "interactions", "contraindications", "dosing", "products")
 # Strengths convert a count of tablets (puffs, ml) to the drug's dose unit: that unit must be a mass.
 _MASS_UNITS = frozenset({"microgram", "mg", "g"})
 
@@ -382,3 +431,14 @@ def _check_references(kb: KnowledgeBase, files: dict[str, str]) -> None:
         unit = kb.drug(entry.drug).usual_dose.unit  # type: ignore[union-attr]
         if entry.strengths and unit not in _MASS_UNITS:
             raise ValueError(f"{file_name}: {where}: strengths for a drug dosed in '{unit}', not a mass")
+    # A product name that is also a drug's or another product's name would resolve to one of them silently.
+    taken = {normalise_text(name): f"drug '{drug.name}'" for drug in kb.drugs
+             for name in (drug.name, *drug.brands, *drug.spellings)}  # fmt: skip
+    for product in kb.products:
+        where, file_name = f"product '{product.name}'", files["products"]
+        for ingredient in product.ingredients:
+            require(drug_names, ingredient, file_name, where, "ingredient refers to unknown drug")
+        variant_brands = (brand for variant in product.variants for brand in variant.brands)
+        for name in (product.name, *product.brands, *variant_brands):
+            if (owner := taken.setdefault(normalise_text(name), where)) != where:
+                raise ValueError(f"{file_name}: {where}: name '{name}' is already a name of {owner}")

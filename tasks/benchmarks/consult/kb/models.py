@@ -298,3 +298,46 @@ class Dosing(Entry, frozen=True):
         if len(set(forms)) != len(forms):
             raise ValueError("a form is listed twice under strengths")
         return self
+
+
+class ProductVariant(BaseModel, frozen=True, extra="forbid"):
+    """One strength of a combination product: each ingredient's amount per tablet or capsule, in the
+    product's ingredient order; `brands` are sold at this strength only (Solpadol is co-codamol 30/500)."""
+
+    strengths: tuple[float, ...] = Field(min_length=2)
+    brands: tuple[str, ...] = ()
+
+    @field_validator("strengths")
+    @classmethod
+    def _positive(cls, strengths: tuple[float, ...]) -> tuple[float, ...]:
+        if any(strength <= 0 for strength in strengths):
+            raise ValueError("a strength is not positive")
+        return strengths
+
+
+class Product(Entry, frozen=True):
+    """A combination product: one name (and brands) for two or more KB drugs. `variants` give its
+    strengths per tablet or capsule in `unit`; `label` writes a variant as the BNF does ("30/500")."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9 -]*$")
+    brands: tuple[str, ...] = ()
+    ingredients: tuple[str, ...] = Field(min_length=2)
+    unit: str = "mg"
+    variants: tuple[ProductVariant, ...] = ()
+
+    @model_validator(mode="after")
+    def _variants_fit(self) -> "Product":
+        if len(set(self.ingredients)) != len(self.ingredients):
+            raise ValueError("ingredients lists a drug twice")
+        for variant in self.variants:
+            if len(variant.strengths) != len(self.ingredients):
+                raise ValueError(f"variant {self.label(variant)} gives {len(variant.strengths)} strengths "
+                                 f"for {len(self.ingredients)} ingredients")  # fmt: skip
+        labels = [self.label(variant) for variant in self.variants]
+        if len(set(labels)) != len(labels):
+            raise ValueError("a variant is listed twice")
+        return self
+
+    @staticmethod
+    def label(variant: ProductVariant) -> str:
+        return "/".join(f"{strength:g}" for strength in variant.strengths)

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from tasks.benchmarks.consult.case import CaseAiu, ConsultCase, GoldDiagnosis, PatientProfile
@@ -8,6 +10,7 @@ from tasks.benchmarks.consult.critic import (
     allergy_problem,
     constraint_satisfied,
     critique,
+    drug_problem,
     patient_facts,
     regimen_met,
     resolve_allergy,
@@ -1188,7 +1191,132 @@ def test_allergies_resolve_to_drugs_and_classes_or_to_nothing():
     ]
     assert allergy_problem("penicillin", kb) is None
     assert allergy_problem("latex", kb) == (
-        "'latex' is not a drug (generic name, brand or spelling), a drug class or a term for one of the KB "
+        "'latex' is not a drug (generic name, brand, salt, spelling or combination product), a drug class "
+        "or a term for one of the KB "
+        "(tasks/benchmarks/consult/kb/data/drugs_v1.yaml)"
+    )
+
+
+# Plans as agents write them, read by parse_plan and checked against the shipped KB: names resolve to
+# their ingredients (brands, salts, combination products) and each ingredient is checked.
+def shipped(*entries, **profile):
+    kb = load_kb()
+    return critique(parse_plan(json.dumps(entries), kb), facts(age=40, **profile), kb)
+
+
+def test_co_amoxiclav_for_a_penicillin_allergy_is_an_allergy_to_its_amoxicillin():
+    found = shipped({"drug": "co-amoxiclav 500/125", "dose": 1, "unit": "tablet", "frequency_per_day": 3},
+                    allergies=("penicillins",))  # fmt: skip
+    assert found == Critique(
+        violations=(
+            violation(
+                "allergy", "hard", "amoxicillin", "drug amoxicillin: allergy_class penicillins",
+                "BNF: amoxicillin", "amoxicillin is in the penicillins class the patient is allergic to",
+            ),
+        ),
+        drugs=2,
+        pairs=1,
+        interacting_pairs=0,
+        conflicting_drugs=1,
+    )  # fmt: skip
+
+
+def test_co_codamol_and_paracetamol_sum_into_one_paracetamol_daily_total():
+    found = shipped(
+        {"drug": "co-codamol", "dose": 2, "unit": "tablets", "frequency_per_day": "qds"},
+        {"drug": "paracetamol", "dose": "1 g", "frequency_per_day": 4},
+    )
+    # Every co-codamol has 500 mg paracetamol a tablet: 4 x 1000 mg + 4 x 1 g = 8 g a day.
+    assert [(v.kind, v.severity, v.drug, v.entry) for v in found.violations] == [
+        ("dose_above_maximum", "hard", "paracetamol", "drug paracetamol: max_daily.adult"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        # 3 tablets of 30/500 four times a day: codeine 360 mg > 240 mg, paracetamol 6 g > 4 g.
+        ({"drug": "co-codamol 30/500", "dose": 3, "unit": "tablets", "frequency_per_day": 4},
+         [("dose_above_maximum", "codeine"), ("dose_above_maximum", "paracetamol")]),
+        # 2 tablets of Nurofen Plus six times a day: ibuprofen 2400 mg is the maximum, codeine 153.6 mg.
+        ({"drug": "Nurofen Plus", "dose": 2, "unit": "tablets", "frequency_per_day": 6}, []),
+        # co-amoxiclav 1250 mg is two 500/125 tablets: amoxicillin 3 g a day, clavulanic acid 750 mg > 375 mg.
+        ({"drug": "co-amoxiclav 500/125", "dose": 1250, "unit": "mg", "frequency_per_day": 3},
+         [("dose_above_maximum", "clavulanic acid")]),
+        # co-amoxiclav 625 mg is one tablet: both ingredients within their maxima.
+        ({"drug": "co-amoxiclav", "dose": "625 mg", "frequency_per_day": 3}, []),
+        ({"drug": "co-codamol 30/500", "dose": 2, "unit": "tablets", "frequency_per_day": 4}, []),
+    ],
+)  # fmt: skip
+def test_a_combination_dose_is_each_ingredients_amount_when_the_product_fixes_it(entry, expected):
+    assert [(v.kind, v.drug) for v in shipped(entry).violations] == expected
+
+
+def test_naproxen_sodium_with_warfarin_is_the_nsaid_anticoagulant_interaction():
+    found = shipped({"drug": "naproxen sodium", "dose": 500, "unit": "mg", "frequency_per_day": 2},
+                    medications=("warfarin sodium",))  # fmt: skip
+    assert found.violations == (
+        violation(
+            "interaction", "hard", "naproxen", "interaction nsaids / anticoagulants",
+            "BNF: interactions of warfarin",
+            "severe: Anti-inflammatories add to the anticoagulant's bleeding risk, especially from the gut.",
+            other="warfarin",
+        ),
+    )  # fmt: skip
+
+
+def test_klacid_with_simvastatin_is_the_clarithromycin_simvastatin_interaction():
+    found = shipped(
+        {"drug": "Klacid", "dose": 500, "unit": "mg", "frequency_per_day": 2},
+        {"drug": "simvastatin", "dose": 40, "unit": "mg", "frequency_per_day": 1},
+    )
+    assert [(v.kind, v.drug, v.other, v.entry) for v in found.violations] == [
+        ("interaction", "clarithromycin", "simvastatin", "interaction clarithromycin / simvastatin"),
+    ]
+
+
+def test_an_ingredient_is_checked_against_the_patients_combination_medicine():
+    # Augmentin holds amoxicillin: an allergy written as the brand Amoxil fires on the planned co-amoxiclav,
+    # and the ibuprofen of Nurofen Plus meets the patient's warfarin.
+    found = shipped(
+        {"drug": "Augmentin", "dose": 1, "unit": "tablet", "frequency_per_day": 3},
+        {"drug": "Nurofen Plus", "dose": 2, "unit": "tablets", "frequency_per_day": 3},
+        allergies=("Amoxil",),
+        medications=("Coumadin",),
+    )
+    assert [(v.kind, v.drug, v.other) for v in found.violations] == [
+        ("allergy", "amoxicillin", None),
+        ("interaction", "ibuprofen", "warfarin"),
+    ]
+    assert (found.drugs, found.pairs) == (4, 6 + 4)
+
+
+def test_an_item_holding_a_drug_the_kb_lacks_is_unverified_and_its_kb_ingredients_still_checked():
+    found = shipped({"drug": "Daktacort", "dose": 1, "unit": "application", "frequency_per_day": 2},
+                    allergies=("hydrocortisone",))  # fmt: skip
+    assert [(v.kind, v.severity, v.drug, v.entry, v.detail) for v in found.violations] == [
+        ("allergy", "hard", "hydrocortisone", "drug hydrocortisone",
+         "the patient is allergic to hydrocortisone"),
+        ("unverified", "unverified", "Daktacort", "drugs_v1: no miconazole",
+         "'Daktacort' also holds miconazole, which the knowledge base lacks: checked only in part"),
+    ]  # fmt: skip
+    assert found.unverified
+
+
+def test_a_drug_the_kb_lacks_is_named_in_the_unverified_detail():
+    found = shipped({"drug": "Valium", "dose": 5, "unit": "mg", "frequency_per_day": 1})
+    assert [(v.entry, v.detail) for v in found.violations] == [
+        ("drugs_v1: no Diazepam", "'Valium' is Diazepam, which the knowledge base lacks"),
+    ]
+
+
+def test_allergies_and_medicines_may_be_brands_salts_and_combinations():
+    kb = load_kb()
+    readable = ["Amoxil", "co-amoxiclav", "penicillins", "salbutamol sulphate", "Nurofen Plus"]
+    assert [allergy_problem(name, kb) for name in readable] == [None] * 5
+    assert [drug_problem(name, kb) for name in readable[:2] + readable[3:]] == [None] * 4
+    assert drug_problem("Daktacort", kb) == (
+        "'Daktacort' is not a drug (generic name, brand, salt, spelling or combination product) of the KB "
         "(tasks/benchmarks/consult/kb/data/drugs_v1.yaml)"
     )
 
@@ -1258,3 +1386,9 @@ NSAID_HEPATIC = "Avoid in severe hepatic impairment."
 )  # fmt: skip
 def test_a_renal_or_hepatic_band_past_the_drugs_limit_is_hard(planned, profile, expected):
     assert shipped_profile_violations(planned, **profile) == expected
+
+
+def test_a_cost_constraint_on_a_combination_is_broken_by_the_same_product_under_a_brand():
+    kb = load_kb()
+    plans = [parse_plan(json.dumps([{"drug": name}]), kb) for name in ("Augmentin", "Amoxil")]
+    assert [constraint_satisfied(given, "cost:co-amoxiclav", facts(), kb) for given in plans] == [False, True]

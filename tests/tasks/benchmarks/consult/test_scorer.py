@@ -199,3 +199,12 @@ def test_plan_rows_keep_the_contract_fields_and_leave_the_parsers_extras_out():
          "frequency_per_day": 4.0, "days": None, "route": None},
     ]  # fmt: skip
     assert list(plan_rows(given)[0]) == PLAN_ITEM.names
+
+
+def test_plan_rows_keep_the_contracts_fields_and_leave_the_ingredients_out():
+    # Runs scored before name resolution stay readable: the PLAN_ITEM contract has no ingredients column.
+    plan = TreatmentPlan(items=(PlanItem(drug="co-codamol", ingredients=("codeine", "paracetamol"), dose=2),))
+    assert plan_rows(plan) == [
+        {"drug": "co-codamol", "generic": None, "dose": 2.0, "unit": None, "frequency_per_day": None,
+         "days": None, "route": None},
+    ]  # fmt: skip

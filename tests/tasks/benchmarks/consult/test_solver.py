@@ -119,8 +119,8 @@ def test_the_scorer_reads_the_plan_the_follow_up_answers_and_the_revised_plan_fr
     call, _ = scripted()
     episode = episode_from_messages(FOLLOWED, run_episode(job(), call), load_kb(), 90.0)
     doxycycline = TreatmentPlan(
-        items=(PlanItem(drug="doxycycline", generic="doxycycline", dose=100, unit="mg", frequency_per_day=1,
-                        days=5, route="oral"),),
+        items=(PlanItem(drug="doxycycline", generic="doxycycline", ingredients=("doxycycline",), dose=100,
+                        unit="mg", frequency_per_day=1, days=5, route="oral"),),
         advice="",
     )  # fmt: skip
     assert episode.model_copy(update={"differential": ()}) == Episode(
@@ -138,6 +138,7 @@ def test_the_scorer_reads_the_plan_the_follow_up_answers_and_the_revised_plan_fr
                 PlanItem(
                     drug="amoxicillin",
                     generic="amoxicillin",
+                    ingredients=("amoxicillin",),
                     dose=500,
                     unit="mg",
                     frequency_per_day=3,

@@ -33,8 +33,8 @@ def test_plain_json_list_with_prose_around_it(kb):
     assert parse_plan(text, kb) == TreatmentPlan(
         items=(
             PlanItem(
-                drug="Amoxil", generic="amoxicillin", dose=500.0, unit="mg", frequency_per_day=3.0,
-                days=5.0, route="oral",
+                drug="Amoxil", generic="amoxicillin", ingredients=("amoxicillin",), dose=500.0, unit="mg",
+                frequency_per_day=3.0, days=5.0, route="oral",
             ),
         ),
         advice="Here is the plan:\nDrink plenty of fluids.",
@@ -49,8 +49,8 @@ def test_object_with_plan_and_advice_in_a_code_fence(kb):
     )
     assert parse_plan(text, kb) == TreatmentPlan(
         items=(
-            PlanItem(drug="paracetamol", generic="paracetamol", dose=1.0, unit="g", frequency_per_day=4.0,
-                     days=5.0),
+            PlanItem(drug="paracetamol", generic="paracetamol", ingredients=("paracetamol",), dose=1.0,
+                     unit="g", frequency_per_day=4.0, days=5.0),
         ),
         advice="Rest and fluids.",
     )  # fmt: skip
@@ -64,10 +64,10 @@ def test_tolerant_fields_strings_units_in_dose_and_frequency_words(kb):
     )
     assert parse_plan(text, kb) == TreatmentPlan(
         items=(
-            PlanItem(drug="ibuprofin", generic="ibuprofen", dose=400.0, unit="mg", frequency_per_day=3.0,
-                     route="PO"),
-            PlanItem(drug="salbutamol", generic="salbutamol", dose=200.0, unit="mcg", frequency_per_day=4.0),
-            # what cannot be read is kept for the critic to report
+            PlanItem(drug="ibuprofin", generic="ibuprofen", ingredients=("ibuprofen",), dose=400.0, unit="mg",
+                     frequency_per_day=3.0, route="PO"),
+            PlanItem(drug="salbutamol", generic="salbutamol", ingredients=("salbutamol",), dose=200.0,
+                     unit="mcg", frequency_per_day=4.0),
             PlanItem(
                 drug="unobtainium", as_needed=True,
                 unreadable=(("dose", "true"), ("frequency_per_day", "as needed")),
@@ -82,7 +82,8 @@ def test_empty_list_is_an_empty_plan_and_a_non_empty_one_wins(kb):
     assert parse_plan("No drugs needed: [] Just rest.", kb) == expected
     text = '[] then actually [{"drug": "cetirizine"}]'
     assert parse_plan(text, kb) == TreatmentPlan(
-        items=(PlanItem(drug="cetirizine", generic="cetirizine"),), advice="[] then actually"
+        items=(PlanItem(drug="cetirizine", generic="cetirizine", ingredients=("cetirizine",)),),
+        advice="[] then actually",
     )
 
 
@@ -104,7 +105,8 @@ def test_no_plan_is_none(kb, text):
 def test_a_diagnosis_list_before_the_plan_is_skipped(kb):
     text = '[{"diagnosis": "Flu"}]\n[{"drug": "Calpol"}]'
     assert parse_plan(text, kb) == TreatmentPlan(
-        items=(PlanItem(drug="Calpol", generic="paracetamol"),), advice='[{"diagnosis": "Flu"}]'
+        items=(PlanItem(drug="Calpol", generic="paracetamol", ingredients=("paracetamol",)),),
+        advice='[{"diagnosis": "Flu"}]',
     )
 
 
@@ -361,16 +363,35 @@ def test_strengths_and_frequencies_in_every_form_a_plan_writes(kb):
             {"drug": "cetirizine", "dose": "a little", "frequency_per_day": "daily", "strength": "lots"},
         ]
     )
+
+    def single(name, **fields):
+        return PlanItem(drug=name, generic=name, ingredients=(name,), **fields)
+
+    # fmt: off
     assert parse_plan(text, kb).items == (
-        PlanItem(drug="paracetamol 500 mg tablets", generic="paracetamol", dose=2.0, unit="tablets",
-                 frequency_per_day=4.0, strength=500.0, strength_unit="mg", as_needed=False),
-        PlanItem(drug="ibuprofen", generic="ibuprofen", dose=2.0, unit="tablets", frequency_per_day=3.0,
-                 strength=200.0, strength_unit="mg"),
-        PlanItem(drug="amoxicillin", generic="amoxicillin", dose=1.0, unit="capsule", frequency_per_day=3.0,
-                 strength=500.0, strength_unit="mg"),
-        PlanItem(drug="methotrexate", generic="methotrexate", dose=10.0, unit="mg", frequency_per_day=1 / 7),
-        PlanItem(drug="salbutamol", generic="salbutamol", dose=2.0, unit="puffs", strength=100.0,
-                 strength_unit="microgram", as_needed=True, unreadable=(("frequency_per_day", "as needed"),)),
-        PlanItem(drug="cetirizine", generic="cetirizine", frequency_per_day=1.0,
-                 unreadable=(("dose", "a little"), ("strength", "lots"))),
+        single("paracetamol", dose=2.0, unit="tablets", frequency_per_day=4.0, strength=500.0,
+               strength_unit="mg", as_needed=False).model_copy(update={"drug": "paracetamol 500 mg tablets"}),
+        single("ibuprofen", dose=2.0, unit="tablets", frequency_per_day=3.0, strength=200.0,
+               strength_unit="mg"),
+        single("amoxicillin", dose=1.0, unit="capsule", frequency_per_day=3.0, strength=500.0,
+               strength_unit="mg"),
+        single("methotrexate", dose=10.0, unit="mg", frequency_per_day=1 / 7),
+        single("salbutamol", dose=2.0, unit="puffs", strength=100.0, strength_unit="microgram",
+               as_needed=True, unreadable=(("frequency_per_day", "as needed"),)),
+        single("cetirizine", frequency_per_day=1.0,
+               unreadable=(("dose", "a little"), ("strength", "lots"))),
+    )
+    # fmt: on
+
+
+def test_a_combination_item_holds_every_ingredient_and_no_single_generic(kb):
+    text = '[{"drug": "co-codamol 30/500", "dose": "2 tablets", "frequency_per_day": 4}, {"drug": "Calpol"}]'
+    found = parse_plan(text, kb)
+    assert found == TreatmentPlan(
+        items=(
+            PlanItem(drug="co-codamol 30/500", ingredients=("codeine", "paracetamol"), dose=2.0,
+                     unit="tablets", frequency_per_day=4.0),
+            PlanItem(drug="Calpol", generic="paracetamol", ingredients=("paracetamol",)),
+        ),
     )  # fmt: skip
+    assert found.generics == ("codeine", "paracetamol")

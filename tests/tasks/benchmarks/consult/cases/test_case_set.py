@@ -13,10 +13,8 @@ from tests.tasks.benchmarks.consult.test_solver import FOLLOWED
 
 GRAMMAR = "allergy:<drug or class>, pregnancy, no_tablets, cost:<drug>, takes:<drug>"
 DRUGS = "of the KB (tasks/benchmarks/consult/kb/data/drugs_v1.yaml)"
-ALLERGY, DRUG = (
-    f"a drug (generic name, brand or spelling), a drug class or a term for one {DRUGS}",
-    f"a drug (generic name, brand or spelling) {DRUGS}",
-)
+DRUG = f"a drug (generic name, brand, salt, spelling or combination product) {DRUGS}"
+ALLERGY = DRUG.replace(" of the KB", ", a drug class or a term for one of the KB")
 # Every field the KB or the grammar does not allow, in one case.
 STRANGE = FOLLOWED.model_copy(
     update={

@@ -56,6 +56,7 @@ dosing:
   - {drug: amoxicillin, strengths: [{form: capsule, amounts: [500, 250], unit: mg}],
      child_per_kg: {per_kg: 90, cap: 3000}, source: "BNF: amoxicillin"}
 """,
+    "products_v1.yaml": "version: 1\nproducts: []\n",
 }
 
 
@@ -122,6 +123,51 @@ interactions:
         "interactions_v1.yaml: interaction 'amoxicillin + warfarin' (moderate, source: BNF: amoxicillin) "
         "restates the pair of interaction 'warfarin + amoxicillin' (severe, source: BNF: interactions of "
         "warfarin): state each pair once"
+    )
+
+
+def product_file(entry: str) -> str:
+    return f"version: 1\nproducts:\n  - {entry}\n"
+
+
+def test_a_product_ingredient_must_be_a_kb_drug(tmp_path):
+    products = product_file(
+        '{name: co-amoxiclav, ingredients: [amoxicillin, clavulanic acid], source: "BNF: co-amoxiclav"}'
+    )
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"products_v1.yaml": products}))
+    assert str(error.value) == (
+        "products_v1.yaml: product 'co-amoxiclav': ingredient refers to unknown drug 'clavulanic acid'"
+    )
+
+
+def test_a_product_name_taken_by_a_drug_is_a_load_error(tmp_path):
+    drugs = MINIMAL_FILES["drugs_v1.yaml"] + (
+        "  - {name: codeine, drug_class: penicillins, route: oral, usual_dose: {dose: 30, unit: mg,\n"
+        "     frequency_per_day: 4}, max_daily: {adult: 240}, pregnancy: caution, lactation: avoid,\n"
+        '     source: "BNF: codeine"}\n'
+    )
+    products = product_file(
+        "{name: codamox, ingredients: [codeine, amoxicillin],"
+        ' variants: [{strengths: [8, 500], brands: [amoxil]}], source: "a label"}'
+    )
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"drugs_v1.yaml": drugs, "products_v1.yaml": products}))
+    assert str(error.value) == (
+        "products_v1.yaml: product 'codamox': name 'amoxil' is already a name of drug 'amoxicillin'"
+    )
+
+
+def test_a_product_variant_gives_one_strength_per_ingredient(tmp_path):
+    products = product_file(
+        "{name: co-amoxiclav, ingredients: [amoxicillin, clavulanic acid],"
+        ' variants: [{strengths: [500, 125, 1]}], source: "BNF: co-amoxiclav"}'
+    )
+    with pytest.raises(ValueError) as error:
+        load_kb(1, write_kb(tmp_path, **{"products_v1.yaml": products}))
+    assert str(error.value) == (
+        "products_v1.yaml: product 'co-amoxiclav': entry: Value error, variant 500/125/1 gives 3 strengths "
+        "for 2 ingredients"
     )
 
 
