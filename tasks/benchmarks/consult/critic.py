@@ -62,6 +62,7 @@ from tasks.benchmarks.consult.treatment import (
     DoseAmount,
     canonical_route,
     canonical_unit,
+    daily_amount,
     dose_amount,
     normalise_dose,
     number_text,
@@ -612,10 +613,30 @@ def _as_kb_drugs(names: Iterable[str], kb: KnowledgeBase) -> tuple[str, ...]:
     )
 
 
+def ingredient_doses(
+    item: PlanItem, profile: PatientProfile, kb: KnowledgeBase
+) -> list[tuple[str, float | None, str]]:
+    """(KB ingredient, amount a day in its KB unit or None when it cannot be worked out, that unit) for
+    each ingredient of the item, as the dose checks read them (strengths, a combination's parts, weight)."""
+    index = _index(kb)
+    found = []
+    for part in _ingredient_items(item, _item_resolution(item, kb)):
+        drug = index.drugs[part.generic or ""]
+        dosing = index.dosing.get(drug.name)
+        strengths = dosing.strengths if dosing is not None else ()
+        unit = drug.usual_dose.unit
+        found.append((drug.name, daily_amount(part, unit, strengths, profile.weight_kg), unit))
+    return found
+
+
 def _item_resolution(item: PlanItem, kb: KnowledgeBase) -> Resolution:
     """The item's drug text resolved; a text that names no drug at all leaves the KB drugs the item
     records (a plan built by hand, or parsed with a lower fuzzy threshold)."""
     resolution = resolve_drug(kb, item.drug)
+    unknown_strength = any(part.strength is None for part in resolution.ingredients)
+    if resolution.method == "combination" and unknown_strength and item.dose is not None and item.unit:
+        # A product's dose written as its total ("co-amoxiclav", 625 mg) names its variant (500/125).
+        resolution = resolve_drug(kb, f"{item.drug} {number_text(item.dose)} {item.unit}")
     if resolution.ingredients or resolution.missing:
         return resolution
     drugs = _index(kb).drugs
@@ -632,17 +653,23 @@ def _ingredient_items(item: PlanItem, resolution: Resolution) -> list[PlanItem]:
             item.model_copy(update={"generic": name, "ingredients": (name,)}) for name in resolution.drugs
         ]
     units = _units_taken(item, resolution.ingredients)
-    return [
-        item.model_copy(
-            update={
-                "generic": part.drug,
-                "ingredients": (part.drug,),
-                "dose": None if units is None or part.strength is None else units * part.strength,
-                "unit": None if units is None or part.strength is None else part.unit,
-            }
+    parts = []
+    for part in resolution.ingredients:
+        known = units is not None and part.strength is not None
+        # A dose written for the product whose share of this ingredient is unknown is unreadable, not absent.
+        written = f"{number_text(item.dose or 0)} {item.unit or ''}".strip()
+        unknown = (
+            () if known or item.dose is None else ((f"the {part.drug} in", f"{written} of {item.drug}"),)
         )
-        for part in resolution.ingredients
-    ]
+        update = {
+            "generic": part.drug,
+            "ingredients": (part.drug,),
+            "dose": units * part.strength if units is not None and part.strength is not None else None,
+            "unit": part.unit if known else None,
+            "unreadable": (*item.unreadable, *unknown),
+        }
+        parts.append(item.model_copy(update=update))
+    return parts
 
 
 def _units_taken(item: PlanItem, ingredients: tuple[Ingredient, ...]) -> float | None:

@@ -15,10 +15,10 @@ from pydantic import BaseModel, ValidationError
 
 from tasks.benchmarks.consult.case import PatientProfile
 from tasks.benchmarks.consult.cases.case_set import profile_problems
-from tasks.benchmarks.consult.critic import Violation, critique, profile_facts
+from tasks.benchmarks.consult.critic import Violation, critique, ingredient_doses, profile_facts
 from tasks.benchmarks.consult.episode import TreatmentPlan
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
-from tasks.benchmarks.consult.treatment import daily_amount, parse_plan
+from tasks.benchmarks.consult.treatment import parse_plan
 from tasks.core.preflight import validation_message
 
 
@@ -76,18 +76,10 @@ def check_plan(
     unchecked = {v.drug for v in found.violations if v.severity == "unverified"}
     items = []
     for item in plan.items:
-        drug = kb.drug(item.generic) if item.generic else None
-        ingredients = (
-            ()
-            if drug is None
-            else (
-                CheckedIngredient(
-                    generic=drug.name,
-                    daily=daily_amount(item, drug.usual_dose.unit),
-                    unit=drug.usual_dose.unit,
-                ),
-            )
+        ingredients = tuple(
+            CheckedIngredient(generic=name, daily=daily, unit=unit)
+            for name, daily, unit in ingredient_doses(item, profile, kb)
         )
-        checked = bool(ingredients) and not ({item.drug, item.generic} & unchecked)
+        checked = bool(ingredients) and not ({item.drug, *(i.generic for i in ingredients)} & unchecked)
         items.append(CheckedItem(drug=item.drug, ingredients=ingredients, checked=checked))
     return PlanCheck(verdict=found.verdict, items=tuple(items), violations=found.violations)

@@ -1226,10 +1226,14 @@ def test_co_codamol_and_paracetamol_sum_into_one_paracetamol_daily_total():
         {"drug": "co-codamol", "dose": 2, "unit": "tablets", "frequency_per_day": "qds"},
         {"drug": "paracetamol", "dose": "1 g", "frequency_per_day": 4},
     )
-    # Every co-codamol has 500 mg paracetamol a tablet: 4 x 1000 mg + 4 x 1 g = 8 g a day.
-    assert [(v.kind, v.severity, v.drug, v.entry) for v in found.violations] == [
-        ("dose_above_maximum", "hard", "paracetamol", "drug paracetamol: max_daily.adult"),
-    ]
+    # Every co-codamol has 500 mg paracetamol a tablet: 4 x 1000 mg + 4 x 1 g = 8 g a day. Its codeine (8, 15
+    # or 30 mg a tablet) is unknown without a strength: unverified, never fine.
+    assert [(v.kind, v.severity, v.drug, v.entry, v.detail) for v in found.violations] == [
+        ("dose_unreadable", "unverified", "codeine", "drug codeine: dose",
+         "'co-codamol': the codeine in '2 tablets of co-codamol' cannot be read"),
+        ("dose_above_maximum", "hard", "paracetamol", "drug paracetamol: max_daily.adult",
+         "4 x 1000 mg + 4 x 1 g = 8000 mg a day > 4000 mg"),
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -1277,7 +1281,8 @@ def test_klacid_with_simvastatin_is_the_clarithromycin_simvastatin_interaction()
 
 def test_an_ingredient_is_checked_against_the_patients_combination_medicine():
     # Augmentin holds amoxicillin: an allergy written as the brand Amoxil fires on the planned co-amoxiclav,
-    # and the ibuprofen of Nurofen Plus meets the patient's warfarin.
+    # and the ibuprofen of Nurofen Plus meets the patient's warfarin. A tablet of Augmentin with no strength
+    # holds 250, 500 or 875 mg of amoxicillin: its dose is unverified.
     found = shipped(
         {"drug": "Augmentin", "dose": 1, "unit": "tablet", "frequency_per_day": 3},
         {"drug": "Nurofen Plus", "dose": 2, "unit": "tablets", "frequency_per_day": 3},
@@ -1286,6 +1291,7 @@ def test_an_ingredient_is_checked_against_the_patients_combination_medicine():
     )
     assert [(v.kind, v.drug, v.other) for v in found.violations] == [
         ("allergy", "amoxicillin", None),
+        ("dose_unreadable", "amoxicillin", None),
         ("interaction", "ibuprofen", "warfarin"),
     ]
     assert (found.drugs, found.pairs) == (4, 6 + 4)
