@@ -408,3 +408,36 @@ def print_plan_check(result) -> None:
         "unverified": "no hard violation, but an item could not be checked: not known to be safe",
     }[result.verdict]
     console.print(f"[{colour}]{result.verdict}[/{colour}]: {meaning}")
+
+
+@app.command("kb")
+def kb_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """What the consultation knowledge base holds (conditions, drugs, products, interaction and
+    contraindication rules, dosing facts, the references they cite) and what each optional source adds."""
+    from rich.table import Table
+
+    from tasks.benchmarks.consult.kb.loading import load_kb
+    from tasks.benchmarks.consult.kb.summary import kb_summary
+
+    summary = kb_summary(load_kb())
+    if as_json:
+        typer.echo(summary.model_dump_json(indent=2))
+        return
+    parts = Table("part", "entries", title=f"Consultation KB v{summary.version}", title_justify="left")
+    for part, count in summary.entries.items():
+        parts.add_row(part, str(count))
+    console.print(parts)
+    details = {
+        "conditions by department": summary.departments,
+        "contraindications by level": summary.contraindications,
+        **{f"interactions ({origin})": counts for origin, counts in summary.interactions.items()},
+        "entries by reference cited": summary.references,
+    }
+    for title, counts in details.items():
+        console.print(f"[bold]{title}[/bold]: " + ", ".join(f"{name} {n}" for name, n in counts.items()))
+    sources = Table("optional source", "licence", "adds", title="Optional sources", title_justify="left")
+    for source in summary.sources:
+        sources.add_row(source.package, source.licence, escape(source.adds))
+    console.print(sources)

