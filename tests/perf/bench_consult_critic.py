@@ -9,11 +9,17 @@ plan. `episodes` times what scoring one episode asks of the critic: the first pl
 constraint the facts updated, the next plan critiqued as the revision, the constraint and the core
 diagnoses' regimens checked. `cold_index_ms` is the first check against a KB the critic has not indexed
 yet. `parse_ms_per_plan` (apart, not in the target) is `parse_plan` on each plan rendered as JSON.
+Name resolution on: the same plans written as agents write drugs (a brand or a salt of each drug, now and
+then a combination product at a named strength) are parsed and critiqued, beside the baseline of the same
+plans written with the KB's generic names; `library_load_s` is the name library's one-time load in a new
+process (paid once per run, only when a name needs it).
 Each phase is timed REPEATS times; the fastest run counts (the machine is shared).
 """
 
 import json
 import random
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,7 @@ from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
 from tasks.benchmarks.consult.treatment import parse_plan
 
 CASES, SEED, PLANS_PER_CASE, REPEATS = 1000, 0, 10, 3
+NAMED_CASES = 100  # cases whose plans are also written with real-world names
 TARGET_MS_PER_1000_EPISODES = 1000.0
 _SCALES = (0.25, 0.5, 1.0, 1.0, 1.0, 2.0, 4.0)
 _ROUTES = ("oral", "topical", "inhaled", "nasal")
@@ -127,9 +134,50 @@ def fastest(run, *args) -> tuple[int, float]:
     return count, min(timings)
 
 
+def render_row(item: PlanItem) -> dict[str, Any]:
+    return item.model_dump(exclude={"generic", "ingredients"}, exclude_none=True)
+
+
 def render(plan: TreatmentPlan) -> str:
-    rows = [item.model_dump(exclude={"generic"}, exclude_none=True) for item in plan.items]
+    rows = [render_row(item) for item in plan.items]
     return f"Here is my plan:\n```json\n{json.dumps(rows)}\n```\nRest and drink fluids."
+
+
+_SALTS = ("sodium", "hydrochloride", "sulfate", "trihydrate")
+_LIBRARY_LOAD = (
+    "import time; from tasks.benchmarks.consult.kb.resolve import library_matches; t = time.perf_counter(); "
+    "library_matches('albuterol'); print(time.perf_counter() - t)"
+)
+
+
+def as_written(plan: TreatmentPlan, kb: KnowledgeBase, rng: random.Random) -> str:
+    """The plan as JSON with each drug as agents write it: a brand, else the generic with a salt; one plan
+    in ten gains a combination product at a named strength."""
+    rows = []
+    for item in plan.items:
+        drug = kb.drug(item.generic or "")
+        name = item.drug
+        if drug is not None:
+            name = rng.choice(drug.brands) if drug.brands else f"{drug.name} {rng.choice(_SALTS)}"
+        rows.append({**render_row(item), "drug": name})
+    if kb.products and rng.random() < 0.1:
+        product = rng.choice(kb.products)
+        label = f" {product.label(product.variants[0])}" if product.variants else ""
+        rows.append({"drug": product.name + label, "dose": 1, "unit": "tablet", "frequency_per_day": 3})
+    return json.dumps(rows)
+
+
+def parse_and_check(cases, texts, kb) -> int:
+    for case, case_texts in zip(cases, texts, strict=True):
+        facts = patient_facts(case)
+        for text in case_texts:
+            critique(parse_plan(text, kb) or TreatmentPlan(), facts, kb)
+    return sum(map(len, texts))
+
+
+def library_load_s() -> float:
+    found = subprocess.run([sys.executable, "-c", _LIBRARY_LOAD], capture_output=True, text=True, check=True)
+    return float(found.stdout)
 
 
 def main(out_dir: Path) -> dict[str, Any]:
@@ -148,6 +196,15 @@ def main(out_dir: Path) -> dict[str, Any]:
     for text in texts:
         parse_plan(text, kb)
     parse_s = time.perf_counter() - started
+    rng = random.Random(SEED)
+    some = cases[:NAMED_CASES]
+    generic_texts = [
+        [json.dumps([render_row(item) for item in plan.items]) for plan in p] for p in plans[:NAMED_CASES]
+    ]
+    named_texts = [[as_written(plan, kb, rng) for plan in p] for p in plans[:NAMED_CASES]]
+    parse_and_check(some, named_texts, kb)  # the library loads once, before the timing
+    named, named_s = fastest(parse_and_check, some, named_texts, kb)
+    _, generic_s = fastest(parse_and_check, some, generic_texts, kb)
     return {
         "cases": len(cases),
         "plans": checks,
@@ -159,12 +216,19 @@ def main(out_dir: Path) -> dict[str, Any]:
         "critiques_per_episode": episode_checks / len(cases),
         "ms_per_1000_episodes": 1000 * episodes_s * 1000 / len(cases),
         "parse_ms_per_plan": 1000 * parse_s / len(texts),
+        "named_plans": named,
+        "named_plans_per_s": named / named_s,
+        "named_ms_per_1000_plans": 1000 * named_s * 1000 / named,
+        "generic_ms_per_1000_plans": 1000 * generic_s * 1000 / named,
+        "named_over_generic": named_s / generic_s,
+        "library_load_s": library_load_s(),
     }
 
 
 def summary_lines(results: dict[str, Any]) -> list[str]:
     target = results["target_ms_per_1000_episodes"]
     verdict = "met" if results["ms_per_1000_episodes"] < target else "MISSED"
+    named_verdict = "met" if results["named_ms_per_1000_plans"] < target else "MISSED"
     return [
         f"{results['cases']} cases, {results['plans']:,} generated plans; first check on a new KB "
         f"{results['cold_index_ms']:.2f} ms (index build)",
@@ -172,4 +236,11 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         f"episodes: {results['critiques_per_episode']:.2f} critiques each, "
         f"{results['ms_per_1000_episodes']:.1f} ms per 1,000 episodes (target < {target:.0f} ms: {verdict})",
         f"parse_plan (apart): {results['parse_ms_per_plan']:.3f} ms a plan",
+        f"name resolution on: {results['named_plans']:,} plans written with brands, salts and combination "
+        f"products parsed and checked at {results['named_plans_per_s']:,.0f} plans/s, "
+        f"{results['named_ms_per_1000_plans']:.0f} ms per 1,000 (target < {target:.0f} ms: {named_verdict}); "
+        f"x{results['named_over_generic']:.2f} the baseline of KB generic names "
+        f"({results['generic_ms_per_1000_plans']:.0f} ms per 1,000)",
+        f"name library: {results['library_load_s']:.1f} s to load, once per process and only when a name "
+        "needs it",
     ]
