@@ -25,11 +25,13 @@ planned KB drug (plan order), then per drug pair, then per item not wholly resol
   above the weekly maximum), dose_too_frequent (a once-weekly drug given more often: MHRA, methotrexate),
   dose_below_half_usual (one dose below half the usual dose; not for children: the usual dose is an
   adult's). All hard. wrong_route (soft): a route other than the drug's. dose_unreadable (unverified): a
-  dose written but not read (no unit, a unit that does not convert, no strength known, no weight for
-  mg/kg, a frequency that cannot be read), or a total over (under) a limit with some of the KB's standard
+  dose written but not read (no unit, a unit that does not convert, no strength known, a combination's
+  ingredient whose amount no named strength fixes, no weight for mg/kg, a frequency that cannot be read),
+  or a total over (under) a limit with some of the KB's standard
   strengths and not others. An item that gives no dose at all gets no dose verdict (plan completeness
   counts it), though a once-weekly drug's frequency is still checked.
-- interaction: a drug or class pair of the KB (`KnowledgeBase.interaction_between`) among plan x plan and
+- interaction: a drug or class pair of the KB (`KnowledgeBase.interaction_between`; its own rules and
+  `drug-interaction-mcp`'s pairs merged at load) among plan x plan and
   plan x current medications (pairs wholly within current medications are the patient's own business, not
   the plan's); severe = hard, moderate = soft.
 - unverified: a plan item that resolves to no KB drug, or that names a drug the KB lacks besides its KB
