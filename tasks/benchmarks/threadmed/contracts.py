@@ -243,3 +243,42 @@ STATS_FUNNEL = Contract(
     nullable_key=("reason",),
 )
 """A stage's row with a null reason is its total."""
+
+# --- clinician ratings: a labels folder (`threadmed labels sample/import`, threadmed/labels/) ---
+# The sampled turns of one run, with what the rating page hides (the model, the judge's grade).
+
+LABEL_ITEMS = Contract(
+    "label_items",
+    schema(
+        ("item_id", pa.string()),  # opaque and stable: a hash of run id, model, condition, thread and turn
+        ("position", pa.int64()),  # order on the rating page (seeded shuffle)
+        ("run_id", pa.string()),
+        ("model", pa.string()),
+        ("condition", pa.string()),
+        ("thread_id", pa.string()),
+        ("turn", pa.int64()),
+        ("turn_group", pa.string()),  # metrics.TURN_GROUPS' name of the turn
+        ("judge_score", pa.float64()),  # the sampled run's judge's grade (0, 0.5, 1)
+        ("answer_words", pa.int64()),
+        ("stratum", pa.string()),  # "<turn group>|<model>|<judge grade>"
+    ),
+    key=("item_id",),
+    not_null=("position", "run_id", "model", "condition", "thread_id", "turn", "turn_group", "stratum"),
+)
+
+# One grade per rater and item, as imported from the rating page's CSV (or a simulated rater's).
+RATINGS = Contract(
+    "ratings",
+    schema(
+        ("item_id", pa.string()),
+        ("rater", pa.string()),
+        ("rater_kind", pa.string()),  # clinician | simulated
+        ("grade", pa.float64()),  # the rubric's scale: 0, 0.5, 1
+        ("note", pa.string()),
+        ("rated_at", pa.timestamp("us", tz="UTC")),
+        ("source_file", pa.string()),
+    ),
+    key=("item_id", "rater"),
+    not_null=("rater_kind", "grade", "source_file"),
+    references={"item_id": "label_items.item_id"},
+)
