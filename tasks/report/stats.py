@@ -46,6 +46,32 @@ def seeded_rng(seed: int, *labels: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, int.from_bytes(digest[:16], "little")]))
 
 
+def resample_distinct(
+    units: np.ndarray, rng: np.random.Generator, n_resamples: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap resamples of the rows of `units`: (distinct rows, counts of shape resamples x distinct rows).
+
+    Identical units are merged first, so one resample is a multinomial draw of counts over the distinct
+    units: the same distribution as drawing n indices, at a cost of resamples x distinct units (3 for judge
+    scores, 9 for two graders' grades on a 3-point scale) instead of resamples x n.
+    """
+    distinct, counts = np.unique(units, axis=0, return_counts=True)
+    n = len(units)
+    return distinct, rng.multinomial(n, counts / n, size=n_resamples)
+
+
+def percentile_interval(
+    estimate: float | None, replicates: np.ndarray, n: int, *, n_resamples: int, level: float = LEVEL
+) -> BootstrapCI:
+    """The percentile interval of a statistic's bootstrap replicates. A resample in which the statistic is
+    undefined (NaN: say, one grade only) is left out; without any defined replicate the bounds are None."""
+    defined = replicates[np.isfinite(replicates)]
+    if estimate is None or len(defined) == 0:
+        return BootstrapCI(estimate, None, None, n, n_resamples)
+    low, high = np.quantile(defined, [(1 - level) / 2, (1 + level) / 2])
+    return BootstrapCI(estimate, float(low), float(high), n, n_resamples)
+
+
 def bootstrap_ratio(
     numerators: np.ndarray,
     denominators: np.ndarray,
@@ -57,21 +83,17 @@ def bootstrap_ratio(
     """Percentile interval of sum(numerators) / sum(denominators), resampling the units with replacement.
 
     A unit is a QA pair (numerator = score, denominator = 1) or a cluster (numerator = sum of its scores,
-    denominator = its count). Identical units are merged first, so one resample is a multinomial draw of
-    counts over the distinct units: the same distribution as drawing n indices, at a cost of
-    resamples x distinct units (3 for judge scores) instead of resamples x n.
+    denominator = its count).
     """
     numerators = np.asarray(numerators, dtype=float)
     denominators = np.asarray(denominators, dtype=float)
     n = len(numerators)
     if n == 0 or denominators.sum() == 0:
         return BootstrapCI(None, None, None, n, n_resamples)
-    units, counts = np.unique(np.column_stack([numerators, denominators]), axis=0, return_counts=True)
-    weights = rng.multinomial(n, counts / n, size=n_resamples)
+    units, weights = resample_distinct(np.column_stack([numerators, denominators]), rng, n_resamples)
     resampled = (weights @ units[:, 0]) / (weights @ units[:, 1])
-    low, high = np.quantile(resampled, [(1 - level) / 2, (1 + level) / 2])
     estimate = numerators.sum() / denominators.sum()
-    return BootstrapCI(float(estimate), float(low), float(high), n, n_resamples)
+    return percentile_interval(float(estimate), resampled, n, n_resamples=n_resamples, level=level)
 
 
 def bootstrap_mean(

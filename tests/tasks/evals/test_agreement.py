@@ -1,0 +1,157 @@
+"""Agreement statistics against published and hand-computed values, and their undefined cases."""
+
+import krippendorff
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from tasks.evals.agreement import (
+    PairAgreement,
+    cohen_kappa,
+    consensus_grade,
+    drift,
+    kappa_of_confusions,
+    ordinal_alpha,
+    pair_agreement,
+    scale_positions,
+)
+from tasks.report.stats import BootstrapCI, seeded_rng
+
+RUBRIC = (0.0, 0.5, 1.0)
+NAN = np.nan
+
+
+def grades_of(confusion: list[list[int]], scale=RUBRIC) -> tuple[np.ndarray, np.ndarray]:
+    """Two graders' grades whose confusion matrix (rows: first grader) is `confusion`."""
+    first, second = [], []
+    for i, row in enumerate(confusion):
+        for j, count in enumerate(row):
+            first += [scale[i]] * count
+            second += [scale[j]] * count
+    return np.array(first), np.array(second)
+
+
+def test_cohen_1960_two_by_two_example_of_wikipedia():
+    """Wikipedia, "Cohen's kappa", simple example: 50 grant proposals, both yes 20, A yes B no 5, A no B
+    yes 10, both no 15. p_o = 0.7, p_e = 0.5 * 0.6 + 0.5 * 0.4 = 0.5, kappa = (0.7 - 0.5) / 0.5 = 0.4."""
+    first, second = grades_of([[20, 5], [10, 15]], scale=(1.0, 0.0))  # yes = 1, no = 0
+    assert cohen_kappa(first, second, (0.0, 1.0), None) == pytest.approx(0.4)
+
+
+# rows: first grader's 0 / 0.5 / 1; columns: second's. Row and column totals 3, 3, 4 of 10 items.
+HAND = [[2, 1, 0], [0, 2, 1], [1, 0, 3]]
+
+
+def test_weighted_kappa_by_hand():
+    """Expected counts e_ij = row_i * col_j / 10: [[.9, .9, 1.2], [.9, .9, 1.2], [1.2, 1.2, 1.6]].
+    Unweighted: p_o = 0.7, p_e = (0.9 + 0.9 + 1.6) / 10 = 0.34, kappa = 0.36 / 0.66 = 6/11.
+    Linear (w = |i - j|): observed 1 + 1 + 2 = 4, expected 0.9 + 2.4 + 0.9 + 1.2 + 2.4 + 1.2 = 9,
+    1 - 4/9 = 5/9.
+    Quadratic (w = (i - j)^2): observed 1 + 1 + 4 = 6, expected 0.9 + 4.8 + 0.9 + 1.2 + 4.8 + 1.2 = 13.8,
+    1 - 6 / 13.8 = 13/23."""
+    first, second = grades_of(HAND)
+    assert cohen_kappa(first, second, RUBRIC, None) == pytest.approx(6 / 11)
+    assert cohen_kappa(first, second, RUBRIC, "linear") == pytest.approx(5 / 9)
+    assert cohen_kappa(first, second, RUBRIC, "quadratic") == pytest.approx(13 / 23)
+
+
+# Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: 4 observers x 12 units,
+# values 1-5, NaN where an observer gave none. Published: nominal 0.743, ordinal 0.815, interval 0.849.
+KRIPPENDORFF_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, NAN, NAN, NAN],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NAN, 3],
+        [NAN, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NAN],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NAN],
+    ]
+)
+
+
+def test_krippendorff_2011_published_values():
+    for level, published in (("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849)):
+        value = krippendorff.alpha(reliability_data=KRIPPENDORFF_2011, level_of_measurement=level)
+        assert round(value, 3) == published
+    result = ordinal_alpha(KRIPPENDORFF_2011, (1, 2, 3, 4, 5), seeded_rng(0, "alpha"), n_resamples=200)
+    # Unit 12 has one value only: 11 units are pairable.
+    assert (round(result.estimate, 3), result.n, result.n_resamples) == (0.815, 11, 200)
+    assert result.low <= result.estimate <= result.high
+
+
+def test_the_bootstrap_kappa_formula_is_scikit_learns():
+    rng = np.random.default_rng(3)
+    first = rng.choice(RUBRIC, 40)
+    second = np.where(rng.random(40) < 0.6, first, rng.choice(RUBRIC, 40))
+    confusion = np.zeros((1, 3, 3))
+    np.add.at(confusion[0], (scale_positions(first, RUBRIC), scale_positions(second, RUBRIC)), 1)
+    for weights in (None, "linear", "quadratic"):
+        library = cohen_kappa_score(
+            scale_positions(first, RUBRIC), scale_positions(second, RUBRIC), weights=weights
+        )
+        assert kappa_of_confusions(confusion, weights)[0] == pytest.approx(library)
+
+
+def test_pair_agreement_on_the_hand_example():
+    first, second = grades_of(HAND)
+    result = pair_agreement(first, second, RUBRIC, seeded_rng(0, "pair"), n_resamples=300)
+    assert result.n == 10 and result.confusion == HAND
+    assert result.exact.estimate == pytest.approx(0.7)
+    assert (result.kappa.estimate, result.kappa_linear.estimate, result.kappa_quadratic.estimate) == (
+        pytest.approx(6 / 11),
+        pytest.approx(5 / 9),
+        pytest.approx(13 / 23),
+    )
+    for ci in result[1:6]:
+        assert ci.low <= ci.estimate <= ci.high and (ci.n, ci.n_resamples) == (10, 300)
+    assert result == pair_agreement(first, second, RUBRIC, seeded_rng(0, "pair"), n_resamples=300)
+
+
+def test_pair_agreement_ignores_items_one_grader_left_ungraded():
+    result = pair_agreement(
+        np.array([0, 1, NAN, 0.5]), np.array([0, 1, 1, NAN]), RUBRIC, seeded_rng(0, "x"), n_resamples=100
+    )
+    assert result.n == 2 and result.confusion == [[1, 0, 0], [0, 0, 0], [0, 0, 1]]
+    assert result.exact.estimate == 1.0 and result.kappa.estimate == pytest.approx(1.0)
+
+
+def test_undefined_values_are_none():
+    rng = seeded_rng(0, "none")
+    empty = BootstrapCI(None, None, None, 0, 100)
+    assert pair_agreement(np.array([]), np.array([]), RUBRIC, rng, n_resamples=100) == PairAgreement(
+        0, empty, empty, empty, empty, empty, [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
+    )
+    # Both graders always give 1: agreement is total, but chance agreement is too, so kappa and alpha
+    # are undefined.
+    same = pair_agreement(np.ones(5), np.ones(5), RUBRIC, rng, n_resamples=100)
+    assert same.exact == BootstrapCI(1.0, 1.0, 1.0, 5, 100)
+    assert same.kappa == same.kappa_quadratic == BootstrapCI(None, None, None, 5, 100)
+    assert same.alpha_ordinal == BootstrapCI(None, None, None, 5, 100)
+    one = pair_agreement(np.array([1.0]), np.array([0.0]), RUBRIC, rng, n_resamples=100)
+    assert one.kappa.estimate is None and one.alpha_ordinal.estimate is None
+
+
+def test_a_grade_off_the_scale_is_refused():
+    with pytest.raises(ValueError, match=r"grade 0.7 is not on the scale \[0.0, 0.5, 1.0\]"):
+        cohen_kappa(np.array([0, 0.7]), np.array([0, 1]), RUBRIC, None)
+
+
+@pytest.mark.parametrize(
+    ("grades", "expected"),
+    [([1], 1), ([0, 1, 0.5], 0.5), ([1, 0.5], 0.5), ([0, 1], 0), ([1, 1, 0, 0.5], 0.5), ([0.5, 1, 1, 1], 1)],
+)
+def test_consensus_is_the_median_or_the_lower_middle_grade(grades, expected):
+    assert consensus_grade(grades) == expected
+
+
+def test_consensus_of_no_grade_is_an_error():
+    with pytest.raises(ValueError, match="no grades"):
+        consensus_grade([])
+
+
+def test_drift_is_the_share_of_items_whose_grade_changes():
+    # Items x repeated gradings: item 2 changes, item 4 was graded once (left out), item 5 changes.
+    gradings = np.array([[1, 1, 1], [0, 0.5, 0], [0, 0, NAN], [1, NAN, NAN], [0.5, 0.5, 1]])
+    result = drift(gradings, seeded_rng(0, "drift"), n_resamples=200)
+    assert (result.estimate, result.n) == (0.5, 4)
+    assert drift(np.array([[1, NAN]]), seeded_rng(0, "drift"), n_resamples=200) == BootstrapCI(
+        None, None, None, 0, 200
+    )
