@@ -96,6 +96,13 @@ def load_labels(labels_dir: Path) -> Labels:
     raters = sorted({row["rater"] for row in ratings})
     kinds = {row["rater"]: row["rater_kind"] for row in ratings}
     index = {item["item_id"]: i for i, item in enumerate(items)}
+    unknown = next((row["item_id"] for row in ratings if row["item_id"] not in index), None)
+    if unknown is not None:
+        raise UserError(
+            f"{labels_dir / 'ratings.parquet'} rates item {unknown}, which items.parquet does not hold: "
+            f"import the ratings again with `threadmed labels import {labels_dir} CSV... --replace`",
+            "--labels",
+        )
     grades = np.full((len(raters), len(items)), np.nan)
     for row in ratings:
         grades[raters.index(row["rater"]), index[row["item_id"]]] = row["grade"]
@@ -472,8 +479,8 @@ def notes(labels: Labels, drift_table: list[dict[str, Any]]) -> list[str]:
         )
     if len(labels.raters) < 2:
         found.append(
-            "Rater vs rater: only one rater, so there is no ceiling to compare the judge with; have two or "
-            "more raters rate the same page."
+            "Rater vs rater: fewer than two raters, so there is no ceiling to compare the judge with; have "
+            "two or more raters rate the same page."
         )
     if not drift_table:
         found.append(

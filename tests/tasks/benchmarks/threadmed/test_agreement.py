@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import krippendorff
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
@@ -20,6 +22,7 @@ from tasks.benchmarks.threadmed.agreement import (
     summary_table,
     write_agreement,
 )
+from tasks.benchmarks.threadmed.contracts import RATINGS
 from tasks.core.preflight import UserError
 from tests.tasks.benchmarks.threadmed.agreement_fixtures import (
     ITEMS,
@@ -234,4 +237,17 @@ def test_written_files_hold_the_same_rows(agreement, tmp_path):
     markdown = (out / "agreement.md").read_text()
     assert (
         "### Rater vs rater: the ceiling a judge is compared with" in markdown and POSITION_NOTE in markdown
+    )
+
+
+def test_a_rating_of_an_item_not_sampled_is_refused(tmp_path):
+    labels = write_labels(tmp_path / "labels")
+    ratings = pq.read_table(labels / "ratings.parquet").to_pylist()
+    ratings[0]["item_id"] = "i99"
+    pq.write_table(pa.Table.from_pylist(ratings, schema=RATINGS.schema), labels / "ratings.parquet")
+    with pytest.raises(UserError) as error:
+        load_labels(labels)
+    assert str(error.value) == (
+        f"{labels / 'ratings.parquet'} rates item i99, which items.parquet does not hold: import the ratings "
+        f"again with `threadmed labels import {labels} CSV... --replace`"
     )
