@@ -28,6 +28,7 @@ from tasks.benchmarks.threadmed.agreement_settings import AgreementSettings
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, LABEL_ITEMS, RATINGS, RESPONSES
 from tasks.benchmarks.threadmed.report import check_run_folder
 from tasks.core.preflight import UserError
+from tasks.data.contracts import Contract
 from tasks.evals.agreement import PairAgreement, consensus_grade, drift, ordinal_alpha, pair_agreement
 from tasks.report.figures import plain_text
 from tasks.report.runs import check_each_run_once, read_rows, read_run_id
@@ -115,13 +116,13 @@ def load_labels(labels_dir: Path) -> Labels:
     )
 
 
+def read_rows_of(run_dir: Path, contract: Contract) -> list[dict[str, Any]]:
+    return read_rows(run_dir / f"{contract.name}.parquet", contract)
+
+
 def _answers(run_dir: Path) -> dict[tuple, str | None]:
     """Item key -> the response's call_key, for every answer of the run."""
     return {tuple(row[k] for k in ITEM_KEY): row["call_key"] for row in read_rows_of(run_dir, RESPONSES)}
-
-
-def read_rows_of(run_dir: Path, contract: Any) -> list[dict[str, Any]]:
-    return read_rows(run_dir / f"{contract.name}.parquet", contract)
 
 
 def _identity(run_dir: Path, judgments: list[dict[str, Any]]) -> dict[str, Any]:
@@ -132,7 +133,7 @@ def _identity(run_dir: Path, judgments: list[dict[str, Any]]) -> dict[str, Any]:
     versions = sorted({row["rubric_version"] for row in judgments if row["rubric_version"]})
     return {
         "model": judge.get("model"),
-        "rubric_version": ", ".join(versions) or str(judge.get("rubric")),
+        "rubric_version": ", ".join(versions) or str(judge.get("rubric") or "rubric not recorded"),
         "params": sent.get("params") or {},
         "epoch": int(judge.get("epoch") or 0),
     }
@@ -231,6 +232,8 @@ def agreement_row(result: PairAgreement) -> dict[str, Any]:
 
 
 class Context(NamedTuple):
+    """What every table needs: the labels, their consensus, and how to bootstrap (a stream per statistic)."""
+
     labels: Labels
     consensus: np.ndarray
     consensus_label: str
@@ -289,7 +292,7 @@ def rater_rows(context: Context) -> list[dict[str, Any]]:
             n_resamples=context.settings.n_resamples,
             level=context.settings.level,
         )
-        everyone = {name: None for name in agreement_row(context.pair(np.array([]), np.array([])))}
+        everyone = dict.fromkeys(AGREEMENT_COLUMNS)
         rows.append(
             {
                 "first": "all raters",
