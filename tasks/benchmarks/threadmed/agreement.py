@@ -334,7 +334,13 @@ def group_rows(context: Context, judges: list[Judge]) -> list[dict[str, Any]]:
                     judge.grades[chosen], context.consensus[chosen], "group", judge.label, group
                 )
                 rows.append(
-                    {"judge": judge.label, "breakdown": breakdown, "group": group, **agreement_row(result)}
+                    {
+                        "judge": judge.label,
+                        "versus": context.consensus_label,
+                        "breakdown": breakdown,
+                        "group": group,
+                        **agreement_row(result),
+                    }
                 )
     return rows
 
@@ -386,8 +392,9 @@ def paper_metric_rows(context: Context, judges: list[Judge]) -> list[dict[str, A
                     _points(by_humans[metric]),
                 )
                 rows.append(
-                    {"judge": judge.label, "model": model, "condition": condition, "metric": metric,
-                     "n": judged.n, "judge_value": value, "judge_low": low, "judge_high": high,
+                    {"judge": judge.label, "versus": context.consensus_label, "model": model,
+                     "condition": condition, "metric": metric, "n": judged.n, "judge_value": value,
+                     "judge_low": low, "judge_high": high,
                      "human_value": human, "human_low": human_low, "human_high": human_high,
                      "difference": None if value is None or human is None else value - human}
                 )  # fmt: skip
@@ -409,13 +416,16 @@ def length_rows(context: Context, judges: list[Judge]) -> tuple[list[dict], list
             short, long = chosen & (words <= median), chosen & (words > median)
             means = [float(judge.grades[part].mean()) if part.any() else None for part in (short, long)]
             by_grade.append(
-                {"judge": judge.label, "human_grade": grade, "median_words": median,
-                 "n_short": int(short.sum()), "judge_short": means[0], "n_long": int(long.sum()),
-                 "judge_long": means[1],
+                {"judge": judge.label, "versus": context.consensus_label, "human_grade": grade,
+                 "median_words": median, "n_short": int(short.sum()), "judge_short": means[0],
+                 "n_long": int(long.sum()), "judge_long": means[1],
                  "difference": None if None in means else means[1] - means[0]}  # type: ignore[operator]
             )  # fmt: skip
         result = spearman(words[both], judge.grades[both] - context.consensus[both])
-        correlation.append({"judge": judge.label, "n": result.n, "spearman_r": result.r, "p": result.p_value})
+        correlation.append(
+            {"judge": judge.label, "versus": context.consensus_label, "n": result.n, "spearman_r": result.r,
+             "p": result.p_value}
+        )  # fmt: skip
     return by_grade, correlation
 
 
@@ -457,16 +467,16 @@ TABLE_COLUMNS: dict[str, list[str]] = {
     "judge_vs_raters": ["judge", "versus", "versus_kind", *AGREEMENT_COLUMNS],
     "confusion": ["judge", "versus", "judge_grade", "human_grade", "count"],
     "rater_vs_rater": ["first", "second", *AGREEMENT_COLUMNS],
-    "by_group": ["judge", "breakdown", "group", *AGREEMENT_COLUMNS],
+    "by_group": ["judge", "versus", "breakdown", "group", *AGREEMENT_COLUMNS],
     "paper_metrics": [
-        "judge", "model", "condition", "metric", "n", "judge_value", "judge_low", "judge_high",
+        "judge", "versus", "model", "condition", "metric", "n", "judge_value", "judge_low", "judge_high",
         "human_value", "human_low", "human_high", "difference",
     ],
     "length_check": [
-        "judge", "human_grade", "median_words", "n_short", "judge_short", "n_long", "judge_long",
+        "judge", "versus", "human_grade", "median_words", "n_short", "judge_short", "n_long", "judge_long",
         "difference",
     ],
-    "length_correlation": ["judge", "n", "spearman_r", "p"],
+    "length_correlation": ["judge", "versus", "n", "spearman_r", "p"],
     "drift": ["judge", "epochs", "runs", "n", "drift", "drift_low", "drift_high"],
 }  # fmt: skip
 
@@ -570,9 +580,10 @@ def build_tables(agreement: dict[str, Any]) -> list[Table]:
     tables, level = agreement["tables"], f"{100 * agreement['bootstrap']['level']:g}%"
     ci = f"estimate [{level} bootstrap CI over items, {agreement['bootstrap']['n_resamples']} resamples]"
     grades = [_number(grade, 1) for grade in SCALE]
+    consensus = "consensus (simulated)" if agreement["simulated_raters"] else "consensus"
     confusion = defaultdict(dict)
     for row in tables["confusion"]:
-        if row["versus"].startswith("consensus"):
+        if row["versus"] == consensus:
             confusion[(row["judge"], row["judge_grade"])][row["human_grade"]] = row["count"]
     return [
         Table(
@@ -593,7 +604,7 @@ def build_tables(agreement: dict[str, Any]) -> list[Table]:
         ),
         Table(
             "confusion",
-            "Confusion: judge grade (rows) vs consensus grade (columns)",
+            f"Confusion: judge grade (rows) vs {consensus} grade (columns)",
             ["Judge", "Judge grade", *(f"human {grade}" for grade in grades)],
             [
                 [judge, _number(grade, 1), *(str(counts.get(g, 0)) for g in SCALE)]
@@ -603,7 +614,7 @@ def build_tables(agreement: dict[str, Any]) -> list[Table]:
         ),
         Table(
             "by_group",
-            "Judge vs consensus by turn group, model and answer length",
+            f"Judge vs {consensus} by turn group, model and answer length",
             ["Judge", "Breakdown", "Group", "n", "Exact", "Quadratic kappa", "Ordinal alpha"],
             [
                 [
@@ -618,7 +629,7 @@ def build_tables(agreement: dict[str, Any]) -> list[Table]:
         ),
         Table(
             "paper_metrics",
-            "The paper's metrics on the judge's grades and on the human consensus, same items",
+            f"The paper's metrics on the judge's grades and on the human {consensus}, same items",
             ["Judge", "Model", "Condition", "Metric", "n", "Judge", "Humans", "Judge - humans"],
             [
                 [
@@ -642,7 +653,7 @@ def build_tables(agreement: dict[str, Any]) -> list[Table]:
         ),
         Table(
             "length_check",
-            "Length check: the judge's grade of shorter and longer answers at equal consensus grade",
+            f"Length check: the judge's grade of shorter and longer answers at equal {consensus} grade",
             [
                 "Judge",
                 "Human grade",

@@ -14,7 +14,7 @@ from scipy import stats
 
 from tasks.benchmarks.threadmed.agreement import (
     POSITION_NOTE,
-    AgreementSettings,
+    build_tables,
     check_agreement_inputs,
     compute_agreement,
     load_judges,
@@ -22,6 +22,7 @@ from tasks.benchmarks.threadmed.agreement import (
     summary_table,
     write_agreement,
 )
+from tasks.benchmarks.threadmed.agreement_settings import AgreementSettings
 from tasks.benchmarks.threadmed.contracts import RATINGS
 from tasks.core.preflight import UserError
 from tests.tasks.benchmarks.threadmed.agreement_fixtures import (
@@ -145,7 +146,7 @@ def test_the_papers_metrics_on_human_and_judge_grades(agreement):
 
 def test_length_check_at_equal_human_grade(agreement):
     table = rows(agreement, "length_check", judge=JUDGE_LABEL)
-    assert [tuple(r.values())[1:] for r in table] == [
+    assert [tuple(r.values())[2:] for r in table] == [
         # consensus 0: 30, 60 words (judge 0, 0) vs 70, 90 words (judge 0.5, 0)
         (0.0, 65.0, 2, 0.0, 2, 0.25, 0.25),
         (0.5, 30.0, 1, 1.0, 1, 0.5, -0.5),
@@ -192,6 +193,12 @@ def test_simulated_raters_are_labelled_and_a_lone_rater_has_no_ceiling(tmp_path)
         "Position check",
     ]
     assert summary_table(result).rows[0][:3] == [JUDGE_LABEL, "consensus (simulated)", "10"]
+    # Every table compared with the raters names them simulated.
+    for name in ("by_group", "paper_metrics", "length_check", "length_correlation"):
+        assert {row["versus"] for row in result["tables"][name]} == {"consensus (simulated)"}
+    titles = [table.title for table in build_tables(result)]
+    assert "Confusion: judge grade (rows) vs consensus (simulated) grade (columns)" in titles
+    assert "Judge vs consensus (simulated) by turn group, model and answer length" in titles
 
 
 def test_a_run_of_other_answers_is_refused(tmp_path):
