@@ -258,3 +258,16 @@ def test_a_rating_of_an_item_not_sampled_is_refused(tmp_path):
         f"{labels / 'ratings.parquet'} rates item i99, which items.parquet does not hold: import the ratings "
         f"again with `threadmed labels import {labels} CSV... --replace`"
     )
+
+
+def test_the_sampled_run_must_be_found(tmp_path):
+    """The sampled run's answers are the reference: a re-judged run alone needs the sampled run's folder."""
+    labels = load_labels(write_labels(tmp_path / "labels"))
+    rejudged = write_judged_run(tmp_path / "r2", "r2", EPOCH_1, judge={**JUDGE, "epoch": 1})
+    with pytest.raises(UserError) as error:
+        load_judges(labels, [rejudged])
+    assert str(error.value) == (
+        f"the sampled run r1 is not among the run folders and {tmp_path / 'r1'} is gone: pass its folder"
+    )
+    write_judged_run(tmp_path / "r1", "r1", judge_grades())  # where sample.json says it is
+    assert [judge.run_id for judge in load_judges(labels, [rejudged])] == ["r2"]
