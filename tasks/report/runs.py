@@ -105,6 +105,12 @@ def check_mergeable(manifests: Sequence[RunIdentity], models_by_run: list[set[st
     benchmark's unit, such as a model in one condition) comes from one run only. A run given twice is a
     usage error; otherwise the refusal names no option: each folder is a valid run, it is the set of them
     that does not merge."""
+    check_one_case_set(manifests)
+    check_each_unit_once(manifests, models_by_run)
+
+
+def check_one_case_set(manifests: Sequence[RunIdentity]) -> None:
+    """Raise UserError unless each run is given once and every run evaluated the same case set."""
     check_each_run_once([(m.run_id, m.run_dir) for m in manifests])
     fingerprints = {m.fingerprint or str(m.case_set_dir.resolve()) for m in manifests}
     if len(fingerprints) > 1:
@@ -113,6 +119,10 @@ def check_mergeable(manifests: Sequence[RunIdentity], models_by_run: list[set[st
             f"these runs use different case sets, so their scores are not comparable ({runs}): "
             "report them separately"
         )
+
+
+def check_each_unit_once(manifests: Sequence[RunIdentity], models_by_run: list[set[str]]) -> None:
+    """Raise UserError when a model name (a benchmark's unit) comes from more than one of the runs."""
     runs_of: defaultdict[str, list[str]] = defaultdict(list)
     for manifest, models in zip(manifests, models_by_run, strict=True):
         for model in models:
