@@ -16,8 +16,9 @@ from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.benchmarks.threadmed.report import ReportSettings, build_report, compute_metrics, load_runs
 from tasks.core.preflight import UserError
 from tasks.report.html import PACKED_DATA_TYPE, unpack_json
-from tasks.report.panel import consensus_grade, consensus_grades, differing
+from tests.chromium import Page
 from tests.tasks.benchmarks.threadmed.test_report import PANEL_HINT, SCORES, make_run
+from tests.tasks.benchmarks.threadmed.test_report_html import _chromium
 
 SETTINGS = ReportSettings(n_resamples=200)
 ALPHA = {("alpha", "baseline"): SCORES["alpha", "baseline"]}
@@ -90,33 +91,6 @@ def panel_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 @pytest.fixture(scope="module")
 def panel(panel_runs: list[Path]) -> dict[str, Any]:
     return compute_metrics(load_runs(panel_runs), SETTINGS)[0]
-
-
-def test_consensus_is_the_median_and_the_lower_middle_of_an_even_count() -> None:
-    assert [
-        consensus_grade(g) for g in ([1], [0, 1], [1, 0.5], [1, 0, 1], [0, 0.5, 1, 1], [1, 1, 0.5, 0.5])
-    ] == [
-        1,
-        0,
-        0.5,
-        1,
-        0.5,
-        0.5,
-    ]
-    nan = float("nan")
-    grades = consensus_grades(
-        pa.array([[1, nan, 0], [nan, nan, nan], [0.5, 1, nan]]).to_numpy(False).tolist()
-    )
-    assert grades[0] == 0 and grades[2] == 0.5 and grades[1] != grades[1]
-
-
-def test_differing_counts_rows_every_grader_graded() -> None:
-    nan = float("nan")
-    import numpy as np
-
-    result = differing(np.array([[1, 1], [1, 0.5], [nan, 0], [0, 0]]))
-    assert result == (3, 1, 1 / 3)
-    assert differing(np.array([[nan, 1.0]])) == (0, 0, None)
 
 
 def test_the_headline_metrics_are_the_panels(panel: dict[str, Any]) -> None:
@@ -268,5 +242,37 @@ def test_judges_of_different_answers_are_refused_in_one_line(tmp_path: Path) -> 
     assert "\n" not in message
     epoch = rejudge(source, "r3", "x/judge-b", JUDGE_B, epoch=1)
     shutil.copy(other / "responses.parquet", epoch / "responses.parquet")
-    with pytest.raises(UserError, match="x/judge-b .* epoch 1"):
+    with pytest.raises(UserError, match=r"r3 \(.*\): x/judge-b \[prompts not recorded\] \{\} epoch 1\)"):
         load_runs([source, epoch])
+
+
+def test_the_page_shows_each_judges_grade_and_links_a_disagreement(
+    panel_runs: list[Path], tmp_path: Path
+) -> None:
+    chromium = _chromium()
+    report_dir = build_report.fn(
+        run_dirs=list(map(str, panel_runs)), out_dir=str(tmp_path), settings=SETTINGS
+    )
+    page = Page(chromium, (Path(report_dir) / "index.html").as_uri(), tmp_path / "profile")
+    try:
+        page.wait_for("document.body && document.body.dataset.ready === '1'")
+        assert page.evaluate("document.getElementById('judges-filter').hidden") is False
+        # The first disagreement listed (c2, turn 3) opens its conversation on that turn.
+        page.evaluate("document.querySelector('#table-judge-disagreements tbody a').click()")
+        page.wait_for("document.querySelectorAll('.turn').length === 4")
+        turn = page.evaluate("document.querySelector('details.conversation[open] .turn.match').innerText")
+        for expected in (
+            "Turn 3 · score 1.0",
+            "Panel\n1.0",
+            "openai/gpt-4o\n1.0 — reason c2 3",
+            "x/judge-b epoch 0\n0.0 — x/judge-b on c2 3",
+            "x/judge-b epoch 1\n0.0 — x/judge-b on c2 3",
+            "x/judge-c\n1.0 — x/judge-c on c2 3",
+        ):
+            assert expected in turn
+        chips = page.evaluate(
+            "[...document.querySelectorAll('details.conversation[open] .chip')].map(c => c.textContent)"
+        )
+        assert chips == ["T0 0.5", "T1 1.0 ≠", "T2 1.0 ≠", "T3 1.0 ≠"]
+    finally:
+        page.close()
