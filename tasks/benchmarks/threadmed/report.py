@@ -18,7 +18,6 @@ module loads runs, assembles metrics.json and holds the tasks.
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import combinations
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -46,7 +45,18 @@ from tasks.core.provenance import artifact_key
 from tasks.evals.run_folder import REPORT_FIX, check_run_folder_benchmark
 from tasks.report.artifacts import publish_markdown, publish_tables
 from tasks.report.files import write_stats_table
-from tasks.report.panel import Differing, consensus_grades, differing
+from tasks.report.panel import (
+    Differing,
+    PanelJudge,
+    consensus_grades,
+    differing,
+    drift,
+    grader_labels,
+    group_graders,
+    judge_grades,
+    judge_pairs,
+    panel_judges,
+)
 from tasks.report.runs import check_each_unit_once, check_one_case_set, run_label
 from tasks.report.stats import BootstrapCI, bootstrap_mean, mann_whitney, seeded_rng, spearman
 
@@ -96,16 +106,6 @@ class Grades:
     reason: np.ndarray
     usd: np.ndarray
     judge: np.ndarray  # per turn and judge, the judge's grade: the consensus of its epochs' grades
-
-
-class PanelJudge(NamedTuple):
-    """One judge of a panel, and the columns of Grades holding its epochs' grades."""
-
-    label: str
-    model: str
-    epochs: list[int]
-    columns: list[int]
-    runs: list[str]
 
 
 @dataclass(frozen=True)
@@ -214,20 +214,10 @@ def _judge_of(manifest: RunManifest) -> str:
     return _judge_setup_text(manifest) + epoch
 
 
-def _judge_identity(manifest: RunManifest) -> tuple[str, str]:
+def _judge_identity(manifest: RunManifest) -> tuple[str, int]:
     """A judge: its model, its prompts' hashes and its params (a rubric file or a temperature changes the
-    grades as much as the model does). Its epochs are repeats of one judge."""
-    return manifest.judge_model, json.dumps(manifest.judge_setup, sort_keys=True)
-
-
-def _graders(manifests: list[RunManifest]) -> dict[tuple[tuple[str, str], int], list[int]]:
-    """(judge, epoch) -> the indices of the runs it graded, judges in order of first appearance."""
-    by_judge: dict[tuple[str, str], dict[int, list[int]]] = {}
-    for index, manifest in enumerate(manifests):
-        by_judge.setdefault(_judge_identity(manifest), {}).setdefault(manifest.judge_epoch, []).append(index)
-    return {
-        (judge, epoch): runs for judge, epochs in by_judge.items() for epoch, runs in sorted(epochs.items())
-    }
+    grades as much as the model does); and the epoch, a repeat of one judge."""
+    return json.dumps([manifest.judge_model, manifest.judge_setup], sort_keys=True), manifest.judge_epoch
 
 
 def _answers(responses: pa.Table) -> dict[tuple[Any, ...], tuple[Any, ...]]:
@@ -239,7 +229,7 @@ def _answers(responses: pa.Table) -> dict[tuple[Any, ...], tuple[Any, ...]]:
 def check_same_answers(
     manifests: list[RunManifest],
     responses_by_run: list[pa.Table],
-    graders: dict[tuple[tuple[str, str], int], list[int]],
+    graders: dict[tuple[str, int], list[int]],
 ) -> None:
     """Raise UserError unless every judge (and epoch) of the runs graded the same answers, each from one run:
     equal call keys and texts for the same (model, condition, thread, turn), read from the rows."""
@@ -291,7 +281,7 @@ def _grades(table: pa.Table, judges: list[PanelJudge]) -> Grades:
         status=status,
         reason=np.column_stack([_column(table, f"reason_{c}") for c in columns]),
         usd=np.column_stack([_column(table, f"judge_cost_usd_{c}", 0.0) for c in columns]),
-        judge=np.column_stack([consensus_grades(score[:, judge.columns]) for judge in judges]),
+        judge=judge_grades(score, judges),
     )
 
 
@@ -341,26 +331,6 @@ def _ordered(values: Iterable[str], preferred: Iterable[str]) -> list[str]:
     return head + sorted(present - set(head))
 
 
-def _panel_judges(
-    manifests: list[RunManifest], graders: dict[tuple[tuple[str, str], int], list[int]]
-) -> list[PanelJudge]:
-    """The panel's judges, each with its epochs' columns; labelled by model, or in full when two share one."""
-    judges: dict[tuple[str, str], PanelJudge] = {}
-    for column, ((identity, epoch), runs) in enumerate(graders.items()):
-        first = manifests[runs[0]]
-        judge = judges.setdefault(
-            identity, PanelJudge(_judge_setup_text(first), first.judge_model, [], [], [])
-        )
-        judge.epochs.append(epoch)
-        judge.columns.append(column)
-        judge.runs.extend(manifests[i].run_id for i in runs)
-    models = [judge.model for judge in judges.values()]
-    return [
-        judge._replace(label=judge.model) if models.count(judge.model) == 1 else judge
-        for judge in judges.values()
-    ]
-
-
 def _judgments(run_dirs: list[Path], runs: list[int], suffix: str) -> pa.Table:
     """The judgments of the given runs, their judge's columns named with `suffix`."""
     columns = [*RUN_KEY, "score", "reason", "parse_status", "cost_usd"]
@@ -385,7 +355,7 @@ def load_runs(run_dirs: list[Path]) -> RunData:
         for run_dir in run_dirs
     ]
     check_one_case_set(manifests)
-    graders = _graders(manifests)
+    graders = group_graders([_judge_identity(manifest) for manifest in manifests])
     judges = None
     if len(graders) == 1:
         check_each_unit_once(manifests, [_units(responses) for responses in responses_by_run])
@@ -395,7 +365,12 @@ def load_runs(run_dirs: list[Path]) -> RunData:
         )
     else:
         check_same_answers(manifests, responses_by_run, graders)
-        judges = _panel_judges(manifests, graders)
+        judges = panel_judges(
+            graders,
+            [x.judge_model for x in manifests],
+            [_judge_setup_text(x) for x in manifests],
+            [x.run_id for x in manifests],
+        )
         responses = pa.concat_tables(responses_by_run[i] for i in next(iter(graders.values())))
         for column, runs in enumerate(graders.values()):
             judged = _judgments(run_dirs, runs, f"_{column}").drop_columns(["run_id"])
@@ -702,24 +677,23 @@ def _panel_condition(
         estimate = _estimate(
             mean.mean(np.ones(len(mean.score), dtype=bool), mean.score, "judge", judge.label)
         )
-        drift = differing(grades.score[rows][:, judge.columns]) if len(judge.columns) > 1 else None
+        drifted = drift(grades.score[rows], judge)
         entry["judges"][judge.label] = {
             **estimate,
-            "drift": None if drift is None else _differing_json(drift),
+            "drift": None if drifted is None else _differing_json(drifted),
         }
-        panel_rows.append(_panel_row(model, condition, judge.label, estimate, len(judge.columns), drift))
+        panel_rows.append(_panel_row(model, condition, judge.label, estimate, len(judge.columns), drifted))
     entry["panel"] = {key: overall[key] for key in ("n", "mean", "ci")}
     everyone = differing(grades.judge[rows])
     entry["disagreement"] = _differing_json(everyone)
     panel_rows.append(_panel_row(model, condition, "panel", entry["panel"], None, None, everyone))
     entry["pairs"] = []
-    for (a, first), (b, second) in combinations(enumerate(judges), 2):
-        pair = differing(grades.judge[rows][:, [a, b]])
+    for first, second, pair in judge_pairs(grades.judge[rows], judges):
         exact = None if pair.share is None else _points(1 - pair.share)
-        entry["pairs"].append({"judges": [first.label, second.label], "n": pair.n, "exact_pct": exact})
+        entry["pairs"].append({"judges": [first, second], "n": pair.n, "exact_pct": exact})
         pair_rows.append(
-            {"model": model, "condition": condition, "judge_a": first.label, "judge_b": second.label,
-             "n": pair.n, "exact_pct": exact}
+            {"model": model, "condition": condition, "judge_a": first, "judge_b": second, "n": pair.n,
+             "exact_pct": exact}
         )  # fmt: skip
     return entry, panel_rows, pair_rows
 
@@ -730,7 +704,7 @@ def _panel_row(
     judge: str,
     estimate: dict[str, Any],
     epochs: int | None,
-    drift: Differing | None,
+    drifted: Differing | None,
     judges_differ: Differing | None = None,
 ) -> dict[str, Any]:
     """A row of stats_judge_panel: a judge's (or the panel's) mean, its drift, or the judges' disagreement."""
@@ -744,9 +718,9 @@ def _panel_row(
         "ci_low": ci[0],
         "ci_high": ci[1],
         "n_epochs": epochs,
-        "drift_n": None if drift is None else drift.n,
-        "drift_changed": None if drift is None else drift.count,
-        "drift_pct": None if drift is None else _points(drift.share),
+        "drift_n": None if drifted is None else drifted.n,
+        "drift_changed": None if drifted is None else drifted.count,
+        "drift_pct": None if drifted is None else _points(drifted.share),
         "differ_n": None if judges_differ is None else judges_differ.n,
         "differ_count": None if judges_differ is None else judges_differ.count,
         "differ_pct": None if judges_differ is None else _points(judges_differ.share),
@@ -780,7 +754,7 @@ def _panel_judges_json(turns: Turns, judges: list[PanelJudge]) -> list[dict[str,
     assert grades is not None
     entries = []
     for index, judge in enumerate(judges):
-        drift = differing(grades.score[:, judge.columns]) if len(judge.columns) > 1 else None
+        drifted = drift(grades.score, judge)
         entries.append(
             {
                 "label": judge.label,
@@ -791,7 +765,7 @@ def _panel_judges_json(turns: Turns, judges: list[PanelJudge]) -> list[dict[str,
                 # judgments of all its epochs
                 **_unscored(grades.status[:, judge.columns][np.isnan(grades.score[:, judge.columns])]),
                 "unscored_turns": int(np.isnan(grades.judge[:, index]).sum()),
-                "drift": None if drift is None else _differing_json(drift),
+                "drift": None if drifted is None else _differing_json(drifted),
             }
         )
     return entries
@@ -917,15 +891,6 @@ class BrowserData(NamedTuple):
     chunks: list[list[list[list[str | None]]]]
 
 
-def _grader_labels(judges: list[PanelJudge]) -> list[str]:
-    """A name per column of Grades: the judge's label, with its epoch when it has several."""
-    labels = [""] * sum(len(judge.columns) for judge in judges)
-    for judge in judges:
-        for column, epoch in zip(judge.columns, judge.epochs, strict=True):
-            labels[column] = judge.label if len(judge.columns) == 1 else f"{judge.label} epoch {epoch}"
-    return labels
-
-
 def _graded_turn(turns: Turns, i: int) -> tuple[list[Any], list[str | None]]:
     """A turn's [turn, score, status] and [answer, judge reason]; with a panel, the panel's grade and status
     followed by every grader's grade, and the answer followed by every grader's reason."""
@@ -962,7 +927,7 @@ def browser_data(
         "threads": [[thread_id, pairs[i]] for i, thread_id in enumerate(thread_ids)],
         "conversations": [[*key, [row for row, _ in rows]] for key, rows in ordered],
         "conversations_per_chunk": CONVERSATIONS_PER_CHUNK,
-        **({"judges": _grader_labels(judges)} if judges else {}),
+        **({"judges": grader_labels(judges)} if judges else {}),
     }
     chunks = [texts[i : i + CONVERSATIONS_PER_CHUNK] for i in range(0, len(texts), CONVERSATIONS_PER_CHUNK)]
     return BrowserData(index, chunks)
