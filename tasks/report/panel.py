@@ -10,6 +10,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+CONSENSUS_RULE = (
+    "Per answer, the median of the judges' grades, the lower middle one with an even count; a judge's epochs "
+    "count as one judge, graded by the same rule over its epochs, so sampling a judge again does not "
+    "outvote another."
+)
+
 
 class Differing(NamedTuple):
     """Among the `n` answers every grader graded, the `count` whose grades are not all equal."""

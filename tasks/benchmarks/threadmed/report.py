@@ -46,6 +46,7 @@ from tasks.evals.run_folder import REPORT_FIX, check_run_folder_benchmark
 from tasks.report.artifacts import publish_markdown, publish_tables
 from tasks.report.files import write_stats_table
 from tasks.report.panel import (
+    CONSENSUS_RULE,
     Differing,
     PanelJudge,
     consensus_grades,
@@ -771,11 +772,7 @@ def _panel_judges_json(turns: Turns, judges: list[PanelJudge]) -> list[dict[str,
     return entries
 
 
-PANEL_RULE = (
-    "Per turn, the median of the judges' grades, the lower middle one with an even count; a judge's epochs "
-    "count as one judge, graded by the same rule over its epochs, so sampling a judge again does not "
-    "outvote another. Every other table is computed on this panel grade."
-)
+PANEL_RULE = f"{CONSENSUS_RULE} Every other table is computed on this panel grade."
 
 
 PANEL_STATS = pa.schema(
