@@ -414,9 +414,9 @@ def fqr_panel_tables(metrics: dict[str, Any]) -> list[Table]:
             columns,
             rows,
             f"{panel['rule']} FQR, the follow-up stage score and the composite are the panel's. n: episodes "
-            "with a graded follow-up. Drift: share of the follow-ups a judge graded in each of its epochs whose "
-            "verdict changed (changed of graded). Judges differ: share of the follow-ups every judge graded "
-            "where their verdicts differ.",
+            "with a graded follow-up. Drift: share of the follow-ups a judge graded in each of its epochs "
+            "whose verdict changed (changed of graded). Judges differ: share of the follow-ups every judge "
+            "graded where their verdicts differ.",
             right_aligned=("n",),
         ),
         Table(
