@@ -150,3 +150,38 @@ def model_runs(manifests: Sequence[Run], run_id_of: dict[str, str]) -> dict[str,
     """Model -> the manifest of the run it was evaluated in (`run_id_of`: model -> run id in its rows)."""
     by_id = {m.run_id: m for m in manifests}
     return {model: by_id[run_id] for model, run_id in run_id_of.items() if run_id in by_id}
+
+
+class PanelRuns(NamedTuple):
+    """What runs judged by several judges (a judge panel) must agree on, per run: its units (as for
+    check_each_unit_once), the items it graded mapped to what makes them the same answer (call keys), and
+    the name of its judge."""
+
+    units: list[set[str]]
+    graded: list[dict[Any, Any]]
+    judge_names: list[str]
+
+
+def check_same_graded(
+    manifests: Sequence[RunIdentity],
+    graders: dict[tuple[str, int], list[int]],
+    runs: PanelRuns,
+    judged: str,
+    items: str,
+) -> None:
+    """Raise UserError unless every grader (a judge in one epoch; `graders` maps it to its runs' indices)
+    has each unit from one of its runs and graded the same items; the refusal says the runs were `judged`
+    (differently, by other judges...) and that a panel needs the same `items`."""
+    graded = []
+    for indices in graders.values():
+        check_each_unit_once([manifests[i] for i in indices], [runs.units[i] for i in indices])
+        graded.append({key: value for i in indices for key, value in runs.graded[i].items()})
+    if any(other != graded[0] for other in graded[1:]):
+        judges = "; ".join(
+            f"{run_label(m)}: {name}" for m, name in zip(manifests, runs.judge_names, strict=True)
+        )
+        raise UserError(
+            f"these runs were judged {judged}, so their scores are not comparable ({judges}): report them "
+            f"separately (a judge panel needs every judge to grade the same {items})",
+            "RUN_DIRS...",
+        )

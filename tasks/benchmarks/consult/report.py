@@ -56,15 +56,15 @@ from tasks.report.panel import (
     panel_judges,
 )
 from tasks.report.runs import (
+    PanelRuns,
     RunManifest,
-    check_each_unit_once,
     check_mergeable,
     check_one_case_set,
+    check_same_graded,
     model_runs,
     ordered_models,
     read_manifest,
     read_rows,
-    run_label,
 )
 from tasks.report.runs import check_run_folder as check_run_files
 from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng
@@ -141,29 +141,6 @@ def _agent_calls(messages: list[dict[str, Any]]) -> dict[tuple[str, str, int], t
         if row["role"] == "agent":
             calls[_episode_key(row)].append((*message_order(row), row["call_key"]))
     return {episode: tuple(key for *_, key in sorted(rows)) for episode, rows in calls.items()}
-
-
-def check_same_episodes(
-    manifests: list[RunManifest],
-    scores_by_run: list[list[dict[str, Any]]],
-    messages_by_run: list[list[dict[str, Any]]],
-    graders: dict[tuple[str, int], list[int]],
-) -> None:
-    """Raise UserError unless every FQR judge (and epoch) graded the same episodes, each model from one of
-    its runs: equal agent call keys per (model, case, epoch), read from the messages."""
-    episodes = []
-    for runs in graders.values():
-        check_each_unit_once(
-            [manifests[i] for i in runs], [{r["model"] for r in scores_by_run[i]} for i in runs]
-        )
-        episodes.append({k: v for i in runs for k, v in _agent_calls(messages_by_run[i]).items()})
-    if any(other != episodes[0] for other in episodes[1:]):
-        judges = "; ".join(f"{run_label(m)}: {_judge_name(m)}" for m in manifests)
-        raise UserError(
-            f"these runs were judged by different FQR judges, so their scores are not comparable ({judges}): "
-            "report them separately (a judge panel needs every judge to grade the same episodes)",
-            "RUN_DIRS...",
-        )
 
 
 def _follow_up_verdicts(row: dict[str, Any]) -> dict[int, float]:
@@ -255,7 +232,17 @@ def load_runs(run_dirs: list[Path]) -> RunData:
         messages = [row for rows in messages_by_run for row in rows]
     else:
         check_one_case_set(manifests)
-        check_same_episodes(manifests, scores_by_run, messages_by_run, graders)
+        check_same_graded(
+            manifests,
+            graders,
+            PanelRuns(
+                [{row["model"] for row in rows} for rows in scores_by_run],
+                [_agent_calls(messages) for messages in messages_by_run],
+                [_judge_name(manifest) for manifest in manifests],
+            ),
+            "by different FQR judges",
+            "episodes",
+        )
         scores, panel = _panel_scores(manifests, scores_by_run, graders)
         messages = [row for i in next(iter(graders.values())) for row in messages_by_run[i]]
     if not scores:

@@ -58,7 +58,7 @@ from tasks.report.panel import (
     judge_pairs,
     panel_judges,
 )
-from tasks.report.runs import check_each_unit_once, check_one_case_set, run_label
+from tasks.report.runs import PanelRuns, check_each_unit_once, check_one_case_set, check_same_graded
 from tasks.report.stats import BootstrapCI, bootstrap_mean, mann_whitney, seeded_rng, spearman
 
 RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]
@@ -227,26 +227,6 @@ def _answers(responses: pa.Table) -> dict[tuple[Any, ...], tuple[Any, ...]]:
     return {row[:4]: row[4:] for row in zip(*(responses[name].to_pylist() for name in names), strict=True)}
 
 
-def check_same_answers(
-    manifests: list[RunManifest],
-    responses_by_run: list[pa.Table],
-    graders: dict[tuple[str, int], list[int]],
-) -> None:
-    """Raise UserError unless every judge (and epoch) of the runs graded the same answers, each from one run:
-    equal call keys and texts for the same (model, condition, thread, turn), read from the rows."""
-    answers = []
-    for runs in graders.values():
-        check_each_unit_once([manifests[i] for i in runs], [_units(responses_by_run[i]) for i in runs])
-        answers.append({k: v for i in runs for k, v in _answers(responses_by_run[i]).items()})
-    if any(other != answers[0] for other in answers[1:]):
-        judges = "; ".join(f"{run_label(m)}: {_judge_of(m)}" for m in manifests)
-        raise UserError(
-            f"these runs were judged differently, so their scores are not comparable ({judges}): "
-            "report them separately (a judge panel needs every judge to grade the same answers)",
-            "RUN_DIRS...",
-        )
-
-
 def _units(responses: pa.Table) -> set[str]:
     """A run's (model, condition) pairs: what may come from one run only."""
     pairs = zip(responses["model"].to_pylist(), responses["condition"].to_pylist(), strict=True)
@@ -365,7 +345,17 @@ def load_runs(run_dirs: list[Path]) -> RunData:
             _judgments(run_dirs, list(range(len(run_dirs))), ""), RUN_KEY, join_type="left outer"
         )
     else:
-        check_same_answers(manifests, responses_by_run, graders)
+        check_same_graded(
+            manifests,
+            graders,
+            PanelRuns(
+                [_units(responses) for responses in responses_by_run],
+                [_answers(responses) for responses in responses_by_run],
+                [_judge_of(manifest) for manifest in manifests],
+            ),
+            "differently",
+            "answers",
+        )
         judges = panel_judges(
             graders,
             [x.judge_model for x in manifests],
