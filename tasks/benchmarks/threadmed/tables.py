@@ -280,7 +280,8 @@ def _panel_tables(metrics: dict[str, Any]) -> list[Table]:
     ]
     caption = (
         f"{panel['rule']} Mean judge score on the 0-100 scale. Drift: share of the turns a judge graded in "
-        "each of its epochs whose grade changed between them (changed of turns); over the whole report: "
+        "each of its epochs whose grade changed between them (changed of turns; — for a judge graded "
+        "once); over the whole report: "
         f"{', '.join(drifting) or 'no judge has several epochs'}. Judges differ: share of the turns every "
         "judge graded where any two judges' grades differ."
     )
