@@ -276,3 +276,17 @@ def test_the_page_shows_each_judges_grade_and_links_a_disagreement(
         assert chips == ["T0 0.5", "T1 1.0 ≠", "T2 1.0 ≠", "T3 1.0 ≠"]
     finally:
         page.close()
+
+
+def test_one_judge_in_two_epochs_reports_its_drift(tmp_path: Path) -> None:
+    source = with_call_keys(make_run(tmp_path, ALPHA, run_id="r1"))
+    runs = [
+        rejudge(source, "r2", "x/judge-b", JUDGE_B),
+        rejudge(source, "r3", "x/judge-b", JUDGE_B_EPOCH_1, 1),
+    ]
+    metrics = compute_metrics(load_runs(runs), SETTINGS)[0]
+    entry = metrics["judge_panel"]["models"]["alpha"]["baseline"]
+    assert entry["judges"]["x/judge-b"]["drift"] == {"n": 11, "count": 2, "pct": pytest.approx(200 / 11)}
+    assert (entry["pairs"], metrics["judge_panel"]["disagreements"]) == ([], [])
+    # Its grade, the lower of its epochs', is the headline: c1 [1, .5, 0], c2 [.5, 1, 1, 0], c3 [0, 0, 1, 0].
+    assert metrics["models"]["alpha"]["baseline"]["overall"]["mean"] == pytest.approx(500 / 11)
