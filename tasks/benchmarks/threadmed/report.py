@@ -30,7 +30,12 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.benchmarks.threadmed import metrics as m
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
-from tasks.benchmarks.threadmed.figures import plot_dataset_funnel, plot_turn_scores, plot_wrong_after
+from tasks.benchmarks.threadmed.figures import (
+    plot_dataset_funnel,
+    plot_judge_panel,
+    plot_turn_scores,
+    plot_wrong_after,
+)
 from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.benchmarks.threadmed.tables import (
     build_tables,
@@ -933,7 +938,9 @@ def _write_stats_and_figures(
     plot_wrong_after(transitions, out_dir / "fig_wrong_after.png", note)
     drawn = ["fig_turn_scores", "fig_wrong_after"]
     if stats.panel:
-        write_stats_table(stats.panel, out_dir / "stats_judge_panel.parquet", PANEL_STATS)
+        panel = write_stats_table(stats.panel, out_dir / "stats_judge_panel.parquet", PANEL_STATS)
+        plot_judge_panel(panel, out_dir / "fig_judge_panel.png", note)
+        drawn.append("fig_judge_panel")
         write_stats_table(stats.pairs, out_dir / "stats_judge_pairs.parquet", PAIR_STATS)
     funnel = funnel_rows(run.funnel or [])
     if funnel:

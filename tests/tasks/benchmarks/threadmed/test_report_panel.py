@@ -180,7 +180,9 @@ def test_the_panel_report_files(panel_runs: list[Path], tmp_path: Path) -> None:
         ("openai/gpt-4o", "x/judge-b", 60.0),
         ("openai/gpt-4o", "x/judge-c", 50.0),
     ]
+    assert (report_dir / "fig_judge_panel.png").stat().st_size > 0
     markdown = (report_dir / "report.md").read_text()
+    assert "](fig_judge_panel.png)" in markdown
     assert "| alpha | baseline | x/judge-b | 11 | 45.5 [" in markdown and "| 18.2 (2 of 11) |  |" in markdown
     assert "| alpha | baseline | panel | 11 | 50.0 [" in markdown and "| 70.0 (7 of 10) |" in markdown
     assert "| alpha | baseline | c2 | 3 | 1.0 | 0.0 | 1.0 | 1.0 |" in markdown
