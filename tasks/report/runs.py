@@ -105,6 +105,12 @@ def check_mergeable(manifests: Sequence[RunIdentity], models_by_run: list[set[st
     benchmark's unit, such as a model in one condition) comes from one run only. A run given twice is a
     usage error; otherwise the refusal names no option: each folder is a valid run, it is the set of them
     that does not merge."""
+    check_one_case_set(manifests)
+    check_each_unit_once(manifests, models_by_run)
+
+
+def check_one_case_set(manifests: Sequence[RunIdentity]) -> None:
+    """Raise UserError unless each run is given once and every run evaluated the same case set."""
     check_each_run_once([(m.run_id, m.run_dir) for m in manifests])
     fingerprints = {m.fingerprint or str(m.case_set_dir.resolve()) for m in manifests}
     if len(fingerprints) > 1:
@@ -113,6 +119,10 @@ def check_mergeable(manifests: Sequence[RunIdentity], models_by_run: list[set[st
             f"these runs use different case sets, so their scores are not comparable ({runs}): "
             "report them separately"
         )
+
+
+def check_each_unit_once(manifests: Sequence[RunIdentity], models_by_run: list[set[str]]) -> None:
+    """Raise UserError when a model name (a benchmark's unit) comes from more than one of the runs."""
     runs_of: defaultdict[str, list[str]] = defaultdict(list)
     for manifest, models in zip(manifests, models_by_run, strict=True):
         for model in models:
@@ -140,3 +150,38 @@ def model_runs(manifests: Sequence[Run], run_id_of: dict[str, str]) -> dict[str,
     """Model -> the manifest of the run it was evaluated in (`run_id_of`: model -> run id in its rows)."""
     by_id = {m.run_id: m for m in manifests}
     return {model: by_id[run_id] for model, run_id in run_id_of.items() if run_id in by_id}
+
+
+class PanelRuns(NamedTuple):
+    """What runs judged by several judges (a judge panel) must agree on, per run: its units (as for
+    check_each_unit_once), the items it graded mapped to what makes them the same answer (call keys), and
+    the name of its judge."""
+
+    units: list[set[str]]
+    graded: list[dict[Any, Any]]
+    judge_names: list[str]
+
+
+def check_same_graded(
+    manifests: Sequence[RunIdentity],
+    graders: dict[tuple[str, int], list[int]],
+    runs: PanelRuns,
+    judged: str,
+    items: str,
+) -> None:
+    """Raise UserError unless every grader (a judge in one epoch; `graders` maps it to its runs' indices)
+    has each unit from one of its runs and graded the same items; the refusal says the runs were `judged`
+    (differently, by other judges...) and that a panel needs the same `items`."""
+    graded = []
+    for indices in graders.values():
+        check_each_unit_once([manifests[i] for i in indices], [runs.units[i] for i in indices])
+        graded.append({key: value for i in indices for key, value in runs.graded[i].items()})
+    if any(other != graded[0] for other in graded[1:]):
+        judges = "; ".join(
+            f"{run_label(m)}: {name}" for m, name in zip(manifests, runs.judge_names, strict=True)
+        )
+        raise UserError(
+            f"these runs were judged {judged}, so their scores are not comparable ({judges}): report them "
+            f"separately (a judge panel needs every judge to grade the same {items})",
+            "RUN_DIRS...",
+        )

@@ -3,7 +3,8 @@
 Reads only RUN_DIR/{messages,scores}.parquet and RUN_DIR/manifest.json, plus the empirical reference the
 inquiry mining stored (inquiry/data/mined_<policy version>/reference.json); it never calls a model, so a
 report can be re-made at any time. Several runs over the same case set (same fingerprint) merge into one
-report, each model coming from one run. Output folder:
+report, each model coming from one run; runs whose episodes hold the same messages graded by different FQR
+judges (or epochs of one) make a judge panel, whose grade FQR is computed on. Output folder:
 
     metrics.json            every number (consult.md "Metrics"), null where undefined
     stats_*.parquet         the tables the figures are drawn from
@@ -42,9 +43,24 @@ from tasks.llm.offline import is_offline
 from tasks.report.artifacts import publish_report
 from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the benchmark
 from tasks.report.files import write_stats_table
+from tasks.report.panel import (
+    CONSENSUS_RULE,
+    Differing,
+    PanelJudge,
+    consensus_grades,
+    differing,
+    drift,
+    group_graders,
+    judge_grades,
+    judge_pairs,
+    panel_judges,
+)
 from tasks.report.runs import (
+    PanelRuns,
     RunManifest,
     check_mergeable,
+    check_one_case_set,
+    check_same_graded,
     model_runs,
     ordered_models,
     read_manifest,
@@ -64,14 +80,26 @@ class ReportSettings(BaseModel):
     seed: int = Field(0, description="Seed of the bootstrap; each model and metric derive their own stream.")
 
 
+class FqrPanel(NamedTuple):
+    """Several FQR judges over the same episodes: per episode, its follow-ups' verdicts (1 correct, 0 not,
+    NaN ungraded) by grader column, the follow-ups' FQR weights, and every grader's SCORES rows."""
+
+    judges: list[PanelJudge]
+    verdicts: dict[tuple[str, str, int], np.ndarray]
+    weights: dict[tuple[str, str, int], np.ndarray]
+    rows: list[dict[str, Any]]
+
+
 class RunData(NamedTuple):
-    """The merged runs of one report: rows of the two run tables, and the mined empirical reference."""
+    """The merged runs of one report: rows of the two run tables, and the mined empirical reference. With
+    an FQR judge panel, the scores' FQR (and composite) is the panel's and `panel` holds every judge's."""
 
     manifests: list[RunManifest]
     models: list[str]
     messages: list[dict[str, Any]]
     scores: list[dict[str, Any]]
     reference: dict[str, Any] | None
+    panel: FqrPanel | None = None
 
 
 def check_run_folder(run_dir: Path) -> None:
@@ -92,22 +120,140 @@ def read_reference(policy_version: str, data_dir: Path = INQUIRY_DATA) -> dict[s
     }
 
 
+def _judge_identity(manifest: RunManifest) -> tuple[str, int]:
+    """The FQR judge of a run (its model, rubric and params; a run config without one: the default) and
+    its epoch, a repeat of one judge."""
+    judge = manifest.config.get("judge") or {}
+    setup = {key: judge.get(key) for key in ("model", "rubric", "params")}
+    return json.dumps(setup, sort_keys=True), int(judge.get("epoch") or 0)
+
+
+def _judge_name(manifest: RunManifest) -> str:
+    judge = manifest.config.get("judge") or {}
+    rubric = f" rubric {judge['rubric']}" if judge.get("rubric") else ""
+    return f"{judge.get('model')}{rubric} {json.dumps(judge.get('params') or {})}"
+
+
+def _agent_calls(messages: list[dict[str, Any]]) -> dict[tuple[str, str, int], tuple[str | None, ...]]:
+    """Episode -> the call keys of its agent's messages in order: what makes two runs' episodes the same."""
+    calls: defaultdict[tuple[str, str, int], list[tuple[Any, ...]]] = defaultdict(list)
+    for row in messages:
+        if row["role"] == "agent":
+            calls[_episode_key(row)].append((*message_order(row), row["call_key"]))
+    return {episode: tuple(key for *_, key in sorted(rows)) for episode, rows in calls.items()}
+
+
+def _follow_up_verdicts(row: dict[str, Any]) -> dict[int, float]:
+    """A SCORES row's graded follow-ups: script index -> 1.0 correct, 0.0 not."""
+    return {
+        turn["index"]: float(turn["correct"])
+        for turn in row["follow_ups"] or ()
+        if turn["judge_status"] == "ok" and turn["correct"] is not None
+    }
+
+
+def fqr_of(weights: np.ndarray, verdicts: np.ndarray) -> float | None:
+    """FQR over graded follow-ups (verdict not NaN): their weight graded correct over their weight."""
+    graded = ~np.isnan(verdicts)
+    total = weights[graded].sum()
+    return float((weights[graded] * verdicts[graded]).sum() / total) if total else None
+
+
+def _panel_scores(
+    manifests: list[RunManifest],
+    scores_by_run: list[list[dict[str, Any]]],
+    graders: dict[tuple[str, int], list[int]],
+) -> tuple[list[dict[str, Any]], FqrPanel]:
+    """The first judge's SCORES rows with FQR, its counts, the follow-ups' verdicts and the composite made
+    the panel's (the consensus of the judges' verdicts on each follow-up), and the panel's grades."""
+    judges = panel_judges(
+        graders,
+        [(m.config.get("judge") or {}).get("model") or "" for m in manifests],
+        [_judge_name(m) for m in manifests],
+        [m.run_id for m in manifests],
+    )
+    by_grader = [
+        {_episode_key(row): row for i in runs for row in scores_by_run[i]} for runs in graders.values()
+    ]
+    rows, verdicts, weights = [], {}, {}
+    for episode, row in by_grader[0].items():
+        if row["status"] != "completed":
+            rows.append(row)
+            continue
+        follow_ups = list(row["follow_ups"] or ())
+        graded = [_follow_up_verdicts(grader[episode]) for grader in by_grader]
+        matrix = np.array([[g.get(turn["index"], np.nan) for g in graded] for turn in follow_ups]).reshape(
+            len(follow_ups), len(graded)
+        )
+        panel = consensus_grades(judge_grades(matrix, judges)) if len(follow_ups) else np.array([])
+        verdicts[episode] = matrix
+        weights[episode] = np.array([2.0 if turn["core"] else 1.0 for turn in follow_ups])
+        turns = [
+            {
+                **turn,
+                "correct": None if np.isnan(v) else bool(v),
+                "judge_status": "ok" if not np.isnan(v) else turn["judge_status"],
+            }
+            for turn, v in zip(follow_ups, panel, strict=True)
+        ]
+        fqr = fqr_of(weights[episode], panel)
+        primary = {**{name: row[name] for name in PRIMARY_METRICS}, "fqr": fqr}
+        usage = {
+            f"judge_{name}": sum(grader[episode][f"judge_{name}"] or 0 for grader in by_grader)
+            for name in ("calls", "prompt_tokens", "completion_tokens", "cost_usd")
+        }
+        rows.append(
+            {
+                **row,
+                **usage,
+                "follow_ups": turns,
+                "fqr": fqr,
+                "fqr_judged": sum(turn["judge_status"] == "ok" for turn in turns),
+                "fqr_unparseable": sum(turn["judge_status"] == "unparseable" for turn in turns),
+                "composite": composite(primary).score,
+            }
+        )
+    every_row = [row for grader in by_grader for row in grader.values()]
+    return rows, FqrPanel(judges, verdicts, weights, every_row)
+
+
 def load_runs(run_dirs: list[Path]) -> RunData:
     """Read and merge run folders; UserError when a folder is not a run or the runs do not merge."""
     for run_dir in run_dirs:
         check_run_folder(run_dir)
     manifests = [read_manifest(run_dir, CASES_FILE) for run_dir in run_dirs]
     scores_by_run = [read_rows(d / "scores.parquet", SCORES) for d in run_dirs]
-    check_mergeable(manifests, [{row["model"] for row in rows} for rows in scores_by_run])
-    scores = [row for rows in scores_by_run for row in rows]
+    messages_by_run = [read_rows(d / "messages.parquet", MESSAGES) for d in run_dirs]
+    graders = group_graders([_judge_identity(manifest) for manifest in manifests])
+    panel = None
+    if len(graders) == 1:
+        check_mergeable(manifests, [{row["model"] for row in rows} for rows in scores_by_run])
+        scores = [row for rows in scores_by_run for row in rows]
+        messages = [row for rows in messages_by_run for row in rows]
+    else:
+        check_one_case_set(manifests)
+        check_same_graded(
+            manifests,
+            graders,
+            PanelRuns(
+                [{row["model"] for row in rows} for rows in scores_by_run],
+                [_agent_calls(messages) for messages in messages_by_run],
+                [_judge_name(manifest) for manifest in manifests],
+            ),
+            "by different FQR judges",
+            "episodes",
+        )
+        scores, panel = _panel_scores(manifests, scores_by_run, graders)
+        messages = [row for i in next(iter(graders.values())) for row in messages_by_run[i]]
     if not scores:
         raise UserError(f"no episodes in {', '.join(map(str, run_dirs))}: nothing to report", "RUN_DIRS...")
     return RunData(
         manifests=manifests,
         models=ordered_models({row["model"] for row in scores}, [n for m in manifests for n in m.models]),
-        messages=[row for d in run_dirs for row in read_rows(d / "messages.parquet", MESSAGES)],
+        messages=messages,
         scores=scores,
         reference=read_reference(manifests[0].config.get("policy_version", "v1")),
+        panel=panel,
     )
 
 
@@ -355,6 +501,71 @@ def primary_rows(models: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def _differing_json(result: Differing | None) -> dict[str, Any] | None:
+    return None if result is None else {"n": result.n, "count": result.count, "share": result.share}
+
+
+def _fqr_panel_model(run: RunData, model: str, settings: ReportSettings) -> dict[str, Any] | None:
+    """One model's FQR by each judge (its epochs' consensus) with its drift, how often the judges differ on
+    a follow-up, and pairwise exact agreement; None without a completed episode."""
+    panel = run.panel
+    assert panel is not None
+    episodes = [
+        _episode_key(row)
+        for row in run.scores
+        if row["model"] == model and _episode_key(row) in panel.verdicts
+    ]
+    if not episodes:
+        return None
+    graders = np.vstack([panel.verdicts[episode] for episode in episodes])
+    judged = judge_grades(graders, panel.judges)
+    per_episode = {episode: judge_grades(panel.verdicts[episode], panel.judges) for episode in episodes}
+    judges = {}
+    for index, judge in enumerate(panel.judges):
+        rows = [
+            {"case_id": episode[1], "fqr": fqr_of(panel.weights[episode], per_episode[episode][:, index])}
+            for episode in episodes
+        ]
+        rng = seeded_rng(settings.seed, "consult", model, "fqr", "judge", judge.label)
+        interval = metric_interval(rows, "fqr", rng, settings.n_resamples)
+        judges[judge.label] = {**interval, "drift": _differing_json(drift(graders, judge))}
+    return {
+        "judges": judges,
+        "disagreement": _differing_json(differing(judged)),
+        "pairs": [
+            {"judges": [first, second], "n": pair.n, "exact": None if pair.share is None else 1 - pair.share}
+            for first, second, pair in judge_pairs(judged, panel.judges)
+        ],
+    }
+
+
+def fqr_panel(run: RunData, models: dict[str, dict[str, Any]], settings: ReportSettings) -> dict[str, Any]:
+    """metrics.json's `judge_panel`: the rule, each judge (epochs, runs, drift over every follow-up), and per
+    model each judge's FQR beside the panel's (the headline FQR)."""
+    panel = run.panel
+    assert panel is not None
+    every = np.vstack([*panel.verdicts.values(), np.empty((0, sum(len(j.columns) for j in panel.judges)))])
+    per_model = {}
+    for model in run.models:
+        entry = _fqr_panel_model(run, model, settings)
+        if entry is not None:
+            per_model[model] = {**entry, "panel": models[model]["fqr"]}
+    return {
+        "rule": CONSENSUS_RULE,
+        "judges": [
+            {
+                "label": judge.label,
+                "model": judge.model,
+                "epochs": judge.epochs,
+                "runs": judge.runs,
+                "drift": _differing_json(drift(every, judge)),
+            }
+            for judge in panel.judges
+        ],
+        "models": per_model,
+    }
+
+
 class StatsTables(NamedTuple):
     """The rows the figures are drawn from."""
 
@@ -374,8 +585,13 @@ def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, A
         )
         for model in run.models
     }
+    if run.panel is not None:
+        for model, entry in models.items():
+            graded = [row for row in run.panel.rows if row["model"] == model and row["status"] == "completed"]
+            entry["judge"] = judge_entry(graded)
     metrics = {
         "models": models,
+        **({"judge_panel": fqr_panel(run, models, settings)} if run.panel is not None else {}),
         "runs": _runs(run),
         "case_set": {"dir": str(run.manifests[0].case_set_dir), "fingerprint": run.manifests[0].fingerprint},
         "reference": run.reference,

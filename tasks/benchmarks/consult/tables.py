@@ -380,6 +380,56 @@ def usage_table(metrics: dict[str, Any]) -> Table:
     )
 
 
+def _differing_cell(result: dict[str, Any] | None) -> str:
+    if result is None or result["n"] == 0:
+        return "—"
+    return f"{format_percent(result['share'])} ({result['count']} of {result['n']})"
+
+
+def fqr_panel_tables(metrics: dict[str, Any]) -> list[Table]:
+    """With several FQR judges: each judge's FQR beside its drift and the panel's, how often they differ,
+    and their pairwise exact agreement on a follow-up. None with one judge."""
+    panel = metrics.get("judge_panel")
+    if panel is None:
+        return []
+    rows, pairs = [], []
+    for model, entry in panel["models"].items():
+        rows += [
+            [model, label, str(judge["n"]), format_share_ci(judge), _differing_cell(judge["drift"]), ""]
+            for label, judge in entry["judges"].items()
+        ]
+        rows.append(
+            [model, "panel", str(entry["panel"]["n"]), format_share_ci(entry["panel"]), "",
+             _differing_cell(entry["disagreement"])]
+        )  # fmt: skip
+        pairs += [
+            [model, " = ".join(pair["judges"]), str(pair["n"]), format_percent(pair["exact"])]
+            for pair in entry["pairs"]
+        ]
+    columns = ["Model", "Judge", "n", "FQR % [95% CI]", "Drift %", "Judges differ %"]
+    return [
+        Table(
+            "fqr-judge-panel",
+            "FQR judge panel",
+            columns,
+            rows,
+            f"{panel['rule']} FQR, the follow-up stage score and the composite are the panel's. n: episodes "
+            "with a graded follow-up. Drift: share of the follow-ups a judge graded in each of its epochs "
+            "whose verdict changed (changed of graded). Judges differ: share of the follow-ups every judge "
+            "graded where their verdicts differ.",
+            right_aligned=("n",),
+        ),
+        Table(
+            "fqr-judge-agreement",
+            "FQR judge panel: agreement between judges",
+            ["Model", "Judges", "n", "Exact agreement %"],
+            pairs,
+            "Share of the n follow-ups both judges graded on which they gave the same verdict.",
+            right_aligned=("n",),
+        ),
+    ]
+
+
 def build_tables(metrics: dict[str, Any]) -> list[Table]:
     """The report's tables from metrics.json's content: the stage tables, then the composite beside them."""
     return [
@@ -387,6 +437,7 @@ def build_tables(metrics: dict[str, Any]) -> list[Table]:
         diagnosis_table(metrics),
         treatment_table(metrics),
         follow_up_table(metrics),
+        *fqr_panel_tables(metrics),
         composite_table(metrics),
         department_table(metrics),
         usage_table(metrics),

@@ -15,6 +15,7 @@ FIGURES = {
     "fig_turn_scores": "Mean judge score per turn (turns 0-5) with bootstrap confidence bands.",
     "fig_wrong_after": "Wrong rate at turn t+1 given the score at turn t, with bootstrap intervals.",
     "fig_dataset_funnel": "Rows kept at each stage of the dataset build.",
+    "fig_judge_panel": "Mean score by each judge of the panel and by the panel, with bootstrap intervals.",
 }
 
 
@@ -108,3 +109,34 @@ def plot_dataset_funnel(stats_path: Path, out_path: Path) -> None:
     ax.set(xlabel="Rows kept (log scale)")
     fig.suptitle("Dataset funnel")
     fig.savefig(out_path, dpi=110)
+
+
+def plot_judge_panel(stats_path: Path, out_path: Path, note: str | None) -> None:
+    """Each judge's mean score and the panel's with their CIs, side by side for every model and condition."""
+    rows = pq.read_table(stats_path).to_pylist()
+    units = list(dict.fromkeys((row["model"], row["condition"]) for row in rows))
+    judges = list(dict.fromkeys(row["judge"] for row in rows))
+    fig = Figure(figsize=(1.2 * len(units) * len(judges) / 2 + 4, 4.2), layout="constrained")
+    ax = fig.subplots()
+    width = 0.8 / len(judges)
+    palette = colormaps["tab10"]
+    for index, judge in enumerate(judges):
+        points = [row for row in _series(rows, judge=judge) if row["mean"] is not None]
+        x = [
+            units.index((row["model"], row["condition"])) + (index - (len(judges) - 1) / 2) * width
+            for row in points
+        ]
+        y = [row["mean"] for row in points]
+        errors = [
+            [row["mean"] - row["ci_low"] for row in points],
+            [row["ci_high"] - row["mean"] for row in points],
+        ]
+        panel = judge == "panel"
+        ax.errorbar(
+            x, y, yerr=errors, fmt="D" if panel else "o", capsize=3, label=plain_text(judge),
+            color="black" if panel else palette(index % 10),
+        )  # fmt: skip
+    ax.set_xticks(range(len(units)), [plain_text(f"{model}\n{condition}") for model, condition in units])
+    ax.set(ylim=(-3, 103), yticks=range(0, 101, 20), ylabel="Mean judge score (0-100)")
+    ax.grid(alpha=0.3, axis="y")
+    _finish(fig, [ax], "Judge panel: each judge and the panel", note, out_path)

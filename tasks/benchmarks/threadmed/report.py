@@ -2,7 +2,8 @@
 
 Reads only RUN_DIR/{responses,judgments}.parquet, RUN_DIR/manifest.json and the dataset the manifest
 names; it never calls a model, so a report can be re-made at any time. Several runs that share a
-dataset and a judge merge into one report. Output folder:
+dataset and a judge merge into one report; runs that grade the same answers with different judges (or
+epochs of one judge) make a judge panel, whose grade the metrics are computed on. Output folder:
 
     metrics.json            every number (evaluation.md "Metrics"), null where undefined
     stats_*.parquet         the tables the figures are drawn from
@@ -29,11 +30,17 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.benchmarks.threadmed import metrics as m
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
-from tasks.benchmarks.threadmed.figures import plot_dataset_funnel, plot_turn_scores, plot_wrong_after
+from tasks.benchmarks.threadmed.figures import (
+    plot_dataset_funnel,
+    plot_judge_panel,
+    plot_turn_scores,
+    plot_wrong_after,
+)
 from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.benchmarks.threadmed.tables import (
     build_tables,
     judge_note,
+    panel_name,
     render_html,
     render_markdown,
     run_summary,
@@ -43,10 +50,24 @@ from tasks.core.provenance import artifact_key
 from tasks.evals.run_folder import REPORT_FIX, check_run_folder_benchmark
 from tasks.report.artifacts import publish_markdown, publish_tables
 from tasks.report.files import write_stats_table
-from tasks.report.runs import check_mergeable, run_label
+from tasks.report.panel import (
+    CONSENSUS_RULE,
+    Differing,
+    PanelJudge,
+    consensus_grades,
+    differing,
+    drift,
+    grader_labels,
+    group_graders,
+    judge_grades,
+    judge_pairs,
+    panel_judges,
+)
+from tasks.report.runs import PanelRuns, check_each_unit_once, check_one_case_set, check_same_graded
 from tasks.report.stats import BootstrapCI, bootstrap_mean, mann_whitney, seeded_rng, spearman
 
 RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]
+TURN_KEY = RUN_KEY[1:]
 
 
 # --- loading -------------------------------------------------------------------------------------------
@@ -74,10 +95,23 @@ class Turns:
     response: np.ndarray
     reason: np.ndarray
     truncated: np.ndarray  # the answer was cut at max_tokens (judged as given, or marked 'truncated')
+    # With a judge panel: every grader's grades (score is then the panel's grade, reason None).
+    grades: "Grades | None" = None
 
     @property
     def scored(self) -> np.ndarray:
         return ~np.isnan(self.score)
+
+
+@dataclass(frozen=True)
+class Grades:
+    """A judge panel's grading of the turns: one column per grader (a judge's epoch), as in Turns' rows."""
+
+    score: np.ndarray  # NaN unless that grader's judgment parsed
+    status: np.ndarray
+    reason: np.ndarray
+    usd: np.ndarray
+    judge: np.ndarray  # per turn and judge, the judge's grade: the consensus of its epochs' grades
 
 
 @dataclass(frozen=True)
@@ -91,6 +125,7 @@ class RunData:
     runs: list[dict[str, str]]
     dataset_fingerprint: str | None
     funnel: list[dict[str, Any]] | None
+    judges: list[PanelJudge] | None = None  # a judge panel's judges, None with one judge
 
 
 def _require(path: Path) -> Path:
@@ -130,6 +165,8 @@ class RunManifest(NamedTuple):
     # What else makes a judge's grades what they are: its params as sent and its prompts' hashes.
     judge_setup: dict[str, Any]
     models: list[str]
+    # The repeat index of the judge's grading (tasks/evals/config.py JudgeSpec.epoch); 0 when not recorded.
+    judge_epoch: int = 0
 
 
 def read_manifest(run_dir: Path) -> RunManifest:
@@ -157,6 +194,7 @@ def read_manifest(run_dir: Path) -> RunManifest:
             "prompts": {version: p["sha256"] for version, p in raw.get("prompts", {}).items()},
         },
         models=[spec if isinstance(spec, str) else spec.get("name") or spec["model"] for spec in models],
+        judge_epoch=int(judge.get("epoch") or 0),
     )
 
 
@@ -171,22 +209,27 @@ def _read_funnel(dataset_dir: Path) -> list[dict[str, Any]] | None:
     return [row for row in content if isinstance(row, dict)]
 
 
-def _judge_of(manifest: RunManifest) -> str:
+def _judge_setup_text(manifest: RunManifest) -> str:
     setup = manifest.judge_setup
     prompts = ", ".join(f"{version} {sha256[:12]}" for version, sha256 in sorted(setup["prompts"].items()))
     return f"{manifest.judge_model} [{prompts or 'prompts not recorded'}] {json.dumps(setup['params'])}"
 
 
-def check_one_judge(manifests: list[RunManifest]) -> None:
-    """Raise UserError unless the runs share one judge: its model, its prompts' hashes and its params (a
-    rubric file or a temperature changes the grades as much as the model does)."""
-    if len({(m.judge_model, json.dumps(m.judge_setup, sort_keys=True)) for m in manifests}) > 1:
-        judges = "; ".join(f"{run_label(m)}: {_judge_of(m)}" for m in manifests)
-        raise UserError(
-            f"these runs were judged differently, so their scores are not comparable ({judges}): "
-            "report them separately",
-            "RUN_DIRS...",
-        )
+def _judge_of(manifest: RunManifest) -> str:
+    epoch = f" epoch {manifest.judge_epoch}" if manifest.judge_epoch else ""
+    return _judge_setup_text(manifest) + epoch
+
+
+def _judge_identity(manifest: RunManifest) -> tuple[str, int]:
+    """A judge: its model, its prompts' hashes and its params (a rubric file or a temperature changes the
+    grades as much as the model does); and the epoch, a repeat of one judge."""
+    return json.dumps([manifest.judge_model, manifest.judge_setup], sort_keys=True), manifest.judge_epoch
+
+
+def _answers(responses: pa.Table) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    """(model, condition, thread_id, turn) -> (call_key, response): the answers a run's judge graded."""
+    names = [*TURN_KEY, "call_key", "response"]
+    return {row[:4]: row[4:] for row in zip(*(responses[name].to_pylist() for name in names), strict=True)}
 
 
 def _units(responses: pa.Table) -> set[str]:
@@ -199,44 +242,72 @@ def _word_counts(texts: Iterable[str | None]) -> np.ndarray:
     return np.array([len(text.split()) if text else 0 for text in texts], dtype=np.int64)
 
 
-def _turn_status(table: pa.Table) -> np.ndarray:
+def _turn_status(table: pa.Table, parse_status: str = "parse_status") -> np.ndarray:
     """'ok' for a parsed judgment; else the judgment's status, the response's, or 'missing' (never judged)."""
     answered = pc.if_else(pc.equal(table["status"], "ok"), "missing", table["status"])
-    return pc.coalesce(table["parse_status"], answered, "missing").to_numpy(zero_copy_only=False)
+    return pc.coalesce(table[parse_status], answered, "missing").to_numpy(zero_copy_only=False)
 
 
-def _turns_from_table(table: pa.Table) -> Turns:
-    def column(name: str, fill: float | None = None) -> np.ndarray:
-        values = table[name]
-        if fill is not None:
-            values = pc.fill_null(values, fill)
-        return values.to_numpy(zero_copy_only=False)
+def _column(table: pa.Table, name: str, fill: float | None = None) -> np.ndarray:
+    values = table[name]
+    if fill is not None:
+        values = pc.fill_null(values, fill)
+    return values.to_numpy(zero_copy_only=False)
 
-    status = _turn_status(table)
-    score = np.where(status == "ok", column("score", np.nan), np.nan).astype(float)
-    thread_id = column("thread_id")
-    response = column("response")
+
+def _grades(table: pa.Table, judges: list[PanelJudge]) -> Grades:
+    """The graders' columns score_<c>, reason_<c>, parse_status_<c>, judge_cost_usd_<c> as Grades."""
+    columns = range(sum(len(judge.columns) for judge in judges))
+    status = np.column_stack([_turn_status(table, f"parse_status_{c}") for c in columns])
+    score = np.column_stack(
+        [np.where(status[:, c] == "ok", _column(table, f"score_{c}", np.nan), np.nan) for c in columns]
+    ).astype(float)
+    return Grades(
+        score=score,
+        status=status,
+        reason=np.column_stack([_column(table, f"reason_{c}") for c in columns]),
+        usd=np.column_stack([_column(table, f"judge_cost_usd_{c}", 0.0) for c in columns]),
+        judge=judge_grades(score, judges),
+    )
+
+
+def _turns_from_table(table: pa.Table, judges: list[PanelJudge] | None) -> Turns:
+    """The turns of the joined table; with a judge panel, scored by the panel: the consensus of its
+    judges' grades, each judge's grade being the consensus of its epochs' (so epochs do not outvote)."""
+    if judges is None:
+        grades = None
+        status = _turn_status(table)
+        score = np.where(status == "ok", _column(table, "score", np.nan), np.nan).astype(float)
+        reason, judge_usd = _column(table, "reason"), _column(table, "judge_cost_usd", 0.0)
+    else:
+        grades = _grades(table, judges)
+        score = consensus_grades(grades.judge)
+        status = np.where(np.isnan(score), grades.status[:, 0], "ok").astype(object)
+        reason, judge_usd = np.full(len(score), None, dtype=object), grades.usd.sum(axis=1)
+    thread_id = _column(table, "thread_id")
+    response = _column(table, "response")
     return Turns(
-        model=column("model"),
-        condition=column("condition"),
+        model=_column(table, "model"),
+        condition=_column(table, "condition"),
         thread_id=thread_id,
         conversation=np.unique(thread_id, return_inverse=True)[1],
-        turn=column("turn"),
+        turn=_column(table, "turn"),
         score=score,
         status=status,
         words=_word_counts(response),
-        physician_words=_word_counts(column("answer")),
-        input_usd=column("input_cost_usd", 0.0),
-        output_usd=column("output_cost_usd", 0.0),
-        total_usd=column("cost_usd", 0.0),
-        judge_usd=column("judge_cost_usd", 0.0),
-        question=column("question"),
-        physician_answer=column("answer"),
+        physician_words=_word_counts(_column(table, "answer")),
+        input_usd=_column(table, "input_cost_usd", 0.0),
+        output_usd=_column(table, "output_cost_usd", 0.0),
+        total_usd=_column(table, "cost_usd", 0.0),
+        judge_usd=judge_usd,
+        question=_column(table, "question"),
+        physician_answer=_column(table, "answer"),
         response=response,
-        reason=column("reason"),
+        reason=reason,
         truncated=pc.fill_null(pc.equal(table["finish_reason"], "length"), False).to_numpy(
             zero_copy_only=False
         ),
+        grades=grades,
     )
 
 
@@ -246,24 +317,60 @@ def _ordered(values: Iterable[str], preferred: Iterable[str]) -> list[str]:
     return head + sorted(present - set(head))
 
 
+def _judgments(run_dirs: list[Path], runs: list[int], suffix: str) -> pa.Table:
+    """The judgments of the given runs, their judge's columns named with `suffix`."""
+    columns = [*RUN_KEY, "score", "reason", "parse_status", "cost_usd"]
+    table = pa.concat_tables(
+        _read_contract(run_dirs[i] / "judgments.parquet", columns, JUDGMENTS.schema) for i in runs
+    )
+    return table.rename_columns(
+        [*RUN_KEY, *(f"{name}{suffix}" for name in ("score", "reason", "parse_status", "judge_cost_usd"))]
+    )
+
+
 def load_runs(run_dirs: list[Path]) -> RunData:
-    """Read and merge run directories (responses ⟕ judgments ⟕ the dataset's QA pairs)."""
+    """Read and merge run directories (responses ⟕ judgments ⟕ the dataset's QA pairs). Runs that grade the
+    same answers with several judges (or epochs) join one column of judgments per judge and epoch."""
     manifests = [read_manifest(run_dir) for run_dir in run_dirs]
     response_columns = [
         *RUN_KEY, "status", "response", "finish_reason", "input_cost_usd", "output_cost_usd", "cost_usd",
+        "call_key",
     ]  # fmt: skip
-    judgment_columns = [*RUN_KEY, "score", "reason", "parse_status", "cost_usd"]
     responses_by_run = [
         _read_contract(run_dir / "responses.parquet", response_columns, RESPONSES.schema)
         for run_dir in run_dirs
     ]
-    check_mergeable(manifests, [_units(responses) for responses in responses_by_run])
-    check_one_judge(manifests)
-    responses = pa.concat_tables(responses_by_run)
-    judgments = pa.concat_tables(
-        _read_contract(run_dir / "judgments.parquet", judgment_columns, JUDGMENTS.schema)
-        for run_dir in run_dirs
-    ).rename_columns([*judgment_columns[:-1], "judge_cost_usd"])
+    check_one_case_set(manifests)
+    graders = group_graders([_judge_identity(manifest) for manifest in manifests])
+    judges = None
+    if len(graders) == 1:
+        check_each_unit_once(manifests, [_units(responses) for responses in responses_by_run])
+        responses = pa.concat_tables(responses_by_run)
+        responses = responses.join(
+            _judgments(run_dirs, list(range(len(run_dirs))), ""), RUN_KEY, join_type="left outer"
+        )
+    else:
+        check_same_graded(
+            manifests,
+            graders,
+            PanelRuns(
+                [_units(responses) for responses in responses_by_run],
+                [_answers(responses) for responses in responses_by_run],
+                [_judge_of(manifest) for manifest in manifests],
+            ),
+            "differently",
+            "answers",
+        )
+        judges = panel_judges(
+            graders,
+            [x.judge_model for x in manifests],
+            [_judge_setup_text(x) for x in manifests],
+            [x.run_id for x in manifests],
+        )
+        responses = pa.concat_tables(responses_by_run[i] for i in next(iter(graders.values())))
+        for column, runs in enumerate(graders.values()):
+            judged = _judgments(run_dirs, runs, f"_{column}").drop_columns(["run_id"])
+            responses = responses.join(judged, TURN_KEY, join_type="left outer")
     dataset_dir = manifests[0].case_set_dir
     qa_pairs = _read_contract(
         dataset_dir / "dataset" / "answered" / "qa_pairs.parquet",
@@ -272,19 +379,18 @@ def load_runs(run_dirs: list[Path]) -> RunData:
     )
     if responses.num_rows == 0:
         raise ValueError(f"no responses in {', '.join(map(str, run_dirs))}: nothing to report")
-    table = (
-        responses.join(judgments, RUN_KEY, join_type="left outer")
-        .join(qa_pairs, ["thread_id", "turn"], join_type="left outer")
-        .sort_by([(name, "ascending") for name in ("model", "condition", "thread_id", "turn")])
+    table = responses.join(qa_pairs, ["thread_id", "turn"], join_type="left outer").sort_by(
+        [(name, "ascending") for name in ("model", "condition", "thread_id", "turn")]
     )
     return RunData(
-        turns=_turns_from_table(table),
+        turns=_turns_from_table(table, judges),
         models=_ordered(table["model"].to_pylist(), (name for x in manifests for name in x.models)),
         conditions=_ordered(table["condition"].to_pylist(), (m.BASELINE, m.ORACLE)),
-        judge_model=manifests[0].judge_model,
+        judge_model=manifests[0].judge_model if judges is None else panel_name([j.label for j in judges]),
         runs=[{"run_id": x.run_id, "path": str(x.run_dir)} for x in manifests],
         dataset_fingerprint=manifests[0].fingerprint,
         funnel=_read_funnel(dataset_dir),
+        judges=judges,
     )
 
 
@@ -424,12 +530,20 @@ def _costs(turns: Turns, rows: np.ndarray) -> dict[str, float]:
     }
 
 
-def _sample(turns: Turns, rows: np.ndarray, settings: ReportSettings, labels: tuple[str, ...]) -> Sample:
-    judged = rows & turns.scored
+def _sample(
+    turns: Turns,
+    rows: np.ndarray,
+    settings: ReportSettings,
+    labels: tuple[str, ...],
+    score: np.ndarray | None = None,
+) -> Sample:
+    """The judged turns among `rows`, by their score or by the given grades (one judge's of a panel)."""
+    score = turns.score if score is None else score
+    judged = rows & ~np.isnan(score)
     return Sample(
         turns.conversation[judged],
         turns.turn[judged],
-        turns.score[judged],
+        score[judged],
         turns.words[judged],
         settings,
         labels,
@@ -523,28 +637,172 @@ def _physician_avg_words(turns: Turns) -> float | None:
     return float(turns.physician_words[first].mean()) if len(first) else None
 
 
+def _unscored(status: np.ndarray) -> dict[str, Any]:
+    """The statuses of unscored judgments -> the unparseable count and each status's count."""
+    statuses, counts = np.unique(status.astype(str), return_counts=True)
+    excluded = {str(status): int(count) for status, count in zip(statuses, counts, strict=True)}
+    return {"unparseable": excluded.get("unparseable", 0), "excluded": excluded}
+
+
 def _judge_summary(turns: Turns, judge_model: str) -> dict[str, Any]:
     """Judge cost and the unscored turns by status (unparseable, failed, not_run, missing)."""
-    statuses, counts = np.unique(turns.status[~turns.scored].astype(str), return_counts=True)
-    excluded = {str(status): int(count) for status, count in zip(statuses, counts, strict=True)}
+    unscored = _unscored(turns.status[~turns.scored])
+    return {"model": judge_model, "cost_usd": float(turns.judge_usd.sum()), **unscored}
+
+
+# The judge panel's turns where the judges differ most, listed in the report.
+MAX_DISAGREEMENTS = 20
+
+
+def _differing_json(result: Differing) -> dict[str, Any]:
+    return {"n": result.n, "count": result.count, "pct": _points(result.share)}
+
+
+def _panel_condition(
+    turns: Turns, rows: np.ndarray, judges: list[PanelJudge], overall: dict[str, Any], sample: Sample
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """One (model, condition)'s panel entry: each judge's mean and drift, the panel's mean (the overall
+    one), how often the judges differ, and pairwise exact agreement; with its stats rows."""
+    grades = turns.grades
+    assert grades is not None
+    model, condition = sample.labels
+    entry: dict[str, Any] = {"judges": {}}
+    panel_rows, pair_rows = [], []
+    for index, judge in enumerate(judges):
+        mean = _sample(turns, rows, sample.settings, sample.labels, grades.judge[:, index])
+        estimate = _estimate(
+            mean.mean(np.ones(len(mean.score), dtype=bool), mean.score, "judge", judge.label)
+        )
+        drifted = drift(grades.score[rows], judge)
+        entry["judges"][judge.label] = {
+            **estimate,
+            "drift": None if drifted is None else _differing_json(drifted),
+        }
+        panel_rows.append(_panel_row(model, condition, judge.label, estimate, len(judge.columns), drifted))
+    entry["panel"] = {key: overall[key] for key in ("n", "mean", "ci")}
+    everyone = differing(grades.judge[rows])
+    entry["disagreement"] = _differing_json(everyone)
+    panel_rows.append(_panel_row(model, condition, "panel", entry["panel"], None, None, everyone))
+    entry["pairs"] = []
+    for first, second, pair in judge_pairs(grades.judge[rows], judges):
+        exact = None if pair.share is None else _points(1 - pair.share)
+        entry["pairs"].append({"judges": [first, second], "n": pair.n, "exact_pct": exact})
+        pair_rows.append(
+            {"model": model, "condition": condition, "judge_a": first, "judge_b": second, "n": pair.n,
+             "exact_pct": exact}
+        )  # fmt: skip
+    return entry, panel_rows, pair_rows
+
+
+def _panel_row(
+    model: str,
+    condition: str,
+    judge: str,
+    estimate: dict[str, Any],
+    epochs: int | None,
+    drifted: Differing | None,
+    judges_differ: Differing | None = None,
+) -> dict[str, Any]:
+    """A row of stats_judge_panel: a judge's (or the panel's) mean, its drift, or the judges' disagreement."""
+    ci = estimate["ci"] or [None, None]
     return {
-        "model": judge_model,
-        "cost_usd": float(turns.judge_usd.sum()),
-        "unparseable": excluded.get("unparseable", 0),
-        "excluded": excluded,
+        "model": model,
+        "condition": condition,
+        "judge": judge,
+        "n": estimate["n"],
+        "mean": estimate["mean"],
+        "ci_low": ci[0],
+        "ci_high": ci[1],
+        "n_epochs": epochs,
+        "drift_n": None if drifted is None else drifted.n,
+        "drift_changed": None if drifted is None else drifted.count,
+        "drift_pct": None if drifted is None else _points(drifted.share),
+        "differ_n": None if judges_differ is None else judges_differ.n,
+        "differ_count": None if judges_differ is None else judges_differ.count,
+        "differ_pct": None if judges_differ is None else _points(judges_differ.share),
     }
+
+
+def _disagreements(turns: Turns, judges: list[PanelJudge]) -> list[dict[str, Any]]:
+    """The turns every judge graded where they differ most (widest spread of grades), at most
+    MAX_DISAGREEMENTS, in report order among equal spreads."""
+    grades = turns.grades
+    assert grades is not None
+    spread = np.ptp(grades.judge, axis=1)  # NaN unless every judge graded the turn
+    differ = np.flatnonzero(spread > 0)
+    top = differ[np.argsort(-spread[differ], kind="stable")][:MAX_DISAGREEMENTS]
+    return [
+        {
+            "model": str(turns.model[i]),
+            "condition": str(turns.condition[i]),
+            "thread_id": str(turns.thread_id[i]),
+            "turn": int(turns.turn[i]),
+            "grades": {judge.label: float(grades.judge[i, j]) for j, judge in enumerate(judges)},
+            "panel": float(turns.score[i]),
+        }
+        for i in top
+    ]
+
+
+def _panel_judges_json(turns: Turns, judges: list[PanelJudge]) -> list[dict[str, Any]]:
+    """Each judge over the whole report: its epochs and runs, cost, unscored turns and drift."""
+    grades = turns.grades
+    assert grades is not None
+    entries = []
+    for index, judge in enumerate(judges):
+        drifted = drift(grades.score, judge)
+        entries.append(
+            {
+                "label": judge.label,
+                "model": judge.model,
+                "epochs": judge.epochs,
+                "runs": judge.runs,
+                "cost_usd": float(grades.usd[:, judge.columns].sum()),
+                # judgments of all its epochs
+                **_unscored(grades.status[:, judge.columns][np.isnan(grades.score[:, judge.columns])]),
+                "unscored_turns": int(np.isnan(grades.judge[:, index]).sum()),
+                "drift": None if drifted is None else _differing_json(drifted),
+            }
+        )
+    return entries
+
+
+PANEL_RULE = f"{CONSENSUS_RULE} Every other table is computed on this panel grade."
+
+
+PANEL_STATS = pa.schema(
+    [
+        *((name, pa.string()) for name in ("model", "condition", "judge")),
+        ("n", pa.int64()),
+        *((name, pa.float64()) for name in ("mean", "ci_low", "ci_high")),
+        *((name, pa.int64()) for name in ("n_epochs", "drift_n", "drift_changed")),
+        ("drift_pct", pa.float64()),
+        *((name, pa.int64()) for name in ("differ_n", "differ_count")),
+        ("differ_pct", pa.float64()),
+    ]
+)
+PAIR_STATS = pa.schema(
+    [
+        *((name, pa.string()) for name in ("model", "condition", "judge_a", "judge_b")),
+        ("n", pa.int64()),
+        ("exact_pct", pa.float64()),
+    ]
+)
 
 
 class StatsTables(NamedTuple):
     turns: list[dict[str, Any]]
     transitions: list[dict[str, Any]]
+    panel: list[dict[str, Any]]
+    pairs: list[dict[str, Any]]
 
 
 def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, Any], StatsTables]:
     """metrics.json's content and the rows of the stats tables. Pure: numbers depend only on the inputs."""
     turns = run.turns
     models: dict[str, dict[str, Any]] = {}
-    stats = StatsTables([], [])
+    panel: dict[str, dict[str, Any]] = {}
+    stats = StatsTables([], [], [], [])
     for model in run.models:
         samples = {}
         for condition in run.conditions:
@@ -558,6 +816,13 @@ def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, A
             models.setdefault(model, {})[condition] = {**entry, "cost": _costs(turns, rows)}
             stats.turns.extend(_turn_rows(model, condition, entry["per_turn"]))
             stats.transitions.extend(_transition_rows(model, condition, propagation))
+            if run.judges:
+                panel_entry, panel_rows, pair_rows = _panel_condition(
+                    turns, rows, run.judges, entry["overall"], sample
+                )
+                panel.setdefault(model, {})[condition] = panel_entry
+                stats.panel.extend(panel_rows)
+                stats.pairs.extend(pair_rows)
         both = m.BASELINE in samples and m.ORACLE in samples
         models[model]["ablation"] = _ablation(samples[m.BASELINE], samples[m.ORACLE]) if both else None
     metrics = {
@@ -565,6 +830,18 @@ def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, A
         "physician_avg_words": _physician_avg_words(turns),
         "coverage": _coverage(turns, run.models),
         "judge": _judge_summary(turns, run.judge_model),
+        **(
+            {
+                "judge_panel": {
+                    "rule": PANEL_RULE,
+                    "judges": _panel_judges_json(turns, run.judges),
+                    "models": panel,
+                    "disagreements": _disagreements(turns, run.judges),
+                }
+            }
+            if run.judges
+            else {}
+        ),
         "bootstrap": {
             "resamples": settings.n_resamples,
             "seed": settings.seed,
@@ -606,10 +883,24 @@ class BrowserData(NamedTuple):
     chunks: list[list[list[list[str | None]]]]
 
 
-def browser_data(turns: Turns, models: list[str], conditions: list[str]) -> BrowserData:
+def _graded_turn(turns: Turns, i: int) -> tuple[list[Any], list[str | None]]:
+    """A turn's [turn, score, status] and [answer, judge reason]; with a panel, the panel's grade and status
+    followed by every grader's grade, and the answer followed by every grader's reason."""
+    score = None if np.isnan(turns.score[i]) else float(turns.score[i])
+    row: list[Any] = [int(turns.turn[i]), score, turns.status[i]]
+    if turns.grades is None:
+        return row, [turns.response[i], turns.reason[i]]
+    grades = [None if np.isnan(grade) else float(grade) for grade in turns.grades.score[i]]
+    return [*row, *grades], [turns.response[i], *turns.grades.reason[i]]
+
+
+def browser_data(
+    turns: Turns, models: list[str], conditions: list[str], judges: list[PanelJudge] | None = None
+) -> BrowserData:
     """The index holds what filters and summaries need (conversations as index lists of turn, score and
     status) and each QA pair's texts once; chunk i holds the [answer, judge reason] of every turn of
-    conversations i * CONVERSATIONS_PER_CHUNK onwards, read when one of them is opened."""
+    conversations i * CONVERSATIONS_PER_CHUNK onwards, read when one of them is opened. With a judge
+    panel, the index names its graders ("judges") and each turn adds their grades, its texts their reasons."""
     thread_ids = list(dict.fromkeys(turns.thread_id))
     thread_index = {thread_id: i for i, thread_id in enumerate(thread_ids)}
     pairs: list[dict[str, list[str | None]]] = [{} for _ in thread_ids]
@@ -618,10 +909,7 @@ def browser_data(turns: Turns, models: list[str], conditions: list[str]) -> Brow
         thread, turn = thread_index[turns.thread_id[i]], int(turns.turn[i])
         pairs[thread].setdefault(str(turn), [turns.question[i], turns.physician_answer[i]])
         key = (models.index(turns.model[i]), conditions.index(turns.condition[i]), thread)
-        score = None if np.isnan(turns.score[i]) else float(turns.score[i])
-        conversations.setdefault(key, []).append(
-            ([turn, score, turns.status[i]], [turns.response[i], turns.reason[i]])
-        )
+        conversations.setdefault(key, []).append(_graded_turn(turns, i))
     ordered = sorted(conversations.items())
     texts = [[text for _, text in rows] for _, rows in ordered]
     index = {
@@ -631,6 +919,7 @@ def browser_data(turns: Turns, models: list[str], conditions: list[str]) -> Brow
         "threads": [[thread_id, pairs[i]] for i, thread_id in enumerate(thread_ids)],
         "conversations": [[*key, [row for row, _ in rows]] for key, rows in ordered],
         "conversations_per_chunk": CONVERSATIONS_PER_CHUNK,
+        **({"judges": grader_labels(judges)} if judges else {}),
     }
     chunks = [texts[i : i + CONVERSATIONS_PER_CHUNK] for i in range(0, len(texts), CONVERSATIONS_PER_CHUNK)]
     return BrowserData(index, chunks)
@@ -648,6 +937,11 @@ def _write_stats_and_figures(
     transitions = write_stats_table(stats.transitions, out_dir / "stats_transitions.parquet")
     plot_wrong_after(transitions, out_dir / "fig_wrong_after.png", note)
     drawn = ["fig_turn_scores", "fig_wrong_after"]
+    if stats.panel:
+        panel = write_stats_table(stats.panel, out_dir / "stats_judge_panel.parquet", PANEL_STATS)
+        plot_judge_panel(panel, out_dir / "fig_judge_panel.png", note)
+        drawn.append("fig_judge_panel")
+        write_stats_table(stats.pairs, out_dir / "stats_judge_pairs.parquet", PAIR_STATS)
     funnel = funnel_rows(run.funnel or [])
     if funnel:
         plot_dataset_funnel(
@@ -669,7 +963,7 @@ def build_report(run_dirs: list[str], out_dir: str, settings: ReportSettings) ->
     figures = _write_stats_and_figures(run, stats, out, judge_note(run.judge_model))
     tables = build_tables(metrics)
     (out / "report.md").write_text(render_markdown(metrics, tables, list(figures)))
-    data = browser_data(run.turns, run.models, run.conditions)
+    data = browser_data(run.turns, run.models, run.conditions, run.judges)
     (out / "index.html").write_text(render_html(metrics, tables, figures, data.index, data.chunks))
     return str(out)
 

@@ -16,10 +16,22 @@ from tasks.report.stats import significance_stars
 from tasks.report.tables import Table, table_html, table_markdown
 
 OVERLAP_JUDGE_PREFIX = "threadmed/overlap-judge"
+PANEL_PREFIX = "judge panel: "
+
+
+def panel_name(judges: list[str]) -> str:
+    """What a report names as its judge when a panel grades: the panel's judges."""
+    return PANEL_PREFIX + ", ".join(judges)
 
 
 def judge_note(judge_model: str) -> str | None:
-    """The warning every table carries when the scores come from the lexical overlap judge."""
+    """The warning every table carries when the scores come from the lexical overlap judge (alone, or in a
+    panel)."""
+    if judge_model.startswith(PANEL_PREFIX) and OVERLAP_JUDGE_PREFIX in judge_model:
+        return (
+            f"Graded by a {judge_model} that includes {OVERLAP_JUDGE_PREFIX}, a word-overlap stand-in for "
+            "smoke tests: these numbers are not comparable to an LLM judge's or to the paper's."
+        )
     if not judge_model.startswith(OVERLAP_JUDGE_PREFIX):
         return None
     return (
@@ -233,14 +245,96 @@ def _length_table(metrics: dict[str, Any]) -> Table:
     )
 
 
+def _differing_cell(result: dict[str, Any] | None) -> str:
+    if result is None or result["n"] == 0:
+        return "—"
+    return f"{_number(result['pct'])} ({result['count']} of {result['n']})"
+
+
+def _panel_tables(metrics: dict[str, Any]) -> list[Table]:
+    """The judge panel: each judge's mean beside its drift and the panel's, how often the judges differ,
+    their pairwise exact agreement and the turns they differ on most. None without a panel."""
+    panel = metrics.get("judge_panel")
+    if panel is None:
+        return []
+    labels = [judge["label"] for judge in panel["judges"]]
+    ci = _ci_name(metrics)
+    rows, pairs = [], []
+    for model, conditions in panel["models"].items():
+        for condition, entry in conditions.items():
+            judges = [entry["judges"][label] for label in labels]
+            rows += [
+                [model, condition, label, str(judge["n"]), _with_ci(judge["mean"], judge["ci"]),
+                 _differing_cell(judge["drift"]), ""]
+                for label, judge in zip(labels, judges, strict=True)
+            ]  # fmt: skip
+            mean = _with_ci(entry["panel"]["mean"], entry["panel"]["ci"])
+            disagreement = _differing_cell(entry["disagreement"])
+            rows.append([model, condition, "panel", str(entry["panel"]["n"]), mean, "", disagreement])
+            pairs += [
+                [model, condition, " = ".join(pair["judges"]), str(pair["n"]), _number(pair["exact_pct"])]
+                for pair in entry["pairs"]
+            ]
+    drifting = [
+        f"{judge['label']} {_differing_cell(judge['drift'])}" for judge in panel["judges"] if judge["drift"]
+    ]
+    caption = (
+        f"{panel['rule']} Mean judge score on the 0-100 scale. Drift: share of the turns a judge graded in "
+        "each of its epochs whose grade changed between them (changed of turns; — for a judge graded "
+        "once); over the whole report: "
+        f"{', '.join(drifting) or 'no judge has several epochs'}. Judges differ: share of the turns every "
+        "judge graded where any two judges' grades differ."
+    )
+    disagreements = [
+        [row["model"], row["condition"], row["thread_id"], str(row["turn"]),
+         *(_number(row["grades"][label], 1) for label in labels), _number(row["panel"], 1)]
+        for row in panel["disagreements"]
+    ]  # fmt: skip
+    return [
+        Table(
+            "judge-panel",
+            "Judge panel",
+            ["Model", "Condition", "Judge", "n", f"Mean [{ci}]", "Drift %", "Judges differ %"],
+            rows,
+            caption,
+        ),
+        Table(
+            "judge-agreement",
+            "Judge panel: agreement between judges",
+            ["Model", "Condition", "Judges", "n", "Exact agreement %"],
+            pairs,
+            "Share of the n turns both judges graded on which they gave the same grade (0, 0.5 or 1).",
+        ),
+        Table(
+            "judge-disagreements",
+            "Judge panel: turns the judges differ on most",
+            ["Model", "Condition", "Thread", "Turn", *labels, "Panel"],
+            disagreements,
+            "Grades on the rubric's 0 / 0.5 / 1 scale, widest spread first; on the page, a thread opens its "
+            "conversation in the browser below."
+            if disagreements
+            else "The judges gave every turn they all graded the same grade.",
+        ),
+    ]
+
+
 def _cost_tables(metrics: dict[str, Any]) -> list[Table]:
     rows = [
         [model, condition, *(_number(values["cost"][k], 2) for k in ("input_usd", "output_usd", "total_usd"))]
         for model, condition, values in _conditions(metrics)
     ]
     judge = metrics["judge"]
-    other = sum(count for status, count in judge["excluded"].items() if status != "unparseable")
-    judge_row = [judge["model"], str(judge["unparseable"]), str(other), _number(judge["cost_usd"], 2)]
+    # With a panel: a row per judge (its epochs' judgments together), then the panel's turns.
+    judges = [*metrics.get("judge_panel", {}).get("judges", []), judge]
+    judge_rows = [
+        [
+            entry.get("label", entry["model"]),
+            str(entry["unparseable"]),
+            str(sum(count for status, count in entry["excluded"].items() if status != "unparseable")),
+            _number(entry["cost_usd"], 2),
+        ]
+        for entry in judges
+    ]
     return [
         Table(
             "inference-cost",
@@ -253,7 +347,7 @@ def _cost_tables(metrics: dict[str, Any]) -> list[Table]:
             "judge-cost",
             "Judge",
             ["Judge model", "Unparseable", "Other unscored", "Cost ($)"],
-            [judge_row],
+            judge_rows,
             "Unscored by status: "
             + (", ".join(f"{status} {count}" for status, count in judge["excluded"].items()) or "none"),
         ),
@@ -271,6 +365,7 @@ def build_tables(metrics: dict[str, Any]) -> list[Table]:
         _ablation_table(metrics),
         _coverage_table(metrics),
         _length_table(metrics),
+        *_panel_tables(metrics),
         *_cost_tables(metrics),
     ]
 

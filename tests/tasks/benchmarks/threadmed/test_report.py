@@ -37,6 +37,8 @@ TURNS = {"c1": 3, "c2": 4, "c3": 4}
 SETTINGS = ReportSettings(n_resamples=500)
 CALL_USD = {"input_cost_usd": 0.001, "output_cost_usd": 0.002, "cost_usd": 0.003}
 JUDGE_USD = 0.01
+# Runs judged differently merge only as a judge panel over the same answers; the refusal says so.
+PANEL_HINT = "(a judge panel needs every judge to grade the same answers)"
 
 
 def words(model: str, thread: str, turn: int) -> int:
@@ -320,7 +322,7 @@ def test_runs_with_another_judge_model_or_the_same_model_do_not_merge(tmp_path: 
     assert str(caught.value) == (
         f"these runs were judged differently, so their scores are not comparable (r1 ({first}): "
         f"openai/gpt-4o [prompts not recorded] {{}}; r2 ({other_judge}): x/y [prompts not recorded] {{}}): "
-        "report them separately"
+        f"report them separately {PANEL_HINT}"
     )
     same_model = make_run(tmp_path / "a", {("alpha", "baseline"): SCORES["alpha", "baseline"]}, run_id="r3")
     with pytest.raises(UserError) as caught:
@@ -361,7 +363,7 @@ def test_one_judge_model_with_another_rubric_or_temperature_is_another_judge(tmp
             f"these runs were judged differently, so their scores are not comparable (r1 ({first}): "
             f'openai/gpt-4o [{prompts}aaaaaaaaaaaa] {{"temperature": 0}}; '
             f"{run_id} ({other}): openai/gpt-4o [{prompts}{rubric[:12]}] {json.dumps(params)}): "
-            "report them separately"
+            f"report them separately {PANEL_HINT}"
         )
 
 

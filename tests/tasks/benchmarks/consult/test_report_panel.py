@@ -1,0 +1,124 @@
+"""An FQR judge panel: a consultation run's episodes re-judged by hand-made runs laid out as `threadmed judge
+rerun` writes them (the source's messages under the new run id, SCORES with the new judge's verdicts, a
+manifest with `rejudge` and `config.judge.epoch`), every number worked out by hand below."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
+from tasks.benchmarks.consult.report import build_report, compute_metrics, load_runs
+from tasks.benchmarks.consult.tables import build_tables
+from tasks.core.preflight import UserError
+from tasks.evals.outputs import write_table
+from tests.tasks.benchmarks.consult.test_report import FOLLOW_UP, SETTINGS, make_run
+
+# alpha's completed episodes (c1, c2): per follow-up, (core, verdict of each judge). Core concerns weigh 2.
+CORE = {"c1": [True, False, False], "c2": [True, False]}
+SOURCE = {"c1": [True, True, False], "c2": [False, True]}  # FQR c1 (2 + 1) / 4, c2 1 / 3
+JUDGE_B = {"c1": [True, False, False], "c2": [True, True]}
+JUDGE_B_EPOCH_1 = {"c1": [True, False, True], "c2": [True, True]}
+# judge-b's verdict is the lower of its epochs' (c1 [T, F, F], c2 [T, T]: FQR 2/4 and 3/3); the panel's is
+# the lower of two judges': c1 [T, F, F] -> 2/4, c2 [F, T] -> 1/3.
+
+
+def follow_ups(case_id: str, verdicts: dict[str, list[bool]]) -> list[dict[str, Any]]:
+    return [
+        {**FOLLOW_UP, "index": index, "core": core, "correct": verdict, "judge_reason": f"verdict {verdict}"}
+        for index, (core, verdict) in enumerate(zip(CORE[case_id], verdicts[case_id], strict=True))
+    ]
+
+
+def fqr(case_id: str, verdicts: dict[str, list[bool]]) -> float:
+    weights = [2.0 if core else 1.0 for core in CORE[case_id]]
+    return sum(w for w, v in zip(weights, verdicts[case_id], strict=True) if v) / sum(weights)
+
+
+def judged(run: Path, run_id: str, judge: str, verdicts: dict[str, list[bool]], epoch: int = 0) -> Path:
+    """`run`'s episodes as judged by `judge` in `epoch`, into a folder named `run_id` beside it."""
+    out = run.parent / run_id
+    out.mkdir(exist_ok=True)
+    messages = [{**row, "run_id": run_id} for row in pq.read_table(run / "messages.parquet").to_pylist()]
+    for row in messages:
+        if row["role"] == "agent":
+            row["call_key"] = f"k-{row['model']}-{row['case_id']}-{row['stage']}-{row['turn']}"
+    scores = []
+    for row in pq.read_table(run / "scores.parquet").to_pylist():
+        row = {**row, "run_id": run_id, "judge_model": judge}
+        if row["status"] == "completed":
+            row.update(follow_ups=follow_ups(row["case_id"], verdicts), fqr=fqr(row["case_id"], verdicts))
+        scores.append(row)
+    write_table(messages, MESSAGES, out / "messages.parquet")
+    write_table(scores, SCORES, out / "scores.parquet")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["run_id"] = run_id
+    manifest["config"]["judge"] = {"model": judge, "epoch": epoch}
+    if run.name != run_id:
+        manifest["rejudge"] = {"source_run_id": run.name, "source_run_dir": str(run), "judge_epoch": epoch}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    return out
+
+
+@pytest.fixture
+def panel_runs(tmp_path: Path) -> list[Path]:
+    source = judged(make_run(tmp_path, "r1", ["alpha"]), "r1", "threadmed/consult-judge", SOURCE)
+    return [
+        source,
+        judged(source, "r2", "x/judge-b", JUDGE_B),
+        judged(source, "r3", "x/judge-b", JUDGE_B_EPOCH_1, epoch=1),
+    ]
+
+
+def test_fqr_is_the_panels_beside_each_judges(panel_runs: list[Path]) -> None:
+    metrics = compute_metrics(load_runs(panel_runs), SETTINGS)[0]
+    assert metrics["models"]["alpha"]["fqr"]["mean"] == pytest.approx((2 / 4 + 1 / 3) / 2)
+    entry = metrics["judge_panel"]["models"]["alpha"]
+    assert {label: judge["mean"] for label, judge in entry["judges"].items()} == {
+        "threadmed/consult-judge": pytest.approx((3 / 4 + 1 / 3) / 2),
+        "x/judge-b": pytest.approx((2 / 4 + 1) / 2),
+    }
+    assert entry["panel"] == metrics["models"]["alpha"]["fqr"]
+    # The judges differ on c1's second follow-up and c2's first, of 5; judge-b's epochs on c1's third.
+    assert entry["disagreement"] == {"n": 5, "count": 2, "share": 0.4}
+    assert entry["pairs"] == [{"judges": ["threadmed/consult-judge", "x/judge-b"], "n": 5, "exact": 0.6}]
+    assert entry["judges"]["x/judge-b"]["drift"] == {"n": 5, "count": 1, "share": 0.2}
+    assert entry["judges"]["threadmed/consult-judge"]["drift"] is None
+    assert [
+        (judge["label"], judge["epochs"], judge["runs"]) for judge in metrics["judge_panel"]["judges"]
+    ] == [
+        ("threadmed/consult-judge", [0], ["r1"]),
+        ("x/judge-b", [0, 1], ["r2", "r3"]),
+    ]
+    assert metrics["models"]["alpha"]["judge"]["models"] == ["threadmed/consult-judge", "x/judge-b"]
+    table = next(table for table in build_tables(metrics) if table.key == "fqr-judge-panel")
+    assert [row[:3] + row[4:] for row in table.rows] == [
+        ["alpha", "threadmed/consult-judge", "2", "—", ""],
+        ["alpha", "x/judge-b", "2", "20.0 (1 of 5)", ""],
+        ["alpha", "panel", "2", "", "40.0 (2 of 5)"],
+    ]
+
+
+def test_the_page_shows_the_panel(panel_runs: list[Path], tmp_path: Path) -> None:
+    report = Path(
+        build_report.fn(run_dirs=list(map(str, panel_runs)), out_dir=str(tmp_path / "out"), settings=SETTINGS)
+    )
+    assert 'id="table-fqr-judge-panel"' in (report / "index.html").read_text()
+    assert "### FQR judge panel" in (report / "report.md").read_text()
+
+
+def test_judges_of_different_episodes_are_refused_in_one_line(panel_runs: list[Path]) -> None:
+    source, other = panel_runs[0], panel_runs[1]
+    messages = pq.read_table(other / "messages.parquet").to_pylist()
+    agent = next(i for i, row in enumerate(messages) if row["role"] == "agent")
+    messages[agent]["call_key"] = "k-another-call"
+    write_table(messages, MESSAGES, other / "messages.parquet")
+    with pytest.raises(UserError) as caught:
+        load_runs([source, other])
+    assert str(caught.value) == (
+        f"these runs were judged by different FQR judges, so their scores are not comparable (r1 ({source}): "
+        f"threadmed/consult-judge {{}}; r2 ({other}): x/judge-b {{}}): report them separately (a judge panel "
+        "needs every judge to grade the same episodes)"
+    )
