@@ -10,6 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tasks.evals.agreement import consensus_grade
+
 CONSENSUS_RULE = (
     "Per answer, the median of the judges' grades, the lower middle one with an even count; a judge's epochs "
     "count as one judge, graded by the same rule over its epochs, so sampling a judge again does not "
@@ -23,12 +25,6 @@ class Differing(NamedTuple):
     n: int
     count: int
     share: float | None
-
-
-def consensus_grade(grades: Sequence[float]) -> float:
-    """Several grades of one answer -> the median, and with an even count the lower of the two middle
-    grades: it stays on the rubric's scale (0 / 0.5 / 1) and leans conservative."""
-    return float(np.sort(np.asarray(grades, dtype=float))[(len(grades) - 1) // 2])
 
 
 def consensus_grades(grades: np.ndarray) -> np.ndarray:

@@ -29,8 +29,9 @@ from tasks.benchmarks.threadmed.contracts import JUDGMENTS, LABEL_ITEMS, RATINGS
 from tasks.benchmarks.threadmed.report import check_run_folder
 from tasks.core.preflight import UserError
 from tasks.data.contracts import Contract
-from tasks.evals.agreement import PairAgreement, consensus_grade, drift, ordinal_alpha, pair_agreement
+from tasks.evals.agreement import PairAgreement, drift, ordinal_alpha, pair_agreement
 from tasks.report.figures import plain_text
+from tasks.report.panel import consensus_grades
 from tasks.report.runs import check_each_run_once, read_rows, read_run_id
 from tasks.report.stats import BootstrapCI, bootstrap_mean, seeded_rng, spearman
 from tasks.report.tables import Table, table_markdown
@@ -212,12 +213,7 @@ def load_judges(labels: Labels, run_dirs: list[Path]) -> list[Judge]:
 
 def consensus(labels: Labels) -> np.ndarray:
     """Per item, the raters' consensus grade (tasks/evals/agreement.py); NaN for an item nobody rated."""
-    return np.array(
-        [
-            consensus_grade(column[~np.isnan(column)]) if (~np.isnan(column)).any() else np.nan
-            for column in labels.grades.T
-        ]
-    )
+    return consensus_grades(labels.grades.T)
 
 
 def _ci_columns(name: str, ci: BootstrapCI) -> dict[str, Any]:

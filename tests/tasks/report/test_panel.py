@@ -1,6 +1,7 @@
 import numpy as np
 
-from tasks.report.panel import Differing, consensus_grade, consensus_grades, differing
+from tasks.evals.agreement import consensus_grade
+from tasks.report.panel import Differing, consensus_grades, differing
 
 NAN = float("nan")
 
