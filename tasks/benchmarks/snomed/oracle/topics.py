@@ -57,9 +57,10 @@ def described_conditions(record: PatientRecord, disclosure: Disclosure, lexicon:
 
 
 def positive_topics(
-    record: PatientRecord, disclosure: Disclosure, lexicon: Lexicon, count: int, rng: random.Random
+    record: PatientRecord, disclosure: Disclosure, lexicon: Lexicon, count: int, rng: random.Random | None
 ) -> list[PairTopic]:
-    """Up to `count` topics the record holds: its described conditions, then its observation kinds."""
+    """Up to `count` topics the record holds: its described conditions, then its observation kinds, each
+    shuffled by `rng` (None: record and lexicon order)."""
     conditions = [
         PairTopic(kind="positive", subject="condition", topic=code, display=display)
         for code, display in described_conditions(record, disclosure, lexicon).items()
@@ -68,8 +69,9 @@ def positive_topics(
         PairTopic(kind="positive", subject="observation", topic=kind, display=kind.replace("_", " "))
         for kind in observation_kinds(record, lexicon)
     ]
-    rng.shuffle(conditions)
-    rng.shuffle(observations)
+    if rng is not None:
+        rng.shuffle(conditions)
+        rng.shuffle(observations)
     return (conditions + observations)[:count]
 
 
