@@ -22,7 +22,12 @@ from prefect.cache_policies import NO_CACHE
 from tasks.benchmarks.snomed.case import Case
 from tasks.benchmarks.snomed.cases.loading import case_set_fingerprint, load_case_set
 from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
-from tasks.benchmarks.snomed.oracle.config import ORACLE_PATIENT_PROMPT, SPLITS, OracleDataConfig
+from tasks.benchmarks.snomed.oracle.config import (
+    ORACLE_PATIENT_PROMPT,
+    SPLITS,
+    TEACHER_PROMPT,
+    OracleDataConfig,
+)
 from tasks.benchmarks.snomed.oracle.contracts import ORACLE_PAIRS
 from tasks.benchmarks.snomed.oracle.offline_teacher import OFFLINE_TEACHER, OFFLINE_TEACHER_LABEL
 from tasks.benchmarks.snomed.patient import Disclosure
@@ -191,7 +196,7 @@ def write_oracle_dataset(run_dir: Path, cases_dir: Path, config: OracleDataConfi
             write_text_atomic(run_dir / fmt / f"{split}.jsonl", "".join(f"{line}\n" for line in lines))
     run_manifest_path = run_dir / "manifest.json"
     run_manifest = json.loads(run_manifest_path.read_text()) if run_manifest_path.exists() else {}
-    prompts = {version: entry["sha256"] for version, entry in run_manifest.get("prompts", {}).items()}
+    prompts = {p.version: p.sha256 for p in (load_prompt(config.teacher_prompt or TEACHER_PROMPT), prompt)}
     manifest = dataset_manifest(config, prompts, pair_counts(pairs), cases_dir)
     write_json_atomic(run_manifest_path, {**run_manifest, **manifest})
     write_text_atomic(run_dir / "README.md", dataset_card(manifest))
