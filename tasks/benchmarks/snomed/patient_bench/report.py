@@ -45,7 +45,7 @@ class BenchReportSettings(BaseModel):
 
 
 def metrics_by_patient(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each patient's metrics, patients in first-seen order."""
+    """Each patient's metrics, in the order of the rows (the table's: by patient name)."""
     by_patient: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_patient[row["model"]].append(row)

@@ -27,6 +27,7 @@ from tasks.llm.prompts import PromptTemplate
 from tasks.llm.request import CallOptions, ChatRequest
 
 FAITHFUL_SCALE = boolean_scale("faithful", {"faithful": True, "unfaithful": False})
+NOT_JUDGED = {"judge_status": None, "faithful": None, "judge_reason": None, "judge_call_key": None}
 
 
 class AskJob(BaseModel, frozen=True):
@@ -136,8 +137,7 @@ def scored_rows(job: BenchScoreJob, answers: list[dict[str, Any]], call: Any) ->
         if answer["status"] == "ok":
             question = questions[answer["question_id"]]
             row |= score_answer(question, job.case, answer["text"] or "", job.disclosure, lexicon)
-            if job.judge is not None:
-                row |= judge_answer(job, question, answer, call)
+            row |= judge_answer(job, question, answer, call) if job.judge is not None else NOT_JUDGED
             by_question[answer["question_id"]].append(row)
         rows.append(row)
     for verdicts in by_question.values():
