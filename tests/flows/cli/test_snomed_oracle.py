@@ -58,7 +58,7 @@ def test_oracle_data_dry_run_run_then_the_patient_bench_on_its_held_out_pairs(tm
 def test_an_unknown_disclosure_is_a_usage_error(tmp_path):
     write_case_set(tmp_path / "cases")
     result = threadmed(
-        "snomed", "oracle-data", "--cases", "cases", "--out", "oracle", "--teacher", "threadmed/oracle-teacher",
-        "--disclosure", "nope", "--dry-run", cwd=tmp_path,
+        "snomed", "oracle-data", "--cases", "cases", "--out", "oracle",
+        "--teacher", "threadmed/oracle-teacher", "--disclosure", "nope", "--dry-run", cwd=tmp_path,
     )  # fmt: skip
     assert_usage_error(result, "Invalid value: disclosure: Input should be 'symptoms' or 'history'")
