@@ -2,8 +2,9 @@
 training data, and a test bench that scores any patient simulator; `oracle_demo` runs both offline."""
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,6 +25,14 @@ from flows.cli.evaluate import (
     split_list,
 )
 from flows.cli.render import console
+
+if TYPE_CHECKING:  # imported at run time only by the commands: litellm takes seconds to import
+    from prefect.states import State
+
+    from tasks.benchmarks.protocol import Benchmark
+    from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
+    from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
+    from tasks.evals.config import RunConfig, RunOverrides
 
 Cases = Annotated[
     Path,
@@ -82,7 +91,7 @@ def oracle_data(
     from tasks.benchmarks.snomed.cases.loading import check_case_set
     from tasks.benchmarks.snomed.oracle.benchmark import ORACLE_DATA
     from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
-    from tasks.evals.config import RunOverrides, resolve_settings
+    from tasks.evals.config import RunOverrides
 
     check_case_set(cases_dir)
     roles = ["model" if role == "teacher" else role for role in split_list(batch) or []]
@@ -98,22 +107,38 @@ def oracle_data(
         **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
         **batch_choices(",".join(roles) or None, batch_wait, batch_poll),
     )
-    settings = checked_settings(
-        lambda: resolve_settings(
-            dataset_dir=cases_dir, run_dir=out, overrides=overrides, config_model=OracleDataConfig
-        )
-    )
 
-    def run_flow():
+    def run_flow(config: "OracleDataConfig") -> "State":
         from flows.snomed_oracle_data import snomed_oracle_data
 
         return snomed_oracle_data(
-            cases_dir=str(cases_dir), out_dir=str(out), config=settings.config, return_state=True
+            cases_dir=str(cases_dir), out_dir=str(out), config=config, return_state=True
         )
 
-    run_or_estimate(ORACLE_DATA, settings, out, dry_run, run_flow)
-    if not dry_run:
+    if run_command(ORACLE_DATA, OracleDataConfig, (cases_dir, out), overrides, dry_run, run_flow):
         print_oracle_data(out, console)
+
+
+def run_command(
+    bench: "Benchmark",
+    config_model: type["RunConfig"],
+    folders: tuple[Path, Path],
+    overrides: "RunOverrides",
+    dry_run: bool,
+    run_flow: Callable[[Any], "State"],
+) -> bool:
+    """The settings from the options (exit 2 when they are wrong), then the dry run's estimate or the flow
+    run on (case set, output folder); True when the flow ran (exit 1 when calls failed)."""
+    from tasks.evals.config import resolve_settings
+
+    cases_dir, out = folders
+    settings = checked_settings(
+        lambda: resolve_settings(
+            dataset_dir=cases_dir, run_dir=out, overrides=overrides, config_model=config_model
+        )
+    )
+    run_or_estimate(bench, settings, out, dry_run, lambda: run_flow(settings.config))
+    return not dry_run
 
 
 def print_oracle_data(out: Path, to: Console) -> None:
@@ -191,7 +216,7 @@ def patient_eval(
     from tasks.benchmarks.snomed.cases.loading import check_case_set
     from tasks.benchmarks.snomed.patient_bench.benchmark import PATIENT_BENCH
     from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
-    from tasks.evals.config import RunOverrides, resolve_settings
+    from tasks.evals.config import RunOverrides
 
     check_case_set(cases_dir)
     chosen = {
@@ -210,21 +235,15 @@ def patient_eval(
         **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
         **batch_choices(batch, batch_wait, batch_poll),
     )
-    settings = checked_settings(
-        lambda: resolve_settings(
-            dataset_dir=cases_dir, run_dir=out, overrides=overrides, config_model=PatientBenchConfig
-        )
-    )
 
-    def run_flow():
+    def run_flow(config: "PatientBenchConfig") -> "State":
         from flows.snomed_patient_eval import snomed_patient_eval
 
         return snomed_patient_eval(
-            cases_dir=str(cases_dir), run_dir=str(out), config=settings.config, return_state=True
+            cases_dir=str(cases_dir), run_dir=str(out), config=config, return_state=True
         )
 
-    run_or_estimate(PATIENT_BENCH, settings, out, dry_run, run_flow)
-    if not dry_run:
+    if run_command(PATIENT_BENCH, PatientBenchConfig, (cases_dir, out), overrides, dry_run, run_flow):
         print_bench_report(out / "report", console)
 
 

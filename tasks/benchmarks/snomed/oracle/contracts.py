@@ -16,23 +16,27 @@ _PAIR_FIELDS = (
     ("split", pa.string()),  # train | validation | test (by patient)
 )
 _PAIR_KEY = ("run_id", "case_id", "topic_index")
+# A call's outcome as solver.call_columns gives it (the oracle data's and the patient bench's tables).
+CALL_FIELDS = (
+    ("status", pa.string()),  # ok | failed
+    ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()),
+    ("cost_usd", pa.float64()),
+    ("latency_s", pa.float64()),
+    ("finish_reason", pa.string()),
+    ("attempts", pa.int32()),
+    ("error", pa.string()),
+    ("error_class", pa.string()),
+    ("call_key", pa.string()),
+)
 
 # One row per teacher call: its raw reply, or the failure.
 TEACHER_REPLIES = Contract(
     name="teacher_replies",
     schema=schema(
         *_PAIR_FIELDS,
-        ("status", pa.string()),  # ok | failed
         ("text", pa.string()),
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("cost_usd", pa.float64()),
-        ("latency_s", pa.float64()),
-        ("finish_reason", pa.string()),
-        ("attempts", pa.int32()),
-        ("error", pa.string()),
-        ("error_class", pa.string()),
-        ("call_key", pa.string()),
+        *CALL_FIELDS,
     ),
     key=_PAIR_KEY,
     not_null=("status",),

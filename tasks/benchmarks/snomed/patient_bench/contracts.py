@@ -2,6 +2,7 @@
 
 import pyarrow as pa
 
+from tasks.benchmarks.snomed.oracle.contracts import CALL_FIELDS
 from tasks.data.contracts import Contract, schema
 
 _ANSWER_FIELDS = (
@@ -23,17 +24,8 @@ PATIENT_ANSWERS = Contract(
     schema=schema(
         *_ANSWER_FIELDS,
         ("question", pa.string()),
-        ("status", pa.string()),  # ok | failed
         ("text", pa.string()),
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("cost_usd", pa.float64()),
-        ("latency_s", pa.float64()),
-        ("finish_reason", pa.string()),
-        ("attempts", pa.int32()),
-        ("error", pa.string()),
-        ("error_class", pa.string()),
-        ("call_key", pa.string()),
+        *CALL_FIELDS,
     ),
     key=_ANSWER_KEY,
     not_null=("status",),
