@@ -254,7 +254,10 @@ def print_bench_report(report_dir: Path, to: Console) -> None:
     from tasks.report.tables import table_rich
 
     metrics = json.loads((report_dir / "metrics.json").read_text(encoding="utf-8"))
-    to.print(table_rich(bench_table(metrics["patients"]), **COMPACT))
+    table = bench_table(metrics["patients"])
+    # The caption as a paragraph of its own: under a narrow table rich would wrap it to the table's width.
+    to.print(table_rich(table._replace(caption=""), **COMPACT))
+    to.print(table.caption, style="dim", markup=False)
     for name in ("report.md", "scores.csv", "metrics.json"):
         to.print(f"  {report_dir / name}")
 

@@ -21,21 +21,23 @@ from tasks.core.provenance import artifact_key
 from tasks.report.files import default_report_dir
 from tasks.report.tables import Table, format_number, format_percent, table_markdown
 
-# Column and metric; the shares are in % (lower is better for hallucination and leak).
-COLUMNS = (
-    ("disclosed", "disclosure"),
-    ("halluc.", "hallucination"),
-    ("leak", "leak"),
-    ("lay", "lay_language"),
-    ("words", "mean_words"),
-    ("consistent", "consistency"),
-    ("faithful", "faithful"),
+# Row label and metric; lower is better for hallucination and leak.
+ROWS = (
+    ("disclosure %", "disclosure"),
+    ("hallucination %", "hallucination"),
+    ("leak %", "leak"),
+    ("lay language %", "lay_language"),
+    ("mean words", "mean_words"),
+    ("consistency %", "consistency"),
+    ("faithful % (judge)", "faithful"),
+    ("answers", "answers"),
+    ("failed calls", "failed"),
 )
 CAPTION = (
-    "Shares in %; words: mean answer length. disclosed: positive questions answered with the record's "
-    "fact; halluc.: negative questions answered with a claim instead of 'not sure' or 'no'; leak: answers "
-    "naming a condition of the record; lay: answers without a clinical term; consistent: questions with the "
-    "same verdicts on every asking; faithful: the judge's (— without a judge). Rules: "
+    "disclosure: positive questions answered with the record's fact; hallucination: negative questions "
+    "answered with a claim instead of 'not sure' or 'no'; leak: answers naming a condition of the record; "
+    "lay language: answers without a clinical term; consistency: questions with the same verdicts on every "
+    "asking; faithful: the judge's (— without a judge). Rules: "
     "tasks/benchmarks/snomed/patient_bench/scoring.py."
 )
 
@@ -52,17 +54,17 @@ def metrics_by_patient(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {patient: patient_metrics(patient_rows) for patient, patient_rows in by_patient.items()}
 
 
-def _cell(column: tuple[str, str], metrics: dict[str, Any]) -> str:
-    _, key = column
+def _cell(key: str, metrics: dict[str, Any]) -> str:
+    if key in ("answers", "failed"):
+        return f"{metrics[key]:,}"
     return format_number(metrics[key]) if key == "mean_words" else format_percent(metrics[key])
 
 
 def bench_table(metrics: dict[str, dict[str, Any]]) -> Table:
-    """One row per patient, one column per metric."""
-    rows = [[patient, *map(_cell, COLUMNS, [m] * len(COLUMNS)), f"{m['answers']:,}", f"{m['failed']:,}"]
-            for patient, m in metrics.items()]  # fmt: skip
-    columns = ["patient", *(label for label, _ in COLUMNS), "answers", "failed"]
-    return Table("patient-bench", "Patient bench: every patient asked the same questions", columns, rows,
+    """The patients side by side: one column per patient, one row per metric."""
+    rows = [[label, *(_cell(key, m) for m in metrics.values())] for label, key in ROWS]
+    columns = ["metric", *metrics]
+    return Table("patient-bench", "Patient bench", columns, rows,
                  CAPTION, right_aligned=tuple(columns[1:]))  # fmt: skip
 
 

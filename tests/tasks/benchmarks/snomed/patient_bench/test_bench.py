@@ -95,7 +95,9 @@ def test_without_a_judge_nothing_is_judged_and_the_report_compares_the_patients(
     csv_lines = (tmp_path / "report" / "scores.csv").read_text().splitlines()
     assert [line.split(",")[0] for line in csv_lines] == ["patient", HALLUCINATES, NEVER_KNOWS]  # by name
     assert json.loads((tmp_path / "report" / "metrics.json").read_text())["patients"] == metrics
-    assert "| patient | disclosed | halluc. |" in (tmp_path / "report" / "report.md").read_text()
+    report_md = (tmp_path / "report" / "report.md").read_text()
+    assert f"| metric | {HALLUCINATES} | {NEVER_KNOWS} |" in report_md
+    assert "| hallucination % | 100.0 | 0.0 |" in report_md
     assert report == str(tmp_path / "report")
 
 
