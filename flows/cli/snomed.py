@@ -26,6 +26,7 @@ from flows.cli.evaluate import (
     split_list,
 )
 from flows.cli.render import console
+from flows.cli.snomed_oracle import oracle_data, patient_eval
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 from tasks.core.preflight import UserError, check_writable_folder
 
@@ -36,6 +37,8 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 CASE_DEFAULTS = CaseSetSettings()
+app.command("oracle-data")(oracle_data)
+app.command("patient-eval")(patient_eval)
 
 
 @app.command()

@@ -123,7 +123,7 @@ def message_row(job: InterviewJob, index: int, turn: Turn, record: CallRecord | 
     }
     if record is None:
         return row
-    return {**row, **_call_columns(record), "speaker": job.setup(record_role(turn)).spec.name}
+    return {**row, **call_columns(record), "speaker": job.setup(record_role(turn)).spec.name}
 
 
 def record_role(turn: Turn) -> Role:
@@ -147,11 +147,11 @@ def failed_row(job: InterviewJob, interview: Interview, role: Role, record: Call
         "speaker": job.setup(role).spec.name,
         "text": None,
         "leaked_codes": [],
-        **_call_columns(record),
+        **call_columns(record),
     }
 
 
-def _call_columns(record: CallRecord) -> dict[str, Any]:
+def call_columns(record: CallRecord) -> dict[str, Any]:
     return {
         "status": record.status,
         "prompt_tokens": record.prompt_tokens,

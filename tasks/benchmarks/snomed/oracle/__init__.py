@@ -1,0 +1,1 @@
+"""The SNOMED paper's patient oracle, its training data: teacher-written question/answer pairs per case."""

@@ -1,0 +1,37 @@
+"""patient-eval as a `Benchmark` record, so the shared run machinery (plan, ledger, resume, batch mode, dry
+run, progress, manifest) makes its calls: the patients are the run's models, a case x patient is a job."""
+
+from functools import partial
+
+from tasks.benchmarks.protocol import Benchmark
+from tasks.benchmarks.snomed.config import PROMPTS_DIR
+from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
+from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_ANSWERS, PATIENT_SCORES
+from tasks.benchmarks.snomed.patient_bench.plan import build_plan, estimate_job, load_cases
+from tasks.benchmarks.snomed.patient_bench.report import BenchReportSettings, bench_report
+from tasks.benchmarks.snomed.patient_bench.solver import ask_patient, score_answers
+from tasks.evals.outputs import EpisodeCounts, RunTables, summarize_by_epoch
+
+ANSWERS = EpisodeCounts(
+    counts={"answered": ("status", "ok"), "failed": ("status", "failed")},
+    score_column="disclosed",
+    score_label="disclosure %",
+    score_note="share of positive questions answered with the record's fact, per asking (epoch)",
+)
+
+PATIENT_BENCH = Benchmark(
+    name="snomed-patient-bench",
+    title="SNOMED patient bench: patient simulators answer fixed questions about their records, scored",
+    config_model=PatientBenchConfig,
+    load_cases=load_cases,
+    plan=build_plan,
+    solve=ask_patient,
+    score=score_answers,
+    tables=RunTables(solved=(PATIENT_ANSWERS,), scored=(PATIENT_SCORES,)),
+    summarize=partial(summarize_by_epoch, how=ANSWERS),
+    estimate_job=estimate_job,
+    report=bench_report,
+    report_settings=BenchReportSettings,
+    contracts=(PATIENT_ANSWERS, PATIENT_SCORES),
+    prompts_dir=PROMPTS_DIR,
+)

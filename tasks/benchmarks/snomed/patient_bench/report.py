@@ -1,0 +1,117 @@
+"""The patient bench's report: the patients side by side (metrics.json, report.md, scores.csv) and the
+table the command prints."""
+
+import csv
+import io
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel
+
+from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_SCORES
+from tasks.benchmarks.snomed.patient_bench.scoring import patient_metrics
+from tasks.core.files import write_json_atomic, write_text_atomic
+from tasks.core.provenance import artifact_key
+from tasks.report.files import default_report_dir
+from tasks.report.tables import Table, format_number, format_percent, table_markdown
+
+# Row label and metric; lower is better for hallucination and leak.
+ROWS = (
+    ("disclosure %", "disclosure"),
+    ("hallucination %", "hallucination"),
+    ("leak %", "leak"),
+    ("lay language %", "lay_language"),
+    ("mean words", "mean_words"),
+    ("consistency %", "consistency"),
+    ("faithful % (judge)", "faithful"),
+    ("answers", "answers"),
+    ("failed calls", "failed"),
+)
+CAPTION = (
+    "disclosure: positive questions answered with the record's fact; hallucination: negative questions "
+    "answered with a claim instead of 'not sure' or 'no'; leak: answers naming a condition of the record; "
+    "lay language: answers without a clinical term; consistency: questions with the same verdicts on every "
+    "asking; faithful: the judge's (— without a judge). Rules: "
+    "tasks/benchmarks/snomed/patient_bench/scoring.py."
+)
+
+
+class BenchReportSettings(BaseModel):
+    """The bench's report has no settings: every number is a share over the run's answers."""
+
+
+def metrics_by_patient(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each patient's metrics, in the order of the rows (the table's: by patient name)."""
+    by_patient: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_patient[row["model"]].append(row)
+    return {patient: patient_metrics(patient_rows) for patient, patient_rows in by_patient.items()}
+
+
+def _cell(key: str, metrics: dict[str, Any]) -> str:
+    if key in ("answers", "failed"):
+        return f"{metrics[key]:,}"
+    return format_number(metrics[key]) if key == "mean_words" else format_percent(metrics[key])
+
+
+def bench_table(metrics: dict[str, dict[str, Any]]) -> Table:
+    """The patients side by side: one column per patient, one row per metric."""
+    rows = [[label, *(_cell(key, m) for m in metrics.values())] for label, key in ROWS]
+    columns = ["metric", *metrics]
+    return Table("patient-bench", "Patient bench", columns, rows,
+                 CAPTION, right_aligned=tuple(columns[1:]))  # fmt: skip
+
+
+def metrics_csv(metrics: dict[str, dict[str, Any]]) -> str:
+    out = io.StringIO()
+    fields = ["patient", *next(iter(metrics.values()), {}).keys()]
+    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for patient, values in metrics.items():
+        writer.writerow({"patient": patient, **values})
+    return out.getvalue()
+
+
+@task(name="build-patient-bench-report", cache_policy=NO_CACHE)
+def build_bench_report(run_dirs: list[str], out_dir: str, settings: BenchReportSettings) -> str:
+    """RUN_DIR/patient_scores.parquet → metrics.json, report.md and scores.csv in `out_dir`."""
+    rows = [
+        row
+        for run_dir in run_dirs
+        for row in pq.read_table(Path(run_dir) / f"{PATIENT_SCORES.name}.parquet").to_pylist()
+    ]
+    metrics = metrics_by_patient(rows)
+    report_dir = Path(out_dir)
+    write_json_atomic(report_dir / "metrics.json", {"patients": metrics, "runs": run_dirs})
+    write_text_atomic(
+        report_dir / "report.md", f"# Patient bench\n\n{table_markdown(bench_table(metrics), None)}"
+    )
+    write_text_atomic(report_dir / "scores.csv", metrics_csv(metrics))
+    return str(report_dir)
+
+
+@task(name="publish-patient-bench-report", cache_policy=NO_CACHE)
+def publish_bench_report(report_dir: str) -> None:
+    """The report's table as a Markdown artifact."""
+    metrics = json.loads((Path(report_dir) / "metrics.json").read_text())
+    create_markdown_artifact(
+        key=artifact_key("patient-bench", Path(report_dir).parent.name),
+        markdown=table_markdown(bench_table(metrics["patients"]), None),
+        description="Patient simulators side by side",
+    )
+
+
+def bench_report(run_dirs: list[str], out_dir: str | None, settings: Any) -> str:
+    report_dir = build_bench_report(
+        run_dirs=run_dirs,
+        out_dir=out_dir or default_report_dir(run_dirs),
+        settings=settings or BenchReportSettings(),
+    )
+    publish_bench_report(report_dir=report_dir)
+    return report_dir

@@ -1,0 +1,64 @@
+"""`threadmed snomed oracle-data` and `patient-eval`: the real commands in a subprocess, offline."""
+
+import json
+
+import pytest
+
+from tests.flows.cli.terminal import assert_usage_error, threadmed
+from tests.snomed_fixtures import write_case_set
+
+pytestmark = pytest.mark.slow
+
+
+def test_oracle_data_dry_run_run_then_the_patient_bench_on_its_held_out_pairs(tmp_path):
+    write_case_set(tmp_path / "cases")
+    data = [
+        "snomed",
+        "oracle-data",
+        "--cases",
+        "cases",
+        "--out",
+        "oracle",
+        "--teacher",
+        "threadmed/oracle-teacher",
+    ]
+    estimate = threadmed(*data, "--dry-run", cwd=tmp_path)
+    assert estimate.returncode == 0, estimate.stderr
+    assert "teacher" in estimate.stdout and "total: 9 calls" in estimate.stdout
+    assert not (tmp_path / "oracle").exists()
+
+    made = threadmed(*data, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "offline teacher: deterministic, from the lay lexicon" in made.stdout
+    for split in ("train", "validation", "test"):
+        assert f"  {split}: 1 positive, 2 negative pairs" in made.stdout
+    assert "  rejected: none" in made.stdout and "Oracle data written to oracle" in made.stdout
+    assert {p.name for p in (tmp_path / "oracle").iterdir()} >= {
+        "chat",
+        "alpaca",
+        "README.md",
+        "manifest.json",
+        "ledger",
+    }
+
+    bench = threadmed(
+        "snomed", "patient-eval", "--cases", "cases", "--out", "bench", "--oracle-data", "oracle",
+        "--patients", "threadmed/patient", cwd=tmp_path,
+    )  # fmt: skip
+    assert bench.returncode == 0, bench.stderr
+    assert "Patient bench" in bench.stdout and "hallucination %" in bench.stdout
+    assert "Traceback" not in bench.stderr
+    metrics = json.loads((tmp_path / "bench" / "report" / "metrics.json").read_text())["patients"]
+    held_out = {json.loads(line)["case_id"] for line in (tmp_path / "oracle" / "chat" / "test.jsonl").open()}
+    manifest = json.loads((tmp_path / "bench" / "manifest.json").read_text())
+    assert manifest["bench_cases"] == sorted(held_out)
+    assert (metrics["threadmed/patient"]["hallucination"], metrics["threadmed/patient"]["leak"]) == (0.0, 0.0)
+
+
+def test_an_unknown_disclosure_is_a_usage_error(tmp_path):
+    write_case_set(tmp_path / "cases")
+    result = threadmed(
+        "snomed", "oracle-data", "--cases", "cases", "--out", "oracle",
+        "--teacher", "threadmed/oracle-teacher", "--disclosure", "nope", "--dry-run", cwd=tmp_path,
+    )  # fmt: skip
+    assert_usage_error(result, "Invalid value: disclosure: Input should be 'symptoms' or 'history'")

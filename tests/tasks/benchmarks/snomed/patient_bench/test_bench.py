@@ -1,0 +1,145 @@
+"""The patient bench's scores on hand-written patients whose every answer is known, and its question set."""
+
+import json
+
+from tasks.benchmarks.snomed.case import PatientRecord, RecordObservation
+from tasks.benchmarks.snomed.offline_models import PATIENT
+from tasks.benchmarks.snomed.oracle.benchmark import ORACLE_DATA
+from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
+from tasks.benchmarks.snomed.oracle.dataset import write_oracle_dataset
+from tasks.benchmarks.snomed.oracle.offline_teacher import OFFLINE_TEACHER
+from tasks.benchmarks.snomed.patient import load_lexicon
+from tasks.benchmarks.snomed.patient_bench.benchmark import PATIENT_BENCH
+from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
+from tasks.benchmarks.snomed.patient_bench.questions import BenchQuestion
+from tasks.benchmarks.snomed.patient_bench.report import build_bench_report, metrics_by_patient
+from tasks.benchmarks.snomed.patient_bench.scoring import clinical_terms_in, consistent, mentions_fact
+from tasks.evals.config import JudgeSpec, ModelSpec, SampleSpec
+from tasks.llm.offline import register_offline_model
+from tests.snomed_fixtures import write_case_set
+from tests.snomed_oracle_fixtures import run_inline
+
+NOT_SURE = "I'm not sure."
+RASH = "Yes, I get an itchy rash on my arms every day."
+NAMED = "My blood pressure runs high, they call it hypertension."
+
+
+def _user(messages):
+    return messages[-1]["content"]
+
+
+NEVER_KNOWS = register_offline_model("test-patient-never-knows", lambda messages, params: NOT_SURE)
+HALLUCINATES = register_offline_model("test-patient-hallucinates", lambda messages, params: RASH)
+LEAKS = register_offline_model(
+    "test-patient-leaks", lambda messages, params: NAMED if "pressure" in _user(messages) else NOT_SURE
+)
+# The judge finds the rash invented and everything else faithful; the mumbling judge never gives a verdict.
+JUDGE = register_offline_model(
+    "test-patient-judge",
+    lambda messages, params: json.dumps({"faithful": "rash" not in _user(messages), "reason": "checked"}),
+)
+MUMBLES = register_offline_model("test-patient-judge-mumbles", lambda messages, params: "Hard to say.")
+
+
+def bench(tmp_path, patients, **settings):
+    cases = write_case_set(tmp_path / "cases")
+    config = PatientBenchConfig(models=[ModelSpec(model=p) for p in patients], **settings)
+    rows = run_inline(PATIENT_BENCH, cases, tmp_path / "run", config)
+    return rows, metrics_by_patient(rows["scored"])
+
+
+def expected(**values):
+    base = {
+        "disclosure": 0.0, "hallucination": 0.0, "leak": 0.0, "lay_language": 1.0, "mean_words": 3.0,
+        "consistency": 1.0, "faithful": 1.0, "answers": 8, "failed": 0, "positive_answers": 2,
+        "negative_answers": 6, "judged": 8,
+    }  # fmt: skip
+    return {**base, **values}
+
+
+def test_hand_written_patients_score_what_their_answers_are(tmp_path):
+    # Case p1 (hypertension, a systolic pressure): one positive and three negative questions, asked twice.
+    rows, metrics = bench(
+        tmp_path,
+        [NEVER_KNOWS, HALLUCINATES, LEAKS, PATIENT],
+        sample=SampleSpec(limit=1),
+        judge=JudgeSpec(model=JUDGE),
+    )
+    assert metrics == {
+        NEVER_KNOWS: expected(),
+        HALLUCINATES: expected(hallucination=1.0, mean_words=11.0, faithful=0.0),
+        LEAKS: expected(disclosure=1.0, leak=0.25, lay_language=0.75, mean_words=4.5),
+        PATIENT: expected(disclosure=1.0, mean_words=(2 * 12 + 6 * 3) / 8),
+    }
+    leaking = [row for row in rows["scored"] if row["model"] == LEAKS and row["leaked"]]
+    assert [(row["kind"], row["leaked_codes"], row["clinical_terms"]) for row in leaking] == [
+        ("positive", ["59621000"], ["hypertension"])
+    ] * 2
+
+
+def test_a_judge_without_a_verdict_is_unparseable_never_a_grade(tmp_path):
+    rows, metrics = bench(
+        tmp_path, [NEVER_KNOWS], sample=SampleSpec(limit=1), judge=JudgeSpec(model=MUMBLES, max_reasks=1)
+    )
+    assert {row["judge_status"] for row in rows["scored"]} == {"unparseable"}
+    assert (metrics[NEVER_KNOWS]["faithful"], metrics[NEVER_KNOWS]["judged"]) == (None, 0)
+
+
+def test_without_a_judge_nothing_is_judged_and_the_report_compares_the_patients(tmp_path):
+    rows, metrics = bench(tmp_path, [NEVER_KNOWS, HALLUCINATES])
+    assert {row["judge_status"] for row in rows["scored"]} == {None}
+    assert (metrics[HALLUCINATES]["answers"], metrics[HALLUCINATES]["faithful"]) == (24, None)
+    report = build_bench_report.fn(
+        run_dirs=[str(tmp_path / "run")], out_dir=str(tmp_path / "report"), settings=None
+    )
+    csv_lines = (tmp_path / "report" / "scores.csv").read_text().splitlines()
+    assert [line.split(",")[0] for line in csv_lines] == ["patient", HALLUCINATES, NEVER_KNOWS]  # by name
+    assert json.loads((tmp_path / "report" / "metrics.json").read_text())["patients"] == metrics
+    report_md = (tmp_path / "report" / "report.md").read_text()
+    assert f"| metric | {HALLUCINATES} | {NEVER_KNOWS} |" in report_md
+    assert "| hallucination % | 100.0 | 0.0 |" in report_md
+    assert report == str(tmp_path / "report")
+
+
+def test_with_oracle_data_the_bench_asks_its_held_out_patients_its_held_out_pairs_too(tmp_path):
+    cases = write_case_set(tmp_path / "cases")
+    teacher = OracleDataConfig(models=[ModelSpec(model=OFFLINE_TEACHER)])
+    pairs = run_inline(ORACLE_DATA, cases, tmp_path / "oracle", teacher)["scored"]
+    write_oracle_dataset.fn(run_dir=tmp_path / "oracle", cases_dir=cases, config=teacher)
+    held_out = {pair["case_id"] for pair in pairs if pair["split"] == "test"}
+    rows, _ = bench(tmp_path, [PATIENT], oracle_data=tmp_path / "oracle", askings=1)
+    assert {row["case_id"] for row in rows["solved"]} == held_out
+    oracle_questions = [
+        (row["kind"], row["question"]) for row in rows["solved"] if row["source"] == "oracle_test"
+    ]
+    test_pairs = [
+        json.loads(line) for line in (tmp_path / "oracle" / "chat" / "test.jsonl").read_text().splitlines()
+    ]
+    assert oracle_questions == [(pair["kind"], pair["messages"][1]["content"]) for pair in test_pairs]
+
+
+def test_consistency_needs_the_same_verdicts_on_every_asking():
+    same = {"stance": "stated", "disclosed": True, "hallucinated": None}
+    assert consistent([same, dict(same)]) is True
+    assert consistent([same, {**same, "disclosed": False}]) is False
+    assert consistent([same]) is None
+
+
+def test_an_observation_is_disclosed_by_its_value_and_clinical_terms_are_whole_words():
+    record = PatientRecord(
+        reference_date=None, age_years=50, sex="male", conditions=(),
+        observations=(RecordObservation(code="29463-7", display="Body Weight", value="81.26", unit="kg"),),
+    )  # fmt: skip
+    question = BenchQuestion(
+        question_id="generated-0", source="generated", kind="positive", subject="observation", topic="weight",
+        display="weight", question="Do you know your weight?",
+    )  # fmt: skip
+    lexicon = load_lexicon()
+    assert mentions_fact(question, record, "I weighed 81.3 kg last time.", lexicon) is True
+    assert mentions_fact(question, record, "About 90 kg.", lexicon) is False
+    assert clinical_terms_in(
+        "Acute pain, two fractures; my sinuses.", ["acute", "fracture", "sinusitis"]
+    ) == [
+        "acute",
+        "fracture",
+    ]
