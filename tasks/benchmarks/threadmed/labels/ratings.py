@@ -107,7 +107,7 @@ def check_ratings(
                 )
             elif key in stored and not replace:
                 problems.append(
-                    f"rater {key[1]!r}'s rating of item {key[0]} is already stored: pass --replace to "
+                    f"rater {key[1]!r} already has a stored rating of item {key[0]}: pass --replace to "
                     "replace the stored ratings of the raters in these files"
                 )
             seen.setdefault(key, where)
