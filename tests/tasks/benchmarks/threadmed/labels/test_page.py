@@ -22,7 +22,6 @@ from tests.tasks.benchmarks.threadmed.labels.fixtures import (
     MODELS,
     N_JUDGED,
     RUN_ID,
-    write_labels_run,
 )
 from tests.tasks.benchmarks.threadmed.test_report_html import Page, _chromium
 
@@ -30,10 +29,9 @@ NOTE = 'vague, "safe"\nbut misses the red flag <b>'
 
 
 @pytest.fixture(scope="module")
-def labels_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("labels-page")
-    labels = root / "labels"
-    write_sample(labels, build_sample(write_labels_run(root), 200, seed=5))
+def labels_dir(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    labels = tmp_path_factory.mktemp("labels-page") / "labels"
+    write_sample(labels, build_sample(run_dir, 200, seed=5))
     return labels
 
 

@@ -20,13 +20,7 @@ from tests.tasks.benchmarks.threadmed.labels.fixtures import (
     model_answer,
     physician_answer,
     question,
-    write_labels_run,
 )
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_labels_run(tmp_path_factory.mktemp("labels-run"))
 
 
 def test_turn_groups_are_the_degradation_tables() -> None:

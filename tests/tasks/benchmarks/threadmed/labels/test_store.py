@@ -10,12 +10,7 @@ from tasks.benchmarks.threadmed.labels.store import (
     write_sample,
 )
 from tasks.core.preflight import UserError
-from tests.tasks.benchmarks.threadmed.labels.fixtures import RUN_ID, write_labels_run
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_labels_run(tmp_path_factory.mktemp("labels-store"))
+from tests.tasks.benchmarks.threadmed.labels.fixtures import RUN_ID
 
 
 def test_the_same_sample_may_be_written_again_but_not_another(run_dir: Path, tmp_path: Path) -> None:
