@@ -94,6 +94,7 @@ def import_ratings(
         check_ratings,
         merged_ratings,
         rating_counts,
+        read_csv_texts,
         read_ratings,
         write_ratings,
     )
@@ -101,13 +102,13 @@ def import_ratings(
 
     item_ids = set(read_items(labels_dir)["item_id"].to_pylist())
     stored = read_ratings(labels_dir)
-    texts = {path: path.read_text(encoding="utf-8-sig") for path in csv_files}
+    texts, unreadable = read_csv_texts(csv_files)
     pairs = set(zip(stored["item_id"].to_pylist(), stored["rater"].to_pylist(), strict=True))
     checked = check_ratings(texts, item_ids, pairs, replace)
-    if checked.errors:
-        for message in checked.errors:
+    if unreadable or checked.errors:
+        for message in [*unreadable, *checked.errors]:
             errors.print(f"[red]Error:[/red] {escape(message)}", soft_wrap=True)
-        errors.print(f"Nothing imported: {len(checked.errors)} errors.")
+        errors.print(f"Nothing imported: {len(unreadable) + len(checked.errors)} errors.")
         raise typer.Exit(2)
     ratings = merged_ratings(stored, checked.rows)
     write_ratings(labels_dir, ratings)

@@ -127,6 +127,17 @@ def check_ratings(
     return CheckedRows(rows, errors)
 
 
+def read_csv_texts(paths: list[Path]) -> tuple[dict[Path, str], list[str]]:
+    """Each CSV's text (a spreadsheet's byte-order mark dropped), and an error for each that is not UTF-8."""
+    texts, errors = {}, []
+    for path in paths:
+        try:
+            texts[path] = path.read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError:
+            errors.append(f"{path}: not UTF-8 text: save it as CSV UTF-8, or {EXPORT_FIX}")
+    return texts, errors
+
+
 def read_ratings(labels_dir: Path) -> pa.Table:
     """DIR/ratings.parquet (RATINGS), empty when nothing has been imported yet."""
     path = Path(labels_dir) / RATINGS_FILE

@@ -155,7 +155,10 @@ def judged_turns(run_dir: Path) -> list[dict[str, Any]]:
 def build_sample(run_dir: Path, n: int, seed: int) -> LabelSample:
     """Draw `n` judged turns of the run at `run_dir` (all of them when it has fewer)."""
     judge = read_run_judge(run_dir)
-    items = draw_items(judged_turns(run_dir), n, seed)
+    candidates = judged_turns(run_dir)
+    if not candidates:
+        raise UserError(f"run {run_dir} has no judged turns (judge parse_status ok): nothing to rate")
+    items = draw_items(candidates, n, seed)
     info = {
         "run_dir": str(run_dir.resolve()),
         "run_id": read_manifest(run_dir).run_id,

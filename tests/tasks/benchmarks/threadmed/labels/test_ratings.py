@@ -11,6 +11,7 @@ from tasks.benchmarks.threadmed.labels.ratings import (
     merged_ratings,
     parse_rated_at,
     rating_counts,
+    read_csv_texts,
 )
 
 ITEMS = {"i1", "i2", "i3"}
@@ -120,3 +121,16 @@ def test_rated_at_accepts_utc_only() -> None:
     assert parse_rated_at("2026-11-26T04:00:00Z") == AT
     assert parse_rated_at("2026-11-26T04:00:00.250Z") == AT.replace(microsecond=250000)
     assert parse_rated_at("2026-11-26T04:00:00") is None  # no offset: local time of whom?
+
+
+def test_a_file_that_is_not_utf8_is_an_error(tmp_path: Path) -> None:
+    good, latin = tmp_path / "good.csv", tmp_path / "latin.csv"
+    good.write_bytes(b"\xef\xbb\xbf" + csv_text("i1,dr-a,clinician,1,,2026-11-26T04:00:00Z").encode())
+    latin.write_bytes(csv_text("i1,dr-\xe9,clinician,1,,2026-11-26T04:00:00Z").encode("latin-1"))
+    assert read_csv_texts([good, latin]) == (
+        {good: csv_text("i1,dr-a,clinician,1,,2026-11-26T04:00:00Z")},
+        [
+            f"{latin}: not UTF-8 text: save it as CSV UTF-8, or export the CSV again from the folder's "
+            "rate.html"
+        ],
+    )

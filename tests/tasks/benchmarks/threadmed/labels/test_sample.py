@@ -1,3 +1,4 @@
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from tasks.benchmarks.threadmed.labels.sample import (
 )
 from tasks.core.preflight import UserError
 from tasks.report.stats import seeded_rng
+from tests.perf.bench_report import write_run
 from tests.tasks.benchmarks.threadmed.labels.fixtures import (
     N_JUDGED,
     RUN_ID,
@@ -112,3 +114,11 @@ def test_a_rubric_edited_since_the_run_is_refused(run_dir: Path, tmp_path: Path)
         f"the rubric {rubric} has changed since run {edited} was judged (sha256 "
     )
     assert str(error.value).endswith("): restore the file the run used")
+
+
+def test_a_run_without_judged_turns_is_refused(run_dir: Path, tmp_path: Path) -> None:
+    empty = write_run(tmp_path / "run", json.loads((run_dir / "manifest.json").read_text()), [], [])
+    (empty / "responses.parquet").write_bytes((run_dir / "responses.parquet").read_bytes())
+    with pytest.raises(UserError) as error:
+        build_sample(empty, 10, seed=0)
+    assert str(error.value) == f"run {empty} has no judged turns (judge parse_status ok): nothing to rate"
