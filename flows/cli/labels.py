@@ -90,6 +90,7 @@ def import_ratings(
     simulated) and an ISO 8601 UTC time; a rater may rate an item once. Every bad row is reported (file,
     line, fix) and then nothing is written (exit 2).
     """
+    from tasks.benchmarks.threadmed.labels.folder import read_items
     from tasks.benchmarks.threadmed.labels.ratings import (
         check_ratings,
         merged_ratings,
@@ -98,7 +99,6 @@ def import_ratings(
         read_ratings,
         write_ratings,
     )
-    from tasks.benchmarks.threadmed.labels.store import read_items
 
     item_ids = set(read_items(labels_dir)["item_id"].to_pylist())
     stored = read_ratings(labels_dir)

@@ -1,36 +1,22 @@
 """Read and write a labels folder's sample: sample.json, items.parquet and rate.html."""
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tasks.benchmarks.threadmed.contracts import LABEL_ITEMS
-from tasks.benchmarks.threadmed.labels.folder import ITEMS_FILE, PAGE_FILE, SAMPLE_FILE
+from tasks.benchmarks.threadmed.labels.folder import (
+    ITEMS_FILE,
+    PAGE_FILE,
+    SAMPLE_FILE,
+    read_items,
+    read_sample_info,
+)
 from tasks.benchmarks.threadmed.labels.page import render_rating_page
 from tasks.benchmarks.threadmed.labels.sample import LabelSample, judged_turns
 from tasks.core.files import write_json_atomic, write_parquet_atomic, write_text_atomic
 from tasks.core.preflight import UserError
-
-LABELS_FIX = "pass the --out folder of `threadmed labels sample`"
-
-
-def read_sample_info(labels_dir: Path) -> dict[str, Any]:
-    """DIR/sample.json; UserError when DIR is not a labels folder."""
-    path = Path(labels_dir) / SAMPLE_FILE
-    if not path.is_file():
-        raise UserError(f"{labels_dir} is not a labels folder (no {SAMPLE_FILE}): {LABELS_FIX}")
-    return json.loads(path.read_text())
-
-
-def read_items(labels_dir: Path) -> pa.Table:
-    """DIR/items.parquet (LABEL_ITEMS), in page order; UserError when it is missing."""
-    path = Path(labels_dir) / ITEMS_FILE
-    if not path.is_file():
-        raise UserError(f"{labels_dir} is not a labels folder (no {ITEMS_FILE}): {LABELS_FIX}")
-    return pq.read_table(path).select(LABEL_ITEMS.schema.names).sort_by("position")
 
 
 def check_same_sample(labels_dir: Path, sample: LabelSample) -> None:

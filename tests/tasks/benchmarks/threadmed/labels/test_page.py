@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from tasks.benchmarks.threadmed.labels.folder import read_items
 from tasks.benchmarks.threadmed.labels.page import PAGE_FIELDS
 from tasks.benchmarks.threadmed.labels.ratings import check_ratings
 from tasks.benchmarks.threadmed.labels.sample import build_sample
-from tasks.benchmarks.threadmed.labels.store import read_items, write_sample
+from tasks.benchmarks.threadmed.labels.store import write_sample
 from tests.tasks.benchmarks.threadmed.labels.fixtures import (
     HOSTILE,
     MODELS,

@@ -2,13 +2,9 @@ from pathlib import Path
 
 import pytest
 
+from tasks.benchmarks.threadmed.labels.folder import read_items
 from tasks.benchmarks.threadmed.labels.sample import build_sample
-from tasks.benchmarks.threadmed.labels.store import (
-    check_same_sample,
-    read_item_texts,
-    read_items,
-    write_sample,
-)
+from tasks.benchmarks.threadmed.labels.store import check_same_sample, read_item_texts, write_sample
 from tasks.core.preflight import UserError
 from tests.tasks.benchmarks.threadmed.labels.fixtures import RUN_ID
 
