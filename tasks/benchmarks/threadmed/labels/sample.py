@@ -161,7 +161,7 @@ def build_sample(run_dir: Path, n: int, seed: int) -> LabelSample:
     items = draw_items(candidates, n, seed)
     info = {
         "run_dir": str(run_dir.resolve()),
-        "run_id": read_manifest(run_dir).run_id,
+        "run_id": items[0]["run_id"],
         "judge": {"model": judge.model, "rubric_version": judge.rubric.version, "epoch": judge.epoch},
         "seed": seed,
         "n": len(items),
