@@ -142,6 +142,20 @@ def test_a_clicked_grade_and_a_typed_note_survive_a_reload(page: Page) -> None:
     }
 
 
+def test_two_raters_sharing_a_browser_keep_their_own_ratings(page: Page) -> None:
+    start_fresh(page)
+    press(page, "3")
+    page.evaluate("document.getElementById('change-rater').click()")
+    type_rater(page, "dr-b")
+    assert (shown(page)["progress"], page.evaluate("window.ratingsCsv()")) == (
+        f"0 of {N_JUDGED} rated",
+        "item_id,rater,rater_kind,grade,note,rated_at\n",
+    )
+    page.evaluate("document.getElementById('change-rater').click()")
+    type_rater(page, "dr-a")
+    assert shown(page)["pressed"] == ["1"]
+
+
 def test_keys_rate_and_move_and_are_shown(page: Page) -> None:
     start_fresh(page)
     assert "1 incorrect, 2 partially correct, 3 correct, j or → next, k or ← previous" in page.evaluate(
