@@ -13,7 +13,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 import typer
 
-from flows.cli import consult, dataset, demo, evaluate, report, snomed
+from flows.cli import consult, dataset, demo, evaluate, judge, report, snomed
 
 app = typer.Typer(
     help="ThReadMed-QA: rebuild the multi-turn r/AskDocs benchmark from Pushshift dumps; evaluate LLMs.",
@@ -25,6 +25,7 @@ for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, repo
     app.command()(command)
 app.add_typer(snomed.app, name="snomed")
 app.add_typer(consult.app, name="consult")
+app.add_typer(judge.app, name="judge")
 
 
 def main() -> None:
