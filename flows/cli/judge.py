@@ -15,7 +15,6 @@ from flows.cli.evaluate import (
     MaxTokens,
     Timeout,
 )
-from flows.cli.render import console
 from tasks.core.preflight import UserError
 
 app = typer.Typer(
@@ -125,9 +124,5 @@ def rerun(
             return_state=True,
         )
 
+    # The run's notes (printed with its summary) say that the answers were replayed, and from which run.
     run_or_estimate(rejudging(bench, source), settings, out, dry_run, run_flow)
-    if not dry_run:
-        console.print(
-            f"Answers replayed from run {source.run_id} ({source.run_dir}): none was asked again; "
-            "the calls above are the judge's."
-        )
