@@ -93,7 +93,7 @@ def rerun(
     if (roles := split_list(batch)) not in (None, ["judge"]):
         raise UserError("only the judge is called when re-judging: give --batch judge", "--batch")
     choices = JudgeChoices(
-        judge=judge,
+        model=judge,
         rubric=rubric,
         temperature=temperature,
         epoch=epoch,
@@ -113,15 +113,9 @@ def rerun(
     def run_flow():
         from flows.rejudge import rejudge_run
 
-        options = choices.model_dump(exclude={"rubric"})
-        rubric_file = str(choices.rubric.resolve()) if choices.rubric else None
+        absolute = choices.model_copy(update={"rubric": choices.rubric.resolve() if choices.rubric else None})
         return rejudge_run(
-            run_dir=str(run_dir),
-            out_dir=str(out),
-            rubric=rubric_file,
-            **options,
-            report=report,
-            return_state=True,
+            run_dir=str(run_dir), out_dir=str(out), judge=absolute, report=report, return_state=True
         )
 
     # The run's notes (printed with its summary) say that the answers were replayed, and from which run.

@@ -52,7 +52,7 @@ class SourceRun(BaseModel):
 class JudgeChoices(BaseModel):
     """The judge that grades a stored run again, and how its calls are made. Unset: as in the source run."""
 
-    judge: str = Field(
+    model: str = Field(
         description="litellm model string; the source judge's name or model keeps its settings."
     )
     rubric: Path | None = Field(None, description="Rubric prompt file; default: the source judge's rubric.")
@@ -135,7 +135,7 @@ def rejudged_config(config: RunConfig, choices: JudgeChoices) -> RunConfig:
     if choices.api_key_env is not None and choices.api_base is None:
         raise UserError(f"the key in {choices.api_key_env} is sent only to an api_base: name the endpoint")
     overrides = RunOverrides(
-        roles={"judge": choices.judge},
+        roles={"judge": choices.model},
         max_concurrency=choices.max_concurrency,
         timeout_s=choices.timeout_s,
         batch=["judge"] if choices.batch else [],

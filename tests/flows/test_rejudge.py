@@ -74,9 +74,9 @@ def calls_since(server: LLMServer, before: int) -> Counter[str]:
 
 
 def rejudge(source: Path, out: Path, judge: str, **options):
-    return rejudge_run(
-        run_dir=str(source), out_dir=str(out), judge=judge, report=False, return_state=True, **options
-    )
+    """The rejudge-run flow of `source` into `out` with the judge `judge` (and options of JudgeChoices)."""
+    choices = JudgeChoices(model=judge, **options)
+    return rejudge_run(run_dir=str(source), out_dir=str(out), judge=choices, report=False, return_state=True)
 
 
 def test_a_new_judge_is_called_once_per_answer_and_no_answer_is_asked_again(source, server, tmp_path):
@@ -149,7 +149,7 @@ def test_epoch_0_of_the_same_judge_asks_the_recorded_calls_and_epoch_1_new_ones(
 def test_the_dry_run_counts_the_judge_calls_only(source, tmp_path):
     run = read_source_run(source)
     bench = rejudging(BENCHMARKS["threadmed"], run)
-    settings = rejudge_settings(run, bench.config_model, JudgeChoices(judge="openai/judge4"), tmp_path)
+    settings = rejudge_settings(run, bench.config_model, JudgeChoices(model="openai/judge4"), tmp_path)
     [estimate] = estimate_plan(bench.plan(settings), bench.estimate_job)
     assert (estimate.model, estimate.role, estimate.calls, estimate.cached) == (
         "openai/judge4", "judge", len(answered(source)), 0
