@@ -213,3 +213,5 @@ def test_a_consultation_run_is_rejudged_with_fqr_judge_calls_only(tmp_path):
     assert (
         manifest(tmp_path / "rejudged")["rejudge"]["source_run_id"] == manifest(tmp_path / "source")["run_id"]
     )
+    report = Path(BENCHMARKS["consult"].report([str(tmp_path / "rejudged")], None, None))
+    assert (report / "index.html").is_file()  # a re-judged folder reports like any run

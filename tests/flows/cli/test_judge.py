@@ -33,14 +33,15 @@ def test_rerun_writes_a_run_of_the_new_judges_grades_and_says_the_answers_were_r
     source_calls = CallLedger(source / "ledger").count_succeeded()
     api = {"PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
     result = threadmed(
-        "judge", "rerun", source, "--judge", "threadmed/coverage-judge", "--out", "rejudged", "--no-report",
+        "judge", "rerun", source, "--judge", "threadmed/coverage-judge", "--out", "rejudged",
         cwd=tmp_path, env=api,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     output = " ".join(result.stdout.split())
     source_id, run_id = manifest(source)["run_id"], manifest(tmp_path / "rejudged")["run_id"]
     assert f"Answers replayed from run {source_id} ({source}): none was asked again;" in output
-    assert output.endswith(f"Run {run_id} written to rejudged")
+    assert f"Run {run_id} written to rejudged" in output
+    assert (tmp_path / "rejudged" / "report" / "index.html").is_file()  # it reports like any run
     records = CallLedger(tmp_path / "rejudged" / "ledger").records()
     assert {record.model for record in records} == {"threadmed/coverage-judge"}
     assert CallLedger(source / "ledger").count_succeeded() == source_calls
