@@ -133,7 +133,10 @@ def rejudged_config(config: RunConfig, choices: JudgeChoices) -> RunConfig:
     if not isinstance(config, JudgedRunConfig):
         raise TypeError(f"{type(config).__name__} has no judge")
     if choices.api_key_env is not None and choices.api_base is None:
-        raise UserError(f"the key in {choices.api_key_env} is sent only to an api_base: name the endpoint")
+        raise UserError(
+            f"the key in {choices.api_key_env} is sent only to an api_base: name the endpoint",
+            "--api-key-env",
+        )
     overrides = RunOverrides(
         roles={"judge": choices.model},
         max_concurrency=choices.max_concurrency,
