@@ -291,3 +291,16 @@ def benchmark_for_folder(bench: Benchmark, run_dir: Path) -> Benchmark:
         return bench
     facts = json.loads(marker.read_text(encoding="utf-8"))
     return rejudging(bench, read_source_run(Path(facts["source_run_dir"])))
+
+
+def rejudge_refusal(run_dir: Path, bench: Benchmark) -> str | None:
+    """Why `bench` must not run in `run_dir`: the folder re-judges a run and `bench` would ask its answers
+    again (a plain evaluation into it); None when it may."""
+    marker = Path(run_dir) / REJUDGE_FILE
+    if bench.solve is replay_answers or not marker.is_file():
+        return None
+    source_run_id = json.loads(marker.read_text(encoding="utf-8"))["source_run_id"]
+    return (
+        f"{run_dir} re-judges run {source_run_id}, whose answers are replayed, never asked again: finish it "
+        "with `threadmed judge rerun` (the rejudge-run flow), or give this evaluation another folder"
+    )

@@ -127,6 +127,22 @@ def test_failed_judge_calls_are_made_again_by_a_rerun_and_successful_ones_are_no
     assert [j["parse_status"] for j in read(tmp_path, "judgments")].count("ok") == answers
 
 
+def test_an_evaluation_into_a_rejudged_folder_is_refused_before_asking_any_answer(source, server, tmp_path):
+    assert rejudge(source, tmp_path, "openai/judge6", api_base=server.url).is_completed()
+    before = len(server.requests)
+    config = EvalConfig.model_validate(manifest(source)["config"])
+    state = evaluate_models(
+        dataset_dir=manifest(source)["dataset"]["dir"], run_dir=str(tmp_path), config=config, report=False,
+        return_state=True,
+    )  # fmt: skip
+    assert state.is_failed() and state.message == (
+        f"{tmp_path} re-judges run {manifest(source)['run_id']}, whose answers are replayed, never asked "
+        "again: finish it with `threadmed judge rerun` (the rejudge-run flow), or give this evaluation "
+        "another folder"
+    )
+    assert len(server.requests) == before
+
+
 def test_epoch_0_of_the_same_judge_asks_the_recorded_calls_and_epoch_1_new_ones(source, server, tmp_path):
     recorded = {(j["thread_id"], j["condition"], j["turn"]): j["call_key"] for j in read(source, "judgments")}
     keys = {}
