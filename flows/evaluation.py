@@ -27,6 +27,7 @@ from tasks.evals.outputs import (
     write_run_outputs,
 )
 from tasks.evals.plan import plan_evaluation
+from tasks.evals.rejudge import rejudge_refusal
 from tasks.evals.run_folder import claim_run_folder
 from tasks.evals.run_lock import hold_run_folder
 
@@ -45,6 +46,8 @@ def evaluate_benchmark(
     """
     with hold_run_folder(settings.run_dir):  # one process per run folder, or every call is paid twice
         claim_run_folder(settings.run_dir, bench.name)
+        if (refusal := rejudge_refusal(settings.run_dir, bench)) is not None:
+            return Failed(message=refusal)
         plan = plan_evaluation(bench.plan, settings)
         if (refusal := batches_left_to_single_calls(settings.run_dir, settings.config)) is not None:
             return Failed(message=refusal)

@@ -10,19 +10,29 @@ summary, the manifest and the `report`. Everything a benchmark owns lives in its
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from prefect import Task
 from pydantic import BaseModel
 
 from tasks.data.contracts import Contract
 from tasks.evals.config import RunConfig, SampleSpec
-from tasks.evals.estimate import JobEstimator
+from tasks.evals.estimate import EstimateTally, JobEstimator
 from tasks.evals.outputs import RunTables, Summarizer
 from tasks.evals.plan import Planner
+from tasks.llm.ledger import CallLedger
 from tasks.report.files import default_report_dir
 
 ReportFunction = Callable[[list[str], str | None, Any], str]
+
+
+class Rejudging(NamedTuple):
+    """What grading a stored run's answers again with another judge needs (tasks/evals/rejudge.py)."""
+
+    # A solve job -> the columns and values that mark its rows in the solved table (model, thread, ...).
+    solved_key: Callable[[Any], dict[str, Any]]
+    # The dry run's walk of one score job over given solve rows: counts its judge calls still to make.
+    estimate_scoring: Callable[[Any, list[dict[str, Any]], CallLedger, EstimateTally], None]
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,8 @@ class Benchmark:
     report_settings: type[BaseModel]
     contracts: tuple[Contract, ...]
     prompts_dir: Path
+    # How its stored runs are re-judged; None: it has no judge to replace.
+    rejudging: Rejudging | None = None
 
 
 def published_report(

@@ -101,6 +101,12 @@ class JudgeSpec(ModelSpec):
         None, description="Rubric prompt file; default: the benchmark's judge_rubric_v1.txt."
     )
     max_reasks: int = Field(2, ge=0, description="Follow-up requests for a reply without a valid score.")
+    epoch: int = Field(
+        0,
+        ge=0,
+        description="Repeat index of this judge's grading: each epoch is a new sample of every verdict "
+        "(at temperature > 0 they may differ); part of each judge call's key, never sent.",
+    )
     estimated_reply_tokens: int = 120
 
 
@@ -323,8 +329,11 @@ class JudgedRunConfig(RunConfig):
     )
 
     def not_in_run_id(self) -> dict[str, Any]:
-        # Added after runs were recorded: left out at its default, so their run ids stay as they were.
-        return {**super().not_in_run_id(), **({"truncated": True} if self.truncated == "judge" else {})}
+        # Added after runs were recorded: left out at their defaults, so their run ids stay as they were.
+        excluded = {**super().not_in_run_id(), **({"truncated": True} if self.truncated == "judge" else {})}
+        if self.judge.epoch == 0:
+            excluded["judge"] = {*excluded["judge"], "epoch"}
+        return excluded
 
 
 class EvalConfig(JudgedRunConfig):

@@ -3,12 +3,12 @@
 from tasks.benchmarks.consult.cases.case_set import load_sample
 from tasks.benchmarks.consult.config import PROMPTS_DIR, ConsultConfig
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
-from tasks.benchmarks.consult.plan import build_plan, estimate_job
+from tasks.benchmarks.consult.plan import build_plan, estimate_job, estimate_scoring
 from tasks.benchmarks.consult.report import ReportSettings, build_report, publish_report_artifacts
 from tasks.benchmarks.consult.scorer import score_episode
-from tasks.benchmarks.consult.solver import consult_episode
+from tasks.benchmarks.consult.solver import EpisodeJob, consult_episode
 from tasks.benchmarks.consult.summary import summarize
-from tasks.benchmarks.protocol import Benchmark, published_report
+from tasks.benchmarks.protocol import Benchmark, Rejudging, published_report
 from tasks.evals.outputs import RunTables
 
 CONSULT = Benchmark(
@@ -26,4 +26,5 @@ CONSULT = Benchmark(
     report_settings=ReportSettings,
     contracts=(MESSAGES, SCORES),
     prompts_dir=PROMPTS_DIR,
+    rejudging=Rejudging(solved_key=EpisodeJob.row_key, estimate_scoring=estimate_scoring),
 )

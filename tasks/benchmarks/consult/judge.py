@@ -44,7 +44,11 @@ class FollowUpJudge(BaseModel, frozen=True):
     rubric: PromptTemplate
 
     def request(self, job: "ScoreJob", index: int, messages: list[dict[str, str]]) -> ChatRequest:
+        """The request's epoch is the episode's (its answers differ by epoch), so the judge's own repeat
+        index (`spec.epoch`) goes in the scope, from 1 on: epoch 0 keeps every key recorded before it."""
         scope = f"consult/judge/{job.case.case_id}/{index}"
+        if self.spec.epoch:
+            scope += f"/judge-epoch-{self.spec.epoch}"
         return self.spec.request(messages, self.rubric.version, scope=scope, epoch=job.epoch)
 
 

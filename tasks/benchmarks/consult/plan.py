@@ -141,6 +141,15 @@ def estimate_job(job: ConsultJob, ledger: CallLedger, tally: EstimateTally) -> N
     judging.completion_tokens += follow_ups * job.score.judge.spec.estimated_reply_tokens
 
 
+def estimate_scoring(
+    job: ScoreJob, solved: list[dict[str, Any]], ledger: CallLedger, tally: EstimateTally
+) -> None:
+    """Count the FQR judge calls still to make over an episode already run (a re-judged run's message rows):
+    none when the episode stopped at a failed agent call, as its scoring makes none."""
+    if solved and all(row["status"] != "failed" for row in solved):
+        _estimate_judging(job, solved, ledger, tally.of(job.judge.spec, job.judge.options, "judge"))
+
+
 def _estimate_judging(
     job: ScoreJob, rows: list[dict[str, Any]], ledger: CallLedger, estimate: CallEstimate
 ) -> None:

@@ -76,6 +76,10 @@ class EpisodeJob(BaseModel, frozen=True):
     def label(self) -> str:
         return f"{self.agent.name}/{self.case.case_id}/epoch {self.epoch}"
 
+    def row_key(self) -> dict[str, Any]:
+        """The columns and values that mark this job's MESSAGES rows."""
+        return {"model": self.agent.name, "case_id": self.case.case_id, "epoch": self.epoch}
+
     def request(self, messages: Messages) -> ChatRequest:
         scope = f"consult/agent/{self.case.case_id}"  # two cases' first turns are the same messages
         return self.agent.request(messages, self.prompts.version, scope=scope, epoch=self.epoch)
@@ -215,9 +219,7 @@ def _row(
 ) -> dict[str, Any]:
     return {
         "run_id": job.run_id,
-        "model": job.agent.name,
-        "case_id": job.case.case_id,
-        "epoch": job.epoch,
+        **job.row_key(),
         "turn": turn,
         "role": role,
         "stage": stage,

@@ -10,9 +10,15 @@ network:
 - `threadmed/overlap-judge`: a heuristic judge scoring word overlap (F1 of content words) between the
   physician answer and the model answer found in the rubric prompt. NOT comparable to an LLM judge; it
   says so in every reason it gives.
+- `threadmed/coverage-judge`: a second heuristic judge, for re-judging demos: the share of the physician
+  answer's content words the model answer covers (recall; 1.0 from 0.40, 0.5 from 0.20). At temperature
+  T > 0 it samples as an LLM does: Gaussian noise of standard deviation 0.15 x T is added to the coverage
+  before grading, drawn afresh on each call, so two epochs of a grading may disagree near a threshold; at
+  temperature 0 it is deterministic. NOT comparable to an LLM judge either; its reasons say so.
 """
 
 import json
+import random
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -96,6 +102,35 @@ def overlap_verdict(physician_answer: str, model_answer: str) -> dict[str, Any]:
     }
 
 
+COVERAGE_JUDGE_LABEL = "heuristic word-coverage judge, not comparable to an LLM judge"
+# Share of the physician answer's content words the model answer covers for 1.0 / 0.5.
+FULL_CREDIT_COVERAGE = 0.40
+HALF_CREDIT_COVERAGE = 0.20
+# Standard deviation of the noise added to the coverage per unit of temperature (0.105 at T = 0.7).
+COVERAGE_NOISE_PER_TEMPERATURE = 0.15
+
+
+def coverage_verdict(
+    physician_answer: str, model_answer: str, temperature: float = 0.0, rng: random.Random | None = None
+) -> dict[str, Any]:
+    """The coverage judge's verdict, in the rubric's JSON shape; `rng` draws the noise at temperature > 0."""
+    reference, candidate = content_words(physician_answer), content_words(model_answer)
+    shared = len(reference & candidate)
+    coverage = shared / len(reference) if reference else 0.0
+    sampled = coverage
+    if temperature > 0:
+        sampled += (rng or random.Random()).gauss(0.0, COVERAGE_NOISE_PER_TEMPERATURE * temperature)
+    score = 1.0 if sampled >= FULL_CREDIT_COVERAGE else 0.5 if sampled >= HALF_CREDIT_COVERAGE else 0.0
+    if shared < MIN_SHARED_WORDS:
+        score = 0.0
+    noise = f", sampled as {sampled:.2f} at temperature {temperature:g}" if temperature > 0 else ""
+    return {
+        "SCORE": score,
+        "REASON": f"covers {coverage:.2f} of the physician answer's content words{noise} "
+        f"({COVERAGE_JUDGE_LABEL})",
+    }
+
+
 def _tagged(text: str, tag: str) -> str | None:
     found = re.search(rf"<{tag}>\s*(.*?)\s*</{tag}>", text, flags=re.DOTALL)
     return found.group(1) if found else None
@@ -115,16 +150,25 @@ def _deferral(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
     return DEFERRAL_REPLY
 
 
-def _overlap_judge(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
+def _graded_texts(messages: list[dict[str, Any]], judge: str) -> tuple[str, str]:
+    """The physician answer and the model answer a judge's rubric prompt holds."""
     prompt = "\n".join(str(m["content"]) for m in messages if m["role"] == "user")
     physician, answer = _tagged(prompt, "physician_answer"), _tagged(prompt, "ai_answer")
     if physician is None or answer is None:
-        raise OfflineBadRequest(
-            "overlap-judge needs <physician_answer> and <ai_answer> sections in the prompt"
-        )
-    return json.dumps(overlap_verdict(physician, answer))
+        raise OfflineBadRequest(f"{judge} needs <physician_answer> and <ai_answer> sections in the prompt")
+    return physician, answer
+
+
+def _overlap_judge(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
+    return json.dumps(overlap_verdict(*_graded_texts(messages, "overlap-judge")))
+
+
+def _coverage_judge(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
+    temperature = float(params.get("temperature") or 0.0)
+    return json.dumps(coverage_verdict(*_graded_texts(messages, "coverage-judge"), temperature))
 
 
 RETRIEVAL = register_offline_model("retrieval", _retrieval)
 DEFERRAL = register_offline_model("deferral", _deferral)
 OVERLAP_JUDGE = register_offline_model("overlap-judge", _overlap_judge)
+COVERAGE_JUDGE = register_offline_model("coverage-judge", _coverage_judge)

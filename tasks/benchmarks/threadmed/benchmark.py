@@ -1,13 +1,13 @@
 """ThReadMed-QA as a `Benchmark`: the record the registry lists and the evaluate-models flow runs."""
 
-from tasks.benchmarks.protocol import Benchmark, published_report
+from tasks.benchmarks.protocol import Benchmark, Rejudging, published_report
 from tasks.benchmarks.threadmed.cases import load_sample
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES, THREADS
-from tasks.benchmarks.threadmed.plan import build_plan, estimate_job
+from tasks.benchmarks.threadmed.plan import build_plan, estimate_job, estimate_scoring
 from tasks.benchmarks.threadmed.report import build_report, publish_report_artifacts
 from tasks.benchmarks.threadmed.scorer import PROMPTS_DIR, judge_thread
 from tasks.benchmarks.threadmed.settings import ReportSettings
-from tasks.benchmarks.threadmed.solver import answer_thread
+from tasks.benchmarks.threadmed.solver import InferenceJob, answer_thread
 from tasks.benchmarks.threadmed.summary import summarize
 from tasks.evals.config import EvalConfig
 from tasks.evals.outputs import RunTables
@@ -27,4 +27,5 @@ THREADMED = Benchmark(
     report_settings=ReportSettings,
     contracts=(THREADS, QA_PAIRS, RESPONSES, JUDGMENTS),
     prompts_dir=PROMPTS_DIR,
+    rejudging=Rejudging(solved_key=InferenceJob.row_key, estimate_scoring=estimate_scoring),
 )

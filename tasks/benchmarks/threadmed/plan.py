@@ -5,7 +5,13 @@ from typing import Any
 
 from tasks.benchmarks.threadmed import baselines
 from tasks.benchmarks.threadmed.cases import answered_dir, dataset_fingerprint, load_sample
-from tasks.benchmarks.threadmed.scorer import DEFAULT_RUBRIC, REASK_PROMPT, JudgeJob, render_judge_messages
+from tasks.benchmarks.threadmed.scorer import (
+    DEFAULT_RUBRIC,
+    REASK_PROMPT,
+    JudgeJob,
+    is_judged,
+    render_judge_messages,
+)
 from tasks.benchmarks.threadmed.solver import InferenceJob, ask_turns
 from tasks.core.tokens import count_tokens
 from tasks.evals.config import EvaluationSettings, ModelSpec
@@ -94,6 +100,17 @@ def estimate_job(job: ThreadmedJob, ledger: CallLedger, tally: EstimateTally) ->
         _estimate_judging(job.score, turn, answer, ledger, judgments)
 
 
+def estimate_scoring(
+    job: JudgeJob, solved: list[dict[str, Any]], ledger: CallLedger, tally: EstimateTally
+) -> None:
+    """Count the judge calls still to make over answers already given (a re-judged run's response rows);
+    judge re-asks are not counted."""
+    judgments = tally.of(job.judge, job.options, "judge")
+    for row in solved:
+        if is_judged(job, row):
+            _estimate_judging(job, row["turn"], row["response"], ledger, judgments)
+
+
 def _walk_answers(
     job: InferenceJob, ledger: CallLedger, estimate: CallEstimate
 ) -> list[tuple[int, str | None]]:
@@ -134,7 +151,7 @@ def _estimate_judging(
         messages = render_judge_messages(
             job.rubric, job.thread.questions[turn], job.thread.answers[turn], answer
         )
-        if ledger.lookup(job.judge.request(messages, job.rubric.version).key()) is not None:
+        if ledger.lookup(job.request(messages).key()) is not None:
             estimate.cached += 1
             return
     placeholder = render_judge_messages(job.rubric, job.thread.questions[turn], job.thread.answers[turn], "")

@@ -24,7 +24,7 @@ from tasks.evals.verdicts import parse_verdict as parse_scaled_verdict
 from tasks.llm.call import complete, counting_outcomes
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.prompts import PromptTemplate
-from tasks.llm.request import CallOptions
+from tasks.llm.request import CallOptions, ChatRequest
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 DEFAULT_RUBRIC = PROMPTS_DIR / "judge_rubric_v1.txt"
@@ -71,6 +71,10 @@ class JudgeJob(BaseModel, frozen=True):
     def label(self) -> str:
         return f"{self.model_name}/{self.condition}/{self.thread.thread_id}"
 
+    def request(self, messages: list[dict[str, str]]) -> ChatRequest:
+        """The judge's request for `messages`, in the judge's epoch (its repeat index, in the call key)."""
+        return self.judge.request(messages, self.rubric.version, epoch=self.judge.epoch)
+
 
 @task(name="judge-thread", cache_policy=NO_CACHE, task_run_name="judge {job.label}")
 def judge_thread(job: JudgeJob, solved: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
@@ -79,11 +83,16 @@ def judge_thread(job: JudgeJob, solved: list[dict[str, Any]], ledger_dir: Path) 
     with counting_outcomes() as outcomes:
         rows = [
             judge_turn(job, row["turn"], row["response"], ledger)
-            if row["status"] == "ok" and not (job.truncated == "mark" and is_truncated(row))
+            if is_judged(job, row)
             else not_judged_row(job, row)
             for row in solved
         ]
     return job_result(rows, outcomes)
+
+
+def is_judged(job: JudgeJob, response: dict[str, Any]) -> bool:
+    """Whether the judge grades this response row: an answer, unless cut at max_tokens and marked so."""
+    return response["status"] == "ok" and not (job.truncated == "mark" and is_truncated(response))
 
 
 def is_truncated(response: dict[str, Any]) -> bool:
@@ -99,7 +108,7 @@ def judge_turn(job: JudgeJob, turn: int, model_answer: str, ledger: CallLedger) 
     records: list[CallRecord] = []
     verdict = None
     for _ in range(job.judge.max_reasks + 1):
-        record = complete(job.judge.request(messages, job.rubric.version), job.options, ledger)
+        record = complete(job.request(messages), job.options, ledger)
         records.append(record)
         if record.status != "ok" or (verdict := parse_verdict(record.text)) is not None:
             break

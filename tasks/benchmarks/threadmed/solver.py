@@ -43,6 +43,10 @@ class InferenceJob(BaseModel, frozen=True):
     def label(self) -> str:
         return f"{self.model.name}/{self.condition}/{self.thread.thread_id}"
 
+    def row_key(self) -> dict[str, Any]:
+        """The columns and values that mark this job's RESPONSES rows."""
+        return {"model": self.model.name, "condition": self.condition, "thread_id": self.thread.thread_id}
+
 
 def ask_turns(job: InferenceJob, reply: Reply) -> list[Exchange]:
     """The job's turns asked in order, with the history its condition prescribes (tasks/evals/dialogue.py)."""
@@ -101,10 +105,4 @@ def not_run_row(job: InferenceJob, turn: int, *, failed_turn: int) -> dict[str, 
 
 
 def _row_key(job: InferenceJob, turn: int) -> dict[str, Any]:
-    return {
-        "run_id": job.run_id,
-        "model": job.model.name,
-        "condition": job.condition,
-        "thread_id": job.thread.thread_id,
-        "turn": turn,
-    }
+    return {"run_id": job.run_id, **job.row_key(), "turn": turn}

@@ -36,3 +36,10 @@ def test_a_plan_keeps_its_jobs_and_names_its_ledger(tmp_path):
         {},
         [],
     )
+
+
+def test_a_judges_epoch_is_in_the_run_id_from_1_on():
+    config = EvalConfig(models=[ModelSpec(model="openai/gpt-4o")])
+    again = config.model_copy(update={"judge": config.judge.model_copy(update={"epoch": 1})})
+    # Epoch 0 is every run recorded before judges had epochs: its run id stays as it was.
+    assert run_id_for(config, "abc") == "defd0353a5a5" != run_id_for(again, "abc")

@@ -11,6 +11,7 @@ from tasks.benchmarks.consult.scorer import ScoreJob
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.prompts import load_prompt
+from tasks.llm.request import ChatRequest
 from tests.tasks.benchmarks.consult.test_solver import ALLERGY, ANSWER, FOLLOWED, QUESTION
 
 RUBRIC = load_prompt(JUDGE_RUBRIC)
@@ -152,4 +153,18 @@ def test_the_judge_reads_the_plan_as_written_with_a_strength_but_no_parser_bookk
     assert plan_text(given) == (
         '[{"drug": "ibuprofen", "dose": 2.0, "unit": "tablets", "frequency_per_day": 3.0, "strength": 200.0, '
         '"strength_unit": "mg"}, {"drug": "paracetamol", "as_needed": true}]\nRest.'
+    )
+
+
+def test_a_judge_epoch_keeps_the_keys_recorded_at_0_and_asks_anew_from_1():
+    messages = [{"role": "user", "content": "grade this"}]
+    recorded = ChatRequest(
+        model=JOB.judge.spec.model, messages=tuple(messages), prompt_version=RUBRIC.version,
+        scope=f"consult/judge/{FOLLOWED.case_id}/1", epoch=2,
+    )  # fmt: skip
+    episode_epoch_2 = JOB.model_copy(update={"epoch": 2})
+    assert JOB.judge.request(episode_epoch_2, 1, messages) == recorded
+    again = JOB.judge.model_copy(update={"spec": JOB.judge.spec.model_copy(update={"epoch": 1})})
+    assert again.request(episode_epoch_2, 1, messages) == recorded.model_copy(
+        update={"scope": f"consult/judge/{FOLLOWED.case_id}/1/judge-epoch-1"}
     )

@@ -1,5 +1,6 @@
 import json
 import pickle
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -7,11 +8,14 @@ from pathlib import Path
 import pytest
 
 from tasks.benchmarks.threadmed.baselines import (
+    COVERAGE_JUDGE,
+    COVERAGE_JUDGE_LABEL,
     DEFERRAL,
     DEFERRAL_REPLY,
     OVERLAP_JUDGE,
     OVERLAP_JUDGE_LABEL,
     RETRIEVAL,
+    coverage_verdict,
     load_corpus,
     overlap_verdict,
     retrieve_answer,
@@ -93,7 +97,74 @@ def test_overlap_judge_without_the_sections_is_a_bad_request(tmp_path):
     assert (outcome.error_kind, outcome.retryable) == ("bad_request", False)
 
 
+# Content words: rest, ice, ibuprofen, ray (of x-ray), cannot, walk.
+PHYSICIAN = "Rest, ice and ibuprofen; x-ray if you cannot walk."
+LONG_AND_COMPLETE = (  # every point of the physician's, among 55 content words: F1 0.20, recall 1.0
+    "Rest the ankle, put ice on it, take ibuprofen with food, and get an x-ray if you cannot walk four "
+    "steps; elevation, compression, gentle movement after two days and a brace help many sprains heal. "
+    "Most ligament injuries recover fully within six weeks, although athletes sometimes need physiotherapy, "
+    "balance training, taping, supportive footwear, stretching exercises, strengthening routines and "
+    "patience before returning safely to running, jumping, dancing or climbing stairs without discomfort."
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "coverage", "score"),
+    [
+        ("Rest and ice it, take ibuprofen.", "0.50", 1.0),  # 3 of 6
+        ("Ice helps, and walk gently.", "0.33", 0.5),  # 2 of 6
+        ("Rest.", "0.17", 0.0),  # one shared word is chance
+        (DEFERRAL_REPLY, "0.00", 0.0),
+        (LONG_AND_COMPLETE, "1.00", 1.0),  # recall: what the answer adds costs nothing
+    ],
+)
+def test_coverage_judge_grades_the_share_of_the_physician_answer_covered(answer, coverage, score):
+    assert coverage_verdict(PHYSICIAN, answer) == {
+        "SCORE": score,
+        "REASON": f"covers {coverage} of the physician answer's content words ({COVERAGE_JUDGE_LABEL})",
+    }
+
+
+def test_coverage_and_overlap_judges_disagree_on_a_long_complete_answer():
+    assert (
+        coverage_verdict(PHYSICIAN, LONG_AND_COMPLETE)["SCORE"],
+        overlap_verdict(PHYSICIAN, LONG_AND_COMPLETE)["SCORE"],
+    ) == (1.0, 0.5)
+
+
+class OneDeviation:
+    """An rng whose every Gaussian draw is one standard deviation above the mean."""
+
+    def gauss(self, mu: float, sigma: float) -> float:
+        return mu + sigma
+
+
+def test_coverage_judge_at_a_temperature_adds_noise_scaled_by_it():
+    half = "Ice helps, and walk gently."  # coverage 0.33: + 0.15 x 0.5 = 0.41, over the full-credit line
+    assert coverage_verdict(PHYSICIAN, half, 0.5, OneDeviation()) == {
+        "SCORE": 1.0,
+        "REASON": "covers 0.33 of the physician answer's content words, sampled as 0.41 at temperature 0.5 "
+        f"({COVERAGE_JUDGE_LABEL})",
+    }
+    assert coverage_verdict(PHYSICIAN, half, 0.0, OneDeviation())["SCORE"] == 0.5
+    grades = {coverage_verdict(PHYSICIAN, half, 1.0, random.Random(seed))["SCORE"] for seed in range(40)}
+    assert grades == {0.0, 0.5, 1.0}
+
+
+def test_coverage_judge_through_the_call_layer_reads_the_rubric_and_is_deterministic_at_temperature_0(
+    tmp_path,
+):
+    answer = "Ice helps, and walk gently."
+    prompt = f"<physician_answer>{PHYSICIAN}</physician_answer>\n<ai_answer>{answer}</ai_answer>"
+    messages = [{"role": "system", "content": "rubric"}, {"role": "user", "content": prompt}]
+    verdicts = {
+        ask("coverage-judge", messages, tmp_path / str(epoch), temperature=0).text for epoch in range(3)
+    }
+    assert [json.loads(verdict)["SCORE"] for verdict in verdicts] == [0.5]
+
+
 def test_the_baselines_keep_their_model_strings():
+    assert COVERAGE_JUDGE == "threadmed/coverage-judge"
     assert (RETRIEVAL, DEFERRAL, OVERLAP_JUDGE) == (
         "threadmed/retrieval",
         "threadmed/deferral",

@@ -15,7 +15,7 @@ from tasks.benchmarks.threadmed.scorer import (
 )
 from tasks.evals.config import JudgeSpec, SampleSpec
 from tasks.llm.prompts import load_prompt
-from tasks.llm.request import CallOptions, RetryPolicy
+from tasks.llm.request import CallOptions, ChatRequest, RetryPolicy
 from tests.eval_fixtures import write_dataset
 from tests.golden_files import assert_matches_golden, render_sections
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer
@@ -248,3 +248,15 @@ def test_judgments_are_resumed_from_the_ledger(server, ankle, tmp_path):
     first = judge_thread.fn(job(server, ankle), responses(ankle, "ok", "ok"), tmp_path)
     again = judge_thread.fn(job(server, ankle), responses(ankle, "ok", "ok"), tmp_path)
     assert again == first and len(server.requests) == 2
+
+
+def test_a_judge_request_at_epoch_0_has_the_key_recorded_before_epochs_and_a_new_one_later(server, ankle):
+    first = job(server, ankle)
+    messages = render_judge_messages(first.rubric, **EXAMPLE)
+    recorded = ChatRequest(
+        model="openai/judge", messages=tuple(messages), api_base=server.url, prompt_version="judge_rubric_v1"
+    )
+    assert first.request(messages).key() == recorded.key()
+    second = first.model_copy(update={"judge": first.judge.model_copy(update={"epoch": 1})})
+    assert second.request(messages) == recorded.model_copy(update={"epoch": 1})
+    assert second.request(messages).key() != recorded.key()

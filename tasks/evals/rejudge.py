@@ -1,0 +1,306 @@
+"""Re-judging: grade the stored answers of a finished run again, with another judge, rubric, temperature or
+epoch, into a new run folder, asking no answer again.
+
+A re-judge is a run of the source run's benchmark with the source's config (its `manifest.json`), the judge
+replaced. Its plan is the benchmark's own over the same dataset (checked by fingerprint), each job's solve
+replaced by a replay of the source's solve rows for that job (`replay-answers`, their run_id the new run's):
+an answer the source lacks (failed, not run) stays as recorded, never asked. The benchmark's score task then
+judges them through the new folder's ledger, with batch mode and resume as in any run. The summary counts
+the judge's calls, costs and failures alone: the answers were paid for by the source run.
+The folder names its source in `rejudge.json` from the start, so the resume-batch-runs poller, too, goes on
+with it as a re-judge (`benchmark_for_folder`), and in its manifest's `rejudge` entry.
+"""
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, Field
+
+from tasks.benchmarks.protocol import Benchmark
+from tasks.core.files import write_json_atomic
+from tasks.core.preflight import UserError
+from tasks.evals.config import EvaluationSettings, JudgedRunConfig, RunConfig, RunOverrides
+from tasks.evals.estimate import EstimateTally
+from tasks.evals.outputs import RunSummary, Summarizer
+from tasks.evals.plan import Job, RunPlan
+from tasks.evals.run_folder import BENCHMARK_FILE, check_run_folder_benchmark, run_folder_benchmark
+from tasks.llm.ledger import CallLedger
+
+REJUDGE_FILE = "rejudge.json"
+SOURCE = "RUN_DIR"  # the command-line argument naming the source run, in one-line errors
+
+
+class SourceRun(BaseModel):
+    """A finished run, as its folder and manifest recorded it."""
+
+    run_dir: Path
+    run_id: str
+    benchmark: str
+    config: dict[str, Any]
+    dataset_dir: Path
+    dataset_fingerprint: str
+
+
+class JudgeChoices(BaseModel):
+    """The judge that grades a stored run again, and how its calls are made. Unset: as in the source run."""
+
+    model: str = Field(
+        description="litellm model string; the source judge's name or model keeps its settings."
+    )
+    rubric: Path | None = Field(None, description="Rubric prompt file; default: the source judge's rubric.")
+    temperature: float | None = Field(None, ge=0, description="The judge's sampling temperature.")
+    epoch: int = Field(0, ge=0, description="Repeat index of the grading (JudgeSpec.epoch).")
+    max_tokens: int | None = Field(None, ge=1, description="Longest judge reply, sent as max_tokens.")
+    api_base: str | None = Field(None, description="Send the judge to this OpenAI-compatible endpoint.")
+    api_key_env: str | None = Field(None, description="Environment variable holding the key for api_base.")
+    max_concurrency: int | None = Field(None, ge=1, description="Judge calls in flight at once.")
+    timeout_s: float | None = Field(None, gt=0, description="Time-out of one HTTP attempt.")
+    batch: bool = Field(False, description="Judge through the provider's batch API.")
+    batch_wait_s: float | None = Field(None, ge=0, description="How long to wait for batches in flight.")
+    batch_poll_s: float | None = Field(None, gt=0, description="Seconds between checks of batches.")
+
+
+def read_source_run(run_dir: Path) -> SourceRun:
+    """The finished run in `run_dir`; UserError (one line) when the folder holds none."""
+    benchmark = run_folder_benchmark(run_dir)
+    if benchmark is None:
+        raise UserError(
+            f"{run_dir} is not a run folder (no {BENCHMARK_FILE}): pass the --out folder of an evaluation",
+            SOURCE,
+        )
+    manifest_path = Path(run_dir) / "manifest.json"
+    if not manifest_path.is_file():
+        raise UserError(
+            f"{run_dir} holds an unfinished run (no manifest.json): finish it first (re-run its evaluate "
+            "command), then re-judge it",
+            SOURCE,
+        )
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    return SourceRun(
+        run_dir=Path(run_dir).resolve(),
+        run_id=manifest["run_id"],
+        benchmark=benchmark,
+        config=manifest["config"],
+        dataset_dir=Path(manifest["dataset"]["dir"]),
+        dataset_fingerprint=manifest["dataset"]["fingerprint"],
+    )
+
+
+def rejudgeable(source: SourceRun, benchmarks: dict[str, Benchmark]) -> Benchmark:
+    """The source run's benchmark; UserError when it has no judge to replace (SNOMED)."""
+    bench = benchmarks[source.benchmark]
+    if bench.rejudging is None:
+        judged = ", ".join(name for name, other in benchmarks.items() if other.rejudging is not None)
+        raise UserError(
+            f"{source.run_dir} is a {bench.name} run, which has no judge to re-run; runs of {judged} can be "
+            "re-judged",
+            SOURCE,
+        )
+    return bench
+
+
+def rejudge_settings(
+    source: SourceRun, config_model: type[RunConfig], choices: JudgeChoices, out_dir: Path
+) -> EvaluationSettings:
+    """The re-judge's settings: the source's dataset and config with the judge replaced, into `out_dir`."""
+    if Path(out_dir).resolve() == source.run_dir:
+        raise UserError("--out is the run being re-judged: give the re-judge a folder of its own", "--out")
+    if not source.dataset_dir.is_dir():
+        raise UserError(
+            f"{source.run_dir}: its dataset {source.dataset_dir} is not there; put it back where the run "
+            "found it to re-judge its answers",
+            SOURCE,
+        )
+    config = rejudged_config(config_model.model_validate(source.config), choices)
+    return EvaluationSettings[config_model](dataset_dir=source.dataset_dir, run_dir=out_dir, config=config)  # type: ignore[valid-type]
+
+
+def rejudged_config(config: RunConfig, choices: JudgeChoices) -> RunConfig:
+    """`config` with the judge of `choices`; the models under test and every other setting as they were.
+
+    A new judge keeps the source judge's rubric and re-asks, not its name, endpoint or params
+    (`RunConfig.with_overrides`); naming the source judge keeps it whole. Only the judge's calls are made,
+    so the endpoint, batch mode and reply length apply to it alone.
+    """
+    if not isinstance(config, JudgedRunConfig):
+        raise TypeError(f"{type(config).__name__} has no judge")
+    if choices.api_key_env is not None and choices.api_base is None:
+        raise UserError(
+            f"the key in {choices.api_key_env} is sent only to an api_base: name the endpoint",
+            "--api-key-env",
+        )
+    overrides = RunOverrides(
+        roles={"judge": choices.model},
+        max_concurrency=choices.max_concurrency,
+        timeout_s=choices.timeout_s,
+        batch=["judge"] if choices.batch else [],
+        batch_wait_s=choices.batch_wait_s,
+        batch_poll_s=choices.batch_poll_s,
+    )
+    config = config.with_overrides(overrides)
+    judge = config.judge
+    chosen = {"temperature": choices.temperature, "max_tokens": choices.max_tokens}
+    params = {**judge.params, **{name: value for name, value in chosen.items() if value is not None}}
+    judge = judge.model_copy(
+        update={"params": params, "epoch": choices.epoch, "rubric": _absolute(choices.rubric) or judge.rubric}
+    )
+    if choices.api_base is not None:
+        judge = judge.with_api_base(choices.api_base, choices.api_key_env)
+    return config.model_validate({**config.model_dump(), "judge": judge.model_dump()})
+
+
+def _absolute(path: Path | None) -> Path | None:
+    return None if path is None else Path(path).resolve()
+
+
+class ReplayedAnswers(BaseModel, frozen=True):
+    """A job's solve rows from the source run: the input of `replay-answers` in place of the solve task's."""
+
+    label: str
+    rows: list[dict[str, Any]]
+
+
+@task(name="replay-answers", cache_policy=NO_CACHE, task_run_name="replay {job.label}")
+def replay_answers(job: ReplayedAnswers, ledger_dir: Path) -> list[dict[str, Any]]:
+    """The source run's solve rows of one job, as stored (run_id the new run's); calls nothing."""
+    return job.rows
+
+
+def rejudging(bench: Benchmark, source: SourceRun) -> Benchmark:
+    """`bench` as a re-judge of `source` runs it: planned over the source's answers, replaying them."""
+    if bench.rejudging is None:
+        raise ValueError(f"{bench.name} has no judge to re-run")
+    return replace(
+        bench,
+        plan=partial(replayed_plan, bench, bench.rejudging.solved_key, source),
+        solve=replay_answers,
+        summarize=partial(judge_summary, bench.summarize),
+        estimate_job=partial(estimate_judging, bench.rejudging.estimate_scoring),
+    )
+
+
+def replayed_plan(
+    bench: Benchmark,
+    solved_key: Callable[[Any], dict[str, Any]],
+    source: SourceRun,
+    settings: EvaluationSettings,
+) -> RunPlan[Any, Any]:
+    """The benchmark's plan of `settings`, each job's solve replaced by the source run's rows for it (found
+    by `solved_key`).
+
+    Reads the dataset and the source's solve table; UserError when the dataset changed since the source
+    run, or when the source holds answers its own plan has no job for (a run made by other code).
+    """
+    plan = bench.plan(settings)
+    if plan.dataset_fingerprint != source.dataset_fingerprint:
+        raise UserError(
+            f"{source.dataset_dir} changed since run {source.run_id} answered it (its fingerprint differs): "
+            "its answers can only be re-judged against the questions they answered",
+            SOURCE,
+        )
+    stored = pq.read_table(source.run_dir / f"{bench.tables.solved[0].name}.parquet").to_pylist()
+    keys = [solved_key(job.solve) for job in plan.jobs]
+    columns = list(keys[0]) if keys else []
+    by_job: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in stored:
+        by_job.setdefault(tuple(row[column] for column in columns), []).append({**row, "run_id": plan.run_id})
+    jobs: list[Job[Any, Any]] = [
+        job.model_copy(
+            update={"solve": ReplayedAnswers(label=job.solve.label, rows=by_job.pop(tuple(key.values()), []))}
+        )
+        for job, key in zip(plan.jobs, keys, strict=True)
+    ]
+    if by_job:
+        example = "/".join(map(str, next(iter(by_job))))
+        raise UserError(
+            f"{source.run_dir}: {len(by_job)} of its jobs (e.g. {example}) are not in the plan of its own "
+            "config: it was made by other code; re-judge it with that code",
+            SOURCE,
+        )
+    facts = rejudge_facts(source, settings.config)
+    note = (
+        f"Answers replayed from run {source.run_id} ({source.run_dir}): none was asked again; the calls, "
+        "costs and failures of this run are its judge's."
+    )
+    return plan.model_copy(
+        update={
+            "jobs": jobs,
+            "manifest_facts": {**plan.manifest_facts, "rejudge": facts},
+            "notes": [*plan.notes, note],
+        }
+    )
+
+
+def rejudge_facts(source: SourceRun, config: RunConfig) -> dict[str, Any]:
+    """What a re-judged run records of its source: the manifest's `rejudge` entry, and `rejudge.json`."""
+    epoch = config.judge.epoch if isinstance(config, JudgedRunConfig) else 0
+    return {"source_run_id": source.run_id, "source_run_dir": str(source.run_dir), "judge_epoch": epoch}
+
+
+def judge_summary(
+    summarize: Summarizer,
+    run_id: str,
+    run_dir: Path,
+    solved: list[dict[str, Any]],
+    scored: list[dict[str, Any]],
+) -> RunSummary:
+    """The benchmark's summary of a re-judged run, its costs and failed calls the judge's alone: the
+    replayed answers cost this run nothing, and the failed ones are the source's, which no re-run asks."""
+    replayed = [{**row, "cost_usd": None} for row in solved]
+    summary = summarize(run_id, run_dir, replayed, scored)
+    failed = Counter(summary.failed_calls) - Counter(summarize(run_id, run_dir, replayed, []).failed_calls)
+    return summary.model_copy(
+        update={
+            "failed_calls": dict(failed),
+            "failure_examples": {
+                kind: text for kind, text in summary.failure_examples.items() if kind in failed
+            },
+        }
+    )
+
+
+def estimate_judging(
+    estimate_scoring: Callable[[Any, list[dict[str, Any]], CallLedger, EstimateTally], None],
+    job: Job[Any, Any],
+    ledger: CallLedger,
+    tally: EstimateTally,
+) -> None:
+    """The dry run's walk of a re-judge's job: its judge calls over the replayed answers (free)."""
+    estimate_scoring(job.score, job.solve.rows, ledger, tally)
+
+
+@task(name="record-rejudge-source", cache_policy=NO_CACHE)
+def record_rejudge_source(settings: EvaluationSettings, source: SourceRun, benchmark: str) -> Path:
+    """RUN_DIR/rejudge.json naming the source run, before any call (the batch poller reads it)."""
+    check_run_folder_benchmark(settings.run_dir, benchmark)
+    return write_json_atomic(settings.run_dir / REJUDGE_FILE, rejudge_facts(source, settings.config))
+
+
+def benchmark_for_folder(bench: Benchmark, run_dir: Path) -> Benchmark:
+    """`bench` as `run_dir` is evaluated: re-judging its source run when the folder is a re-judge's."""
+    marker = Path(run_dir) / REJUDGE_FILE
+    if not marker.is_file():
+        return bench
+    facts = json.loads(marker.read_text(encoding="utf-8"))
+    return rejudging(bench, read_source_run(Path(facts["source_run_dir"])))
+
+
+def rejudge_refusal(run_dir: Path, bench: Benchmark) -> str | None:
+    """Why `bench` must not run in `run_dir`: the folder re-judges a run and `bench` would ask its answers
+    again (a plain evaluation into it); None when it may."""
+    marker = Path(run_dir) / REJUDGE_FILE
+    if bench.solve is replay_answers or not marker.is_file():
+        return None
+    source_run_id = json.loads(marker.read_text(encoding="utf-8"))["source_run_id"]
+    return (
+        f"{run_dir} re-judges run {source_run_id}, whose answers are replayed, never asked again: finish it "
+        "with `threadmed judge rerun` (the rejudge-run flow), or give this evaluation another folder"
+    )

@@ -1,0 +1,105 @@
+"""`threadmed judge rerun`: a stored run re-judged by the real command, and the runs it refuses in a line."""
+
+import json
+import shutil
+from pathlib import Path
+
+import prefect.settings
+import pytest
+
+from flows.evaluate_models import evaluate_models
+from tasks.llm.ledger import CallLedger
+from tests.eval_fixtures import OFFLINE, THREAD_TEXTS, write_dataset
+from tests.flows.cli.terminal import NO_PREFECT_API, assert_usage_error, threadmed
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory, prefect_harness) -> Path:
+    """A finished offline run: two models' answers to one thread, judged by the overlap judge."""
+    folder = tmp_path_factory.mktemp("source")
+
+    config = OFFLINE.model_copy(update={"conditions": ["baseline"]})
+    config = config.model_copy(update={"sample": config.sample.model_copy(update={"limit": 1})})
+    dataset = write_dataset(folder / "build")
+    evaluate_models(dataset_dir=str(dataset), run_dir=str(folder / "run"), config=config, report=False)
+    return folder / "run"
+
+
+def manifest(run_dir: Path) -> dict:
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def test_rerun_writes_a_run_of_the_new_judges_grades_and_says_the_answers_were_replayed(source, tmp_path):
+    source_calls = CallLedger(source / "ledger").count_succeeded()
+    api = {"PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
+    result = threadmed(
+        "judge", "rerun", source, "--judge", "threadmed/coverage-judge", "--out", "rejudged",
+        cwd=tmp_path, env=api,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    output = " ".join(result.stdout.split())
+    source_id, run_id = manifest(source)["run_id"], manifest(tmp_path / "rejudged")["run_id"]
+    assert f"Answers replayed from run {source_id} ({source}): none was asked again;" in output
+    assert f"Run {run_id} written to rejudged" in output
+    assert (tmp_path / "rejudged" / "report" / "index.html").is_file()  # it reports like any run
+    records = CallLedger(tmp_path / "rejudged" / "ledger").records()
+    assert {record.model for record in records} == {"threadmed/coverage-judge"}
+    assert CallLedger(source / "ledger").count_succeeded() == source_calls
+
+
+def test_a_folder_that_is_not_a_run_is_refused(tmp_path):
+    (tmp_path / "dumps").mkdir()
+    assert_usage_error(
+        threadmed(
+            "judge", "rerun", "dumps", "--judge", "m", "--out", "new", cwd=tmp_path, env=NO_PREFECT_API
+        ),
+        "Invalid value for 'RUN_DIR': dumps is not a run folder (no benchmark.json): "
+        "pass the --out folder of an evaluation",
+    )
+    assert not (tmp_path / "new").exists()
+
+
+def test_an_unfinished_run_is_refused(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "benchmark.json").write_text('{"benchmark": "threadmed"}')
+    assert_usage_error(
+        threadmed("judge", "rerun", "run", "--judge", "m", "--out", "new", cwd=tmp_path, env=NO_PREFECT_API),
+        "Invalid value for 'RUN_DIR': run holds an unfinished run (no manifest.json): "
+        "finish it first (re-run its evaluate command), then re-judge it",
+    )
+
+
+def test_a_snomed_run_has_no_judge_to_rerun(source, tmp_path):
+    run = tmp_path / "snomed"
+    shutil.copytree(source, run)
+    (run / "benchmark.json").write_text('{"benchmark": "snomed"}')
+    assert_usage_error(
+        threadmed("judge", "rerun", run, "--judge", "m", "--out", "new", cwd=tmp_path, env=NO_PREFECT_API),
+        f"Invalid value for 'RUN_DIR': {run} is a snomed run, which has no judge to re-run; "
+        "runs of threadmed, consult can be re-judged",
+    )
+
+
+def test_a_run_whose_dataset_changed_is_refused(source, tmp_path):
+    changed = {**THREAD_TEXTS, "ankle": ("test", [("Is my ankle broken?", "Get an x-ray.")])}
+    build = write_dataset(tmp_path / "build", changed)
+    run = tmp_path / "run"
+    shutil.copytree(source, run)
+    recorded = manifest(run)
+    (run / "manifest.json").write_text(
+        json.dumps({**recorded, "dataset": {**recorded["dataset"], "dir": str(build)}})
+    )
+    assert_usage_error(
+        threadmed("judge", "rerun", "run", "--judge", "m", "--out", "new", cwd=tmp_path, env=NO_PREFECT_API),
+        f"Invalid value for 'RUN_DIR': {build} changed since run {recorded['run_id']} answered it (its "
+        "fingerprint differs): its answers can only be re-judged against the questions they answered",
+    )
+    assert not (tmp_path / "new").exists()
+
+
+def test_only_the_judge_can_be_batched(source, tmp_path):
+    arguments = ["judge", "rerun", source, "--judge", "m", "--out", "new", "--batch", "model,judge"]
+    assert_usage_error(
+        threadmed(*arguments, cwd=tmp_path, env=NO_PREFECT_API),
+        "Invalid value for '--batch': only the judge is called when re-judging: give --batch judge",
+    )
