@@ -73,7 +73,7 @@ def agreement(
     )
     result = json.loads((folder / "agreement.json").read_text())
     console = Console()
-    console.print(table_rich(summary_table(result)))
+    console.print(table_rich(summary_table(result), markup=False))
     for note in result["notes"]:
         console.print(f"[yellow]Note:[/yellow] {note}", soft_wrap=True, markup=True)
     for name in ("agreement.md", "agreement.json", "fig_agreement.png"):

@@ -108,13 +108,16 @@ def summary_tables(summary: dict[str, Any]) -> Group:
 
 
 def print_report_summary(report_dir: Path, console: Console) -> None:
-    """Mean score and wrong rate per model and condition, the judge caveat, and where the files are."""
-    from tasks.benchmarks.threadmed.tables import judge_note, summary_table
+    """Mean score and wrong rate per model and condition, a judge panel's judges, the judge caveat, and where
+    the files are."""
+    from tasks.benchmarks.threadmed.tables import judge_note, panel_summary_table, summary_table
 
     metrics = json.loads((report_dir / "metrics.json").read_text())
     console.print(table_rich(summary_table(metrics)))
+    if (panel := panel_summary_table(metrics)) is not None:
+        console.print(table_rich(panel, markup=False))
     note = judge_note(metrics["judge"]["model"])
     if note:
-        console.print(f"[yellow]{note}[/yellow]")
+        console.print(note, style="yellow", markup=False)
     for name in ("report.md", "index.html", "metrics.json"):
         console.print(f"  {report_dir / name}")

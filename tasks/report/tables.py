@@ -8,6 +8,7 @@ import html
 from typing import Any, NamedTuple
 
 from rich.table import Table as RichTable
+from rich.text import Text
 
 
 class Table(NamedTuple):
@@ -60,14 +61,27 @@ def table_records(table: Table) -> list[dict[str, str]]:
     return [dict(zip(table.columns, row, strict=True)) for row in table.rows]
 
 
-def table_rich(table: Table, **options: Any) -> RichTable:
-    """The table for a terminal; cells may hold rich markup; `options` go to rich (box, title_justify...)."""
-    rendered = RichTable(title=table.title, caption=table.caption or None, **options)
+def table_rich(table: Table, *, markup: bool = True, **options: Any) -> RichTable:
+    """The table for a terminal; cells may hold rich markup, or are shown as they are with `markup=False`
+    (labels holding brackets, such as a judge's prompts); `options` go to rich (box, title_justify...)."""
+    cell = (lambda text: text) if markup else Text
+    caption = cell(table.caption) if table.caption else None
+    rendered = RichTable(title=table.title, caption=caption, **options)
     for column in table.columns:
         rendered.add_column(column, justify="right" if column in table.right_aligned else "left")
     for row in table.rows:
-        rendered.add_row(*row)
+        rendered.add_row(*(cell(text) for text in row))
     return rendered
+
+
+def short_keys(labels: list[str], prefix: str) -> dict[str, str]:
+    """Each distinct label's short key (prefix + 1, 2, ...) in order: long labels (a judge's model, params and
+    epoch) keep a terminal table within 80 columns, named once in its caption (`legend`)."""
+    return {label: f"{prefix}{index}" for index, label in enumerate(dict.fromkeys(labels), start=1)}
+
+
+def legend(keys: dict[str, str]) -> str:
+    return "; ".join(f"{key} = {label}" for label, key in keys.items())
 
 
 def format_percent(share: float | None) -> str:

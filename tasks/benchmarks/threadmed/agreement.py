@@ -34,7 +34,7 @@ from tasks.report.figures import plain_text
 from tasks.report.panel import consensus_grades
 from tasks.report.runs import check_each_run_once, read_rows, read_run_id
 from tasks.report.stats import BootstrapCI, bootstrap_mean, seeded_rng, spearman
-from tasks.report.tables import Table, table_markdown
+from tasks.report.tables import Table, legend, short_keys, table_markdown
 
 SCALE = (m.WRONG, m.PARTIAL, m.CORRECT)
 ITEM_KEY = ("model", "condition", "thread_id", "turn")
@@ -694,17 +694,28 @@ def build_tables(agreement: dict[str, Any]) -> list[Table]:
 
 
 def summary_table(agreement: dict[str, Any]) -> Table:
-    """What the terminal shows: each judge against the consensus, and the raters against each other."""
+    """What the terminal shows: each judge against the consensus, and the raters against each other, with
+    short keys for the graders (named in the caption) and the unweighted and quadratic kappa and the alpha;
+    agreement.md has every statistic."""
     tables = agreement["tables"]
-    rows = [
-        [r["judge"], r["versus"], *_agreement_cells(r)]
-        for r in tables["judge_vs_raters"]
-        if r["versus_kind"] == "consensus"
+    judges = [r for r in tables["judge_vs_raters"] if r["versus_kind"] == "consensus"]
+    keys = short_keys([r["judge"] for r in judges], "J") | short_keys(
+        [name for r in tables["rater_vs_rater"] if r["second"] for name in (r["first"], r["second"])], "R"
+    )
+    statistics = ("exact", "kappa", "kappa_quadratic", "alpha_ordinal")
+    headers = ["n", "Exact", "Kappa", "Quadratic kappa", "Ordinal alpha"]
+    rows = [[keys[r["judge"]], r["versus"], *_agreement_cells(r, statistics)] for r in judges]
+    rows += [
+        [
+            keys.get(r["first"], r["first"]),
+            keys[r["second"]] if r["second"] else "",
+            *_agreement_cells(r, statistics),
+        ]
+        for r in tables["rater_vs_rater"]
     ]
-    rows += [[r["first"], r["second"], *_agreement_cells(r)] for r in tables["rater_vs_rater"]]
-    caption = f"estimate [{100 * agreement['bootstrap']['level']:g}% bootstrap CI over items]"
-    return Table("agreement", "Judge agreement", ["Grader", "Versus", *AGREEMENT_HEADERS], rows, caption,
-                 right_aligned=tuple(AGREEMENT_HEADERS))  # fmt: skip
+    caption = f"estimate [{100 * agreement['bootstrap']['level']:g}% bootstrap CI over items]. {legend(keys)}"
+    return Table("agreement", "Judge agreement", ["Grader", "Versus", *headers], rows, caption,
+                 right_aligned=tuple(headers))  # fmt: skip
 
 
 def render_markdown(agreement: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from tasks.benchmarks.threadmed.figures import FIGURES
 from tasks.benchmarks.threadmed.metrics import TURN_GROUPS
 from tasks.report.html import browser_parts, data_parts, figures_html, render_page
 from tasks.report.stats import significance_stars
-from tasks.report.tables import Table, table_html, table_markdown
+from tasks.report.tables import Table, short_keys, table_html, table_markdown
 
 OVERLAP_JUDGE_PREFIX = "threadmed/overlap-judge"
 PANEL_PREFIX = "judge panel: "
@@ -316,6 +316,35 @@ def _panel_tables(metrics: dict[str, Any]) -> list[Table]:
             else "The judges gave every turn they all graded the same grade.",
         ),
     ]
+
+
+def panel_summary_table(metrics: dict[str, Any]) -> Table | None:
+    """What the terminal shows of a judge panel: per model and condition each judge's mean (short keys, named
+    with their drift in the caption), the panel's and how often the judges differ. None without a panel."""
+    panel = metrics.get("judge_panel")
+    if panel is None:
+        return None
+    keys = short_keys([judge["label"] for judge in panel["judges"]], "J")
+    rows = [
+        [model, condition, *(_number(entry["judges"][label]["mean"]) for label in keys),
+         _number(entry["panel"]["mean"]), _differing_cell(entry["disagreement"])]
+        for model, conditions in panel["models"].items()
+        for condition, entry in conditions.items()
+    ]  # fmt: skip
+    judges = "; ".join(
+        f"{keys[judge['label']]} = {judge['label']}"
+        + (f" (drift {_differing_cell(judge['drift'])})" if judge["drift"] else "")
+        for judge in panel["judges"]
+    )
+    numbers = (*keys.values(), "Panel", "Judges differ %")
+    return Table(
+        "judge-panel-summary",
+        "Judge panel: mean score (0-100) by judge",
+        ["Model", "Condition", *numbers],
+        rows,
+        f"{judges}. Drift: grades changed between a judge's epochs (changed of turns).",
+        right_aligned=numbers,
+    )
 
 
 def _cost_tables(metrics: dict[str, Any]) -> list[Table]:

@@ -18,11 +18,16 @@ runner = CliRunner()
 def test_every_command_has_help():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for command in ("synth", "build", "evaluate", "report", "demo", "snomed"):
+    for command in ("synth", "build", "evaluate", "report", "demo", "snomed", "consult", "judge", "labels"):
         assert command in result.output
         assert runner.invoke(app, [command, "--help"]).exit_code == 0
-    for command in ("cases", "evaluate", "report"):
-        assert runner.invoke(app, ["snomed", command, "--help"]).exit_code == 0
+    for group, commands in {
+        "snomed": ("cases", "evaluate", "report", "oracle-data", "patient-eval"),
+        "judge": ("rerun", "agreement"),
+        "labels": ("sample", "import", "simulate"),
+    }.items():
+        for command in commands:
+            assert runner.invoke(app, [group, command, "--help"]).exit_code == 0, (group, command)
 
 
 def help_texts(command: Any, path: str = "threadmed") -> Iterator[tuple[str, str]]:

@@ -2,7 +2,15 @@
 
 from rich.console import Console
 
-from tasks.report.tables import Table, table_html, table_markdown, table_records, table_rich
+from tasks.report.tables import (
+    Table,
+    legend,
+    short_keys,
+    table_html,
+    table_markdown,
+    table_records,
+    table_rich,
+)
 
 TABLE = Table(
     "scores", "Scores", ["Model", "n"], [["a|b", "3"], ["<c>", "12"]], "Judged turns.", right_aligned=("n",)
@@ -52,3 +60,20 @@ def test_rich_table_without_caption_prints_none():
     console = Console(width=40, record=True)
     console.print(table_rich(EMPTY._replace(caption="")))
     assert console.export_text().splitlines()[0].strip() == "Coverage"
+
+
+def test_rich_table_without_markup_shows_brackets_as_they_are():
+    label = "x/judge [rubric_v1 4479b7]"
+    judge = Table("j", "Judges", ["Judge"], [[label]], f"J1 = {label}")
+    for markup, shown in ((True, "x/judge"), (False, label)):
+        console = Console(width=60, record=True)
+        console.print(table_rich(judge, markup=markup))
+        lines = console.export_text().splitlines()
+        caption = " ".join(line.strip() for line in lines[6:])
+        assert (lines[4].strip("│ "), caption) == (shown, f"J1 = {shown}")
+
+
+def test_short_keys_number_each_distinct_label_once_and_the_legend_names_them():
+    keys = short_keys(["judge a", "judge b", "judge a"], "J")
+    assert keys == {"judge a": "J1", "judge b": "J2"}
+    assert legend(keys) == "J1 = judge a; J2 = judge b"

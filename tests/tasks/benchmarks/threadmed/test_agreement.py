@@ -192,7 +192,9 @@ def test_simulated_raters_are_labelled_and_a_lone_rater_has_no_ceiling(tmp_path)
         "Self-consistency",
         "Position check",
     ]
-    assert summary_table(result).rows[0][:3] == [JUDGE_LABEL, "consensus (simulated)", "10"]
+    terminal = summary_table(result)
+    assert terminal.rows[0][:3] == ["J1", "consensus (simulated)", "10"]
+    assert terminal.caption.endswith(f"J1 = {JUDGE_LABEL}")
     # Every table compared with the raters names them simulated.
     for name in ("by_group", "paper_metrics", "length_check", "length_correlation"):
         assert {row["versus"] for row in result["tables"][name]} == {"consensus (simulated)"}

@@ -14,6 +14,7 @@ import pytest
 
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.benchmarks.threadmed.report import ReportSettings, build_report, compute_metrics, load_runs
+from tasks.benchmarks.threadmed.tables import panel_summary_table
 from tasks.core.preflight import UserError
 from tasks.report.html import PACKED_DATA_TYPE, unpack_json
 from tests.chromium import Page
@@ -292,3 +293,11 @@ def test_one_judge_in_two_epochs_reports_its_drift(tmp_path: Path) -> None:
     assert (entry["pairs"], metrics["judge_panel"]["disagreements"]) == ([], [])
     # Its grade, the lower of its epochs', is the headline: c1 [1, .5, 0], c2 [.5, 1, 1, 0], c3 [0, 0, 1, 0].
     assert metrics["models"]["alpha"]["baseline"]["overall"]["mean"] == pytest.approx(500 / 11)
+
+
+def test_the_terminal_shows_each_judges_mean_by_key(panel: dict[str, Any]) -> None:
+    table = panel_summary_table(panel)
+    assert table is not None
+    assert table.columns == ["Model", "Condition", "J1", "J2", "J3", "Panel", "Judges differ %"]
+    assert table.rows == [["alpha", "baseline", "45.0", "45.5", "54.5", "50.0", "70.0 (7 of 10)"]]
+    assert table.caption.startswith("J1 = openai/gpt-4o; J2 = x/judge-b (drift ")
