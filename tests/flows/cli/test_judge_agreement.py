@@ -54,11 +54,14 @@ def test_agreement_prints_the_table_and_writes_its_files(tmp_path):
     assert "Judge agreement" in printed
     rows = [line.split("│")[:3] for line in printed if "│" in line]
     assert [[cell.strip() for cell in row] for row in rows] == [
-        ["openai/gpt-4o (judge_rubric_v1, temperature=0.7, epoch 0)", "consensus (simulated)", "10"],
-        ["openai/gpt-4o (judge_rubric_v1, temperature=0.7, epoch 1)", "consensus (simulated)", "10"],
-        ["ann", "sim (simulated)", "9"],
+        ["J1", "consensus (simulated)", "10"],
+        ["J2", "consensus (simulated)", "10"],
+        ["R1", "R2", "9"],
         ["all raters", "", "9"],
     ]
+    caption = " ".join(line.strip() for line in result.stdout.split("└")[-1].splitlines()[1:3])
+    judge = "openai/gpt-4o (judge_rubric_v1, temperature=0.7, epoch 0)"
+    assert caption.startswith(f"estimate [95% bootstrap CI over items]. J1 = {judge}")
     assert any(line.startswith("Note: Agreement is with SIMULATED raters") for line in printed)
     # Same judge at two epochs, same grades: it never changed a grade.
     assert [(row["epochs"], row["n"], row["drift"]) for row in agreement["tables"]["drift"]] == [
