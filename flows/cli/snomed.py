@@ -26,6 +26,7 @@ from flows.cli.evaluate import (
     split_list,
 )
 from flows.cli.render import console
+from flows.cli.snomed_train import oracle_train
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 from tasks.core.preflight import UserError, check_writable_folder
 
@@ -36,6 +37,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 CASE_DEFAULTS = CaseSetSettings()
+app.command("oracle-train")(oracle_train)
 
 
 @app.command()
