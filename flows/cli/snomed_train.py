@@ -92,10 +92,14 @@ def oracle_train(
         learning_rate=learning_rate, epochs=epochs, max_steps=max_steps, eval_steps=eval_steps,
         save_steps=save_steps, logging_steps=logging_steps, seed=seed, chat_template=chat_template,
     )  # fmt: skip
-    check_writable_folder(out, "--out")
-    check_oracle_extra()
-    from tasks.benchmarks.snomed.oracle_train.train import train_oracle
+    from tasks.benchmarks.snomed.oracle_train.data import chat_split_files
+    from tasks.benchmarks.snomed.oracle_train.train import check_resumable, train_oracle
 
+    # Every input checked before the minute that importing torch and the model can take.
+    chat_split_files(data)
+    check_writable_folder(out, "--out")
+    check_resumable(out, settings)
+    check_oracle_extra()
     manifest = train_oracle(data, out, settings, export=export, gguf_converter=gguf_converter)
     loss = manifest["eval_loss"]
     console.print(
