@@ -7,16 +7,21 @@ from typing import Any
 CURVE_COLUMNS = ("step", "epoch", "split", "loss")
 
 
-def loss_rows(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The training and held-out losses of a trainer's `state.log_history`, in step order."""
-    rows = []
+def loss_rows(log_history: list[dict[str, Any]], loss_before: float) -> list[dict[str, Any]]:
+    """The training and held-out losses of a trainer's `state.log_history`, one per step and split in step
+    order, after the held-out loss before training (step 0, which the trainer's log does not keep). A
+    step's last value wins: the evaluation after training repeats the one at a final `eval_steps`."""
+    rows = {(0, "validation"): {"step": 0, "epoch": 0.0, "split": "validation", "loss": loss_before}}
     for entry in log_history:
         for key, split in (("loss", "train"), ("eval_loss", "validation")):
             if key in entry:
-                rows.append(
-                    {"step": entry["step"], "epoch": entry.get("epoch"), "split": split, "loss": entry[key]}
-                )
-    return sorted(rows, key=lambda row: (row["step"], row["split"]))
+                rows[entry["step"], split] = {
+                    "step": entry["step"],
+                    "epoch": entry.get("epoch"),
+                    "split": split,
+                    "loss": entry[key],
+                }
+    return [rows[key] for key in sorted(rows)]
 
 
 def write_loss_csv(rows: list[dict[str, Any]], path: Path) -> Path:

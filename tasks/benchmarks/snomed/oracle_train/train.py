@@ -156,7 +156,7 @@ def train_oracle(
     after = trainer.evaluate()["eval_loss"]
     trainer.save_model(str(out / "adapter"))
 
-    rows = loss_rows(trainer.state.log_history)
+    rows = loss_rows(trainer.state.log_history, before)
     write_loss_csv(rows, out / "loss_curve.csv")
     plot_loss_curve(rows, out / "loss_curve.png", f"LoRA oracle on {settings.base}")
     outputs = {

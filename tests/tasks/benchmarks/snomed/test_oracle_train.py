@@ -59,22 +59,22 @@ def test_a_folder_of_a_run_with_other_settings_is_refused(tmp_path):
     )
 
 
-def test_the_loss_curve_holds_training_and_held_out_losses_in_step_order(tmp_path):
+def test_the_loss_curve_starts_at_the_loss_before_training_and_keeps_one_loss_per_step(tmp_path):
     log_history = [
-        {"eval_loss": 3.0, "step": 0, "epoch": 0},
         {"loss": 2.5, "step": 1, "epoch": 0.1, "learning_rate": 1e-3},
-        {"eval_loss": 2.0, "step": 1, "epoch": 0.1},
+        {"eval_loss": 2.2, "step": 1, "epoch": 0.1},
         {"train_runtime": 9.0, "step": 1, "epoch": 0.1},
+        {"eval_loss": 2.0, "step": 1, "epoch": 0.1},  # the evaluation after training, at the last step
     ]
-    rows = loss_rows(log_history)
+    rows = loss_rows(log_history, loss_before=3.0)
     assert rows == [
-        {"step": 0, "epoch": 0, "split": "validation", "loss": 3.0},
+        {"step": 0, "epoch": 0.0, "split": "validation", "loss": 3.0},
         {"step": 1, "epoch": 0.1, "split": "train", "loss": 2.5},
         {"step": 1, "epoch": 0.1, "split": "validation", "loss": 2.0},
     ]
     assert write_loss_csv(rows, tmp_path / "curve.csv").read_text().splitlines() == [
         "step,epoch,split,loss",
-        "0,0,validation,3.0",
+        "0,0.0,validation,3.0",
         "1,0.1,train,2.5",
         "1,0.1,validation,2.0",
     ]

@@ -49,10 +49,17 @@ def test_a_real_fine_tune_lowers_the_held_out_loss_and_resumes_at_its_checkpoint
     assert second["settings"]["base"] == str(GGUF)
     assert json.loads((out / "manifest.json").read_text()) == second
 
-    # The resumed run carried on the first run's log: one training loss per step, 1 to 6.
+    # The resumed run carried on the first run's log: one training loss per step, 1 to 6, and the held-out
+    # loss before training and at each checkpoint.
     with (out / "loss_curve.csv").open() as handle:
         curve = list(csv.DictReader(handle))
     assert [int(row["step"]) for row in curve if row["split"] == "train"] == [1, 2, 3, 4, 5, 6]
+    held_out = [(int(row["step"]), float(row["loss"])) for row in curve if row["split"] == "validation"]
+    assert held_out == [
+        (0, pytest.approx(first["eval_loss"]["before"])),
+        (3, pytest.approx(first["eval_loss"]["after"])),
+        (6, pytest.approx(second["eval_loss"]["after"])),
+    ]
     assert (out / "loss_curve.png").read_bytes()[:4] == b"\x89PNG"
     assert {"adapter_config.json", "adapter_model.safetensors"} <= {
         path.name for path in (out / "adapter").iterdir()
