@@ -106,10 +106,11 @@ def oracle_train(
         f"held-out loss {loss['before']:.4f} -> {loss['after']:.4f} after {manifest['global_step']} steps "
         f"on {manifest['device']['device']}"
     )
-    for name in (
+    outputs = manifest["outputs"]
+    written = [
         "manifest.json",
         "loss_curve.png",
-        *(manifest["outputs"].get(key, "") for key in ("merged", "gguf")),
-    ):
-        if name:
-            console.print(f"  {out / name}")
+        *(outputs[key] for key in ("merged", "gguf") if key in outputs),
+    ]
+    for name in written:
+        console.print(f"  {out / name}")

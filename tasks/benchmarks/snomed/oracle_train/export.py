@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tasks.core.preflight import UserError
+
 # llama.cpp's server reads GGUF; f16 keeps the merged weights as trained (quantise later with llama-quantize).
 GGUF_OUTTYPE = "f16"
 
@@ -17,7 +19,8 @@ def save_merged(peft_model, tokenizer, folder: Path) -> Path:
 
 
 def convert_to_gguf(merged: Path, converter: Path, outfile: Path) -> Path:
-    """Run llama.cpp's `convert_hf_to_gguf.py` on the merged folder; a RuntimeError carries its last lines."""
+    """Run llama.cpp's `convert_hf_to_gguf.py` on the merged folder, in this Python (it needs torch, numpy,
+    transformers and sentencepiece: the oracle extra); a UserError quotes its last line."""
     command = [
         sys.executable,
         str(converter),
@@ -29,6 +32,9 @@ def convert_to_gguf(merged: Path, converter: Path, outfile: Path) -> Path:
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0 or not outfile.is_file():
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
-        raise RuntimeError(f"{converter} exited {done.returncode}:\n{tail}")
+        last = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
+        raise UserError(
+            f"{converter} exited {done.returncode} ({last[0]}); the merged model is in {merged}: convert it "
+            f"with `python {converter} {merged} --outfile {outfile} --outtype {GGUF_OUTTYPE}`"
+        )
     return outfile

@@ -165,10 +165,7 @@ def train_oracle(
         "loss_curve": ["loss_curve.csv", "loss_curve.png"],
     }
     if export:
-        merged = save_merged(trainer.model, tokenizer, out / "merged")
-        outputs["merged"] = merged.name
-        if gguf_converter:
-            outputs["gguf"] = convert_to_gguf(merged, gguf_converter, out / "oracle.gguf").name
+        outputs["merged"] = save_merged(trainer.model, tokenizer, out / "merged").name
     manifest.update(
         status="done",
         finished_at=utc_now(),
@@ -178,5 +175,8 @@ def train_oracle(
         eval_loss={"before": before, "after": after},
         outputs=outputs,
     )
-    write_json_atomic(out / MANIFEST, manifest)
+    write_json_atomic(out / MANIFEST, manifest)  # the training is recorded even if the conversion fails
+    if export and gguf_converter:
+        outputs["gguf"] = convert_to_gguf(out / "merged", gguf_converter, out / "oracle.gguf").name
+        write_json_atomic(out / MANIFEST, manifest)
     return manifest
