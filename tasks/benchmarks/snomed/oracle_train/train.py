@@ -149,6 +149,8 @@ def train_oracle(
         processing_class=tokenizer,
         peft_config=lora_config(settings),
     )
+    # Every trainer setting, the libraries' defaults too (optimizer, schedule, warmup, checkpointing).
+    manifest["trainer_args"] = json.loads(trainer.args.to_json_string())
     # Before training the adapter adds nothing (LoRA's B starts at zero): this is the base model's loss.
     before = trainer.evaluate()["eval_loss"]
     resumed_from = last_checkpoint(out)

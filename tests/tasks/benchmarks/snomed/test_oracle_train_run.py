@@ -47,6 +47,10 @@ def test_a_real_fine_tune_lowers_the_held_out_loss_and_resumes_at_its_checkpoint
     assert second["eval_loss"]["before"] == pytest.approx(first["eval_loss"]["before"])
     assert second["data"]["pairs"] == {"train": 16, "validation": 8}
     assert second["settings"]["base"] == str(GGUF)
+    assert (second["trainer_args"]["max_steps"], second["trainer_args"]["per_device_train_batch_size"]) == (
+        6,
+        1,
+    )
     assert json.loads((out / "manifest.json").read_text()) == second
 
     # The resumed run carried on the first run's log: one training loss per step, 1 to 6, and the held-out
