@@ -7,6 +7,7 @@ import pytest
 from tasks.benchmarks.snomed.oracle_train.base import gguf_parts
 from tasks.benchmarks.snomed.oracle_train.curve import loss_rows, write_loss_csv
 from tasks.benchmarks.snomed.oracle_train.data import chat_split_files, load_pairs, prompt_completion
+from tasks.benchmarks.snomed.oracle_train.export import convert_to_gguf
 from tasks.benchmarks.snomed.oracle_train.settings import OracleTrainSettings, changed_settings
 from tasks.benchmarks.snomed.oracle_train.train import check_resumable
 from tasks.core.preflight import UserError
@@ -109,3 +110,15 @@ def test_datasets_loads_the_chat_pairs_as_prompt_completion_rows(tmp_path):
     assert pairs["validation"][2]["completion"] == [
         {"role": "assistant", "content": "I'm not sure, I haven't noticed anything like that."}
     ]
+
+
+def test_a_failed_gguf_conversion_quotes_the_converter_and_says_how_to_rerun_it(tmp_path):
+    converter = tmp_path / "convert_hf_to_gguf.py"
+    converter.write_text("import sys\nprint('loading')\nsys.exit(\"No module named 'sentencepiece'\")\n")
+    merged, outfile = tmp_path / "merged", tmp_path / "oracle.gguf"
+    with pytest.raises(UserError) as refused:
+        convert_to_gguf(merged, converter, outfile)
+    assert str(refused.value) == (
+        f"{converter} exited 1 (No module named 'sentencepiece'); the merged model is in {merged}: "
+        f"convert it with `python {converter} {merged} --outfile {outfile} --outtype f16`"
+    )
