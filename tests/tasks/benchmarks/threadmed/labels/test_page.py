@@ -242,3 +242,19 @@ def test_the_export_is_the_csv_labels_import_takes(page: Page, labels_dir: Path,
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", row[5]) for row in rows[1:])
     checked = check_ratings({downloaded: text}, set(item_ids), set(), replace=False)
     assert (checked.errors, [row["grade"] for row in checked.rows]) == ([], [1.0, 0.5])
+
+
+def test_the_page_rates_and_exports_opened_from_a_file(
+    labels_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # As a rater opens it: from disk, no server. (Reloads are tested over http: see `page_url`.)
+    browser = Page(_chromium(), (labels_dir / "rate.html").as_uri(), tmp_path_factory.mktemp("file-profile"))
+    try:
+        browser.wait_for("document.body && document.body.dataset.ready === '1'")
+        type_rater(browser, "dr-file")
+        press(browser, "3")
+        rows = list(csv.DictReader(io.StringIO(browser.evaluate("window.ratingsCsv()"))))
+    finally:
+        browser.close()
+    first = read_items(labels_dir).sort_by("position")["item_id"][0].as_py()
+    assert [(row["item_id"], row["rater"], row["grade"]) for row in rows] == [(first, "dr-file", "1")]
