@@ -1,10 +1,13 @@
 """Conventions the code review would otherwise have to catch (house-style.md, item 26)."""
 
+import ast
+import graphlib
 import importlib
 import inspect
 import itertools
 import pkgutil
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,7 @@ SQL_TABLES = {model.name for model in load_project().models} | {
     p.stem for p in (ROOT / "sql" / "seeds").glob("*/*.csv")
 }
 PROMPTS = sorted((ROOT / "tasks").glob("**/prompts/*.txt"))
+PACKAGES = ("tasks", "flows")
 
 
 def project_flows() -> dict[str, Flow]:
@@ -108,3 +112,35 @@ def test_sql_audit_is_named_after_its_table_and_rule(path):
 @pytest.mark.parametrize("path", PROMPTS, ids=lambda p: p.name)
 def test_prompt_file_names_carry_a_version(path):
     assert re.fullmatch(r"[a-z0-9_]+_v\d+\.txt", path.name), f"{path.name}: name it <name>_v<N>.txt"
+
+
+def project_modules() -> dict[str, Path]:
+    """Every module of the project's packages by its dotted name (a package by its own name)."""
+    modules = {}
+    for path in sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def imported_modules(path: Path, known: Collection[str]) -> set[str]:
+    """The project modules a file imports anywhere in it: at the top, in a function or under TYPE_CHECKING,
+    since each is an edge a refactoring can close into a cycle."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.update({node.module, *(f"{node.module}.{alias.name}" for alias in node.names)})
+    return found & set(known)
+
+
+def test_project_modules_import_no_cycle():
+    """A cycle makes import order matter and hides which module owns what (house-style.md, item 3a)."""
+    modules = project_modules()
+    graph = {name: imported_modules(path, modules) - {name} for name, path in modules.items()}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        # graphlib lists a node after each of its predecessors, so backwards each module imports the next.
+        pytest.fail(f"import cycle (each imports the next): {' -> '.join(reversed(error.args[1]))}")

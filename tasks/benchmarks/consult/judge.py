@@ -14,7 +14,7 @@ when the config says `truncated: mark`, not judged: 'truncated', excluded from F
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -22,14 +22,11 @@ from tasks.benchmarks.consult.case import ConsultCase, FollowUp
 from tasks.benchmarks.consult.config import JUDGE_RUBRIC, OFFLINE_JUDGE
 from tasks.benchmarks.consult.episode import Episode, TreatmentPlan
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
-from tasks.evals.config import JudgeSpec
+from tasks.evals.config import JudgeSpec, TruncatedAnswers
 from tasks.evals.verdicts import boolean_scale, parse_verdict
 from tasks.llm.ledger import CallRecord
 from tasks.llm.prompts import PromptTemplate, load_prompt
 from tasks.llm.request import CallOptions, ChatRequest
-
-if TYPE_CHECKING:
-    from tasks.benchmarks.consult.scorer import ScoreJob
 
 Call = Callable[[ChatRequest], CallRecord]
 # The rubric's field and its words for the grades (judge_fqr_v1: "It is correct (true)", "not correct").
@@ -43,13 +40,29 @@ class FollowUpJudge(BaseModel, frozen=True):
     options: CallOptions
     rubric: PromptTemplate
 
-    def request(self, job: "ScoreJob", index: int, messages: list[dict[str, str]]) -> ChatRequest:
+    def request(self, job: "JudgedJob", index: int, messages: list[dict[str, str]]) -> ChatRequest:
         """The request's epoch is the episode's (its answers differ by epoch), so the judge's own repeat
         index (`spec.epoch`) goes in the scope, from 1 on: epoch 0 keeps every key recorded before it."""
         scope = f"consult/judge/{job.case.case_id}/{index}"
         if self.spec.epoch:
             scope += f"/judge-epoch-{self.spec.epoch}"
         return self.spec.request(messages, self.rubric.version, scope=scope, epoch=job.epoch)
+
+
+class JudgedJob(Protocol):
+    """What judging an episode reads of its score job (scorer.ScoreJob), named here so that the judge does
+    not import the scorer that imports it."""
+
+    @property
+    def case(self) -> ConsultCase: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def kb_version(self) -> int: ...
+    @property
+    def judge(self) -> FollowUpJudge: ...
+    @property
+    def truncated(self) -> TruncatedAnswers: ...
 
 
 def default_judge() -> FollowUpJudge:
@@ -109,7 +122,7 @@ def plan_text(plan: TreatmentPlan | None) -> str:
 
 
 def judge_follow_ups(
-    job: "ScoreJob", case: ConsultCase, episode: Episode, call: Call
+    job: JudgedJob, case: ConsultCase, episode: Episode, call: Call
 ) -> tuple[Judgement, ...]:
     """One judgement per answered follow-up of `episode`, each judged with the plan in force before it; an
     answer cut at max_tokens is judged as given, or left 'truncated' when the job says `truncated: mark`."""
@@ -128,7 +141,7 @@ def judge_follow_ups(
     return tuple(judgements)
 
 
-def judge_answer(job: "ScoreJob", index: int, messages: list[dict[str, str]], call: Call) -> Judgement:
+def judge_answer(job: JudgedJob, index: int, messages: list[dict[str, str]], call: Call) -> Judgement:
     """Ask the judge, re-asking (its own reply shown) while the reply holds no valid verdict."""
     judge = job.judge
     for _ in range(judge.spec.max_reasks + 1):
