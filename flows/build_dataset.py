@@ -44,6 +44,7 @@ def build_dataset(
         get_run_logger().warning(UNPUBLISHABLE_WARNING)
     runner = runner or LOCAL_RUNNER
     posts, replies = expand_dump_paths(submissions), expand_dump_paths(comments)
+    keep = IngestFilter(settings.subreddit, settings.start, settings.end)
     with make_task_runner(runner) as task_runner:
         futures = task_runner.map(
             ingest_dump_file,
@@ -51,13 +52,13 @@ def build_dataset(
                 "path": [*posts, *replies],
                 "kind": ["submissions"] * len(posts) + ["comments"] * len(replies),
                 "lake_dir": unmapped(lake_dir),
-                "keep": unmapped(IngestFilter.from_settings(settings)),
+                "keep": unmapped(keep),
                 "keep_truncated": unmapped(settings.keep_truncated),
                 "workers": unmapped(DEFAULT_WORKERS if runner.can_spawn_processes else 0),
             },
         )
         receipts = [future.result() for future in futures]
-    check_records_found(receipts, IngestFilter.from_settings(settings), allow_empty)
+    check_records_found(receipts, keep, allow_empty)
     target = dataset_folder(out_dir, receipts, settings, salt.fingerprint, versioned)
     warehouse = warehouse_path(lake_dir, target)
     build_warehouse(warehouse, raw_partitions(lake_dir, receipts), settings, salt)

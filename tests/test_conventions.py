@@ -18,7 +18,7 @@ from prefect.flows import load_flow_from_entrypoint
 
 import flows
 from deployments.serve import project_deployments
-from tasks.data.sources import declared_contracts
+from tasks.benchmarks.registry import BENCHMARKS
 from tasks.data.warehouse import load_project
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,11 +28,14 @@ SQL_MODELS = sorted(
     p for layer in ("staging", "intermediate", "marts") for p in (ROOT / "sql" / layer).glob("*/*.sql")
 )
 SQL_AUDITS = sorted((ROOT / "sql" / "audits").glob("*/*.sql"))
-SQL_TABLES = {model.name for model in load_project().models} | {
+WAREHOUSES = [bench.warehouse for bench in BENCHMARKS.values() if bench.warehouse is not None]
+SQL_TABLES = {model.name for warehouse in WAREHOUSES for model in load_project(warehouse).models} | {
     p.stem for p in (ROOT / "sql" / "seeds").glob("*/*.csv")
 }
+DECLARED_CONTRACTS = {name for warehouse in WAREHOUSES for name in warehouse.declared_contracts()}
 PROMPTS = sorted((ROOT / "tasks").glob("**/prompts/*.txt"))
 PACKAGES = ("tasks", "flows")
+BENCHMARK_PACKAGES = tuple(f"tasks.benchmarks.{name}" for name in BENCHMARKS)
 
 
 def project_flows() -> dict[str, Flow]:
@@ -99,7 +102,7 @@ def test_sql_model_header_names_its_table_grain_contract_and_upstream(path):
     assert not missing, f"{path.name}: the header lacks {missing}"
     contract = re.search(r"\bcontract:\s*contracts\.(\w+)", header)
     assert contract, f"{path.name}: name the contract as contracts.<NAME>"
-    assert contract.group(1) in declared_contracts(), f"{path.name}: no such contract"
+    assert contract.group(1) in DECLARED_CONTRACTS, f"{path.name}: no such contract"
 
 
 @pytest.mark.parametrize("path", SQL_AUDITS, ids=lambda p: p.name)
@@ -135,10 +138,33 @@ def imported_modules(path: Path, known: Collection[str]) -> set[str]:
     return found & set(known)
 
 
+def import_graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    return {name: imported_modules(path, modules) - {name} for name, path in modules.items()}
+
+
+def is_in_benchmark(module: str) -> bool:
+    return (
+        module.startswith(tuple(f"{package}." for package in BENCHMARK_PACKAGES))
+        or module in BENCHMARK_PACKAGES
+    )
+
+
+def test_shared_modules_import_no_benchmark():
+    """What two benchmarks share imports none of them; the registry alone lists them (house-style.md, 3a)."""
+    shared = {
+        module: sorted(filter(is_in_benchmark, imported))
+        for module, imported in import_graph().items()
+        if module.startswith("tasks.")
+        and not is_in_benchmark(module)
+        and module != "tasks.benchmarks.registry"
+    }
+    assert {module: found for module, found in shared.items() if found} == {}
+
+
 def test_project_modules_import_no_cycle():
     """A cycle makes import order matter and hides which module owns what (house-style.md, item 3a)."""
-    modules = project_modules()
-    graph = {name: imported_modules(path, modules) - {name} for name, path in modules.items()}
+    graph = import_graph()
     try:
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as error:

@@ -4,7 +4,7 @@ A run of any benchmark has one shape (flows/evaluate_models.py): `plan` turns th
 the `solve` task runs once per job (one case x model x condition or epoch; every call through the
 ledger), the `score` task grades each solve output, the rows are written as the `tables`, then the
 summary, the manifest and the `report`. Everything a benchmark owns lives in its folder
-`tasks/benchmarks/<name>/`; `registry.py` lists the benchmarks.
+`tasks/benchmarks/<name>/`, its warehouse too; `registry.py` lists the benchmarks.
 """
 
 from collections.abc import Callable
@@ -16,6 +16,7 @@ from prefect import Task
 from pydantic import BaseModel
 
 from tasks.data.contracts import Contract
+from tasks.data.sources import BenchmarkWarehouse
 from tasks.evals.config import RunConfig, SampleSpec
 from tasks.evals.estimate import EstimateTally, JobEstimator
 from tasks.evals.outputs import RunTables, Summarizer
@@ -62,6 +63,9 @@ class Benchmark:
     prompts_dir: Path
     # How its stored runs are re-judged; None: it has no judge to replace.
     rejudging: Rejudging | None = None
+    # The SQL that builds its dataset from the sources, declared in its folder; None: its cases are not
+    # built in the warehouse.
+    warehouse: BenchmarkWarehouse | None = None
 
 
 def published_report(

@@ -1,16 +1,17 @@
-"""Where the warehouse's tables come from, declared once: each data source and each benchmark's warehouse.
+"""Where a warehouse's tables come from, declared once: each data source, and what a benchmark's warehouse is.
 
 A source (Reddit now) owns its raw tables, which its ingest writes to the lake, and the SQL that stages
-them; a benchmark's warehouse owns the SQL that turns staged sources into its marts. Each names the module
-defining its contracts (a model header's `contract: contracts.THREADS` is looked up in these modules) and
-the folders of its SQL under sql/; the macros in sql/macros/ are shared by all.
+them; a benchmark's warehouse owns the SQL that turns staged sources into its marts, and is declared in
+the benchmark's own folder (tasks/benchmarks/threadmed/warehouse.py), listed by its `Benchmark` record.
+Each names the module defining its contracts (a model header's `contract: contracts.THREADS` is looked up
+in the modules of the warehouse and its sources) and the folders of its SQL under sql/; the macros in
+sql/macros/ are shared by all.
 """
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 
-from tasks.benchmarks.threadmed import contracts as threadmed_contracts
 from tasks.data.contracts import Contract
 from tasks.data.reddit import contracts as reddit_contracts
 
@@ -65,6 +66,18 @@ class BenchmarkWarehouse:
     def raw_contracts(self) -> tuple[Contract, ...]:
         return tuple(contract for source in self.sources for contract in source.raw_contracts)
 
+    def declared_contracts(self) -> dict[str, Contract]:
+        """Every contract of its sources' modules and its own by attribute name (`THREADS`), each declared
+        once."""
+        found: dict[str, Contract] = {}
+        for module in (*(source.contracts for source in self.sources), self.contracts):
+            for attribute, value in vars(module).items():
+                if isinstance(value, Contract):
+                    if attribute in found:
+                        raise ValueError(f"contracts.{attribute} is declared twice ({module.__name__})")
+                    found[attribute] = value
+        return found
+
 
 REDDIT = Source(
     name="reddit",
@@ -73,33 +86,3 @@ REDDIT = Source(
     rejects=reddit_contracts.RAW_REJECTS,
     sql=SqlFolders(seeds=("seeds/reddit",), models=("staging/reddit",), audits=("audits/reddit",)),
 )
-
-THREADMED = BenchmarkWarehouse(
-    name="threadmed",
-    contracts=threadmed_contracts,
-    sources=(REDDIT,),
-    sql=SqlFolders(
-        seeds=("seeds/threadmed",),
-        models=("intermediate/threadmed", "marts/threadmed"),
-        audits=("audits/threadmed",),
-    ),
-)
-
-SOURCES = {source.name: source for source in (REDDIT,)}
-WAREHOUSES = {warehouse.name: warehouse for warehouse in (THREADMED,)}
-CONTRACT_MODULES = (
-    *(source.contracts for source in SOURCES.values()),
-    *(warehouse.contracts for warehouse in WAREHOUSES.values()),
-)
-
-
-def declared_contracts() -> dict[str, Contract]:
-    """Every contract of the registered modules by its attribute name (`THREADS`); a name is declared once."""
-    found: dict[str, Contract] = {}
-    for module in CONTRACT_MODULES:
-        for attribute, value in vars(module).items():
-            if isinstance(value, Contract):
-                if attribute in found:
-                    raise ValueError(f"contracts.{attribute} is declared twice ({module.__name__})")
-                found[attribute] = value
-    return found

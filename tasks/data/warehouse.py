@@ -11,10 +11,11 @@ source and each benchmark (`staging/reddit/`, `marts/threadmed/`, ...):
 
 Each SQL file opens with a header comment: its name, its purpose, then one `field: value` line per field.
 `upstream:` lists the tables a file reads (for a macro: the macros it calls and the seeds it reads) and
-orders the build; models also give `grain:` and `contract:` (a contract of a module registered in
-tasks/data/sources.py). A model with `variants: a, b` is built once per variant, as tables `a_<name>` and
-`b_<name>`, with the variant as the parameter `$variant`. Settings reach the SQL only as DuckDB named
-parameters (`$min_words`); the only text pasted into SQL is table names and file paths.
+orders the build; models also give `grain:` and `contract:` (a contract of the modules of the warehouse
+and its sources, tasks/data/sources.py). A model with `variants: a, b` is built once per variant, as
+tables `a_<name>` and `b_<name>`, with the variant as the parameter `$variant`. Settings reach the SQL
+only as DuckDB named parameters (`$min_words`); the only text pasted into SQL is table names and file
+paths.
 """
 
 import csv
@@ -31,7 +32,7 @@ import pyarrow as pa
 
 from tasks.data.audits import contract_audits
 from tasks.data.contracts import Contract
-from tasks.data.sources import MACRO_FOLDER, THREADMED, BenchmarkWarehouse, declared_contracts
+from tasks.data.sources import MACRO_FOLDER, BenchmarkWarehouse
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 MODEL_LAYERS = ("staging", "intermediate", "marts")
@@ -76,6 +77,7 @@ class SqlFile:
     fields: Mapping[str, str] = field(default_factory=dict)
     variant: str | None = None
     generated: bool = False
+    contract: Contract | None = None  # a model's, resolved by load_project
 
     @property
     def upstream(self) -> tuple[str, ...]:
@@ -94,10 +96,6 @@ class SqlFile:
     def parameters(self) -> frozenset[str]:
         return referenced_parameters(self.text)
 
-    @property
-    def contract(self) -> Contract:
-        return contract_for(self)
-
 
 def _names(value: str) -> tuple[str, ...]:
     return tuple(name for name in re.split(r"[,\s]+", value) if name and name != "(none)")
@@ -115,6 +113,10 @@ class Project:
     macros: tuple[SqlFile, ...]
     models: tuple[SqlFile, ...]
     audits: tuple[SqlFile, ...]
+    contracts: Mapping[str, Contract]  # the warehouse's, by attribute name (`THREADS`)
+
+    def seed_contract(self, path: Path) -> Contract:
+        return seed_contract(path, self.contracts)
 
     def audits_of(self, tables: Iterable[str]) -> list[SqlFile]:
         """The audits of the given tables (an audit belongs to the table before `__` + rule)."""
@@ -174,18 +176,18 @@ def parse_sql_file(path: Path, kind: str) -> SqlFile:
     return SqlFile(name, kind, path, text, " ".join(purpose).strip(), fields)
 
 
-def contract_for(model: SqlFile) -> Contract:
-    """The contract a model's header names (`contract: contracts.THREADS`), from the registered modules."""
+def contract_for(model: SqlFile, contracts: Mapping[str, Contract]) -> Contract:
+    """The contract a model's header names (`contract: contracts.THREADS`), from the warehouse's."""
     attribute = model.fields.get("contract", "").removeprefix("contracts.")
-    found = declared_contracts().get(attribute)
+    found = contracts.get(attribute)
     if found is None:
         raise ProjectError(f"{model.path}: unknown contract {model.fields.get('contract')!r}")
     return found
 
 
-def seed_contract(path: Path) -> Contract:
-    """The contract of a seed file: the registered contract named after the file."""
-    for contract in declared_contracts().values():
+def seed_contract(path: Path, contracts: Mapping[str, Contract]) -> Contract:
+    """The contract of a seed file: the warehouse's contract named after the file."""
+    for contract in contracts.values():
         if contract.name == path.stem:
             return contract
     raise ProjectError(f"{path}: no registered contract named {path.stem!r}")
@@ -219,9 +221,11 @@ def with_variants(model: SqlFile) -> list[SqlFile]:
     return [replace(model, name=f"{variant}_{model.name}", variant=variant) for variant in model.variants]
 
 
-def generated_audits(models: Sequence[SqlFile], seeds: Sequence[Path]) -> list[SqlFile]:
+def generated_audits(
+    models: Sequence[SqlFile], seeds: Sequence[Path], contracts: Mapping[str, Contract]
+) -> list[SqlFile]:
     """The contract audits of every seed and model table; a variant's references resolve to its variant."""
-    tables = [(path.stem, seed_contract(path), path, None) for path in seeds]
+    tables = [(path.stem, seed_contract(path, contracts), path, None) for path in seeds]
     tables += [(model.name, model.contract, model.path, model.variant) for model in models]
     variant_tables = {(model.variant, model.file_name): model.name for model in models if model.variant}
     audits = []
@@ -235,9 +239,10 @@ def generated_audits(models: Sequence[SqlFile], seeds: Sequence[Path]) -> list[S
     return audits
 
 
-def load_project(warehouse: BenchmarkWarehouse = THREADMED, sql_dir: Path = SQL_DIR) -> Project:
+def load_project(warehouse: BenchmarkWarehouse, sql_dir: Path = SQL_DIR) -> Project:
     """Discover and check a benchmark's SQL: headers, names, contracts, upstream references, layering."""
     folders = warehouse.folders
+    contracts = warehouse.declared_contracts()
     macros = [parse_sql_file(path, "macro") for path in sorted((sql_dir / MACRO_FOLDER).glob("*.sql"))]
     seeds = tuple(path for folder in folders.seeds for path in sorted((sql_dir / folder).glob("*.csv")))
     files = [
@@ -257,8 +262,8 @@ def load_project(warehouse: BenchmarkWarehouse = THREADMED, sql_dir: Path = SQL_
         missing = [name for name in REQUIRED_MODEL_FIELDS if not model.fields.get(name)]
         if model.kind not in MODEL_LAYERS or missing or not model.purpose:
             raise ProjectError(f"{model.path}: header lacks {', '.join(missing) or 'a purpose'} or a layer")
-        contract_for(model)
-    models = [table for model in files for table in with_variants(model)]
+    typed = [replace(model, contract=contract_for(model, contracts)) for model in files]
+    models = [table for model in typed for table in with_variants(model)]
     for model in models:
         _check_layering(model, models)
     sources = [*(contract.name for contract in warehouse.raw_contracts), *(path.stem for path in seeds)]
@@ -267,13 +272,14 @@ def load_project(warehouse: BenchmarkWarehouse = THREADMED, sql_dir: Path = SQL_
     for audit in handwritten:
         if audit_target(audit) not in tables or not set(audit.upstream) <= tables:
             raise ProjectError(f"{audit.path}: audits an unknown table or reads one")
-    audits = (*handwritten, *generated_audits(ordered_models, seeds))
+    audits = (*handwritten, *generated_audits(ordered_models, seeds, contracts))
     return Project(
         warehouse.raw_contracts,
         seeds,
         tuple(order_by_upstream(macros, sources)),
         tuple(ordered_models),
         audits,
+        contracts,
     )
 
 
@@ -371,10 +377,12 @@ def load_macros(con: duckdb.DuckDBPyConnection, macros: Iterable[SqlFile]) -> No
         con.execute(macro.text)
 
 
-def load_seeds(con: duckdb.DuckDBPyConnection, seeds: Iterable[Path]) -> None:
+def load_seeds(
+    con: duckdb.DuckDBPyConnection, seeds: Iterable[Path], contracts: Mapping[str, Contract]
+) -> None:
     """Load each seed CSV into a table named after it, after checking its header against its contract."""
     for path in seeds:
-        contract = seed_contract(path)
+        contract = seed_contract(path, contracts)
         with path.open(encoding="utf-8", newline="") as handle:
             header = next(csv.reader(handle), [])
         if header != contract.columns:
@@ -426,18 +434,18 @@ def build(
     raw_files: Mapping[str, Sequence[str]],
     parameters: Mapping[str, object],
     marts: Collection[str] | None = None,
-    project: Project | None = None,
+    *,
+    project: Project,
 ) -> dict[str, int]:
     """Build `marts` (default: every mart) and the models upstream of them into `con`; return row counts.
 
     The seeds are audited first, then each layer once built; an audit that reads a table this build
     skipped is skipped with it.
     """
-    project = project or load_project()
     models = project.ancestors(project.marts if marts is None else marts)
     prepare_connection(con)
     create_raw_views(con, raw_files, project.raw)
-    load_seeds(con, project.seeds)
+    load_seeds(con, project.seeds, project.contracts)
     load_macros(con, project.macros)
     built = {*(contract.name for contract in project.raw), *(path.stem for path in project.seeds)}
     run_audits(con, project.audits_of(path.stem for path in project.seeds), parameters)
@@ -452,9 +460,13 @@ def build(
 
 
 def build_database(
-    db_path: str, raw_files: Mapping[str, Sequence[str]], parameters: Mapping[str, object]
+    db_path: str,
+    raw_files: Mapping[str, Sequence[str]],
+    parameters: Mapping[str, object],
+    warehouse: BenchmarkWarehouse,
 ) -> dict[str, int]:
-    """Build every model into the DuckDB file db_path (one writer), auditing each layer; return row counts."""
+    """Build every model of `warehouse` into the DuckDB file db_path (one writer), auditing each layer;
+    return row counts."""
     target = Path(db_path)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
@@ -463,6 +475,6 @@ def build_database(
     for leftover in (partial, partial.with_name(partial.name + ".wal")):
         leftover.unlink(missing_ok=True)
     with duckdb.connect(str(partial)) as con:
-        counts = build(con, raw_files, parameters)
+        counts = build(con, raw_files, parameters, project=load_project(warehouse))
     os.replace(partial, target)
     return counts

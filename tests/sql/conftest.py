@@ -8,16 +8,16 @@ import pyarrow as pa
 import pytest
 
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.benchmarks.threadmed.warehouse import sql_parameters
+from tasks.benchmarks.threadmed.warehouse import WAREHOUSE, sql_parameters
 from tasks.data import warehouse
 from tasks.data.contracts import Contract
 from tasks.data.reddit.pseudonym_salt import DEFAULT_SALT
 
-PROJECT = warehouse.load_project()
+PROJECT = warehouse.load_project(WAREHOUSE)
 MODELS = {model.name: model for model in PROJECT.models}
 CONTRACTS: dict[str, Contract] = {
     **{contract.name: contract for contract in PROJECT.raw},
-    **{path.stem: warehouse.seed_contract(path) for path in PROJECT.seeds},
+    **{path.stem: PROJECT.seed_contract(path) for path in PROJECT.seeds},
     **{model.name: model.contract for model in PROJECT.models},
 }
 
@@ -56,7 +56,7 @@ def duck() -> Iterator[duckdb.DuckDBPyConnection]:
     """A fresh in-memory warehouse holding the seeds and macros, with UTC session time."""
     con = duckdb.connect(":memory:")
     warehouse.prepare_connection(con)
-    warehouse.load_seeds(con, PROJECT.seeds)
+    warehouse.load_seeds(con, PROJECT.seeds, PROJECT.contracts)
     warehouse.load_macros(con, PROJECT.macros)
     yield con
     con.close()

@@ -44,7 +44,7 @@ def built(tmp_path_factory) -> Iterator[duckdb.DuckDBPyConnection]:
         "raw_reddit__comments": [write_parquet(folder / "rc.parquet", RAW_COMMENTS, comments)],
     }
     con = duckdb.connect(":memory:")
-    counts = warehouse.build(con, raw_files, PARAMETERS)
+    counts = warehouse.build(con, raw_files, PARAMETERS, project=PROJECT)
     assert (counts["full_threads"], counts["answered_threads"], counts["full_qa_pairs"]) == (2, 1, 6)
     yield con
     con.close()
@@ -149,7 +149,7 @@ def test_a_null_reason_is_a_value_of_the_funnel_key(built):
 
 def test_every_contract_key_is_audited():
     tables = {model.name: model.contract for model in PROJECT.models}
-    tables |= {path.stem: warehouse.seed_contract(path) for path in PROJECT.seeds}
+    tables |= {path.stem: PROJECT.seed_contract(path) for path in PROJECT.seeds}
     for table, contract in tables.items():
         audit = GENERATED[f"{table}__key_unique"]
         assert f"group by {', '.join(contract.key)}" in audit.text, table

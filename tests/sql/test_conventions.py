@@ -112,7 +112,7 @@ def test_only_variant_models_read_the_variant():
 def test_seeds_match_their_contracts():
     for path in PROJECT.seeds:
         header = path.read_text(encoding="utf-8").splitlines()[0].split(",")
-        assert header == warehouse.seed_contract(path).columns, path
+        assert header == PROJECT.seed_contract(path).columns, path
 
 
 def test_published_marts_use_the_published_contracts():

@@ -7,7 +7,7 @@ import pytest
 
 from tasks.benchmarks.threadmed.contracts import THREADS
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.benchmarks.threadmed.warehouse import sql_parameters
+from tasks.benchmarks.threadmed.warehouse import WAREHOUSE, sql_parameters
 from tasks.data import warehouse
 from tasks.data.reddit.contracts import RAW_REJECTS, RAW_SUBMISSIONS
 from tests.sql.conftest import CONTRACTS, PROJECT
@@ -38,7 +38,7 @@ def test_header_fields_may_continue_on_indented_lines(tmp_path):
         ("a", "b", "c"),
     )
     assert parsed.fields["grain"] == "x_id"
-    assert parsed.contract is THREADS
+    assert warehouse.contract_for(parsed, PROJECT.contracts) is THREADS
 
 
 def test_order_by_upstream_puts_dependencies_first_and_rejects_unknowns_and_cycles(tmp_path):
@@ -80,7 +80,7 @@ def test_load_project_rejects_malformed_models(tmp_path, layer, text, error):
     )
     sql_file(tmp_path / layer / "reddit", "stg_x", text)
     with pytest.raises(warehouse.ProjectError, match=error):
-        warehouse.load_project(sql_dir=tmp_path)
+        warehouse.load_project(WAREHOUSE, sql_dir=tmp_path)
 
 
 def test_a_file_gets_only_the_parameters_it_references(tmp_path):
@@ -126,7 +126,7 @@ def test_a_seed_whose_header_differs_from_its_contract_is_refused(duck, tmp_path
     path = tmp_path / "bots.csv"
     path.write_text("name\nSomeBot\n")
     with pytest.raises(warehouse.ContractError, match=r"bots\.csv: columns \['name'\]"):
-        warehouse.load_seeds(duck, [path])
+        warehouse.load_seeds(duck, [path], PROJECT.contracts)
 
 
 def test_a_failed_audit_names_itself_and_shows_rows(duck, tmp_path):
@@ -141,13 +141,13 @@ def test_a_failed_audit_names_itself_and_shows_rows(duck, tmp_path):
 def test_a_build_runs_only_the_ancestors_of_the_tables_asked_for():
     parameters = sql_parameters(BuildSettings(), "pepper")
     with duckdb.connect(":memory:") as con:
-        counts = warehouse.build(con, {}, parameters, marts=["int_comments__classified"])
+        counts = warehouse.build(con, {}, parameters, marts=["int_comments__classified"], project=PROJECT)
         tables = {row[0] for row in con.sql("select table_name from duckdb_tables()").fetchall()}
     ancestors = {"stg_reddit__submissions", "stg_reddit__comments", "int_posts__filtered"}
     assert set(counts) == ancestors | {"int_comments__classified"}
     assert tables == set(counts) | {path.stem for path in PROJECT.seeds}
     with pytest.raises(warehouse.ProjectError, match="no model builds nowhere"):
-        warehouse.build(duckdb.connect(":memory:"), {}, parameters, marts=["nowhere"])
+        warehouse.build(duckdb.connect(":memory:"), {}, parameters, marts=["nowhere"], project=PROJECT)
 
 
 def test_a_model_with_variants_builds_one_table_per_variant():

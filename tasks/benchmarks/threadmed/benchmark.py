@@ -9,6 +9,7 @@ from tasks.benchmarks.threadmed.scorer import PROMPTS_DIR, judge_thread
 from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.benchmarks.threadmed.solver import InferenceJob, answer_thread
 from tasks.benchmarks.threadmed.summary import summarize
+from tasks.benchmarks.threadmed.warehouse import WAREHOUSE
 from tasks.evals.config import EvalConfig
 from tasks.evals.outputs import RunTables
 
@@ -28,4 +29,5 @@ THREADMED = Benchmark(
     contracts=(THREADS, QA_PAIRS, RESPONSES, JUDGMENTS),
     prompts_dir=PROMPTS_DIR,
     rejudging=Rejudging(solved_key=InferenceJob.row_key, estimate_scoring=estimate_scoring),
+    warehouse=WAREHOUSE,
 )

@@ -1,4 +1,5 @@
-"""ThReadMed-QA's warehouse: the SQL parameters of its build settings, and the build task."""
+"""ThReadMed-QA's warehouse: its SQL and the sources it reads, the SQL parameters of its build settings, and
+the build task."""
 
 import csv
 from collections.abc import Iterable
@@ -8,9 +9,22 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from tasks.benchmarks.threadmed import contracts
 from tasks.benchmarks.threadmed.settings import BuildSettings
 from tasks.data.reddit.pseudonym_salt import PseudonymSalt
+from tasks.data.sources import REDDIT, BenchmarkWarehouse, SqlFolders
 from tasks.data.warehouse import SQL_DIR, ProjectError, build_database
+
+WAREHOUSE = BenchmarkWarehouse(
+    name="threadmed",
+    contracts=contracts,
+    sources=(REDDIT,),
+    sql=SqlFolders(
+        seeds=("seeds/threadmed",),
+        models=("intermediate/threadmed", "marts/threadmed"),
+        audits=("audits/threadmed",),
+    ),
+)
 
 
 def sql_parameters(settings: BuildSettings, salt: str) -> dict[str, object]:
@@ -54,4 +68,5 @@ def build_warehouse(
 ) -> dict[str, int]:
     """Run every SQL model into db_path (one writer), audit each layer; return row counts per table."""
     check_answer_roles(settings.answer_roles, flair_roles())
-    return build_database(db_path, raw_files, sql_parameters(settings, salt.secret.get_secret_value()))
+    parameters = sql_parameters(settings, salt.secret.get_secret_value())
+    return build_database(db_path, raw_files, parameters, WAREHOUSE)

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import orjson
@@ -19,9 +19,6 @@ import pyarrow as pa
 from tasks.data.contracts import Contract
 from tasks.data.reddit.reader import LineBlock
 from tasks.data.sources import REDDIT
-
-if TYPE_CHECKING:  # the settings are only a type here
-    from tasks.benchmarks.threadmed.settings import BuildSettings
 
 DumpKind = Literal["submissions", "comments"]
 EXCERPT_CHARS = 200
@@ -35,10 +32,6 @@ class IngestFilter:
     subreddit: str
     start: date
     end: date
-
-    @classmethod
-    def from_settings(cls, settings: "BuildSettings") -> "IngestFilter":
-        return cls(settings.subreddit, settings.start, settings.end)
 
     @property
     def start_epoch(self) -> int:

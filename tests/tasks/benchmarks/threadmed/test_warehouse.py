@@ -9,6 +9,7 @@ import pytest
 from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 from tasks.benchmarks.threadmed.settings import BuildSettings
 from tasks.benchmarks.threadmed.warehouse import (
+    WAREHOUSE,
     build_warehouse,
     check_answer_roles,
     flair_roles,
@@ -37,7 +38,7 @@ def test_build_warehouse_task_writes_one_complete_file(tmp_path):
     db_path = tmp_path / "warehouse" / "build.duckdb"
     counts = build_warehouse.fn(str(db_path), {}, BuildSettings(), read_pseudonym_salt({}))
     # with no input, only the staging stages of the funnel have rows: three reasons and a total each
-    assert counts == {model.name: 0 for model in load_project().models} | {"stats_funnel": 8}
+    assert counts == {model.name: 0 for model in load_project(WAREHOUSE).models} | {"stats_funnel": 8}
     assert sorted(path.name for path in db_path.parent.iterdir()) == ["build.duckdb"]
     with duckdb.connect(str(db_path), read_only=True) as con:
         con.execute("copy full_threads to '{}'".format(tmp_path / "threads.parquet"))
