@@ -139,7 +139,7 @@ def snomed_demo(workdir: Path, patients: int, seed: int) -> None:
     from flows.snomed_cases import snomed_cases
     from flows.snomed_evaluate import snomed_evaluate
     from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
-    from tasks.benchmarks.snomed.cases.synthea_patients import generate_patients
+    from tasks.data.patients.synthea_patients import generate_patients
 
     console.rule("SNOMED diagnosis benchmark")
     bundles = generate_patients(

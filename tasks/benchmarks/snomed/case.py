@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-ObservationKind = Literal["vital", "lab", "survey", "other"]
+from tasks.data.patients.records import RecordObservation
 
 
 class RecordCondition(BaseModel, frozen=True):
@@ -20,17 +20,6 @@ class RecordCondition(BaseModel, frozen=True):
     onset: date | None = None
     stop: date | None = None
     semantic_tag: str | None = None
-
-
-class RecordObservation(BaseModel, frozen=True):
-    """The latest value of one observation kind (LOINC code) before the reference date."""
-
-    code: str
-    display: str
-    value: str
-    unit: str | None = None
-    observed_on: date | None = None
-    kind: ObservationKind = "other"
 
 
 class RecordItem(BaseModel, frozen=True):
@@ -47,7 +36,7 @@ class PatientRecord(BaseModel, frozen=True):
     age_years: int | None
     sex: Literal["female", "male"] | None
     conditions: tuple[RecordCondition, ...]
-    observations: tuple[RecordObservation, ...]
+    observations: tuple[RecordObservation, ...]  # the latest value per kind before the reference date
     medications: tuple[RecordItem, ...] = ()
     allergies: tuple[RecordItem, ...] = ()
 

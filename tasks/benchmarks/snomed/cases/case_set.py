@@ -14,12 +14,14 @@ import pyarrow.parquet as pq
 from prefect import task
 
 from tasks.benchmarks.snomed.case import Case
-from tasks.benchmarks.snomed.cases.fhir import read_fhir_cases
-from tasks.benchmarks.snomed.cases.omop import read_omop_cases
-from tasks.benchmarks.snomed.cases.records import SourceCases, SourceError
+from tasks.benchmarks.snomed.cases.records import (
+    SourceCases,
+    read_fhir_cases,
+    read_omop_cases,
+    read_synthea_csv_cases,
+)
 from tasks.benchmarks.snomed.cases.reference import read_reference_cases
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
-from tasks.benchmarks.snomed.cases.synthea_csv import read_synthea_csv_cases
 from tasks.benchmarks.snomed.contracts import cases_to_table
 from tasks.benchmarks.snomed.vocabulary import (
     Vocabulary,
@@ -29,6 +31,7 @@ from tasks.benchmarks.snomed.vocabulary import (
     vocabulary_fingerprint,
 )
 from tasks.core.files import check_replaceable_folder, write_folder_atomic
+from tasks.data.patients.records import SourceError
 
 READERS = {
     "fhir": read_fhir_cases,

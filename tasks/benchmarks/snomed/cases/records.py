@@ -1,63 +1,30 @@
-"""A patient's whole record as a source gives it, and the one function that turns it into a Case.
+"""A patient's record (tasks/data/patients/) read at a reference date: the one function that turns it into a
+Case, and the SNOMED case readers of each record format.
 
-Each reader (FHIR, Synthea CSV, OMOP) only translates its format into a `PatientRecord`; reading the
-record at the reference date, keeping the latest observation per kind and choosing the gold set happen
-here, once, so the formats cannot drift apart.
+Reading the record at the reference date, keeping the latest observation per kind and choosing the gold
+set happen here, once, so the formats cannot drift apart.
 """
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-import orjson
-from pydantic import BaseModel
-
-from tasks.benchmarks.snomed.case import (
-    Case,
-    ObservationKind,
-    RecordCondition,
-    RecordItem,
-    RecordObservation,
-)
+from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 from tasks.benchmarks.snomed.vocabulary import Vocabulary, semantic_tag
-
-# The oldest verified human lifespan is 122 years (Jeanne Calment, 1875-1997; Guinness World Records):
-# an age beyond this bound at the reference date means a wrong date in the record.
-MAX_AGE_YEARS = 125
-
-OBSERVATION_KINDS: dict[str, ObservationKind] = {
-    "vital-signs": "vital",
-    "laboratory": "lab",
-    "survey": "survey",
-}
-
-
-class SourceError(ValueError):
-    """Input a reader cannot turn into cases: one line naming the file, the record and the fix."""
-
-
-@contextmanager
-def located(where: object) -> Iterator[None]:
-    """Prefix a SourceError raised inside the block with where it happened (a file, then a record)."""
-    try:
-        yield
-    except SourceError as error:
-        raise SourceError(f"{where}: {error}") from None
-
-
-def read_json_file(path: Path) -> Any:
-    """A JSON file's value; one line with the position when it is not JSON (a truncated copy, say)."""
-    try:
-        return orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as error:
-        raise SourceError(
-            f"not valid JSON: {error.msg} at line {error.lineno}, column {error.colno} (byte {error.pos}); "
-            "the file may be truncated or empty: export or copy it again"
-        ) from None
+from tasks.data.patients.fhir import fhir_bundle_paths, read_fhir_bundle
+from tasks.data.patients.omop import read_omop_records
+from tasks.data.patients.records import (
+    PatientRecord,
+    SourceCondition,
+    SourceItem,
+    checked_age,
+    located,
+    normalize_sex,
+)
+from tasks.data.patients.synthea_csv import read_synthea_csv_records
 
 
 class SourceCases(NamedTuple):
@@ -65,63 +32,6 @@ class SourceCases(NamedTuple):
 
     cases: list[Case]
     skipped: Counter[str]
-
-
-class SourceCondition(BaseModel, frozen=True):
-    """One episode of a condition: a code can recur (viral sinusitis), each episode with its own dates."""
-
-    code: str
-    display: str
-    onset: date | None = None
-    stop: date | None = None
-
-
-class SourceItem(BaseModel, frozen=True):
-    """A medication or an allergy with the dates it held; no stop means still current."""
-
-    code: str
-    display: str
-    start: date | None = None
-    stop: date | None = None
-
-
-class PatientRecord(BaseModel, frozen=True):
-    patient_id: str
-    birth_date: date | None
-    sex: str | None
-    last_record_date: date | None
-    conditions: tuple[SourceCondition, ...] = ()
-    observations: tuple[RecordObservation, ...] = ()
-    medications: tuple[SourceItem, ...] = ()
-    allergies: tuple[SourceItem, ...] = ()
-
-
-def observation_kind(category: str | None) -> ObservationKind:
-    """FHIR observation category code (`vital-signs`, `laboratory`, `survey`) -> the case's kind."""
-    return OBSERVATION_KINDS.get((category or "").strip().lower(), "other")
-
-
-def normalize_sex(value: str | None) -> str | None:
-    """`male`/`M`/`female`/`F` (any case) -> `male`/`female`; anything else -> None."""
-    return {"m": "male", "male": "male", "f": "female", "female": "female"}.get((value or "").strip().lower())
-
-
-def age_in_years(birth_date: date | None, on: date | None) -> int | None:
-    if birth_date is None or on is None:
-        return None
-    return on.year - birth_date.year - ((on.month, on.day) < (birth_date.month, birth_date.day))
-
-
-def checked_age(patient_id: str, birth_date: date | None, reference_date: date | None) -> int | None:
-    """The age at the reference date; a SourceError when no one could be that old (or not yet born)."""
-    age = age_in_years(birth_date, reference_date)
-    if age is not None and not 0 <= age <= MAX_AGE_YEARS:
-        raise SourceError(
-            f"patient {patient_id}: age {age} at the reference date {reference_date} (born {birth_date}); "
-            "a date of the record is wrong: fix it, or pass --reference-date to read the record at a "
-            "date of your choice"
-        )
-    return age
 
 
 def is_on_or_before(day: date | None, reference_date: date | None) -> bool:
@@ -234,3 +144,39 @@ def build_case(
         gold_codes=gold_codes,
         gold_displays=gold_displays,
     )
+
+
+def read_fhir_cases(
+    folder: Path, settings: CaseSetSettings, vocabulary: Vocabulary | None = None
+) -> SourceCases:
+    """A folder of FHIR R4 bundles -> one Case per patient bundle in file-name order, and what was skipped."""
+    cases, skipped = [], Counter[str]()
+    for path in fhir_bundle_paths(folder):
+        with located(path):
+            record = read_fhir_bundle(path, skipped)
+            if record is not None:
+                cases.append(build_case(record, "fhir", settings, vocabulary))
+    return SourceCases(cases, skipped)
+
+
+def read_synthea_csv_cases(
+    folder: Path, settings: CaseSetSettings, vocabulary: Vocabulary | None = None
+) -> SourceCases:
+    """A Synthea CSV export folder -> one Case per patient, sorted by patient id, and what was skipped."""
+    skipped = Counter[str]()
+    with located(folder):
+        records = read_synthea_csv_records(folder, settings.reference_date, skipped)
+        cases = [build_case(r, "synthea_csv", settings, vocabulary) for r in records]
+    return SourceCases(cases, skipped)
+
+
+def read_omop_cases(
+    source: Path, settings: CaseSetSettings, vocabulary: Vocabulary | None = None
+) -> SourceCases:
+    """An OMOP CDM (DuckDB file or table folder) -> one Case per person, sorted by patient id, and what
+    was skipped."""
+    skipped = Counter[str]()
+    with located(source):
+        records = read_omop_records(source, settings.reference_date, skipped)
+        cases = [build_case(r, "omop", settings, vocabulary) for r in records]
+    return SourceCases(cases, skipped)

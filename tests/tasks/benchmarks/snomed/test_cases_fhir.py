@@ -1,113 +1,10 @@
 from datetime import date
 
-import orjson
 import pytest
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
 from tasks.benchmarks.snomed.cases import CaseSetSettings, read_fhir_cases
-
-SNOMED, LOINC, RXNORM = (
-    "http://snomed.info/sct",
-    "http://loinc.org",
-    "http://www.nlm.nih.gov/research/umls/rxnorm",
-)
-
-
-def coded(system: str, code: str, display: str) -> dict:
-    return {"coding": [{"system": system, "code": code, "display": display}]}
-
-
-def category(code: str) -> list[dict]:
-    return [{"coding": [{"code": code}]}]
-
-
-def condition(code: str, display: str, onset: str, stop: str | None = None) -> dict:
-    resource = {"resourceType": "Condition", "code": coded(SNOMED, code, display), "onsetDateTime": onset}
-    return resource | ({"abatementDateTime": stop} if stop else {})
-
-
-def quantity(code: str, display: str, day: str, value: float, unit: str, kind: str = "vital-signs") -> dict:
-    return {
-        "resourceType": "Observation",
-        "category": category(kind),
-        "code": coded(LOINC, code, display),
-        "effectiveDateTime": day,
-        "valueQuantity": {"value": value, "unit": unit},
-    }
-
-
-PATIENT_BUNDLE = {
-    "resourceType": "Bundle",
-    "entry": [
-        {"resource": r}
-        for r in [
-            {"resourceType": "Patient", "id": "p1", "gender": "female", "birthDate": "1980-06-15"},
-            {"resourceType": "Encounter", "period": {"start": "2020-03-01T09:00:00+00:00"}},
-            condition(
-                "444814009", "Viral sinusitis (disorder)", "2010-01-01T00:00:00Z", "2010-01-20T00:00:00Z"
-            ),
-            condition(
-                "444814009", "Viral sinusitis (disorder)", "2019-12-01T00:00:00Z", "2019-12-20T00:00:00Z"
-            ),
-            condition("59621000", "Essential hypertension (disorder)", "2015-05-05T00:00:00Z"),
-            condition("160903007", "Full-time employment (finding)", "2012-01-01T00:00:00Z"),
-            condition("73595000", "Stress (finding)", "2012-01-01T00:00:00Z", "2013-01-01T00:00:00Z"),
-            quantity("29463-7", "Body Weight", "2019-01-01T00:00:00Z", 70.0, "kg"),
-            quantity("29463-7", "Body Weight", "2020-03-01T09:00:00Z", 72.5, "kg"),
-            quantity("2339-0", "Glucose", "2018-04-04T00:00:00Z", 99, "mg/dL", kind="laboratory"),
-            {
-                "resourceType": "Observation",
-                "category": category("vital-signs"),
-                "code": coded(LOINC, "85354-9", "Blood pressure panel"),
-                "effectiveDateTime": "2020-03-01T09:00:00+00:00",
-                "component": [
-                    {
-                        "code": coded(LOINC, "8480-6", "Systolic blood pressure"),
-                        "valueQuantity": {"value": 141.0, "unit": "mm[Hg]"},
-                    },
-                    {
-                        "code": coded(LOINC, "8462-4", "Diastolic blood pressure"),
-                        "valueQuantity": {"value": 92.0, "unit": "mm[Hg]"},
-                    },
-                ],
-            },
-            {
-                "resourceType": "Observation",
-                "category": category("social-history"),
-                "code": coded(LOINC, "72166-2", "Tobacco smoking status"),
-                "effectiveDateTime": "2020-03-01T09:00:00+00:00",
-                "valueCodeableConcept": coded(SNOMED, "266919005", "Never smoked tobacco (finding)"),
-            },
-            {
-                "resourceType": "Observation",
-                "category": category("vital-signs"),
-                "code": coded(LOINC, "8289-1", "No value"),
-            },
-            {
-                "resourceType": "MedicationRequest",
-                "status": "active",
-                "medicationCodeableConcept": coded(RXNORM, "314076", "lisinopril 10 MG Oral Tablet"),
-                "authoredOn": "2015-05-05T00:00:00Z",
-            },
-            {
-                "resourceType": "MedicationRequest",
-                "status": "stopped",
-                "medicationCodeableConcept": coded(RXNORM, "198405", "Ibuprofen 100 MG Oral Tablet"),
-                "authoredOn": "2010-01-01T00:00:00Z",
-            },
-            {
-                "resourceType": "AllergyIntolerance",
-                "clinicalStatus": coded("x", "active", "Active"),
-                "code": coded(SNOMED, "782576004", "Tree pollen (substance)"),
-                "recordedDate": "2011-01-01T00:00:00Z",
-            },
-        ]
-    ],
-}
-PRACTITIONER_BUNDLE = {
-    "resourceType": "Bundle",
-    "entry": [{"resource": {"resourceType": "Practitioner", "id": "d1"}}],
-}
+from tests.tasks.data.patients.test_fhir import write_bundles
 
 EXPECTED = Case(
     case_id="p1",
@@ -195,12 +92,6 @@ EXPECTED = Case(
         "Stress (finding)",
     ),
 )
-
-
-def write_bundles(folder):
-    (folder / "Jane_Doe_p1.json").write_bytes(orjson.dumps(PATIENT_BUNDLE))
-    (folder / "practitionerInformation1.json").write_bytes(orjson.dumps(PRACTITIONER_BUNDLE))
-    return folder
 
 
 def test_fhir_reader_builds_the_whole_case_and_skips_bundles_without_a_patient(tmp_path):

@@ -5,41 +5,7 @@ import pytest
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
 from tasks.benchmarks.snomed.cases import CaseSetSettings, eunomia_duckdb_path, read_omop_cases
-
-TABLES = {
-    "person": "person_id,person_source_value,gender_concept_id,year_of_birth,month_of_birth,day_of_birth\n"
-    "1,uuid-1,8532,1970,3,9\n"
-    "2,,8507,2001,,\n",
-    "condition_occurrence": "person_id,condition_concept_id,condition_source_value,condition_start_date,"
-    "condition_end_date\n"
-    "1,320128,59621000,2001-01-01,\n"
-    "1,4112343,195662009,2015-10-02,2015-10-14\n"
-    "1,192671,K92.2,2016-01-01,2016-02-01\n",
-    "observation": "person_id,observation_concept_id,observation_source_value,observation_type_concept_id,"
-    "observation_date,value_as_number\n"
-    "1,4323208,428251008,38000276,2010-06-07,\n"
-    "1,4084167,419474003,38000280,2012-01-01,\n",
-    "measurement": "person_id,measurement_concept_id,measurement_source_value,measurement_date,"
-    "value_as_number,unit_source_value\n"
-    "1,3004249,8480-6,2018-01-01,131.0,mm[Hg]\n"
-    "1,3004249,8480-6,2017-01-01,120.0,mm[Hg]\n"
-    "1,3006322,8331-1,2018-01-01,,\n",
-    "drug_exposure": "person_id,drug_concept_id,drug_source_value,drug_exposure_start_date,"
-    "drug_exposure_end_date\n"
-    "1,1308216,314076,2001-01-01,2030-01-01\n"
-    "1,40213160,10,2018-01-01,2018-01-01\n",
-    "visit_occurrence": "person_id,visit_start_date\n1,2019-04-04\n2,2020-01-01\n",
-    "concept": "concept_id,concept_name,vocabulary_id,concept_code,domain_id\n"
-    "320128,Essential hypertension,SNOMED,59621000,Condition\n"
-    "4112343,Acute viral pharyngitis,SNOMED,195662009,Condition\n"
-    "192671,Gastrointestinal hemorrhage,SNOMED,74474003,Condition\n"
-    "4323208,History of appendectomy,SNOMED,428251008,Observation\n"
-    "4084167,Allergy to mold,SNOMED,419474003,Observation\n"
-    "3004249,Systolic blood pressure,LOINC,8480-6,Measurement\n"
-    "3006322,Oral temperature,LOINC,8331-1,Measurement\n"
-    "1308216,lisinopril 10 MG Oral Tablet,RxNorm,314076,Drug\n"
-    "40213160,poliovirus vaccine,CVX,10,Drug\n",
-}
+from tests.tasks.data.patients.test_omop import TABLES, write_tables
 
 EXPECTED = [
     Case(
@@ -98,12 +64,6 @@ EXPECTED = [
         ),
     ),
 ]
-
-
-def write_tables(folder):
-    for name, text in TABLES.items():
-        (folder / f"{name}.csv").write_text(text)
-    return folder
 
 
 def test_omop_reader_builds_every_person_whole_from_a_table_folder(tmp_path):

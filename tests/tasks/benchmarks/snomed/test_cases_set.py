@@ -22,16 +22,17 @@ from tasks.benchmarks.snomed.cases import (
 from tasks.benchmarks.snomed.cases.case_set import case_set_vocabulary, finish_case_set, source_fingerprint
 from tasks.benchmarks.snomed.cases.case_set import write_case_set as write_case_set_files
 from tasks.benchmarks.snomed.cases.loading import load_case_set
-from tasks.benchmarks.snomed.cases.records import SourceError, gold_conditions
+from tasks.benchmarks.snomed.cases.records import gold_conditions
 from tasks.benchmarks.snomed.contracts import CASES, cases_from_table
 from tasks.benchmarks.snomed.vocabulary import VocabularyEntry, derive_synthea_vocabulary
+from tasks.data.patients.records import SourceError
 from tests.snomed_fixtures import CASES as FIXTURE_CASES
 from tests.snomed_fixtures import case as fixture_case
 from tests.snomed_fixtures import write_case_set
-from tests.tasks.benchmarks.snomed.test_cases_csv import write_export
-from tests.tasks.benchmarks.snomed.test_cases_fhir import PATIENT_BUNDLE, quantity, write_bundles
-from tests.tasks.benchmarks.snomed.test_cases_omop import write_tables
 from tests.tasks.benchmarks.snomed.test_cases_reference import REFERENCE
+from tests.tasks.data.patients.test_fhir import PATIENT_BUNDLE, quantity, write_bundles
+from tests.tasks.data.patients.test_omop import write_tables
+from tests.tasks.data.patients.test_synthea_csv import write_export
 
 CONDITIONS = [
     RecordCondition(code="1", display="Asthma (disorder)", semantic_tag="disorder"),

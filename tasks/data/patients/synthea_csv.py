@@ -1,4 +1,4 @@
-"""Synthea's CSV export folder (`output/csv/`, Synthea's column names) -> PatientRecords -> Cases.
+"""Synthea's CSV export folder (`output/csv/`, Synthea's column names) -> PatientRecords.
 
 DuckDB reads every file as text (Synthea writes dates both as `2019-02-17` and `2019-02-17T05:07:38Z`);
 only the latest observation rows per patient and code, at the reference date, leave DuckDB. Conditions
@@ -6,29 +6,20 @@ of another code system than SNOMED CT are skipped and counted.
 """
 
 from collections import Counter
+from datetime import date
 from pathlib import Path
 
 import duckdb
 
-from tasks.benchmarks.snomed.case import RecordObservation
-from tasks.benchmarks.snomed.cases.records import (
+from tasks.data.patients.records import (
     PatientRecord,
-    SourceCases,
+    RecordObservation,
     SourceCondition,
     SourceError,
     SourceItem,
-    build_case,
-    located,
     observation_kind,
 )
-from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
-from tasks.benchmarks.snomed.cases.tables import (
-    ensure_table,
-    load_table_file,
-    offline_duckdb,
-    rows_by_patient,
-)
-from tasks.benchmarks.snomed.vocabulary import Vocabulary
+from tasks.data.patients.tables import ensure_table, load_table_file, offline_duckdb, rows_by_patient
 
 # The columns each file must give (optional ones are added as nulls when an older Synthea left them out).
 SYNTHEA_CSV_COLUMNS = {
@@ -139,17 +130,16 @@ def load_synthea_csv(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
 
 
 def read_synthea_csv_records(
-    folder: Path, settings: CaseSetSettings, skipped: Counter[str]
+    folder: Path, reference_date: date | None, skipped: Counter[str]
 ) -> list[PatientRecord]:
-    """A Synthea CSV export folder -> one PatientRecord per row of patients.csv, sorted by patient id;
+    """A Synthea CSV export folder -> one PatientRecord per row of patients.csv, sorted by patient id, its
+    observations the latest per code at the reference date (None: at each patient's last record date);
     conditions of other code systems are counted in `skipped`."""
     with offline_duckdb() as con:
         load_synthea_csv(con, folder)
         if other_system := con.execute(OTHER_SYSTEM_CONDITIONS_SQL).fetchall()[0][0]:
             skipped[NO_SNOMED_CODE] += other_system
-        con.execute(
-            f"create table patient_rows as {PATIENTS_SQL}", {"reference_date": settings.reference_date}
-        )
+        con.execute(f"create table patient_rows as {PATIENTS_SQL}", {"reference_date": reference_date})
         patients = con.execute(
             "select patient_id, birth_date, sex, last_record_date from patient_rows"
         ).fetchall()
@@ -186,14 +176,3 @@ def read_synthea_csv_records(
             )
         )
     return records
-
-
-def read_synthea_csv_cases(
-    folder: Path, settings: CaseSetSettings, vocabulary: Vocabulary | None = None
-) -> SourceCases:
-    """A Synthea CSV export folder -> one Case per patient, sorted by patient id, and what was skipped."""
-    skipped = Counter[str]()
-    with located(folder):
-        records = read_synthea_csv_records(folder, settings, skipped)
-        cases = [build_case(r, "synthea_csv", settings, vocabulary) for r in records]
-    return SourceCases(cases, skipped)

@@ -1,4 +1,4 @@
-"""Synthea FHIR R4 bundles (`output/fhir/*.json`, one patient per bundle) -> PatientRecords -> Cases.
+"""Synthea FHIR R4 bundles (`output/fhir/*.json`, one patient per bundle) -> PatientRecords.
 
 Bundles are read one at a time (a few MB each). Bundles without a Patient (Synthea's hospital and
 practitioner information bundles) are skipped.
@@ -19,20 +19,17 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from tasks.benchmarks.snomed.case import RecordObservation
-from tasks.benchmarks.snomed.cases.records import (
+from tasks.data.patients.records import (
+    SNOMED_SYSTEMS,
     PatientRecord,
-    SourceCases,
+    RecordObservation,
     SourceCondition,
     SourceError,
     SourceItem,
-    build_case,
     located,
     observation_kind,
     read_json_file,
 )
-from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
-from tasks.benchmarks.snomed.vocabulary import SNOMED_SYSTEMS, Vocabulary
 
 Resource = dict[str, Any]
 LOINC_SYSTEM = "http://loinc.org"
@@ -259,20 +256,13 @@ def fhir_bundle_paths(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.json"))
 
 
-def read_fhir_cases(
-    folder: Path, settings: CaseSetSettings, vocabulary: Vocabulary | None = None
-) -> SourceCases:
-    """A folder of FHIR R4 bundles -> one Case per patient bundle in file-name order, and what was skipped."""
-    cases, skipped = [], Counter[str]()
-    for path in fhir_bundle_paths(folder):
-        with located(path):
-            bundle = read_json_file(path)
-            if not isinstance(bundle, dict) or bundle.get("resourceType") != "Bundle":
-                raise SourceError(
-                    "not a FHIR Bundle; a folder of FHIR input holds one Synthea bundle per patient "
-                    "(a reference benchmark .json is given as the file itself)"
-                )
-            record = record_from_bundle(bundle, skipped)
-            if record is not None:
-                cases.append(build_case(record, "fhir", settings, vocabulary))
-    return SourceCases(cases, skipped)
+def read_fhir_bundle(path: Path, skipped: Counter[str]) -> PatientRecord | None:
+    """One bundle file -> its patient's record; None for a bundle with no Patient. Skipped items are
+    counted; a file that is no FHIR Bundle is a SourceError."""
+    bundle = read_json_file(path)
+    if not isinstance(bundle, dict) or bundle.get("resourceType") != "Bundle":
+        raise SourceError(
+            "not a FHIR Bundle; a folder of FHIR input holds one Synthea bundle per patient "
+            "(a reference benchmark .json is given as the file itself)"
+        )
+    return record_from_bundle(bundle, skipped)
