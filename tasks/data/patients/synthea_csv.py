@@ -11,15 +11,15 @@ from pathlib import Path
 
 import duckdb
 
-from tasks.data.patients.records import (
-    PatientRecord,
-    RecordObservation,
-    SourceCondition,
-    SourceError,
-    SourceItem,
-    observation_kind,
+from tasks.data.patients.records import PatientRecord, SourceError
+from tasks.data.patients.tables import (
+    RecordRows,
+    ensure_table,
+    load_table_file,
+    offline_duckdb,
+    records_from_rows,
+    rows_by_patient,
 )
-from tasks.data.patients.tables import ensure_table, load_table_file, offline_duckdb, rows_by_patient
 
 # The columns each file must give (optional ones are added as nulls when an older Synthea left them out).
 SYNTHEA_CSV_COLUMNS = {
@@ -143,36 +143,10 @@ def read_synthea_csv_records(
         patients = con.execute(
             "select patient_id, birth_date, sex, last_record_date from patient_rows"
         ).fetchall()
-        conditions = rows_by_patient(con.execute(CONDITIONS_SQL).fetchall())
-        observations = rows_by_patient(con.execute(LATEST_OBSERVATIONS_SQL).fetchall())
-        medications = rows_by_patient(con.execute(ITEMS_SQL.format(table="medications")).fetchall())
-        allergies = rows_by_patient(con.execute(ITEMS_SQL.format(table="allergies")).fetchall())
-    records = []
-    for patient_id, birth_date, sex, last_record_date in sorted(patients):
-        records.append(
-            PatientRecord(
-                patient_id=patient_id,
-                birth_date=birth_date,
-                sex=sex,
-                last_record_date=last_record_date,
-                conditions=tuple(
-                    SourceCondition(code=c, display=d, onset=on, stop=off)
-                    for c, d, on, off in conditions.get(patient_id, [])
-                ),
-                observations=tuple(
-                    RecordObservation(
-                        code=c, display=d, value=v, unit=u, observed_on=on, kind=observation_kind(category)
-                    )
-                    for c, d, v, u, on, category in observations.get(patient_id, [])
-                ),
-                medications=tuple(
-                    SourceItem(code=c, display=d, start=on, stop=off)
-                    for c, d, on, off in medications.get(patient_id, [])
-                ),
-                allergies=tuple(
-                    SourceItem(code=c, display=d, start=on, stop=off)
-                    for c, d, on, off in allergies.get(patient_id, [])
-                ),
-            )
+        rows = RecordRows(
+            conditions=rows_by_patient(con.execute(CONDITIONS_SQL).fetchall()),
+            observations=rows_by_patient(con.execute(LATEST_OBSERVATIONS_SQL).fetchall()),
+            medications=rows_by_patient(con.execute(ITEMS_SQL.format(table="medications")).fetchall()),
+            allergies=rows_by_patient(con.execute(ITEMS_SQL.format(table="allergies")).fetchall()),
         )
-    return records
+    return records_from_rows(patients, rows)

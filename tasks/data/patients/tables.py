@@ -1,12 +1,31 @@
-"""Loading tabular sources (CSV or Parquet files) into DuckDB, and grouping query rows per patient."""
+"""Loading tabular sources (CSV or Parquet files) into DuckDB, and turning query rows into patient records."""
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 
-from tasks.data.patients.records import SourceError
+from tasks.data.patients.records import (
+    PatientRecord,
+    RecordObservation,
+    SourceCondition,
+    SourceError,
+    SourceItem,
+    observation_kind,
+)
+
+Rows = dict[str, list[tuple[Any, ...]]]
+
+
+class RecordRows(NamedTuple):
+    """A tabular source's query rows by patient id (rows_by_patient): conditions, medications and allergies
+    as (code, display, start, stop), observations as (code, display, value, unit, day, category or None)."""
+
+    conditions: Rows
+    observations: Rows
+    medications: Rows
+    allergies: Rows
 
 
 def offline_duckdb() -> duckdb.DuckDBPyConnection:
@@ -68,9 +87,40 @@ def load_table_file(con: duckdb.DuckDBPyConnection, name: str, folder: Path, all
     return True
 
 
-def rows_by_patient(rows: Sequence[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]]:
+def rows_by_patient(rows: Sequence[tuple[Any, ...]]) -> Rows:
     """Rows whose first value is a patient id -> {patient id: the rest of each row}."""
     grouped: dict[str, list[tuple[Any, ...]]] = {}
     for row in rows:
         grouped.setdefault(str(row[0]), []).append(row[1:])
     return grouped
+
+
+def records_from_rows(patients: Iterable[tuple[Any, ...]], rows: RecordRows) -> list[PatientRecord]:
+    """One PatientRecord per (patient id, birth date, sex, last record date) row, sorted by patient id."""
+    return [
+        PatientRecord(
+            patient_id=patient_id,
+            birth_date=birth_date,
+            sex=sex,
+            last_record_date=last_record_date,
+            conditions=tuple(
+                SourceCondition(code=c, display=d, onset=on, stop=off)
+                for c, d, on, off in rows.conditions.get(patient_id, [])
+            ),
+            observations=tuple(
+                RecordObservation(
+                    code=c, display=d, value=v, unit=u, observed_on=on, kind=observation_kind(category)
+                )
+                for c, d, v, u, on, category in rows.observations.get(patient_id, [])
+            ),
+            medications=tuple(
+                SourceItem(code=c, display=d, start=on, stop=off)
+                for c, d, on, off in rows.medications.get(patient_id, [])
+            ),
+            allergies=tuple(
+                SourceItem(code=c, display=d, start=on, stop=off)
+                for c, d, on, off in rows.allergies.get(patient_id, [])
+            ),
+        )
+        for patient_id, birth_date, sex, last_record_date in sorted(patients)
+    ]
