@@ -9,11 +9,11 @@ from prefect import flow
 from prefect.states import State
 
 from flows.consult_report import consult_report
-from flows.evaluation import evaluate_benchmark
+from flows.evaluation import evaluate_case_set
 from tasks.benchmarks.consult.benchmark import CONSULT
 from tasks.benchmarks.consult.config import ConsultConfig
 from tasks.core.runners import RunnerSettings
-from tasks.evals.config import RunOverrides, resolve_settings
+from tasks.evals.config import RunOverrides
 from tasks.evals.outputs import RunSummary
 
 
@@ -52,14 +52,11 @@ def consult_evaluate(
         batch=batch or [],
         batch_wait_s=batch_wait_s,
     )
-    settings = resolve_settings(
-        dataset_dir=cases_dir,
-        run_dir=run_dir,
-        config=config,
-        config_file=config_file,
-        overrides=overrides,
-        config_model=ConsultConfig,
-    )
-    return evaluate_benchmark(
-        CONSULT, settings, runner, (lambda run_dirs: consult_report(run_dirs=run_dirs)) if report else None
+    return evaluate_case_set(
+        CONSULT,
+        (cases_dir, run_dir),
+        config or config_file,
+        overrides,
+        runner,
+        consult_report if report else None,
     )

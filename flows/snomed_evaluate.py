@@ -7,13 +7,13 @@ Re-run the same parameters to finish a run: the ledger makes only the calls stil
 from prefect import flow
 from prefect.states import State
 
-from flows.evaluation import evaluate_benchmark
+from flows.evaluation import evaluate_case_set
 from flows.snomed_report import snomed_report
 from tasks.benchmarks.snomed.benchmark import SNOMED
 from tasks.benchmarks.snomed.config import SnomedConfig
 from tasks.benchmarks.snomed.patient import Disclosure, PatientPromptForm
 from tasks.core.runners import RunnerSettings
-from tasks.evals.config import RunOverrides, resolve_settings
+from tasks.evals.config import RunOverrides
 from tasks.evals.outputs import RunSummary
 
 
@@ -59,14 +59,11 @@ def snomed_evaluate(
         batch=batch or [],
         batch_wait_s=batch_wait_s,
     )
-    settings = resolve_settings(
-        dataset_dir=cases_dir,
-        run_dir=run_dir,
-        config=config,
-        config_file=config_file,
-        overrides=overrides,
-        config_model=SnomedConfig,
-    )
-    return evaluate_benchmark(
-        SNOMED, settings, runner, (lambda run_dirs: snomed_report(run_dirs=run_dirs)) if report else None
+    return evaluate_case_set(
+        SNOMED,
+        (cases_dir, run_dir),
+        config or config_file,
+        overrides,
+        runner,
+        snomed_report if report else None,
     )

@@ -242,11 +242,10 @@ def evaluate(
     Every agent call is kept in RUN_DIR/ledger: re-run the same command to finish a run after a crash or
     an outage; nothing already paid is asked again. Exits 1 if calls failed.
     """
-    from flows.cli.evaluate import batch_choices, call_choices, checked_settings, run_or_estimate, split_list
+    from flows.cli.evaluate import CaseSetRun, batch_choices, call_choices, run_evaluate_command, split_list
     from tasks.benchmarks.consult.benchmark import CONSULT
     from tasks.benchmarks.consult.cases.case_set import check_case_set
-    from tasks.benchmarks.consult.config import ConsultConfig
-    from tasks.evals.config import RunOverrides, resolve_settings
+    from tasks.evals.config import RunOverrides
 
     check_case_set(cases_dir)
     chosen = {"epochs": epochs, "max_questions": max_questions}
@@ -259,30 +258,10 @@ def evaluate(
         **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
         **batch_choices(batch, batch_wait, batch_poll),
     )
-    settings = checked_settings(
-        lambda: resolve_settings(
-            dataset_dir=cases_dir,
-            run_dir=out,
-            config_file=config,
-            overrides=overrides,
-            config_model=ConsultConfig,
-        )
+    run = CaseSetRun(cases_dir, out, config, dry_run, report)
+    run_evaluate_command(
+        CONSULT, "flows.consult_evaluate:consult_evaluate", run, overrides, print_consult_report
     )
-
-    def run_flow():
-        from flows.consult_evaluate import consult_evaluate
-
-        return consult_evaluate(
-            cases_dir=str(cases_dir),
-            run_dir=str(out),
-            config=settings.config,
-            report=report,
-            return_state=True,
-        )
-
-    run_or_estimate(CONSULT, settings, out, dry_run, run_flow)
-    if report and not dry_run:
-        print_consult_report(out / "report")
 
 
 @app.command("report")
@@ -322,17 +301,10 @@ def report_command(
 
 def print_consult_report(report_dir: Path) -> None:
     """The report's four stage tables beside the composite, and where its files are."""
-    from flows.cli.render import COMPACT
+    from flows.cli.render import print_benchmark_report
     from tasks.benchmarks.consult.tables import report_notes, terminal_tables
-    from tasks.report.tables import table_rich
 
-    metrics = json.loads((report_dir / "metrics.json").read_text())
-    for table in terminal_tables(metrics):
-        console.print(table_rich(table, **COMPACT))
-    for note in report_notes(metrics):
-        console.print(f"[yellow]{escape(note)}[/yellow]")
-    for name in ("report.md", "index.html", "metrics.json"):
-        console.print(f"  {report_dir / name}")
+    print_benchmark_report(report_dir, terminal_tables, report_notes, console)
 
 
 @app.command("check-plan")

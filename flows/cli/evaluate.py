@@ -1,9 +1,11 @@
-"""`threadmed evaluate`: run the evaluate-models flow from the command line, or estimate it (--dry-run)."""
+"""`threadmed evaluate`: run the evaluate-models flow from the command line, or estimate it (--dry-run); the
+options and the body every benchmark's evaluate command shares."""
 
+import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 from pydantic import ValidationError
@@ -18,7 +20,7 @@ if TYPE_CHECKING:  # importing them at run time costs every command the seconds 
     from prefect.states import State
 
     from tasks.benchmarks.protocol import Benchmark
-    from tasks.evals.config import EvaluationSettings
+    from tasks.evals.config import EvaluationSettings, RunOverrides
 
 
 # Exit status of a run that stopped waiting with batches in flight (EX_TEMPFAIL: try again later).
@@ -170,6 +172,54 @@ def evaluate(
         )
 
     run_or_estimate(THREADMED, settings, out, dry_run, run_flow)
+
+
+class CaseSetRun(NamedTuple):
+    """What every case-set benchmark's evaluate command is given besides its overrides."""
+
+    cases_dir: Path
+    out: Path
+    config: Path | None
+    dry_run: bool
+    report: bool
+
+
+def run_evaluate_command(
+    bench: "Benchmark",
+    flow: str,
+    run: CaseSetRun,
+    overrides: "RunOverrides",
+    print_report: Callable[[Path], None],
+) -> None:
+    """The evaluate command of a benchmark over a case set (SNOMED, consult): resolve its settings (exit 2 on
+    a bad option or config), then print the dry run's estimate, or run its evaluate flow (`module:name`,
+    imported only then: flows import litellm) and print its report when one is written."""
+    from tasks.evals.config import resolve_settings
+
+    settings = checked_settings(
+        lambda: resolve_settings(
+            dataset_dir=run.cases_dir,
+            run_dir=run.out,
+            config_file=run.config,
+            overrides=overrides,
+            config_model=bench.config_model,
+        )
+    )
+
+    def run_flow() -> "State":
+        module, _, name = flow.partition(":")
+        evaluate_flow = getattr(importlib.import_module(module), name)
+        return evaluate_flow(
+            cases_dir=str(run.cases_dir),
+            run_dir=str(run.out),
+            config=settings.config,
+            report=run.report,
+            return_state=True,
+        )
+
+    run_or_estimate(bench, settings, run.out, run.dry_run, run_flow)
+    if run.report and not run.dry_run:
+        print_report(run.out / "report")
 
 
 def call_choices(

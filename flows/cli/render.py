@@ -5,11 +5,13 @@ report's Markdown, HTML and Prefect artifacts share; the report summary is the r
 """
 
 import json
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console, Group
+from rich.markup import escape
 
 from tasks.report.tables import Table, table_rich
 
@@ -105,6 +107,22 @@ def summary_tables(summary: dict[str, Any]) -> Group:
 
     run = RunSummary.model_validate(summary)
     return Group(run.title(), *[table_rich(table, **COMPACT) for table in run.tables()])
+
+
+def print_benchmark_report(
+    report_dir: Path,
+    tables: Callable[[dict[str, Any]], Iterable[Table]],
+    notes: Callable[[dict[str, Any]], Iterable[str]],
+    to: Console,
+) -> None:
+    """A benchmark report's tables of its metrics.json (compact), its notes and where its files are."""
+    metrics = json.loads((report_dir / "metrics.json").read_text())
+    for table in tables(metrics):
+        to.print(table_rich(table, **COMPACT))
+    for note in notes(metrics):
+        to.print(f"[yellow]{escape(note)}[/yellow]")
+    for name in ("report.md", "index.html", "metrics.json"):
+        to.print(f"  {report_dir / name}")
 
 
 def print_report_summary(report_dir: Path, console: Console) -> None:

@@ -1,13 +1,11 @@
 """`threadmed snomed`: the SNOMED diagnosis benchmark: build a case set, evaluate clinicians, report."""
 
-import json
 from datetime import date
 from pathlib import Path
 from typing import Annotated, get_args
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from flows.cli.errors import reports_errors, warn
 from flows.cli.evaluate import (
@@ -16,13 +14,13 @@ from flows.cli.evaluate import (
     BatchPoll,
     BatchRoles,
     BatchWait,
+    CaseSetRun,
     MaxConcurrency,
     MaxTokens,
     Timeout,
     batch_choices,
     call_choices,
-    checked_settings,
-    run_or_estimate,
+    run_evaluate_command,
     split_list,
 )
 from flows.cli.render import console
@@ -226,8 +224,7 @@ def evaluate(
     """
     from tasks.benchmarks.snomed.benchmark import SNOMED
     from tasks.benchmarks.snomed.cases.loading import check_case_set
-    from tasks.benchmarks.snomed.config import SnomedConfig
-    from tasks.evals.config import RunOverrides, resolve_settings
+    from tasks.evals.config import RunOverrides
 
     check_case_set(cases_dir)
     chosen = {
@@ -245,30 +242,14 @@ def evaluate(
         **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
         **batch_choices(batch, batch_wait, batch_poll),
     )
-    settings = checked_settings(
-        lambda: resolve_settings(
-            dataset_dir=cases_dir,
-            run_dir=out,
-            config_file=config,
-            overrides=overrides,
-            config_model=SnomedConfig,
-        )
+    run = CaseSetRun(cases_dir, out, config, dry_run, report)
+    run_evaluate_command(
+        SNOMED,
+        "flows.snomed_evaluate:snomed_evaluate",
+        run,
+        overrides,
+        lambda path: print_snomed_report(path, console),
     )
-
-    def run_flow():
-        from flows.snomed_evaluate import snomed_evaluate
-
-        return snomed_evaluate(
-            cases_dir=str(cases_dir),
-            run_dir=str(out),
-            config=settings.config,
-            report=report,
-            return_state=True,
-        )
-
-    run_or_estimate(SNOMED, settings, out, dry_run, run_flow)
-    if report and not dry_run:
-        print_snomed_report(out / "report", console)
 
 
 @app.command("report")
@@ -308,13 +289,7 @@ def report_command(
 
 def print_snomed_report(report_dir: Path, to: Console) -> None:
     """The report's results table, its notes (leaks, failures) and where its files are."""
-    from flows.cli.render import COMPACT
+    from flows.cli.render import print_benchmark_report
     from tasks.benchmarks.snomed.tables import report_notes, terminal_table
-    from tasks.report.tables import table_rich
 
-    metrics = json.loads((report_dir / "metrics.json").read_text())
-    to.print(table_rich(terminal_table(metrics), **COMPACT))
-    for note in report_notes(metrics):
-        to.print(f"[yellow]{escape(note)}[/yellow]")
-    for name in ("report.md", "index.html", "metrics.json"):
-        to.print(f"  {report_dir / name}")
+    print_benchmark_report(report_dir, lambda metrics: [terminal_table(metrics)], report_notes, to)

@@ -1,10 +1,12 @@
 """What the commands print, drawn as Table records: cells, alignment and the whole terminal text."""
 
+import json
+
 from rich.console import Console
 
-from flows.cli.render import funnel_table, summary_tables, table1
+from flows.cli.render import funnel_table, print_benchmark_report, summary_tables, table1
 from tasks.evals.outputs import RunSummary
-from tasks.report.tables import table_rich
+from tasks.report.tables import Table, table_rich
 
 FUNNEL = [
     {"stage": "threads", "stage_order": 2, "reason": None, "count_rows": 1200},
@@ -65,3 +67,24 @@ def test_run_summary_is_one_table_per_model_with_a_dash_for_no_score():
     printed = text(summary_tables(SUMMARY))
     assert printed.startswith("Run r1: mean score 0-100 over judged turns (unparseable excluded)\n")
     assert "openai/m" in printed and "61.2" in printed
+
+
+def test_a_benchmark_report_prints_its_tables_its_notes_and_where_its_files_are(tmp_path):
+    (tmp_path / "metrics.json").write_text(json.dumps({"score": 61.25, "note": "2 [leaks] found"}))
+    console = Console(width=200, record=True)
+
+    def tables(metrics):
+        return [Table("t", "Results", ["model", "score"], [["doc", str(metrics["score"])]], "")]
+
+    print_benchmark_report(tmp_path, tables, lambda metrics: [metrics["note"]], console)
+    # A note is text, not markup: its brackets are printed.
+    assert [line.rstrip() for line in console.export_text().splitlines()] == [
+        "Results",
+        "model  score",
+        "────────────",
+        "doc    61.25",
+        "2 [leaks] found",
+        f"  {tmp_path / 'report.md'}",
+        f"  {tmp_path / 'index.html'}",
+        f"  {tmp_path / 'metrics.json'}",
+    ]
