@@ -1,7 +1,7 @@
 """Build a benchmark's warehouse: run its SQL under sql/ into one DuckDB file, layer by layer, with audits.
 
-The project (shared/spec/house-style.md, "SQL"), in the folders tasks/data/sources.py declares for each
-source and each benchmark (`staging/reddit/`, `marts/threadmed/`, ...):
+The project (shared/spec/house-style.md, "SQL"), in the folders each source (tasks/data/sources.py) and
+each benchmark's warehouse (declared in the benchmark's folder) name (`staging/reddit/`, `marts/threadmed/`):
 
 - `sql/seeds/<owner>/<table>.csv`: small tables of rules (flair roles, bots, ...), typed by their contract;
 - `sql/macros/<macro>.sql`: one `create macro` each (and the session variables it reads), shared, loaded next;
