@@ -211,19 +211,29 @@ def heading_anchors(text: str) -> set[str]:
     return anchors
 
 
+def relative_links(path: Path) -> list[tuple[int, str, Path]]:
+    """(line, target, the file it names) for each link of a Markdown file that is not a URL."""
+    return [
+        (
+            number,
+            target,
+            (path.parent / target.partition("#")[0]).resolve() if not target.startswith("#") else path,
+        )
+        for number, line in code_and_prose(path.read_text(encoding="utf-8"))[1]
+        for target in LINK.findall(INLINE_CODE.sub("", line))
+        if not EXTERNAL.match(target)
+    ]
+
+
 def broken_links(path: Path) -> list[tuple[int, str, str]]:
     """(line, target, what is wrong) for each link of a Markdown file to a missing file or heading."""
     broken = []
-    for number, line in code_and_prose(path.read_text(encoding="utf-8"))[1]:
-        for target in LINK.findall(INLINE_CODE.sub("", line)):
-            if EXTERNAL.match(target):
-                continue
-            file_part, _, anchor = target.partition("#")
-            linked = (path.parent / file_part).resolve() if file_part else path
-            if not linked.exists():
-                broken.append((number, target, "no such file"))
-            elif anchor and linked.suffix == ".md" and anchor not in heading_anchors(linked.read_text()):
-                broken.append((number, target, "no such heading"))
+    for number, target, linked in relative_links(path):
+        anchor = target.partition("#")[2]
+        if not linked.exists():
+            broken.append((number, target, "no such file"))
+        elif anchor and linked.suffix == ".md" and anchor not in heading_anchors(linked.read_text()):
+            broken.append((number, target, "no such heading"))
     return broken
 
 
@@ -250,3 +260,16 @@ def test_every_relative_link_resolves():
         for problem in broken_links(path)
     ]
     assert broken == []
+
+
+def test_every_readme_is_reached_from_the_top_readme():
+    """The top README is the table of contents: following links from it reaches every README."""
+    reached, todo = set(), [ROOT / "README.md"]
+    while todo:
+        page = todo.pop()
+        if page not in reached and page.suffix == ".md" and page.is_file():
+            reached.add(page)
+            todo += [linked for _, _, linked in relative_links(page)]
+    readmes = [path for path in markdown_files() if path.name == "README.md"]
+    unreached = [path.relative_to(ROOT).as_posix() for path in readmes if path not in reached]
+    assert unreached == [], "link each from the Documentation table of README.md (or from a README it links)"
