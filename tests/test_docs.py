@@ -27,6 +27,8 @@ LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 SHELL_SEPARATORS = {"&&", "||", "|", ";", "&"}
+# Words that run the next one: `time threadmed ...`, `uv run threadmed ...`.
+COMMAND_WRAPPERS = {"env", "time", "uv", "run", "exec"}
 
 
 def markdown_files() -> list[Path]:
@@ -76,8 +78,8 @@ def shell_commands(line: str) -> list[list[str]]:
 
 
 def threadmed_words(words: list[str]) -> tuple[str, ...] | None:
-    """The words after `threadmed` when this command runs it (after any VAR=value), else None."""
-    while words and ENV_ASSIGNMENT.match(words[0]):
+    """The words after `threadmed` when this command runs it (after any VAR=value or wrapper), else None."""
+    while words and (ENV_ASSIGNMENT.match(words[0]) or words[0] in COMMAND_WRAPPERS):
         words = words[1:]
     if not words or not (words[0] == "threadmed" or words[0].endswith("/threadmed")):
         return None
@@ -150,7 +152,7 @@ def test_commands_are_read_from_code_blocks_and_inline_code():
         "threadmed evaluate --dataset build \\\n"
         "  --out runs/x   # a comment --not-an-option\n"
         "synthea -p 2 && threadmed snomed cases 'synthea/fhir files' --out cases\n"
-        "PROJECT_ROOT=$PWD .venv/bin/threadmed consult kb | head; threadmed demo &\n"
+        "PROJECT_ROOT=$PWD .venv/bin/threadmed consult kb | head; time uv run threadmed demo &\n"
         "```\n"
         "| `threadmed synth --layout subreddit\\|monthly` | writes dumps |\n"
     )
