@@ -12,8 +12,8 @@ guessed, and a run missing what decides its table gets a table of its own.
 """
 
 import csv
-import io
 import html
+import io
 import json
 import re
 from collections.abc import Sequence
