@@ -15,6 +15,7 @@ import typer
 
 from flows.cli import consult, dataset, demo, evaluate, judge, labels, report, snomed
 from flows.cli.leaderboard import leaderboard
+from flows.cli.release import compare_release
 
 app = typer.Typer(
     help="ThReadMed-QA: rebuild the multi-turn r/AskDocs benchmark from Pushshift dumps; evaluate LLMs.",
@@ -25,6 +26,7 @@ app = typer.Typer(
 for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, report.report):
     app.command()(command)
 app.command()(leaderboard)
+app.command()(compare_release)
 app.add_typer(snomed.app, name="snomed")
 app.add_typer(consult.app, name="consult")
 app.add_typer(judge.app, name="judge")
