@@ -223,12 +223,18 @@ def run_rows(run: StoredRun) -> list[Row]:
     """A run's rows: one per model of its summary, in the summary's order."""
     summary = run.manifest["summary"]
     provenance = run_provenance(run)
-    rows: dict[str, Row] = {}
+    groups_of: dict[str, list[dict[str, Any]]] = {}
     for group in summary["groups"]:
-        row = rows.setdefault(group["model"], Row(group["model"], {}, 0.0, provenance))
-        row.scores[score_column(summary, group["group"])] = group["score"]
-        rows[group["model"]] = row._replace(cost_usd=row.cost_usd + group["cost_usd"])
-    return list(rows.values())
+        groups_of.setdefault(group["model"], []).append(group)
+    return [
+        Row(
+            model=model,
+            scores={score_column(summary, group["group"]): group["score"] for group in groups},
+            cost_usd=sum(group["cost_usd"] for group in groups),
+            provenance=provenance,
+        )
+        for model, groups in groups_of.items()
+    ]
 
 
 def _rank_key(columns: list[str]) -> Any:
@@ -292,13 +298,16 @@ def board_table(board: Leaderboard, csv_name: str) -> Table:
 
 
 def board_csv(board: Leaderboard) -> str:
-    """The board with full values: scores and costs as stored, whole hashes, the setup's title per row."""
+    """The board with full values: scores and costs as stored, whole hashes, and on every row the setup its
+    rows share (canonical JSON), so that the file alone says what was compared."""
+    setup = json.dumps(board.setup, sort_keys=True)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["model", *board.score_columns, "cost_usd", *PROVENANCE])
+    writer.writerow(["model", *board.score_columns, "cost_usd", *PROVENANCE, "setup"])
     for row in board.rows:
         scores = ["" if row.scores.get(c) is None else row.scores[c] for c in board.score_columns]
-        writer.writerow([row.model, *scores, row.cost_usd, *(row.provenance[name] for name in PROVENANCE)])
+        provenance = [row.provenance[name] for name in PROVENANCE]
+        writer.writerow([row.model, *scores, row.cost_usd, *provenance, setup])
     return out.getvalue()
 
 

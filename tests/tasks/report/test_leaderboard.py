@@ -219,7 +219,8 @@ def test_the_files_hold_one_table_each_and_a_new_leaderboard_replaces_the_old(tm
         "0.25",
         COMMIT,
     )
-    assert list(row) == ["model", "mean · condition baseline", "cost_usd", *PROVENANCE]
+    assert list(row) == ["model", "mean · condition baseline", "cost_usd", *PROVENANCE, "setup"]
+    assert json.loads(row["setup"])["graders"]["judge"]["epoch"] == 1
     markdown = (out / "leaderboard.md").read_text()
     assert markdown.count("\n### threadmed · ") == 2 and "| b | 60.1 | 0.2500 | complete | r2 |" in markdown
     assert "epoch 1" in (out / "leaderboard.html").read_text()
