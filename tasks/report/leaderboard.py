@@ -17,6 +17,7 @@ import io
 import json
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -278,6 +279,16 @@ def csv_names(boards: Sequence[Leaderboard]) -> list[str]:
     return names
 
 
+def _shown(column: str, value: str) -> str:
+    """A provenance cell for people: hashes cut to 12 characters, a date to the minute."""
+    if column == "date":
+        try:
+            return datetime.fromisoformat(value).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        except ValueError:
+            return value
+    return abbreviate_hashes(value)
+
+
 def board_table(board: Leaderboard, csv_name: str) -> Table:
     """The board for people: scores to one decimal, cost to 4, long hashes cut to 12 characters."""
     columns = ["model", *board.score_columns, "USD", *PROVENANCE]
@@ -286,13 +297,13 @@ def board_table(board: Leaderboard, csv_name: str) -> Table:
             row.model,
             *(format_number(row.scores.get(column)) for column in board.score_columns),
             f"{row.cost_usd:,.4f}",
-            *(abbreviate_hashes(row.provenance[name]) for name in PROVENANCE),
+            *(_shown(name, row.provenance[name]) for name in PROVENANCE),
         ]
         for row in board.rows
     ]
     caption = (
-        f"{board.score_note}. USD: every call of the run for that model (its answers and their grading). "
-        f"All digits: {csv_name}."
+        f"{board.score_note}. USD: every call the run made for that model, in any role. All digits: "
+        f"{csv_name}."
     )
     return Table(csv_name.removesuffix(".csv"), setup_title(board.setup), columns, rows, caption)
 

@@ -222,7 +222,10 @@ def test_the_files_hold_one_table_each_and_a_new_leaderboard_replaces_the_old(tm
     assert list(row) == ["model", "mean · condition baseline", "cost_usd", *PROVENANCE, "setup"]
     assert json.loads(row["setup"])["graders"]["judge"]["epoch"] == 1
     markdown = (out / "leaderboard.md").read_text()
-    assert markdown.count("\n### threadmed · ") == 2 and "| b | 60.1 | 0.2500 | complete | r2 |" in markdown
+    assert (
+        markdown.count("\n### threadmed · ") == 2
+        and "| b | 60.1 | 0.2500 | complete | r2 | 2026-11-20 10:00 UTC | 0.1.0 | cccccccccccc… |" in markdown
+    )
     assert "epoch 1" in (out / "leaderboard.html").read_text()
 
     write_leaderboard([first], out)
