@@ -31,11 +31,11 @@ def compare_release(
         ),
     ],
 ) -> None:
-    """Compare a rebuild with the ThReadMed-QA release: Table 1 of each side by side (threads, questions,
-    answered share, turns per thread, token lengths) and the threads only one of them holds.
+    """Compare a rebuild with a local copy of the ThReadMed-QA release; downloads nothing.
 
-    Reads both folders only; downloads nothing. Threads the release lacks may have been removed from it on
-    request: the dataset card's terms ask you to drop them.
+    Prints Table 1 of each side by side (threads, questions, answered share, turns per thread, token
+    lengths) and the threads only one of them holds. Threads the release lacks may have been removed from
+    it on request: the dataset card's terms ask you to drop them.
     """
     from tasks.benchmarks.threadmed.release import compare_with_release
     from tasks.report.tables import table_rich
