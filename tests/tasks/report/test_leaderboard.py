@@ -12,6 +12,7 @@ from tasks.core.preflight import UserError
 from tasks.report.leaderboard import (
     PROVENANCE,
     StoredRun,
+    graders,
     leaderboards,
     read_stored_run,
     run_provenance,
@@ -259,3 +260,12 @@ def test_a_manifest_is_not_changed_by_reading_it():
     before = copy.deepcopy(stored.manifest)
     leaderboards([stored])
     assert stored.manifest == before
+
+
+def test_a_run_written_before_what_was_sent_was_recorded_is_graded_by_its_configured_roles():
+    stored = run("r1", {"a": {"baseline": 40.0}})
+    del stored.manifest["sent"]
+    stored.manifest["config"]["judge"]["params"] = {"temperature": 0.5}
+    assert graders(stored.manifest) == {
+        "judge": {"model": "openai/gpt-4o", "params": {"temperature": 0.5}, "epoch": 0}
+    }
