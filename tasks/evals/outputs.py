@@ -22,7 +22,7 @@ from prefect.states import State
 from pydantic import BaseModel
 
 from tasks.core.files import write_json_atomic, write_parquet_atomic
-from tasks.core.provenance import artifact_key, code_provenance
+from tasks.core.provenance import artifact_key, code_provenance, settings_sha256
 from tasks.data.contracts import Contract
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.plan import RunPlan
@@ -341,13 +341,17 @@ def run_manifest(
     settings: EvaluationSettings, plan: RunPlan[Any, Any], summary: RunSummary
 ) -> dict[str, Any]:
     """The manifest's content: what ran (settings, dataset, prompts, code) and how it went."""
+    config = settings.config.model_dump(mode="json")
+    rubric = plan.judge_rubric
     return {
         "run_id": plan.run_id,
         "written_at": datetime.now(UTC).isoformat(),
         "dataset": {"dir": str(plan.dataset_dir.resolve()), "fingerprint": plan.dataset_fingerprint},
-        "config": settings.config.model_dump(mode="json"),
+        "config": config,
+        "config_sha256": settings_sha256(config),
         **plan.manifest_facts,
         "prompts": {version: {"sha256": sha256} for version, sha256 in plan.prompts.items()},
+        "judge_rubric": None if rubric is None else {"version": rubric, "sha256": plan.prompts[rubric]},
         **code_provenance(PACKAGES),
         "summary": summary.model_dump(mode="json"),
         "notes": plan.notes,

@@ -84,6 +84,7 @@ def build_plan(settings: EvaluationSettings[ConsultConfig]) -> ConsultPlan:
         dataset_fingerprint=fingerprint,
         jobs=jobs,
         prompts={p.version: p.sha256 for p in (prompt, judge.rubric)},
+        judge_rubric=judge.rubric.version,
         manifest_facts={"sent": _sent_settings(agents, judge_spec), "cases": len(cases)},
         notes=[OFFLINE_JUDGE_NOTE] if judge_spec.model == OFFLINE_JUDGE.model else [],
     )
