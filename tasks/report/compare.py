@@ -69,7 +69,7 @@ class Comparison(NamedTuple):
 
 class ComparisonSource(NamedTuple):
     """How a benchmark's runs are compared: the check that a folder is a finished run, the items a run
-    covers (named by `item_noun`, e.g. 'threads'), and the loading of runs into a Comparison."""
+    covers (one named by `item_noun`, e.g. 'thread'), and the loading of runs into a Comparison."""
 
     check_run_folder: Callable[[Path], None]
     run_items: Callable[[Path], set[str]]
@@ -94,14 +94,16 @@ class CompareSettings(BaseModel):
 
 def check_same_items(items_by_run: Sequence[tuple[str, set[str]]], noun: str) -> None:
     """Raise UserError, one line, unless every run covers the items of the first: 'run B lacks 3 threads: t1,
-    t2, t3' (or has items the first lacks). Runs of different samples have no pairs to compare."""
+    t2, t3' (or has items the first lacks); `noun` names one item. Runs of different samples have no pairs
+    to compare."""
     first, expected = items_by_run[0]
     for label, items in items_by_run[1:]:
         for holder, missing in ((label, expected - items), (first, items - expected)):
             if missing:
-                named = ", ".join(sorted(missing))
+                count = f"{len(missing)} {noun}" + ("" if len(missing) == 1 else "s")
                 raise UserError(
-                    f"run {holder} lacks {len(missing)} {noun}: {named}; compare runs over the same {noun}",
+                    f"run {holder} lacks {count}: {', '.join(sorted(missing))}; compare runs over the same "
+                    f"{noun}s",
                     "RUN_DIRS...",
                 )
 

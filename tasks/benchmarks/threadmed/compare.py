@@ -61,5 +61,5 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
 
 
 COMPARISON = ComparisonSource(
-    check_run_folder=check_run_folder, run_items=run_threads, item_noun="threads", load=load_comparison
+    check_run_folder=check_run_folder, run_items=run_threads, item_noun="thread", load=load_comparison
 )

@@ -116,10 +116,10 @@ def test_the_items_that_differ_most_come_first_with_their_side_by_side_link() ->
 
 
 def test_runs_over_different_items_are_refused_naming_the_difference() -> None:
-    check_same_items([("r1", {"t1", "t2"}), ("r2", {"t2", "t1"})], "threads")
+    check_same_items([("r1", {"t1", "t2"}), ("r2", {"t2", "t1"})], "thread")
     with pytest.raises(
         UserError, match=r"^run r2 lacks 2 threads: t1, t3; compare runs over the same threads$"
     ):
-        check_same_items([("r1", {"t1", "t2", "t3"}), ("r2", {"t2", "t4"})], "threads")
-    with pytest.raises(UserError, match=r"^run r1 lacks 1 cases: c9;"):
-        check_same_items([("r1", {"c1"}), ("r2", {"c1"}), ("r3", {"c1", "c9"})], "cases")
+        check_same_items([("r1", {"t1", "t2", "t3"}), ("r2", {"t2", "t4"})], "thread")
+    with pytest.raises(UserError, match=r"^run r1 lacks 1 case: c9;"):
+        check_same_items([("r1", {"c1"}), ("r2", {"c1"}), ("r3", {"c1", "c9"})], "case")
