@@ -24,14 +24,32 @@ from tasks.report.compare import (
 )
 from tasks.report.runs import check_each_run_once, read_run_id
 
-# Runs from before run folders recorded their benchmark (tasks/evals/run_folder.py) are ThReadMed's, the
-# benchmark `threadmed report` reads such folders for.
-UNDECLARED = "threadmed"
+# What a folder that names no benchmark is taken for when no benchmark's run files are all in it: its check
+# then says which file is missing.
+FALLBACK = "threadmed"
+
+
+def _holds_run_of(run_dir: Path, benchmark: Benchmark) -> bool:
+    try:
+        benchmark.comparison.check_run_folder(run_dir)  # type: ignore[union-attr]
+    except UserError:
+        return False
+    return True
+
+
+def folder_benchmark(run_dir: Path) -> str:
+    """The benchmark a run folder names (tasks/evals/run_folder.py); for a run from before folders named
+    one, the benchmark whose finished run's files it holds."""
+    declared = run_folder_benchmark(run_dir)
+    if declared is not None:
+        return declared
+    comparable = [benchmark for benchmark in BENCHMARKS.values() if benchmark.comparison is not None]
+    return next((b.name for b in comparable if _holds_run_of(run_dir, b)), FALLBACK)
 
 
 def runs_benchmark(run_dirs: list[Path]) -> Benchmark:
     """The one benchmark of the runs; UserError naming two runs of different benchmarks."""
-    names = [run_folder_benchmark(run_dir) or UNDECLARED for run_dir in run_dirs]
+    names = [folder_benchmark(run_dir) for run_dir in run_dirs]
     for run_dir, name in zip(run_dirs, names, strict=True):
         if name != names[0]:
             raise UserError(
