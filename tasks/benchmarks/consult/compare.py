@@ -1,0 +1,56 @@
+"""Consultation runs as a Comparison (tasks/report/compare.py): each episode (a case in one epoch) is an
+item, scored by its composite and by each stage's score (composite.py), and resampled by case."""
+
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pyarrow.parquet as pq
+
+from tasks.benchmarks.consult.composite import composite
+from tasks.benchmarks.consult.contracts import STAGE_METRICS
+from tasks.benchmarks.consult.report import browser_data, check_run_folder, load_runs
+from tasks.report.compare import GRADED, Comparison, ComparisonSource, ItemScore, Metric
+from tasks.report.html import browser_parts, data_parts
+
+# The composite first (the primary score), then the four stages' scores it averages.
+METRICS = [Metric("composite", GRADED), *(Metric(stage, GRADED) for stage in STAGE_METRICS)]
+
+
+def run_cases(run_dir: Path) -> set[str]:
+    """The cases a run consulted on."""
+    return set(pq.read_table(run_dir / "scores.parquet", columns=["case_id"])["case_id"].to_pylist())
+
+
+def load_comparison(run_dirs: list[Path]) -> Comparison:
+    """The runs' episodes as item scores (a failed episode, or an undefined stage, is unscored; with an FQR
+    judge panel, the panel's FQR as the report computes it) and their episode browser."""
+    run = load_runs(run_dirs)
+    scores = []
+    for row in run.scores:
+        stages = composite(row)._asdict()
+        values = {"composite": row["composite"], **{stage: stages[stage] for stage in STAGE_METRICS}}
+        common = {
+            "stratum": "",
+            "group": "",
+            "item": f"{row['case_id']} epoch {row['epoch']}",
+            "cluster": row["case_id"],
+            "model": row["model"],
+            "locator": urlencode({"case": row["case_id"], "epoch": row["epoch"]}),
+        }
+        completed = row["status"] == "completed"
+        scores += [
+            ItemScore(metric=metric.name, score=values[metric.name] if completed else None, **common)
+            for metric in METRICS
+        ]
+    return Comparison(
+        title="Full-cycle consultation",
+        metrics=METRICS,
+        models=run.models,
+        scores=scores,
+        page={**data_parts(browser_data(run), packed=False), **browser_parts(Path(__file__).parent)},
+    )
+
+
+COMPARISON = ComparisonSource(
+    check_run_folder=check_run_folder, run_items=run_cases, item_noun="case", load=load_comparison
+)
