@@ -14,12 +14,8 @@ from tasks.report.compare import (
     CompareSettings,
     ComparisonSource,
     check_same_items,
-    comparison_markdown,
-    comparison_page,
     difference_rows,
-    differences_table,
     differing_item_rows,
-    differing_items_table,
     write_comparison,
 )
 from tasks.report.runs import check_each_run_once, read_run_id
@@ -92,22 +88,12 @@ def chosen_models(available: list[str], asked: list[str] | None) -> list[str]:
 def compare_models(
     run_dirs: list[str], out_dir: str, models: list[str] | None, settings: CompareSettings
 ) -> str:
-    """Run folders -> out_dir with compare_differences and compare_items (Parquet and CSV), compare.md and
-    index.html (the tables and the runs' browser, two models side by side); returns out_dir."""
+    """Run folders -> out_dir with compare_differences and compare_items (Parquet and CSV), their figure,
+    compare.md and index.html (the tables and the runs' browser, two models side by side); returns out_dir."""
     folders = [Path(run_dir) for run_dir in run_dirs]
     comparison = comparison_source(folders).load(folders)
     chosen = chosen_models(comparison.models, models)
     differences = difference_rows(comparison, chosen, settings)
     items = differing_item_rows(comparison, chosen)
-    tables = [
-        differences_table(differences, settings.level),
-        differing_items_table(items),
-    ]
-    write_comparison(
-        Path(out_dir),
-        differences,
-        items,
-        comparison_markdown(comparison.title, tables, settings),
-        comparison_page(comparison._replace(models=chosen), tables, settings),
-    )
+    write_comparison(Path(out_dir), comparison._replace(models=chosen), differences, items, settings)
     return out_dir

@@ -21,8 +21,9 @@ from pydantic import BaseModel, Field
 from scipy import stats
 
 from tasks.core.preflight import UserError
+from tasks.report.compare_figure import CAPTION, FIGURE_ID, plot_differences
 from tasks.report.files import write_stats_table
-from tasks.report.html import render_page
+from tasks.report.html import figures_html, render_page
 from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng
 from tasks.report.tables import Table, format_number, table_html, table_markdown
 
@@ -346,13 +347,17 @@ def comparison_markdown(title: str, tables: Sequence[Table], settings: CompareSe
         f"Bootstrap: {settings.n_resamples} resamples, seed {settings.seed}, level {settings.level:g}.",
         "",
         *(table_markdown(table, None) for table in tables),
+        f"![{CAPTION}]({FIGURE_ID}.png)",
+        "",
     ]
     return "\n".join(lines)
 
 
-def comparison_page(comparison: Comparison, tables: Sequence[Table], settings: CompareSettings) -> str:
-    """The self-contained page: the comparison's tables, then the benchmark's browser of the runs, which
-    shows two models side by side when the address (an item's link) asks for it."""
+def comparison_page(
+    comparison: Comparison, tables: Sequence[Table], figures: dict[str, bytes], settings: CompareSettings
+) -> str:
+    """The self-contained page: the comparison's tables and figure (PNG by id), then the benchmark's browser
+    of the runs, which shows two models side by side when the address (an item's link) asks for it."""
     return render_page(
         {
             "title": html.escape(f"Model comparison: {comparison.title}"),
@@ -362,7 +367,7 @@ def comparison_page(comparison: Comparison, tables: Sequence[Table], settings: C
             ),
             "note": "",
             "tables": "".join(table_html(table, None) for table in tables),
-            "figures": '<p class="empty">No figures: the tables are stored as compare_*.parquet.</p>',
+            "figures": figures_html(figures, {FIGURE_ID: CAPTION}),
             **comparison.page,
         }
     )
@@ -374,16 +379,24 @@ def read_differences(out_dir: Path) -> list[dict[str, Any]]:
 
 
 def write_comparison(
-    out_dir: Path, differences: list[dict[str, Any]], items: list[dict[str, Any]], markdown: str, page: str
+    out_dir: Path,
+    comparison: Comparison,
+    differences: list[dict[str, Any]],
+    items: list[dict[str, Any]],
+    settings: CompareSettings,
 ) -> None:
-    """out_dir/{compare_differences,compare_items}.{parquet,csv}, compare.md and index.html."""
+    """out_dir/{compare_differences,compare_items}.{parquet,csv}, the figure drawn from the stored
+    differences, compare.md and index.html."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, rows, schema in (
         ("compare_differences", differences, DIFFERENCES),
         ("compare_items", items, DIFFERING_ITEMS),
     ):
-        table = pa.Table.from_pylist(rows, schema=schema)
         write_stats_table(rows, out_dir / f"{name}.parquet", schema)
-        pa_csv.write_csv(table, out_dir / f"{name}.csv")
-    (out_dir / "compare.md").write_text(markdown)
+        pa_csv.write_csv(pq.read_table(out_dir / f"{name}.parquet"), out_dir / f"{name}.csv")
+    figure = out_dir / f"{FIGURE_ID}.png"
+    plot_differences(out_dir / "compare_differences.parquet", figure)
+    tables = [differences_table(differences, settings.level), differing_items_table(items)]
+    (out_dir / "compare.md").write_text(comparison_markdown(comparison.title, tables, settings))
+    page = comparison_page(comparison, tables, {FIGURE_ID: figure.read_bytes()}, settings)
     (out_dir / "index.html").write_text(page)

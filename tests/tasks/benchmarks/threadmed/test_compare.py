@@ -58,12 +58,11 @@ def test_models_of_two_runs_are_compared_on_the_turns_both_scored(tmp_path: Path
     assert items[0]["link"] == "#compare?a=alpha&b=beta&condition=baseline&thread=c1&turn=1"
     assert sorted(path.name for path in Path(out).iterdir()) == [
         "compare.md", "compare_differences.csv", "compare_differences.parquet", "compare_items.csv",
-        "compare_items.parquet", "index.html",
+        "compare_items.parquet", "fig_compare_differences.png", "index.html",
     ]  # fmt: skip
-    assert (
-        'href="#compare?a=alpha&amp;b=beta&amp;condition=baseline&amp;thread=c1&amp;turn=1"'
-        in (Path(out) / "index.html").read_text()
-    )
+    page = (Path(out) / "index.html").read_text()
+    assert 'href="#compare?a=alpha&amp;b=beta&amp;condition=baseline&amp;thread=c1&amp;turn=1"' in page
+    assert '<figure id="fig_compare_differences"><img' in page
     again = compare_models.fn(
         run_dirs=[str(run) for run in runs], out_dir=str(tmp_path / "again"), models=None, settings=SETTINGS
     )
