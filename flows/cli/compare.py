@@ -50,11 +50,12 @@ def compare(
     runs of different benchmarks or over different items.
     """
     from flows.compare import compare_runs
-    from tasks.benchmarks.compare import comparison_source
+    from tasks.benchmarks.compare import check_comparable
     from tasks.report.compare import differences_table, read_differences
     from tasks.report.tables import table_rich
 
-    comparison_source(run_dirs)
+    chosen = None if models is None else [name.strip() for name in models.split(",") if name.strip()]
+    check_comparable(run_dirs, chosen)
     folder = out or run_dirs[0] / "compare"
     check_writable_folder(folder, "--out")
     check_writable_folder(lake, "--lake")
@@ -63,7 +64,7 @@ def compare(
         compare_runs(
             run_dirs=[str(run_dir) for run_dir in run_dirs],
             out_dir=str(folder),
-            models=None if models is None else [name.strip() for name in models.split(",") if name.strip()],
+            models=chosen,
             lake_dir=str(lake),
             settings=settings,
         )

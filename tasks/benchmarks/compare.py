@@ -70,6 +70,13 @@ def comparison_source(run_dirs: list[Path]) -> ComparisonSource:
     return source
 
 
+def check_comparable(run_dirs: list[Path], models: list[str] | None) -> None:
+    """UserError, one line, unless the runs compare (comparison_source) and `models` (None: all) are at
+    least two of theirs. Cheap: a command checks it before its flow runs."""
+    source = comparison_source(run_dirs)
+    chosen_models([model for run_dir in run_dirs for model in source.run_models(run_dir)], models)
+
+
 def chosen_models(available: list[str], asked: list[str] | None) -> list[str]:
     """The models to compare (all by default, in the runs' order); UserError naming a model no run has, or
     when fewer than two are left."""
@@ -78,7 +85,7 @@ def chosen_models(available: list[str], asked: list[str] | None) -> list[str]:
         raise UserError(
             f"no run has the model(s) {', '.join(unknown)}; the runs have {', '.join(available)}", "--models"
         )
-    models = list(dict.fromkeys(asked)) if asked else available
+    models = list(dict.fromkeys(asked or available))
     if len(models) < 2:
         raise UserError(f"comparing needs two models; the runs have {', '.join(available)}", "--models")
     return models

@@ -69,13 +69,26 @@ class Comparison(NamedTuple):
 
 
 class ComparisonSource(NamedTuple):
-    """How a benchmark's runs are compared: the check that a folder is a finished run, the items a run
-    covers (one named by `item_noun`, e.g. 'thread'), and the loading of runs into a Comparison."""
+    """How a benchmark's runs are compared: the check that a folder is a finished run; the run table (a
+    file in the folder) whose `item_column` names the items a run covers (one called `item_noun`, e.g.
+    'thread') and whose `model` column its models; and the loading of runs into a Comparison."""
 
     check_run_folder: Callable[[Path], None]
-    run_items: Callable[[Path], set[str]]
+    run_table: str
+    item_column: str
     item_noun: str
     load: Callable[[list[Path]], Comparison]
+
+    def run_items(self, run_dir: Path) -> set[str]:
+        """The items a run covers (threads, cases)."""
+        return set(self._column(run_dir, self.item_column))
+
+    def run_models(self, run_dir: Path) -> list[str]:
+        """The models a run has rows of, in the order of its rows."""
+        return list(dict.fromkeys(self._column(run_dir, "model")))
+
+    def _column(self, run_dir: Path, name: str) -> list[str]:
+        return pq.read_table(run_dir / self.run_table, columns=[name]).column(0).to_pylist()
 
 
 class PairedTest(NamedTuple):

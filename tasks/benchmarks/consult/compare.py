@@ -4,8 +4,6 @@ item, scored by its composite and by each stage's score (composite.py), and resa
 from pathlib import Path
 from urllib.parse import urlencode
 
-import pyarrow.parquet as pq
-
 from tasks.benchmarks.consult.composite import composite
 from tasks.benchmarks.consult.contracts import STAGE_METRICS
 from tasks.benchmarks.consult.report import browser_data, check_run_folder, load_runs
@@ -14,11 +12,6 @@ from tasks.report.html import browser_parts, data_parts
 
 # The composite first (the primary score), then the four stages' scores it averages.
 METRICS = [Metric("composite", GRADED), *(Metric(stage, GRADED) for stage in STAGE_METRICS)]
-
-
-def run_cases(run_dir: Path) -> set[str]:
-    """The cases a run consulted on."""
-    return set(pq.read_table(run_dir / "scores.parquet", columns=["case_id"])["case_id"].to_pylist())
 
 
 def load_comparison(run_dirs: list[Path]) -> Comparison:
@@ -52,5 +45,9 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
 
 
 COMPARISON = ComparisonSource(
-    check_run_folder=check_run_folder, run_items=run_cases, item_noun="case", load=load_comparison
+    check_run_folder=check_run_folder,
+    run_table="scores.parquet",
+    item_column="case_id",
+    item_noun="case",
+    load=load_comparison,
 )

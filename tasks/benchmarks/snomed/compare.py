@@ -4,8 +4,6 @@ scored by F1 and exact match as the report scores it, and resampled by case."""
 from pathlib import Path
 from urllib.parse import urlencode
 
-import pyarrow.parquet as pq
-
 from tasks.benchmarks.snomed.report import browser_data, check_run_folder, load_runs, outcomes_of
 from tasks.benchmarks.snomed.scoring import score_outcome
 from tasks.report.compare import GRADED, PASS_FAIL, Comparison, ComparisonSource, ItemScore, Metric
@@ -13,11 +11,6 @@ from tasks.report.html import browser_parts, data_parts
 
 F1 = Metric("f1", GRADED)
 EXACT_MATCH = Metric("exact_match", PASS_FAIL)
-
-
-def run_cases(run_dir: Path) -> set[str]:
-    """The cases a run interviewed."""
-    return set(pq.read_table(run_dir / "predictions.parquet", columns=["case_id"])["case_id"].to_pylist())
 
 
 def load_comparison(run_dirs: list[Path]) -> Comparison:
@@ -48,5 +41,9 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
 
 
 COMPARISON = ComparisonSource(
-    check_run_folder=check_run_folder, run_items=run_cases, item_noun="case", load=load_comparison
+    check_run_folder=check_run_folder,
+    run_table="predictions.parquet",
+    item_column="case_id",
+    item_noun="case",
+    load=load_comparison,
 )

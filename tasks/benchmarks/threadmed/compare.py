@@ -5,7 +5,6 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from tasks.benchmarks.threadmed import metrics as m
 from tasks.benchmarks.threadmed.report import browser_data, check_run_folder, load_runs
@@ -22,11 +21,6 @@ def turn_group(turn: int) -> str:
     return next(
         name for name, first, last in m.TURN_GROUPS if turn >= first and (last is None or turn <= last)
     )
-
-
-def run_threads(run_dir: Path) -> set[str]:
-    """The threads a run asked its models about."""
-    return set(pq.read_table(run_dir / "responses.parquet", columns=["thread_id"])["thread_id"].to_pylist())
 
 
 def load_comparison(run_dirs: list[Path]) -> Comparison:
@@ -61,5 +55,9 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
 
 
 COMPARISON = ComparisonSource(
-    check_run_folder=check_run_folder, run_items=run_threads, item_noun="thread", load=load_comparison
+    check_run_folder=check_run_folder,
+    run_table="responses.parquet",
+    item_column="thread_id",
+    item_noun="thread",
+    load=load_comparison,
 )

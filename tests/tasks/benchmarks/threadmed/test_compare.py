@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from tasks.benchmarks.compare import compare_models, comparison_source
+from tasks.benchmarks.compare import check_comparable, compare_models, comparison_source
 from tasks.core.preflight import UserError
 from tasks.report.compare import CompareSettings
 from tests.tasks.benchmarks.threadmed.test_report import SCORES, make_run
@@ -123,3 +123,12 @@ def test_an_item_of_the_page_opens_both_answers_side_by_side_and_the_browser_sta
         ],
     ]
     assert conversations == "9 of 9 conversations match"
+
+
+def test_models_no_run_has_or_fewer_than_two_are_refused(tmp_path: Path) -> None:
+    runs = two_runs(tmp_path)
+    check_comparable(runs, None)
+    with pytest.raises(UserError, match=r"^no run has the model\(s\) gamma; the runs have alpha, beta$"):
+        check_comparable(runs, ["alpha", "gamma"])
+    with pytest.raises(UserError, match=r"^comparing needs two models; the runs have alpha, beta$"):
+        check_comparable(runs, ["beta", "beta"])
