@@ -264,6 +264,25 @@ def differing_item_rows(
     return rows
 
 
+def item_scores(item: dict[str, str], scores: dict[str, float | None]) -> list[ItemScore]:
+    """One item's ItemScore per metric: `item` holds the fields but metric and score; `scores` maps each
+    metric to the item's score (None: unscored)."""
+    return [ItemScore(metric=metric, score=score, **item) for metric, score in scores.items()]
+
+
+def case_epoch_item(model: str, case_id: str, epoch: int) -> dict[str, str]:
+    """The ItemScore fields of an item that is a case in one epoch (an interview, an episode): no stratum
+    or group, resampled by case, shown side by side at `case=...&epoch=...`."""
+    return {
+        "stratum": "",
+        "group": "",
+        "item": f"{case_id} epoch {epoch}",
+        "cluster": case_id,
+        "model": model,
+        "locator": urlencode({"case": case_id, "epoch": epoch}),
+    }
+
+
 def side_by_side_fragment(model_a: str, model_b: str, locator: str) -> str:
     """The browser's address of two models' answers to one item: '#compare?a=A&b=B&<locator>'."""
     return "#compare?" + urlencode({"a": model_a, "b": model_b}) + (f"&{locator}" if locator else "")

@@ -2,12 +2,11 @@
 item, scored by its composite and by each stage's score (composite.py), and resampled by case."""
 
 from pathlib import Path
-from urllib.parse import urlencode
 
 from tasks.benchmarks.consult.composite import composite
 from tasks.benchmarks.consult.contracts import STAGE_METRICS
 from tasks.benchmarks.consult.report import browser_data, check_run_folder, load_runs
-from tasks.report.compare import GRADED, Comparison, ComparisonSource, ItemScore, Metric
+from tasks.report.compare import GRADED, Comparison, ComparisonSource, Metric, case_epoch_item, item_scores
 from tasks.report.html import browser_parts, data_parts
 
 # The composite first (the primary score), then the four stages' scores it averages.
@@ -22,19 +21,11 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
     for row in run.scores:
         stages = composite(row)._asdict()
         values = {"composite": row["composite"], **{stage: stages[stage] for stage in STAGE_METRICS}}
-        common = {
-            "stratum": "",
-            "group": "",
-            "item": f"{row['case_id']} epoch {row['epoch']}",
-            "cluster": row["case_id"],
-            "model": row["model"],
-            "locator": urlencode({"case": row["case_id"], "epoch": row["epoch"]}),
-        }
         completed = row["status"] == "completed"
-        scores += [
-            ItemScore(metric=metric.name, score=values[metric.name] if completed else None, **common)
-            for metric in METRICS
-        ]
+        scores += item_scores(
+            case_epoch_item(row["model"], row["case_id"], row["epoch"]),
+            {name: value if completed else None for name, value in values.items()},
+        )
     return Comparison(
         title="Full-cycle consultation",
         metrics=METRICS,

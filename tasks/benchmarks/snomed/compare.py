@@ -2,15 +2,22 @@
 scored by F1 and exact match as the report scores it, and resampled by case."""
 
 from pathlib import Path
-from urllib.parse import urlencode
 
 from tasks.benchmarks.snomed.report import browser_data, check_run_folder, load_runs, outcomes_of
 from tasks.benchmarks.snomed.scoring import score_outcome
-from tasks.report.compare import GRADED, PASS_FAIL, Comparison, ComparisonSource, ItemScore, Metric
+from tasks.report.compare import (
+    GRADED,
+    PASS_FAIL,
+    Comparison,
+    ComparisonSource,
+    Metric,
+    case_epoch_item,
+    item_scores,
+)
 from tasks.report.html import browser_parts, data_parts
 
-F1 = Metric("f1", GRADED)
-EXACT_MATCH = Metric("exact_match", PASS_FAIL)
+# F1 first: the primary score, whose largest differences are listed.
+METRICS = [Metric("f1", GRADED), Metric("exact_match", PASS_FAIL)]
 
 
 def load_comparison(run_dirs: list[Path]) -> Comparison:
@@ -20,20 +27,13 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
     for model in run.models:
         for outcome in outcomes_of(run, model):
             score = None if outcome.status == "failed" else score_outcome(outcome)
-            common = {
-                "stratum": "",
-                "group": "",
-                "item": f"{outcome.case_id} epoch {outcome.epoch}",
-                "cluster": outcome.case_id,
-                "model": model,
-                "locator": urlencode({"case": outcome.case_id, "epoch": outcome.epoch}),
-            }
-            for metric in (F1, EXACT_MATCH):
-                value = None if score is None else getattr(score, metric.name)
-                scores.append(ItemScore(metric=metric.name, score=value, **common))
+            scores += item_scores(
+                case_epoch_item(model, outcome.case_id, outcome.epoch),
+                {metric.name: None if score is None else getattr(score, metric.name) for metric in METRICS},
+            )
     return Comparison(
         title="SNOMED diagnosis",
-        metrics=[F1, EXACT_MATCH],
+        metrics=METRICS,
         models=run.models,
         scores=scores,
         page={**data_parts(browser_data(run), packed=False), **browser_parts(Path(__file__).parent)},

@@ -8,7 +8,7 @@ import numpy as np
 
 from tasks.benchmarks.threadmed import metrics as m
 from tasks.benchmarks.threadmed.report import browser_data, check_run_folder, load_runs
-from tasks.report.compare import GRADED, PASS_FAIL, Comparison, ComparisonSource, ItemScore, Metric
+from tasks.report.compare import GRADED, PASS_FAIL, Comparison, ComparisonSource, Metric, item_scores
 from tasks.report.html import browser_parts, data_parts
 
 # The judge's grade (0, 0.5, 1), and whether it is 1 (the report's correct share).
@@ -41,9 +41,13 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
             "locator": urlencode({"condition": condition, "thread": thread, "turn": turn}),
         }
         scored = not np.isnan(score)
-        scores.append(ItemScore(metric=SCORE.name, score=float(score) if scored else None, **common))
-        correct = float(score == m.CORRECT) if scored else None
-        scores.append(ItemScore(metric=CORRECT.name, score=correct, **common))
+        scores += item_scores(
+            common,
+            {
+                SCORE.name: float(score) if scored else None,
+                CORRECT.name: float(score == m.CORRECT) if scored else None,
+            },
+        )
     data = browser_data(turns, run.models, run.conditions, run.judges)
     return Comparison(
         title="ThReadMed-QA",
