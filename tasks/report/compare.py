@@ -91,6 +91,10 @@ class ComparisonSource(NamedTuple):
         return pq.read_table(run_dir / self.run_table, columns=[name]).column(0).to_pylist()
 
 
+# The paired test of each kind of score, by name.
+TEST_NAMES = {GRADED: "Wilcoxon", PASS_FAIL: "McNemar exact"}
+
+
 class PairedTest(NamedTuple):
     name: str
     statistic: float
@@ -128,7 +132,7 @@ def wilcoxon_test(a: np.ndarray, b: np.ndarray) -> PairedTest | None:
     if not np.any(a != b):
         return None
     result = stats.wilcoxon(a, b, alternative="two-sided")
-    return PairedTest("Wilcoxon", float(result.statistic), float(result.pvalue), len(a))
+    return PairedTest(TEST_NAMES[GRADED], float(result.statistic), float(result.pvalue), len(a))
 
 
 def mcnemar_test(a: np.ndarray, b: np.ndarray) -> PairedTest | None:
@@ -140,7 +144,7 @@ def mcnemar_test(a: np.ndarray, b: np.ndarray) -> PairedTest | None:
     if only_a + only_b == 0:
         return None
     result = stats.binomtest(only_a, only_a + only_b, 0.5, alternative="two-sided")
-    return PairedTest("McNemar exact", float(only_a), float(result.pvalue), len(a))
+    return PairedTest(TEST_NAMES[PASS_FAIL], float(only_a), float(result.pvalue), len(a))
 
 
 PAIRED_TESTS = {GRADED: wilcoxon_test, PASS_FAIL: mcnemar_test}
@@ -199,37 +203,32 @@ def difference_rows(
     for score in comparison.scores:
         by_key.setdefault((score.metric, score.stratum, score.model), []).append(score)
     strata = list(dict.fromkeys(score.stratum for score in comparison.scores))
-    for model_a, model_b in combinations(models, 2):
-        for metric in comparison.metrics:
-            for stratum in strata:
-                rows_a = by_key.get((metric.name, stratum, model_a), [])
-                rows_b = by_key.get((metric.name, stratum, model_b), [])
-                if not rows_a or not rows_b:
-                    continue
-                for group in _groups(rows_a):
-                    in_group = [row for row in rows_a if group in (ALL_ITEMS, row.group)]
-                    pairs = paired(in_group, rows_b)
-                    labels = ("compare", model_a, model_b, metric.name, stratum, group)
-                    ci = paired_difference(pairs, seeded_rng(settings.seed, *labels), settings)
-                    test = PAIRED_TESTS[metric.kind](pairs.a, pairs.b) if len(pairs.a) else None
-                    rows.append(
-                        {
-                            "model_a": model_a,
-                            "model_b": model_b,
-                            "metric": metric.name,
-                            "stratum": stratum,
-                            "group": group,
-                            "n_pairs": len(pairs.a),
-                            "mean_a": _mean(pairs.a),
-                            "mean_b": _mean(pairs.b),
-                            "difference": ci.estimate,
-                            "ci_low": ci.low,
-                            "ci_high": ci.high,
-                            "test": PAIRED_TESTS[metric.kind].__name__.removesuffix("_test"),
-                            "statistic": None if test is None else test.statistic,
-                            "p_value": None if test is None else test.p_value,
-                        }
-                    )
+    for (model_a, model_b), metric, stratum in product(combinations(models, 2), comparison.metrics, strata):
+        rows_a = by_key.get((metric.name, stratum, model_a), [])
+        rows_b = by_key.get((metric.name, stratum, model_b), [])
+        for group in _groups(rows_a) if rows_a and rows_b else []:
+            pairs = paired([row for row in rows_a if group in (ALL_ITEMS, row.group)], rows_b)
+            labels = ("compare", model_a, model_b, metric.name, stratum, group)
+            ci = paired_difference(pairs, seeded_rng(settings.seed, *labels), settings)
+            test = PAIRED_TESTS[metric.kind](pairs.a, pairs.b) if len(pairs.a) else None
+            rows.append(
+                {
+                    "model_a": model_a,
+                    "model_b": model_b,
+                    "metric": metric.name,
+                    "stratum": stratum,
+                    "group": group,
+                    "n_pairs": len(pairs.a),
+                    "mean_a": _mean(pairs.a),
+                    "mean_b": _mean(pairs.b),
+                    "difference": ci.estimate,
+                    "ci_low": ci.low,
+                    "ci_high": ci.high,
+                    "test": TEST_NAMES[metric.kind],
+                    "statistic": None if test is None else test.statistic,
+                    "p_value": None if test is None else test.p_value,
+                }
+            )
     return rows
 
 

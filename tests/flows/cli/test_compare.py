@@ -27,8 +27,8 @@ def test_compare_prints_the_differences_and_writes_its_files(tmp_path):
     assert "Paired differences between models" in lines
     rows = [[cell.strip() for cell in line.split("│")] for line in lines if line.startswith("alpha")]
     assert [row[:6] + row[9:] for row in rows[:2]] == [
-        ["alpha", "beta", "score", "baseline", "all", "9", "wilcoxon", "0.984"],
-        ["alpha", "beta", "score", "baseline", "T0", "3", "wilcoxon", "0.500"],
+        ["alpha", "beta", "score", "baseline", "all", "9", "Wilcoxon", "0.984"],
+        ["alpha", "beta", "score", "baseline", "T0", "3", "Wilcoxon", "0.500"],
     ]
     for name in ("compare.md", "index.html", "compare_differences.parquet", "compare_items.parquet"):
         assert (tmp_path / "out" / name).stat().st_size > 0

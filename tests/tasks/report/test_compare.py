@@ -69,7 +69,7 @@ def test_mcnemar_is_the_exact_binomial_test_of_the_discordant_pairs() -> None:
 def test_a_constant_difference_has_a_point_interval_and_scipys_p_value() -> None:
     rows = difference_rows(comparison([Metric("score", GRADED)], scores(GRADES)), ["a", "b"], SETTINGS)
     a = np.array([1.0, 1.0, 0.5, 1.0, 0.5, 1.0, 1.0])  # the 7 items b scored (i6 is not)
-    common = {"model_a": "a", "model_b": "b", "metric": "score", "stratum": "baseline", "test": "wilcoxon"}
+    common = {"model_a": "a", "model_b": "b", "metric": "score", "stratum": "baseline", "test": "Wilcoxon"}
 
     def expected(group: str, scored: slice) -> dict:
         test = stats.wilcoxon(a[scored], a[scored] - 0.5)
@@ -94,7 +94,8 @@ def test_pass_fail_scores_get_mcnemar_and_a_seeded_interval_over_clusters() -> N
     )
     overall = rows[0]
     assert {key: overall[key] for key in ("group", "n_pairs", "mean_a", "mean_b", "difference", "test")} == {
-        "group": "all", "n_pairs": 8, "mean_a": 0.75, "mean_b": 0.5, "difference": 0.25, "test": "mcnemar",
+        "group": "all", "n_pairs": 8, "mean_a": 0.75, "mean_b": 0.5, "difference": 0.25,
+        "test": "McNemar exact",
     }  # fmt: skip
     # Three pairs only a passes (i0, i3, i5), one only c passes (i6).
     assert (overall["statistic"], overall["p_value"]) == (3.0, stats.binomtest(3, 4, 0.5).pvalue)

@@ -41,7 +41,7 @@ def test_composite_and_stages_are_compared_on_the_episodes_both_completed(tmp_pa
         expected.append(
             {"metric": metric, "n_pairs": 2, "mean_a": pytest.approx(alpha.mean()),
              "mean_b": pytest.approx(beta.mean()), "difference": pytest.approx((alpha - beta).mean()),
-             "test": "wilcoxon", "statistic": test.statistic, "p_value": pytest.approx(test.pvalue)}
+             "test": "Wilcoxon", "statistic": test.statistic, "p_value": pytest.approx(test.pvalue)}
         )  # fmt: skip
     assert [{key: row[key] for key in expected[0]} for row in rows] == expected
     items = pq.read_table(out / "compare_items.parquet").to_pylist()

@@ -32,9 +32,9 @@ def test_models_of_two_runs_are_compared_on_the_interviews_both_scored(tmp_path:
     common = {"model_a": "alpha", "model_b": "beta", "stratum": "", "group": "all", "n_pairs": 2}
     assert [{key: row[key] for key in (*common, "metric", "mean_a", "mean_b", "difference", "test")}
             for row in rows] == [
-        {**common, "metric": "f1", "mean_a": 0.75, "mean_b": 0.5, "difference": 0.25, "test": "wilcoxon"},
+        {**common, "metric": "f1", "mean_a": 0.75, "mean_b": 0.5, "difference": 0.25, "test": "Wilcoxon"},
         {**common, "metric": "exact_match", "mean_a": 0.5, "mean_b": 0.5, "difference": 0.0,
-         "test": "mcnemar"},
+         "test": "McNemar exact"},
     ]  # fmt: skip
     assert [(row["statistic"], row["p_value"]) for row in rows] == [
         (wilcoxon.statistic, pytest.approx(wilcoxon.pvalue)),

@@ -43,7 +43,7 @@ def test_models_of_two_runs_are_compared_on_the_turns_both_scored(tmp_path: Path
     assert {key: value for key, value in overall.items() if key not in ("ci_low", "ci_high")} == {
         "model_a": "alpha", "model_b": "beta", "metric": "score", "stratum": "baseline", "group": "all",
         "n_pairs": 9, "mean_a": pytest.approx(4.5 / 9), "mean_b": pytest.approx(4 / 9),
-        "difference": pytest.approx(0.5 / 9), "test": "wilcoxon", "statistic": wilcoxon.statistic,
+        "difference": pytest.approx(0.5 / 9), "test": "Wilcoxon", "statistic": wilcoxon.statistic,
         "p_value": pytest.approx(wilcoxon.pvalue),
     }  # fmt: skip
     assert overall["ci_low"] < overall["difference"] < overall["ci_high"]
