@@ -13,7 +13,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 import typer
 
-from flows.cli import consult, dataset, demo, evaluate, judge, labels, report, snomed
+from flows.cli import compare, consult, dataset, demo, evaluate, judge, labels, report, snomed
 from flows.cli.leaderboard import leaderboard
 from flows.cli.release import compare_release
 
@@ -25,6 +25,7 @@ app = typer.Typer(
 )
 for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, report.report):
     app.command()(command)
+app.command()(compare.compare)
 app.command()(leaderboard)
 app.command()(compare_release)
 app.add_typer(snomed.app, name="snomed")

@@ -21,6 +21,7 @@ from tasks.evals.estimate import EstimateTally, JobEstimator
 from tasks.evals.outputs import RunTables, Summarizer
 from tasks.evals.plan import Planner
 from tasks.llm.ledger import CallLedger
+from tasks.report.compare import ComparisonSource
 from tasks.report.files import default_report_dir
 
 ReportFunction = Callable[[list[str], str | None, Any], str]
@@ -62,6 +63,8 @@ class Benchmark:
     prompts_dir: Path
     # How its stored runs are re-judged; None: it has no judge to replace.
     rejudging: Rejudging | None = None
+    # How its runs are compared model against model (`threadmed compare`); None: not supported.
+    comparison: ComparisonSource | None = None
 
 
 def published_report(

@@ -1,6 +1,7 @@
 """The full-cycle consultation benchmark as a `Benchmark`: the record the registry lists and its flows run."""
 
 from tasks.benchmarks.consult.cases.case_set import load_sample
+from tasks.benchmarks.consult.compare import COMPARISON
 from tasks.benchmarks.consult.config import PROMPTS_DIR, ConsultConfig
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
 from tasks.benchmarks.consult.plan import build_plan, estimate_job, estimate_scoring
@@ -27,4 +28,5 @@ CONSULT = Benchmark(
     contracts=(MESSAGES, SCORES),
     prompts_dir=PROMPTS_DIR,
     rejudging=Rejudging(solved_key=EpisodeJob.row_key, estimate_scoring=estimate_scoring),
+    comparison=COMPARISON,
 )

@@ -2,6 +2,7 @@
 
 from tasks.benchmarks.protocol import Benchmark, Rejudging, published_report
 from tasks.benchmarks.threadmed.cases import load_sample
+from tasks.benchmarks.threadmed.compare import COMPARISON
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES, THREADS
 from tasks.benchmarks.threadmed.plan import build_plan, estimate_job, estimate_scoring
 from tasks.benchmarks.threadmed.report import build_report, publish_report_artifacts
@@ -28,4 +29,5 @@ THREADMED = Benchmark(
     contracts=(THREADS, QA_PAIRS, RESPONSES, JUDGMENTS),
     prompts_dir=PROMPTS_DIR,
     rejudging=Rejudging(solved_key=InferenceJob.row_key, estimate_scoring=estimate_scoring),
+    comparison=COMPARISON,
 )
