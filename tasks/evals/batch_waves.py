@@ -27,6 +27,8 @@ from typing import Any
 
 from tasks.evals.config import BatchSettings
 from tasks.llm.batches import VANISHED, BatchRecord, BatchStore, advance, split_into_batches
+from tasks.llm.budget import budget_for
+from tasks.llm.call import reserve_call
 from tasks.llm.deferral import CallCollector, collecting
 from tasks.llm.errors import classify_error
 from tasks.llm.ledger import CallLedger, CallRecord
@@ -109,6 +111,7 @@ class BatchWaves:
         self.ledger_dir = run_dir / "ledger"
         self.ledger = CallLedger(self.ledger_dir)
         self.store = BatchStore(run_dir / "batches")
+        self.budget = budget_for(self.ledger_dir)  # a capped run's (tasks/evals/spending.py)
         self.provider_errors: Counter[str] = Counter()  # per batch, in a row
         # Calls whose attempts earlier runs spent are final from the start.
         self.settled = {failure.key for failure in self.ledger.failures() if self._final(failure)}
@@ -145,9 +148,16 @@ class BatchWaves:
         return pending, [index for index, calls in zip(open_jobs, deferred, strict=True) if calls]
 
     def _submit(self, wave: int, calls: dict[str, tuple[ChatRequest, CallOptions]]) -> None:
-        """One batch per model, endpoint and options (within the provider's size limits), sent at once."""
+        """One batch per model, endpoint and options (within the provider's size limits), sent at once.
+
+        Under a spending cap, each call is reserved first; those past the cap are not submitted and are
+        final for this run (the run then records them as stopped by the cap).
+        """
         groups: dict[tuple[str, str | None, CallOptions], dict[str, ChatRequest]] = {}
         for key, (request, options) in calls.items():
+            if not self._reserve(key, request, options):
+                self.settled.add(key)
+                continue
             groups.setdefault((request.model, request.api_base, options), {})[key] = request
         for (model, _, options), requests in groups.items():
             max_bytes = int(self.settings.max_file_mb * 2**20)
@@ -158,6 +168,10 @@ class BatchWaves:
                     "wave %d: batch %s of %d %s calls submitted", wave, record.batch_id, len(chunk), model
                 )
         self._report()
+
+    def _reserve(self, key: str, request: ChatRequest, options: CallOptions) -> bool:
+        """Whether the call may be submitted: always without a cap, else if its estimate fits."""
+        return self.budget is None or reserve_call(self.budget, key, request, options, self.ledger)
 
     def _advance_in_flight(self) -> bool:
         """Check every batch in flight once, collecting the finished ones; True if any was collected."""
@@ -186,6 +200,10 @@ class BatchWaves:
             )
             return record
         self.provider_errors.pop(record.local_id, None)
+        if record.collected and self.budget is not None:
+            # What the ledger now records replaces the estimates (nothing more for a call left unanswered).
+            for key in record.keys:
+                self.budget.settle(key, self.ledger.recorded_cost_usd(key))
         if record.collected:
             self._settle(record)
             if record.status in UNANSWERED_BECAUSE:

@@ -127,6 +127,15 @@ class CallLedger:
             if (record := read_record(path)) is not None and self.lookup(record.key) is None:
                 yield record
 
+    def recorded_cost_usd(self, key: str) -> float:
+        """What the ledger records `key` has cost so far: its success, else its latest failure, else 0."""
+        record = self.lookup(key) or self.last_failure(key)
+        return 0.0 if record is None else record.cost_usd
+
+    def total_cost_usd(self) -> float:
+        """What every call in the ledger has cost, every attempt counted."""
+        return sum(record.cost_usd for record in self.records())
+
     def count_succeeded(self) -> int:
         """How many calls have succeeded (cheap: counts files, reads none)."""
         return sum(1 for _ in self.root.glob("ok/*/*.json"))
