@@ -126,7 +126,9 @@ class BatchWaves:
             if not pending:
                 return WavesOutcome(True, wave, [])
             in_flight = {key for record in self.store.in_flight() for key in record.keys}
-            if to_send := {key: call for key, call in pending.items() if key not in in_flight}:
+            if to_send := self._within_cap(
+                {key: call for key, call in pending.items() if key not in in_flight}
+            ):
                 wave += 1
                 self._submit(wave, to_send)
             if not self._wait_for_a_finished_batch(deadline):
@@ -148,16 +150,9 @@ class BatchWaves:
         return pending, [index for index, calls in zip(open_jobs, deferred, strict=True) if calls]
 
     def _submit(self, wave: int, calls: dict[str, tuple[ChatRequest, CallOptions]]) -> None:
-        """One batch per model, endpoint and options (within the provider's size limits), sent at once.
-
-        Under a spending cap, each call is reserved first; those past the cap are not submitted and are
-        final for this run (the run then records them as stopped by the cap).
-        """
+        """One batch per model, endpoint and options (within the provider's size limits), sent at once."""
         groups: dict[tuple[str, str | None, CallOptions], dict[str, ChatRequest]] = {}
         for key, (request, options) in calls.items():
-            if not self._reserve(key, request, options):
-                self.settled.add(key)
-                continue
             groups.setdefault((request.model, request.api_base, options), {})[key] = request
         for (model, _, options), requests in groups.items():
             max_bytes = int(self.settings.max_file_mb * 2**20)
@@ -169,9 +164,20 @@ class BatchWaves:
                 )
         self._report()
 
-    def _reserve(self, key: str, request: ChatRequest, options: CallOptions) -> bool:
-        """Whether the call may be submitted: always without a cap, else if its estimate fits."""
-        return self.budget is None or reserve_call(self.budget, key, request, options, self.ledger)
+    def _within_cap(
+        self, calls: dict[str, tuple[ChatRequest, CallOptions]]
+    ) -> dict[str, tuple[ChatRequest, CallOptions]]:
+        """The calls to submit, each reserved under a spending cap; those past it are final for this run
+        (the run records them as stopped by the cap)."""
+        if self.budget is None:
+            return calls
+        within = {}
+        for key, (request, options) in calls.items():
+            if reserve_call(self.budget, key, request, options, self.ledger):
+                within[key] = (request, options)
+            else:
+                self.settled.add(key)
+        return within
 
     def _advance_in_flight(self) -> bool:
         """Check every batch in flight once, collecting the finished ones; True if any was collected."""

@@ -23,6 +23,7 @@ from flows.evaluate_models import evaluate_models
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.core.provenance import artifact_key
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
+from tasks.llm.ledger import CallLedger
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
 from tests.eval_fixtures import full_disk_for, write_dataset
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer, default_reply
@@ -339,3 +340,39 @@ def test_the_demo_config_runs_offline_from_the_command_line(cli, dataset, tmp_pa
 
     again = CliRunner().invoke(cli, [*args, "--dry-run"])
     assert again.exit_code == 0 and "total: 0 calls" in again.output
+
+
+def test_a_run_stops_at_its_spending_cap_and_a_rerun_with_a_higher_cap_finishes_paying_no_call_twice(
+    dataset, tmp_path
+):
+    with LLMServer() as server:
+        capped = settings(dataset, tmp_path, server.url, models=("alpha",), max_cost_usd=0.01)
+        state = evaluate_models(**parameters(capped), return_state=True)
+        made, ledger = len(server.requests), CallLedger(tmp_path / "ledger")
+        # Every call reserves its estimate (400 reply tokens) while in flight: the cap is never passed.
+        assert 0 < made == ledger.count_succeeded() < CALLS_PER_MODEL
+        assert ledger.total_cost_usd() <= 0.01
+        assert state.is_failed() and "cost cap" in state.message
+        summary = json.loads((tmp_path / "manifest.json").read_text())["summary"]
+        assert summary["cost_cap"]["cap_usd"] == 0.01 and summary["failed_calls"]["cost_cap"] > 0
+        # A call the cap kept back is recorded as not made, and nothing of it is scored.
+        responses, judgments = read(tmp_path, "responses"), read(tmp_path, "judgments")
+        capped_answers = [r for r in responses if r["error_class"] == "cost_cap"]
+        assert capped_answers and all(
+            (r["status"], r["response"], r["attempts"], r["cost_usd"]) == ("failed", None, 0, 0.0)
+            and r["error"].startswith("openai/alpha: not made: stopped at the spending cap of USD 0.0100")
+            for r in capped_answers
+        )
+        capped_turns = {(r["condition"], r["thread_id"], r["turn"]) for r in capped_answers}
+        assert {
+            j["parse_status"]
+            for j in judgments
+            if (j["condition"], j["thread_id"], j["turn"]) in capped_turns
+        } == {"not_run"}
+        assert all(j["score"] is None for j in judgments if "cost_cap" in (j["error"] or ""))
+
+        raised = settings(dataset, tmp_path, server.url, models=("alpha",), max_cost_usd=1.0)
+        assert evaluate_models(**parameters(raised), return_state=True).is_completed()
+        assert len(server.requests) == CALLS_PER_MODEL
+        assert set(server.ok_counts().values()) == {1}  # no call paid twice
+        assert json.loads((tmp_path / "manifest.json").read_text())["summary"]["cost_cap"] is None
