@@ -327,6 +327,24 @@ def test_dry_run_estimates_without_calling(cli, dataset, tmp_path):
     assert not (tmp_path / "responses.parquet").exists()
 
 
+def test_dry_run_warns_when_its_estimate_passes_the_spending_cap(cli, dataset, tmp_path):
+    args = ["--dataset", str(dataset), "--out", str(tmp_path), "--models", "openai/gpt-4o", "--limit", "1"]
+    with LLMServer() as server:
+        result = CliRunner().invoke(
+            cli, [*args, "--api-base", server.url, "--max-cost", "0.001", "--dry-run"]
+        )
+        roomy = CliRunner().invoke(cli, [*args, "--api-base", server.url, "--max-cost", "100", "--dry-run"])
+        assert server.requests == []
+    assert result.exit_code == roomy.exit_code == 0, result.output
+    warning = " ".join(result.output.split())
+    assert re.search(
+        r"Warning: the estimate \(USD [0-9.]+ still to spend, USD 0\.0000 spent\) exceeds the spending cap "
+        r"of USD 0\.0010: the run will stop at the cap; raise --max-cost to finish it",
+        warning,
+    ), warning
+    assert "Warning" not in roomy.output
+
+
 def test_the_demo_config_runs_offline_from_the_command_line(cli, dataset, tmp_path):
     config = ROOT / "deployments" / "eval.demo.yaml"
     args = ["--dataset", str(dataset), "--out", str(tmp_path), "--config", str(config)]
