@@ -283,17 +283,8 @@ def capped_record(key: str, request: ChatRequest, options: CallOptions, budget: 
     """The outcome of a call the spending cap kept from being made: failed, kind `cost_cap`, unpaid."""
     stop = budget.stop
     reason = stop.message() if stop is not None else "the spending cap was reached"
-    now = datetime.now(UTC)
-    return CallRecord(
-        key=key,
-        model=request.model,
-        status="failed",
-        error_kind=COST_CAP,
-        error=f"{request.model}: not made: {reason}",
-        retryable=False,
-        mode=options.mode,
-        started_at=now,
-        finished_at=now,
+    return CallRecord.not_made(
+        key, request.model, COST_CAP, f"not made: {reason}", retryable=False, mode=options.mode
     )
 
 

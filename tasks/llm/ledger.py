@@ -13,7 +13,7 @@ every finished call by its key, whichever task, condition or earlier run made it
 """
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,6 +73,25 @@ class CallRecord(BaseModel):
     @property
     def cost_usd(self) -> float:
         return self.input_cost_usd + self.output_cost_usd
+
+    @classmethod
+    def not_made(
+        cls, key: str, model: str, kind: str, reason: str, *, retryable: bool, mode: CallMode
+    ) -> "CallRecord":
+        """The outcome of a call that was not made (a batch call not answered yet, one a spending cap kept
+        back): failed with `kind`, nothing paid; the ledger never holds it."""
+        now = datetime.now(UTC)
+        return cls(
+            key=key,
+            model=model,
+            status="failed",
+            error_kind=kind,
+            error=f"{model}: {reason}",
+            retryable=retryable,
+            mode=mode,
+            started_at=now,
+            finished_at=now,
+        )
 
 
 # The fields holding what a provider sent (its reply or its error message).
