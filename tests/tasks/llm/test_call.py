@@ -499,7 +499,7 @@ def test_calls_stop_before_the_one_that_would_pass_the_cap_and_the_refused_are_n
     assert (records[3].attempts, records[3].cost_usd, records[3].retryable) == (0, 0.0, False)
     assert len(server.requests) == 3
     assert [record.key for record in ledger.records()] == sorted(r.key for r in records[:3])
-    assert budget.spent_usd == pytest.approx(ledger.total_cost_usd()) == pytest.approx(0.015)
+    assert (budget.spent_usd, ledger.total_cost_usd()) == (pytest.approx(0.015), pytest.approx(0.015))
     assert budget.stop == CapStop(cap_usd=0.0195, spent_usd=0.015, reserved_usd=0.0, refused_usd=0.008)
 
 
