@@ -26,6 +26,7 @@ from tasks.core.provenance import artifact_key, code_provenance, settings_sha256
 from tasks.data.contracts import Contract
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.plan import RunPlan
+from tasks.llm.budget import CapStop
 from tasks.llm.errors import fix_for, is_permanent
 from tasks.llm.ledger import CallLedger
 from tasks.report.tables import Table, table_markdown
@@ -77,6 +78,7 @@ class RunSummary(BaseModel):
     failed_jobs: list[JobFailure] = []  # jobs whose task raised; the tables hold every other job
     calls_by_mode: dict[str, ModeTotals] = {}  # every call in the ledger, by how it was made
     failure_examples: dict[str, str] = {}  # per failure kind, one error as recorded (the provider's words)
+    cost_cap: CapStop | None = None  # where the spending cap stopped the run (its calls past it not made)
     group_label: str = "condition"
     count_labels: list[str] = []  # the count columns in order; line breaks keep a table 80 columns wide
     score_label: str = "mean"
