@@ -20,6 +20,7 @@ from tasks.evals.config import RunConfig, SampleSpec
 from tasks.evals.estimate import EstimateTally, JobEstimator
 from tasks.evals.outputs import RunTables, Summarizer
 from tasks.evals.plan import Planner
+from tasks.export.samples import ExportedRun
 from tasks.llm.ledger import CallLedger
 from tasks.report.files import default_report_dir
 
@@ -60,6 +61,8 @@ class Benchmark:
     report_settings: type[BaseModel]
     contracts: tuple[Contract, ...]
     prompts_dir: Path
+    # A finished run folder -> its samples, for `threadmed export` (tasks/export/).
+    export: Callable[[Path], ExportedRun]
     # How its stored runs are re-judged; None: it has no judge to replace.
     rejudging: Rejudging | None = None
 

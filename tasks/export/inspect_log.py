@@ -16,6 +16,7 @@ inspect_ai is an optional dependency (the `inspect` extra): only this module imp
 
 import re
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 from inspect_ai.log import (
@@ -44,6 +45,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.scorer import Score
 
+from tasks.core.files import write_atomic
 from tasks.export.samples import ExportedRun, ExportSample, Message, ModelRole, RoleUsage
 
 # The run's finish reasons (litellm's, OpenAI's words) as Inspect's stop reasons.
@@ -239,6 +241,9 @@ def write_inspect_logs(run: ExportedRun, out_dir: Path) -> list[Path]:
     paths = []
     for role in run.models:
         path = out_dir / log_file_name(run, role)
-        write_eval_log(eval_log(run, role), str(path))
-        paths.append(path)
+        paths.append(write_atomic(path, partial(_write_log, eval_log(run, role))))
     return paths
+
+
+def _write_log(log: EvalLog, path: Path) -> None:
+    write_eval_log(log, str(path), format="eval")

@@ -9,11 +9,12 @@ the two exports always say the same thing.
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
 from tasks.core.preflight import UserError
+from tasks.report.runs import RunManifest
 
 Role = Literal["system", "user", "assistant"]
 
@@ -124,7 +125,8 @@ def model_roles(specs: list[str | dict[str, Any]], sent: dict[str, Any]) -> list
 
 
 def usage(model: str, row: dict[str, Any], prefix: str = "") -> RoleUsage:
-    """A role's usage from a run row's `<prefix>prompt_tokens`, `<prefix>completion_tokens`, `<prefix>cost_usd`."""
+    """A role's usage from a run row's `<prefix>prompt_tokens`, `<prefix>completion_tokens` and
+    `<prefix>cost_usd`."""
     return RoleUsage(
         model=model,
         input_tokens=row.get(f"{prefix}prompt_tokens") or 0,
@@ -141,4 +143,42 @@ def summed(model: str, rows: list[dict[str, Any]]) -> RoleUsage:
         input_tokens=sum(p.input_tokens for p in parts),
         output_tokens=sum(p.output_tokens for p in parts),
         cost_usd=sum(p.cost_usd for p in parts),
+    )
+
+
+class RunFacts(NamedTuple):
+    """What a benchmark's export says of its run, besides the samples."""
+
+    benchmark: str
+    title: str
+    scorer: str
+    score_name: str
+    roles: tuple[str, ...]  # the config's other roles: judge, patient
+
+
+def exported_run_of(
+    manifest: RunManifest, facts: RunFacts, samples: dict[str, list[ExportSample]]
+) -> ExportedRun:
+    """An ExportedRun from a run's common manifest fields (tasks/report/runs.py) and its samples by model."""
+    raw, config = manifest.raw, manifest.config
+    sent = raw.get("sent", {})
+    return ExportedRun(
+        benchmark=facts.benchmark,
+        title=facts.title,
+        run_id=manifest.run_id,
+        run_dir=Path(manifest.run_dir).resolve(),
+        created=written_at(raw, manifest.run_dir),
+        dataset_dir=manifest.case_set_dir,
+        dataset_fingerprint=manifest.fingerprint,
+        scorer=facts.scorer,
+        score_name=facts.score_name,
+        models=model_roles(config.get("models", []), sent.get("models", {})),
+        roles={
+            role: model_roles([config[role]], sent.get(role, {}))[0]
+            for role in facts.roles
+            if config.get(role)
+        },
+        samples={name: samples.get(name, []) for name in dict.fromkeys([*manifest.models, *samples])},
+        summary=raw.get("summary", {}),
+        manifest=raw,
     )

@@ -1,7 +1,7 @@
 """A ThReadMed-QA run as export samples (tasks/export/): one sample per model, condition, thread and turn.
 
-A turn's input is rebuilt as the run sent it, by the same dialogue rule (tasks/evals/dialogue.py): the thread's
-questions from the dataset build, with the model's own earlier answers (baseline) or the physician's
+A turn's input is rebuilt as the run sent it, by the same dialogue rule (tasks/evals/dialogue.py): the
+thread's questions from the dataset build, with the model's own earlier answers (baseline) or the physician's
 (oracle) as history. The reference is the physician's answer to the turn; the score is the judge's grade
 (0, 0.5, 1) with its reason.
 """
@@ -45,7 +45,8 @@ def sent_messages(questions: list[str], replies: list[str], first_turn: int) -> 
 def turn_samples(
     thread: list[dict[str, Any]], responses: list[dict[str, Any]], judgments: dict[tuple, dict[str, Any]]
 ) -> list[ExportSample]:
-    """The samples of one model's thread in one condition (`responses` in turn order; `thread`: its QA pairs)."""
+    """The samples of one model's thread in one condition (`responses` in turn order; `thread`: its QA
+    pairs)."""
     condition = responses[0]["condition"]
     questions = [pair["question"] for pair in thread]
     if condition == "oracle":
