@@ -13,7 +13,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 import typer
 
-from flows.cli import consult, dataset, demo, evaluate, judge, labels, report, snomed
+from flows.cli import consult, dataset, demo, evaluate, export, judge, labels, report, snomed
 
 app = typer.Typer(
     help="ThReadMed-QA: rebuild the multi-turn r/AskDocs benchmark from Pushshift dumps; evaluate LLMs.",
@@ -21,7 +21,7 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="rich",
 )
-for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, report.report):
+for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, report.report, export.export):
     app.command()(command)
 app.add_typer(snomed.app, name="snomed")
 app.add_typer(consult.app, name="consult")
