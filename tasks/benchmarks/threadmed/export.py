@@ -43,7 +43,10 @@ def sent_messages(questions: list[str], replies: list[str], first_turn: int) -> 
 
 
 def turn_samples(
-    thread: list[dict[str, Any]], responses: list[dict[str, Any]], judgments: dict[tuple, dict[str, Any]]
+    thread: list[dict[str, Any]],
+    responses: list[dict[str, Any]],
+    judgments: dict[tuple, dict[str, Any]],
+    judge: str,
 ) -> list[ExportSample]:
     """The samples of one model's thread in one condition (`responses` in turn order; `thread`: its QA
     pairs)."""
@@ -56,11 +59,18 @@ def turn_samples(
         history = [answered.get(turn, "") for turn in range(len(thread))]
     first = responses[0]["turn"]
     inputs = dict(zip(range(first, len(thread)), sent_messages(questions, history, first), strict=True))
-    return [_sample(row, thread, inputs, judgments.get(tuple(row[k] for k in RUN_KEY))) for row in responses]
+    return [
+        _sample(row, thread, inputs, judgments.get(tuple(row[k] for k in RUN_KEY)), judge)
+        for row in responses
+    ]
 
 
 def _sample(
-    row: dict[str, Any], thread: list[dict[str, Any]], inputs: dict[int, list[Message]], judged: dict | None
+    row: dict[str, Any],
+    thread: list[dict[str, Any]],
+    inputs: dict[int, list[Message]],
+    judged: dict | None,
+    judge: str,
 ) -> ExportSample:
     turn = row["turn"]
     asked = row["status"] != "not_run"
@@ -89,9 +99,9 @@ def _sample(
         unscored=unscored,
         usage={
             "model": usage(row["model"], row),
-            **({"judge": usage(judged["judge_model"], judged)} if judged else {}),
+            **({"judge": usage(judge, judged)} if judged else {}),
         },
-        error=row["error"] if row["status"] != "ok" else None,
+        error=None if row["status"] == "ok" else row["error"] or f"answer {row['status']}",
         started_at=row["started_at"],
         completed_at=row["finished_at"],
         metadata={
@@ -126,12 +136,14 @@ def exported_run(run_dir: Path) -> ExportedRun:
     by_thread: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in sorted(read_rows(run_dir / "responses.parquet", RESPONSES), key=lambda r: r["turn"]):
         by_thread[(row["model"], row["condition"], row["thread_id"])].append(row)
-    samples: dict[str, list[ExportSample]] = {name: [] for name in manifest.models}
-    for (model, _, thread_id), rows in sorted(by_thread.items()):
-        samples.setdefault(model, []).extend(turn_samples(threads[thread_id], rows, judgments))
     config = raw.get("config", {})
     sent = raw.get("sent", {})
-    judge = config.get("judge") or raw.get("judge") or {"model": manifest.judge_model}
+    judge = model_roles(
+        [config.get("judge") or raw.get("judge") or manifest.judge_model], sent.get("judge", {})
+    )[0]
+    samples: dict[str, list[ExportSample]] = {name: [] for name in manifest.models}
+    for (model, _, thread_id), rows in sorted(by_thread.items()):
+        samples.setdefault(model, []).extend(turn_samples(threads[thread_id], rows, judgments, judge.model))
     return ExportedRun(
         benchmark="threadmed",
         title="ThReadMed-QA",
@@ -143,7 +155,7 @@ def exported_run(run_dir: Path) -> ExportedRun:
         scorer=SCORER,
         score_name=SCORER,
         models=model_roles(config.get("models") or raw.get("models") or [], sent.get("models", {})),
-        roles={"judge": model_roles([judge], sent.get("judge", {}))[0]},
+        roles={"judge": judge},
         samples=samples,
         summary=raw.get("summary", {}),
         manifest=raw,
