@@ -32,6 +32,7 @@ def export(
         Path,
         typer.Argument(
             help="A finished run folder of any benchmark (its benchmark.json says which).",
+            metavar="RUN_DIR",
             exists=True,
             file_okay=False,
         ),
