@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from flows.cli.errors import reports_errors
-from tasks.core.preflight import check_writable_folder
+from tasks.core.preflight import UserError, check_writable_folder
 
 
 class Format(StrEnum):
@@ -61,7 +61,10 @@ def export_run(run_dir: Path, out: Path, file_format: Format, console: Console) 
     from tasks.benchmarks.registry import benchmark
     from tasks.export.exports import run_benchmark, write_export
 
-    run = benchmark(run_benchmark(run_dir)).export(run_dir)
+    bench = benchmark(run_benchmark(run_dir))
+    if bench.export is None:
+        raise UserError(f"{run_dir} is a {bench.name} run, which has no export", "RUN_DIR")
+    run = bench.export(run_dir)
     files = write_export(run, out, file_format.value)
     samples = sum(len(samples) for samples in run.samples.values())
     console.print(

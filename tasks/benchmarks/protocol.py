@@ -61,10 +61,10 @@ class Benchmark:
     report_settings: type[BaseModel]
     contracts: tuple[Contract, ...]
     prompts_dir: Path
-    # A finished run folder -> its samples, for `threadmed export` (tasks/export/).
-    export: Callable[[Path], ExportedRun]
     # How its stored runs are re-judged; None: it has no judge to replace.
     rejudging: Rejudging | None = None
+    # A finished run folder -> its samples, for `threadmed export` (tasks/export/); None: not exported.
+    export: Callable[[Path], ExportedRun] | None = None
 
 
 def published_report(
