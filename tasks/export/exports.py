@@ -29,9 +29,9 @@ def inspect_writer() -> Callable[[ExportedRun, Path], list[Path]]:
     """The Inspect log writer; UserError when inspect_ai (the `inspect` extra) is not installed."""
     try:
         from tasks.export.inspect_log import write_inspect_logs
-    except ModuleNotFoundError as error:
+    except ModuleNotFoundError:
         raise UserError(
-            f"--format inspect needs inspect_ai ({error.name} is not installed): {INSPECT_EXTRA}", "--format"
+            f"--format inspect needs inspect_ai, the inspect extra: {INSPECT_EXTRA}", "--format"
         ) from None
     return write_inspect_logs
 
