@@ -79,10 +79,14 @@ def model_usage(usage: RoleUsage) -> ModelUsage:
 def sample_score(sample: ExportSample) -> Score:
     """The sample's scores as one Inspect score: the value alone, or every value by name when there are
     several (the headline first); unscored when the headline score was not given."""
-    metadata = {"status": sample.status}
+    metadata: dict[str, object] = {"status": sample.status}
     if sample.score is None:
+        # The other scores a sample may still have (a consultation's stages) are kept beside the reason.
         return Score.unscored(
-            reason=sample.unscored, answer=sample.output, explanation=sample.explanation, metadata=metadata
+            reason=sample.unscored,
+            answer=sample.output,
+            explanation=sample.explanation,
+            metadata={**metadata, "scores": sample.scores},
         )
     value = sample.score if len(sample.scores) == 1 else sample.scores
     return Score(value=value, answer=sample.output, explanation=sample.explanation, metadata=metadata)

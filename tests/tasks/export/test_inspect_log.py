@@ -101,6 +101,10 @@ def test_a_threadmed_sample_keeps_its_turn_history_judge_reason_and_usage(logs) 
     assert math.isnan(failed.scores["judge"].value)
     assert log.eval.model_roles["judge"].model == "openai/gpt-4o"
     assert log.results.completed_samples == log.results.total_samples - 1
+    # beta's 10 judged baseline turns (tests/tasks/benchmarks/threadmed/test_report.py SCORES) sum to 5.
+    assert {name: metric.value for name, metric in log.results.scores[0].metrics.items()} == {
+        "mean baseline": 0.5
+    }
 
 
 def test_an_oracle_turn_is_asked_with_the_physician_answers(runs) -> None:
