@@ -55,6 +55,7 @@ def turn_samples(
     if condition == "oracle":
         history = [pair["answer"] for pair in thread]
     else:
+        # A failed turn ends the thread (solver.py): the "" it leaves is history only to turns never asked.
         answered = {row["turn"]: row["response"] or "" for row in responses}
         history = [answered.get(turn, "") for turn in range(len(thread))]
     first = responses[0]["turn"]
