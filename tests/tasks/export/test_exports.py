@@ -33,7 +33,9 @@ def test_a_threadmed_run_whose_dataset_is_gone_is_refused(tmp_path: Path) -> Non
 
 
 def test_the_inspect_format_without_inspect_ai_says_how_to_install_it(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "inspect_ai", None)  # an import of it raises ModuleNotFoundError
+    # An import of a module set to None raises ModuleNotFoundError, as if it were not installed.
+    for name in ["inspect_ai", *(name for name in sys.modules if name.startswith("inspect_ai."))]:
+        monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "tasks.export.inspect_log", raising=False)
     with pytest.raises(UserError) as refused:
         inspect_writer()
