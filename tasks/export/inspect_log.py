@@ -186,12 +186,12 @@ def eval_log(run: ExportedRun, role: ModelRole) -> EvalLog:
     return EvalLog(
         status="error" if failed else "success",
         eval=EvalSpec(
-            eval_id=f"{run.run_id}-{slug(role.name)}",
+            eval_id=f"{run.benchmark}-{run.run_id}-{slug(role.name)}",  # samples_df tells logs apart by it
             run_id=run.run_id,
             created=run.created.isoformat(),
             task=run.benchmark,
             task_display_name=run.title,
-            task_id=run.run_id,
+            task_id=f"{run.benchmark}-{run.run_id}",
             dataset=EvalDataset(
                 name=run.benchmark,
                 location=str(run.dataset_dir),

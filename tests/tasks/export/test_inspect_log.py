@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from inspect_ai.analysis import samples_df
 from inspect_ai.log import read_eval_log
 
 from tasks.benchmarks.registry import BENCHMARKS
@@ -75,6 +76,10 @@ def test_every_log_reads_back_with_each_stored_sample_and_score(runs, logs) -> N
         }
         assert log.status == "success" and log.eval.run_id == "r1"
     assert read == {benchmark: stored_scores(run_dir, benchmark) for benchmark, run_dir in runs.items()}
+    # Inspect's dataframe API reads them too: one row per sample of every log.
+    assert len(samples_df(str(logs), quiet=True)) == sum(
+        len(models) for b in read.values() for models in b.values()
+    )
 
 
 def test_a_threadmed_sample_keeps_its_turn_history_judge_reason_and_usage(logs) -> None:
