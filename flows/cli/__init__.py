@@ -13,7 +13,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 import typer
 
-from flows.cli import compare, consult, dataset, demo, evaluate, judge, labels, report, snomed
+from flows.cli import compare, consult, dataset, demo, evaluate, export, judge, labels, report, snomed
 from flows.cli.leaderboard import leaderboard
 from flows.cli.release import compare_release
 
@@ -23,7 +23,7 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="rich",
 )
-for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, report.report):
+for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, report.report, export.export):
     app.command()(command)
 app.command()(compare.compare)
 app.command()(leaderboard)
