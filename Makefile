@@ -45,7 +45,9 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q
+	# Four workers on two cores: most tests wait on servers and subprocesses, not the CPU. A file stays on one
+	# worker, so its module fixtures are built once.
+	$(BIN)/python -m pytest -q -n 4 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -254,7 +254,7 @@ def test_a_kill_9_mid_run_then_a_rerun_repeats_no_successful_call(dataset, tmp_p
             [sys.executable, "-c", RUN_IN_CHILD, run.model_dump_json()], cwd=ROOT, env=env
         )
         try:
-            deadline = time.monotonic() + 90
+            deadline = time.monotonic() + 600  # a liveness bound only: at a load of 14 it took over 90 s
             while not only_held_requests_in_flight():
                 assert time.monotonic() < deadline and child.poll() is None
                 time.sleep(0.05)
