@@ -7,6 +7,7 @@ import typer
 from rich.console import Console
 
 from flows.cli.errors import reports_errors
+from flows.cli.report import BootstrapSeed, Lake, Level, Resamples
 from tasks.core.preflight import check_writable_folder
 from tasks.report.compare import CompareSettings
 
@@ -28,18 +29,10 @@ def compare(
         str | None, typer.Option(help="Comma-separated models to compare, e.g. A,B. Default: every model.")
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Output folder. Default: FIRST_RUN_DIR/compare.")] = None,
-    lake: Annotated[Path, typer.Option(help="Data lake where the flow run's manifest is recorded.")] = Path(
-        "data_lake"
-    ),
-    resamples: Annotated[int, typer.Option(min=100, help="Bootstrap resamples per interval.")] = (
-        DEFAULTS.n_resamples
-    ),
-    seed: Annotated[int, typer.Option(help="Bootstrap seed: the same seed gives the same intervals.")] = (
-        DEFAULTS.seed
-    ),
-    level: Annotated[float, typer.Option(min=0.5, max=0.999, help="Confidence level of the intervals.")] = (
-        DEFAULTS.level
-    ),
+    lake: Lake = Path("data_lake"),
+    resamples: Resamples = DEFAULTS.n_resamples,
+    seed: BootstrapSeed = DEFAULTS.seed,
+    level: Level = DEFAULTS.level,
 ) -> None:
     """Compare models pair by pair on the items both scored (the `compare` flow); never calls a model.
 

@@ -23,7 +23,7 @@ from scipy import stats
 from tasks.core.preflight import UserError
 from tasks.report.compare_figure import CAPTION, FIGURE_ID, plot_differences
 from tasks.report.files import write_stats_table
-from tasks.report.html import figures_html, render_page
+from tasks.report.html import browser_parts, data_parts, figures_html, render_page
 from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng
 from tasks.report.tables import Table, format_number, table_html, table_markdown
 
@@ -68,6 +68,16 @@ class Comparison(NamedTuple):
     page: dict[str, str]
 
 
+def case_comparison(
+    title: str, metrics: list[Metric], models: list[str], scores: list[ItemScore], browser: dict, folder: Path
+) -> Comparison:
+    """The comparison of a benchmark of cases, whose page is its case browser (`browser` data, the browser
+    files in `folder`)."""
+    return Comparison(
+        title, metrics, models, scores, {**data_parts(browser, packed=False), **browser_parts(folder)}
+    )
+
+
 class ComparisonSource(NamedTuple):
     """How a benchmark's runs are compared: the check that a folder is a finished run; the run table (a
     file in the folder) whose `item_column` names the items a run covers (one called `item_noun`, e.g.
@@ -75,9 +85,9 @@ class ComparisonSource(NamedTuple):
 
     check_run_folder: Callable[[Path], None]
     run_table: str
-    item_column: str
-    item_noun: str
     load: Callable[[list[Path]], Comparison]
+    item_column: str = "case_id"
+    item_noun: str = "case"
 
     def run_items(self, run_dir: Path) -> set[str]:
         """The items a run covers (threads, cases)."""

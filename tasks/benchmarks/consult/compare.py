@@ -6,8 +6,15 @@ from pathlib import Path
 from tasks.benchmarks.consult.composite import composite
 from tasks.benchmarks.consult.contracts import STAGE_METRICS
 from tasks.benchmarks.consult.report import browser_data, check_run_folder, load_runs
-from tasks.report.compare import GRADED, Comparison, ComparisonSource, Metric, case_epoch_item, item_scores
-from tasks.report.html import browser_parts, data_parts
+from tasks.report.compare import (
+    GRADED,
+    Comparison,
+    ComparisonSource,
+    Metric,
+    case_comparison,
+    case_epoch_item,
+    item_scores,
+)
 
 # The composite first (the primary score), then the four stages' scores it averages.
 METRICS = [Metric("composite", GRADED), *(Metric(stage, GRADED) for stage in STAGE_METRICS)]
@@ -26,19 +33,9 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
             case_epoch_item(row["model"], row["case_id"], row["epoch"]),
             {name: value if completed else None for name, value in values.items()},
         )
-    return Comparison(
-        title="Full-cycle consultation",
-        metrics=METRICS,
-        models=run.models,
-        scores=scores,
-        page={**data_parts(browser_data(run), packed=False), **browser_parts(Path(__file__).parent)},
+    return case_comparison(
+        "Full-cycle consultation", METRICS, run.models, scores, browser_data(run), Path(__file__).parent
     )
 
 
-COMPARISON = ComparisonSource(
-    check_run_folder=check_run_folder,
-    run_table="scores.parquet",
-    item_column="case_id",
-    item_noun="case",
-    load=load_comparison,
-)
+COMPARISON = ComparisonSource(check_run_folder, "scores.parquet", load_comparison)

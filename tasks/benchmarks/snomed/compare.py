@@ -11,10 +11,10 @@ from tasks.report.compare import (
     Comparison,
     ComparisonSource,
     Metric,
+    case_comparison,
     case_epoch_item,
     item_scores,
 )
-from tasks.report.html import browser_parts, data_parts
 
 # F1 first: the primary score, whose largest differences are listed.
 METRICS = [Metric("f1", GRADED), Metric("exact_match", PASS_FAIL)]
@@ -31,19 +31,9 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
                 case_epoch_item(model, outcome.case_id, outcome.epoch),
                 {metric.name: None if score is None else getattr(score, metric.name) for metric in METRICS},
             )
-    return Comparison(
-        title="SNOMED diagnosis",
-        metrics=METRICS,
-        models=run.models,
-        scores=scores,
-        page={**data_parts(browser_data(run), packed=False), **browser_parts(Path(__file__).parent)},
+    return case_comparison(
+        "SNOMED diagnosis", METRICS, run.models, scores, browser_data(run), Path(__file__).parent
     )
 
 
-COMPARISON = ComparisonSource(
-    check_run_folder=check_run_folder,
-    run_table="predictions.parquet",
-    item_column="case_id",
-    item_noun="case",
-    load=load_comparison,
-)
+COMPARISON = ComparisonSource(check_run_folder, "predictions.parquet", load_comparison)

@@ -61,7 +61,7 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
 COMPARISON = ComparisonSource(
     check_run_folder=check_run_folder,
     run_table="responses.parquet",
+    load=load_comparison,
     item_column="thread_id",
     item_noun="thread",
-    load=load_comparison,
 )

@@ -18,11 +18,12 @@ runner = CliRunner()
 def test_every_command_has_help():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for command in ("synth", "build", "evaluate", "report", "demo", "snomed", "consult", "judge", "labels"):
+    commands = ("synth", "build", "evaluate", "report", "demo", "snomed", "consult", "judge", "labels")
+    for command in (*commands, "export", "compare", "leaderboard", "compare-release"):
         assert command in result.output
         assert runner.invoke(app, [command, "--help"]).exit_code == 0
     for group, commands in {
-        "snomed": ("cases", "evaluate", "report", "oracle-data", "patient-eval"),
+        "snomed": ("cases", "evaluate", "report", "oracle-data", "patient-eval", "oracle-train"),
         "judge": ("rerun", "agreement"),
         "labels": ("sample", "import", "simulate"),
     }.items():
