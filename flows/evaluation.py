@@ -30,6 +30,7 @@ from tasks.evals.plan import plan_evaluation
 from tasks.evals.rejudge import rejudge_refusal
 from tasks.evals.run_folder import claim_run_folder
 from tasks.evals.run_lock import hold_run_folder
+from tasks.evals.spending import cap_refusal, capped_run
 
 
 def evaluate_benchmark(
@@ -41,40 +42,47 @@ def evaluate_benchmark(
     """Write the benchmark's tables, manifest.json (and report/ by `report`) to the run folder.
 
     Ends Failed (after writing every output) when calls failed; re-running the same settings finishes it.
-    With roles in batch mode, their calls are made first, in waves of provider batches; a run that stops
-    waiting with batches in flight ends Completed as AwaitingBatches, writing no tables yet.
+    Under a spending cap (`max_cost_usd`) the calls past it are not made: the summary's `cost_cap` says
+    where it stopped, and a re-run with a higher cap goes on. With roles in batch mode, their calls are
+    made first, in waves of provider batches; a run that stops waiting with batches in flight ends
+    Completed as AwaitingBatches, writing no tables yet.
     """
     with hold_run_folder(settings.run_dir):  # one process per run folder, or every call is paid twice
         claim_run_folder(settings.run_dir, bench.name)
-        if (refusal := rejudge_refusal(settings.run_dir, bench)) is not None:
+        cap = settings.config.max_cost_usd
+        if (refusal := rejudge_refusal(settings.run_dir, bench) or cap_refusal(cap, runner)) is not None:
             return Failed(message=refusal)
-        plan = plan_evaluation(bench.plan, settings)
-        if (refusal := batches_left_to_single_calls(settings.run_dir, settings.config)) is not None:
-            return Failed(message=refusal)
-        if settings.config.batch_roles():
-            waves = make_batch_calls(bench, plan, settings)
-            if not waves.finished:
-                return Completed(name=AWAITING_BATCHES, message=waves.message())
-        ledger = unmapped(plan.ledger_dir)
-        runner = runner or RunnerSettings(max_workers=settings.config.worker_count())
-        # quote(): jobs hold whole cases; Prefect's parameter introspection would cost ~1.5 ms per task.
-        # Not on Dask: its runner rebuilds quoted parameters into bare tuples (prefect-dask 0.3).
-        wrap = quote if runner.kind == "threads" else _as_is
-        solve_jobs = [wrap(job.solve) for job in plan.jobs]
-        score_jobs = [wrap(job.score) for job in plan.jobs]
-        task_runner = make_task_runner(runner)
-        with task_runner as workers:
-            solved = workers.map(bench.solve, {"job": solve_jobs, "ledger_dir": ledger})
-            scored = workers.map(bench.score, {"job": score_jobs, "solved": solved, "ledger_dir": ledger})
-            follow_progress([*solved, *scored], plan.run_id)
-            # One job that raises fails alone: the tables hold every other job, the summary names it.
-            outcomes = job_outcomes([job.solve.label for job in plan.jobs], solved, scored)
-            summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
-        summary = summary.model_copy(update={"calls_by_mode": calls_by_mode(plan.ledger_dir)})
-        write_manifest(settings, plan, summary)
-        publish_run_summary(summary)
-        if report is not None:
-            report([str(settings.run_dir)])
+        with capped_run(settings.run_dir, cap) as budget:  # counting what the folder spent already
+            plan = plan_evaluation(bench.plan, settings)
+            if (refusal := batches_left_to_single_calls(settings.run_dir, settings.config)) is not None:
+                return Failed(message=refusal)
+            if settings.config.batch_roles():
+                waves = make_batch_calls(bench, plan, settings)
+                if not waves.finished:
+                    return Completed(name=AWAITING_BATCHES, message=waves.message())
+            ledger = unmapped(plan.ledger_dir)
+            runner = runner or RunnerSettings(max_workers=settings.config.worker_count())
+            # quote(): jobs hold whole cases; Prefect's parameter introspection would cost ~1.5 ms per task.
+            # Not on Dask: its runner rebuilds quoted parameters into bare tuples (prefect-dask 0.3).
+            wrap = quote if runner.kind == "threads" else _as_is
+            solve_jobs = [wrap(job.solve) for job in plan.jobs]
+            score_jobs = [wrap(job.score) for job in plan.jobs]
+            task_runner = make_task_runner(runner)
+            with task_runner as workers:
+                solved = workers.map(bench.solve, {"job": solve_jobs, "ledger_dir": ledger})
+                scored = workers.map(bench.score, {"job": score_jobs, "solved": solved, "ledger_dir": ledger})
+                follow_progress([*solved, *scored], plan.run_id)
+                # One job that raises fails alone: the tables hold every other job, the summary names it.
+                outcomes = job_outcomes([job.solve.label for job in plan.jobs], solved, scored)
+                summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
+            stop = budget.stop if budget is not None else None
+            summary = summary.model_copy(
+                update={"calls_by_mode": calls_by_mode(plan.ledger_dir), "cost_cap": stop}
+            )
+            write_manifest(settings, plan, summary)
+            publish_run_summary(summary)
+            if report is not None:
+                report([str(settings.run_dir)])
     if summary.failed:
         return Failed(message=summary.failure_message())
     return summary

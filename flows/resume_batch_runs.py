@@ -14,7 +14,7 @@ from prefect import flow, get_run_logger
 from prefect.states import Failed, State
 
 from flows.evaluation import evaluate_benchmark
-from tasks.benchmarks.registry import benchmark
+from tasks.benchmarks.registry import run_kind
 from tasks.evals.batch_runs import read_batch_run, waiting_runs
 from tasks.evals.rejudge import benchmark_for_folder
 from tasks.evals.run_lock import RunFolderBusy
@@ -29,7 +29,7 @@ def resume_batch_runs(runs_dir: str, report: bool = True) -> dict[str, str] | St
     for run_dir in waiting:
         try:
             run = read_batch_run(run_dir)
-            bench = benchmark_for_folder(benchmark(run.benchmark), run_dir)  # a re-judge replays answers
+            bench = benchmark_for_folder(run_kind(run.benchmark), run_dir)  # a re-judge replays answers
             settings = run.settings_in(run_dir, bench.config_model)
             write_report = (
                 (lambda run_dirs, bench=bench: bench.report(run_dirs, None, None)) if report else None

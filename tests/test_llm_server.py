@@ -216,7 +216,7 @@ def submit(server: LLMServer, lines: list[dict] = BATCH_LINES, metadata: dict | 
 
 
 def finished(server: LLMServer, batch_id: str):
-    deadline = time.monotonic() + 60  # a liveness bound only: an unheld batch finishes when next seen
+    deadline = time.monotonic() + 600  # a liveness bound only: an unheld batch finishes when next seen
     while (batch := litellm.retrieve_batch(batch_id, **openai_at(server))).status in (
         "validating",
         "in_progress",

@@ -13,7 +13,9 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 import typer
 
-from flows.cli import consult, dataset, demo, evaluate, judge, labels, report, snomed
+from flows.cli import compare, consult, dataset, demo, evaluate, export, judge, labels, report, snomed
+from flows.cli.leaderboard import leaderboard
+from flows.cli.release import compare_release
 
 app = typer.Typer(
     help="ThReadMed-QA: rebuild the multi-turn r/AskDocs benchmark from Pushshift dumps; evaluate LLMs.",
@@ -21,8 +23,11 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="rich",
 )
-for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, report.report):
+for command in (dataset.synth, dataset.build, demo.demo, evaluate.evaluate, report.report, export.export):
     app.command()(command)
+app.command()(compare.compare)
+app.command()(leaderboard)
+app.command()(compare_release)
 app.add_typer(snomed.app, name="snomed")
 app.add_typer(consult.app, name="consult")
 app.add_typer(judge.app, name="judge")

@@ -16,6 +16,7 @@ from flows.cli.evaluate import (
     BatchRoles,
     BatchWait,
     MaxConcurrency,
+    MaxCost,
     MaxTokens,
     Timeout,
 )
@@ -228,6 +229,7 @@ def evaluate(
     max_concurrency: MaxConcurrency = None,
     max_tokens: MaxTokens = None,
     timeout: Timeout = None,
+    max_cost: MaxCost = None,
     batch: BatchRoles = None,
     batch_wait: BatchWait = None,
     batch_poll: BatchPoll = None,
@@ -255,7 +257,7 @@ def evaluate(
         settings={name: value for name, value in chosen.items() if value is not None},
         split=split,
         limit=limit,
-        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
+        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout, max_cost),
         **batch_choices(batch, batch_wait, batch_poll),
     )
     run = CaseSetRun(cases_dir, out, config, dry_run, report)

@@ -72,6 +72,16 @@ def demo(
     judge_demo(workdir / "judges", run_dir, seed=seed)
     snomed_demo(workdir / "snomed", patients=snomed_patients, seed=seed)
     consult_demo(workdir / "consult", seed=seed)
+    export_demo_runs([run_dir, workdir / "snomed" / "run", workdir / "consult" / "run"], workdir / "inspect")
+
+
+def export_demo_runs(run_dirs: list[Path], out: Path) -> None:
+    """The demo's runs as Inspect eval logs in one folder, and the command that opens them."""
+    from flows.cli.export import Format, export_run
+
+    console.rule("Every run as Inspect eval logs")
+    for run_dir in run_dirs:
+        export_run(run_dir, out, Format.inspect, console)
 
 
 def judge_demo(workdir: Path, run_dir: Path, seed: int) -> None:

@@ -11,7 +11,7 @@ import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from flows.cli.errors import reports_errors
+from flows.cli.errors import reports_errors, warn
 from flows.cli.render import console, estimate_table, summary_tables
 from tasks.core.preflight import check_writable_folder, validation_message
 from tasks.report.tables import table_rich
@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # importing them at run time costs every command the seconds 
 
 # Exit status of a run that stopped waiting with batches in flight (EX_TEMPFAIL: try again later).
 AWAITING_BATCHES_EXIT_CODE = 75
+# Exit status of a run stopped by its spending cap (--max-cost): re-run with a higher cap to go on.
+COST_CAP_EXIT_CODE = 3
 BatchRoles = Annotated[
     str | None,
     typer.Option(
@@ -77,6 +79,16 @@ Timeout = Annotated[
     float | None,
     typer.Option(min=0.01, help="Seconds one HTTP attempt may take, its whole reply included (default 120)."),
 ]
+MaxCost = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        min=0,
+        help="Spending cap in USD of the run folder (what earlier runs in it paid counts): the run stops "
+        "before a call would pass it, counting calls and batches in flight at their estimates, and exits "
+        f"{COST_CAP_EXIT_CODE}; re-run with a higher cap to go on. Unpriced models count 0.",
+    ),
+]
 
 
 @reports_errors("out")
@@ -123,6 +135,7 @@ def evaluate(
     max_concurrency: MaxConcurrency = None,
     max_tokens: MaxTokens = None,
     timeout: Timeout = None,
+    max_cost: MaxCost = None,
     batch: BatchRoles = None,
     batch_wait: BatchWait = None,
     batch_poll: BatchPoll = None,
@@ -138,7 +151,7 @@ def evaluate(
     Both conditions of the paper: `baseline` (each model sees its own earlier answers) and `oracle`
     (it sees the physician's). Every call is kept in RUN_DIR/ledger, so a crash, a kill or a provider
     outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed, 75
-    if batches (--batch) are still in flight.
+    if batches (--batch) are still in flight, 3 if the spending cap (--max-cost) stopped it.
     """
     # Imported here: litellm takes seconds to import, and every `threadmed` command would pay for it.
     from tasks.benchmarks.threadmed.benchmark import THREADMED
@@ -152,7 +165,7 @@ def evaluate(
         settings={"conditions": split_list(conditions)} if conditions else {},
         split=split,
         limit=limit,
-        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
+        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout, max_cost),
         **batch_choices(batch, batch_wait, batch_poll),
     )
     settings = checked_settings(
@@ -228,14 +241,16 @@ def call_choices(
     max_concurrency: int | None,
     max_tokens: int | None,
     timeout_s: float | None,
+    max_cost_usd: float | None,
 ) -> dict[str, Any]:
-    """The endpoint and call options as RunOverrides fields."""
+    """The endpoint, call options and spending cap as RunOverrides fields."""
     return {
         "api_base": api_base,
         "api_key_env": api_key_env,
         "max_concurrency": max_concurrency,
         "max_tokens": max_tokens,
         "timeout_s": timeout_s,
+        "max_cost_usd": max_cost_usd,
     }
 
 
@@ -260,17 +275,23 @@ def run_or_estimate(
     dry_run: bool,
     run_flow: Callable[[], "State"],
 ) -> None:
-    """Print the dry run's estimate, or run the benchmark's evaluate flow holding the run folder and print
-    its summary; exit 1 when calls failed."""
+    """Print the dry run's estimate (warning when it passes the spending cap), or run the benchmark's
+    evaluate flow holding the run folder and print its summary; exit 1 when calls failed, 3 when the cap
+    stopped the run."""
     from tasks.evals.batch_runs import AWAITING_BATCHES
     from tasks.evals.estimate import estimate_plan
     from tasks.evals.outputs import RunSummary
     from tasks.evals.run_folder import check_run_folder_benchmark
+    from tasks.evals.spending import cap_exceeded_warning
 
     check_run_folder_benchmark(out, bench.name)  # the flow claims the folder; refused here, before it starts
     plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
     if dry_run:
-        console.print(table_rich(estimate_table(estimate_plan(plan, bench.estimate_job))))
+        estimates = estimate_plan(plan, bench.estimate_job)
+        console.print(table_rich(estimate_table(estimates)))
+        expected = sum(estimate.cost_usd or 0.0 for estimate in estimates)
+        if (warning := cap_exceeded_warning(out, settings.config.max_cost_usd, expected)) is not None:
+            warn(warning)
         return
     check_writable_folder(out, "--out")
     from flows.cli.process import on_interrupt
@@ -308,6 +329,9 @@ def run_or_estimate(
         console.print(f"[yellow]{escape(line)}[/yellow]")
     for note in manifest["notes"]:
         console.print(f"[yellow]{note}[/yellow]")
+    if summary.cost_cap is not None:
+        console.print(f"[red]Run {manifest['run_id']} {escape(summary.cost_cap.message())}[/red]")
+        raise typer.Exit(COST_CAP_EXIT_CODE)
     if not state.is_completed():
         console.print(f"[red]{escape(state.message or '')}[/red]")
         raise typer.Exit(1)

@@ -13,6 +13,7 @@ from flows.cli.evaluate import (
     BatchRoles,
     BatchWait,
     MaxConcurrency,
+    MaxCost,
     MaxTokens,
     Timeout,
 )
@@ -75,6 +76,7 @@ def rerun(
     max_concurrency: MaxConcurrency = None,
     max_tokens: MaxTokens = None,
     timeout: Timeout = None,
+    max_cost: MaxCost = None,
     batch: BatchRoles = None,
     batch_wait: BatchWait = None,
     batch_poll: BatchPoll = None,
@@ -87,7 +89,8 @@ def rerun(
 
     No answer is asked again: the run's answers are replayed (those it lacks stay failed or not run), and
     only the judge is called, through the new folder's ledger. The new folder reports like any run, and
-    beside the old one. Exits 1 if judge calls failed, 75 if batches (--batch judge) are still in flight.
+    beside the old one. Exits 1 if judge calls failed, 75 if batches (--batch judge) are still in flight, 3
+    if the spending cap (--max-cost) stopped it.
     """
     from flows.cli.evaluate import checked_settings, run_or_estimate, split_list
     from tasks.benchmarks.registry import BENCHMARKS
@@ -105,6 +108,7 @@ def rerun(
         api_key_env=api_key_env,
         max_concurrency=max_concurrency,
         timeout_s=timeout,
+        max_cost_usd=max_cost,
         batch=roles is not None,
         batch_wait_s=batch_wait,
         batch_poll_s=batch_poll,

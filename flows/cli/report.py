@@ -14,6 +14,11 @@ from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.core.preflight import check_writable_folder
 
 DEFAULTS = ReportSettings()
+# The options every command over stored runs shares.
+Lake = Annotated[Path, typer.Option(help="Data lake where the flow run's manifest is recorded.")]
+Resamples = Annotated[int, typer.Option(min=100, help="Bootstrap resamples per interval.")]
+BootstrapSeed = Annotated[int, typer.Option(help="Bootstrap seed: the same seed gives the same intervals.")]
+Level = Annotated[float, typer.Option(min=0.5, max=0.999, help="Confidence level of the intervals.")]
 
 
 @reports_errors("out", "lake")
@@ -33,18 +38,10 @@ def report(
             help="Report folder. Default: RUN_DIR/report, or FIRST_RUN_DIR/report-merged for several."
         ),
     ] = None,
-    lake: Annotated[Path, typer.Option(help="Data lake where the flow run's manifest is recorded.")] = Path(
-        "data_lake"
-    ),
-    resamples: Annotated[int, typer.Option(min=100, help="Bootstrap resamples per interval.")] = (
-        DEFAULTS.n_resamples
-    ),
-    seed: Annotated[int, typer.Option(help="Bootstrap seed: the same seed gives the same intervals.")] = (
-        DEFAULTS.seed
-    ),
-    level: Annotated[float, typer.Option(min=0.5, max=0.999, help="Confidence level of the intervals.")] = (
-        DEFAULTS.level
-    ),
+    lake: Lake = Path("data_lake"),
+    resamples: Resamples = DEFAULTS.n_resamples,
+    seed: BootstrapSeed = DEFAULTS.seed,
+    level: Level = DEFAULTS.level,
     clustered: Annotated[
         bool,
         typer.Option(

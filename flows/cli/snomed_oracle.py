@@ -16,6 +16,7 @@ from flows.cli.evaluate import (
     BatchPoll,
     BatchWait,
     MaxConcurrency,
+    MaxCost,
     MaxTokens,
     Timeout,
     batch_choices,
@@ -76,6 +77,7 @@ def oracle_data(
     max_concurrency: MaxConcurrency = None,
     max_tokens: MaxTokens = None,
     timeout: Timeout = None,
+    max_cost: MaxCost = None,
     batch: Annotated[
         str | None,
         typer.Option(
@@ -104,7 +106,7 @@ def oracle_data(
             "disclosure": disclosure,
         },
         limit=limit,
-        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
+        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout, max_cost),
         **batch_choices(",".join(roles) or None, batch_wait, batch_poll),
     )
 
@@ -203,6 +205,7 @@ def patient_eval(
     max_concurrency: MaxConcurrency = None,
     max_tokens: MaxTokens = None,
     timeout: Timeout = None,
+    max_cost: MaxCost = None,
     batch: Annotated[
         str | None,
         typer.Option("--batch", help="model: the patients' calls go through their provider's batch API."),
@@ -232,7 +235,7 @@ def patient_eval(
             **({"judge": {"model": judge}} if judge else {}),
         },
         limit=limit,
-        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout),
+        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout, max_cost),
         **batch_choices(batch, batch_wait, batch_poll),
     )
 

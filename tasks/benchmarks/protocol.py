@@ -21,7 +21,9 @@ from tasks.evals.config import RunConfig, SampleSpec
 from tasks.evals.estimate import EstimateTally, JobEstimator
 from tasks.evals.outputs import RunTables, Summarizer
 from tasks.evals.plan import Planner
+from tasks.export.samples import ExportedRun
 from tasks.llm.ledger import CallLedger
+from tasks.report.compare import ComparisonSource
 from tasks.report.files import default_report_dir
 
 ReportFunction = Callable[[list[str], str | None, Any], str]
@@ -66,6 +68,10 @@ class Benchmark:
     # The SQL that builds its dataset from the sources, declared in its folder; None: its cases are not
     # built in the warehouse.
     warehouse: BenchmarkWarehouse | None = None
+    # How its runs are compared model against model (`threadmed compare`); None: not supported.
+    comparison: ComparisonSource | None = None
+    # A finished run folder -> its samples, for `threadmed export` (tasks/export/); None: not exported.
+    export: Callable[[Path], ExportedRun] | None = None
 
 
 def published_report(

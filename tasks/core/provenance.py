@@ -1,5 +1,7 @@
 """Where an output came from: git state, package versions, and the per-run manifest of every flow."""
 
+import hashlib
+import json
 import platform
 import re
 import subprocess
@@ -16,6 +18,7 @@ from tasks.core.files import write_json_atomic
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CORE_PACKAGES = ("prefect", "duckdb", "pyarrow", "zstandard", "orjson", "tiktoken", "litellm")
+PROJECT = "threadmed-qa"  # this project's distribution name (pyproject.toml)
 
 
 def _git(*args: str) -> str | None:
@@ -51,8 +54,20 @@ def package_versions(names: Iterable[str] = CORE_PACKAGES) -> dict[str, str | No
 
 
 def code_provenance(packages: Iterable[str]) -> dict[str, Any]:
-    """The manifest entries naming the code that ran: package versions, Python version, git state."""
-    return {"packages": package_versions(packages), "python": platform.python_version(), "git": git_state()}
+    """The manifest entries naming the code that ran: the project's version, package versions, Python
+    version, git state."""
+    return {
+        "project": {"name": PROJECT, "version": package_versions([PROJECT])[PROJECT]},
+        "packages": package_versions(packages),
+        "python": platform.python_version(),
+        "git": git_state(),
+    }
+
+
+def settings_sha256(settings: dict[str, Any]) -> str:
+    """The sha256 of settings as canonical JSON (sorted keys, no spaces): equal settings, equal hash."""
+    canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def utc_now() -> str:

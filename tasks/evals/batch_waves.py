@@ -27,6 +27,8 @@ from typing import Any
 
 from tasks.evals.config import BatchSettings
 from tasks.llm.batches import VANISHED, BatchRecord, BatchStore, advance, split_into_batches
+from tasks.llm.budget import budget_for
+from tasks.llm.call import reserve_call
 from tasks.llm.deferral import CallCollector, collecting
 from tasks.llm.errors import classify_error
 from tasks.llm.ledger import CallLedger, CallRecord
@@ -109,6 +111,7 @@ class BatchWaves:
         self.ledger_dir = run_dir / "ledger"
         self.ledger = CallLedger(self.ledger_dir)
         self.store = BatchStore(run_dir / "batches")
+        self.budget = budget_for(self.ledger_dir)  # a capped run's (tasks/evals/spending.py)
         self.provider_errors: Counter[str] = Counter()  # per batch, in a row
         # Calls whose attempts earlier runs spent are final from the start.
         self.settled = {failure.key for failure in self.ledger.failures() if self._final(failure)}
@@ -123,7 +126,9 @@ class BatchWaves:
             if not pending:
                 return WavesOutcome(True, wave, [])
             in_flight = {key for record in self.store.in_flight() for key in record.keys}
-            if to_send := {key: call for key, call in pending.items() if key not in in_flight}:
+            if to_send := self._within_cap(
+                {key: call for key, call in pending.items() if key not in in_flight}
+            ):
                 wave += 1
                 self._submit(wave, to_send)
             if not self._wait_for_a_finished_batch(deadline):
@@ -159,6 +164,21 @@ class BatchWaves:
                 )
         self._report()
 
+    def _within_cap(
+        self, calls: dict[str, tuple[ChatRequest, CallOptions]]
+    ) -> dict[str, tuple[ChatRequest, CallOptions]]:
+        """The calls to submit, each reserved under a spending cap; those past it are final for this run
+        (the run records them as stopped by the cap)."""
+        if self.budget is None:
+            return calls
+        within = {}
+        for key, (request, options) in calls.items():
+            if reserve_call(self.budget, key, request, options, self.ledger):
+                within[key] = (request, options)
+            else:
+                self.settled.add(key)
+        return within
+
     def _advance_in_flight(self) -> bool:
         """Check every batch in flight once, collecting the finished ones; True if any was collected."""
         collected = [self._advance(record).collected for record in self.store.in_flight()]
@@ -186,6 +206,10 @@ class BatchWaves:
             )
             return record
         self.provider_errors.pop(record.local_id, None)
+        if record.collected and self.budget is not None:
+            # What the ledger now records replaces the estimates (nothing more for a call left unanswered).
+            for key in record.keys:
+                self.budget.settle(key, self.ledger.recorded_cost_usd(key))
         if record.collected:
             self._settle(record)
             if record.status in UNANSWERED_BECAUSE:

@@ -36,7 +36,9 @@ class ModelSpec(BaseModel):
         None, description="USD per token, when litellm's price table lacks the model."
     )
     price_model: str | None = Field(None, description="Model string to price by, if not `model`.")
-    estimated_reply_tokens: int = Field(400, ge=0, description="Reply length assumed by --dry-run.")
+    estimated_reply_tokens: int = Field(
+        400, ge=0, description="Reply length assumed by --dry-run and reserved per call under `max_cost_usd`."
+    )
     limits: ProviderLimits | None = Field(
         None, description="Throttle of this role alone; default: its provider's (`providers`)."
     )
@@ -171,6 +173,12 @@ class RunConfig(BaseModel):
         "it changes replies, so it is part of each call's key.",
     )
     timeout_s: float | None = Field(None, gt=0, description="Time-out of one HTTP attempt, over each role's.")
+    max_cost_usd: float | None = Field(
+        None,
+        ge=0,
+        description="Spending cap in USD of the run folder's calls, those of earlier runs included: the run "
+        "stops before a call would pass it (tasks/llm/budget.py); a re-run with a higher cap goes on.",
+    )
 
     @model_validator(mode="after")
     def _batch_capable(self) -> Self:
@@ -218,6 +226,7 @@ class RunConfig(BaseModel):
             price_model=spec.price_model,
             mode=spec.mode,
             batch_discount=self.batch.discount,
+            estimated_reply_tokens=spec.estimated_reply_tokens,
         )
 
     def batch_roles(self) -> list[str]:
@@ -245,6 +254,7 @@ class RunConfig(BaseModel):
             "batch": True,
             "max_concurrency": True,
             "timeout_s": True,
+            "max_cost_usd": True,
             # Added after runs were recorded: left out while unset, so their run ids stay as they were.
             **({"max_tokens": True} if self.max_tokens is None else {}),
             "models": {"__all__": {"limits", "mode"}},
@@ -415,6 +425,7 @@ class RunOverrides(BaseModel):
     max_concurrency: int | None = Field(None, ge=1, description="Calls in flight at once per provider.")
     max_tokens: int | None = Field(None, ge=1, description="Longest reply of every role.")
     timeout_s: float | None = Field(None, gt=0, description="Time-out of one HTTP attempt of every role.")
+    max_cost_usd: float | None = Field(None, ge=0, description="Spending cap of the run folder in USD.")
     settings: dict[str, Any] = Field(
         default_factory=dict, description="Top-level settings of the benchmark's config (conditions, epochs)."
     )
@@ -427,11 +438,13 @@ class RunOverrides(BaseModel):
     batch_poll_s: float | None = Field(None, gt=0, description="Seconds between checks of batches in flight.")
 
     def call_settings(self) -> dict[str, Any]:
-        """The config fields these choices set for every role (concurrency, reply length, time-out)."""
+        """The config fields these choices set for every role (concurrency, reply length, time-out) and the
+        run's spending cap."""
         chosen = {
             "max_concurrency": self.max_concurrency,
             "max_tokens": self.max_tokens,
             "timeout_s": self.timeout_s,
+            "max_cost_usd": self.max_cost_usd,
         }
         return {name: value for name, value in chosen.items() if value is not None}
 

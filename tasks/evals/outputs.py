@@ -22,10 +22,11 @@ from prefect.states import State
 from pydantic import BaseModel
 
 from tasks.core.files import write_json_atomic, write_parquet_atomic
-from tasks.core.provenance import artifact_key, code_provenance
+from tasks.core.provenance import artifact_key, code_provenance, settings_sha256
 from tasks.data.contracts import Contract
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.plan import RunPlan
+from tasks.llm.budget import CapStop
 from tasks.llm.errors import fix_for, is_permanent
 from tasks.llm.ledger import CallLedger
 from tasks.report.tables import Table, table_markdown
@@ -77,6 +78,7 @@ class RunSummary(BaseModel):
     failed_jobs: list[JobFailure] = []  # jobs whose task raised; the tables hold every other job
     calls_by_mode: dict[str, ModeTotals] = {}  # every call in the ledger, by how it was made
     failure_examples: dict[str, str] = {}  # per failure kind, one error as recorded (the provider's words)
+    cost_cap: CapStop | None = None  # where the spending cap stopped the run (its calls past it not made)
     group_label: str = "condition"
     count_labels: list[str] = []  # the count columns in order; line breaks keep a table 80 columns wide
     score_label: str = "mean"
@@ -341,13 +343,17 @@ def run_manifest(
     settings: EvaluationSettings, plan: RunPlan[Any, Any], summary: RunSummary
 ) -> dict[str, Any]:
     """The manifest's content: what ran (settings, dataset, prompts, code) and how it went."""
+    config = settings.config.model_dump(mode="json")
+    rubric = plan.judge_rubric
     return {
         "run_id": plan.run_id,
         "written_at": datetime.now(UTC).isoformat(),
         "dataset": {"dir": str(plan.dataset_dir.resolve()), "fingerprint": plan.dataset_fingerprint},
-        "config": settings.config.model_dump(mode="json"),
+        "config": config,
+        "config_sha256": settings_sha256(config),
         **plan.manifest_facts,
         "prompts": {version: {"sha256": sha256} for version, sha256 in plan.prompts.items()},
+        "judge_rubric": None if rubric is None else {"version": rubric, "sha256": plan.prompts[rubric]},
         **code_provenance(PACKAGES),
         "summary": summary.model_dump(mode="json"),
         "notes": plan.notes,

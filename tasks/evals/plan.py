@@ -36,6 +36,7 @@ class RunPlan(BaseModel, Generic[SolveJobT, ScoreJobT]):
     dataset_fingerprint: str
     jobs: list[Job[SolveJobT, ScoreJobT]]
     prompts: dict[str, str] = {}  # sha256 of each prompt file used, by prompt version
+    judge_rubric: str | None = None  # the version of the judge's rubric among `prompts`; None: no judge
     manifest_facts: dict[str, Any] = {}  # the benchmark's own manifest entries (models as sent, counts)
     notes: list[str] = []  # caveats for people reading the run's outputs
 

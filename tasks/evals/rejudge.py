@@ -66,6 +66,9 @@ class JudgeChoices(BaseModel):
     batch: bool = Field(False, description="Judge through the provider's batch API.")
     batch_wait_s: float | None = Field(None, ge=0, description="How long to wait for batches in flight.")
     batch_poll_s: float | None = Field(None, gt=0, description="Seconds between checks of batches.")
+    max_cost_usd: float | None = Field(
+        None, ge=0, description="Spending cap of the re-judge's own folder (the source run's does not carry)."
+    )
 
 
 def read_source_run(run_dir: Path) -> SourceRun:
@@ -154,7 +157,9 @@ def rejudged_config(config: RunConfig, choices: JudgeChoices) -> RunConfig:
     )
     if choices.api_base is not None:
         judge = judge.with_api_base(choices.api_base, choices.api_key_env)
-    return config.model_validate({**config.model_dump(), "judge": judge.model_dump()})
+    return config.model_validate(
+        {**config.model_dump(), "judge": judge.model_dump(), "max_cost_usd": choices.max_cost_usd}
+    )
 
 
 def _absolute(path: Path | None) -> Path | None:

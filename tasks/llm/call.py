@@ -27,8 +27,10 @@ from typing import Any, TypeVar
 
 import litellm
 
+from tasks.core.tokens import count_tokens
 from tasks.llm import offline
-from tasks.llm.deferral import batch_outcome
+from tasks.llm.budget import COST_CAP, SpendingBudget, budget_for
+from tasks.llm.deferral import NOT_SUBMITTED, batch_outcome
 from tasks.llm.direct import direct_route, send_direct
 from tasks.llm.errors import CallError, classify_error, permanent_error
 from tasks.llm.ledger import CallLedger, CallRecord
@@ -70,18 +72,46 @@ class CallTally:
         usage = getattr(response, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
-        price_model = options.price_model or request.model
-        costs = (
-            batch_token_costs(price_model, prompt, completion, options.prices, options.batch_discount)
-            if options.mode == "batch"
-            else token_costs(price_model, prompt, completion, options.prices)
-        )
         # An unpriced model (a local server without `prices`) is recorded at 0 USD.
-        input_cost, output_cost = costs or (0.0, 0.0)
+        input_cost, output_cost = call_costs(request, options, prompt, completion) or (0.0, 0.0)
         self.prompt_tokens += prompt
         self.completion_tokens += completion
         self.input_cost_usd += input_cost
         self.output_cost_usd += output_cost
+
+
+def call_costs(
+    request: ChatRequest, options: CallOptions, prompt_tokens: int, completion_tokens: int
+) -> tuple[float, float] | None:
+    """(input, output) USD of `request`'s tokens made as `options` say (batch prices in batch mode)."""
+    model = options.price_model or request.model
+    if options.mode == "batch":
+        return batch_token_costs(
+            model, prompt_tokens, completion_tokens, options.prices, options.batch_discount
+        )
+    return token_costs(model, prompt_tokens, completion_tokens, options.prices)
+
+
+def estimated_cost_usd(request: ChatRequest, options: CallOptions) -> float:
+    """What a spending cap reserves for `request`, estimated as --dry-run does: its messages' tokens
+    (cl100k) and the role's `estimated_reply_tokens` (at most its max_tokens); 0 for an unpriced model,
+    which the ledger records at 0 too."""
+    prompt = sum(count_tokens(text) for message in request.messages for text in message_texts(message))
+    reply = options.estimated_reply_tokens
+    if isinstance(max_tokens := request.params.get("max_tokens"), int):
+        reply = min(reply, max_tokens)
+    return sum(call_costs(request, options, prompt, reply) or (0.0, 0.0))
+
+
+def message_texts(message: dict[str, Any]) -> Iterator[str]:
+    """The texts of one chat message a model reads: its content (or content parts), its tool calls."""
+    content = message.get("content")
+    if isinstance(content, str):
+        yield content
+    elif isinstance(content, list):
+        yield from (part["text"] for part in content if isinstance(part, dict) and "text" in part)
+    for call in message.get("tool_calls") or []:
+        yield json.dumps(call)
 
 
 def token_costs(
@@ -212,13 +242,50 @@ def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> 
     key = request.key()
     with _key_locks.hold(key):
         record = ledger.lookup(key)
+        budget = budget_for(ledger.root) if record is None else None
         if record is None and options.mode == "batch":
             record = batch_outcome(key, request, options, ledger)
+            if record.error_kind == NOT_SUBMITTED and budget is not None and budget.stop is not None:
+                record = capped_record(key, request, options, budget)  # the cap kept it from its batch
+        elif record is None and budget is not None:
+            record = _call_within(budget, key, request, options, ledger)
         elif record is None:
             record = _call(key, request, options, ledger)
     if (outcomes := _outcomes.get()) is not None:
         outcomes[record.status] += 1
     return record
+
+
+def _call_within(
+    budget: SpendingBudget, key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger
+) -> CallRecord:
+    """The call made if its estimate fits the budget (its recorded cost then replaces the estimate), else
+    its refusal, which is not written to the ledger."""
+    if not reserve_call(budget, key, request, options, ledger):
+        return capped_record(key, request, options, budget)
+    record = None
+    try:
+        record = _call(key, request, options, ledger)
+    finally:
+        budget.settle(key, None if record is None else record.cost_usd)
+    return record
+
+
+def reserve_call(
+    budget: SpendingBudget, key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger
+) -> bool:
+    """Reserve the call's estimate in `budget` unless it would pass the cap; what the ledger already
+    records for the call (earlier attempts) is spent, so settling it later adds only the new cost."""
+    return budget.reserve(key, estimated_cost_usd(request, options), ledger.recorded_cost_usd(key))
+
+
+def capped_record(key: str, request: ChatRequest, options: CallOptions, budget: SpendingBudget) -> CallRecord:
+    """The outcome of a call the spending cap kept from being made: failed, kind `cost_cap`, unpaid."""
+    stop = budget.stop
+    reason = stop.message() if stop is not None else "the spending cap was reached"
+    return CallRecord.not_made(
+        key, request.model, COST_CAP, f"not made: {reason}", retryable=False, mode=options.mode
+    )
 
 
 def _call(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:

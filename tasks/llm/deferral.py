@@ -16,7 +16,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import UTC, datetime
 
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.request import CallOptions, ChatRequest
@@ -70,15 +69,4 @@ def batch_outcome(key: str, request: ChatRequest, options: CallOptions, ledger: 
 
 
 def _unanswered(key: str, request: ChatRequest, kind: str, reason: str) -> CallRecord:
-    now = datetime.now(UTC)
-    return CallRecord(
-        key=key,
-        model=request.model,
-        status="failed",
-        error_kind=kind,
-        error=f"{request.model}: {reason}",
-        retryable=True,
-        mode="batch",
-        started_at=now,
-        finished_at=now,
-    )
+    return CallRecord.not_made(key, request.model, kind, reason, retryable=True, mode="batch")

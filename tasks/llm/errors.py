@@ -17,6 +17,7 @@ FIXES = {
     "content_filter": "the provider refuses this content; only another model or provider can answer it",
     "provider_error": "the provider answered with this error instead of a reply; see its message",
     "batch_rejected": "the provider rejected the whole batch; see its reason, or run the role in single mode",
+    "cost_cap": "not made: the run stopped at its spending cap; raise --max-cost (max_cost_usd) to go on",
 }
 # How an error reported in the body of an HTTP 200 reads, for the kinds that its code may not tell.
 _RATE_LIMIT_TEXT = re.compile(r"rate.?limit|too many requests", flags=re.IGNORECASE)

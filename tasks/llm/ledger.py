@@ -13,7 +13,7 @@ every finished call by its key, whichever task, condition or earlier run made it
 """
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -74,6 +74,25 @@ class CallRecord(BaseModel):
     def cost_usd(self) -> float:
         return self.input_cost_usd + self.output_cost_usd
 
+    @classmethod
+    def not_made(
+        cls, key: str, model: str, kind: str, reason: str, *, retryable: bool, mode: CallMode
+    ) -> "CallRecord":
+        """The outcome of a call that was not made (a batch call not answered yet, one a spending cap kept
+        back): failed with `kind`, nothing paid; the ledger never holds it."""
+        now = datetime.now(UTC)
+        return cls(
+            key=key,
+            model=model,
+            status="failed",
+            error_kind=kind,
+            error=f"{model}: {reason}",
+            retryable=retryable,
+            mode=mode,
+            started_at=now,
+            finished_at=now,
+        )
+
 
 # The fields holding what a provider sent (its reply or its error message).
 _REPLY_FIELDS = ("text", "tool_calls", "structured", "error")
@@ -126,6 +145,15 @@ class CallLedger:
         for path in sorted(self.root.glob("failed/*/*.json")):
             if (record := read_record(path)) is not None and self.lookup(record.key) is None:
                 yield record
+
+    def recorded_cost_usd(self, key: str) -> float:
+        """What the ledger records `key` has cost so far: its success, else its latest failure, else 0."""
+        record = self.lookup(key) or self.last_failure(key)
+        return 0.0 if record is None else record.cost_usd
+
+    def total_cost_usd(self) -> float:
+        """What every call in the ledger has cost, every attempt counted."""
+        return sum(record.cost_usd for record in self.records())
 
     def count_succeeded(self) -> int:
         """How many calls have succeeded (cheap: counts files, reads none)."""

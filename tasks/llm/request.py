@@ -37,7 +37,8 @@ CallMode = Literal["single", "batch"]
 
 class CallOptions(BaseModel, frozen=True):
     """How a call is made (provider throttle, retries, time-out, key, prices, one request or through the
-    provider's batch API): never part of the key, so a call made either way is the same ledger entry."""
+    provider's batch API, the reply length a spending cap reserves): never part of the key, so a call made
+    either way is the same ledger entry."""
 
     provider: str
     limits: ProviderLimits = ProviderLimits()
@@ -51,6 +52,9 @@ class CallOptions(BaseModel, frozen=True):
     mode: CallMode = "single"
     batch_discount: float = Field(
         0.5, gt=0, le=1, description="Batch price over the single-call price, where litellm has none."
+    )
+    estimated_reply_tokens: int = Field(
+        400, ge=0, description="Reply length a spending cap reserves for the call (tasks/llm/budget.py)."
     )
 
 

@@ -12,7 +12,8 @@ from rich.text import Text
 
 
 class Table(NamedTuple):
-    """A titled table of text cells; `right_aligned` names the columns a terminal aligns right."""
+    """A titled table of text cells; `right_aligned` names the columns a terminal aligns right. On a page,
+    each row's cell of `link_column` links to its entry of `links` (an address within the page)."""
 
     key: str
     title: str
@@ -20,6 +21,8 @@ class Table(NamedTuple):
     rows: list[list[str]]
     caption: str
     right_aligned: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+    link_column: str = ""
 
 
 def _markdown_cell(text: str) -> str:
@@ -42,8 +45,17 @@ def table_markdown(table: Table, note: str | None) -> str:
 def table_html(table: Table, note: str | None) -> str:
     """A block with the title, the note and the table; an empty table shows only its caption."""
     head = "".join(f"<th>{html.escape(column)}</th>" for column in table.columns)
+    linked = table.columns.index(table.link_column) if table.links else None
+
+    def cell_html(row: int, column: int, cell: str) -> str:
+        text = html.escape(cell)
+        if column == linked:
+            text = f'<a href="{html.escape(table.links[row])}">{text}</a>'
+        return f"<td>{text}</td>"
+
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in table.rows
+        "<tr>" + "".join(cell_html(r, c, cell) for c, cell in enumerate(row)) + "</tr>"
+        for r, row in enumerate(table.rows)
     )
     note_html = f'<p class="note">{html.escape(note)}</p>' if note else ""
     content = (

@@ -176,6 +176,7 @@ def test_the_full_episode_runs_four_stages_and_the_judge_sees_every_follow_up(ca
     assert [g.counts["completed"] for g in summary.groups] == [2]
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["prompts"].keys() == {"consult_agent_v3", "judge_fqr_v1"}
+    assert manifest["judge_rubric"]["version"] == "judge_fqr_v1"
 
 
 def test_a_differential_and_a_plan_that_never_parse_are_reasked_once_then_scored_empty(cases_dir, tmp_path):

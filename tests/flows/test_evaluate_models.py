@@ -23,6 +23,7 @@ from flows.evaluate_models import evaluate_models
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.core.provenance import artifact_key
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
+from tasks.llm.ledger import CallLedger
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
 from tests.eval_fixtures import full_disk_for, write_dataset
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer, default_reply
@@ -253,7 +254,7 @@ def test_a_kill_9_mid_run_then_a_rerun_repeats_no_successful_call(dataset, tmp_p
             [sys.executable, "-c", RUN_IN_CHILD, run.model_dump_json()], cwd=ROOT, env=env
         )
         try:
-            deadline = time.monotonic() + 90
+            deadline = time.monotonic() + 600  # a liveness bound only: at a load of 14 it took over 90 s
             while not only_held_requests_in_flight():
                 assert time.monotonic() < deadline and child.poll() is None
                 time.sleep(0.05)
@@ -326,6 +327,24 @@ def test_dry_run_estimates_without_calling(cli, dataset, tmp_path):
     assert not (tmp_path / "responses.parquet").exists()
 
 
+def test_dry_run_warns_when_its_estimate_passes_the_spending_cap(cli, dataset, tmp_path):
+    args = ["--dataset", str(dataset), "--out", str(tmp_path), "--models", "openai/gpt-4o", "--limit", "1"]
+    with LLMServer() as server:
+        result = CliRunner().invoke(
+            cli, [*args, "--api-base", server.url, "--max-cost", "0.001", "--dry-run"]
+        )
+        roomy = CliRunner().invoke(cli, [*args, "--api-base", server.url, "--max-cost", "100", "--dry-run"])
+        assert server.requests == []
+    assert result.exit_code == roomy.exit_code == 0, result.output
+    warning = " ".join(result.output.split())
+    assert re.search(
+        r"Warning: the estimate \(USD [0-9.]+ still to spend, USD 0\.0000 spent\) exceeds the spending cap "
+        r"of USD 0\.0010: the run will stop at the cap; raise --max-cost to finish it",
+        warning,
+    ), warning
+    assert "Warning" not in roomy.output
+
+
 def test_the_demo_config_runs_offline_from_the_command_line(cli, dataset, tmp_path):
     config = ROOT / "deployments" / "eval.demo.yaml"
     args = ["--dataset", str(dataset), "--out", str(tmp_path), "--config", str(config)]
@@ -339,3 +358,41 @@ def test_the_demo_config_runs_offline_from_the_command_line(cli, dataset, tmp_pa
 
     again = CliRunner().invoke(cli, [*args, "--dry-run"])
     assert again.exit_code == 0 and "total: 0 calls" in again.output
+
+
+def test_a_run_stops_at_its_spending_cap_and_a_rerun_with_a_higher_cap_finishes_paying_no_call_twice(
+    dataset, tmp_path
+):
+    with LLMServer() as server:
+        capped = settings(dataset, tmp_path, server.url, models=("alpha",), max_cost_usd=0.01)
+        state = evaluate_models(**parameters(capped), return_state=True)
+        made, ledger = len(server.requests), CallLedger(tmp_path / "ledger")
+        # Every call reserves its estimate (400 reply tokens) while in flight: the cap is never passed.
+        assert 0 < made == ledger.count_succeeded() < CALLS_PER_MODEL
+        assert ledger.total_cost_usd() <= 0.01
+        assert state.is_failed() and "cost cap" in state.message
+        summary = json.loads((tmp_path / "manifest.json").read_text())["summary"]
+        assert summary["cost_cap"]["cap_usd"] == 0.01 and summary["failed_calls"]["cost_cap"] > 0
+        # A call the cap kept back (an answer or a verdict, whichever came first) is recorded as not made,
+        # and nothing of it is scored.
+        responses, judgments = read(tmp_path, "responses"), read(tmp_path, "judgments")
+        capped_answers = [r for r in responses if r["error_class"] == "cost_cap"]
+        capped_verdicts = [j for j in judgments if (j["error"] or "").startswith("cost_cap: ")]
+        assert capped_answers or capped_verdicts
+        assert all(
+            (r["status"], r["response"], r["attempts"], r["cost_usd"]) == ("failed", None, 0, 0.0)
+            and r["error"].startswith("openai/alpha: not made: stopped at the spending cap of USD 0.0100")
+            for r in capped_answers
+        )
+        assert {(j["parse_status"], j["score"], j["attempts"]) for j in capped_verdicts} <= {
+            ("failed", None, 0)
+        }
+        capped_turns = {(r["condition"], r["thread_id"], r["turn"]) for r in capped_answers}
+        unjudged = [j for j in judgments if (j["condition"], j["thread_id"], j["turn"]) in capped_turns]
+        assert {(j["parse_status"], j["score"]) for j in unjudged} <= {("not_run", None)}
+
+        raised = settings(dataset, tmp_path, server.url, models=("alpha",), max_cost_usd=1.0)
+        assert evaluate_models(**parameters(raised), return_state=True).is_completed()
+        assert len(server.requests) == CALLS_PER_MODEL
+        assert set(server.ok_counts().values()) == {1}  # no call paid twice
+        assert json.loads((tmp_path / "manifest.json").read_text())["summary"]["cost_cap"] is None

@@ -265,7 +265,7 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
         llm.finish_batches()  # wave 1 only: wave 2 stays at the provider while the re-run is killed
         killed = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            deadline = time.monotonic() + 180
+            deadline = time.monotonic() + 600  # a liveness bound only
             while llm.stats()["batches"] < 2:  # the re-run collected wave 1 (answers) and sent wave 2
                 assert killed.poll() is None and time.monotonic() < deadline
                 time.sleep(0.02)
@@ -300,3 +300,22 @@ def test_an_endpoint_with_a_trailing_slash_is_the_same_endpoint_to_a_batch_run(d
         assert finished.returncode == 0, finished.stdout + finished.stderr
         stats = llm.stats()
     assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 20, 0)
+
+
+def test_under_a_cap_a_batch_run_submits_what_fits_and_a_higher_cap_submits_the_rest_once(dataset, tmp_path):
+    with LLMServer() as server:
+        capped = config(server.url, judge_mode="single").model_copy(update={"max_cost_usd": 0.005})
+        state = evaluate(dataset, tmp_path, capped)
+        submitted = server.stats()["batch_requests"]
+        # The answers each reserve 400 reply tokens at the batch price until their batch is collected.
+        assert state.is_failed() and "cost cap" in state.message
+        assert 0 < submitted < CALLS // 2
+        assert json.loads((tmp_path / "manifest.json").read_text())["summary"]["cost_cap"]["cap_usd"] == 0.005
+        raised = capped.model_copy(update={"max_cost_usd": 1.0})
+        assert evaluate(dataset, tmp_path, raised).is_completed()
+        stats = server.stats()
+    assert (stats["batch_requests"], stats["requests"], stats["max_submissions_per_custom_id"]) == (
+        CALLS // 2,
+        CALLS // 2,
+        1,
+    )

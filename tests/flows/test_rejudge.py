@@ -172,6 +172,16 @@ def test_the_dry_run_counts_the_judge_calls_only(source, tmp_path):
     )  # fmt: skip
 
 
+def test_a_rejudge_has_its_own_spending_cap_never_the_source_run_s(source, tmp_path):
+    run = read_source_run(source)
+    run = run.model_copy(update={"config": {**run.config, "max_cost_usd": 9.0}})  # as if the source had one
+    bench = rejudging(BENCHMARKS["threadmed"], run)
+    capped = JudgeChoices(model="openai/judge4", max_cost_usd=0.5)
+    assert rejudge_settings(run, bench.config_model, capped, tmp_path).config.max_cost_usd == 0.5
+    uncapped = JudgeChoices(model="openai/judge4")
+    assert rejudge_settings(run, bench.config_model, uncapped, tmp_path).config.max_cost_usd is None
+
+
 def test_a_batch_rejudge_left_waiting_is_finished_by_the_poller_asking_no_answer(source, server, tmp_path):
     answers = len(answered(source))
     before = len(server.requests)

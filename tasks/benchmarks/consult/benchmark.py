@@ -1,8 +1,10 @@
 """The full-cycle consultation benchmark as a `Benchmark`: the record the registry lists and its flows run."""
 
 from tasks.benchmarks.consult.cases.case_set import load_sample
+from tasks.benchmarks.consult.compare import COMPARISON
 from tasks.benchmarks.consult.config import PROMPTS_DIR, ConsultConfig
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
+from tasks.benchmarks.consult.export import exported_run
 from tasks.benchmarks.consult.plan import build_plan, estimate_job, estimate_scoring
 from tasks.benchmarks.consult.report import ReportSettings, build_report, publish_report_artifacts
 from tasks.benchmarks.consult.scorer import score_episode
@@ -26,5 +28,7 @@ CONSULT = Benchmark(
     report_settings=ReportSettings,
     contracts=(MESSAGES, SCORES),
     prompts_dir=PROMPTS_DIR,
+    export=exported_run,
     rejudging=Rejudging(solved_key=EpisodeJob.row_key, estimate_scoring=estimate_scoring),
+    comparison=COMPARISON,
 )

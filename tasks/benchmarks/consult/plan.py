@@ -31,8 +31,7 @@ def build_plan(settings: EvaluationSettings[ConsultConfig]) -> ConsultPlan:
     fingerprint = case_set_fingerprint(case_set_dir)
     run_id = run_id_for(config, fingerprint)
     prompt = load_prompt(config.prompt_file())
-    sections = ("system", "diagnosis", "reask", "treatment", "treatment_reask", "revision_reask")
-    prompts = EpisodePrompts(version=prompt.version, **{name: prompt.render(name) for name in sections})
+    prompts = EpisodePrompts.from_template(prompt)
     simulator = SimulatorSettings(
         kb_version=config.kb_version,
         catalogue_version=config.policy_version,
@@ -84,6 +83,7 @@ def build_plan(settings: EvaluationSettings[ConsultConfig]) -> ConsultPlan:
         dataset_fingerprint=fingerprint,
         jobs=jobs,
         prompts={p.version: p.sha256 for p in (prompt, judge.rubric)},
+        judge_rubric=judge.rubric.version,
         manifest_facts={"sent": _sent_settings(agents, judge_spec), "cases": len(cases)},
         notes=[OFFLINE_JUDGE_NOTE] if judge_spec.model == OFFLINE_JUDGE.model else [],
     )

@@ -33,6 +33,7 @@ from tasks.evals.config import ModelSpec
 from tasks.evals.job_state import job_result
 from tasks.llm.call import complete, counting_outcomes
 from tasks.llm.ledger import CallLedger, CallRecord
+from tasks.llm.prompts import PromptTemplate
 from tasks.llm.request import CallOptions, ChatRequest
 
 Messages = list[dict[str, str]]
@@ -49,6 +50,11 @@ class EpisodePrompts(BaseModel, frozen=True):
     treatment: str
     treatment_reask: str
     revision_reask: str
+
+    @classmethod
+    def from_template(cls, prompt: PromptTemplate) -> "EpisodePrompts":
+        sections = ("system", "diagnosis", "reask", "treatment", "treatment_reask", "revision_reask")
+        return cls(version=prompt.version, **{name: prompt.render(name) for name in sections})
 
 
 class SimulatorSettings(BaseModel, frozen=True):

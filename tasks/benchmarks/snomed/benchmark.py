@@ -2,8 +2,10 @@
 
 from tasks.benchmarks.protocol import Benchmark, published_report
 from tasks.benchmarks.snomed.cases.loading import load_sample
+from tasks.benchmarks.snomed.compare import COMPARISON
 from tasks.benchmarks.snomed.config import PROMPTS_DIR, SnomedConfig
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
+from tasks.benchmarks.snomed.export import exported_run
 from tasks.benchmarks.snomed.plan import build_plan, estimate_job
 from tasks.benchmarks.snomed.report import (
     ReportSettings,
@@ -30,4 +32,6 @@ SNOMED = Benchmark(
     report_settings=ReportSettings,
     contracts=(CONVERSATIONS, PREDICTIONS, SCORES),
     prompts_dir=PROMPTS_DIR,
+    comparison=COMPARISON,
+    export=exported_run,
 )

@@ -2,7 +2,9 @@
 
 from tasks.benchmarks.protocol import Benchmark, Rejudging, published_report
 from tasks.benchmarks.threadmed.cases import load_sample
+from tasks.benchmarks.threadmed.compare import COMPARISON
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES, THREADS
+from tasks.benchmarks.threadmed.export import exported_run
 from tasks.benchmarks.threadmed.plan import build_plan, estimate_job, estimate_scoring
 from tasks.benchmarks.threadmed.report import build_report, publish_report_artifacts
 from tasks.benchmarks.threadmed.scorer import PROMPTS_DIR, judge_thread
@@ -28,6 +30,8 @@ THREADMED = Benchmark(
     report_settings=ReportSettings,
     contracts=(THREADS, QA_PAIRS, RESPONSES, JUDGMENTS),
     prompts_dir=PROMPTS_DIR,
+    export=exported_run,
     rejudging=Rejudging(solved_key=InferenceJob.row_key, estimate_scoring=estimate_scoring),
     warehouse=WAREHOUSE,
+    comparison=COMPARISON,
 )

@@ -67,6 +67,7 @@ def build_plan(settings: EvaluationSettings) -> ThreadmedPlan:
         dataset_fingerprint=fingerprint,
         jobs=jobs,
         prompts={p.version: p.sha256 for p in (rubric, reask)},
+        judge_rubric=rubric.version,
         manifest_facts={"sent": _sent_settings(models, judge), "threads": len(threads)},
         notes=[OVERLAP_JUDGE_NOTE] if config.judge.model == baselines.OVERLAP_JUDGE else [],
     )

@@ -67,25 +67,35 @@ def table1(
     }
 
 
-def dataset_statistics(threads: pa.Table, qa_pairs: pa.Table) -> dict[str, Any]:
-    """Table 1 plus strata and split counts of one published dataset."""
+def qa_pairs_table1(qa_pairs: pa.Table) -> dict[str, Any]:
+    """The paper's Table 1 of one dataset from its question-answer pairs alone (columns thread_id,
+    question, answer; a null answer is an orphan question): a rebuild's and a release's alike."""
     questions = qa_pairs.column("question").to_pylist()
     answers = qa_pairs.column("answer").to_pylist()
     question_tokens = count_tokens_batch(questions)
     answer_tokens = count_tokens_batch(answers)
-    per_thread: dict[str, int] = {}
-    for thread_id, q_tokens, a_tokens in zip(
-        qa_pairs.column("thread_id").to_pylist(), question_tokens, answer_tokens, strict=True
+    per_thread: dict[str, list[int]] = {}  # thread -> [questions, answered, tokens]
+    for thread_id, answer, q_tokens, a_tokens in zip(
+        qa_pairs.column("thread_id").to_pylist(), answers, question_tokens, answer_tokens, strict=True
     ):
-        per_thread[thread_id] = per_thread.get(thread_id, 0) + q_tokens + a_tokens
+        counts = per_thread.setdefault(thread_id, [0, 0, 0])
+        counts[0] += 1
+        counts[1] += answer is not None
+        counts[2] += q_tokens + a_tokens
     answered_tokens = [t for t, a in zip(answer_tokens, answers, strict=True) if a is not None]
-    stats = table1(
-        threads.column("n_questions").to_pylist(),
-        threads.column("n_answered").to_pylist(),
+    threads = list(per_thread.values())
+    return table1(
+        [counts[0] for counts in threads],
+        [counts[1] for counts in threads],
         question_tokens,
         answered_tokens,
-        list(per_thread.values()),
+        [counts[2] for counts in threads],
     )
+
+
+def dataset_statistics(threads: pa.Table, qa_pairs: pa.Table) -> dict[str, Any]:
+    """Table 1 plus strata and split counts of one published dataset."""
+    stats = qa_pairs_table1(qa_pairs)
     for column in ("stratum", "split"):
         values = threads.column(column).to_pylist()
         stats[f"{column}_counts"] = {value: values.count(value) for value in sorted(set(values))}
@@ -162,6 +172,46 @@ def privacy_notice(pseudonyms: dict[str, Any]) -> str:
     )
 
 
+# The terms every copy of a build is shared under: at least as strict as the ThReadMed-QA public release's
+# as issue 25 lists them (research use only, no re-identification or linking back to Reddit, no clinical
+# use, removal on request; the paper itself states none), with what a rebuild from the dumps needs on top.
+TERMS_OF_USE = """By using this dataset you accept these terms; share it only under them, with this card. They
+are at least as strict as those of the ThReadMed-QA public release; where the release's own terms are
+stricter, they apply to this build too.
+
+1. **Research use only.** Use it to study and evaluate language models and medical dialogue, not in a
+   product or service, and not to train systems deployed to answer people's health questions.
+2. **No clinical use.** The answers are comments on a public forum, not medical advice and not a clinical
+   record. Do not use the data, or a model chosen or tuned on it, to diagnose, treat or advise anyone.
+3. **No re-identification.** Do not try to find out who wrote a post or a comment, to reverse the
+   pseudonyms, or to link a row to other data about a person.
+4. **No linking back to Reddit.** Do not use the ids (`thread_id`, `question_id`, `answer_id` are Reddit
+   ids) or the texts to look up, link to or show the original posts or their authors. Quote no text
+   verbatim in a publication: paraphrase examples so that a web search cannot find them.
+5. **Removal on request.** When a person asks for their content to be removed, or it was removed from the
+   ThReadMed-QA release, delete the thread from every copy you hold and from what you derived from it
+   (splits, samples, model outputs, figures), and tell whoever you shared it with.
+6. The texts remain their authors'; Reddit's user agreement and data terms also apply."""
+
+
+# How a user with a copy of the ThReadMed-QA release compares it with a build (tasks/benchmarks/threadmed/
+# release.py reads the release in this layout).
+RELEASE_COMPARISON = """The ThReadMed-QA public release (its paper's Table 1: answered, 2,437 threads and
+8,204 questions; full, 9,741 threads, 37,191 questions, 58.1% answered) is shared by its authors under
+their terms. If you have a copy, compare it with this build without downloading anything:
+
+```bash
+threadmed compare-release path/to/this/build --release path/to/release
+```
+
+It prints Table 1 of both side by side (threads, questions, answered share, turns per thread, token
+lengths, with the same tokenizer) and how many threads each holds that the other does not. The release
+folder must be laid out as `answered/qa_pairs.parquet` (and optionally `full/qa_pairs.parquet`; CSV or
+JSON lines also do), one row per question with `thread_id`, `turn`, `question` and `answer` (empty for
+an unanswered question). Threads that the release lacks may have been removed on request: drop them
+(term 5)."""
+
+
 def dataset_card(stats: dict[str, Any], settings: BuildSettings, build: dict[str, Any]) -> str:
     """README.md with the YAML header Hugging Face datasets reads (configs point at the Parquet files)."""
     full, answered = stats["full"], stats["answered"]
@@ -170,6 +220,9 @@ def dataset_card(stats: dict[str, Any], settings: BuildSettings, build: dict[str
         "pretty_name: ThReadMed-QA (rebuilt)",
         "language: [en]",
         "license: other",
+        "license_name: threadmed-qa-research-terms",
+        "license_details: research use only; no clinical use; no re-identification or linking back to "
+        "Reddit; removal on request (see Terms of use)",
         "task_categories: [question-answering, text-generation]",
         "tags: [medical, multi-turn, reddit, askdocs, patient-physician]",
         "size_categories: [1K<n<10K]",
@@ -228,9 +281,17 @@ Each has `threads.parquet` (one row per thread: counts, length stratum, OP-group
 
 How many rows every stage kept and dropped, and why, is in `funnel.json` and `funnel.png`.
 
+## Terms of use
+
+{TERMS_OF_USE}
+
 ## Privacy
 
 {privacy_notice(build["pseudonyms"])}
+
+## Comparing with the ThReadMed-QA release
+
+{RELEASE_COMPARISON}
 
 ## Reading it
 

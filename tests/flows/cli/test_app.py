@@ -18,11 +18,12 @@ runner = CliRunner()
 def test_every_command_has_help():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for command in ("synth", "build", "evaluate", "report", "demo", "snomed", "consult", "judge", "labels"):
+    commands = ("synth", "build", "evaluate", "report", "demo", "snomed", "consult", "judge", "labels")
+    for command in (*commands, "export", "compare", "leaderboard", "compare-release"):
         assert command in result.output
         assert runner.invoke(app, [command, "--help"]).exit_code == 0
     for group, commands in {
-        "snomed": ("cases", "evaluate", "report", "oracle-data", "patient-eval"),
+        "snomed": ("cases", "evaluate", "report", "oracle-data", "patient-eval", "oracle-train"),
         "judge": ("rerun", "agreement"),
         "labels": ("sample", "import", "simulate"),
     }.items():
@@ -50,3 +51,25 @@ def test_every_file_a_help_text_names_exists():
     ]
     assert ("threadmed consult evaluate --config", "deployments/consult.example.yaml") in named
     assert [(where, path) for where, path in named if not (ROOT / path).exists()] == []
+
+
+def test_every_command_that_makes_model_calls_takes_a_spending_cap():
+    """A command that makes calls has a --dry-run estimate: each also takes --max-cost."""
+
+    def commands(command: Any, path: str = "threadmed") -> Iterator[tuple[str, set[str]]]:
+        yield path, {option for param in command.params for option in getattr(param, "opts", [])}
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from commands(sub, f"{path} {name}")
+
+    estimating = {
+        path: options for path, options in commands(typer.main.get_command(app)) if "--dry-run" in options
+    }
+    assert sorted(estimating) == [
+        "threadmed consult evaluate",
+        "threadmed evaluate",
+        "threadmed judge rerun",
+        "threadmed snomed evaluate",
+        "threadmed snomed oracle-data",
+        "threadmed snomed patient-eval",
+    ]
+    assert [path for path, options in estimating.items() if "--max-cost" not in options] == []

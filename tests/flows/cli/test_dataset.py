@@ -19,7 +19,7 @@ from tests.tasks.data.reddit.test_reader import write_zstd
 
 ROOT = Path(__file__).resolve().parents[3]
 
-runner = CliRunner()
+runner = CliRunner(env={"COLUMNS": "200"})  # one message, one line, however long its path
 
 
 def test_a_missing_dump_is_refused_before_anything_runs(tmp_path):

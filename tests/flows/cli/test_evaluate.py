@@ -1,4 +1,5 @@
-"""`threadmed evaluate`: a folder that is not a build, or an unknown split, is a usage error."""
+"""`threadmed evaluate`: a folder that is not a build, or an unknown split, is a usage error; a spending cap
+stops a run with its own exit status."""
 
 from tests.eval_fixtures import write_dataset
 from tests.flows.cli.terminal import OFFLINE_MODELS, assert_usage_error, threadmed
@@ -57,3 +58,28 @@ def test_a_key_variable_without_an_endpoint_is_a_usage_error(tmp_path):
         threadmed("evaluate", *arguments, cwd=tmp_path),
         "Invalid value: the key in LOCAL_SERVER_KEY is sent only to an api_base: name the endpoint",
     )
+
+
+def test_a_run_stopped_by_its_spending_cap_exits_3_saying_so_and_a_higher_cap_finishes_it(tmp_path):
+    write_dataset(tmp_path / "build")
+    arguments = ["--dataset", "build", "--out", "run", "--models", "openai/gpt-4o", "--judge", "openai/judge",
+                 "--conditions", "oracle", "--limit", "1", "--no-report"]  # fmt: skip
+    with LLMServer() as server:
+        # gpt-4o at litellm's prices: a call's estimate (400 reply tokens) alone passes USD 0.001.
+        stopped = threadmed(
+            "evaluate", *arguments, "--api-base", server.url, "--max-cost", "0.001", cwd=tmp_path
+        )
+        assert server.requests == []
+        finished = threadmed(
+            "evaluate", *arguments, "--api-base", server.url, "--max-cost", "1", cwd=tmp_path
+        )
+        assert finished.returncode == 0, finished.stdout + finished.stderr
+        assert len(server.requests) == len(server.ok_counts()) > 0  # each call made once
+    assert stopped.returncode == 3, stopped.stdout + stopped.stderr
+    output = " ".join((stopped.stdout + stopped.stderr).split())
+    assert "stopped at the spending cap of USD 0.0010: USD 0.0000 spent and USD 0.0000 reserved" in output
+    assert (
+        "Raise --max-cost (max_cost_usd) and re-run the same command to go on: no call is paid twice"
+        in output
+    )
+    assert "Traceback" not in output

@@ -1,8 +1,10 @@
 import pytest
 
-from tasks.benchmarks.registry import BENCHMARKS, benchmark
+from tasks.benchmarks.registry import BENCHMARKS, benchmark, run_kind
 from tasks.benchmarks.snomed.config import SnomedConfig
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
+from tasks.benchmarks.snomed.oracle.benchmark import ORACLE_DATA
+from tasks.benchmarks.snomed.patient_bench.benchmark import PATIENT_BENCH
 from tasks.benchmarks.snomed.scorer import score_interview
 from tasks.benchmarks.snomed.solver import interview_case
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
@@ -35,3 +37,12 @@ def test_an_unknown_benchmark_is_refused_with_the_known_names():
         ValueError, match="unknown benchmark 'medqa'; known benchmarks: consult, snomed, threadmed"
     ):
         benchmark("medqa")
+
+
+def test_the_run_kinds_are_the_benchmarks_and_the_oracle_tools_by_their_recorded_names():
+    assert run_kind("snomed-oracle-data") is ORACLE_DATA
+    assert run_kind("snomed-patient-bench") is PATIENT_BENCH
+    assert {name: run_kind(name) for name in BENCHMARKS} == BENCHMARKS
+    known = "consult, snomed, snomed-oracle-data, snomed-patient-bench, threadmed"
+    with pytest.raises(ValueError, match=f"unknown run kind 'medqa'; known run kinds: {known}$"):
+        run_kind("medqa")

@@ -1,4 +1,4 @@
-from tasks.core.provenance import artifact_key, code_provenance, git_commit, git_state
+from tasks.core.provenance import artifact_key, code_provenance, git_commit, git_state, settings_sha256
 
 
 def test_artifact_keys_are_lowercase_dashed_and_at_most_100_characters():
@@ -14,3 +14,11 @@ def test_the_code_that_ran_is_named_by_commit_tree_state_and_versions():
     provenance = code_provenance(["pyarrow", "no-such-package"])
     assert provenance["packages"]["no-such-package"] is None and provenance["packages"]["pyarrow"]
     assert provenance["python"].count(".") == 2
+
+
+def test_equal_settings_hash_alike_whatever_their_key_order():
+    assert settings_sha256({"a": 1, "b": [2, {"c": None}]}) == settings_sha256(
+        {"b": [2, {"c": None}], "a": 1}
+    )
+    assert settings_sha256({"a": 1}) == "015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
+    assert settings_sha256({"a": 1}) != settings_sha256({"a": 2})

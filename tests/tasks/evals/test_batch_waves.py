@@ -7,12 +7,15 @@ from pydantic import BaseModel
 
 from tasks.evals.batch_waves import BatchProviderError, BatchWaves, WaveCounts
 from tasks.evals.config import BatchSettings
-from tasks.llm.call import complete
+from tasks.evals.spending import open_budget
+from tasks.llm.budget import SpendingBudget, spending_cap
+from tasks.llm.call import complete, estimated_cost_usd
 from tasks.llm.ledger import CallLedger
-from tasks.llm.request import CallOptions, ChatRequest, RetryPolicy
+from tasks.llm.request import CallOptions, ChatRequest, Prices, RetryPolicy
 from tests.llm_server import BatchScript, LLMServer
 
-BATCH = CallOptions(provider="openai", mode="batch")
+# Priced by input tokens, at half price in batches: a spending cap has something to count.
+BATCH = CallOptions(provider="openai", mode="batch", prices=Prices(input_per_token=1e-3))
 RETRY = RetryPolicy(max_attempts=3)
 QUICK = BatchSettings(poll_interval_s=0.02)
 
@@ -151,4 +154,46 @@ def test_the_calls_of_a_batch_the_provider_no_longer_knows_go_out_again_with_a_w
     assert (
         "batch batch_1 (wave 1) is no longer known to the provider (404): the 2 unanswered are submitted "
         "again" in caplog.text
+    )
+
+
+def first_turns(server: LLMServer) -> dict[str, ChatRequest]:
+    """The calls of the first wave, by call key."""
+    requests = [
+        ChatRequest(
+            model="openai/m", messages=({"role": "user", "content": job.questions[0]},), api_base=server.url
+        )
+        for job in dialogues(server)
+    ]
+    return {request.key(): request for request in requests}
+
+
+def test_under_a_cap_the_calls_past_it_are_not_submitted_and_the_waves_end(server, tmp_path):
+    first_wave = sum(estimated_cost_usd(request, BATCH) for request in first_turns(server).values())
+    budget = SpendingBudget(cap_usd=first_wave + 1e-4)  # the first turns fit, the second ones do not
+    with spending_cap(tmp_path / "ledger", budget):
+        outcome = waves(server, tmp_path).run()
+    assert (outcome.finished, outcome.waves) == (True, 1)
+    assert [batch["request_counts"]["total"] for batch in server.batches] == [2]
+    ledger = CallLedger(tmp_path / "ledger")
+    assert sorted(record.key for record in ledger.records()) == sorted(first_turns(server))
+    assert (budget.reserved_usd, budget.spent_usd) == (0.0, pytest.approx(ledger.total_cost_usd()))
+    assert budget.stop is not None and budget.stop.spent_usd == pytest.approx(ledger.total_cost_usd())
+
+
+def test_a_batch_left_in_flight_counts_at_its_estimate_until_a_capped_run_collects_it(server, tmp_path):
+    server.hold_batches()
+    assert not waves(server, tmp_path, BatchSettings(poll_interval_s=0.02, wait_s=0)).run().finished
+    budget = open_budget(tmp_path, cap_usd=1.0)
+    estimates = sum(estimated_cost_usd(request, BATCH) for request in first_turns(server).values())
+    assert (budget.spent_usd, budget.reserved_usd) == (0.0, pytest.approx(estimates))
+    server.release_batches()
+    with spending_cap(tmp_path / "ledger", budget):
+        assert waves(server, tmp_path).run().finished
+    ledger = CallLedger(tmp_path / "ledger")
+    assert (budget.reserved_usd, budget.spent_usd) == (0.0, pytest.approx(ledger.total_cost_usd()))
+    assert (budget.stop, ledger.count_succeeded(), server.stats()["max_submissions_per_custom_id"]) == (
+        None,
+        5,
+        1,
     )

@@ -226,3 +226,14 @@ def test_an_endpoint_gets_only_the_key_variable_named_for_it():
     named = config.with_overrides(RunOverrides(api_base="http://127.0.0.1:8080/v1", api_key_env="LOCAL_KEY"))
     assert [spec.api_key_env for specs in unnamed.roles().values() for spec in specs] == [None, None]
     assert [spec.api_key_env for specs in named.roles().values() for spec in specs] == ["LOCAL_KEY"] * 2
+
+
+def test_a_spending_cap_is_set_by_the_overrides_and_leaves_the_run_id_as_it_is():
+    config = EvalConfig(models=[ModelSpec(name="m", model="openai/m", estimated_reply_tokens=50)])
+    capped = config.with_overrides(RunOverrides(max_cost_usd=2.5))
+    assert (config.max_cost_usd, capped.max_cost_usd) == (None, 2.5)
+    assert config.with_overrides(RunOverrides()).max_cost_usd is None
+    assert run_id_for(capped, "data") == run_id_for(config, "data")
+    assert capped.call_options(capped.models[0]).estimated_reply_tokens == 50  # what the cap reserves
+    with pytest.raises(ValidationError, match="max_cost_usd"):
+        RunOverrides(max_cost_usd=-1)

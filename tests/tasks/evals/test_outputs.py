@@ -1,10 +1,12 @@
 import json
+from importlib import metadata
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from tasks.benchmarks.threadmed.contracts import RESPONSES
+from tasks.core.provenance import settings_sha256
 from tasks.evals.config import EvalConfig, EvaluationSettings, ModelSpec
 from tasks.evals.outputs import GroupSummary, RunSummary, write_manifest, write_table
 from tasks.evals.plan import RunPlan
@@ -105,7 +107,8 @@ def test_the_manifest_names_what_ran_and_carries_the_benchmarks_own_facts(tmp_pa
         dataset_dir=settings.dataset_dir,
         dataset_fingerprint="f" * 64,
         jobs=[],
-        prompts={"rubric_v1": "ab"},
+        prompts={"rubric_v1": "ab", "reask_v1": "cd"},
+        judge_rubric="rubric_v1",
         manifest_facts={"threads": 3},
         notes=["a caveat"],
     )
@@ -116,9 +119,12 @@ def test_the_manifest_names_what_ran_and_carries_the_benchmarks_own_facts(tmp_pa
     assert manifest["dataset"] == {"dir": str((tmp_path / "build").resolve()), "fingerprint": "f" * 64}
     assert manifest["config"]["models"][0]["model"] == "openai/a"
     assert (manifest["prompts"], manifest["threads"], manifest["notes"]) == (
-        {"rubric_v1": {"sha256": "ab"}},
+        {"rubric_v1": {"sha256": "ab"}, "reask_v1": {"sha256": "cd"}},
         3,
         ["a caveat"],
     )
+    assert manifest["judge_rubric"] == {"version": "rubric_v1", "sha256": "ab"}
+    assert manifest["config_sha256"] == settings_sha256(config.model_dump(mode="json"))
+    assert manifest["project"] == {"name": "threadmed-qa", "version": metadata.version("threadmed-qa")}
     assert {"litellm", "prefect"} <= manifest["packages"].keys() and "dirty" in manifest["git"]
     assert manifest["summary"]["run_id"] == "r1"

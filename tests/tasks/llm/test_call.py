@@ -2,15 +2,18 @@ import json
 import random
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import litellm
 import pytest
 
+from tasks.llm.budget import CapStop, SpendingBudget, spending_cap
 from tasks.llm.call import (
     _CallsInFlight,
     batch_token_costs,
     calls_in_flight,
     complete,
+    estimated_cost_usd,
     retry_delay,
     token_costs,
 )
@@ -466,3 +469,74 @@ def test_a_custom_endpoint_gets_only_the_key_named_for_it(server, tmp_path, monk
         "Bearer local-key",
         "Bearer no-key",
     ]
+
+
+# --- the spending cap -------------------------------------------------------------------------------------
+
+# Input tokens alone are priced: the server counts the prompt's 5 words, the estimate its 8 cl100k tokens.
+INPUT_PRICED = Prices(input_per_token=1e-3, output_per_token=0.0)
+
+
+def test_the_estimate_a_cap_reserves_is_the_prompt_and_the_expected_reply_at_the_call_s_prices(server):
+    priced = options(prices=Prices(input_per_token=1e-3, output_per_token=2e-3), estimated_reply_tokens=50)
+    assert estimated_cost_usd(request(server), priced) == pytest.approx(8 * 1e-3 + 50 * 2e-3)
+    capped_reply = request(server).model_copy(update={"params": {"max_tokens": 20}})
+    assert estimated_cost_usd(capped_reply, priced) == pytest.approx(8 * 1e-3 + 20 * 2e-3)
+    batch = priced.model_copy(update={"mode": "batch", "batch_discount": 0.5})
+    assert estimated_cost_usd(request(server), batch) == pytest.approx((8 * 1e-3 + 50 * 2e-3) / 2)
+    assert estimated_cost_usd(request(server), options()) == 0.0  # unpriced: recorded at 0 too
+
+
+def test_calls_stop_before_the_one_that_would_pass_the_cap_and_the_refused_are_not_recorded(server, tmp_path):
+    ledger = CallLedger(tmp_path)
+    budget = SpendingBudget(cap_usd=0.0195)  # 0.008 reserved per call, 0.005 paid: the 4th would pass it
+    with spending_cap(tmp_path, budget):
+        records = [
+            complete(request(server, epoch=epoch), options(prices=INPUT_PRICED), ledger) for epoch in range(5)
+        ]
+    assert [(r.status, r.error_kind) for r in records] == [("ok", None)] * 3 + [("failed", "cost_cap")] * 2
+    assert records[3].error.startswith("openai/m1: not made: stopped at the spending cap of USD 0.0195")
+    assert (records[3].attempts, records[3].cost_usd, records[3].retryable) == (0, 0.0, False)
+    assert len(server.requests) == 3
+    assert [record.key for record in ledger.records()] == sorted(r.key for r in records[:3])
+    assert (budget.spent_usd, ledger.total_cost_usd()) == (pytest.approx(0.015), pytest.approx(0.015))
+    assert budget.stop == CapStop(cap_usd=0.0195, spent_usd=0.015, reserved_usd=0.0, refused_usd=0.008)
+
+
+def test_a_call_in_flight_counts_against_the_cap_until_it_returns(server, tmp_path):
+    ledger = CallLedger(tmp_path)
+    budget = SpendingBudget(cap_usd=0.012)  # one estimate (0.008) fits, two do not
+    server.hold_after(0)  # the first call stays in flight until the test lets it go
+    with spending_cap(tmp_path, budget), ThreadPoolExecutor(1) as pool:
+        first = pool.submit(complete, request(server, epoch=0), options(prices=INPUT_PRICED), ledger)
+        deadline = time.monotonic() + 600  # a liveness bound only: a busy machine is slow, not wrong
+        while budget.reserved_usd == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        second = complete(request(server, epoch=1), options(prices=INPUT_PRICED), ledger)
+        server.drop_held()
+        assert first.result().status == "ok"
+    assert second.error_kind == "cost_cap"
+    assert budget.stop == CapStop(cap_usd=0.012, spent_usd=0.0, reserved_usd=0.008, refused_usd=0.008)
+    assert (budget.reserved_usd, budget.spent_usd) == (0.0, pytest.approx(0.005))
+
+
+def test_a_failed_call_gives_back_its_reservation_keeping_only_what_was_billed(server, tmp_path):
+    server.script(Action(status=400))
+    budget = SpendingBudget(cap_usd=0.01)
+    with spending_cap(tmp_path, budget):
+        failed = complete(request(server), options(prices=INPUT_PRICED), CallLedger(tmp_path))
+        assert (failed.error_kind, budget.reserved_usd, budget.spent_usd) == ("bad_request", 0.0, 0.0)
+        assert (
+            complete(request(server, epoch=1), options(prices=INPUT_PRICED), CallLedger(tmp_path)).status
+            == "ok"
+        )
+
+
+def test_a_batch_call_the_cap_kept_from_its_batch_reads_as_stopped_by_the_cap(server, tmp_path):
+    batch = options(prices=INPUT_PRICED, mode="batch")
+    budget = SpendingBudget(cap_usd=0.0)
+    with spending_cap(tmp_path, budget):
+        assert complete(request(server), batch, CallLedger(tmp_path)).error_kind == "not_submitted"
+        assert not budget.reserve("too-dear", 0.01)
+        assert complete(request(server), batch, CallLedger(tmp_path)).error_kind == "cost_cap"
+    assert server.requests == []

@@ -106,3 +106,11 @@ def test_kill_9_while_writing_leaves_only_whole_records(tmp_path):
     records = list(CallLedger(tmp_path).records())
     assert len(records) == len(files)
     assert all(len(r.text) == 200_000 for r in records)
+
+
+def test_the_cost_recorded_for_a_call_is_its_success_else_its_latest_failure(tmp_path):
+    ledger = CallLedger(tmp_path)
+    ledger.write(record("aa01", input_cost_usd=0.25, output_cost_usd=0.5))
+    ledger.write(record("bb02", "failed", input_cost_usd=0.125, error_kind="empty_reply"))
+    costs = [ledger.recorded_cost_usd(key) for key in ("aa01", "bb02", "cc03")]
+    assert (costs, ledger.total_cost_usd()) == ([0.75, 0.125, 0.0], 0.875)

@@ -40,6 +40,14 @@ def test_html_escapes_every_cell():
     assert rendered.startswith('<div class="table-block" id="table-scores"><h3>Scores</h3><table>')
 
 
+def test_html_links_each_cell_of_the_link_column_to_its_row_address():
+    linked = TABLE._replace(links=("#compare?a=x&b=y", "#t<2>"), link_column="Model")
+    assert table_html(linked, None).split("<tbody>")[1].split("</tbody>")[0] == (
+        '<tr><td><a href="#compare?a=x&amp;b=y">a|b</a></td><td>3</td></tr>'
+        '<tr><td><a href="#t&lt;2&gt;">&lt;c&gt;</a></td><td>12</td></tr>'
+    )
+
+
 def test_records_are_the_rows_by_column():
     assert table_records(TABLE) == [{"Model": "a|b", "n": "3"}, {"Model": "<c>", "n": "12"}]
 

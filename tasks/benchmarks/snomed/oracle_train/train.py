@@ -43,6 +43,22 @@ def check_resumable(out: Path, settings: OracleTrainSettings) -> None:
         )
 
 
+def finished_run(
+    recorded: dict[str, Any] | None, settings: OracleTrainSettings, export: bool, gguf: bool
+) -> dict[str, Any] | None:
+    """The recorded run when it already is this one, finished with every output asked; None otherwise.
+
+    Resuming a finished run is not a no-op in transformers: it trains one more step (at learning rate 0)."""
+    if (
+        not recorded
+        or recorded["status"] != "done"
+        or recorded["settings"] != settings.model_dump(mode="json")
+    ):
+        return None
+    wanted = {name for name, asked in (("merged", export), ("gguf", gguf)) if asked}
+    return recorded if wanted <= set(recorded["outputs"]) else None
+
+
 def device_facts() -> dict[str, Any]:
     """Where training runs: the first CUDA GPU when there is one (bfloat16 where it supports it), else CPU."""
     import torch
@@ -123,6 +139,8 @@ def train_oracle(
     """Fine-tune, evaluate, export; write OUT/manifest.json (every setting, data hashes, losses, outputs)."""
     files = chat_split_files(data_dir)
     check_resumable(out, settings)
+    if done := finished_run(recorded_manifest(out), settings, export, gguf_converter is not None):
+        return done
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     device = device_facts()

@@ -9,7 +9,7 @@ from pydantic import Field
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.oracle.config import ORACLE_PATIENT_PROMPT
 from tasks.benchmarks.snomed.patient import Disclosure
-from tasks.evals.config import JudgeSpec, ModelSpec, RunConfig
+from tasks.evals.config import JudgeSpec, ModelSpec, RunConfig, RunOverrides
 
 JUDGE_RUBRIC = PROMPTS_DIR / "patient_judge_v1.txt"
 
@@ -36,6 +36,14 @@ class PatientBenchConfig(RunConfig):
 
     def not_in_run_id(self) -> dict[str, Any]:
         return {**super().not_in_run_id(), **({"judge": {"limits", "mode"}} if self.judge else {})}
+
+    def with_overrides(self, overrides: RunOverrides) -> "PatientBenchConfig":
+        """The shared choices, and `--api-base` for the optional judge too: it is a setting, not a role."""
+        config = super().with_overrides(overrides)
+        if config.judge is None or overrides.api_base is None:
+            return config
+        judge = config.judge.with_api_base(overrides.api_base, overrides.api_key_env)
+        return config.model_copy(update={"judge": judge})
 
     def prompt_file(self) -> Path:
         return self.patient_prompt or ORACLE_PATIENT_PROMPT

@@ -9,7 +9,7 @@ from tasks.benchmarks.snomed.oracle_train.curve import loss_rows, write_loss_csv
 from tasks.benchmarks.snomed.oracle_train.data import chat_split_files, load_pairs, prompt_completion
 from tasks.benchmarks.snomed.oracle_train.export import convert_to_gguf
 from tasks.benchmarks.snomed.oracle_train.settings import OracleTrainSettings, changed_settings
-from tasks.benchmarks.snomed.oracle_train.train import check_resumable
+from tasks.benchmarks.snomed.oracle_train.train import check_resumable, finished_run
 from tasks.core.preflight import UserError
 from tests.oracle_fixtures import write_oracle_data
 
@@ -44,6 +44,19 @@ def test_a_resume_may_train_longer_but_not_differently():
         "learning_rate",
         "lora_rank",
     ]
+
+
+def test_a_finished_run_is_not_trained_again_unless_longer_or_missing_an_asked_output():
+    settings = OracleTrainSettings(max_steps=6)
+    done = {"status": "done", "settings": settings.model_dump(mode="json"), "outputs": {"adapter": "adapter"}}
+    assert finished_run(done, settings, export=False, gguf=False) is done
+    assert finished_run(done, settings, export=True, gguf=False) is None  # the merged model is missing
+    assert (
+        finished_run({**done, "outputs": {"merged": "merged"}}, settings, export=True, gguf=False) is not None
+    )
+    assert finished_run(done, OracleTrainSettings(max_steps=9), export=False, gguf=False) is None
+    assert finished_run({**done, "status": "training"}, settings, export=False, gguf=False) is None
+    assert finished_run(None, settings, export=False, gguf=False) is None
 
 
 def test_a_folder_of_a_run_with_other_settings_is_refused(tmp_path):

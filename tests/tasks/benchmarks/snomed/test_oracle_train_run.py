@@ -52,6 +52,12 @@ def test_a_real_fine_tune_lowers_the_held_out_loss_and_resumes_at_its_checkpoint
         1,
     )
     assert json.loads((out / "manifest.json").read_text()) == second
+    # The same run again is finished: nothing is trained (transformers would add a step at learning rate 0).
+    curve_before = (out / "loss_curve.csv").read_bytes()
+    again = train_oracle(
+        data, out, OracleTrainSettings(base=str(GGUF), max_steps=6, save_steps=3, eval_steps=3, **TINY)
+    )
+    assert (again, (out / "loss_curve.csv").read_bytes()) == (second, curve_before)
 
     # The resumed run carried on the first run's log: one training loss per step, 1 to 6, and the held-out
     # loss before training and at each checkpoint.

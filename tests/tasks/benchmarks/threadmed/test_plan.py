@@ -27,6 +27,7 @@ def test_the_plan_pairs_every_thread_model_and_condition_thread_major(dataset, t
 def test_the_plan_records_prompts_models_as_sent_and_the_offline_judge_note(dataset, tmp_path):
     plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=OFFLINE))
     assert plan.prompts.keys() == {"judge_rubric_v1", "judge_reask_v1"}
+    assert plan.judge_rubric == "judge_rubric_v1"
     assert all(len(sha256) == 64 for sha256 in plan.prompts.values())
     sent = plan.manifest_facts["sent"]
     assert sent["models"].keys() == {"retrieval", "threadmed/deferral"}

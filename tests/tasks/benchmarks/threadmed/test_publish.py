@@ -116,3 +116,31 @@ def test_funnel_figure_is_written(tmp_path):
             {"stage_order": 1, "stage": "threads", "reason": "too short", "count_rows": 97}]  # fmt: skip
     plot_funnel(rows, tmp_path / "funnel.png")
     assert (tmp_path / "funnel.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _section(card: str, title: str) -> str:
+    return card.split(f"\n## {title}\n\n")[1].split("\n\n## ")[0]
+
+
+def test_the_card_carries_the_terms_of_use_and_how_to_compare_with_the_release():
+    stats = {name: table1([3], [2], [10], [5], [15]) for name in ("full", "answered")}
+    build = {
+        "git_commit": "abc",
+        "built_at": "2026-01-01T00:00:00+00:00",
+        "pseudonyms": {"salt_fingerprint": "sha256:0123456789ab", "publishable": True},
+    }
+    card = dataset_card(stats, BuildSettings(), build)
+    header = card.split("\n---\n")[0]
+    assert "\nlicense: other\nlicense_name: threadmed-qa-research-terms\n" in header
+    terms = _section(card, "Terms of use")
+    for term in (
+        "**Research use only.**",
+        "**No clinical use.**",
+        "**No re-identification.**",
+        "**No linking back to Reddit.**",
+        "**Removal on request.**",
+    ):
+        assert term in terms
+    comparison = _section(card, "Comparing with the ThReadMed-QA release")
+    assert "threadmed compare-release path/to/this/build --release path/to/release" in comparison
+    assert "`answered/qa_pairs.parquet`" in comparison

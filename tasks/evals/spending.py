@@ -1,0 +1,59 @@
+"""A run's spending cap (`max_cost_usd`), opened on its run folder: what is spent, what is still out.
+
+The accounting is tasks/llm/budget.py's; here it starts from the run folder, so that a re-run counts what
+earlier runs paid (the ledger) and what they left at the provider (batches in flight, held at their
+estimates until their results are recorded).
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tasks.core.runners import RunnerSettings
+from tasks.llm.batches import BatchStore
+from tasks.llm.budget import SpendingBudget, spending_cap
+from tasks.llm.call import estimated_cost_usd
+from tasks.llm.ledger import CallLedger
+
+
+def open_budget(run_dir: Path, cap_usd: float) -> SpendingBudget:
+    """The budget of a run in `run_dir` capped at `cap_usd`: its ledger's costs spent, the calls of its
+    batches in flight held at their estimates."""
+    ledger = CallLedger(run_dir / "ledger")
+    budget = SpendingBudget(cap_usd, spent_usd=ledger.total_cost_usd())
+    store = BatchStore(run_dir / "batches")
+    for batch in store.in_flight():
+        for key, request in store.requests(batch).items():
+            budget.hold(key, estimated_cost_usd(request, batch.options), ledger.recorded_cost_usd(key))
+    return budget
+
+
+@contextmanager
+def capped_run(run_dir: Path, cap_usd: float | None) -> Iterator[SpendingBudget | None]:
+    """Every call of the run in `run_dir` within `cap_usd` in the body (no cap when None); yields the
+    budget, whose `stop` says whether the cap stopped the run."""
+    budget = None if cap_usd is None else open_budget(run_dir, cap_usd)
+    with spending_cap(run_dir / "ledger", budget):
+        yield budget
+
+
+def cap_refusal(cap_usd: float | None, runner: RunnerSettings | None) -> str | None:
+    """Why a capped run cannot start on `runner`, or None: the budget is kept in the flow's process, and
+    the calls made in Dask's worker processes would not count against it."""
+    if cap_usd is None or runner is None or runner.kind == "threads":
+        return None
+    return "a spending cap (max_cost_usd, --max-cost) needs the threads runner: run it without Dask"
+
+
+def cap_exceeded_warning(run_dir: Path, cap_usd: float | None, estimate_usd: float) -> str | None:
+    """The dry run's warning when the calls still to make, on top of what the run folder has spent, are
+    expected to pass the cap; None when they fit (or there is no cap)."""
+    if cap_usd is None:
+        return None
+    spent = CallLedger(run_dir / "ledger").total_cost_usd()
+    if spent + estimate_usd <= cap_usd:
+        return None
+    return (
+        f"the estimate (USD {estimate_usd:,.4f} still to spend, USD {spent:,.4f} spent) exceeds the spending "
+        f"cap of USD {cap_usd:,.4f}: the run will stop at the cap; raise --max-cost to finish it"
+    )

@@ -1,0 +1,67 @@
+"""`threadmed leaderboard`, the real command in a subprocess, on runs whose manifests the evaluation's own
+writer wrote (no model called: the plan reads the dataset, the summary is hand-written)."""
+
+import csv
+from pathlib import Path
+
+from tasks.benchmarks.threadmed.plan import build_plan
+from tasks.evals.config import EvaluationSettings, JudgeSpec, RunOverrides
+from tasks.evals.outputs import GroupSummary, RunSummary, write_manifest
+from tasks.evals.run_folder import claim_run_folder
+from tests.eval_fixtures import OFFLINE, write_dataset
+from tests.flows.cli.terminal import assert_usage_error, threadmed
+
+
+def write_run(dataset: Path, run_dir: Path, model: str, score: float, judge_epoch: int) -> Path:
+    """A finished ThReadMed run of one model, as evaluate-models records it."""
+    config = OFFLINE.with_overrides(RunOverrides(models=[model]))
+    config = config.model_copy(update={"judge": JudgeSpec(model=config.judge.model, epoch=judge_epoch)})
+    settings = EvaluationSettings(dataset_dir=dataset, run_dir=run_dir, config=config)
+    plan = build_plan(settings)
+    groups = [GroupSummary(model=model, group="baseline", counts={}, score=score, cost_usd=0.0)]
+    summary = RunSummary(run_id=plan.run_id, run_dir=run_dir, groups=groups, failed_calls={})
+    claim_run_folder(run_dir, "threadmed")
+    write_manifest.fn(settings, plan, summary)
+    return run_dir
+
+
+def test_runs_of_two_judge_epochs_are_two_tables_each_row_with_its_provenance(tmp_path):
+    dataset = write_dataset(tmp_path / "build")
+    runs = [
+        write_run(dataset, tmp_path / "deferral", "threadmed/deferral", 12.5, judge_epoch=0),
+        write_run(dataset, tmp_path / "retrieval", "retrieval", 40.0, judge_epoch=0),
+        write_run(dataset, tmp_path / "rejudged", "threadmed/deferral", 20.0, judge_epoch=1),
+    ]
+    result = threadmed("leaderboard", *runs, "--out", tmp_path / "board", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert (
+        result.stdout.split()
+        == (
+            f"Wrote 2 tables (3 rows) from 3 runs to {tmp_path / 'board'}: leaderboard.md, leaderboard.html "
+            "and a CSV per table."
+        ).split()
+    )
+    with (tmp_path / "board" / "leaderboard-threadmed-1.csv").open() as file:
+        first = list(csv.DictReader(file))
+    assert [(row["model"], row["mean · condition baseline"]) for row in first] == [
+        ("retrieval", "40.0"),
+        ("threadmed/deferral", "12.5"),
+    ]
+    provenance = first[0]
+    assert provenance["project version"] == "0.1.0" and len(provenance["config sha256"]) == 64
+    assert provenance["judge"].startswith(
+        'judge threadmed/overlap-judge {"temperature": 0} rubric judge_rubric_v1'
+    )
+    assert provenance["judge"].endswith(" epoch 0")
+    with (tmp_path / "board" / "leaderboard-threadmed-2.csv").open() as file:
+        assert [row["model"] for row in csv.DictReader(file)] == ["threadmed/deferral"]
+
+
+def test_a_folder_that_is_not_a_run_is_a_usage_error(tmp_path):
+    (tmp_path / "dumps").mkdir()
+    assert_usage_error(
+        threadmed("leaderboard", "dumps", "--out", "board", cwd=tmp_path),
+        "Invalid value for 'RUN_DIRS...': dumps is not a finished evaluation run (no manifest.json): pass "
+        "the --out folder of a finished evaluate",
+    )
+    assert not (tmp_path / "board").exists()

@@ -1,0 +1,45 @@
+from datetime import UTC, datetime
+
+from tasks.core.runners import RunnerSettings
+from tasks.evals.spending import cap_exceeded_warning, cap_refusal, capped_run
+from tasks.llm.budget import budget_for
+from tasks.llm.ledger import CallLedger, CallRecord
+
+NOW = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def spend(run_dir, key: str, cost_usd: float) -> None:
+    record = CallRecord(
+        key=key, model="openai/m", status="ok", input_cost_usd=cost_usd, started_at=NOW, finished_at=NOW
+    )
+    CallLedger(run_dir / "ledger").write(record)
+
+
+def test_a_capped_run_starts_from_what_its_folder_spent_and_an_uncapped_one_has_no_budget(tmp_path):
+    spend(tmp_path, "aa01", 0.25)
+    spend(tmp_path, "bb02", 0.5)
+    with capped_run(tmp_path, 1.0) as budget:
+        assert budget_for(tmp_path / "ledger") is budget
+        assert (budget.cap_usd, budget.spent_usd, budget.reserved_usd) == (1.0, 0.75, 0.0)
+    assert budget_for(tmp_path / "ledger") is None
+    with capped_run(tmp_path, None) as uncapped:
+        assert (uncapped, budget_for(tmp_path / "ledger")) == (None, None)
+
+
+def test_the_dry_run_warns_when_what_is_left_and_what_was_spent_pass_the_cap(tmp_path):
+    spend(tmp_path, "aa01", 0.25)
+    assert cap_exceeded_warning(tmp_path, None, 100.0) is None
+    assert cap_exceeded_warning(tmp_path, 1.0, 0.75) is None  # exactly at the cap
+    assert cap_exceeded_warning(tmp_path, 1.0, 0.8) == (
+        "the estimate (USD 0.8000 still to spend, USD 0.2500 spent) exceeds the spending cap of USD 1.0000: "
+        "the run will stop at the cap; raise --max-cost to finish it"
+    )
+
+
+def test_a_cap_needs_the_flow_s_own_process_to_make_the_calls():
+    assert cap_refusal(1.0, RunnerSettings(kind="dask")) == (
+        "a spending cap (max_cost_usd, --max-cost) needs the threads runner: run it without Dask"
+    )
+    assert cap_refusal(1.0, RunnerSettings(kind="threads")) is None
+    assert cap_refusal(1.0, None) is None
+    assert cap_refusal(None, RunnerSettings(kind="dask")) is None
