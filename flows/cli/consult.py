@@ -21,6 +21,7 @@ from flows.cli.evaluate import (
     Timeout,
 )
 from flows.cli.render import console
+from flows.cli.report import Lake, MergedReportOut, SomeResamples, SomeSeed
 from tasks.benchmarks.consult.inquiry.settings import MiningSettings
 from tasks.core.preflight import UserError, check_writable_folder
 
@@ -277,26 +278,18 @@ def report_command(
             file_okay=False,
         ),
     ],
-    out: Annotated[
-        Path | None,
-        typer.Option(help="Report folder. Default: RUN_DIR/report, or FIRST_RUN_DIR/report-merged."),
-    ] = None,
-    lake: Annotated[Path, typer.Option(help="Data lake where the flow run's manifest is recorded.")] = Path(
-        "data_lake"
-    ),
-    resamples: Annotated[int | None, typer.Option(min=100, help="Bootstrap resamples per interval.")] = None,
-    seed: Annotated[
-        int | None, typer.Option(help="Bootstrap seed: the same seed, the same intervals.")
-    ] = None,
+    out: MergedReportOut = None,
+    lake: Lake = Path("data_lake"),
+    resamples: SomeResamples = None,
+    seed: SomeSeed = None,
 ) -> None:
     """metrics.json, report.md, figures and index.html (with an episode browser) from stored runs."""
-    from flows.cli.report import run_report_flow
+    from flows.cli.report import bootstrap_settings, run_report_flow
     from flows.consult_report import consult_report
     from tasks.benchmarks.consult.report import ReportSettings, check_run_folder, load_runs
 
     load_runs(run_dirs)  # before any flow runs: runs that do not merge, or hold no episode, are one line
-    chosen = {"n_resamples": resamples, "seed": seed}
-    settings = ReportSettings(**{name: value for name, value in chosen.items() if value is not None})
+    settings = bootstrap_settings(ReportSettings, resamples, seed)
     report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, consult_report, settings)
     print_consult_report(report_dir)
 

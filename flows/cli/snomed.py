@@ -25,6 +25,7 @@ from flows.cli.evaluate import (
     split_list,
 )
 from flows.cli.render import console
+from flows.cli.report import Lake, MergedReportOut, SomeResamples, SomeSeed
 from flows.cli.snomed_oracle import oracle_data, patient_eval
 from flows.cli.snomed_train import oracle_train
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
@@ -265,25 +266,17 @@ def report_command(
             file_okay=False,
         ),
     ],
-    out: Annotated[
-        Path | None,
-        typer.Option(help="Report folder. Default: RUN_DIR/report, or FIRST_RUN_DIR/report-merged."),
-    ] = None,
-    lake: Annotated[Path, typer.Option(help="Data lake where the flow run's manifest is recorded.")] = Path(
-        "data_lake"
-    ),
-    resamples: Annotated[int | None, typer.Option(min=100, help="Bootstrap resamples per interval.")] = None,
-    seed: Annotated[
-        int | None, typer.Option(help="Bootstrap seed: the same seed, the same intervals.")
-    ] = None,
+    out: MergedReportOut = None,
+    lake: Lake = Path("data_lake"),
+    resamples: SomeResamples = None,
+    seed: SomeSeed = None,
 ) -> None:
     """metrics.json, report.md, figures and index.html (with a conversation browser) from stored runs."""
-    from flows.cli.report import run_report_flow
+    from flows.cli.report import bootstrap_settings, run_report_flow
     from flows.snomed_report import snomed_report
     from tasks.benchmarks.snomed.report import ReportSettings, check_run_folder, check_runs
 
-    chosen = {"n_resamples": resamples, "seed": seed}
-    settings = ReportSettings(**{name: value for name, value in chosen.items() if value is not None})
+    settings = bootstrap_settings(ReportSettings, resamples, seed)
     check_runs(run_dirs)  # before the flow: runs that do not merge are one line, not a failed flow run
     report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, snomed_report, settings)
     print_snomed_report(report_dir, Console())
