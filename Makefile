@@ -45,9 +45,9 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	# Four workers on two cores: most tests wait on servers and subprocesses, not the CPU. A file stays on one
-	# worker, so its module fixtures are built once.
-	$(BIN)/python -m pytest -q -n 4 --dist loadfile
+	# Four workers on two cores: most tests wait on servers and subprocesses, not the CPU. Work stealing, not a
+	# file per worker: the CLI test files hold a dozen slow subprocess tests each and would run last, alone.
+	$(BIN)/python -m pytest -q -n 4 --dist worksteal
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
