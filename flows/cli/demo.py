@@ -77,11 +77,11 @@ def demo(
 
 def export_demo_runs(run_dirs: list[Path], out: Path) -> None:
     """The demo's runs as Inspect eval logs in one folder, and the command that opens them."""
-    from flows.cli.export import Format, export_run
+    from flows.cli.export import Format, export_run, print_how_to_open
 
     console.rule("Every run as Inspect eval logs")
-    for run_dir in run_dirs:
-        export_run(run_dir, out, Format.inspect, console)
+    files = [file for run_dir in run_dirs for file in export_run(run_dir, out, Format.inspect, console)]
+    print_how_to_open(Format.inspect, out, files[0], console)
 
 
 def judge_demo(workdir: Path, run_dir: Path, seed: int) -> None:

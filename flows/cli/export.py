@@ -53,11 +53,13 @@ def export(
     thread or case, turn, condition and epoch, and the tokens and cost of every role (tasks/export/README.md).
     """
     check_writable_folder(out, "--out")
-    export_run(run_dir, out, file_format, Console())
+    console = Console()
+    files = export_run(run_dir, out, file_format, console)
+    print_how_to_open(file_format, out, files[0], console)
 
 
 def export_run(run_dir: Path, out: Path, file_format: Format, console: Console) -> list[Path]:
-    """Export the run and print the files written and how to open them; the files."""
+    """Export the run and print the files written; the files."""
     from tasks.benchmarks.registry import benchmark
     from tasks.export.exports import run_benchmark, write_export
 
@@ -73,6 +75,8 @@ def export_run(run_dir: Path, out: Path, file_format: Format, console: Console) 
     )
     for path in files:
         console.print(f"  {escape(str(path))}", soft_wrap=True)
-    opening = HOW_TO_OPEN[file_format].format(out=out, file=files[0])
-    console.print(escape(opening), soft_wrap=True)
     return files
+
+
+def print_how_to_open(file_format: Format, out: Path, file: Path, console: Console) -> None:
+    console.print(escape(HOW_TO_OPEN[file_format].format(out=out, file=file)), soft_wrap=True)
