@@ -4,6 +4,7 @@ Every case runs the real command in a subprocess, with the temporary Prefect ser
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -121,7 +122,9 @@ def test_ctrl_c_exits_130_within_seconds_saying_what_was_kept_in_one_line(evalua
     assert time.monotonic() - started < 8
     kept = len(list((run_dir / "ledger" / "ok").glob("*/*.json")))
     assert kept == llm.stats()["ok"] >= 1
-    assert output.read_bytes()[printed:].decode().splitlines() == [
+    # A progress line may be logged between reading the size and the signal: not what Ctrl-C printed.
+    printed_after = output.read_bytes()[printed:].decode().splitlines()
+    assert [line for line in printed_after if not re.match(r"\[\d+:\d\d\] ", line)] == [
         f"interrupted: {kept} calls kept in {run_dir}; re-run the same command to resume"
     ]
     assert still_running(children, timeout=60) == []
