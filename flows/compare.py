@@ -4,7 +4,7 @@ from prefect import flow
 
 from tasks.benchmarks.compare import compare_models
 from tasks.core.provenance import write_run_manifest
-from tasks.report.compare import CompareSettings
+from tasks.report.settings import CompareSettings
 
 
 @flow(name="compare")

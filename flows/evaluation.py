@@ -16,7 +16,7 @@ from prefect.utilities.annotations import quote
 from tasks.benchmarks.protocol import Benchmark
 from tasks.core.runners import RunnerSettings, make_task_runner
 from tasks.evals.batch_runs import AWAITING_BATCHES, batches_left_to_single_calls, make_batch_calls
-from tasks.evals.config import EvaluationSettings, RunConfig, RunOverrides, resolve_settings
+from tasks.evals.config import EvaluationSettings
 from tasks.evals.outputs import (
     RunSummary,
     calls_by_mode,
@@ -86,29 +86,6 @@ def evaluate_benchmark(
     if summary.failed:
         return Failed(message=summary.failure_message())
     return summary
-
-
-def evaluate_case_set(
-    bench: Benchmark,
-    paths: tuple[str, str],
-    config: RunConfig | str | None,
-    overrides: RunOverrides,
-    runner: RunnerSettings | None,
-    report: Callable[..., str] | None,
-) -> RunSummary | State:
-    """An evaluate flow's body for a benchmark run over a case set: `paths` are the case set and the run
-    folder, `config` the config or its YAML file (None: `overrides.models`), `report` the report flow."""
-    cases_dir, run_dir = paths
-    settings = resolve_settings(
-        dataset_dir=cases_dir,
-        run_dir=run_dir,
-        config=None if isinstance(config, str) else config,
-        config_file=config if isinstance(config, str) else None,
-        overrides=overrides,
-        config_model=bench.config_model,
-    )
-    report_runs = (lambda run_dirs: report(run_dirs=run_dirs)) if report else None
-    return evaluate_benchmark(bench, settings, runner, report_runs)
 
 
 def _as_is(job: Any) -> Any:

@@ -2,7 +2,8 @@
 
 from prefect import flow
 
-from tasks.benchmarks.snomed.cases import CaseSetSettings, SourceFormat, build_case_set
+from tasks.benchmarks.snomed.cases.case_set import build_case_set
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 
 
 @flow(name="snomed-cases")

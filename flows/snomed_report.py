@@ -1,24 +1,11 @@
-"""Report SNOMED benchmark runs from their stored conversations, predictions and scores; calls no model."""
+"""snomed-report: report SNOMED benchmark runs from their stored conversations, predictions and scores; calls
+no model. The flow is the consultation report's (flows/case_sets.py)."""
 
-from prefect import flow
-
+from flows.case_sets import case_set_report_flow
 from tasks.benchmarks.snomed.benchmark import SNOMED
-from tasks.benchmarks.snomed.report import ReportSettings
-from tasks.core.provenance import write_run_manifest
 
-
-@flow(name="snomed-report")
-def snomed_report(
-    run_dirs: list[str],
-    out_dir: str | None = None,
-    lake_dir: str = "data_lake",
-    settings: ReportSettings | None = None,
-) -> str:
-    """metrics.json, report.md, figures and index.html for the runs (merged when several share a case set),
-    also as Prefect artifacts; return the report folder."""
-    settings = settings or ReportSettings()
-    report_dir = SNOMED.report(run_dirs, out_dir, settings)
-    write_run_manifest(
-        lake_dir, "snomed-report", {"run_dirs": run_dirs, "out_dir": report_dir, **settings.model_dump()}
-    )
-    return report_dir
+snomed_report = case_set_report_flow(
+    SNOMED,
+    __name__,
+    "Metrics, figures and index.html (a conversation browser) of SNOMED runs, also as artifacts.",
+)

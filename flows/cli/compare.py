@@ -9,7 +9,7 @@ from rich.console import Console
 from flows.cli.errors import reports_errors
 from flows.cli.report import BootstrapSeed, Lake, Level, Resamples
 from tasks.core.preflight import check_writable_folder
-from tasks.report.compare import CompareSettings
+from tasks.report.settings import CompareSettings
 
 DEFAULTS = CompareSettings()
 

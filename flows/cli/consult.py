@@ -3,35 +3,24 @@ agents, report."""
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
+from flows.cli.case_sets import CaseSetCommand, case_set_commands
 from flows.cli.errors import reports_errors, warn
-from flows.cli.evaluate import (
-    API_BASE_KEY_NOTE,
-    ApiKeyEnv,
-    BatchPoll,
-    BatchRoles,
-    BatchWait,
-    MaxConcurrency,
-    MaxCost,
-    MaxTokens,
-    Timeout,
-)
-from flows.cli.render import console
-from flows.cli.report import Lake, MergedReportOut, SomeResamples, SomeSeed
+from flows.cli.render import command_group, console
 from tasks.benchmarks.consult.inquiry.settings import MiningSettings
 from tasks.core.preflight import UserError, check_writable_folder
 
-app = typer.Typer(
-    help="Full-cycle consultation benchmark: history taking, diagnosis, treatment and follow-up with a "
-    "process-aware simulated patient.",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
+app = command_group(
+    "Full-cycle consultation benchmark: history taking, diagnosis, treatment and follow-up with a "
+    "process-aware simulated patient."
 )
 MINING_DEFAULTS = MiningSettings()
+
+CONSULT_COMMANDS = CaseSetCommand("consult", solvers="agents", epoch="episodes", browser="an episode browser")
 
 
 @app.command()
@@ -180,118 +169,24 @@ def cases(
     )
 
 
-@app.command()
-@reports_errors("out")
-def evaluate(
-    cases_dir: Annotated[
-        Path,
-        typer.Option(
-            "--cases",
-            help="Case set folder written by `threadmed consult cases`.",
-            exists=True,
-            file_okay=False,
-        ),
-    ],
-    out: Annotated[
-        Path,
-        typer.Option(
-            help="Run folder for the call ledger, messages.parquet, scores.parquet and manifest.json. Run "
-            "the same command with the same folder again to resume: only missing calls are made."
-        ),
-    ],
-    config: Annotated[
-        Path | None,
-        typer.Option(help="YAML config: see deployments/consult.example.yaml.", exists=True, dir_okay=False),
-    ] = None,
-    models: Annotated[
-        str | None,
-        typer.Option(help="Comma-separated agents: config names or litellm model strings."),
+@case_set_commands(app, CONSULT_COMMANDS)
+def evaluate_options(
+    max_questions: Annotated[
+        int | None, typer.Option(min=0, help="History-taking questions before the diagnosis.")
     ] = None,
     judge: Annotated[
         str | None,
         typer.Option(help="FQR judge: a litellm model string (default: the offline heuristic judge)."),
     ] = None,
-    epochs: Annotated[int | None, typer.Option(min=1, help="Episodes per case and agent.")] = None,
-    max_questions: Annotated[
-        int | None, typer.Option(min=0, help="History-taking questions before the diagnosis.")
-    ] = None,
-    split: Annotated[str | None, typer.Option(help="Case split to evaluate (default test).")] = None,
-    limit: Annotated[
-        int | None, typer.Option(min=1, help="Only the first N cases of the seeded order.")
-    ] = None,
-    api_base: Annotated[
-        str | None,
-        typer.Option(
-            help="Send every agent and the judge to this OpenAI-compatible endpoint (the offline "
-            f"threadmed/... agents and judge stay in-process). {API_BASE_KEY_NOTE}"
-        ),
-    ] = None,
-    api_key_env: ApiKeyEnv = None,
-    max_concurrency: MaxConcurrency = None,
-    max_tokens: MaxTokens = None,
-    timeout: Timeout = None,
-    max_cost: MaxCost = None,
-    batch: BatchRoles = None,
-    batch_wait: BatchWait = None,
-    batch_poll: BatchPoll = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print calls, tokens and dollars per agent; call nothing.")
-    ] = False,
-    report: Annotated[bool, typer.Option(help="Write RUN_DIR/report at the end.")] = True,
-) -> None:
+) -> tuple[dict[str, str], dict[str, Any]]:
     """Run a consultation episode (history taking, diagnosis, treatment plan, follow-ups) for every case
     with every agent and score it, the follow-up answers by the judge (the `consult-evaluate` flow).
 
     Every agent call is kept in RUN_DIR/ledger: re-run the same command to finish a run after a crash or
-    an outage; nothing already paid is asked again. Exits 1 if calls failed.
+    an outage; nothing already paid is asked again. Exits 1 if calls failed, 75 if batches (--batch) are
+    still in flight, 3 if the spending cap (--max-cost) stopped it.
     """
-    from flows.cli.evaluate import CaseSetRun, batch_choices, call_choices, run_evaluate_command, split_list
-    from tasks.benchmarks.consult.benchmark import CONSULT
-    from tasks.benchmarks.consult.cases.case_set import check_case_set
-    from tasks.evals.config import RunOverrides
-
-    check_case_set(cases_dir)
-    chosen = {"epochs": epochs, "max_questions": max_questions}
-    overrides = RunOverrides(
-        models=split_list(models),
-        roles={"judge": judge} if judge else {},
-        settings={name: value for name, value in chosen.items() if value is not None},
-        split=split,
-        limit=limit,
-        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout, max_cost),
-        **batch_choices(batch, batch_wait, batch_poll),
-    )
-    run = CaseSetRun(cases_dir, out, config, dry_run, report)
-    run_evaluate_command(
-        CONSULT, "flows.consult_evaluate:consult_evaluate", run, overrides, print_consult_report
-    )
-
-
-@app.command("report")
-@reports_errors("out", "lake")
-def report_command(
-    run_dirs: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Run folder(s) of `threadmed consult evaluate`; runs over the same case set merge into one.",
-            exists=True,
-            file_okay=False,
-        ),
-    ],
-    out: MergedReportOut = None,
-    lake: Lake = Path("data_lake"),
-    resamples: SomeResamples = None,
-    seed: SomeSeed = None,
-) -> None:
-    """metrics.json, report.md, figures and index.html (with an episode browser) from stored runs."""
-    from flows.cli.report import bootstrap_settings, run_report_flow
-    from flows.consult_report import consult_report
-    from tasks.benchmarks.consult.report import ReportSettings, check_run_folder, load_runs
-
-    load_runs(run_dirs)  # before any flow runs: runs that do not merge, or hold no episode, are one line
-    settings = bootstrap_settings(ReportSettings, resamples, seed)
-    report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, consult_report, settings)
-    print_consult_report(report_dir)
+    return {"judge": judge} if judge else {}, {"max_questions": max_questions}
 
 
 def print_consult_report(report_dir: Path) -> None:

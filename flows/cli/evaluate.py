@@ -1,11 +1,10 @@
 """`threadmed evaluate`: run the evaluate-models flow from the command line, or estimate it (--dry-run); the
 options and the body every benchmark's evaluate command shares."""
 
-import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -20,7 +19,7 @@ if TYPE_CHECKING:  # importing them at run time costs every command the seconds 
     from prefect.states import State
 
     from tasks.benchmarks.protocol import Benchmark
-    from tasks.evals.config import EvaluationSettings, RunOverrides
+    from tasks.evals.config import EvaluationSettings
 
 
 # Exit status of a run that stopped waiting with batches in flight (EX_TEMPFAIL: try again later).
@@ -55,7 +54,7 @@ ApiBase = Annotated[
     str | None,
     typer.Option(
         help="Send every model and role to this OpenAI-compatible endpoint (gateway, vLLM, llama.cpp, "
-        f"Ollama). {API_BASE_KEY_NOTE}"
+        f"Ollama); the offline threadmed/... models stay in-process. {API_BASE_KEY_NOTE}"
     ),
 ]
 ApiKeyEnv = Annotated[
@@ -187,52 +186,7 @@ def evaluate(
     run_or_estimate(THREADMED, settings, out, dry_run, run_flow)
 
 
-class CaseSetRun(NamedTuple):
-    """What every case-set benchmark's evaluate command is given besides its overrides."""
-
-    cases_dir: Path
-    out: Path
-    config: Path | None
-    dry_run: bool
-    report: bool
-
-
-def run_evaluate_command(
-    bench: "Benchmark",
-    flow: str,
-    run: CaseSetRun,
-    overrides: "RunOverrides",
-    print_report: Callable[[Path], None],
-) -> None:
-    """The evaluate command of a benchmark over a case set (SNOMED, consult): resolve its settings (exit 2 on
-    a bad option or config), then print the dry run's estimate, or run its evaluate flow (`module:name`,
-    imported only then: flows import litellm) and print its report when one is written."""
-    from tasks.evals.config import resolve_settings
-
-    settings = checked_settings(
-        lambda: resolve_settings(
-            dataset_dir=run.cases_dir,
-            run_dir=run.out,
-            config_file=run.config,
-            overrides=overrides,
-            config_model=bench.config_model,
-        )
-    )
-
-    def run_flow() -> "State":
-        module, _, name = flow.partition(":")
-        evaluate_flow = getattr(importlib.import_module(module), name)
-        return evaluate_flow(
-            cases_dir=str(run.cases_dir),
-            run_dir=str(run.out),
-            config=settings.config,
-            report=run.report,
-            return_state=True,
-        )
-
-    run_or_estimate(bench, settings, run.out, run.dry_run, run_flow)
-    if run.report and not run.dry_run:
-        print_report(run.out / "report")
+CALL_OPTIONS = ("api_base", "api_key_env", "max_concurrency", "max_tokens", "timeout", "max_cost")
 
 
 def call_choices(
@@ -240,23 +194,24 @@ def call_choices(
     api_key_env: str | None,
     max_concurrency: int | None,
     max_tokens: int | None,
-    timeout_s: float | None,
-    max_cost_usd: float | None,
+    timeout: float | None,
+    max_cost: float | None,
 ) -> dict[str, Any]:
-    """The endpoint, call options and spending cap as RunOverrides fields."""
+    """The endpoint, call options and spending cap (the options named in CALL_OPTIONS) as RunOverrides
+    fields."""
     return {
         "api_base": api_base,
         "api_key_env": api_key_env,
         "max_concurrency": max_concurrency,
         "max_tokens": max_tokens,
-        "timeout_s": timeout_s,
-        "max_cost_usd": max_cost_usd,
+        "timeout_s": timeout,
+        "max_cost_usd": max_cost,
     }
 
 
-def batch_choices(roles: str | None, wait_s: float | None, poll_s: float | None) -> dict[str, Any]:
+def batch_choices(batch: str | None, batch_wait: float | None, batch_poll: float | None) -> dict[str, Any]:
     """The batch options as RunOverrides fields."""
-    return {"batch": split_list(roles) or [], "batch_wait_s": wait_s, "batch_poll_s": poll_s}
+    return {"batch": split_list(batch) or [], "batch_wait_s": batch_wait, "batch_poll_s": batch_poll}
 
 
 def checked_settings(resolve: Callable[[], "EvaluationSettings"]) -> "EvaluationSettings":

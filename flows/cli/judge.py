@@ -18,13 +18,12 @@ from flows.cli.evaluate import (
     Timeout,
 )
 from flows.cli.judge_agreement import agreement
+from flows.cli.render import command_group
 from tasks.core.preflight import UserError
 
-app = typer.Typer(
-    help="Judges of stored runs: re-judge a run's answers with another judge, rubric, temperature or epoch; "
-    "measure a judge against clinicians' ratings and against itself.",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
+app = command_group(
+    "Judges of stored runs: re-judge a run's answers with another judge, rubric, temperature or epoch; "
+    "measure a judge against clinicians' ratings and against itself."
 )
 
 

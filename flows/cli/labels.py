@@ -13,14 +13,12 @@ import typer
 from rich.markup import escape
 
 from flows.cli.errors import errors, reports_errors, warn
-from flows.cli.render import console
+from flows.cli.render import command_group, console
 from tasks.core.preflight import UserError, check_writable_folder
 
-app = typer.Typer(
-    help="Clinician ratings of a run's judged answers: sample a blinded rating page, import the raters' "
-    "CSVs (then `threadmed judge agreement`).",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
+app = command_group(
+    "Clinician ratings of a run's judged answers: sample a blinded rating page, import the raters' "
+    "CSVs (then `threadmed judge agreement`)."
 )
 LabelsDir = Annotated[
     Path,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import typer
 from rich import box
 from rich.console import Console, Group
 from rich.markup import escape
@@ -19,6 +20,11 @@ if TYPE_CHECKING:
     from tasks.evals.estimate import CallEstimate
 
 console = Console()
+
+
+def command_group(help_text: str) -> typer.Typer:
+    """A `threadmed <group>` of commands: its help, shown when it is run without a command, in rich markup."""
+    return typer.Typer(help=help_text, no_args_is_help=True, rich_markup_mode="rich")
 
 
 def funnel_table(funnel: list[dict[str, Any]]) -> Table:

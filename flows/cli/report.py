@@ -19,13 +19,6 @@ Lake = Annotated[Path, typer.Option(help="Data lake where the flow run's manifes
 Resamples = Annotated[int, typer.Option(min=100, help="Bootstrap resamples per interval.")]
 BootstrapSeed = Annotated[int, typer.Option(help="Bootstrap seed: the same seed gives the same intervals.")]
 Level = Annotated[float, typer.Option(min=0.5, max=0.999, help="Confidence level of the intervals.")]
-# The SNOMED and consultation reports' options: None keeps their report settings' default.
-MergedReportOut = Annotated[
-    Path | None,
-    typer.Option(help="Report folder. Default: RUN_DIR/report, or FIRST_RUN_DIR/report-merged."),
-]
-SomeResamples = Annotated[int | None, typer.Option(min=100, help="Bootstrap resamples per interval.")]
-SomeSeed = Annotated[int | None, typer.Option(help="Bootstrap seed: the same seed, the same intervals.")]
 
 
 def bootstrap_settings(settings_model: type[BaseModel], resamples: int | None, seed: int | None) -> BaseModel:

@@ -2,45 +2,32 @@
 
 from datetime import date
 from pathlib import Path
-from typing import Annotated, get_args
+from typing import Annotated, Any, get_args
 
 import typer
 from rich.console import Console
 
+from flows.cli.case_sets import CaseSetCommand, case_set_commands
 from flows.cli.errors import reports_errors, warn
-from flows.cli.evaluate import (
-    ApiBase,
-    ApiKeyEnv,
-    BatchPoll,
-    BatchRoles,
-    BatchWait,
-    CaseSetRun,
-    MaxConcurrency,
-    MaxCost,
-    MaxTokens,
-    Timeout,
-    batch_choices,
-    call_choices,
-    run_evaluate_command,
-    split_list,
-)
-from flows.cli.render import console
-from flows.cli.report import Lake, MergedReportOut, SomeResamples, SomeSeed
+from flows.cli.evaluate import split_list
+from flows.cli.render import command_group, console
 from flows.cli.snomed_oracle import oracle_data, patient_eval
 from flows.cli.snomed_train import oracle_train
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 from tasks.core.preflight import UserError, check_writable_folder
 
-app = typer.Typer(
-    help="SNOMED diagnosis benchmark: a clinician model interviews a simulated Synthea patient and names its "
-    "conditions as SNOMED CT codes.",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
+app = command_group(
+    "SNOMED diagnosis benchmark: a clinician model interviews a simulated Synthea patient and names its "
+    "conditions as SNOMED CT codes."
 )
 CASE_DEFAULTS = CaseSetSettings()
 app.command("oracle-data")(oracle_data)
 app.command("patient-eval")(patient_eval)
 app.command("oracle-train")(oracle_train)
+
+SNOMED_COMMANDS = CaseSetCommand(
+    "snomed", solvers="clinicians", epoch="interviews", browser="a conversation browser"
+)
 
 
 @app.command()
@@ -156,39 +143,12 @@ def check_source(
     return chosen
 
 
-@app.command()
-@reports_errors("out")
-def evaluate(
-    cases_dir: Annotated[
-        Path,
-        typer.Option(
-            "--cases",
-            help="Case set folder written by `threadmed snomed cases`.",
-            exists=True,
-            file_okay=False,
-        ),
-    ],
-    out: Annotated[
-        Path,
-        typer.Option(
-            help="Run folder for the call ledger, the conversations, predictions and scores tables and "
-            "manifest.json. Run the same command with the same folder again to resume: only missing calls "
-            "are made."
-        ),
-    ],
-    config: Annotated[
-        Path | None,
-        typer.Option(help="YAML config: see deployments/snomed.example.yaml.", exists=True, dir_okay=False),
-    ] = None,
-    models: Annotated[
-        str | None,
-        typer.Option(help="Comma-separated clinicians: config names or litellm model strings."),
-    ] = None,
+@case_set_commands(app, SNOMED_COMMANDS)
+def evaluate_options(
     patient: Annotated[
         str | None,
         typer.Option(help="The simulated patient: a litellm model string; default: the offline patient."),
     ] = None,
-    epochs: Annotated[int | None, typer.Option(min=1, help="Interviews per case and clinician.")] = None,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Questions before the final answer.")] = None,
     disclosure: Annotated[
         str | None, typer.Option(help="symptoms (never names a diagnosis, the default) or history.")
@@ -201,88 +161,18 @@ def evaluate(
             "comparison). Recorded in manifest.json and the report."
         ),
     ] = None,
-    split: Annotated[str | None, typer.Option(help="Case split to evaluate (default test).")] = None,
-    limit: Annotated[
-        int | None, typer.Option(min=1, help="Only the first N cases of the seeded order.")
-    ] = None,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    max_concurrency: MaxConcurrency = None,
-    max_tokens: MaxTokens = None,
-    timeout: Timeout = None,
-    max_cost: MaxCost = None,
-    batch: BatchRoles = None,
-    batch_wait: BatchWait = None,
-    batch_poll: BatchPoll = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option("--dry-run", help="Print calls, tokens and dollars per model and role; call nothing."),
-    ] = False,
-    report: Annotated[bool, typer.Option(help="Write RUN_DIR/report at the end.")] = True,
-) -> None:
+) -> tuple[dict[str, str], dict[str, Any]]:
     """Interview every case's patient with every clinician and score the codes (the `snomed-evaluate` flow).
 
     Every call is kept in RUN_DIR/ledger: re-run the same command to finish a run after a crash or an
-    outage; nothing already paid is asked again. Exits 1 if calls failed.
+    outage; nothing already paid is asked again. Exits 1 if calls failed, 75 if batches (--batch) are still
+    in flight, 3 if the spending cap (--max-cost) stopped it.
     """
-    from tasks.benchmarks.snomed.benchmark import SNOMED
-    from tasks.benchmarks.snomed.cases.loading import check_case_set
-    from tasks.evals.config import RunOverrides
-
-    check_case_set(cases_dir)
-    chosen = {
-        "epochs": epochs,
-        "max_turns": max_turns,
-        "disclosure": disclosure,
-        "patient_prompt_form": patient_prompt_form,
-    }
-    overrides = RunOverrides(
-        models=split_list(models),
-        roles={"patient": patient} if patient else {},
-        settings={name: value for name, value in chosen.items() if value is not None},
-        split=split,
-        limit=limit,
-        **call_choices(api_base, api_key_env, max_concurrency, max_tokens, timeout, max_cost),
-        **batch_choices(batch, batch_wait, batch_poll),
-    )
-    run = CaseSetRun(cases_dir, out, config, dry_run, report)
-    run_evaluate_command(
-        SNOMED,
-        "flows.snomed_evaluate:snomed_evaluate",
-        run,
-        overrides,
-        lambda path: print_snomed_report(path, console),
-    )
+    settings = {"max_turns": max_turns, "disclosure": disclosure, "patient_prompt_form": patient_prompt_form}
+    return {"patient": patient} if patient else {}, settings
 
 
-@app.command("report")
-@reports_errors("out", "lake")
-def report_command(
-    run_dirs: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Run folder(s) of `threadmed snomed evaluate`; runs over the same case set merge into one.",
-            exists=True,
-            file_okay=False,
-        ),
-    ],
-    out: MergedReportOut = None,
-    lake: Lake = Path("data_lake"),
-    resamples: SomeResamples = None,
-    seed: SomeSeed = None,
-) -> None:
-    """metrics.json, report.md, figures and index.html (with a conversation browser) from stored runs."""
-    from flows.cli.report import bootstrap_settings, run_report_flow
-    from flows.snomed_report import snomed_report
-    from tasks.benchmarks.snomed.report import ReportSettings, check_run_folder, check_runs
-
-    settings = bootstrap_settings(ReportSettings, resamples, seed)
-    check_runs(run_dirs)  # before the flow: runs that do not merge are one line, not a failed flow run
-    report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, snomed_report, settings)
-    print_snomed_report(report_dir, Console())
-
-
-def print_snomed_report(report_dir: Path, to: Console) -> None:
+def print_snomed_report(report_dir: Path, to: Console = console) -> None:
     """The report's results table, its notes (leaks, failures) and where its files are."""
     from flows.cli.render import print_benchmark_report
     from tasks.benchmarks.snomed.tables import report_notes, terminal_table

@@ -17,14 +17,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
-from pydantic import BaseModel, Field
 from scipy import stats
 
 from tasks.core.preflight import UserError
 from tasks.report.compare_figure import CAPTION, FIGURE_ID, plot_differences
 from tasks.report.files import write_stats_table
 from tasks.report.html import browser_parts, data_parts, figures_html, render_page
-from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng
+from tasks.report.settings import CompareSettings
+from tasks.report.stats import BootstrapCI, bootstrap_mean, seeded_rng
 from tasks.report.tables import Table, format_number, table_html, table_markdown
 
 GRADED, PASS_FAIL = "graded", "pass_fail"
@@ -110,14 +110,6 @@ class PairedTest(NamedTuple):
     statistic: float
     p_value: float
     n: int
-
-
-class CompareSettings(BaseModel):
-    """How the paired intervals are drawn: the same settings give the same intervals."""
-
-    seed: int = Field(0, description="Bootstrap seed.")
-    n_resamples: int = Field(N_RESAMPLES, ge=100, description="Bootstrap resamples per interval.")
-    level: float = Field(LEVEL, gt=0.5, lt=1, description="Confidence level of the intervals.")
 
 
 def check_same_items(items_by_run: Sequence[tuple[str, set[str]]], noun: str) -> None:

@@ -10,8 +10,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-N_RESAMPLES = 10_000
-LEVEL = 0.95
+from tasks.report.settings import LEVEL, N_RESAMPLES
 
 
 class BootstrapCI(NamedTuple):

@@ -20,7 +20,7 @@ from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.benchmarks.consult.report import ReportSettings, build_report
 from tasks.benchmarks.consult.scorer import episode_from_messages
 from tasks.benchmarks.consult.simulator import replay
-from tasks.evals.config import JudgeSpec, ModelSpec
+from tasks.evals.config import JudgeSpec, ModelSpec, RunOverrides
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
 from tests.eval_fixtures import full_disk_for, outcomes, run_single_then_batch
@@ -76,9 +76,14 @@ def config(url: str, agents=("doc",), **settings) -> ConsultConfig:
     )
 
 
-def run(cases_dir: Path, run_dir: Path, consult_config: ConsultConfig, **options):
+def run(cases_dir: Path, run_dir: Path, consult_config: ConsultConfig, limit: int | None = None, **options):
     return consult_evaluate(
-        cases_dir=str(cases_dir), run_dir=str(run_dir), config=consult_config, report=False, **options
+        cases_dir=str(cases_dir),
+        run_dir=str(run_dir),
+        config=consult_config,
+        overrides=RunOverrides(limit=limit),
+        report=False,
+        **options,
     )
 
 
@@ -267,7 +272,12 @@ def test_a_follow_up_answer_cut_at_max_tokens_is_counted_and_judged_or_marked_as
         server.script(
             *[Action()] * 7, Action(content="Take it with food, three", finish_reason="length"), model="doc"
         )
-        summary = run(cases_dir, tmp_path / "run", config(server.url, truncated=truncated), limit=1)
+        summary = run(
+            cases_dir,
+            tmp_path / "run",
+            config(server.url, truncated=truncated),
+            limit=1,
+        )
         assert sum(r.model == "judge" for r in server.requests) == judge_calls
     [score] = read(tmp_path / "run", "scores")
     assert [(f["answer"], f["judge_status"]) for f in score["follow_ups"]] == [

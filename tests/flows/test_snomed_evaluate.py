@@ -13,7 +13,7 @@ from tasks.benchmarks.snomed.config import SnomedConfig
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
 from tasks.core.runners import RunnerSettings
-from tasks.evals.config import ModelSpec
+from tasks.evals.config import ModelSpec, RunOverrides
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
 from tests.eval_fixtures import full_disk_for, outcomes, run_single_then_batch
@@ -48,9 +48,14 @@ def config(url: str, clinicians=("doc",), **settings) -> SnomedConfig:
     )
 
 
-def run(cases_dir: Path, run_dir: Path, snomed_config: SnomedConfig, **options):
+def run(cases_dir: Path, run_dir: Path, snomed_config: SnomedConfig, limit: int | None = None, **options):
     return snomed_evaluate(
-        cases_dir=str(cases_dir), run_dir=str(run_dir), config=snomed_config, report=False, **options
+        cases_dir=str(cases_dir),
+        run_dir=str(run_dir),
+        config=snomed_config,
+        overrides=RunOverrides(limit=limit),
+        report=False,
+        **options,
     )
 
 
@@ -269,3 +274,22 @@ def test_in_batch_mode_each_interview_turn_goes_in_its_own_wave_and_the_outputs_
     assert (stats["requests"], stats["batch_requests"], stats["max_submissions_per_custom_id"]) == (10, 10, 1)
     for table in ("conversations", "predictions", "scores"):
         assert outcomes(tmp_path / "batch", table) == outcomes(tmp_path / "single", table)
+
+
+def test_overrides_choose_the_patient_settings_and_cases_of_a_run_of_bare_models(cases_dir, tmp_path):
+    """As a deployment runs it: no config, the models by name and the rest as one overrides object."""
+    overrides = RunOverrides(
+        roles={"patient": "threadmed/patient"}, settings={"max_turns": 1, "epochs": 2}, limit=1, split="test"
+    )
+    snomed_evaluate(
+        cases_dir=str(cases_dir),
+        run_dir=str(tmp_path),
+        models=["threadmed/checklist"],
+        overrides=overrides,
+        report=False,
+    )
+    config = json.loads((tmp_path / "manifest.json").read_text())["config"]
+    chosen = (config["models"][0]["model"], config["patient"]["model"], config["max_turns"], config["epochs"])
+    assert chosen == ("threadmed/checklist", "threadmed/patient", 1, 2)
+    interviews = {(row["case_id"], row["epoch"]) for row in read(tmp_path, "predictions")}
+    assert len(interviews) == 2 and {epoch for _, epoch in interviews} == {0, 1}

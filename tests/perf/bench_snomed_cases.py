@@ -22,9 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tasks.benchmarks.snomed.cases import CaseSetSettings, build_case_set, build_cases, eunomia_duckdb_path
-from tasks.benchmarks.snomed.cases.settings import SourceFormat
+from tasks.benchmarks.snomed.cases.case_set import build_case_set, build_cases
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
+from tasks.data.patients.omop import eunomia_duckdb_path
 
 SEED, REFERENCE_DATE, FHIR_PATIENTS = 2024, "20240101", 20
 REPEATS = 3

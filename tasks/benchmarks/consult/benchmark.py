@@ -1,6 +1,6 @@
 """The full-cycle consultation benchmark as a `Benchmark`: the record the registry lists and its flows run."""
 
-from tasks.benchmarks.consult.cases.case_set import load_sample
+from tasks.benchmarks.consult.cases.case_set import check_case_set, load_sample
 from tasks.benchmarks.consult.compare import COMPARISON
 from tasks.benchmarks.consult.config import PROMPTS_DIR, ConsultConfig
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
@@ -31,4 +31,5 @@ CONSULT = Benchmark(
     export=exported_run,
     rejudging=Rejudging(solved_key=EpisodeJob.row_key, estimate_scoring=estimate_scoring),
     comparison=COMPARISON,
+    check_inputs=check_case_set,
 )

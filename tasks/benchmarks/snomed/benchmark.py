@@ -1,7 +1,7 @@
 """The SNOMED diagnosis benchmark as a `Benchmark`: the record the registry lists and its flows run."""
 
 from tasks.benchmarks.protocol import Benchmark, published_report
-from tasks.benchmarks.snomed.cases.loading import load_sample
+from tasks.benchmarks.snomed.cases.loading import check_case_set, load_sample
 from tasks.benchmarks.snomed.compare import COMPARISON
 from tasks.benchmarks.snomed.config import PROMPTS_DIR, SnomedConfig
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
@@ -34,4 +34,5 @@ SNOMED = Benchmark(
     prompts_dir=PROMPTS_DIR,
     comparison=COMPARISON,
     export=exported_run,
+    check_inputs=check_case_set,
 )

@@ -240,9 +240,9 @@ def test_the_api_base_help_names_what_goes_there():
     evaluate = typer.main.get_command(app).commands["consult"].commands["evaluate"]
     [api_base] = [param for param in evaluate.params if param.name == "api_base"]
     assert api_base.help == (
-        "Send every agent and the judge to this OpenAI-compatible endpoint (the offline threadmed/... agents "
-        "and judge stay in-process). It gets no key unless --api-key-env names one: provider keys such as "
-        "OPENAI_API_KEY never go to a custom endpoint."
+        "Send every model and role to this OpenAI-compatible endpoint (gateway, vLLM, llama.cpp, Ollama); "
+        "the offline threadmed/... models stay in-process. It gets no key unless --api-key-env names one: "
+        "provider keys such as OPENAI_API_KEY never go to a custom endpoint."
     )
 
 

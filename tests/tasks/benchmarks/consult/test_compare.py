@@ -10,7 +10,7 @@ from scipy import stats
 
 from tasks.benchmarks.compare import compare_models
 from tasks.benchmarks.consult.composite import composite
-from tasks.report.compare import CompareSettings
+from tasks.report.settings import CompareSettings
 from tests.tasks.benchmarks.consult.test_report import EPISODES, PRIMARY, make_run
 
 

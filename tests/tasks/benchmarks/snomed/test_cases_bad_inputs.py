@@ -10,14 +10,10 @@ import orjson
 import pytest
 
 from tasks.benchmarks.snomed.case import RecordCondition, RecordItem
-from tasks.benchmarks.snomed.cases import (
-    CaseSetSettings,
-    build_cases,
-    read_fhir_cases,
-    read_omop_cases,
-    read_reference_cases,
-    read_synthea_csv_cases,
-)
+from tasks.benchmarks.snomed.cases.case_set import build_cases
+from tasks.benchmarks.snomed.cases.records import read_fhir_cases, read_omop_cases, read_synthea_csv_cases
+from tasks.benchmarks.snomed.cases.reference import read_reference_cases
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 from tasks.data.patients.records import SourceError
 from tests.tasks.data.patients.test_omop import write_tables
 from tests.tasks.data.patients.test_synthea_csv import write_export

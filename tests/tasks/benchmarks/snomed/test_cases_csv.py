@@ -1,7 +1,8 @@
 from datetime import date
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
-from tasks.benchmarks.snomed.cases import CaseSetSettings, read_synthea_csv_cases
+from tasks.benchmarks.snomed.cases.records import read_synthea_csv_cases
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 from tests.tasks.data.patients.test_synthea_csv import write_export
 
 

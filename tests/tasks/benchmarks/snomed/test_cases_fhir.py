@@ -3,7 +3,8 @@ from datetime import date
 import pytest
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
-from tasks.benchmarks.snomed.cases import CaseSetSettings, read_fhir_cases
+from tasks.benchmarks.snomed.cases.records import read_fhir_cases
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 from tests.tasks.data.patients.test_fhir import write_bundles
 
 EXPECTED = Case(

@@ -4,7 +4,9 @@ import duckdb
 import pytest
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
-from tasks.benchmarks.snomed.cases import CaseSetSettings, eunomia_duckdb_path, read_omop_cases
+from tasks.benchmarks.snomed.cases.records import read_omop_cases
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
+from tasks.data.patients.omop import eunomia_duckdb_path
 from tests.tasks.data.patients.test_omop import TABLES, write_tables
 
 EXPECTED = [

@@ -4,8 +4,12 @@ import orjson
 import pytest
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
-from tasks.benchmarks.snomed.cases import CaseSetSettings, read_reference_cases
-from tasks.benchmarks.snomed.cases.reference import ReferenceFormatError, parse_gold_entry
+from tasks.benchmarks.snomed.cases.reference import (
+    ReferenceFormatError,
+    parse_gold_entry,
+    read_reference_cases,
+)
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 from tasks.benchmarks.snomed.vocabulary import VocabularyEntry
 
 REFERENCE = (

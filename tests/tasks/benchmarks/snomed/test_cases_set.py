@@ -11,20 +11,21 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition
-from tasks.benchmarks.snomed.cases import (
-    CaseSetSettings,
+from tasks.benchmarks.snomed.cases.case_set import (
     build_case_set,
     build_cases,
+    case_set_vocabulary,
     detect_source_format,
-    eunomia_duckdb_path,
-    read_fhir_cases,
+    finish_case_set,
+    source_fingerprint,
 )
-from tasks.benchmarks.snomed.cases.case_set import case_set_vocabulary, finish_case_set, source_fingerprint
 from tasks.benchmarks.snomed.cases.case_set import write_case_set as write_case_set_files
 from tasks.benchmarks.snomed.cases.loading import load_case_set
-from tasks.benchmarks.snomed.cases.records import gold_conditions
+from tasks.benchmarks.snomed.cases.records import gold_conditions, read_fhir_cases
+from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 from tasks.benchmarks.snomed.contracts import CASES, cases_from_table
 from tasks.benchmarks.snomed.vocabulary import VocabularyEntry, derive_synthea_vocabulary
+from tasks.data.patients.omop import eunomia_duckdb_path
 from tasks.data.patients.records import SourceError
 from tests.snomed_fixtures import CASES as FIXTURE_CASES
 from tests.snomed_fixtures import case as fixture_case

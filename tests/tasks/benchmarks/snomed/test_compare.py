@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from tasks.benchmarks.compare import compare_models, runs_benchmark
-from tasks.report.compare import CompareSettings
+from tasks.report.settings import CompareSettings
 from tests.tasks.benchmarks.snomed.test_report import make_run
 
 

@@ -12,7 +12,7 @@ from scipy import stats
 
 from tasks.benchmarks.compare import check_comparable, compare_models, comparison_source
 from tasks.core.preflight import UserError
-from tasks.report.compare import CompareSettings
+from tasks.report.settings import CompareSettings
 from tests.tasks.benchmarks.threadmed.test_report import SCORES, make_run
 from tests.tasks.benchmarks.threadmed.test_report_html import Page, _chromium
 
