@@ -1,6 +1,8 @@
 """The `threadmed` app: every command group is registered, with its help."""
 
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,3 +75,14 @@ def test_every_command_that_makes_model_calls_takes_a_spending_cap():
         "threadmed snomed patient-eval",
     ]
     assert [path for path, options in estimating.items() if "--max-cost" not in options] == []
+
+
+def test_the_app_starts_without_the_libraries_only_its_commands_need():
+    """Every `threadmed` command, --help included, pays for what the app imports: each of these costs 1 to 4
+    seconds of CPU, so a command imports it only when it runs."""
+    heavy = ("litellm", "prefect", "scipy", "matplotlib", "duckdb", "sklearn", "torch", "inspect_ai")
+    script = f"import sys, flows.cli; print([name for name in {heavy!r} if name in sys.modules])"
+    imported = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert imported.stdout == "[]\n"
