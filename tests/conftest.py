@@ -36,3 +36,9 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=SERVER_STARTUP_TIMEOUT_S):
         yield
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """End-to-end tests (marked slow) first, each file's order kept: under xdist the longest ones start early
+    instead of one of them ending the run alone (the real fine-tune is collected late, under tests/tasks)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
