@@ -10,11 +10,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from inspect_ai.analysis import samples_df
-from inspect_ai.log import read_eval_log
 
 from tasks.benchmarks.registry import BENCHMARKS
-from tasks.export.inspect_log import write_inspect_logs
 from tasks.export.samples import Message
 from tests.prefect_server import free_port
 from tests.tasks.benchmarks.threadmed.test_report import words
@@ -36,6 +33,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def logs(runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tasks.export.inspect_log import write_inspect_logs  # inspect_ai: 3 s of every worker's collection
+
     out = tmp_path_factory.mktemp("logs")
     for benchmark, run_dir in runs.items():
         write_inspect_logs(BENCHMARKS[benchmark].export(run_dir), out)
@@ -63,6 +62,9 @@ def headline(value: object, benchmark: str) -> float | None:
 
 
 def test_every_log_reads_back_with_each_stored_sample_and_score(runs, logs) -> None:
+    from inspect_ai.analysis import samples_df
+    from inspect_ai.log import read_eval_log
+
     files = sorted(logs.glob("*.eval"))
     assert len(files) == 6  # two models in each of the three runs
     read = {}
@@ -83,6 +85,8 @@ def test_every_log_reads_back_with_each_stored_sample_and_score(runs, logs) -> N
 
 
 def test_a_threadmed_sample_keeps_its_turn_history_judge_reason_and_usage(logs) -> None:
+    from inspect_ai.log import read_eval_log
+
     log = read_eval_log(str(next(logs.glob("*_threadmed_beta_*.eval"))))
     by_id = {sample.id: sample for sample in log.samples}
     turn = by_id["c1/baseline/turn-1"]
