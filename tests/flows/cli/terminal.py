@@ -1,9 +1,16 @@
-"""The real `threadmed` command in a subprocess, and what a user's terminal shows of its errors."""
+"""The real `threadmed` command, in a subprocess or in this process, and what a user's terminal shows of its
+errors."""
 
+import contextlib
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+
+from typer.testing import CliRunner
+
+from flows.cli import app
 
 THREADMED = str(Path(sys.executable).with_name("threadmed"))
 # Root reads and writes through any permission bits; without these capabilities it obeys them like a user.
@@ -28,6 +35,25 @@ def threadmed(
     command = [*prefix, THREADMED, *map(str, arguments)]
     return subprocess.run(
         command, capture_output=True, text=True, cwd=cwd, env=environment, timeout=COMMAND_TIMEOUT_S
+    )
+
+
+def threadmed_here(*arguments: object, cwd: Path) -> subprocess.CompletedProcess:
+    """`threadmed(...)` run in this process: the same app, its output and its exit status.
+
+    A new interpreter pays every import again (seconds of CPU; `consult` commands also load the KB and the
+    drug libraries); here they are paid once per test worker. For a command that prints and exits: a
+    refusal, a usage error, a check. Keep the subprocess for a test that runs a flow or starts a server,
+    runs unprivileged, sets its own environment (Prefect reads its settings once, at import), or checks
+    signals or how the process exits. A crash raises here rather than exiting 1. Warnings the command
+    raises are added to its stderr (a new interpreter prints them there); log records are not.
+    """
+    runner = CliRunner(env={"COLUMNS": "200"})  # a wide terminal: one message, one line (rich reads it)
+    with contextlib.chdir(cwd), warnings.catch_warnings(record=True) as raised:
+        result = runner.invoke(app, list(map(str, arguments)), prog_name="threadmed", catch_exceptions=False)
+    shown = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in raised)
+    return subprocess.CompletedProcess(
+        ["threadmed", *map(str, arguments)], result.exit_code, result.stdout, result.stderr + shown
     )
 
 
