@@ -7,10 +7,13 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from unittest import mock
 
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.cli.errors import errors
+from flows.cli.render import console
 
 THREADMED = str(Path(sys.executable).with_name("threadmed"))
 # Root reads and writes through any permission bits; without these capabilities it obeys them like a user.
@@ -25,6 +28,9 @@ COMMAND_TIMEOUT_S = 900
 # A Prefect API nobody serves: a command that starts a flow under it fails, one that checks its inputs first
 # reports them.
 NO_PREFECT_API = {"PREFECT_API_URL": "http://127.0.0.1:9/api"}
+# The app's consoles made at import: each fixed its width then if COLUMNS was set (80 in an xdist worker).
+# A new process reads COLUMNS as it prints, and so do they without a width of their own (rich's `_width`).
+IMPORTED_CONSOLES = (console, errors)
 
 
 def threadmed(
@@ -49,7 +55,11 @@ def threadmed_here(*arguments: object, cwd: Path) -> subprocess.CompletedProcess
     raises are added to its stderr (a new interpreter prints them there); log records are not.
     """
     runner = CliRunner(env={"COLUMNS": "200"})  # a wide terminal: one message, one line (rich reads it)
-    with contextlib.chdir(cwd), warnings.catch_warnings(record=True) as raised:
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.chdir(cwd))
+        for imported in IMPORTED_CONSOLES:
+            stack.enter_context(mock.patch.object(imported, "_width", None))
+        raised = stack.enter_context(warnings.catch_warnings(record=True))
         result = runner.invoke(app, list(map(str, arguments)), prog_name="threadmed", catch_exceptions=False)
     shown = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in raised)
     return subprocess.CompletedProcess(
