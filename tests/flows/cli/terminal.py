@@ -1,9 +1,19 @@
-"""The real `threadmed` command in a subprocess, and what a user's terminal shows of its errors."""
+"""The real `threadmed` command, in a subprocess or in this process, and what a user's terminal shows of its
+errors."""
 
+import contextlib
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+from unittest import mock
+
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.cli.errors import errors
+from flows.cli.render import console
 
 THREADMED = str(Path(sys.executable).with_name("threadmed"))
 # Root reads and writes through any permission bits; without these capabilities it obeys them like a user.
@@ -18,6 +28,9 @@ COMMAND_TIMEOUT_S = 900
 # A Prefect API nobody serves: a command that starts a flow under it fails, one that checks its inputs first
 # reports them.
 NO_PREFECT_API = {"PREFECT_API_URL": "http://127.0.0.1:9/api"}
+# The app's consoles made at import: each fixed its width then if COLUMNS was set (80 in an xdist worker).
+# A new process reads COLUMNS as it prints, and so do they without a width of their own (rich's `_width`).
+IMPORTED_CONSOLES = (console, errors)
 
 
 def threadmed(
@@ -28,6 +41,29 @@ def threadmed(
     command = [*prefix, THREADMED, *map(str, arguments)]
     return subprocess.run(
         command, capture_output=True, text=True, cwd=cwd, env=environment, timeout=COMMAND_TIMEOUT_S
+    )
+
+
+def threadmed_here(*arguments: object, cwd: Path) -> subprocess.CompletedProcess:
+    """`threadmed(...)` run in this process: the same app, its output and its exit status.
+
+    A new interpreter pays every import again (seconds of CPU; `consult` commands also load the KB and the
+    drug libraries); here they are paid once per test worker. For a command that prints and exits: a
+    refusal, a usage error, a check. Keep the subprocess for a test that runs a flow or starts a server,
+    runs unprivileged, sets its own environment (Prefect reads its settings once, at import), or checks
+    signals or how the process exits. A crash raises here rather than exiting 1. Warnings the command
+    raises are added to its stderr (a new interpreter prints them there); log records are not.
+    """
+    runner = CliRunner(env={"COLUMNS": "200"})  # a wide terminal: one message, one line (rich reads it)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.chdir(cwd))
+        for imported in IMPORTED_CONSOLES:
+            stack.enter_context(mock.patch.object(imported, "_width", None))
+        raised = stack.enter_context(warnings.catch_warnings(record=True))
+        result = runner.invoke(app, list(map(str, arguments)), prog_name="threadmed", catch_exceptions=False)
+    shown = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in raised)
+    return subprocess.CompletedProcess(
+        ["threadmed", *map(str, arguments)], result.exit_code, result.stdout, result.stderr + shown
     )
 
 

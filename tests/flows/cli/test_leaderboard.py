@@ -1,5 +1,5 @@
-"""`threadmed leaderboard`, the real command in a subprocess, on runs whose manifests the evaluation's own
-writer wrote (no model called: the plan reads the dataset, the summary is hand-written)."""
+"""`threadmed leaderboard`, the real command (in this process: no flow), on runs whose manifests the
+evaluation's own writer wrote (no model called: the plan reads the dataset, the summary is hand-written)."""
 
 import csv
 from pathlib import Path
@@ -9,7 +9,7 @@ from tasks.evals.config import EvaluationSettings, JudgeSpec, RunOverrides
 from tasks.evals.outputs import GroupSummary, RunSummary, write_manifest
 from tasks.evals.run_folder import claim_run_folder
 from tests.eval_fixtures import OFFLINE, write_dataset
-from tests.flows.cli.terminal import assert_usage_error, threadmed
+from tests.flows.cli.terminal import assert_usage_error, threadmed_here
 
 
 def write_run(dataset: Path, run_dir: Path, model: str, score: float, judge_epoch: int) -> Path:
@@ -32,7 +32,7 @@ def test_runs_of_two_judge_epochs_are_two_tables_each_row_with_its_provenance(tm
         write_run(dataset, tmp_path / "retrieval", "retrieval", 40.0, judge_epoch=0),
         write_run(dataset, tmp_path / "rejudged", "threadmed/deferral", 20.0, judge_epoch=1),
     ]
-    result = threadmed("leaderboard", *runs, "--out", tmp_path / "board", cwd=tmp_path)
+    result = threadmed_here("leaderboard", *runs, "--out", tmp_path / "board", cwd=tmp_path)
     assert (result.returncode, result.stderr) == (0, "")
     assert (
         result.stdout.split()
@@ -60,7 +60,7 @@ def test_runs_of_two_judge_epochs_are_two_tables_each_row_with_its_provenance(tm
 def test_a_folder_that_is_not_a_run_is_a_usage_error(tmp_path):
     (tmp_path / "dumps").mkdir()
     assert_usage_error(
-        threadmed("leaderboard", "dumps", "--out", "board", cwd=tmp_path),
+        threadmed_here("leaderboard", "dumps", "--out", "board", cwd=tmp_path),
         "Invalid value for 'RUN_DIRS...': dumps is not a finished evaluation run (no manifest.json): pass "
         "the --out folder of a finished evaluate",
     )

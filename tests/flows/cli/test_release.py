@@ -1,14 +1,15 @@
-"""`threadmed compare-release`, the real command in a subprocess, on a tiny hand-made release."""
+"""`threadmed compare-release`, the real command (in this process: no flow), on a tiny
+hand-made release."""
 
 import shutil
 
-from tests.flows.cli.terminal import assert_usage_error, threadmed
+from tests.flows.cli.terminal import assert_usage_error, threadmed_here
 from tests.tasks.benchmarks.threadmed.test_release import write_build, write_release
 
 
 def test_the_comparison_prints_both_subsets_and_a_release_laid_out_otherwise_is_a_usage_error(tmp_path):
     build, release = write_build(tmp_path), write_release(tmp_path)
-    result = threadmed("compare-release", build, "--release", release, cwd=tmp_path)
+    result = threadmed_here("compare-release", build, "--release", release, cwd=tmp_path)
     assert (result.returncode, result.stderr) == (0, "")
     titles = [line.strip() for line in result.stdout.splitlines() if line.strip().endswith("subset")]
     rows = [[cell.strip() for cell in line.strip("│").split("│")] for line in result.stdout.splitlines()]
@@ -20,7 +21,7 @@ def test_the_comparison_prints_both_subsets_and_a_release_laid_out_otherwise_is_
 
     shutil.rmtree(release / "answered")
     assert_usage_error(
-        threadmed("compare-release", build, "--release", release, cwd=tmp_path),
+        threadmed_here("compare-release", build, "--release", release, cwd=tmp_path),
         f"Invalid value for '--release': {release} holds no answered/qa_pairs.parquet, .csv or .jsonl: lay "
         "out your copy of the release as tasks/benchmarks/threadmed/README.md says",
     )

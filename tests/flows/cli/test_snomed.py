@@ -1,4 +1,5 @@
-"""`threadmed snomed`: the real command in a subprocess, from a reference JSON to a report, offline."""
+"""`threadmed snomed`: the real command (in a subprocess when it runs a flow), from a reference JSON to a
+report, offline."""
 
 import json
 import re
@@ -6,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from tests.flows.cli.terminal import assert_usage_error, error_lines, threadmed
+from tests.flows.cli.terminal import assert_usage_error, error_lines, threadmed, threadmed_here
 from tests.snomed_fixtures import CASES, write_case_set
 from tests.tasks.benchmarks.snomed.test_report import make_run
 
@@ -88,7 +89,7 @@ def test_cases_evaluate_dry_run_run_and_report_from_a_reference_json(tmp_path):
 def test_evaluate_on_a_folder_that_is_not_a_case_set(tmp_path):
     (tmp_path / "cases").mkdir()
     assert_usage_error(
-        threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path),
+        threadmed_here("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path),
         "Invalid value for '--cases': cases is not a SNOMED case set (no cases.parquet); "
         "pass the --out folder of `threadmed snomed cases`",
     )
@@ -97,7 +98,7 @@ def test_evaluate_on_a_folder_that_is_not_a_case_set(tmp_path):
 def test_prevalence_needs_a_train_split(tmp_path):
     write_case_set(tmp_path / "cases", [case for case in CASES if case.split == "test"])
     assert_usage_error(
-        threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path),
+        threadmed_here("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path),
         "Invalid value for '--models': threadmed/prevalence needs train cases to count codes in: build the "
         "case set with a train share (threadmed snomed cases --train-share 0.5)",
     )
@@ -107,14 +108,14 @@ def test_an_unknown_patient_prompt_form_is_a_usage_error(tmp_path):
     write_case_set(tmp_path / "cases")
     options = ["--models", "threadmed/checklist", "--patient-prompt-form", "verbatim", "--dry-run"]
     assert_usage_error(
-        threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *options, cwd=tmp_path),
+        threadmed_here("snomed", "evaluate", "--cases", "cases", "--out", "run", *options, cwd=tmp_path),
         "Invalid value: patient_prompt_form: Input should be 'lay' or 'named'",
     )
 
 
 def test_a_source_in_no_known_format_is_named(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
-    result = threadmed("snomed", "cases", "notes.txt", "--out", "cases", cwd=tmp_path)
+    result = threadmed_here("snomed", "cases", "notes.txt", "--out", "cases", cwd=tmp_path)
     assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
     assert error_lines(result) == [
         f"Error: cannot tell the format of {tmp_path / 'notes.txt'}: expected a reference .json file, an "
@@ -131,7 +132,7 @@ def test_evaluate_refuses_cases_that_are_not_their_manifests(tmp_path):
     write_case_set(tmp_path / "two", CASES[:2])
     (folder / "cases.parquet").write_bytes((tmp_path / "two" / "cases.parquet").read_bytes())
     assert_usage_error(
-        threadmed("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path),
+        threadmed_here("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path),
         f"Invalid value for '--cases': cases/cases.parquet does not match the sha256 its manifest records "
         f"({recorded[:12]}): rebuild the case set with `threadmed snomed cases`",
     )
@@ -142,7 +143,7 @@ def test_runs_over_different_case_sets_are_refused_in_one_line(tmp_path):
     make_run(tmp_path, "r1", ["alpha"])
     make_run(tmp_path, "r2", ["beta"], fingerprint="fp-cases-2")
     fingerprint = json.loads((tmp_path / "cases" / "manifest.json").read_text())["cases_sha256"]
-    result = threadmed("snomed", "report", "r1", "r2", cwd=tmp_path)
+    result = threadmed_here("snomed", "report", "r1", "r2", cwd=tmp_path)
     assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
     assert error_lines(result) == [
         f"Error: these runs use different case sets, so their scores are not comparable (r1 (r1): "
@@ -155,7 +156,7 @@ def test_cases_never_replace_a_folder_holding_other_files(tmp_path):
     (tmp_path / "reference.json").write_text(json.dumps(REFERENCE))
     (tmp_path / "cases").mkdir()
     (tmp_path / "cases" / "notes.txt").write_text("mine")
-    result = threadmed("snomed", "cases", "reference.json", "--out", "cases", cwd=tmp_path)
+    result = threadmed_here("snomed", "cases", "reference.json", "--out", "cases", cwd=tmp_path)
     assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
     assert error_lines(result) == [
         "Error: cases holds files other than cases.parquet, manifest.json (notes.txt): choose a new or empty "
@@ -166,7 +167,7 @@ def test_cases_never_replace_a_folder_holding_other_files(tmp_path):
 
 def test_a_truncated_reference_json_is_one_line_naming_the_file_and_the_position(tmp_path):
     (tmp_path / "reference.json").write_text(json.dumps(REFERENCE)[:60])
-    result = threadmed("snomed", "cases", "reference.json", "--out", "cases", cwd=tmp_path)
+    result = threadmed_here("snomed", "cases", "reference.json", "--out", "cases", cwd=tmp_path)
     assert (result.returncode, error_lines(result)) == (
         1,
         [
@@ -187,7 +188,7 @@ def test_fhir_bundles_without_a_snomed_condition_warn_and_fail_unless_allowed(tm
         f"Warning: {tmp_path / 'fhir'}: conditions without a SNOMED CT code (ICD-10 or text only): 1 skipped"
     )
 
-    refused = threadmed("snomed", "cases", "fhir", "--out", "cases", cwd=tmp_path)
+    refused = threadmed_here("snomed", "cases", "fhir", "--out", "cases", cwd=tmp_path)
     assert (refused.returncode, error_lines(refused)) == (
         1,
         [
@@ -218,7 +219,7 @@ def test_fhir_bundles_without_a_snomed_condition_warn_and_fail_unless_allowed(tm
 def test_a_reference_date_that_is_no_date_is_a_usage_error(tmp_path):
     (tmp_path / "reference.json").write_text(json.dumps(REFERENCE))
     assert_usage_error(
-        threadmed(
+        threadmed_here(
             "snomed",
             "cases",
             "reference.json",
@@ -236,7 +237,9 @@ def test_a_reference_date_that_is_no_date_is_a_usage_error(tmp_path):
 def test_an_unknown_format_is_a_usage_error(tmp_path):
     (tmp_path / "reference.json").write_text(json.dumps(REFERENCE))
     assert_usage_error(
-        threadmed("snomed", "cases", "reference.json", "--out", "cases", "--format", "xml", cwd=tmp_path),
+        threadmed_here(
+            "snomed", "cases", "reference.json", "--out", "cases", "--format", "xml", cwd=tmp_path
+        ),
         "Invalid value for '--format': 'xml' is not one of fhir, synthea_csv, omop, reference",
     )
 
@@ -245,7 +248,7 @@ def test_a_sqlite_file_is_refused_without_going_online(tmp_path):
     with sqlite3.connect(tmp_path / "cdm.db") as con:
         con.execute("create table person (person_id integer)")
     con.close()
-    result = threadmed("snomed", "cases", "cdm.db", "--out", "cases", cwd=tmp_path)
+    result = threadmed_here("snomed", "cases", "cdm.db", "--out", "cases", cwd=tmp_path)
     assert (result.returncode, error_lines(result)) == (
         1,
         [

@@ -1,10 +1,11 @@
-"""`threadmed snomed oracle-data` and `patient-eval`: the real commands in a subprocess, offline."""
+"""`threadmed snomed oracle-data` and `patient-eval`: the real commands (in a subprocess when
+they run a flow), offline."""
 
 import json
 
 import pytest
 
-from tests.flows.cli.terminal import assert_usage_error, threadmed
+from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_here
 from tests.snomed_fixtures import write_case_set
 
 pytestmark = pytest.mark.slow
@@ -57,7 +58,7 @@ def test_oracle_data_dry_run_run_then_the_patient_bench_on_its_held_out_pairs(tm
 
 def test_an_unknown_disclosure_is_a_usage_error(tmp_path):
     write_case_set(tmp_path / "cases")
-    result = threadmed(
+    result = threadmed_here(
         "snomed", "oracle-data", "--cases", "cases", "--out", "oracle",
         "--teacher", "threadmed/oracle-teacher", "--disclosure", "nope", "--dry-run", cwd=tmp_path,
     )  # fmt: skip
