@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 from unittest import mock
 
+from prefect.flows import Flow
 from typer.testing import CliRunner
 
 from flows.cli import app
@@ -25,9 +26,6 @@ OFFLINE_MODELS = ["--models", "threadmed/deferral", "--judge", "threadmed/overla
 COMMAND_TIMEOUT_S = 900
 
 
-# A Prefect API nobody serves: a command that starts a flow under it fails, one that checks its inputs first
-# reports them.
-NO_PREFECT_API = {"PREFECT_API_URL": "http://127.0.0.1:9/api"}
 # The app's consoles made at import: each fixed its width then if COLUMNS was set (80 in an xdist worker).
 # A new process reads COLUMNS as it prints, and so do they without a width of their own (rich's `_width`).
 IMPORTED_CONSOLES = (console, errors)
@@ -81,3 +79,14 @@ def assert_usage_error(result: subprocess.CompletedProcess, message: str) -> Non
     assert lines[1].startswith("Try 'threadmed ")
     assert " ".join(lines[2:]) == message
     assert len(lines) <= 4
+
+
+def threadmed_before_any_flow(*arguments: object, cwd: Path) -> subprocess.CompletedProcess:
+    """`threadmed_here`, failing the test if the command starts a Prefect flow: for refusals that must come
+    before any flow runs, whatever the flow would check itself."""
+
+    def no_flow(flow: Flow, *_: object, **__: object) -> None:
+        raise AssertionError(f"the command started the {flow.name} flow before refusing")
+
+    with mock.patch.object(Flow, "__call__", no_flow):
+        return threadmed_here(*arguments, cwd=cwd)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.flows.cli.terminal import NO_PREFECT_API, assert_usage_error, threadmed
+from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_before_any_flow
 from tests.tasks.benchmarks.threadmed.test_compare import ALPHA, two_runs
 from tests.tasks.benchmarks.threadmed.test_report import make_run
 
@@ -11,7 +11,7 @@ def test_runs_over_other_threads_are_refused_in_one_line(tmp_path):
     make_run(tmp_path, ALPHA, "r1")
     make_run(tmp_path, {("beta", "baseline"): {"c2": [0, 1]}}, "r2")
     assert_usage_error(
-        threadmed("compare", "r1", "r2", cwd=tmp_path, env=NO_PREFECT_API),
+        threadmed_before_any_flow("compare", "r1", "r2", cwd=tmp_path),
         "Invalid value for 'RUN_DIRS...': run r2 lacks 2 threads: c1, c3; compare runs over the same threads",
     )
 

@@ -12,7 +12,7 @@ from tasks.benchmarks.consult.cases import write_case_set
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
 from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.evals.run_folder import claim_run_folder
-from tests.flows.cli.terminal import NO_PREFECT_API, error_lines, threadmed, threadmed_here
+from tests.flows.cli.terminal import error_lines, threadmed, threadmed_before_any_flow, threadmed_here
 from tests.tasks.benchmarks.consult.inquiry.fixtures import write_aci_csv
 from tests.tasks.benchmarks.consult.test_solver import FOLLOWED
 
@@ -168,8 +168,8 @@ def test_a_case_file_the_kb_does_not_allow_is_one_line_before_any_flow(tmp_path)
         update={"follow_ups": (FollowUp(kind="constraint", text="No pills.", constraint="dislikes:pills"),)}
     )
     (tmp_path / "cases.json").write_text("[" + unknown.model_dump_json() + "]")
-    result = threadmed(
-        "consult", "cases", "--out", "cases", "--from-file", "cases.json", cwd=tmp_path, env=NO_PREFECT_API
+    result = threadmed_before_any_flow(
+        "consult", "cases", "--out", "cases", "--from-file", "cases.json", cwd=tmp_path
     )
     assert result.returncode == 1
     assert error_lines(result) == [
@@ -185,9 +185,9 @@ def test_evaluate_refuses_a_case_set_the_kb_does_not_allow_before_any_flow(tmp_p
         update={"profile": PatientProfile(age=40, sex="male", allergies=("unobtainium",))}
     )
     write_case_set([allergic], tmp_path / "cases", {})
-    result = threadmed(
+    result = threadmed_before_any_flow(
         "consult", "evaluate", "--cases", "cases", "--out", "run", "--models", "threadmed/consult-silent",
-        cwd=tmp_path, env=NO_PREFECT_API,
+        cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr
     assert " ".join(error_lines(result)[2:]) == (
@@ -205,7 +205,7 @@ def test_report_refuses_runs_with_no_episode_before_any_flow(tmp_path):
     (run / "manifest.json").write_text(json.dumps(manifest))
     for contract in (MESSAGES, SCORES):
         pq.write_table(contract.schema.empty_table(), run / f"{contract.name}.parquet")
-    result = threadmed("consult", "report", "run", cwd=tmp_path, env=NO_PREFECT_API)
+    result = threadmed_before_any_flow("consult", "report", "run", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr
     assert (
         " ".join(error_lines(result)[2:])
@@ -217,9 +217,9 @@ def test_evaluate_and_report_refuse_a_run_folder_of_another_benchmark(tmp_path):
     write_case_set([FOLLOWED], tmp_path / "cases", {})
     claim_run_folder(tmp_path / "snomed-run", "snomed")
     claim_run_folder(tmp_path / "consult-run", "consult")
-    evaluated = threadmed(
+    evaluated = threadmed_before_any_flow(
         "consult", "evaluate", "--cases", "cases", "--out", "snomed-run",
-        "--models", "threadmed/consult-silent", cwd=tmp_path, env=NO_PREFECT_API,
+        "--models", "threadmed/consult-silent", cwd=tmp_path,
     )  # fmt: skip
     assert (evaluated.returncode, error_lines(evaluated)) == (
         1,
@@ -229,7 +229,7 @@ def test_evaluate_and_report_refuse_a_run_folder_of_another_benchmark(tmp_path):
         ],
     )
     assert [path.name for path in (tmp_path / "snomed-run").iterdir()] == ["benchmark.json"]
-    reported = threadmed("snomed", "report", "consult-run", cwd=tmp_path, env=NO_PREFECT_API)
+    reported = threadmed_before_any_flow("snomed", "report", "consult-run", cwd=tmp_path)
     assert (reported.returncode, error_lines(reported)) == (
         1,
         ["Error: consult-run belongs to the consult benchmark, not snomed: pass run folders of its own"],

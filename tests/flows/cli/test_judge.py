@@ -10,7 +10,7 @@ import pytest
 from flows.evaluate_models import evaluate_models
 from tasks.llm.ledger import CallLedger
 from tests.eval_fixtures import OFFLINE, THREAD_TEXTS, write_dataset
-from tests.flows.cli.terminal import NO_PREFECT_API, assert_usage_error, threadmed
+from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_before_any_flow
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +50,7 @@ def test_rerun_writes_a_run_of_the_new_judges_grades_and_says_the_answers_were_r
 def test_a_folder_that_is_not_a_run_is_refused(tmp_path):
     (tmp_path / "dumps").mkdir()
     assert_usage_error(
-        threadmed(
-            "judge", "rerun", "dumps", "--judge", "m", "--out", "new", cwd=tmp_path, env=NO_PREFECT_API
-        ),
+        threadmed_before_any_flow("judge", "rerun", "dumps", "--judge", "m", "--out", "new", cwd=tmp_path),
         "Invalid value for 'RUN_DIR': dumps is not a run folder (no benchmark.json): "
         "pass the --out folder of an evaluation",
     )
@@ -63,7 +61,7 @@ def test_an_unfinished_run_is_refused(tmp_path):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "benchmark.json").write_text('{"benchmark": "threadmed"}')
     assert_usage_error(
-        threadmed("judge", "rerun", "run", "--judge", "m", "--out", "new", cwd=tmp_path, env=NO_PREFECT_API),
+        threadmed_before_any_flow("judge", "rerun", "run", "--judge", "m", "--out", "new", cwd=tmp_path),
         "Invalid value for 'RUN_DIR': run holds an unfinished run (no manifest.json): "
         "finish it first (re-run its evaluate command), then re-judge it",
     )
@@ -74,7 +72,7 @@ def test_a_snomed_run_has_no_judge_to_rerun(source, tmp_path):
     shutil.copytree(source, run)
     (run / "benchmark.json").write_text('{"benchmark": "snomed"}')
     assert_usage_error(
-        threadmed("judge", "rerun", run, "--judge", "m", "--out", "new", cwd=tmp_path, env=NO_PREFECT_API),
+        threadmed_before_any_flow("judge", "rerun", run, "--judge", "m", "--out", "new", cwd=tmp_path),
         f"Invalid value for 'RUN_DIR': {run} is a snomed run, which has no judge to re-run; "
         "runs of threadmed, consult can be re-judged",
     )
@@ -90,7 +88,7 @@ def test_a_run_whose_dataset_changed_is_refused(source, tmp_path):
         json.dumps({**recorded, "dataset": {**recorded["dataset"], "dir": str(build)}})
     )
     assert_usage_error(
-        threadmed("judge", "rerun", "run", "--judge", "m", "--out", "new", cwd=tmp_path, env=NO_PREFECT_API),
+        threadmed_before_any_flow("judge", "rerun", "run", "--judge", "m", "--out", "new", cwd=tmp_path),
         f"Invalid value for 'RUN_DIR': {build} changed since run {recorded['run_id']} answered it (its "
         "fingerprint differs): its answers can only be re-judged against the questions they answered",
     )
@@ -100,6 +98,6 @@ def test_a_run_whose_dataset_changed_is_refused(source, tmp_path):
 def test_only_the_judge_can_be_batched(source, tmp_path):
     arguments = ["judge", "rerun", source, "--judge", "m", "--out", "new", "--batch", "model,judge"]
     assert_usage_error(
-        threadmed(*arguments, cwd=tmp_path, env=NO_PREFECT_API),
+        threadmed_before_any_flow(*arguments, cwd=tmp_path),
         "Invalid value for '--batch': only the judge is called when re-judging: give --batch judge",
     )

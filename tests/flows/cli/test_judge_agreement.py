@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.flows.cli.terminal import NO_PREFECT_API, assert_usage_error, threadmed
+from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_before_any_flow
 from tests.tasks.benchmarks.threadmed.agreement_fixtures import (
     JUDGE,
     judge_grades,
@@ -17,7 +17,7 @@ def test_a_labels_folder_without_ratings_is_refused(tmp_path):
     write_labels(tmp_path / "labels", rated=False)
     write_judged_run(tmp_path / "r1", "r1", judge_grades())
     assert_usage_error(
-        threadmed("judge", "agreement", "r1", "--labels", "labels", cwd=tmp_path, env=NO_PREFECT_API),
+        threadmed_before_any_flow("judge", "agreement", "r1", "--labels", "labels", cwd=tmp_path),
         "Invalid value for '--labels': labels has no ratings.parquet: run `threadmed labels import labels "
         "CSV...` first",
     )
@@ -28,7 +28,7 @@ def test_a_run_of_other_answers_is_refused(tmp_path):
     write_judged_run(tmp_path / "r1", "r1", judge_grades())
     write_judged_run(tmp_path / "r9", "r9", judge_grades(), other_answer_at=3)
     assert_usage_error(
-        threadmed("judge", "agreement", "r1", "r9", "--labels", "labels", cwd=tmp_path, env=NO_PREFECT_API),
+        threadmed_before_any_flow("judge", "agreement", "r1", "r9", "--labels", "labels", cwd=tmp_path),
         "Invalid value for 'RUN_DIRS...': r9 holds another answer to sampled item i3 (alpha, baseline, c2, "
         "turn 0) than the sampled run r1: pass that run or runs re-judged from it",
     )
