@@ -38,7 +38,34 @@ def prefect_harness() -> Iterator[None]:
         yield
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """End-to-end tests (marked slow) first, each file's order kept: under xdist the longest ones start early
-    instead of one of them ending the run alone (the real fine-tune is collected late, under tests/tasks)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist's work stealing each worker starts with an equal run of the collection, in order, and an
+    idle one steals the tail of the longest queue. So each run starts with its share of the end-to-end test
+    files (marked slow), then other tests in their order: the longest start at once on every worker instead
+    of queuing behind each other on the first (the real fine-tune is collected late, under tests/tasks)."""
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    items[:] = [item for run in worker_runs(items, workers) for item in run]
+
+
+def worker_runs(items: list[pytest.Item], workers: int) -> list[list[pytest.Item]]:
+    """`items` in `workers` runs of the sizes work stealing sends (N // workers, then a share of the rest).
+    The slow files are dealt out largest first to the run with the fewest slow tests; in each run the files
+    with fewest tests (the long single end-to-end tests) come first."""
+    slow_files: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            slow_files.setdefault(item.path, []).append(item)
+    dealt: list[list[list[pytest.Item]]] = [[] for _ in range(workers)]
+    for file_items in sorted(slow_files.values(), key=len, reverse=True):
+        min(dealt, key=lambda files: sum(map(len, files))).append(file_items)
+    runs = [[item for file_items in sorted(files, key=len) for item in file_items] for files in dealt]
+    others = [item for item in items if item.get_closest_marker("slow") is None]
+    left = len(items)
+    for index, run in enumerate(runs):
+        size = left // (workers - index)
+        left -= size
+        taken = max(0, size - len(run))
+        run.extend(others[:taken])
+        del others[:taken]
+    runs[-1].extend(others)  # what a run over its size left
+    return runs
