@@ -45,8 +45,8 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	# Four workers on two cores: most tests wait on servers and subprocesses, not the CPU. Work stealing, not a
-	# file per worker: the CLI test files hold a dozen slow subprocess tests each and would run last, alone.
+	# Four workers on two cores: many tests wait on servers, subprocesses and Chromium. Work stealing, each
+	# worker starting with its share of the end-to-end test files (tests/conftest.py), the long ones first.
 	$(BIN)/python -m pytest -q -n 4 --dist worksteal
 
 lint: $(STAMP)

@@ -111,12 +111,14 @@ def press(page: Page, key: str) -> None:
     page.call("Input.dispatchKeyEvent", {"type": "keyUp", **event})
 
 
-def wait_for_file(path: Path, timeout: float = 60) -> None:
-    """Until Chromium has renamed its finished download to `path` (a guard against a hang, not a bound)."""
+def downloaded_text(path: Path, expected: str, timeout: float = 60) -> str | None:
+    """What Chromium's download at `path` holds once it holds `expected`, or after `timeout` seconds (a guard
+    against a hang, not a bound): the file can appear, empty, before its bytes are written."""
     deadline = time.monotonic() + timeout
-    while not path.exists():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{path} was not downloaded")
+    while True:
+        text = path.read_text() if path.exists() else None
+        if text == expected or time.monotonic() > deadline:
+            return text
         time.sleep(0.05)
 
 
@@ -229,9 +231,9 @@ def test_the_export_is_the_csv_labels_import_takes(page: Page, labels_dir: Path,
     page.call("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(tmp_path)})
     page.evaluate("document.getElementById('export').click()")
     downloaded = tmp_path / page.evaluate("document.getElementById('download').download")
-    wait_for_file(downloaded)
-    text = downloaded.read_text()
-    assert text == page.evaluate("window.ratingsCsv()")
+    shown_csv = page.evaluate("window.ratingsCsv()")
+    text = downloaded_text(downloaded, shown_csv)
+    assert text == shown_csv
     item_ids = read_items(labels_dir)["item_id"].to_pylist()
     rows = list(csv.reader(io.StringIO(text)))
     assert [row[:5] for row in rows] == [
