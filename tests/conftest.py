@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 from flows.cli.process import stop_prefect_threads
 
@@ -24,6 +26,16 @@ os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = str(SERVER_STARTUP_TIMEOUT_S)
 os.environ.pop("PREFECT_API_URL", None)
 (_PREFECT_STATE / "home").mkdir(parents=True, exist_ok=True)
+# Property tests: every failing example hypothesis finds is kept in the repository and replayed first on
+# every later run; no deadline, as the suite must pass on a machine three times busier than a quiet one
+# (time bounds are checked by counting work, not by the clock). HYPOTHESIS_MAX_EXAMPLES raises the count.
+settings.register_profile(
+    "threadmed",
+    database=DirectoryBasedExampleDatabase(Path(__file__).parent / "hypothesis-examples"),
+    deadline=None,
+    max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "100")),
+)
+settings.load_profile("threadmed")
 # Registered before Prefect's own exit hooks, so it runs after them, as in the `threadmed` command: Prefect's
 # loop threads alive at exit would keep DuckDB objects alive and make DuckDB print `nanobind: leaked`.
 atexit.register(stop_prefect_threads)
