@@ -144,7 +144,8 @@ def run_command(
 
 
 def print_oracle_data(out: Path, to: Console) -> None:
-    """The data folder's counts per split and kind, rejected pairs by reason, and the offline label."""
+    """The data folder's counts per split and kind, rejected pairs by reason, what the leak check read, and
+    the offline label."""
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     teacher = manifest["teacher"]
     to.print(
@@ -155,6 +156,13 @@ def print_oracle_data(out: Path, to: Console) -> None:
         to.print(f"  {split}: {kinds['positive']:,} positive, {kinds['negative']:,} negative pairs")
     rejected = ", ".join(f"{reason} {n:,}" for reason, n in manifest["rejected"].items()) or "none"
     to.print(f"  rejected: {rejected}")
+    leak = manifest["leak_check"]
+    digits = f"runs of {leak['min_digit_run']}+ digits"
+    if leak["names_checked"]:
+        checked = f"names ({leak['names']:,}) and codes of {leak['conditions']:,} conditions"
+        to.print(f"  leak check: {checked}, {digits}")
+    else:
+        to.print(f"  leak check: {digits}; names allowed (history disclosure)")
     to.print(f"[green]Oracle data written to[/green] {out}")
 
 

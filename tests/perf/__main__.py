@@ -1,7 +1,8 @@
 """`make bench`: run every benchmark side by side and write their numbers to data_lake/bench/.
 
 Usage: python -m tests.perf [build|evaluation|call-throughput|report|snomed-cases|snomed-evaluation|
-snomed-patient-leaks|consult-simulator|consult-mining|consult-evaluation|consult-critic ...]
+snomed-patient-leaks|snomed-oracle-leaks|consult-simulator|consult-mining|consult-evaluation|
+consult-critic ...]
 (default: all)
 """
 
@@ -20,6 +21,7 @@ from tests.perf import (
     bench_report,
     bench_snomed_cases,
     bench_snomed_evaluation,
+    bench_snomed_oracle_leaks,
     bench_snomed_patient_leaks,
 )
 
@@ -31,6 +33,7 @@ BENCHMARKS = {
     "snomed-cases": bench_snomed_cases,
     "snomed-evaluation": bench_snomed_evaluation,
     "snomed-patient-leaks": bench_snomed_patient_leaks,
+    "snomed-oracle-leaks": bench_snomed_oracle_leaks,
     "consult-simulator": bench_consult_simulator,
     "consult-mining": bench_consult_mining,
     "consult-evaluation": bench_consult_evaluation,

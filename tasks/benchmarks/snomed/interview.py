@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from tasks.benchmarks.snomed.case import Case, PatientRecord
 from tasks.benchmarks.snomed.codes import parse_final_answer
-from tasks.benchmarks.snomed.leak import find_leaks
+from tasks.benchmarks.snomed.leak import LeakMatcher, find_leaks
 from tasks.benchmarks.snomed.patient import (
     Disclosure,
     Lexicon,
@@ -115,8 +115,8 @@ def record_text(
     others += [f"Allergic to: {a.display}" for a in record.allergies]
     if form == "lay" and disclosure == "symptoms":
         displays = {c.code: c.display for c in record.conditions}
-        codes, names, extra_names = list(displays), list(displays.values()), leak_names_by_code(lexicon)
-        others = [line for line in others if not find_leaks(line, codes, names, extra_names)]
+        matcher = LeakMatcher(list(displays), list(displays.values()), leak_names_by_code(lexicon))
+        others = [line for line in others if not matcher.hits(line)]
     return "\n".join(lines + others)
 
 

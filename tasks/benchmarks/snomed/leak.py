@@ -8,20 +8,32 @@ inflections and misspellings count ("hypertensive", "hypertenshun"), lay paraphr
 ("high blood pressure"). Decision: "sinus infection" is not a leak of "Viral sinusitis": it is how
 patients describe the complaint, the clinical term is what a clinician must supply. Cores that are plain
 lay words ("pain", "sore throat") are not names, or every complaint would leak.
+
+`LeakMatcher` compiles the names of a set of conditions once (exact names in a dictionary, fuzzy ones in
+one rapidfuzz table per window size) and reads a reply in one pass per window size: its cost grows with the
+reply's length times the number of fuzzy names, never with a loop over conditions in Python, so the
+oracle data can check every answer against a whole vocabulary. `find_leaks` is that matcher over gold items.
 """
 
 import re
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from rapidfuzz import fuzz
+import numpy as np
+from rapidfuzz import fuzz, process
 
 LEAK_THRESHOLD = 85.0
 MIN_FUZZY_LENGTH = 6
 
 _TAG = re.compile(r"\s*\([^()]*\)\s*$")
 _WORD = re.compile(r"[a-z0-9]+")
-_CODE = re.compile(r"(?<![0-9])[0-9]{6,18}(?![0-9])")
+# A SNOMED CT identifier has 6 to 18 digits.
+MIN_CODE_DIGITS, MAX_CODE_DIGITS = 6, 18
+_CODE = re.compile(rf"(?<![0-9])[0-9]{{{MIN_CODE_DIGITS},{MAX_CODE_DIGITS}}}(?![0-9])")
+# Any digit (Unicode's too) run that holds an identifier's length, however long the run.
+_DIGIT_RUN = re.compile(rf"\d{{{MIN_CODE_DIGITS},}}")
+# Windows scored per rapidfuzz call: bounds the score table's memory (rows x fuzzy names x 8 bytes).
+_WINDOW_CHUNK = 512
 
 
 def _word_set(words: str) -> frozenset[str]:
@@ -86,18 +98,117 @@ def leak_names(display: str, extra_names: Sequence[str] = ()) -> tuple[str, ...]
     return tuple(dict.fromkeys(name for name in names if name and name not in _LAY_CORES))
 
 
-def _matching_window(reply_stems: Sequence[str], name: str) -> str | None:
-    name_stems = _content_stems(name)
-    if not name_stems:
-        return None
-    target, size = " ".join(name_stems), len(name_stems)
-    # A short name one letter away is another word ("gout" and "out"): it must match exactly.
-    threshold = LEAK_THRESHOLD if len(name) >= MIN_FUZZY_LENGTH else 100.0
-    for start in range(len(reply_stems) - size + 1):
-        window = " ".join(reply_stems[start : start + size])
-        if fuzz.ratio(window, target) >= threshold:
-            return window
-    return None
+def digit_run(text: str) -> str | None:
+    """The first run of at least MIN_CODE_DIGITS digits in `text` (where a code could be), or None."""
+    match = _DIGIT_RUN.search(text)
+    return match.group() if match else None
+
+
+class _Name(NamedTuple):
+    """One name of a condition as matched: the name, and the table entry that holds its stems."""
+
+    name: str
+    entry: int
+
+
+class _SizeTable(NamedTuple):
+    """The names of one size (content words): exact ones by their stems, fuzzy ones in rapidfuzz's order."""
+
+    exact: dict[str, int]  # stems joined -> entry
+    fuzzy_targets: list[str]
+    fuzzy_entries: list[int]
+
+
+class LeakMatcher:
+    """The names of a set of conditions, compiled once; `hits` finds what a reply leaks, as `find_leaks`
+    defines it (module docstring). Entries are distinct (stems, exact) pairs, so conditions sharing a name
+    are scored once."""
+
+    def __init__(
+        self,
+        codes: Sequence[str],
+        displays: Sequence[str],
+        extra_names: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self.codes = tuple(codes)
+        self.names: list[tuple[_Name, ...]] = []  # per condition, in leak_names order
+        self._items_of_code: dict[str, list[int]] = {}
+        self._items_of_entry: list[list[int]] = []
+        self._tables: dict[int, _SizeTable] = {}
+        entries: dict[tuple[str, bool], int] = {}
+        for item, (code, display) in enumerate(zip(self.codes, displays, strict=True)):
+            self._items_of_code.setdefault(code, []).append(item)
+            names = []
+            for name in leak_names(display, (extra_names or {}).get(code, ())):
+                stems = _content_stems(name)
+                if not stems:
+                    continue
+                # A short name one letter away is another word ("gout" and "out"): it must match exactly.
+                target, exact = " ".join(stems), len(name) < MIN_FUZZY_LENGTH
+                if (target, exact) not in entries:
+                    entries[target, exact] = len(self._items_of_entry)
+                    self._items_of_entry.append([])
+                    table = self._tables.setdefault(len(stems), _SizeTable({}, [], []))
+                    if exact:
+                        table.exact[target] = entries[target, exact]
+                    else:
+                        table.fuzzy_targets.append(target)
+                        table.fuzzy_entries.append(entries[target, exact])
+                entry = entries[target, exact]
+                if not self._items_of_entry[entry] or self._items_of_entry[entry][-1] != item:
+                    self._items_of_entry[entry].append(item)
+                names.append(_Name(name, entry))
+            self.names.append(tuple(names))
+
+    @property
+    def name_count(self) -> int:
+        """Distinct names matched (stems and exactness), over every condition."""
+        return len(self._items_of_entry)
+
+    def hits(self, reply: str) -> tuple[LeakHit, ...]:
+        """The conditions `reply` leaks, in condition order, one hit each (a code mention before a name)."""
+        reply_codes = set(_CODE.findall(reply))
+        first_windows = self._first_windows(_content_stems(reply))
+        items = {item for code in reply_codes for item in self._items_of_code.get(code, ())}
+        items.update(item for entry in first_windows for item in self._items_of_entry[entry])
+        hits = []
+        for item in sorted(items):
+            code = self.codes[item]
+            if code in reply_codes:
+                hits.append(LeakHit(code, code, code))
+                continue
+            name = next(name for name in self.names[item] if name.entry in first_windows)
+            hits.append(LeakHit(code, name.name, first_windows[name.entry]))
+        return tuple(hits)
+
+    def _first_windows(self, reply_stems: Sequence[str]) -> dict[int, str]:
+        """Each matched entry's first matching window of the reply's stems."""
+        found: dict[int, str] = {}
+        for size, table in self._tables.items():
+            windows = [
+                " ".join(reply_stems[start : start + size]) for start in range(len(reply_stems) - size + 1)
+            ]
+            for window in windows:
+                entry = table.exact.get(window)
+                if entry is not None and entry not in found:
+                    found[entry] = window
+            if not table.fuzzy_targets:
+                continue
+            for offset in range(0, len(windows), _WINDOW_CHUNK):
+                chunk = windows[offset : offset + _WINDOW_CHUNK]
+                scores = process.cdist(
+                    chunk,
+                    table.fuzzy_targets,
+                    scorer=fuzz.ratio,
+                    score_cutoff=LEAK_THRESHOLD,
+                    dtype=np.float64,
+                )
+                matched = scores >= LEAK_THRESHOLD
+                for column in np.flatnonzero(matched.any(axis=0)):
+                    entry = table.fuzzy_entries[column]
+                    if entry not in found:
+                        found[entry] = chunk[int(matched[:, column].argmax())]
+        return found
 
 
 def find_leaks(
@@ -107,16 +218,4 @@ def find_leaks(
     extra_names: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[LeakHit, ...]:
     """The gold items `reply` leaks, in gold order, one hit each (a code mention before a name)."""
-    reply_codes = set(_CODE.findall(reply))
-    reply_stems = _content_stems(reply)
-    hits = []
-    for code, display in zip(gold_codes, gold_displays, strict=True):
-        if code in reply_codes:
-            hits.append(LeakHit(code, code, code))
-            continue
-        for name in leak_names(display, (extra_names or {}).get(code, ())):
-            window = _matching_window(reply_stems, name)
-            if window is not None:
-                hits.append(LeakHit(code, name, window))
-                break
-    return tuple(hits)
+    return LeakMatcher(gold_codes, gold_displays, extra_names).hits(reply)

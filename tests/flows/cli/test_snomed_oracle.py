@@ -1,12 +1,16 @@
 """`threadmed snomed oracle-data` and `patient-eval`: the real commands (in a subprocess when
 they run a flow), offline."""
 
+import io
 import json
 
 import pytest
+from rich.console import Console
 
+from flows.cli.snomed_oracle import print_oracle_data
+from tasks.benchmarks.snomed.vocabulary import add_case_set_codes, derive_synthea_vocabulary
 from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_here
-from tests.snomed_fixtures import write_case_set
+from tests.snomed_fixtures import CASES, write_case_set
 
 pytestmark = pytest.mark.slow
 
@@ -34,6 +38,14 @@ def test_oracle_data_dry_run_run_then_the_patient_bench_on_its_held_out_pairs(tm
     for split in ("train", "validation", "test"):
         assert f"  {split}: 1 positive, 2 negative pairs" in made.stdout
     assert "  rejected: none" in made.stdout and "Oracle data written to oracle" in made.stdout
+    names = json.loads((tmp_path / "oracle" / "manifest.json").read_text())["leak_check"]["names"]
+    # oracle.plan.run_vocabulary (not imported here: it brings litellm): the Synthea codes and the fixture's.
+    record = [(c.code, c.display) for case in CASES for c in case.conditions]
+    conditions = len(add_case_set_codes(derive_synthea_vocabulary(), record))
+    assert (
+        f"  leak check: names ({names:,}) and codes of {conditions:,} conditions, runs of 6+ digits"
+        in made.stdout
+    )
     assert {p.name for p in (tmp_path / "oracle").iterdir()} >= {
         "chat",
         "alpaca",
@@ -63,3 +75,29 @@ def test_an_unknown_disclosure_is_a_usage_error(tmp_path):
         "--teacher", "threadmed/oracle-teacher", "--disclosure", "nope", "--dry-run", cwd=tmp_path,
     )  # fmt: skip
     assert_usage_error(result, "Invalid value: disclosure: Input should be 'symptoms' or 'history'")
+
+
+@pytest.mark.parametrize(
+    ("names_checked", "line"),
+    [
+        (True, "  leak check: names (482) and codes of 358 conditions, runs of 6+ digits"),
+        (False, "  leak check: runs of 6+ digits; names allowed (history disclosure)"),
+    ],
+)
+def test_the_printed_counts_say_what_the_leak_check_read(tmp_path, names_checked, line):
+    manifest = {
+        "teacher": {"model": "openai/teacher", "offline": False, "label": None},
+        "counts": {"kept": {"train": {"positive": 5, "negative": 2}}},
+        "rejected": {"leak": 3},
+        "leak_check": {"names_checked": names_checked, "conditions": 358, "names": 482, "min_digit_run": 6},
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    printed = io.StringIO()
+    print_oracle_data(tmp_path, Console(file=printed, width=200))
+    assert printed.getvalue().splitlines() == [
+        "Teacher openai/teacher",
+        "  train: 5 positive, 2 negative pairs",
+        "  rejected: leak 3",
+        line,
+        f"Oracle data written to {tmp_path}",
+    ]

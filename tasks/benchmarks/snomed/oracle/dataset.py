@@ -11,6 +11,7 @@ exactly what the trained oracle is served with as an interview's patient prompt.
 """
 
 import json
+import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks.benchmarks.snomed.case import Case
 from tasks.benchmarks.snomed.cases.loading import case_set_fingerprint, load_case_set
 from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
+from tasks.benchmarks.snomed.leak import LEAK_THRESHOLD, MAX_CODE_DIGITS, MIN_FUZZY_LENGTH
 from tasks.benchmarks.snomed.oracle.config import (
     ORACLE_PATIENT_PROMPT,
     SPLITS,
@@ -30,11 +32,14 @@ from tasks.benchmarks.snomed.oracle.config import (
 )
 from tasks.benchmarks.snomed.oracle.contracts import ORACLE_PAIRS
 from tasks.benchmarks.snomed.oracle.offline_teacher import OFFLINE_TEACHER, OFFLINE_TEACHER_LABEL
-from tasks.benchmarks.snomed.patient import Disclosure
+from tasks.benchmarks.snomed.oracle.plan import load_cases, run_vocabulary
+from tasks.benchmarks.snomed.oracle.validation import leak_check_facts, vocabulary_leak_names
+from tasks.benchmarks.snomed.patient import Disclosure, leak_names_by_code, load_lexicon
 from tasks.core.files import write_json_atomic, write_text_atomic
 from tasks.llm.prompts import PromptTemplate, load_prompt
 
 FORMATS = ("chat", "alpaca")
+CARD_WIDTH = 104
 KINDS = ("positive", "negative")
 
 
@@ -96,14 +101,19 @@ def teacher_facts(config: OracleDataConfig) -> dict[str, Any]:
 
 
 def dataset_manifest(
-    config: OracleDataConfig, prompts: dict[str, str], counts: dict[str, Any], cases_dir: Path
+    config: OracleDataConfig,
+    prompts: dict[str, str],
+    counts: dict[str, Any],
+    cases_dir: Path,
+    leak_check: dict[str, Any],
 ) -> dict[str, Any]:
-    """The design's manifest keys (issue24-design.md, "Oracle data folder")."""
+    """The design's manifest keys (issue24-design.md, "Oracle data folder"), and what the leak check read."""
     return {
         "teacher": teacher_facts(config),
         "prompts": prompts,
         "counts": {key: counts[key] for key in ("kept", "failed", "cases")},
         "rejected": counts["rejected"],
+        "leak_check": leak_check,
         "cases": {"dir": str(Path(cases_dir).resolve()), "fingerprint": case_set_fingerprint(cases_dir)},
         "seed": config.seed,
         "positives_per_case": config.positives_per_case,
@@ -111,6 +121,30 @@ def dataset_manifest(
         "disclosure": config.disclosure,
         "split": config.split,
     }
+
+
+def leak_check_lines(leak_check: dict[str, Any]) -> list[str]:
+    """The card's account of the leak check: which names, which codes, the digit-run rule."""
+    conditions, shortest = f"{leak_check['conditions']:,}", leak_check["min_digit_run"]
+    digits = f"any run of {shortest} or more digits (a SNOMED CT code has {shortest} to {MAX_CODE_DIGITS})"
+    if not leak_check["names_checked"]:
+        text = (
+            "Leak check (`history` disclosure): an answer may name a diagnosis the patient was told, so "
+            f"names are not checked; an answer holding {digits} was rejected as `leak`, which covers the "
+            f"{conditions} codes of the run's vocabulary."
+        )
+    else:
+        text = (
+            "Leak check (`symptoms` disclosure): an answer was rejected as `leak` when it named any of the "
+            f"{conditions} conditions of the run's vocabulary (every condition code of the Synthea modules, "
+            "plus every condition of the source cases), whether or not the patient's record holds it: one of "
+            f"their {leak_check['names']:,} names (the display without its tag, its core term such as "
+            '"hypertension" for "Essential hypertension", the lay lexicon\'s extra names such as "covid"; '
+            f"matched on content words, lightly stemmed, at rapidfuzz ratio >= {LEAK_THRESHOLD:g}, exactly "
+            f"under {MIN_FUZZY_LENGTH} letters: the interviews' leak check) or one of their {conditions} "
+            f"codes; or when it held {digits}."
+        )
+    return textwrap.wrap(text, width=CARD_WIDTH)
 
 
 def dataset_card(manifest: dict[str, Any]) -> str:
@@ -145,8 +179,10 @@ def dataset_card(manifest: dict[str, Any]) -> str:
         "Doctor questions and lay patient answers grounded in synthetic (Synthea) patient records, to",
         "fine-tune a patient simulator (the SNOMED paper's oracle). Positive pairs ask about a condition or",
         "an observation the record holds; negative pairs about a condition it lacks, answered \"not sure\".",
-        "Every pair passed validation: parseable, no diagnosis name or code in the answer under `symptoms`",
-        "disclosure (the interviews' leak check), a negative answer says the patient does not know.",
+        "Every pair passed validation: parseable, no leak in the answer (below), a positive answer does not",
+        "say the patient does not know and a negative answer does.",
+        "",
+        *leak_check_lines(manifest["leak_check"]),
         "",
         f"- Teacher: `{teacher['model']}`{label}",
         f"- Source cases: `{manifest['cases']['dir']}`",
@@ -197,7 +233,12 @@ def write_oracle_dataset(run_dir: Path, cases_dir: Path, config: OracleDataConfi
     run_manifest_path = run_dir / "manifest.json"
     run_manifest = json.loads(run_manifest_path.read_text()) if run_manifest_path.exists() else {}
     prompts = {p.version: p.sha256 for p in (load_prompt(config.teacher_prompt or TEACHER_PROMPT), prompt)}
-    manifest = dataset_manifest(config, prompts, pair_counts(pairs), cases_dir)
+    # The names the plan gave the validation: the same cases, vocabulary and lexicon.
+    leak_names = vocabulary_leak_names(
+        run_vocabulary(load_cases(cases_dir, config.sample)), leak_names_by_code(load_lexicon())
+    )
+    leak_check = leak_check_facts(leak_names, config.disclosure)
+    manifest = dataset_manifest(config, prompts, pair_counts(pairs), cases_dir, leak_check)
     write_json_atomic(run_manifest_path, {**run_manifest, **manifest})
     write_text_atomic(run_dir / "README.md", dataset_card(manifest))
     return run_dir

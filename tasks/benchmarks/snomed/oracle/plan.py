@@ -22,9 +22,21 @@ from tasks.benchmarks.snomed.oracle.topics import (
     positive_topics,
     split_by_patient,
 )
-from tasks.benchmarks.snomed.patient import Disclosure, Lexicon, lay_conditions, load_lexicon
+from tasks.benchmarks.snomed.oracle.validation import vocabulary_leak_names
+from tasks.benchmarks.snomed.patient import (
+    Disclosure,
+    Lexicon,
+    lay_conditions,
+    leak_names_by_code,
+    load_lexicon,
+)
 from tasks.benchmarks.snomed.solver import RoleSetup
-from tasks.benchmarks.snomed.vocabulary import VocabularyEntry, add_case_set_codes, derive_synthea_vocabulary
+from tasks.benchmarks.snomed.vocabulary import (
+    Vocabulary,
+    VocabularyEntry,
+    add_case_set_codes,
+    derive_synthea_vocabulary,
+)
 from tasks.core.tokens import count_tokens
 from tasks.evals.config import EvaluationSettings, SampleSpec
 from tasks.evals.estimate import EstimateTally
@@ -46,6 +58,14 @@ def load_cases(case_set_dir: Any, sample: SampleSpec) -> list[Case]:
     """Every case of the case set, whatever its split (the pairs have a split of their own), in id order;
     the first `sample.limit`."""
     return sorted(load_case_set(case_set_dir), key=lambda case: case.case_id)[: sample.limit]
+
+
+def run_vocabulary(cases: list[Case]) -> Vocabulary:
+    """The run's vocabulary: every condition code the Synthea modules emit, plus every condition of the
+    cases (so the records' conditions and the negative topics are all in the leak check's names)."""
+    return add_case_set_codes(
+        derive_synthea_vocabulary(), [(c.code, c.display) for case in cases for c in case.conditions]
+    )
 
 
 def teacher_messages(
@@ -90,9 +110,8 @@ def build_plan(settings: EvaluationSettings[OracleDataConfig]) -> OraclePlan:
     )
     cases = load_cases(case_set_dir, config.sample)
     lexicon = load_lexicon()
-    vocabulary = add_case_set_codes(
-        derive_synthea_vocabulary(), [(c.code, c.display) for case in cases for c in case.conditions]
-    )
+    vocabulary = run_vocabulary(cases)
+    leak_names = vocabulary_leak_names(vocabulary, leak_names_by_code(lexicon))
     splits = split_by_patient([case.case_id for case in cases], config.seed, config.split)
     jobs = []
     for case in cases:
@@ -107,7 +126,6 @@ def build_plan(settings: EvaluationSettings[OracleDataConfig]) -> OraclePlan:
             )
             for topic in topics
         )
-        conditions = {c.code: c.display for c in case.conditions}
         jobs.append(
             Job(
                 solve=PairsJob(run_id=run_id, teacher=setup, case_id=case.case_id, split=splits[case.case_id],
@@ -116,8 +134,7 @@ def build_plan(settings: EvaluationSettings[OracleDataConfig]) -> OraclePlan:
                     run_id=run_id,
                     case_id=case.case_id,
                     disclosure=config.disclosure,
-                    condition_codes=tuple(conditions),
-                    condition_displays=tuple(conditions.values()),
+                    leak_names=leak_names,
                     topics=tuple(topics),
                 ),
             )

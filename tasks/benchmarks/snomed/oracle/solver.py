@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from tasks.benchmarks.snomed.oracle import offline_teacher  # noqa: F401
 from tasks.benchmarks.snomed.oracle.topics import PairTopic
 from tasks.benchmarks.snomed.oracle.validation import LeakNames, parse_teacher_reply, rejection
-from tasks.benchmarks.snomed.patient import Disclosure, leak_names_by_code, load_lexicon
+from tasks.benchmarks.snomed.patient import Disclosure
 from tasks.benchmarks.snomed.solver import RoleSetup, call_columns
 from tasks.evals.job_state import job_result
 from tasks.llm.call import complete, counting_outcomes
@@ -51,13 +51,14 @@ class PairsJob(BaseModel, frozen=True):
 
 
 class ValidateJob(BaseModel, frozen=True):
-    """What validating a case's pairs needs besides the replies: the disclosure, the record's conditions."""
+    """What validating a case's pairs needs besides the replies: the disclosure, the names no answer may
+    say (the run's whole vocabulary, the record's conditions and the negative topics among them; one object
+    shared by every job of a run) and the topics."""
 
     run_id: str
     case_id: str
     disclosure: Disclosure
-    condition_codes: tuple[str, ...]
-    condition_displays: tuple[str, ...]
+    leak_names: LeakNames
     topics: tuple[PairTopic, ...]
 
 
@@ -94,18 +95,13 @@ def validate_pairs(job: ValidateJob, solved: list[dict[str, Any]], ledger_dir: P
 
 
 def validated_pair(job: ValidateJob, reply: dict[str, Any]) -> dict[str, Any]:
-    """One reply's pair and verdict; a negative pair's answer must not name its asked condition either."""
+    """One reply's pair and verdict (validation.rejection)."""
     key = {name: reply[name] for name in ("run_id", "model", "case_id", "epoch", "topic_index", "kind",
                                            "subject", "topic", "split")}  # fmt: skip
     if reply["status"] != "ok":
         return {**key, "status": "failed", "reason": None, "is_kept": None, "question": None, "answer": None}
     pair = parse_teacher_reply(reply["text"])
-    codes, displays = list(job.condition_codes), list(job.condition_displays)
-    topic = job.topics[reply["topic_index"]]
-    if topic.kind == "negative":
-        codes, displays = [*codes, topic.topic], [*displays, topic.display]
-    names = LeakNames(codes, displays, leak_names_by_code(load_lexicon()))
-    reason = rejection(pair, topic.kind, job.disclosure, names)
+    reason = rejection(pair, job.topics[reply["topic_index"]].kind, job.disclosure, job.leak_names)
     return {
         **key,
         "status": "rejected" if reason else "kept",

@@ -2,26 +2,36 @@
 
 Reasons a pair is rejected (counted by reason, never written):
 - `unparseable`: the reply is not one JSON object with a non-empty `question` and `answer` (a fenced
-  ```json block is read; text around one object is not);
-- `leak`: under `symptoms` disclosure the answer names a condition of the record or, for a negative pair,
-  the asked condition (its display, a close variant or its code: the same check as interviews, leak.py);
+  ```json block is read; text around one object is not; JSON nested deeper than json_text.MAX_DEPTH is
+  not read);
+- `leak`: the answer holds a run of 6 or more digits (where a SNOMED CT code could be: every prompt says
+  never to write a medical code, whatever the disclosure) or, under `symptoms` disclosure, names any
+  condition of the run's vocabulary, whether or not the record holds it (its display, a close variant or
+  a lay-lexicon name: the interviews' leak check, leak.py, over the whole vocabulary). Under `history` the
+  answer may name diagnoses (the patient was told them), so names are not checked there;
 - `positive_not_known`: a positive pair's answer says the patient does not know (answers.py);
 - `negative_not_unsure`: a negative pair's answer does not say the patient does not know (a denial
   included: the paper teaches "I'm not sure", and the record's silence is no evidence of absence).
 """
 
-import json
-import re
+import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Literal, NamedTuple
+from functools import lru_cache
+from typing import Any, Literal, NamedTuple
 
-from tasks.benchmarks.snomed.leak import find_leaks
+from pydantic import BaseModel
+
+from tasks.benchmarks.snomed.leak import MIN_CODE_DIGITS, LeakMatcher, digit_run
 from tasks.benchmarks.snomed.oracle.answers import answer_stance
 from tasks.benchmarks.snomed.oracle.topics import PairKind
 from tasks.benchmarks.snomed.patient import Disclosure
+from tasks.benchmarks.snomed.vocabulary import VocabularyEntry
+from tasks.core.json_text import scan_json
 
 RejectReason = Literal["unparseable", "leak", "positive_not_known", "negative_not_unsure"]
-_FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", flags=re.DOTALL)
+_FENCE = "```"
+_FENCE_OPENERS = frozenset({_FENCE, "```json"})
+_JSON_WHITESPACE = " \t\n\r"
 
 
 class TeacherPair(NamedTuple):
@@ -29,28 +39,76 @@ class TeacherPair(NamedTuple):
     answer: str
 
 
-class LeakNames(NamedTuple):
-    """The conditions an answer must not name: codes, displays and the lexicon's extra names."""
+class LeakNames(BaseModel, frozen=True):
+    """The conditions no answer may name: the run's vocabulary (codes, displays), with the lay lexicon's
+    extra names per code. Hashable, so its compiled matcher is built once per process (`leak_matcher`)."""
 
-    codes: Sequence[str]
-    displays: Sequence[str]
-    extra_names: Mapping[str, Sequence[str]]
+    codes: tuple[str, ...]
+    displays: tuple[str, ...]
+    extra_names: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+
+def vocabulary_leak_names(
+    vocabulary: Mapping[str, VocabularyEntry], extra_names: Mapping[str, Sequence[str]]
+) -> LeakNames:
+    """Every condition of `vocabulary`, in code order, with the extra names of its codes."""
+    return LeakNames(
+        codes=tuple(vocabulary),
+        displays=tuple(entry.display for entry in vocabulary.values()),
+        extra_names=tuple((code, tuple(extra_names[code])) for code in vocabulary if code in extra_names),
+    )
+
+
+@lru_cache(maxsize=4)
+def leak_matcher(names: LeakNames) -> LeakMatcher:
+    """The names compiled once: every case of a run validates against the same vocabulary."""
+    return LeakMatcher(names.codes, names.displays, dict(names.extra_names))
+
+
+def leak_check_facts(names: LeakNames, disclosure: Disclosure) -> dict[str, Any]:
+    """What the leak check read, for the manifest and the dataset card."""
+    return {
+        "names_checked": disclosure == "symptoms",
+        "conditions": len(names.codes),
+        "names": leak_matcher(names).name_count,
+        "min_digit_run": MIN_CODE_DIGITS,
+        "leak_names_sha256": names.sha256,
+    }
 
 
 def parse_teacher_reply(text: str | None) -> TeacherPair | None:
-    """The question and answer of a reply, or None when it is not one JSON object holding both as text."""
-    stripped = (text or "").strip()
-    fenced = _FENCE.match(stripped)
-    try:
-        value = json.loads(fenced.group(1) if fenced else stripped)
-    except json.JSONDecodeError:
+    """The question and answer of a reply, or None when it is not one JSON object holding both as text.
+    Total and linear in the reply's length (json_text.scan_json reads the object)."""
+    body = _unfenced((text or "").strip())
+    scan = scan_json(body)
+    # As json.loads reads a value: JSON whitespace, and only that, may surround it.
+    value_span = (len(body) - len(body.lstrip(_JSON_WHITESPACE)), len(body.rstrip(_JSON_WHITESPACE)))
+    whole = len(scan.found) == 1 and (scan.found[0].start, scan.found[0].end) == value_span
+    if not whole or scan.too_deep or scan.stopped_at is not None or not isinstance(scan.found[0].value, dict):
         return None
-    if not isinstance(value, dict):
-        return None
-    question, answer = value.get("question"), value.get("answer")
+    question, answer = scan.found[0].value.get("question"), scan.found[0].value.get("answer")
     if not (isinstance(question, str) and isinstance(answer, str) and question.strip() and answer.strip()):
         return None
     return TeacherPair(question.strip(), answer.strip())
+
+
+def _unfenced(text: str) -> str:
+    """The inside of a ``` or ```json fence that is the whole text, else the text."""
+    opener, newline, rest = text.partition("\n")
+    inside, _, closer = rest.rpartition("\n")
+    return inside if newline and opener.rstrip() in _FENCE_OPENERS and closer == _FENCE else text
+
+
+def answer_leaks(answer: str, disclosure: Disclosure, names: LeakNames) -> bool:
+    """Whether the answer holds a digit run (any disclosure: every vocabulary code is one) or, under
+    `symptoms`, names a condition of `names` (module docstring)."""
+    if digit_run(answer) is not None:
+        return True
+    return disclosure == "symptoms" and bool(leak_matcher(names).hits(answer))
 
 
 def rejection(
@@ -59,7 +117,7 @@ def rejection(
     """Why the pair is rejected, or None when it is kept (module docstring)."""
     if pair is None:
         return "unparseable"
-    if disclosure == "symptoms" and find_leaks(pair.answer, names.codes, names.displays, names.extra_names):
+    if answer_leaks(pair.answer, disclosure, names):
         return "leak"
     stance = answer_stance(pair.answer)
     if kind == "positive" and stance == "not_known":

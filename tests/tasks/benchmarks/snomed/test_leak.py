@@ -1,8 +1,27 @@
-"""Leak check, table-driven on both sides: replies that name a gold condition and lay replies that do not."""
+"""Leak check, table-driven on both sides: replies that name a gold condition and lay replies that do not;
+the compiled matcher against the rule it compiles, one name and one window at a time."""
+
+import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rapidfuzz import fuzz
 
-from tasks.benchmarks.snomed.leak import LeakHit, core_name, find_leaks, leak_names, normalise_display
+from tasks.benchmarks.snomed import leak
+from tasks.benchmarks.snomed.leak import (
+    LEAK_THRESHOLD,
+    MIN_FUZZY_LENGTH,
+    LeakHit,
+    LeakMatcher,
+    _content_stems,
+    core_name,
+    find_leaks,
+    leak_names,
+    normalise_display,
+)
+from tasks.benchmarks.snomed.patient import leak_names_by_code, load_lexicon
+from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
 
 HYPERTENSION = ("59621000", "Essential hypertension (disorder)")
 
@@ -91,3 +110,87 @@ def test_normalise_display_and_core_name(display, normalised, core):
 
 def test_leak_names_are_unique():
     assert leak_names("Hypertension", ["hypertension", "HTN"]) == ("hypertension", "htn")
+
+
+def _pairwise_window(reply_stems: list[str], name: str) -> str | None:
+    """The rule as first written: every window of the reply scored against one name at a time."""
+    name_stems = _content_stems(name)
+    if not name_stems:
+        return None
+    target, size = " ".join(name_stems), len(name_stems)
+    threshold = LEAK_THRESHOLD if len(name) >= MIN_FUZZY_LENGTH else 100.0
+    for start in range(len(reply_stems) - size + 1):
+        window = " ".join(reply_stems[start : start + size])
+        if fuzz.ratio(window, target) >= threshold:
+            return window
+    return None
+
+
+def pairwise_leaks(reply, codes, displays, extra_names):
+    """find_leaks before the compiled matcher: one loop per gold item, per name, per window."""
+    reply_codes = set(re.findall(r"(?<![0-9])[0-9]{6,18}(?![0-9])", reply))
+    reply_stems = _content_stems(reply)
+    hits = []
+    for code, display in zip(codes, displays, strict=True):
+        if code in reply_codes:
+            hits.append(LeakHit(code, code, code))
+            continue
+        for name in leak_names(display, extra_names.get(code, ())):
+            window = _pairwise_window(reply_stems, name)
+            if window is not None:
+                hits.append(LeakHit(code, name, window))
+                break
+    return tuple(hits)
+
+
+VOCABULARY = derive_synthea_vocabulary()
+EXTRA_NAMES = leak_names_by_code(load_lexicon())
+LAY_WORDS = ["i", "have", "had", "my", "the", "of", "with", "was", "told", "it's", "tired", "pain", "covid"]
+
+
+def _misspelt(words: list[str]) -> st.SearchStrategy[str]:
+    return st.builds(
+        lambda word, cut: word[:cut] + word[cut + 1 :], st.sampled_from(words), st.integers(0, 8)
+    )
+
+
+@given(st.lists(st.sampled_from(sorted(VOCABULARY)), min_size=1, max_size=12), st.data())
+def test_the_compiled_matcher_finds_what_the_pairwise_rule_finds(codes, data):
+    """Replies made of the gold items' names and words (misspelt at times), lay words, stopwords and codes."""
+    displays = [VOCABULARY[code].display for code in codes]
+    names = sorted(
+        {n for c, d in zip(codes, displays, strict=True) for n in leak_names(d, EXTRA_NAMES.get(c, ()))}
+    )
+    gold_words = sorted({word for name in names for word in name.split()} | {displays[0].lower()})
+    words = st.sampled_from([*names, *gold_words]) | _misspelt([*names, *gold_words])
+    words |= st.sampled_from([*LAY_WORDS, *codes])
+    reply = " ".join(data.draw(st.lists(words, max_size=40)))
+    assert find_leaks(reply, codes, displays, EXTRA_NAMES) == pairwise_leaks(
+        reply, codes, displays, EXTRA_NAMES
+    )
+
+
+def test_the_whole_vocabulary_is_matched_in_one_pass_per_window_size(monkeypatch):
+    """Work is counted: one rapidfuzz table per name size, each reply window against each fuzzy name once."""
+    matcher = LeakMatcher(list(VOCABULARY), [e.display for e in VOCABULARY.values()], EXTRA_NAMES)
+    tables = []
+    cdist = leak.process.cdist
+
+    def counting_cdist(queries, choices, **options):
+        tables.append((len(queries), len(choices)))
+        return cdist(queries, choices, **options)
+
+    monkeypatch.setattr(leak.process, "cdist", counting_cdist)
+    stems = 4 * leak._WINDOW_CHUNK
+    hits = matcher.hits("I was told it is hypertension " * (stems // 2))  # two content words a sentence
+    assert hits == (LeakHit("59621000", "hypertension", "hypertens"),)
+    fuzzy_sizes = {
+        size: len(table.fuzzy_targets) for size, table in matcher._tables.items() if table.fuzzy_targets
+    }
+    expected = [
+        (min(leak._WINDOW_CHUNK, stems - size + 1 - offset), names)
+        for size, names in fuzzy_sizes.items()
+        for offset in range(0, stems - size + 1, leak._WINDOW_CHUNK)
+    ]
+    assert tables == expected
+    assert sum(rows * names for rows, names in tables) <= stems * sum(fuzzy_sizes.values())
