@@ -6,7 +6,7 @@ the simulator's, recorded as it answered); the metrics (metrics.py) are pure fun
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 EpisodeStatus = Literal["completed", "failed"]
 ParseStatus = Literal["ok", "unparseable"]
@@ -40,23 +40,25 @@ class PlanItem(BaseModel, frozen=True, extra="forbid"):
     Every field but `drug` may be missing (plan completeness counts them); `dose` is in `unit`. A range
     ("1-2 tablets", "every 4-6 hours") is read at its worst case (2 tablets, 6 a day). `ingredients` is every
     KB drug of the item (both of co-amoxiclav's). `ingredients` and the fields after `route` are what the
-    parser read besides the contract's fields (SCORES leaves them out; it keeps `generic`).
+    parser read besides the contract's fields (SCORES leaves them out; it keeps `generic`). Numbers are
+    finite and above 0 by construction: what was written otherwise is in `unreadable`.
     """
 
     drug: str
     generic: str | None = None  # the one KB drug of a single-drug item; None: a combination, or unmatched
     ingredients: tuple[str, ...] = ()
-    dose: float | None = None
+    dose: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     unit: str | None = None
-    frequency_per_day: float | None = None  # once a week = 1/7
-    days: float | None = None
+    frequency_per_day: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # once a week = 1/7
+    days: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     route: str | None = None
     # The drug in one tablet, capsule or puff (strength_unit a mass: "mg") or in one ml ("mg/ml"), as the
     # plan states it; None: the critic uses the KB's standard strengths.
-    strength: float | None = None
+    strength: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     strength_unit: str | None = None
     as_needed: bool = False  # "as needed": frequency_per_day is then the stated maximum a day
-    unreadable: tuple[tuple[str, str], ...] = ()  # (field, what was written) the parser could not read
+    # (field, why it cannot be read, quoting what was written): the critic calls the item unverified.
+    unreadable: tuple[tuple[str, str], ...] = ()
 
 
 class TreatmentPlan(BaseModel, frozen=True, extra="forbid"):

@@ -49,7 +49,8 @@ _FORM_WORDS = frozenset((
     "mouthwash", "shampoo", "injection", "dispersible", "soluble", "effervescent", "chewable",
     "orodispersible", "film", "coated", "enteric", "ec", "gastro", "resistant", "modified", "release",
     "mr", "sr", "xl", "prolonged", "extended", "er", "immediate", "topical", "nasal", "inhaled", "eye",
-    "ear", "cutaneous", "vaginal", "rectal", "sublingual", "by", "mouth", "po", "strength", "ds", "forte", "hfa", "mdi", "for", "children", "child", "infant", "infants", "junior",
+    "ear", "cutaneous", "vaginal", "rectal", "sublingual", "by", "mouth", "po", "strength", "ds", "forte",
+    "hfa", "mdi", "for", "children", "child", "infant", "infants", "junior",
     "paediatric", "pediatric", "adult", "adults",
 ))  # fmt: skip
 _JOINING_WORDS = frozenset(("and", "with", "plus", "or", "then", "also", "the", "a", "an", "of", "x"))
