@@ -71,7 +71,7 @@ def read_plan_reply(text: str, kb: KnowledgeBase, threshold: float = DEFAULT_THR
         for raw, advice in _plan_values(found.value):
             candidates.append((raw, advice, (found.start, found.end)))
     if not candidates:
-        return PlanReading(None, 'no plan: expected a JSON list of items with a "drug", or {"plan": [...]}')
+        return PlanReading(None, 'no JSON list of items with a "drug", nor {"plan": [...]}')
     distinct = list(dict.fromkeys(json.dumps(raw, sort_keys=True, default=str) for raw, _, _ in candidates))
     if len(distinct) > 1:
         return PlanReading(None, f"the reply gives {len(distinct)} different plans; it must give one")

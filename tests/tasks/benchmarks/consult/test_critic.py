@@ -237,7 +237,7 @@ def facts(age=30, conditions=(), states=(), **profile):
 
 
 def item(name, dose=..., unit=..., per_day=..., route=None, generic=..., **fields):
-    """A plan item; with no dose given, the KB drug's usual dose (the critic checks only items wholly read)."""
+    """A plan item; with no dose given, the KB drug's usual dose (the critic checks only whole items)."""
     usual = next((d.usual_dose for d in (*KB.drugs, *load_kb().drugs) if d.name == name), None)
     weekly = any(d.drug == name and d.weekly for d in (*KB.dosing, *load_kb().dosing))
     return PlanItem(
@@ -777,7 +777,10 @@ def test_daily_and_weekly_totals_with_strengths_weights_and_schedules(given, age
             "'ibuprofen': 10 mg/kg does not convert to mg without the patient's weight",
         ),
         (item("paracetamol", 2, "furlongs", 4), 30, "'paracetamol': 2 furlongs does not convert to mg"),
-        (item("paracetamol", 1, "g", None), 30, "'paracetamol': 1 g with no frequency: the dose a day is unknown"),
+        (
+            item("paracetamol", 1, "g", None), 30,
+            "'paracetamol': 1 g with no frequency: the dose a day is unknown",
+        ),
         # nothing written is nothing read: an item with no dose is not checked, so it is not safe
         (item("paracetamol", None, None, None), 30, "'paracetamol': no dose is given"),
         (item("paracetamol", None, None, 4), 30, "'paracetamol': no dose is given"),
@@ -791,8 +794,8 @@ def test_daily_and_weekly_totals_with_strengths_weights_and_schedules(given, age
                 ("dose", "'a couple' gives no amount"),
                 ("frequency", "'now and then': 'now' is not read as a frequency"),
             )), 30,
-            "'paracetamol': dose: 'a couple' gives no amount; frequency: 'now and then': 'now' is not read as a"
-            " frequency",
+            "'paracetamol': dose: 'a couple' gives no amount; frequency: 'now and then': 'now' is not read "
+            "as a frequency",
         ),
     ],
 )  # fmt: skip
@@ -857,7 +860,8 @@ def test_a_weight_must_be_positive():
         ),
         (
             '[{"drug": "paracetamol", "dose": "2 tablets", "frequency_per_day": "when the pain is bad"}]', {},
-            [("dose_unreadable", "'paracetamol': frequency: 'when the pain is bad': 'when' is not read as a frequency")],
+            [("dose_unreadable",
+              "'paracetamol': frequency: 'when the pain is bad': 'when' is not read as a frequency")],
         ),
     ],
 )  # fmt: skip
@@ -877,8 +881,8 @@ def test_an_unknown_drug_is_unverified_and_not_counted_as_a_drug():
                 "unobtainium",
                 "drugs_v1: unread 'unobtainium'",
                 "consultation KB v1",
-                "'unobtainium': 'unobtainium' is no drug, salt, strength or form the knowledge base or the name "
-                "library knows",
+                "'unobtainium': 'unobtainium' is no drug, salt, strength or form the knowledge base or the "
+                "name library knows",
             ),
         ),
         drugs=1,
@@ -1244,8 +1248,8 @@ def test_co_codamol_and_paracetamol_sum_into_one_paracetamol_daily_total():
     # or 30 mg a tablet) is unknown without a strength: unverified, never fine.
     assert [(v.kind, v.severity, v.drug, v.entry, v.detail) for v in found.violations] == [
         ("dose_unreadable", "unverified", "codeine", "drug codeine: dose",
-         "'co-codamol': dose: how much codeine is in 2 tablets of co-codamol is not known: name the product's "
-         "strength"),
+         "'co-codamol': dose: how much codeine is in 2 tablets of co-codamol is not known: name the "
+         "product's strength"),
         ("dose_above_maximum", "hard", "paracetamol", "drug paracetamol: max_daily.adult",
          "4 x 1000 mg + 4 x 1 g = 8000 mg a day > 4000 mg"),
     ]  # fmt: skip

@@ -185,11 +185,11 @@ def test_a_combination_item_holds_every_ingredient_and_no_single_generic(kb):
          'plan item 2 ({"dose": 5}) is not an object with a "drug" name'),
         ('{"plan": "paracetamol"}', 'plan item 1 ("paracetamol") is not an object with a "drug" name'),
         # issue 32: 3,000 "[" raised RecursionError; JSON nested past the scanner's depth is not read
-        ("[" * 3000, 'no plan: expected a JSON list of items with a "drug", or {"plan": [...]}'),
+        ("[" * 3000, 'no JSON list of items with a "drug", nor {"plan": [...]}'),
         ("[" * 3000 + "]" * 3000, "JSON nested deeper than 20 levels cannot be read"),
         ("[]" * MAX_TOKENS, f"the reply holds more brackets than are read (read up to char {MAX_TOKENS:,})"),
         ("Take some paracetamol and rest.",
-         'no plan: expected a JSON list of items with a "drug", or {"plan": [...]}'),
+         'no JSON list of items with a "drug", nor {"plan": [...]}'),
     ],
 )  # fmt: skip
 def test_a_reply_that_is_not_one_plan_is_unparseable_and_says_why(kb, text, problem):
