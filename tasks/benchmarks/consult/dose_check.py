@@ -126,14 +126,17 @@ def _maximum_violations(
     above it whatever the strength, unverified when only some standard strength puts it above. A current
     medicine holding the drug adds an unknown amount above 0."""
     unit = drug.usual_dose.unit
+    if not dosed:
+        return []
+    daily_limit, entry, source, note = _daily_maximum(drug, profile, dosing)
+    if daily_limit is None:  # the KB gives no most for this patient's age band: the dose cannot be checked
+        band = profile.age_band
+        detail = f"the KB gives {drug.name} no maximum for the {band} age band: the dose is not checked"
+        return [drug_violation(*UNREADABLE, drug, entry, detail, source)]
+    days, period, limit = 1, "a day", daily_limit
     if dosing is not None and dosing.weekly is not None:
         days, period, limit = 7, "a week", dosing.weekly.maximum
         entry, source, note = f"dosing {drug.name}: weekly.maximum", dosing.source, ""
-    else:
-        days, period = 1, "a day"
-        limit, entry, source, note = _daily_maximum(drug, profile, dosing)
-    if limit is None or not dosed:
-        return []
     low = sum(amount.low * (item.frequency_per_day or 0) * days for item, amount in dosed)
     high = sum(amount.high * (item.frequency_per_day or 0) * days for item, amount in dosed)
     parts = " + ".join(
