@@ -9,7 +9,8 @@ A dose is read from a number or from its text, every word of it: "500", "500mg",
 tablets" and "500 mg-1 g" (ranges at their worst, the larger), "half a tablet", "2 x 500 mg tablets" (a
 strength) and "2 x 500 mg" (1000 mg), "2 tablets (500 mg each)", "5 ml of 120 mg/5 ml", "15 mg/kg", "2
 sprays in each nostril" (4), and a count of doses a day written with it ("1000 mg x2", "1000 mg twice").
-A number is read only when it is finite and above 0 ("1000e1" is 10000). Anything else in the text makes
+A number is read only when it is finite and above 0 ("1000e1" is 10000); a text of more than 500
+characters is not read. Anything else in the text makes
 the dose unread, with the reason (`Dose.problem`).
 """
 
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from tasks.benchmarks.consult.episode import PlanItem
-from tasks.benchmarks.consult.frequency import plain, read_frequency
+from tasks.benchmarks.consult.frequency import MAX_CHARS, plain, read_frequency
 from tasks.benchmarks.consult.kb.models import Strength
 
 _N = r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?|\.\d+)"
@@ -207,6 +208,8 @@ def read_dose(value: Any) -> Dose:
         if math.isfinite(value) and value > 0:
             return Dose(float(value))
         return Dose(None, problem=f"{value} is not a dose")
+    if len(value) > MAX_CHARS:
+        return Dose(None, problem=f"{len(value):,} characters is no dose (at most {MAX_CHARS})")
     text = plain(value)
     found = _AMOUNT.match(text)
     if found is None:

@@ -8,12 +8,13 @@ The text is read lower-cased, number words as digits ("twice" -> "2 times"), as 
 - "as needed" (prn, when required), a stated maximum ("max 4 doses in 24 hours", "up to 4 times daily",
   or an amount: "max 8 tablets a day"), an event ("after each loose stool");
 - words that say how or for how long, and change no count ("with food", "for 5 days", "by mouth").
-Any other word makes the whole text unread (`Frequency.problem` names it): a count read around a word we do
-not understand could be wrong, and the critic then calls the item unverified rather than guess.
-Rates and times joined by "and" (or "plus") add up ("3 times a day and at night" = 4); otherwise they
-describe the same doses and the larger counts ("twice daily (morning and evening)" = 2). A stated maximum
-caps the count, and alone is the count; "as needed" or an event with neither a rate nor a maximum is not
-read. Every range is read at its worst: the shorter interval, the larger count.
+A text of more than `MAX_CHARS` characters is not read. Any other word makes the whole text unread
+(`Frequency.problem` names it): a count read around a word we do not understand could be wrong, and the
+critic then calls the item unverified rather than guess. Rates and times joined by "and" (or "plus") add
+up ("3 times a day and at night" = 4); otherwise they describe the same doses and the larger counts
+("twice daily (morning and evening)" = 2). A stated maximum caps the count, and alone is the count; "as
+needed" or an event with neither a rate nor a maximum is not read. Every range is read at its worst: the
+shorter interval, the larger count.
 """
 
 import math
@@ -146,6 +147,8 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], Any], ...] = (
     ("and", re.compile(r"(?:and|plus|as well as|also|\+|&)(?:\b|(?<=[+&]))"), None),
     ("filler", re.compile(r"(?:" + _FILLER + r")\b"), None),
 )
+# No frequency a prescriber writes is longer; a longer text is not read (and would cost a pass per phrase).
+MAX_CHARS = 500
 _SEPARATORS = re.compile(r"[\s,;:()\[\]{}'\"!?*]+")
 _WORD = re.compile(r"[^\s,;:()\[\]{}'\"!?*]+")
 
@@ -160,6 +163,8 @@ def read_frequency(value: Any) -> Frequency:
         if math.isfinite(value) and value > 0:
             return Frequency(float(value))
         return Frequency(None, problem=f"{_shown(value)} doses a day is not a frequency")
+    if len(value) > MAX_CHARS:
+        return Frequency(None, problem=f"{len(value):,} characters is no frequency (at most {MAX_CHARS})")
     return _read_words(value, plain(value))
 
 

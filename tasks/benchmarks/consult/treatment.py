@@ -6,6 +6,7 @@ A plan is a JSON list of objects that each have a `"drug"` key, or an object `{"
 plans ("Plan A: [...] Actually use: [...]"), a plan list with an entry that is not an object with a
 non-empty `"drug"` string, JSON nested too deep to read, or more brackets than the scanner reads is
 unparseable, with the reason: never a silent choice of one list. The same plan written twice counts once.
+A list of more than `MAX_PLAN_ITEMS` items is unparseable too.
 
 Each item's fields are read by `doses.read_dose` (a dose and any unit or strength in it),
 `frequency.read_frequency` (a `frequency` key is read when `frequency_per_day` is absent), `doses.read_unit`
@@ -37,6 +38,8 @@ from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.resolve import resolve_drug
 from tasks.core.json_text import MAX_DEPTH, scan_json
 
+# No treatment plan has more drugs than this; a longer list is not read (and would cost seconds to resolve).
+MAX_PLAN_ITEMS = 50
 _FENCE = re.compile(r"```[a-zA-Z]*[ \t]*\n(.*?)```", re.DOTALL)
 
 
@@ -120,6 +123,8 @@ def _fence_around(text: str, start: int, end: int) -> tuple[int, int]:
 
 def _plan_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tuple[PlanItem, ...] | str:
     """The list's plan items, or why an entry is no item (not an object with a non-empty "drug" string)."""
+    if len(raw) > MAX_PLAN_ITEMS:
+        return f"the plan lists {len(raw):,} items: more than {MAX_PLAN_ITEMS} is no treatment plan"
     items = []
     for position, entry in enumerate(raw, start=1):
         drug = entry.get("drug") if isinstance(entry, dict) else None

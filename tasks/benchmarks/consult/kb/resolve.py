@@ -14,7 +14,7 @@ item unverified:
 - a strength, a number, a dose form or route word ("500 mg tablets", "30/500", "oral suspension") or a
   joining word ("and", "with", "plus");
 - anything else is `unknown`: "paracetamol and zzzocillin" resolves paracetamol and leaves "zzzocillin"
-  unread, so the item is not wholly checked.
+  unread, so the item is not wholly checked. A name of more than `MAX_NAME_WORDS` words is not read.
 A product's ingredients carry their amounts per tablet when the product fixes them: by a brand sold at one
 strength (Solpadol), by the strengths written in the text ("30/500", or the BNF's total "co-amoxiclav
 625 mg"), or because every variant has the same amount (co-codamol's paracetamol 500 mg). The library's
@@ -64,6 +64,8 @@ _SALT_WORDS = frozenset((
     "carbonate", "bisulfate", "hydrogen",
 ))  # fmt: skip
 _LONGEST_NAME = 6  # words; no KB name or product is longer
+# No drug's name, with its strength, form and salt, runs longer: a longer text is not read word by word.
+MAX_NAME_WORDS = 30
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -137,6 +139,8 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
     def resolve(name: str, threshold: float, use_library: bool) -> Resolution:
         words = normalise_text(name, keep_hyphens=True).split()
         tokens = [part for word in words for part in word.split("-") if part]
+        if len(tokens) > MAX_NAME_WORDS:
+            return Resolution(method="unresolved", unknown=(f"(a name of {len(tokens):,} words)",))
         resolution = scan(name, tokens, {}, threshold)
         # The library's dictionary is slow to load: it is asked only when the KB's names leave a word unread.
         if resolution.unknown and use_library:

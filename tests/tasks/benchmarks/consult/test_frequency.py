@@ -137,8 +137,10 @@ def test_a_stated_maximum_never_raises_the_count(rate, maximum):
     assert capped.per_day == min(read_frequency(rate).per_day, maximum)
 
 
-def test_hostile_text_is_read_in_one_pass():
-    """A megabyte of text that almost reads as a frequency is refused at its first unread word."""
-    assert read_frequency("3 times a day " * 80_000 + "zz").problem == (
-        f"'{'3 times a day ' * 80_000}zz': 'zz' is not read as a frequency"
+def test_a_frequency_is_read_to_its_first_unread_word_and_a_long_one_not_at_all():
+    assert read_frequency("3 times a day " * 30 + "zz").problem == (
+        f"'{'3 times a day ' * 30}zz': 'zz' is not read as a frequency"
+    )
+    assert read_frequency("3 times a day " * 80_000) == Frequency(
+        None, problem="1,120,000 characters is no frequency (at most 500)"
     )

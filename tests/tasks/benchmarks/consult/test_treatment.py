@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.kb.loading import load_kb
+from tasks.benchmarks.consult.kb.resolve import resolve_drug
 from tasks.benchmarks.consult.treatment import PlanReading, is_plan_attempt, parse_plan, read_plan_reply
 from tasks.core.json_text import MAX_TOKENS
 
@@ -270,3 +271,21 @@ def test_any_plan_is_read_whole_or_unparseable_with_a_reason(kb, entries, prose)
 def test_any_text_is_a_plan_or_unparseable(kb, text):
     reading = read_plan_reply(text, kb)
     assert (reading.plan is None) == (reading.problem is not None)
+
+
+def test_a_reply_of_many_items_or_long_fields_is_read_in_bounded_work(kb):
+    """Each bound keeps a megabyte of reply to well under a second of resolving (tests/perf: plan parser)."""
+    item = '{"drug": "paracetamol and zzz%d", "dose": "1 g", "frequency": "qds"}'
+    many = "[" + ",".join(item % number for number in range(9000)) + "]"
+    assert read_plan_reply(many, kb) == PlanReading(
+        None, "the plan lists 9,000 items: more than 50 is no treatment plan"
+    )
+    long_fields = json.dumps(
+        [{"drug": "paracetamol " * 80_000, "dose": "1 mg " * 200, "frequency": "od " * 200}]
+    )
+    (item,) = read_plan_reply(long_fields, kb).plan.items
+    assert item.unreadable == (
+        ("dose", "1,000 characters is no dose (at most 500)"),
+        ("frequency", "600 characters is no frequency (at most 500)"),
+    )
+    assert resolve_drug(kb, item.drug).unknown == ("(a name of 80,000 words)",)
