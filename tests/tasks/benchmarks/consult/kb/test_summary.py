@@ -16,6 +16,7 @@ def test_every_part_is_counted_and_the_interactions_by_where_they_come_from():
         "interactions": 73,  # 49 of the KB's own, 24 merged from drug-interaction-mcp
         "contraindications": 39,
         "dosing entries": 51,
+        "salt and ester forms": 69,
     }
     assert sum(summary.departments.values()) == len(kb.conditions)
     merged = sum(summary.interactions["drug-interaction-mcp"].values())
