@@ -54,15 +54,6 @@ _FORM_WORDS = frozenset((
     "paediatric", "pediatric", "adult", "adults",
 ))  # fmt: skip
 _JOINING_WORDS = frozenset(("and", "with", "plus", "or", "then", "also", "the", "a", "an", "of", "x"))
-# Salts and esters a drug is sold as (BNF monograph titles); the KB's salt table gives each its factor.
-_SALT_WORDS = frozenset((
-    "sodium", "disodium", "semisodium", "potassium", "calcium", "magnesium", "hydrochloride", "hcl",
-    "hydrobromide", "sulfate", "sulphate", "phosphate", "tartrate", "bitartrate", "citrate", "maleate",
-    "fumarate", "succinate", "ethylsuccinate", "stearate", "besilate", "besylate", "mesilate", "mesylate",
-    "acetate", "dipropionate", "propionate", "furoate", "valerate", "butyrate", "hyclate", "monohydrate",
-    "dihydrate", "trihydrate", "hemihydrate", "sesquihydrate", "lysine", "trometamol", "benzoate",
-    "carbonate", "bisulfate", "hydrogen",
-))  # fmt: skip
 _LONGEST_NAME = 6  # words; no KB name or product is longer
 # No drug's name, with its strength, form and salt, runs longer: a longer text is not read word by word.
 MAX_NAME_WORDS = 30
@@ -121,8 +112,14 @@ class _Found(NamedTuple):
 
 @cached_per_kb
 def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
-    aliases = _aliases(kb)
+    # Salt and ester words are data: every word of the KB's salt table (salts_v<N>.yaml).
+    salt_words = frozenset(word for phrase in kb.salt_words for word in phrase.split())
+    aliases = _aliases(kb, salt_words)
     fuzzy_names = {name: name for name in _fuzzy_names(kb, aliases)}
+
+    def is_read(token: str) -> bool:
+        """A salt, strength, form or joining word."""
+        return token in salt_words or _is_dose_or_joining_word(token)
 
     def named(key: str, text: str) -> _Found | None:
         """A KB drug or product named exactly by `key` (normalised words)."""
@@ -158,16 +155,15 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
             end, hit = _longest(tokens, position, lambda key: named(key, name))
             by_library = library.get(position)
             # The library's name where it reads more words, unless it reads a lone salt or form word.
-            if by_library is not None and by_library[0] > max(
-                end, position + _is_read_word(tokens[position])
-            ):
+            if by_library is not None and by_library[0] > max(end, position + is_read(tokens[position])):
                 end, canonical_names = by_library
                 hit = _by_library(kb, canonical_names, name)
                 # The library reads a salt as part of a name ("albuterol sulfate"): it is still a salt.
-                salts += [
-                    (word, tokens[word]) for word in range(position, end) if tokens[word] in _SALT_WORDS
-                ]
-            elif hit is None and (fuzzy := _fuzzy(tokens, position, fuzzy_names, threshold)) is not None:
+                salts += [(word, tokens[word]) for word in range(position, end) if tokens[word] in salt_words]
+            elif (
+                hit is None
+                and (fuzzy := _fuzzy(tokens, position, fuzzy_names, threshold, is_read)) is not None
+            ):
                 end, key = fuzzy
                 hit = named(key, name)
                 assert hit is not None  # fuzzy names are KB names
@@ -177,9 +173,9 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
                 position = end
                 continue
             token = tokens[position]
-            if token in _SALT_WORDS:
+            if token in salt_words:
                 salts.append((position, token))
-            elif not _is_read_word(token):
+            elif not is_read(token):
                 unknown.append(token)
             position += 1
         return _resolution(found, _salt_phrases(salts), unknown)
@@ -198,10 +194,12 @@ def _longest(
     return start, None
 
 
-def _fuzzy(tokens: list[str], start: int, names: dict[str, str], threshold: float) -> tuple[int, str] | None:
+def _fuzzy(
+    tokens: list[str], start: int, names: dict[str, str], threshold: float, is_read: Callable[[str], bool]
+) -> tuple[int, str] | None:
     """The longest run of tokens from `start` (words no other rule reads) that is a misspelt KB name."""
     run = start
-    while run < len(tokens) and run - start < _LONGEST_NAME and not _is_read_word(tokens[run]):
+    while run < len(tokens) and run - start < _LONGEST_NAME and not is_read(tokens[run]):
         run += 1
     for end in range(run, start, -1):
         best = best_fuzzy_match(" ".join(tokens[start:end]), names, threshold)
@@ -210,14 +208,8 @@ def _fuzzy(tokens: list[str], start: int, names: dict[str, str], threshold: floa
     return None
 
 
-def _is_read_word(token: str) -> bool:
-    """A salt, strength, form or joining word."""
-    return (
-        token in _SALT_WORDS
-        or token in _FORM_WORDS
-        or token in _JOINING_WORDS
-        or _DOSE_WORD.fullmatch(token) is not None
-    )
+def _is_dose_or_joining_word(token: str) -> bool:
+    return token in _FORM_WORDS or token in _JOINING_WORDS or _DOSE_WORD.fullmatch(token) is not None
 
 
 def _salt_phrases(salts: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -260,7 +252,7 @@ def _resolution(
     )
 
 
-def _aliases(kb: KnowledgeBase) -> dict[str, tuple[Drug, ResolutionMethod]]:
+def _aliases(kb: KnowledgeBase, salt_words: frozenset[str]) -> dict[str, tuple[Drug, ResolutionMethod]]:
     """Every normalised name of every KB drug -> the drug and what kind of name it is. A name holding a salt
     word ("naproxen sodium") is left out: the salt is read as a salt, so its dose is converted."""
     aliases: dict[str, tuple[Drug, ResolutionMethod]] = {}
@@ -271,7 +263,7 @@ def _aliases(kb: KnowledgeBase) -> dict[str, tuple[Drug, ResolutionMethod]]:
         for method, names in kinds:
             for alias in names:
                 key = normalise_text(alias)
-                if not _SALT_WORDS.intersection(key.split()) or method == "generic":
+                if not salt_words.intersection(key.split()) or method == "generic":
                     aliases.setdefault(key, (drug, method))
     return aliases
 

@@ -98,6 +98,21 @@ NAMES = [
     # drugs the KB added for its class rules: a US brand through the library, a generic
     ("Zithromax", ("azithromycin",)),
     ("sertraline", ("sertraline",)),
+    # the most-prescribed drugs the KB added (anticoagulants, antiplatelets, antiepileptics...), by brand,
+    # salt, spelling and strength
+    ("Plavix", ("clopidogrel",)),
+    ("Eliquis", ("apixaban",)),
+    ("Xarelto 20 mg", ("rivaroxaban",)),
+    ("Cordarone X", ("amiodarone",)),
+    ("Lanoxin", ("digoxin",)),
+    ("Zyloric", ("allopurinol",)),
+    ("metronidazole benzoate", ("metronidazole",)),
+    ("Zyvox", ("linezolid",)),
+    ("Tegretol", ("carbamazepine",)),
+    ("phenytoin sodium 100 mg capsules", ("phenytoin",)),
+    ("sodium valproate", ("valproate",)),
+    ("Epilim Chrono 500 mg", ("valproate",)),
+    ("St John's wort", ("st johns wort",)),
     # no KB drug
     ("vitamin Z", ()),
     ("rest", ()),
@@ -106,6 +121,7 @@ NAMES = [
     ("saline nasal drops", ()),
     ("Solpadeine", ()),  # a brand family: Plus, Max and Headache differ
     ("Valium", ()),
+    ("Keppra", ()),  # levetiracetam, which the KB lacks
     ("co-careldopa", ()),
     ("500 mg", ()),
 ]
