@@ -484,7 +484,8 @@ def test_a_drug_with_no_maximum_for_the_age_band_is_a_soft_conflict_and_its_dose
     assert critique(plan(item("aspirin")), facts(age=6), KB).violations == (
         violation("age_band", "soft", "aspirin", "drug aspirin: max_daily.child", "label aspirin",
                   "aspirin has no maximum daily dose for the child age band: not for this patient"),
-        violation("dose_unreadable", "unverified", "aspirin", "drug aspirin: max_daily.child", "label aspirin",
+        violation("dose_unreadable", "unverified", "aspirin", "drug aspirin: max_daily.child",
+                  "label aspirin",
                   "the KB gives aspirin no maximum for the child age band: the dose is not checked"),
     )  # fmt: skip
 
