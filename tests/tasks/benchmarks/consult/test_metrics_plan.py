@@ -2,6 +2,8 @@
 a penicillin or a macrolide; colic expects no drug)."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tasks.benchmarks.consult.case import CaseAiu, ConsultCase, FollowUp, GoldDiagnosis, PatientProfile
 from tasks.benchmarks.consult.composite import stage_score
@@ -265,3 +267,34 @@ def test_a_constraint_that_makes_the_first_plan_unsafe_is_traced():
         ("interaction", "clarithromycin", "warfarin")
     ]
     assert score_follow_up(case(follow_ups=script), given, (), KB).dcsr == 0.0
+
+
+PLAN_ITEMS = st.lists(
+    st.sampled_from([AMOXICILLIN, CLARITHROMYCIN, PARACETAMOL, drug("ibuprofen", 800, per_day=4)]), max_size=3
+)
+
+
+@given(st.sampled_from(["otitis", "colic"]), PLAN_ITEMS, PLAN_ITEMS)
+def test_what_was_not_read_never_scores_above_what_was(condition, first, revised):
+    # Whatever the agent wrote, its stage scores cannot rise because a plan or revision could not be read.
+    scripted = case(condition, follow_ups=SCRIPT)
+    treatment = {
+        parse: stage_score(
+            score_treatment(scripted, episode(*first, parse=parse), KB)._asdict(), TREATMENT_METRICS
+        )
+        for parse in ("ok", "unparseable")
+    }
+    assert treatment["unparseable"] == 0.0 <= treatment["ok"]
+    dcsr = {
+        parse: score_follow_up(
+            scripted,
+            episode(
+                *first,
+                follow_ups=(turn(0), turn(1), turn(2, tuple(revised) if parse == "ok" else None, parse)),
+            ),
+            (),
+            KB,
+        ).dcsr
+        for parse in ("ok", "unparseable")
+    }
+    assert dcsr["unparseable"] == 0.0 <= dcsr["ok"]
