@@ -41,7 +41,8 @@ STAGE_LABELS = {
 OFFLINE_JUDGE = "offline heuristic"
 COMPOSITE_NOTE = (
     "composite: every primary metric in [0, 1] higher-better (1 - x for CPRw, POVR, DDIV, PCR), averaged "
-    "within its stage, then the four stage scores averaged; undefined when a stage has no defined metric. "
+    "within its stage, then the four stage scores averaged; undefined when a stage has no defined metric "
+    "or no FQR grade was read. "
     "Read it beside the stage tables, never alone."
 )
 
