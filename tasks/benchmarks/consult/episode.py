@@ -83,15 +83,35 @@ class FollowUpTurn(BaseModel, frozen=True, extra="forbid"):
     index: int
     answer: str
     cut: bool = False  # the answer kept was cut at max_tokens (finish_reason 'length')
-    revised_plan: TreatmentPlan | None = None  # None: the agent kept the plan it had
-    revision_parse: ParseStatus = "ok"  # a revision that did not parse after the re-ask: the plan is kept
+    revised_plan: TreatmentPlan | None = None  # None: no revision that parsed
+    revision_parse: ParseStatus = "ok"  # unparseable: the answer tried a revision that did not parse
+
+    def plan_after(self, before: TreatmentPlan | None) -> TreatmentPlan | None:
+        """The plan in force after this follow-up, `before` the one in force before it (None: unread). A
+        revision that did not parse leaves no plan that can be read: the agent meant to change the plan
+        and what it changed it to is unknown, so the plan before is not credited to it."""
+        if self.revision_parse == "unparseable":
+            return None
+        return self.revised_plan if self.revised_plan is not None else before
 
 
 class Episode(BaseModel, frozen=True, extra="forbid"):
     case_id: str
     turns: tuple[HistoryTurn, ...]
     differential: tuple[DiagnosisItem, ...] = ()
-    diagnosis_parse: ParseStatus = "ok"  # unparseable after the bounded re-ask: scored as empty
+    diagnosis_parse: ParseStatus = "ok"  # unparseable after the bounded re-ask: its metrics score the worst
     plan: TreatmentPlan = TreatmentPlan()
-    plan_parse: ParseStatus = "ok"  # unparseable after the bounded re-ask: scored as an empty plan
+    plan_parse: ParseStatus = "ok"  # unparseable after the bounded re-ask: its metrics score the worst
     follow_ups: tuple[FollowUpTurn, ...] = ()
+    # What a reader raised on a reply kept as unparseable: "<stage>: <error>" (reading.py).
+    parse_errors: tuple[str, ...] = ()
+
+    @property
+    def first_plan(self) -> TreatmentPlan | None:
+        """The treatment stage's plan; None when it did not parse (an unread plan, never an empty one)."""
+        return self.plan if self.plan_parse == "ok" else None
+
+    @property
+    def revisions_unparseable(self) -> int:
+        """Follow-up answers that tried to revise the plan and did not parse after the re-ask."""
+        return sum(turn.revision_parse == "unparseable" for turn in self.follow_ups)
