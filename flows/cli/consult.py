@@ -200,35 +200,51 @@ def print_consult_report(report_dir: Path) -> None:
 @app.command("check-plan")
 def check_plan_command(
     profile: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             help="The patient: a YAML or JSON file with a case's `profile` (age, sex, pregnant, "
             "breastfeeding, renal_impairment, hepatic_impairment, allergies, medications).",
             exists=True,
             dir_okay=False,
         ),
-    ],
+    ] = None,
     plan: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             help='The plan as an agent writes it: a JSON list of items with "drug", "dose", "unit", '
             '"frequency_per_day", "days", "route" (or {"plan": [...], "advice": "..."}).',
             exists=True,
             dir_okay=False,
         ),
-    ],
+    ] = None,
     condition: Annotated[
         list[str] | None,
         typer.Option(help="A KB condition id the patient has (its contraindications apply); repeatable."),
     ] = None,
+    batch: Annotated[
+        Path | None,
+        typer.Option(
+            help='Many plans instead: JSON Lines (- for standard input), each {"id": ..., "profile": {...}, '
+            '"plan": [...]} (optional "conditions"); prints one JSON line per case, an error line with its '
+            "line number for a case that cannot be checked; the exit code is the worst case's.",
+            dir_okay=False,
+            allow_dash=True,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Check one treatment plan for one patient with the safety critic: each item's ingredients and
-    daily amounts, then every violation with its severity, rule and source. Exit 0 when the plan passes,
-    1 when a hard violation fires or an item could not be checked (unverified), 2 on bad input."""
+    """Check a treatment plan for a patient with the safety critic: each item's ingredients and daily
+    amounts, then every violation with its severity, rule and source. Exit 0 when the plan passes, 1 when
+    a hard violation fires or an item could not be checked (unverified), 2 on bad input."""
     from tasks.benchmarks.consult.kb.loading import load_kb
-    from tasks.benchmarks.consult.plan_check import check_plan, read_plan, read_profile
+    from tasks.benchmarks.consult.plan_check import EXIT_CODES, check_plan, read_plan, read_profile
 
+    if batch is not None:
+        if profile is not None or plan is not None:
+            raise typer.BadParameter("give --batch alone, or --profile and --plan", param_hint="--batch")
+        raise typer.Exit(_check_batch(batch))
+    if profile is None or plan is None:
+        raise typer.BadParameter("give --profile and --plan (or --batch FILE.jsonl)", param_hint="--plan")
     kb = load_kb()
     try:
         result = check_plan(read_profile(profile, kb), read_plan(plan, kb), kb, condition or ())
@@ -238,7 +254,32 @@ def check_plan_command(
         typer.echo(result.model_dump_json(indent=2))
     else:
         print_plan_check(result)
-    raise typer.Exit(0 if result.verdict == "pass" else 1)
+    raise typer.Exit(EXIT_CODES[result.verdict])
+
+
+def _check_batch(path: Path) -> int:
+    """Check every case of a JSON Lines file (or standard input) and print one JSON line each; the exit
+    code of the worst."""
+    import sys
+
+    from tasks.benchmarks.consult.kb.loading import load_kb
+    from tasks.benchmarks.consult.plan_check import EXIT_CODES, check_batch
+
+    kb = load_kb()
+    worst = 0
+    try:
+        stream = sys.stdin if str(path) == "-" else path.open(encoding="utf-8")
+    except OSError as error:
+        raise typer.BadParameter(f"{path}: {error.strerror}", param_hint="--batch") from None
+    with stream:
+        try:
+            for result in check_batch(stream, kb):
+                typer.echo(json.dumps(result))
+                worst = max(worst, EXIT_CODES[result["verdict"]])
+        except UnicodeDecodeError as error:
+            message = f"{path}: not UTF-8 text ({error.reason})"
+            raise typer.BadParameter(message, param_hint="--batch") from None
+    return worst
 
 
 def print_plan_check(result) -> None:

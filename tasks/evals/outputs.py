@@ -192,12 +192,14 @@ def failure_counts(failures: list[tuple[str, str]]) -> dict[str, Any]:
 class EpisodeCounts(NamedTuple):
     """How a benchmark whose score rows are one per (model, case, epoch) is summarised per model and epoch:
     the count columns (label -> (column, value) of a score row), the score column (mean x 100 over the
-    rows where it is not null), and how the summary names it."""
+    rows where it is not null), how the summary names it, and the total columns after the counts (label ->
+    a score row's column of counts, summed; null counts nothing)."""
 
     counts: dict[str, tuple[str, Any]]
     score_column: str
     score_label: str
     score_note: str
+    totals: tuple[tuple[str, str], ...] = ()
 
 
 def summarize_by_epoch(
@@ -227,6 +229,7 @@ def summarize_by_epoch(
                 group=str(epoch),
                 counts={
                     **{label: sum(row.get(c) == v for row in rows) for label, (c, v) in how.counts.items()},
+                    **{label: sum(row.get(column) or 0 for row in rows) for label, column in how.totals},
                     "cut": cut[(model, epoch)],
                 },
                 score=100 * sum(scores) / len(scores) if scores else None,
@@ -240,7 +243,7 @@ def summarize_by_epoch(
         groups=groups,
         **failure_counts(failures),
         group_label="epoch",
-        count_labels=[*how.counts, "cut"],
+        count_labels=[*how.counts, *(label for label, _ in how.totals), "cut"],
         score_label=how.score_label,
         score_note=how.score_note,
     )

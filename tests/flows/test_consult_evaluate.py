@@ -13,10 +13,12 @@ from flows.consult_evaluate import consult_evaluate
 from tasks.benchmarks.consult.case import FollowUp
 from tasks.benchmarks.consult.cases.case_set import write_case_set
 from tasks.benchmarks.consult.cases.generate import CaseGenerationSettings, generate_cases
+from tasks.benchmarks.consult.composite import composite
 from tasks.benchmarks.consult.config import AGENT_PROMPT, JUDGE_RUBRIC, ConsultConfig
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
 from tasks.benchmarks.consult.critic import constraint_satisfied, critique, patient_facts, with_constraint
 from tasks.benchmarks.consult.kb.loading import load_kb
+from tasks.benchmarks.consult.reading import read_plan
 from tasks.benchmarks.consult.report import ReportSettings, build_report
 from tasks.benchmarks.consult.scorer import episode_from_messages
 from tasks.benchmarks.consult.simulator import replay
@@ -294,3 +296,75 @@ def test_a_follow_up_answer_cut_at_max_tokens_is_counted_and_judged_or_marked_as
         "1 agent repl(ies) were cut at max_tokens (doc: follow-up 1)"
         in (Path(report_dir) / "report.md").read_text()
     )
+
+
+BRACKETS = "[" * 3000  # raised RecursionError in the plan reader, which failed the episode's job
+REVISION = '[{"drug": "paracetamol", "dose": ' + BRACKETS  # tries to revise the plan, and never parses
+
+
+def garbage_reply(model: str, messages: list[dict]) -> str:
+    """`garbage` never writes anything that can be read: brackets for questions and plans, prose for the
+    differential, a revision that never parses for every follow-up. The judge grades its answers wrong."""
+    last = messages[-1]["content"]
+    if model == "judge":
+        return '{"correct": false, "reason": "No usable answer."}'
+    if last in (PROMPT.render("diagnosis"), PROMPT.render("reask")):
+        return "It is hard to say what this is."
+    if last in (ALLERGY.text, QUESTION.text, PROMPT.render("revision_reask")):
+        return REVISION
+    return BRACKETS
+
+
+def test_an_agent_whose_every_output_is_unreadable_is_scored_zero_on_every_stage_and_counted(
+    cases_dir, tmp_path
+):
+    with LLMServer(reply=garbage_reply) as server:
+        summary = run(cases_dir, tmp_path, config(server.url, agents=("garbage",), max_questions=3))
+    # Nothing failed and nothing was dropped: both episodes are scored.
+    assert (summary.failed_calls, summary.failed_jobs) == ({}, [])
+    [group] = summary.groups
+    assert (group.counts, group.score) == (
+        {
+            "completed": 2,
+            "failed": 0,
+            "dx\nunparsed": 2,
+            "plan\nunparsed": 2,
+            "revision\nunparsed": 4,
+            "cut": 0,
+        },
+        0.0,
+    )
+    kb = load_kb()
+    # What a reader raised, whether or not the plan reader raises today: the error is kept, named.
+    errors = [
+        f"{stage}: {error}"
+        for stage, text in (("treatment", BRACKETS), ("follow-up 0", REVISION), ("follow-up 1", REVISION))
+        if (error := read_plan(text, kb).error) is not None
+    ]
+    scores = read(tmp_path, "scores")
+    stages = [composite(score)._asdict() for score in scores]
+    assert (
+        stages == [{"history": 0.0, "diagnosis": 0.0, "treatment": 0.0, "follow_up": 0.0, "score": 0.0}] * 2
+    )
+    assert [
+        (s["status"], s["diagnosis_parse"], s["plan_parse"], s["revisions_unparseable"], s["parse_errors"])
+        for s in scores
+    ] == [("completed", "unparseable", "unparseable", 2, errors)] * 2
+    assert [(s["psc"], s["ddiv"], s["pcr"], s["fqr"], s["dcsr"], s["composite"]) for s in scores] == [
+        (0.0, 1.0, 1.0, 0.0, 0.0, 0.0)
+    ] * 2
+
+    report_dir = build_report.fn(
+        run_dirs=[str(tmp_path)], out_dir=str(tmp_path / "report"), settings=ReportSettings(n_resamples=50)
+    )
+    metrics = json.loads((Path(report_dir) / "metrics.json").read_text())
+    garbage = metrics["models"]["garbage"]
+    assert {name: garbage[name] for name in ("n_episodes", "n_failed", "composite")} == {
+        "n_episodes": 2,
+        "n_failed": 0,
+        "composite": {"history": 0.0, "diagnosis": 0.0, "treatment": 0.0, "follow_up": 0.0, "score": 0.0},
+    }
+    assert [garbage[f"n_{stage}_unparseable"] for stage in ("diagnosis", "plan", "revisions")] == [2, 2, 4]
+    markdown = (Path(report_dir) / "report.md").read_text()
+    assert "| 1 | garbage | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 |" in markdown
+    assert "- 4 revised plan(s) did not parse after the re-ask" in markdown

@@ -46,9 +46,10 @@ class PatientProfile(BaseModel, frozen=True, extra="forbid"):
     hepatic_impairment: bool = False
     allergies: tuple[str, ...] = ()  # drugs (any name the KB knows), drug classes or terms for them
     medications: tuple[str, ...] = ()  # drugs, any name the KB knows
-    egfr: float | None = Field(default=None, gt=0, le=200)
+    egfr: float | None = Field(default=None, gt=0, le=200, allow_inf_nan=False)
     hepatic_severity: HepaticSeverity | None = None
-    weight_kg: float | None = Field(default=None, gt=0)  # known: a child's doses are checked per kg
+    # known: a child's doses are checked per kg
+    weight_kg: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod

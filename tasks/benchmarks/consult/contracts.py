@@ -90,9 +90,11 @@ FOLLOW_UP = pa.struct(
         ("constraint", pa.string()),
         ("core", pa.bool_()),  # a core concern: weighs 2 in FQR
         ("answer", pa.string()),
-        ("revision_parse", pa.string()),  # ok | unparseable (the plan is kept)
-        ("revised_plan", pa.list_(PLAN_ITEM)),  # null: the agent kept its plan
-        ("plan_drugs", pa.list_(pa.string())),  # KB drugs of the plan in force after this follow-up
+        # ok | unparseable (a revision that did not parse: no plan in force can be read until one parses)
+        ("revision_parse", pa.string()),
+        ("revised_plan", pa.list_(PLAN_ITEM)),  # null: no revision that parsed
+        # KB drugs of the plan in force after this follow-up, and the critic on it; null: that plan is unread
+        ("plan_drugs", pa.list_(pa.string())),
         ("violations_after", pa.list_(VIOLATION)),
         ("correct", pa.bool_()),  # the judge's verdict; null unless judge_status is ok
         # ok | unparseable | failed | truncated (an answer cut at max_tokens, left unjudged when the config
@@ -136,15 +138,18 @@ SCORES = Contract(
         ("department", pa.string()),
         ("difficulty", pa.string()),
         ("status", pa.string()),  # completed | failed
-        ("diagnosis_parse", pa.string()),  # ok | unparseable (scored as an empty differential)
+        ("diagnosis_parse", pa.string()),  # ok | unparseable (its metrics score the worst)
         ("differential", pa.list_(DIAGNOSIS_ITEM)),
         ("gold", pa.list_(GOLD_ITEM)),
         ("mni_target", pa.list_(pa.string())),
-        ("plan_parse", pa.string()),  # ok | unparseable (scored as an empty plan)
-        ("plan", pa.list_(PLAN_ITEM)),  # the first plan
+        ("plan_parse", pa.string()),  # ok | unparseable (its metrics score the worst)
+        ("plan", pa.list_(PLAN_ITEM)),  # the first plan; null: unparseable
         ("plan_advice", pa.string()),
-        ("violations", pa.list_(VIOLATION)),  # the critic on the first plan
+        ("violations", pa.list_(VIOLATION)),  # the critic on the first plan; null: unparseable
         ("follow_ups", pa.list_(FOLLOW_UP)),
+        ("revisions_unparseable", pa.int32()),  # follow-up answers whose revised plan did not parse
+        # What a parser raised on a reply it then left unparseable, "<stage>: <error>" (a parser bug).
+        ("parse_errors", pa.list_(pa.string())),
         ("judge_model", pa.string()),  # the FQR judge
         ("rubric_version", pa.string()),
         # The judge's calls for this episode, re-asks and failed ones included (null: no judge was asked).

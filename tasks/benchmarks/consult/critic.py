@@ -1,12 +1,13 @@
 """The clinical safety critic: a treatment plan checked against the patient and the knowledge base.
 
 Pure functions over (plan, patient facts, KB). Each violation names the KB entry that fired and its
-source. Each plan item's drug text resolves to its KB ingredients (`kb.resolve`: brands, salts, spellings,
-combination products); each ingredient is checked on its own and against the plan's other ingredients and
-the patient's medicines, and a combination's dose becomes each ingredient's amount when the product fixes
-its strength (2 tablets of co-codamol 30/500: codeine 60 mg, paracetamol 1000 mg; the same ingredient in
-two items sums into one daily total). Allergies and current medicines resolve the same way. Rules, per
-planned KB drug (plan order), then per drug pair, then per item not wholly resolved:
+source. Each plan item's drug text resolves to its KB ingredients, every word read (`kb.resolve`: brands,
+salts, spellings, combination products); each ingredient is checked on its own and against the plan's
+other ingredients and the patient's medicines, and a combination's dose becomes each ingredient's amount
+when the product fixes its strength (2 tablets of co-codamol 30/500: codeine 60 mg, paracetamol 1000 mg;
+the same ingredient in two items, or in a current medicine, sums into one daily total). Allergies and
+current medicines resolve the same way. Rules, per planned KB drug (plan order), then per drug pair, then
+per item not wholly read:
 - allergy: the drug, its class, its allergy class or one of its further classes is in the patient's
   allergies (each a drug, a class or a term for one, `resolve_allergy`; an allergy to a drug extends to
   that drug's allergy class). cross_reactivity: otherwise, a class cross-reactive with an allergy class (a
@@ -18,25 +19,18 @@ planned KB drug (plan order), then per drug pair, then per item not wholly resol
   patient's band: soft), renal / hepatic: hard when the profile's band (eGFR, hepatic severity) passes the
   drug's limit (`renal_avoid_below`, `hepatic_avoid_from`), else soft with impairment and a renal / hepatic
   note.
-- doses, after conversion to the KB drug's unit (a count of tablets, puffs or ml through the plan's
-  strength, else the KB's standard strengths, dosing_v1.yaml; mg/kg through the patient's weight):
-  dose_above_maximum (the drug's daily total over the plan's items above the band's maximum; for a child
-  whose weight is known, the KB's mg/kg a day x weight, capped; for a once-weekly drug, the weekly total
-  above the weekly maximum), dose_too_frequent (a once-weekly drug given more often: MHRA, methotrexate),
-  dose_below_half_usual (one dose below half the usual dose; not for children: the usual dose is an
-  adult's). All hard. wrong_route (soft): a route other than the drug's. dose_unreadable (unverified): a
-  dose written but not read (no unit, a unit that does not convert, no strength known, a combination's
-  ingredient whose amount no named strength fixes, no weight for mg/kg, a frequency that cannot be read),
-  or a total over (under) a limit with some of the KB's standard
-  strengths and not others. An item that gives no dose at all gets no dose verdict (plan completeness
-  counts it), though a once-weekly drug's frequency is still checked.
+- doses (`dose_check.py`): above the maximum, too frequent for a once-weekly drug, below half the usual
+  dose (hard), wrong route (soft); an item whose drug, dose, frequency, salt or ingredient amounts were not
+  all read is `dose_unreadable` (unverified), naming what could not be read.
 - interaction: a drug or class pair of the KB (`KnowledgeBase.interaction_between`; its own rules and
   `drug-interaction-mcp`'s pairs merged at load) among plan x plan and
   plan x current medications (pairs wholly within current medications are the patient's own business, not
   the plan's); severe = hard, moderate = soft.
-- unverified: a plan item that resolves to no KB drug, or that names a drug the KB lacks besides its KB
-  ingredients (those are still checked). It is no violation of a rule, but a plan holding one cannot be
-  called safe: PSC counts it as unsafe (`Critique.unverified`).
+- unverified: a plan item with a word that names nothing the critic knows, or that resolves to no KB drug,
+  or that names a drug the KB lacks besides its KB ingredients (those are still checked); and, for a plan
+  that gives any drug, each current medicine or allergy that names a real drug the KB lacks (its
+  interactions or cross-reactions cannot be checked). No violation of a rule, but a plan holding one
+  cannot be called safe: PSC counts it as unsafe (`Critique.unverified`).
 Lookups are built once per KB (`_index`), so a check costs a few dictionary reads per drug.
 """
 
@@ -46,42 +40,22 @@ from typing import Literal
 from pydantic import BaseModel
 
 from tasks.benchmarks.consult.case import ConsultCase, PatientProfile
+from tasks.benchmarks.consult.dose_check import dose_violations, plan_parts
+from tasks.benchmarks.consult.doses import canonical_route, canonical_unit, number_text
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.kb.icd11 import normalise_drug_name
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, cached_per_kb
 from tasks.benchmarks.consult.kb.models import (
     HEPATIC_SEVERITIES,
     Condition,
-    Dosing,
     Drug,
     HepaticSeverity,
     Interaction,
 )
 from tasks.benchmarks.consult.kb.names import unknown_name
-from tasks.benchmarks.consult.kb.resolve import Ingredient, Resolution, resolve_drug
-from tasks.benchmarks.consult.treatment import (
-    COUNT_FORMS,
-    DoseAmount,
-    canonical_route,
-    canonical_unit,
-    daily_amount,
-    dose_amount,
-    normalise_dose,
-    number_text,
-)
+from tasks.benchmarks.consult.kb.resolve import Resolution, resolve_drug
+from tasks.benchmarks.consult.violations import Severity, Violation, drug_violation
 
-ViolationKind = Literal[
-    "contraindication", "allergy", "cross_reactivity", "interaction", "pregnancy", "lactation", "age_band",
-    "renal", "hepatic", "dose_above_maximum", "dose_below_half_usual", "wrong_route", "minimum_age",
-    "dose_unreadable", "dose_too_frequent", "unverified",
-]  # fmt: skip
-# hard fails PSC; soft is reported only; unverified: the critic could not check the item (an unresolved
-# drug, a dose it cannot read), so the plan cannot be called safe: PSC fails too.
-Severity = Literal["hard", "soft", "unverified"]
-_UNREADABLE: tuple[ViolationKind, Severity] = ("dose_unreadable", "unverified")
-# A dose of tablets with no strength given, read with the KB's several standard strengths, is over (or
-# under) a limit with some and not others: the critic cannot tell.
-_STRENGTH_DECIDES = ": the strength decides, and the plan gives none"
 # The kinds PCR counts: a drug that conflicts with the patient's profile.
 PROFILE_CONFLICTS = frozenset(
     {"allergy", "cross_reactivity", "pregnancy", "lactation", "age_band", "minimum_age", "renal", "hepatic"}
@@ -104,16 +78,6 @@ _DRUG_NAMES = "a drug (generic name, brand, salt, spelling or combination produc
 CONSTRAINT_FORMS = ", ".join(
     kind + (f":<{value}>" if value else "") for kind, value in CONSTRAINT_VALUES.items()
 )
-
-
-class Violation(BaseModel, frozen=True, extra="forbid"):
-    kind: ViolationKind
-    severity: Severity
-    drug: str  # KB generic name (as written for an unverified item)
-    other: str | None = None  # the other drug of an interaction
-    entry: str  # the KB entry that fired: "interaction warfarin / clarithromycin"
-    source: str  # that entry's source
-    detail: str  # one sentence for the report
 
 
 class PatientFacts(BaseModel, frozen=True):
@@ -205,8 +169,9 @@ def constraint_problem(constraint: str, kb: KnowledgeBase) -> str | None:
 
 
 def allergy_problem(allergy: str, kb: KnowledgeBase) -> str | None:
-    """Why the critic cannot read an allergy (`resolve_allergy`), or None."""
-    if resolve_allergy(allergy, kb) != ((), ()):
+    """Why the critic cannot read an allergy (`resolve_allergy`), or None. An allergy to a real drug the KB
+    lacks is read: the critic calls plans for that patient unverified."""
+    if resolve_allergy(allergy, kb) != ((), ()) or _names_a_drug_the_kb_lacks(allergy, kb):
         return None
     names = [*_index(kb).drugs, *sorted(_index(kb).class_ids)]
     allowed = f"{_DRUG_NAMES}, a drug class or a term for one"
@@ -232,11 +197,17 @@ def resolve_allergy(allergy: str, kb: KnowledgeBase) -> tuple[tuple[str, ...], t
 
 
 def drug_problem(name: str, kb: KnowledgeBase) -> str | None:
-    """Why `name` (a current medicine, a drug a constraint names) does not resolve wholly to KB drugs, or
-    None."""
-    if resolve_drug(kb, name).complete:
+    """Why `name` (a current medicine, a drug a constraint names) is no drug: neither wholly KB drugs nor a
+    real drug the KB lacks (which the critic reads as unverified), or None."""
+    if resolve_drug(kb, name).complete or _names_a_drug_the_kb_lacks(name, kb):
         return None
     return unknown_name(name, _DRUG_NAMES, list(_index(kb).drugs), f"drugs_v{kb.version}.yaml")
+
+
+def _names_a_drug_the_kb_lacks(name: str, kb: KnowledgeBase) -> bool:
+    """Every word read, and some of them a real drug (the name library's) that the KB lacks."""
+    resolution = resolve_drug(kb, name)
+    return bool(resolution.missing) and not resolution.unknown
 
 
 def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Critique:
@@ -248,21 +219,25 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
     items_by_drug: dict[str, list[PlanItem]] = {}
     unverified: list[Violation] = []
     for item in plan.items:
-        resolution = _item_resolution(item, kb)
-        for part in _ingredient_items(item, resolution):
+        resolution, parts = plan_parts(item, kb)
+        for part in parts:
             items_by_drug.setdefault(part.generic or "", []).append(part)
         if not resolution.complete:
             unverified.append(_unverified_drug(item, resolution, kb))
+    medicines = _current_medicines(facts.profile.medications, kb)
     violations: list[Violation] = []
     for name, items in items_by_drug.items():
         drug = index.drugs[name]
+        taken_in = tuple(medicine for medicine, drugs in medicines.items() if name in drugs)
         violations += _allergy_violations(drug, allergies, index)
         violations += _contraindications(drug, facts.conditions, states, index)
         violations += _profile_conflicts(drug, states, facts.profile)
-        violations += _dose_violations(drug, items, facts.profile, index)
-    medications = _as_kb_drugs(facts.profile.medications, kb)
-    interactions, pairs = _interactions(tuple(items_by_drug), medications, kb, index)
+        violations += dose_violations(drug, items, facts.profile, index.dosing.get(name), taken_in)
+    taken = tuple(dict.fromkeys(drug for drugs in medicines.values() for drug in drugs))
+    interactions, pairs = _interactions(tuple(items_by_drug), taken, index)
     violations += interactions
+    if items_by_drug:
+        violations += _unknown_to_the_kb(facts.profile, kb)
     violations += unverified
     return Critique(
         violations=tuple(dict.fromkeys(violations)),
@@ -386,7 +361,7 @@ def _allergy_violations(drug: Drug, allergies: tuple[list[str], list[str]], inde
     drugs, classes = allergies
     name = drug.name
     if name in drugs:
-        return [_violation("allergy", "hard", drug, f"drug {name}", f"the patient is allergic to {name}")]
+        return [drug_violation("allergy", "hard", drug, f"drug {name}", f"the patient is allergic to {name}")]
     fields = (
         ("allergy_class", drug.allergy_class), ("drug_class", drug.drug_class),
         *(("classes", value) for value in drug.classes),
@@ -395,7 +370,7 @@ def _allergy_violations(drug: Drug, allergies: tuple[list[str], list[str]], inde
         for field, value in fields:
             if value == allergy:
                 detail = f"{name} is in the {allergy} class the patient is allergic to"
-                return [_violation("allergy", "hard", drug, f"drug {name}: {field} {allergy}", detail)]
+                return [drug_violation("allergy", "hard", drug, f"drug {name}: {field} {allergy}", detail)]
     for allergy in classes:
         cross = index.cross.get(allergy, {})
         for value in dict.fromkeys(filter(None, (drug.drug_class, drug.allergy_class))):
@@ -422,13 +397,13 @@ def _profile_conflicts(drug: Drug, states: frozenset[str], profile: PatientProfi
     ):
         if state in states and level in _AVOIDED:
             detail = f"{name} {_AVOIDED[level]} {during}"
-            found.append(_violation(kind, _LEVEL_SEVERITY[level], drug, f"drug {name}: {kind}", detail))
+            found.append(drug_violation(kind, _LEVEL_SEVERITY[level], drug, f"drug {name}: {kind}", detail))
     if (minimum := drug.min_age) is not None and profile.age < minimum.age:
         detail = f"{name} is not for a patient under {minimum.age} (aged {profile.age}): {minimum.reason}"
-        found.append(_violation("minimum_age", "hard", drug, f"drug {name}: min_age", detail))
+        found.append(drug_violation("minimum_age", "hard", drug, f"drug {name}: min_age", detail))
     if getattr(drug.max_daily, band) is None:
         detail = f"{name} has no maximum daily dose for the {band} age band: not for this patient"
-        found.append(_violation("age_band", "soft", drug, f"drug {name}: max_daily.{band}", detail))
+        found.append(drug_violation("age_band", "soft", drug, f"drug {name}: max_daily.{band}", detail))
     return found + _organ_conflicts(drug, states, profile)
 
 
@@ -438,14 +413,14 @@ def _organ_conflicts(drug: Drug, states: frozenset[str], profile: PatientProfile
     if (limit := drug.renal_avoid_below) is not None and egfr is not None and egfr < limit:
         patient = number_text(egfr)
         detail = f"{name} must not be given under eGFR {limit} (the patient's: {patient}): {drug.renal}"
-        found.append(_violation("renal", "hard", drug, f"drug {name}: renal_avoid_below", detail))
+        found.append(drug_violation("renal", "hard", drug, f"drug {name}: renal_avoid_below", detail))
     elif "renal_impairment" in states and drug.renal is not None:
-        found.append(_violation("renal", "soft", drug, f"drug {name}: renal", drug.renal))
+        found.append(drug_violation("renal", "soft", drug, f"drug {name}: renal", drug.renal))
     if (start := drug.hepatic_avoid_from) is not None and _at_least(profile.hepatic_severity, start):
         detail = f"{name} must not be given in {profile.hepatic_severity} hepatic impairment: {drug.hepatic}"
-        found.append(_violation("hepatic", "hard", drug, f"drug {name}: hepatic_avoid_from", detail))
+        found.append(drug_violation("hepatic", "hard", drug, f"drug {name}: hepatic_avoid_from", detail))
     elif "hepatic_impairment" in states and drug.hepatic is not None:
-        found.append(_violation("hepatic", "soft", drug, f"drug {name}: hepatic", drug.hepatic))
+        found.append(drug_violation("hepatic", "soft", drug, f"drug {name}: hepatic", drug.hepatic))
     return found
 
 
@@ -470,118 +445,11 @@ def _contraindications(
     ]
 
 
-def _dose_violations(
-    drug: Drug, items: list[PlanItem], profile: PatientProfile, index: _Index
-) -> list[Violation]:
-    name, unit, dosing = drug.name, drug.usual_dose.unit, index.dosing.get(drug.name)
-    strengths = dosing.strengths if dosing is not None else ()
-    amounts = [(item, dose_amount(item, unit, strengths, profile.weight_kg)) for item in items]
-    found = _maximum_violations(
-        drug, [(i, a) for i, a in amounts if a and i.frequency_per_day], profile, dosing
-    )
-    if dosing is not None and dosing.weekly is not None:
-        for item in items:
-            if item.frequency_per_day is not None and _above(per_week := item.frequency_per_day * 7, 1):
-                detail = (
-                    f"{name} is taken once a week; the plan gives it {number_text(per_week)} times a week"
-                )
-                entry = f"dosing {name}: weekly"
-                found.append(_violation("dose_too_frequent", "hard", drug, entry, detail, dosing.source))
-    half = drug.usual_dose.dose / 2
-    for _, amount in amounts if profile.age_band != "child" else ():
-        if amount is not None and amount.low < half:
-            detail = f"{amount.arithmetic} a dose < half the usual {number_text(drug.usual_dose.dose)} {unit}"
-            if amount.high >= half:
-                detail += f" at {number_text(amount.low)} {unit}{_STRENGTH_DECIDES}"
-            kind, severity = ("dose_below_half_usual", "hard") if amount.high < half else _UNREADABLE
-            found.append(_violation(kind, severity, drug, f"drug {name}: usual_dose", detail))
-    for item in items:
-        if item.route is not None and canonical_route(item.route) != drug.route:
-            detail = f"{name} given {item.route}; the KB gives it {drug.route}"
-            found.append(_violation("wrong_route", "soft", drug, f"drug {name}: route", detail))
-    for item, amount in amounts:
-        problem = _unreadable_dose(item, amount, unit, profile.weight_kg)
-        if problem is not None:
-            found.append(_violation(*_UNREADABLE, drug, f"drug {name}: dose", f"'{item.drug}': {problem}"))
-    return found
-
-
-def _maximum_violations(
-    drug: Drug, dosed: list[tuple[PlanItem, DoseAmount]], profile: PatientProfile, dosing: Dosing | None
-) -> list[Violation]:
-    """The drug's total a day (a week for a once-weekly drug) over its items against its maximum: hard when
-    above it whatever the strength, unverified when only some standard strength puts it above."""
-    unit = drug.usual_dose.unit
-    if dosing is not None and dosing.weekly is not None:
-        days, period, limit = 7, "a week", dosing.weekly.maximum
-        entry, source, note = f"dosing {drug.name}: weekly.maximum", dosing.source, ""
-    else:
-        days, period = 1, "a day"
-        limit, entry, source, note = _daily_maximum(drug, profile, dosing)
-    if limit is None or not dosed:
-        return []
-    low = sum(amount.low * (item.frequency_per_day or 0) * days for item, amount in dosed)
-    high = sum(amount.high * (item.frequency_per_day or 0) * days for item, amount in dosed)
-    if not _above(high, limit):
-        return []
-    parts = " + ".join(
-        f"{number_text((item.frequency_per_day or 0) * days)} x {amount.arithmetic}" for item, amount in dosed
-    )
-    total = number_text(high) if low == high else f"{number_text(low)}-{number_text(high)}"
-    detail = f"{parts} = {total} {unit} {period} > {number_text(limit)} {unit}{note}"
-    if not _above(low, limit):
-        return [_violation(*_UNREADABLE, drug, entry, detail + _STRENGTH_DECIDES, source)]
-    return [_violation("dose_above_maximum", "hard", drug, entry, detail, source)]
-
-
-def _daily_maximum(
-    drug: Drug, profile: PatientProfile, dosing: Dosing | None
-) -> tuple[float | None, str, str, str]:
-    """(the most a day, the entry it comes from, its source, how it was worked out): a child with a known
-    weight gets the weight-based maximum, capped, where the KB has one; else the age band's maximum."""
-    band, weight, unit = profile.age_band, profile.weight_kg, drug.usual_dose.unit
-    per_kg = dosing.child_per_kg if dosing is not None else None
-    if band == "child" and weight is not None and per_kg is not None and dosing is not None:
-        by_weight = per_kg.per_kg * weight
-        note = f" ({number_text(per_kg.per_kg)} {unit}/kg x {number_text(weight)} kg"
-        note += f" = {number_text(by_weight)} {unit}, capped)" if by_weight > per_kg.cap else ")"
-        return min(by_weight, per_kg.cap), f"dosing {drug.name}: child_per_kg", dosing.source, note
-    return getattr(drug.max_daily, band), f"drug {drug.name}: max_daily.{band}", drug.source, ""
-
-
-def _unreadable_dose(
-    item: PlanItem, amount: DoseAmount | None, unit: str, weight_kg: float | None
-) -> str | None:
-    """Why the critic cannot work out the item's dose a day, or None (read, or nothing written to read)."""
-    if item.unreadable:
-        return "; ".join(f"{field} '{written}' cannot be read" for field, written in item.unreadable)
-    if item.dose is None:
-        return None
-    if item.unit is None:
-        return f"dose {number_text(item.dose)} has no unit"
-    written = f"{number_text(item.dose)} {item.unit}"
-    if amount is None:
-        given = canonical_unit(item.unit)
-        if "mg/kg" in (given, canonical_unit(unit)) and weight_kg is None:
-            return f"{written} does not convert to {unit} without the patient's weight"
-        if given in COUNT_FORMS or given in ("ml", "l"):
-            return f"{written} does not convert to {unit}: no strength in the plan or the KB"
-        return f"{written} does not convert to {unit}"
-    if item.frequency_per_day is None:
-        return f"{written} with no frequency: the dose a day is unknown"
-    return None
-
-
-def _above(value: float, limit: float) -> bool:
-    """Above the limit beyond float rounding (7 x 1/7 of a week is one dose)."""
-    return value > limit * (1 + 1e-9)
-
-
 def _interactions(
-    planned: tuple[str, ...], medications: tuple[str, ...], kb: KnowledgeBase, index: _Index
+    planned: tuple[str, ...], taken: tuple[str, ...], index: "_Index"
 ) -> tuple[list[Violation], int]:
-    """Violations and the number of pairs checked: plan x plan, then plan x medications not planned."""
-    others = [name for name in dict.fromkeys(_generic(kb, m) for m in medications) if name not in planned]
+    """Violations and the number of pairs checked: plan x plan, then plan x medicines not planned."""
+    others = [name for name in taken if name not in planned]
     pairs = [(a, b) for position, a in enumerate(planned) for b in planned[position + 1 :]]
     pairs += [(a, b) for a in planned for b in others]
     found = []
@@ -602,6 +470,39 @@ def _interactions(
     return found, len(pairs)
 
 
+def _current_medicines(names: Iterable[str], kb: KnowledgeBase) -> dict[str, tuple[str, ...]]:
+    """Each current medicine as written -> the KB drugs it holds (every ingredient of a combination)."""
+    return {name: resolve_drug(kb, name).drugs for name in names}
+
+
+def _unknown_to_the_kb(profile: PatientProfile, kb: KnowledgeBase) -> list[Violation]:
+    """A current medicine or an allergy that names a real drug the KB lacks: what it does with the plan's
+    drugs cannot be checked."""
+    found = []
+    for field, names, what in (
+        ("medications", profile.medications, "its interactions with the plan cannot be checked"),
+        ("allergies", profile.allergies, "which drugs cross-react with it cannot be checked"),
+    ):
+        for name in names:
+            if field == "allergies" and resolve_allergy(name, kb) != ((), ()):
+                continue
+            lacking = resolve_drug(kb, name).missing
+            if lacking:
+                taken = "takes" if field == "medications" else "is allergic to"
+                found.append(
+                    Violation(
+                        kind="unverified",
+                        severity="unverified",
+                        drug=name,
+                        entry=f"drugs_v{kb.version}: no {', '.join(lacking)}",
+                        source=f"consultation KB v{kb.version}",
+                        detail=f"the patient {taken} {name} ({', '.join(lacking)}), which the knowledge base "
+                        f"lacks: {what}",
+                    )
+                )
+    return found
+
+
 def _as_kb_drugs(names: Iterable[str], kb: KnowledgeBase) -> tuple[str, ...]:
     """Allergies or medicines as KB drugs: each name resolved (every ingredient of a combination); a drug
     class id, or a name that resolves to no KB drug, stays as written."""
@@ -615,95 +516,28 @@ def _as_kb_drugs(names: Iterable[str], kb: KnowledgeBase) -> tuple[str, ...]:
     )
 
 
-def ingredient_doses(
-    item: PlanItem, profile: PatientProfile, kb: KnowledgeBase
-) -> list[tuple[str, float | None, str]]:
-    """(KB ingredient, amount a day in its KB unit or None when it cannot be worked out, that unit) for
-    each ingredient of the item, as the dose checks read them (strengths, a combination's parts, weight)."""
-    index = _index(kb)
-    found = []
-    for part in _ingredient_items(item, _item_resolution(item, kb)):
-        drug = index.drugs[part.generic or ""]
-        dosing = index.dosing.get(drug.name)
-        strengths = dosing.strengths if dosing is not None else ()
-        unit = drug.usual_dose.unit
-        found.append((drug.name, daily_amount(part, unit, strengths, profile.weight_kg), unit))
-    return found
-
-
-def _item_resolution(item: PlanItem, kb: KnowledgeBase) -> Resolution:
-    """The item's drug text resolved; a text that names no drug at all leaves the KB drugs the item
-    records (a plan built by hand, or parsed with a lower fuzzy threshold)."""
-    resolution = resolve_drug(kb, item.drug)
-    unknown_strength = any(part.strength is None for part in resolution.ingredients)
-    if resolution.method == "combination" and unknown_strength and item.dose is not None and item.unit:
-        # A product's dose written as its total ("co-amoxiclav", 625 mg) names its variant (500/125).
-        resolution = resolve_drug(kb, f"{item.drug} {number_text(item.dose)} {item.unit}")
-    if resolution.ingredients or resolution.missing:
-        return resolution
-    drugs = _index(kb).drugs
-    given = [name for name in item.ingredients or (item.generic or "",) if name in drugs]
-    return Resolution(method="generic", ingredients=tuple(Ingredient(drug=name) for name in given))
-
-
-def _ingredient_items(item: PlanItem, resolution: Resolution) -> list[PlanItem]:
-    """The item once per KB ingredient. A combination's dose becomes the ingredient's amount when the
-    product fixes its strength and the dose counts tablets or capsules (or is a whole or half number of
-    the product's total, "co-amoxiclav 625 mg"); otherwise the ingredient's amount is unknown."""
-    if len(resolution.ingredients) <= 1:
-        return [
-            item.model_copy(update={"generic": name, "ingredients": (name,)}) for name in resolution.drugs
-        ]
-    units = _units_taken(item, resolution.ingredients)
-    parts = []
-    for part in resolution.ingredients:
-        known = units is not None and part.strength is not None
-        # A dose written for the product whose share of this ingredient is unknown is unreadable, not absent.
-        written = f"{number_text(item.dose or 0)} {item.unit or ''}".strip()
-        unknown = (
-            () if known or item.dose is None else ((f"the {part.drug} in", f"{written} of {item.drug}"),)
-        )
-        update = {
-            "generic": part.drug,
-            "ingredients": (part.drug,),
-            "dose": units * part.strength if units is not None and part.strength is not None else None,
-            "unit": part.unit if known else None,
-            "unreadable": (*item.unreadable, *unknown),
-        }
-        parts.append(item.model_copy(update=update))
-    return parts
-
-
-def _units_taken(item: PlanItem, ingredients: tuple[Ingredient, ...]) -> float | None:
-    """How many tablets or capsules of a combination one dose is, or None when that cannot be told."""
-    if item.dose is None or item.unit is None:
-        return None
-    if canonical_unit(item.unit) in ("tablet", "capsule"):
-        return item.dose
-    strengths = [part.strength for part in ingredients if part.strength is not None]
-    amount = normalise_dose(item.dose, item.unit, ingredients[0].unit or "")
-    if len(strengths) < len(ingredients) or amount is None:
-        return None
-    units = amount / sum(strengths)
-    # A whole or half tablet only: any other amount does not say how it splits between the ingredients.
-    return units if abs(units * 2 - round(units * 2)) < 1e-9 else None
-
-
 def _unverified_drug(item: PlanItem, resolution: Resolution, kb: KnowledgeBase) -> Violation:
+    """An item not wholly read: the words read as nothing, and the drugs it names that the KB lacks."""
     lacking = ", ".join(resolution.missing)
-    if not resolution.missing:
-        detail = f"'{item.drug}' matches no drug of the knowledge base"
-    elif resolution.ingredients:
-        detail = f"'{item.drug}' also holds {lacking}, which the knowledge base lacks: checked only in part"
-    else:
-        detail = f"'{item.drug}' is {lacking}, which the knowledge base lacks"
+    unread = ", ".join(f"'{word}'" for word in resolution.unknown)
+    parts = []
+    if unread:
+        parts.append(f"{unread} {'is' if len(resolution.unknown) == 1 else 'are'} no drug, salt, strength or "
+                     "form the knowledge base or the name library knows")  # fmt: skip
+    if lacking:
+        parts.append(f"{'it also holds ' if resolution.ingredients else 'it is '}{lacking}, which the "
+                     "knowledge base lacks")  # fmt: skip
+    if not parts:
+        parts.append("it matches no drug of the knowledge base")
+    checked = ": checked only in part" if resolution.ingredients else ""
+    what = [f"no {lacking}"] * bool(lacking) + [f"unread {unread}"] * bool(unread)
     return Violation(
         kind="unverified",
         severity="unverified",
         drug=item.drug,
-        entry=f"drugs_v{kb.version}: " + (f"no {lacking}" if lacking else "no match"),
+        entry=f"drugs_v{kb.version}: {'; '.join(what) or 'no match'}",
         source=f"consultation KB v{kb.version}",
-        detail=detail,
+        detail=f"'{item.drug}': " + "; ".join(parts) + checked,
     )
 
 
@@ -715,12 +549,3 @@ def _is_tablet(item: PlanItem, index: _Index) -> bool:
     unit = canonical_unit(item.unit) if item.unit else drug.usual_dose.unit if drug else ""
     liquid = unit in _LIQUID_UNITS or any(word in item.drug.lower() for word in _LIQUID_WORDS)
     return route == "oral" and not liquid
-
-
-def _violation(
-    kind: ViolationKind, severity: Severity, drug: Drug, entry: str, detail: str, source: str | None = None
-) -> Violation:
-    """A violation of a drug's KB entry (of its dosing entry when `source` is given)."""
-    return Violation(
-        kind=kind, severity=severity, drug=drug.name, entry=entry, source=source or drug.source, detail=detail
-    )

@@ -5,7 +5,9 @@ agent's as `assistant` (history taking, differential, treatment plan, follow-ups
 messages the rows do not store (the system prompt, each stage's request and re-ask) put back where the run
 sent them (solver.run_episode), from the run's prompt file when it is still the one the manifest hashed.
 The reference is the gold conditions; the scores are the composite (the headline) and the primary metrics
-of consult.md, explained by the FQR judge's verdict on each follow-up.
+of consult.md, explained by the FQR judge's verdict on each follow-up. The metadata says which of the
+agent's outputs did not parse (the SCORES columns the report and run summary count) and what a parser
+raised, if one did.
 """
 
 from collections import defaultdict
@@ -114,6 +116,8 @@ def episode_sample(
             "difficulty": score["difficulty"],
             "diagnosis_parse": score["diagnosis_parse"],
             "plan_parse": score["plan_parse"],
+            "revisions_unparseable": score["revisions_unparseable"],
+            "parse_errors": score["parse_errors"],
             "judge_model": score["judge_model"],
             "rubric_version": score["rubric_version"],
             "prompt_version": prompts.version if prompts else None,

@@ -3,9 +3,10 @@
 Judging is part of the score step (generation and judging kept apart): one judge call per answered
 follow-up, through the call layer and the run's ledger, keyed by case, epoch and follow-up index, so a
 re-run replays every verdict already given. The judge sees the case's core diagnoses and their regimen
-advice, the plan in force when the patient spoke (the first plan, or the last revision before), the
-follow-up and the answer, through a versioned rubric (prompts/judge_fqr_v1.txt, its `reask` section
-asked when a reply holds no valid verdict). Parsing is the shared tolerant one (tasks/evals/verdicts.py)
+advice, the plan in force when the patient spoke (the first plan, or the last revision before; "no plan
+could be read" when that plan did not parse, `FollowUpTurn.plan_after`), the follow-up and the answer,
+through a versioned rubric (prompts/judge_fqr_v1.txt, its `reask` section asked when a reply holds no
+valid verdict). Parsing is the shared tolerant one (tasks/evals/verdicts.py)
 on the scale `{"correct": true | false}`; a reply with no valid verdict after `max_reasks` re-asks is
 'unparseable': excluded from FQR and counted, never scored as wrong. A failed call is 'failed': the
 episode's SCORES row fails, and a re-run finishes it. An answer cut at max_tokens is judged as given, or,
@@ -124,10 +125,11 @@ def plan_text(plan: TreatmentPlan | None) -> str:
 def judge_follow_ups(
     job: JudgedJob, case: ConsultCase, episode: Episode, call: Call
 ) -> tuple[Judgement, ...]:
-    """One judgement per answered follow-up of `episode`, each judged with the plan in force before it; an
-    answer cut at max_tokens is judged as given, or left 'truncated' when the job says `truncated: mark`."""
+    """One judgement per answered follow-up of `episode`, each judged with the plan in force before it
+    (none that can be read after a revision that did not parse, as the metrics have it); an answer cut at
+    max_tokens is judged as given, or left 'truncated' when the job says `truncated: mark`."""
     kb = load_kb(job.kb_version)
-    plan = episode.plan if episode.plan_parse == "ok" else None
+    plan = episode.first_plan
     judgements = []
     for turn in episode.follow_ups:
         if turn.cut and job.truncated == "mark":
@@ -137,7 +139,7 @@ def judge_follow_ups(
                 job.judge.rubric, case, kb, plan, case.follow_ups[turn.index], turn.answer
             )
             judgements.append(judge_answer(job, turn.index, messages, call))
-        plan = turn.revised_plan or plan
+        plan = turn.plan_after(plan)
     return tuple(judgements)
 
 

@@ -9,16 +9,21 @@ Definitions the spec leaves open, fixed here (spec: shared/spec/consult.md, "Met
   (supporting or ruling out).
 - Hit@1 asks the policy for the top k after the last *matched* template before the turn (START if none);
   a turn matching no template is a miss of weight 1. Hit@1, CPRw and the deflection rate are None when no
-  question was asked; IGE is 0 then; POVR is None when no partial-order pair applies.
+  question was asked; IGE is 0 then; POVR is None when no partial-order pair applies. So a history with
+  no question, or only questions matching no template, scores 0 as a stage (with M not empty): MNI-Comp
+  and IGE 0, and CPRw 1 and Hit@1 0 when it asked.
 - Red-flag coverage counts the case's AIUs tagged `red_flag`, present or ruled out.
 - A differential listing a condition twice counts it once, at its best rank; unmatched items are told
-  apart by their normalised name. An unparseable differential scores as an empty one.
+  apart by their normalised name.
+- A differential that did not parse (after the re-ask, or whose reader raised) is unread, not empty: it
+  scores the worst value of every metric (`UNREAD_DIFFERENTIAL_SCORES`: recall, F1, SWDS and top-1 0,
+  unmatched rate 1), and the diagnosis stage 0. An empty list that parsed finds nothing (recall, F1, SWDS,
+  top-1 0) and has no item to be unmatched.
 """
 
-import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from tasks.benchmarks.consult.case import ConsultCase
@@ -27,6 +32,7 @@ from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy, order_violati
 from tasks.benchmarks.consult.kb.icd11 import DEFAULT_THRESHOLD, normalise_diagnosis
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.names import normalise_text
+from tasks.core.json_text import scan_json
 
 GAMMA = 0.95
 TOP_K = 3
@@ -34,10 +40,13 @@ TOP_K = 3
 # spaces inside the angle brackets; without the brackets only as a line of its own, so that "I am not ready
 # to diagnose yet" asks on.
 READY_MARKER = "<Ready to diagnose>"
+# Possessive repeats and no whitespace run before a line's start: a reply of 20,000 line breaks took 1.6 s
+# when `^\s*` could start at each of them and scan all the others.
 _READY = re.compile(
-    r"<\s*ready\s+to\s+diagnose\s*>|^\s*ready\s+to\s+diagnose\s*[.!]?\s*$", re.IGNORECASE | re.MULTILINE
+    r"<\s*+ready\s++to\s++diagnose\s*+>|^[ \t]*+ready\s++to\s++diagnose[ \t\r]*+[.!]?[ \t\r]*+$",
+    re.IGNORECASE | re.MULTILINE,
 )
-_FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
+_FENCE = "```"
 
 
 class HistoryScores(NamedTuple):
@@ -58,6 +67,12 @@ class DiagnosisScores(NamedTuple):
     top1_accuracy: float
     differential_length: int
     unmatched_rate: float | None
+
+
+# The diagnosis stage of a differential that did not parse: the worst value of every metric.
+UNREAD_DIFFERENTIAL_SCORES = DiagnosisScores(
+    core_dx_recall=0.0, core_dx_f1=0.0, swds=0.0, top1_accuracy=0.0, differential_length=0, unmatched_rate=1.0
+)
 
 
 def core_mni_aius(case: ConsultCase, kb: KnowledgeBase) -> frozenset[str]:
@@ -188,10 +203,10 @@ def best_ranks(items: Sequence[DiagnosisItem]) -> dict[str, int]:
 
 
 def score_diagnosis(case: ConsultCase, episode: Episode) -> DiagnosisScores:
-    """The diagnosis-stage metrics of one episode; an unparseable differential scores as empty."""
-    items = (
-        sorted(episode.differential, key=lambda item: item.rank) if episode.diagnosis_parse == "ok" else []
-    )
+    """The diagnosis-stage metrics of one episode; the worst when the differential did not parse."""
+    if episode.diagnosis_parse != "ok":
+        return UNREAD_DIFFERENTIAL_SCORES
+    items = sorted(episode.differential, key=lambda item: item.rank)
     gold_core = {gold.condition_id for gold in case.core_gold}
     # An unmatched item is told apart by its name; ':' never occurs in a KB condition id.
     agent_core = {
@@ -228,10 +243,15 @@ def parse_differential(
     text: str, kb: KnowledgeBase, threshold: float = DEFAULT_THRESHOLD
 ) -> tuple[DiagnosisItem, ...] | None:
     """The agent's ranked differential: the first JSON list of diagnosis objects in the reply (code fences
-    and prose around it allowed), each normalised to the KB, ranked in list order. None when no list of
-    objects `{diagnosis, icd11?, core?, rationale?}` can be read; `[]` alone is an empty differential."""
+    first, prose around it allowed, a list inside an object too), each normalised to the KB, ranked in list
+    order. None when no list of objects `{diagnosis, icd11?, core?, rationale?}` can be read, or when part
+    of the reply could not be (JSON nested past `MAX_DEPTH`, or past the scan's budget): what was not read
+    might hold the list. `[]` alone is an empty differential. Linear in the reply (`scan_json`)."""
+    candidates = _json_lists(text)
+    if candidates is None:
+        return None
     found_empty = False
-    for candidate in _json_lists(text):
+    for candidate in candidates:
         items = _diagnosis_items(candidate, kb, threshold)
         if items:
             return items
@@ -239,39 +259,61 @@ def parse_differential(
     return () if found_empty else None
 
 
-def _json_lists(text: str) -> Iterator[Any]:
-    decoder = json.JSONDecoder()
-    for block in [*(match.group(1) for match in _FENCE.finditer(text)), text]:
-        for bracket in re.finditer(r"\[", block):
-            try:
-                value, _ = decoder.raw_decode(block, bracket.start())
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, list):
-                yield value
+def _json_lists(text: str) -> list[list[Any]] | None:
+    """Every JSON list of the reply, those in its closed code fences first, each in text order with the
+    lists inside it after it; None when a scan could not read all of its text."""
+    parts = text.split(_FENCE)
+    scans = [scan_json(block) for block in [*parts[1:-1:2], text]]
+    if any(scan.too_deep or scan.stopped_at is not None for scan in scans):
+        return None
+    return [found_list for scan in scans for found in scan.found for found_list in _lists_in(found.value)]
+
+
+def _lists_in(value: Any) -> Iterator[list[Any]]:
+    """`value` if a list, then the lists inside it, depth first (no deeper than scan_json decodes)."""
+    if isinstance(value, list):
+        yield value
+        children: Iterable[Any] = value
+    elif isinstance(value, dict):
+        children = value.values()
+    else:
+        return
+    for child in children:
+        yield from _lists_in(child)
 
 
 def _diagnosis_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tuple[DiagnosisItem, ...] | None:
+    """The list as ranked diagnosis items; None unless every entry is a diagnosis object (all checked
+    before any is normalised, so a long list of other things costs no KB lookup)."""
+    if not all(map(_is_diagnosis_object, raw)):
+        return None
     items = []
     for rank, entry in enumerate(raw, start=1):
-        if not isinstance(entry, dict):
-            return None
-        name, code = entry.get("diagnosis"), entry.get("icd11")
-        core, rationale = entry.get("core", False), entry.get("rationale") or ""
-        valid = isinstance(name, str) and name.strip() and isinstance(code, str | None)
-        if not valid or not isinstance(core, bool) or not isinstance(rationale, str):
-            return None
-        code = (code or "").strip() or None
+        name, code = entry["diagnosis"].strip(), (entry.get("icd11") or "").strip() or None
         match = normalise_diagnosis(kb, name, code, threshold)
         items.append(
             DiagnosisItem(
                 rank=rank,
-                diagnosis=name.strip(),
+                diagnosis=name,
                 icd11=code,
-                core=core,
-                rationale=rationale,
+                core=entry.get("core", False),
+                rationale=entry.get("rationale") or "",
                 condition_id=match.condition_id,
                 match=match.method,
             )
         )
     return tuple(items)
+
+
+def _is_diagnosis_object(entry: Any) -> bool:
+    """`{diagnosis: non-empty text, icd11?: text or null, core?: boolean, rationale?: text}`."""
+    if not isinstance(entry, dict):
+        return False
+    name, code, core = entry.get("diagnosis"), entry.get("icd11"), entry.get("core", False)
+    return (
+        isinstance(name, str)
+        and bool(name.strip())
+        and isinstance(code, str | None)
+        and isinstance(core, bool)
+        and isinstance(entry.get("rationale") or "", str)
+    )

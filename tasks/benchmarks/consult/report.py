@@ -336,6 +336,27 @@ def replies_cut(messages: list[dict[str, Any]]) -> dict[str, int]:
     return {stage: counts[stage] for stage in STAGE_METRICS if counts[stage]}
 
 
+def unparsed_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """The agent's outputs of completed episodes left unparseable after their re-ask, per stage: each
+    scored the worst of its stage's metrics (the run summary counts the same SCORES columns)."""
+    return {
+        "n_diagnosis_unparseable": sum(row["diagnosis_parse"] == "unparseable" for row in rows),
+        "n_plan_unparseable": sum(row["plan_parse"] == "unparseable" for row in rows),
+        "n_revisions_unparseable": sum(row["revisions_unparseable"] for row in rows),
+    }
+
+
+def parse_errors(run: RunData) -> list[dict[str, Any]]:
+    """Each error a parser raised on a reply of a completed episode (a parser bug; the reply was scored as
+    unparseable), with its episode."""
+    return [
+        {"model": row["model"], "case_id": row["case_id"], "epoch": row["epoch"], "error": error}
+        for row in sorted(run.scores, key=_episode_key)
+        if row["status"] == "completed"
+        for error in row["parse_errors"] or ()
+    ]
+
+
 def judge_entry(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The FQR judge(s) and rubric(s) of a model's episodes, and whether every judge is an offline one."""
     judges = sorted({row["judge_model"] for row in rows if row["judge_model"]})
@@ -365,8 +386,7 @@ def _model_metrics(
     return {
         "n_episodes": len(scored),
         "n_failed": len(rows) - len(scored),
-        "n_unparseable": sum(row["diagnosis_parse"] == "unparseable" for row in scored),
-        "n_plan_unparseable": sum(row["plan_parse"] == "unparseable" for row in scored),
+        **unparsed_counts(scored),
         "fqr_judged": sum(row["fqr_judged"] or 0 for row in scored),
         "fqr_unparseable": sum(row["fqr_unparseable"] or 0 for row in scored),
         "unverified": unverified_entry(scored),
@@ -596,6 +616,7 @@ def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, A
         "case_set": {"dir": str(run.manifests[0].case_set_dir), "fingerprint": run.manifests[0].fingerprint},
         "reference": run.reference,
         "failed": failed_episodes(run),
+        "parse_errors": parse_errors(run),
         "settings": {**settings.model_dump(), "level": LEVEL, "method": "percentile, resampling cases"},
     }
     return metrics, StatsTables(coverage_rows(run), episode_rows(run), primary_rows(models))
@@ -672,6 +693,8 @@ def browser_data(run: RunData) -> dict[str, Any]:
             "diagnosis_parse": row["diagnosis_parse"],
             "mni_target": list(row["mni_target"] or []),
             "plan_parse": row["plan_parse"],
+            "revisions_unparseable": row["revisions_unparseable"],
+            "parse_errors": list(row["parse_errors"] or []),
             "metrics": {name: row[name] for name in (*PRIMARY_METRICS, "composite")},
             "error": row["error"],
             **differential_entry(row),

@@ -4,7 +4,10 @@ The templates and revealed AIUs were recorded by the simulator as it answered; t
 agent's last diagnosis reply, parsed (metrics.py), the plan its last treatment reply (treatment.py), and
 each follow-up's answer is the reply the episode kept: its last one, a re-ask's reply replacing the reply it
 re-asked, as for the differential and the plan. That reply is what the FQR judge grades.
-The only model called here is the FQR judge (judge.py), through the ledger.
+Every reply is read through reading.py: a parser that raises on one leaves it unparseable, the error kept in
+SCORES' `parse_errors`, and the episode is scored (unread output scores the worst); only a failed call, the
+agent's or the judge's, leaves an episode unscored. The only model called here is the FQR judge (judge.py),
+through the ledger.
 """
 
 from collections.abc import Sequence
@@ -23,15 +26,14 @@ from tasks.benchmarks.consult.episode import Episode, FollowUpTurn, HistoryTurn,
 from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy, load_policy
 from tasks.benchmarks.consult.judge import Call, FollowUpJudge, Judgement, default_judge, judge_follow_ups
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
-from tasks.benchmarks.consult.metrics import parse_differential, score_diagnosis, score_history
+from tasks.benchmarks.consult.metrics import score_diagnosis, score_history
 from tasks.benchmarks.consult.metrics_plan import (
     FollowUpStep,
-    first_plan,
     follow_up_steps,
     score_follow_up,
     score_treatment,
 )
-from tasks.benchmarks.consult.treatment import is_plan_attempt, parse_plan
+from tasks.benchmarks.consult.reading import ReadReply, read_differential, read_plan, reads_as_plan_attempt
 from tasks.evals.config import TruncatedAnswers
 from tasks.evals.job_state import job_result
 from tasks.llm.call import complete, counting_outcomes
@@ -86,40 +88,47 @@ def episode_from_messages(
     )
     replies = sorted((m for m in messages if m["role"] == "agent"), key=lambda m: m["turn"])
     diagnosis = [m["text"] or "" for m in replies if m["stage"] == "diagnosis"]
-    differential = parse_differential(diagnosis[-1], kb, threshold) if diagnosis else None
+    differential = read_differential(diagnosis[-1], kb, threshold) if diagnosis else ReadReply(None)
     treatment = [m["text"] or "" for m in replies if m["stage"] == "treatment"]
-    plan = parse_plan(treatment[-1], kb) if treatment else None
+    plan = read_plan(treatment[-1], kb) if treatment else ReadReply(None)
     answers: dict[int, list[dict[str, Any]]] = {}
     for m in replies:
         if m["stage"] == "follow_up":
             answers.setdefault(m["follow_up"], []).append(m)
+    follow_ups = {index: follow_up_turn(index, texts, kb) for index, texts in sorted(answers.items())}
+    errors = [("diagnosis", differential.error), ("treatment", plan.error)]
+    errors += [(f"follow-up {index}", revised.error) for index, (_, revised) in follow_ups.items()]
     return Episode(
         case_id=case.case_id,
         turns=turns,
-        differential=differential or (),
-        diagnosis_parse="ok" if differential is not None else "unparseable",
-        plan=plan or TreatmentPlan(),
-        plan_parse="ok" if plan is not None else "unparseable",
-        follow_ups=tuple(follow_up_turn(index, texts, kb) for index, texts in sorted(answers.items())),
+        differential=differential.value or (),
+        diagnosis_parse="ok" if differential.value is not None else "unparseable",
+        plan=plan.value or TreatmentPlan(),
+        plan_parse="ok" if plan.value is not None else "unparseable",
+        follow_ups=tuple(turn for turn, _ in follow_ups.values()),
+        parse_errors=tuple(f"{stage}: {error}" for stage, error in errors if error is not None),
     )
 
 
-def follow_up_turn(index: int, replies: Sequence[dict[str, Any]], kb: KnowledgeBase) -> FollowUpTurn:
+def follow_up_turn(
+    index: int, replies: Sequence[dict[str, Any]], kb: KnowledgeBase
+) -> tuple[FollowUpTurn, ReadReply[TreatmentPlan]]:
     """A follow-up from the agent's replies to it (message rows): the answer, then the replies to any
     re-asks of a revision that did not parse. The answer revises the plan when it tries to give one; the
-    last reply is kept, as the answer and as the one that holds that plan."""
+    last reply is kept, as the answer and as the one that holds that plan. Also how that plan was read."""
     kept = replies[-1]["text"] or ""
     cut = replies[-1].get("finish_reason") == "length"
-    if not is_plan_attempt(replies[0]["text"] or ""):
-        return FollowUpTurn(index=index, answer=kept, cut=cut)
-    revised = parse_plan(kept, kb)
-    return FollowUpTurn(
+    if not reads_as_plan_attempt(replies[0]["text"] or ""):
+        return FollowUpTurn(index=index, answer=kept, cut=cut), ReadReply(None)
+    revised = read_plan(kept, kb)
+    turn = FollowUpTurn(
         index=index,
         answer=kept,
         cut=cut,
-        revised_plan=revised,
-        revision_parse="ok" if revised is not None else "unparseable",
+        revised_plan=revised.value,
+        revision_parse="ok" if revised.value is not None else "unparseable",
     )
+    return turn, revised
 
 
 def episode_scores(
@@ -154,7 +163,7 @@ def episode_scores(
         **score_follow_up(case, episode, judgements, kb)._asdict(),
         "questions": len(episode.turns),
     }
-    plan = first_plan(episode)
+    plan = episode.first_plan
     graded = {judgement.index: judgement for judgement in judgements}
     return {
         **row,
@@ -162,14 +171,16 @@ def episode_scores(
         "diagnosis_parse": episode.diagnosis_parse,
         "differential": [item.model_dump(exclude={"rationale"}) for item in episode.differential],
         "plan_parse": episode.plan_parse,
-        "plan": plan_rows(plan),
-        "plan_advice": plan.advice,
-        "violations": violation_rows(critique(plan, patient_facts(case), kb)),
+        "plan": None if plan is None else plan_rows(plan),
+        "plan_advice": None if plan is None else plan.advice,
+        "violations": None if plan is None else violation_rows(critique(plan, patient_facts(case), kb)),
         "follow_ups": [
             follow_up_row(step, step.turn, graded.get(step.index))
             for step in follow_up_steps(case, episode, kb)
             if step.turn is not None
         ],
+        "revisions_unparseable": episode.revisions_unparseable,
+        "parse_errors": list(episode.parse_errors),
         "judge_model": job.judge.spec.model,
         "rubric_version": job.judge.rubric.version,
         **{
@@ -209,16 +220,16 @@ def violation_rows(found: Critique) -> list[dict[str, Any]]:
 
 
 def follow_up_row(step: FollowUpStep, turn: FollowUpTurn, judgement: Judgement | None) -> dict[str, Any]:
-    """An answered follow-up as SCORES stores it: what was said, the revision, the critic after, the grade."""
-    revised = turn.revised_plan if turn.revision_parse == "ok" else None
+    """An answered follow-up as SCORES stores it: what was said, the revision, the critic after, the grade;
+    the plan in force and the critic's findings are null when no plan in force could be read."""
     return {
         "index": step.index,
         **step.follow_up.model_dump(include={"kind", "text", "constraint", "core"}),
         "answer": turn.answer,
         "revision_parse": turn.revision_parse,
-        "revised_plan": None if revised is None else plan_rows(revised),
-        "plan_drugs": list(step.plan.generics),
-        "violations_after": violation_rows(step.critique),
+        "revised_plan": None if turn.revised_plan is None else plan_rows(turn.revised_plan),
+        "plan_drugs": None if step.plan is None else list(step.plan.generics),
+        "violations_after": None if step.critique is None else violation_rows(step.critique),
         "correct": None if judgement is None else judgement.correct,
         "judge_status": None if judgement is None else judgement.status,
         "judge_reason": None if judgement is None else judgement.reason,

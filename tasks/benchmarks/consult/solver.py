@@ -6,10 +6,11 @@ with the `<Ready to diagnose>` marker anywhere in a reply (`is_ready`) or at `ma
 the agent is asked for its ranked differential as JSON; treatment: for its plan (a JSON list of drugs, then
 advice); each is re-asked up to `max_reasks` times while it does not parse, then left unparseable.
 Follow-up: the patient raises each of the case's scripted follow-ups in turn, in the conversation; an
-answer that tries to revise the plan (`is_plan_attempt`) but does not parse is re-asked the same way. Every
-agent call goes through the shared call layer and ledger, keyed by case and epoch (`scope`, `epoch`); the
-simulator and the follow-up script are local and pure, so a re-run replays the same episode from the
-ledger.
+answer that tries to revise the plan (`is_plan_attempt`) but does not parse is re-asked the same way.
+Replies are read as the scorer reads them (reading.py): a reader that raises leaves the reply unparseable
+and the episode goes on; only a failed call ends it. Every agent call goes through the shared call layer
+and ledger, keyed by case and epoch (`scope`, `epoch`); the simulator and the follow-up script are local
+and pure, so a re-run replays the same episode from the ledger.
 """
 
 from collections.abc import Callable
@@ -26,9 +27,9 @@ from pydantic import BaseModel
 from tasks.benchmarks.consult import reference_agents  # noqa: F401
 from tasks.benchmarks.consult.case import ConsultCase
 from tasks.benchmarks.consult.kb.loading import load_kb
-from tasks.benchmarks.consult.metrics import is_ready, parse_differential
+from tasks.benchmarks.consult.metrics import is_ready
+from tasks.benchmarks.consult.reading import read_differential, read_plan, reads_as_plan_attempt
 from tasks.benchmarks.consult.simulator import Simulator, default_space
-from tasks.benchmarks.consult.treatment import is_plan_attempt, parse_plan
 from tasks.evals.config import ModelSpec
 from tasks.evals.job_state import job_result
 from tasks.llm.call import complete, counting_outcomes
@@ -129,10 +130,10 @@ def run_episode(job: EpisodeJob, call: Call) -> list[dict[str, Any]]:
     prompts = job.prompts
 
     def differential_parses(text: str) -> bool:
-        return parse_differential(text, kb, job.diagnosis_match_threshold) is not None
+        return read_differential(text, kb, job.diagnosis_match_threshold).value is not None
 
     def plan_parses(text: str) -> bool:
-        return parse_plan(text, kb) is not None
+        return read_plan(text, kb).value is not None
 
     for prompt, reask, stage, parses in (
         (prompts.diagnosis, prompts.reask, "diagnosis", differential_parses),
@@ -145,7 +146,7 @@ def run_episode(job: EpisodeJob, call: Call) -> list[dict[str, Any]]:
         rows.append(_row(job, talk.turn, "patient", "follow_up", follow_up.text, status="simulated",
                          follow_up=index))  # fmt: skip
         answer = talk.ask(follow_up.text, "follow_up", index, new_turn=False)
-        if answer is not None and is_plan_attempt(answer):
+        if answer is not None and reads_as_plan_attempt(answer):
             answer = talk.reask_until(answer, prompts.revision_reask, "follow_up", plan_parses, index)
         if answer is None:
             return rows

@@ -1,5 +1,6 @@
-"""The consultation benchmark's run summary: per agent and epoch, episodes completed, differentials and
-plans unparsed, failed, and the mean composite."""
+"""The consultation benchmark's run summary: per agent and epoch, episodes completed and failed, the
+agent's differentials, plans and revised plans unparsed (the SCORES columns the report counts too), and the
+mean composite."""
 
 from pathlib import Path
 from typing import Any
@@ -10,15 +11,16 @@ from tasks.evals.outputs import EpisodeCounts, RunSummary, summarize_by_epoch
 EPISODES = EpisodeCounts(
     counts={
         "completed": ("status", "completed"),
+        "failed": ("status", "failed"),
         "dx\nunparsed": ("diagnosis_parse", "unparseable"),
         "plan\nunparsed": ("plan_parse", "unparseable"),
-        "failed": ("status", "failed"),
     },
+    totals=(("revision\nunparsed", "revisions_unparseable"),),
     score_column="composite",
     score_label="composite",
     score_note=(
-        "mean per-episode composite 0-100 (the four stage scores averaged) over scored episodes where every "
-        "stage is defined (failed excluded)"
+        "mean per-episode composite 0-100 (the four stage scores averaged; an unparsed output scores the "
+        "worst) over episodes with every stage defined (not failed, an FQR grade read)"
     ),
 )
 

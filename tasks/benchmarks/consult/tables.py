@@ -41,7 +41,8 @@ STAGE_LABELS = {
 OFFLINE_JUDGE = "offline heuristic"
 COMPOSITE_NOTE = (
     "composite: every primary metric in [0, 1] higher-better (1 - x for CPRw, POVR, DDIV, PCR), averaged "
-    "within its stage, then the four stage scores averaged; undefined when a stage has no defined metric. "
+    "within its stage, then the four stage scores averaged; undefined when a stage has no defined metric "
+    "or no FQR grade was read. "
     "Read it beside the stage tables, never alone."
 )
 
@@ -133,7 +134,7 @@ def diagnosis_table(metrics: dict[str, Any]) -> Table:
             format_percent(entry["secondary"]["top1_accuracy"]),
             format_number(entry["secondary"]["differential_length"]),
             format_percent(entry["secondary"]["unmatched_rate"]),
-            str(entry["n_unparseable"]),
+            str(entry["n_diagnosis_unparseable"]),
             format_percent(entry["composite"]["diagnosis"]),
         ]
         for model, entry in metrics["models"].items()
@@ -148,8 +149,9 @@ def diagnosis_table(metrics: dict[str, Any]) -> Table:
         caption=(
             "Means over completed episodes (%, 95% bootstrap CI resampling cases). top-1 %: the first item "
             "is a gold diagnosis; differential length: items per differential; unmatched %: items matching "
-            "no KB condition; unparseable: differentials that did not parse, scored as empty. stage score: "
-            "the three metrics averaged."
+            "no KB condition; unparseable: differentials that did not parse after the re-ask, each scored "
+            "the worst of every metric (0, unmatched 100), never as a differential. stage score: the three "
+            "metrics averaged."
         ),
         right_aligned=tuple(columns[1:]),
     )
@@ -186,9 +188,9 @@ def treatment_table(metrics: dict[str, Any]) -> Table:
             "items with every field; regimen cov. %: core diagnoses whose expected drug classes the plan "
             "meets; dose errors %: planned drugs above the maximum, below half the usual dose or by the "
             "wrong route; unverified %: plan items the critic could not check (a drug it cannot resolve, a "
-            "dose it cannot read), never counted as safe; unparseable: plans that did not parse, scored as "
-            "empty. stage score: PSC, 1 - DDIV "
-            "and 1 - PCR averaged."
+            "dose it cannot read), never counted as safe; unparseable: plans that did not parse after the "
+            "re-ask, each scored the worst of every metric (PSC 0, DDIV and PCR 100: a stage score of 0), "
+            "never as a safe or empty plan. stage score: PSC, 1 - DDIV and 1 - PCR averaged."
         ),
         right_aligned=tuple(columns[1:]),
     )
@@ -201,6 +203,7 @@ def follow_up_table(metrics: dict[str, Any]) -> Table:
             str(entry["n_episodes"]),
             *(format_share_ci(entry[name]) for name in FOLLOW_UP_COLUMNS),
             format_percent(entry["secondary"]["needless_churn"]),
+            str(entry["n_revisions_unparseable"]),
             str(entry["fqr_judged"]),
             str(entry["fqr_unparseable"]),
             judge_label(entry["judge"]),
@@ -208,8 +211,8 @@ def follow_up_table(metrics: dict[str, Any]) -> Table:
         ]
         for model, entry in metrics["models"].items()
     ]
-    columns = ["Model", "n", *FOLLOW_UP_COLUMNS.values(), "needless churn %", "graded", "ungraded", "judge"]
-    columns.append("stage score")
+    columns = ["Model", "n", *FOLLOW_UP_COLUMNS.values(), "needless churn %", "revisions unparseable"]
+    columns += ["graded", "ungraded", "judge", "stage score"]
     return Table(
         key="follow-up",
         title="Follow-up",
@@ -217,11 +220,14 @@ def follow_up_table(metrics: dict[str, Any]) -> Table:
         rows=rows,
         caption=(
             "Means over completed episodes (%, 95% bootstrap CI resampling cases). FQR: weight of the "
-            "answers the judge graded correct over the weight graded (core concerns count double); DCSR: "
-            "cases with a constraint whose final plan satisfies every new constraint, passes the critic and "
-            "meets the core regimens. needless churn %: follow-ups needing no change where the drugs changed "
-            "anyway; graded: follow-ups the judge graded; ungraded: grades that did not parse after the "
-            f"re-ask, left out of FQR. FQR judge: {judges(metrics)}. stage score: FQR and DCSR averaged."
+            "answers the judge graded correct over the weight graded (core concerns count double), — when "
+            "no grade could be read; DCSR: cases with a constraint whose final plan was read, satisfies "
+            "every new constraint, passes the critic (nothing unverified) and meets the core regimens. "
+            "needless churn %: follow-ups needing no change where the drugs changed anyway; revisions "
+            "unparseable: revised plans that did not parse after the re-ask, after which no plan in force "
+            "can be read (DCSR 0 if it is the last); graded: follow-ups the judge graded; ungraded: grades "
+            f"that did not parse after the re-ask, left out of FQR. FQR judge: {judges(metrics)}. stage "
+            "score: FQR and DCSR averaged; — when FQR is (never DCSR alone)."
         ),
         right_aligned=(*columns[1:-2], "stage score"),
     )
@@ -287,6 +293,7 @@ def terminal_tables(metrics: dict[str, Any]) -> list[Table]:
     diagnosis = {
         **_shares(DIAGNOSIS_COLUMNS),
         "top-1 %": lambda e: format_percent(e["secondary"]["top1_accuracy"]),
+        "differentials unparsed": lambda e: str(e["n_diagnosis_unparseable"]),
         "stage score": lambda e: format_percent(e["composite"]["diagnosis"]),
     }
     treatment = {
@@ -299,6 +306,7 @@ def terminal_tables(metrics: dict[str, Any]) -> list[Table]:
     follow_up = {
         **_shares(FOLLOW_UP_COLUMNS),
         "needless churn %": lambda e: format_percent(e["secondary"]["needless_churn"]),
+        "revisions unparsed": lambda e: str(e["n_revisions_unparseable"]),
         "graded / ungraded": lambda e: f"{e['fqr_judged']} / {e['fqr_unparseable']}",
         "stage score": lambda e: format_percent(e["composite"]["follow_up"]),
     }
@@ -484,6 +492,24 @@ def cut_notes(metrics: dict[str, Any]) -> list[str]:
     ]
 
 
+def parse_error_notes(metrics: dict[str, Any]) -> list[str]:
+    """The replies a parser raised on (a parser bug, not the agent's failure): each was scored as
+    unparseable, so the episode stays in every metric."""
+    errors = metrics["parse_errors"]
+    if not errors:
+        return []
+    shown = "; ".join(
+        f"{row['model']} / {row['case_id']} / epoch {row['epoch']}: {row['error']}"
+        for row in errors[:NOTE_EXAMPLES]
+    )
+    more = len(errors) - NOTE_EXAMPLES
+    rest = f"; and {more} more (metrics.json lists all)." if more > 0 else "."
+    return [
+        f"{len(errors)} agent repl(ies) made a parser raise (a parser bug) and were scored as unparseable, "
+        f"their episodes kept: {shown}{rest}"
+    ]
+
+
 def report_notes(metrics: dict[str, Any]) -> list[str]:
     """What a reader must know before trusting the tables: failures, unparseable answers, mixed settings."""
     notes = []
@@ -494,7 +520,9 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
             f"{_places(failed)}. Re-running the run finishes them."
         )
     notes += _count_note(
-        metrics, "n_unparseable", "differential(s) did not parse after the re-ask and are scored as empty"
+        metrics,
+        "n_diagnosis_unparseable",
+        "differential(s) did not parse after the re-ask and score the worst of every diagnosis metric",
     )
     for field in ("epochs", "max_questions", "gamma", "policy_version"):
         values = {str(run[field]) for run in metrics["runs"]}
@@ -506,8 +534,16 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
     notes += _count_note(
         metrics,
         "n_plan_unparseable",
-        "treatment plan(s) did not parse after the re-ask and are scored as empty",
+        "treatment plan(s) did not parse after the re-ask and score the worst of every treatment metric "
+        "(PSC 0), never as a safe or empty plan",
     )
+    notes += _count_note(
+        metrics,
+        "n_revisions_unparseable",
+        "revised plan(s) did not parse after the re-ask: no plan in force can be read after them (DCSR 0 "
+        "when no later revision parses)",
+    )
+    notes += parse_error_notes(metrics)
     notes += _count_note(
         metrics,
         "fqr_unparseable",

@@ -307,7 +307,82 @@ def test_check_plan_on_bad_input_is_a_usage_error_with_exit_2(tmp_path):
         "consult", "check-plan", "--profile", "profile.json", "--plan", "plan.json", cwd=tmp_path
     )
     assert result.returncode == 2
-    assert "plan.json: no plan found" in " ".join(error_lines(result))
+    assert 'plan.json: no plan found: no JSON list of items with a "drug"' in " ".join(error_lines(result))
+
+
+@pytest.mark.parametrize(
+    ("written", "message"),
+    [
+        (b"\xff\xfe[", "plan.json: not UTF-8 text (byte 0: invalid start byte)"),
+        # issue 32: a deeply nested plan exited 1, the code that means unsafe
+        (b"[" * 3000 + b"]" * 3000,
+         "plan.json: no plan found: JSON nested deeper than 20 levels cannot be read"),
+        (b'[{"drug": "ibuprofen"}] or [{"drug": "naproxen"}]',
+         "plan.json: no plan found: the reply gives 2 different plans; it must give one"),
+        (b"[]", "plan.json: the plan gives no drug: there is nothing to check"),
+    ],
+)  # fmt: skip
+def test_check_plan_names_the_file_and_why_its_plan_cannot_be_read_with_exit_2(tmp_path, written, message):
+    write_check_inputs(tmp_path, {"age": 40, "sex": "female"}, [])
+    (tmp_path / "plan.json").write_bytes(written)
+    result = threadmed_here(
+        "consult", "check-plan", "--profile", "profile.json", "--plan", "plan.json", cwd=tmp_path
+    )
+    assert (result.returncode, " ".join(error_lines(result)).split("Invalid value: ")[-1]) == (2, message)
+
+
+def test_check_plan_batch_prints_one_line_per_case_and_exits_with_the_worst(tmp_path):
+    cases = [
+        {"id": "safe", "profile": {"age": 40, "sex": "male"},
+         "plan": [{"drug": "paracetamol", "dose": "1 g", "frequency": "qds"}]},
+        {"id": "nan", "profile": {"age": 40, "sex": "male"},
+         "plan": [{"drug": "paracetamol", "dose": float("nan"), "unit": "mg", "frequency": 4}]},
+        "not a case",
+        {"id": "no sex", "profile": {"age": 40}, "plan": [{"drug": "paracetamol"}]},
+        {"id": "reply", "profile": {"age": 40, "sex": "male", "medications": ["warfarin"]},
+         "plan": 'Take this: [{"drug": "ibuprofen", "dose": "400 mg", "frequency": "tds"}]'},
+    ]  # fmt: skip
+    lines = [json.dumps(case) for case in cases]
+    (tmp_path / "plans.jsonl").write_text("\n".join([*lines[:3], "{broken", "", *lines[3:]]) + "\n")
+    result = threadmed_here("consult", "check-plan", "--batch", "plans.jsonl", cwd=tmp_path)
+    printed = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.returncode == 2
+    assert [(row.get("id"), row.get("line"), row["verdict"]) for row in printed] == [
+        ("safe", None, "pass"),
+        ("nan", None, "unverified"),
+        (None, 3, "error"),
+        (None, 4, "error"),
+        ("no sex", 6, "error"),
+        ("reply", None, "unsafe"),
+    ]
+    assert [row["error"] for row in printed if row["verdict"] == "error"] == [
+        'the line is not a JSON object {"id": ..., "profile": {...}, "plan": [...]}',
+        "not JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)",
+        "sex: Field required",
+    ]
+    (tmp_path / "safe.jsonl").write_text(lines[0] + "\n")
+    safe = threadmed_here("consult", "check-plan", "--batch", "safe.jsonl", cwd=tmp_path)
+    assert (safe.returncode, json.loads(safe.stdout)["verdict"]) == (0, "pass")
+
+
+def test_check_plan_takes_a_batch_or_a_plan_not_both(tmp_path):
+    write_check_inputs(tmp_path, {"age": 40, "sex": "female"}, [{"drug": "paracetamol"}])
+    (tmp_path / "plans.jsonl").write_text("")
+    both = threadmed_here(
+        "consult",
+        "check-plan",
+        "--profile",
+        "profile.json",
+        "--plan",
+        "plan.json",
+        "--batch",
+        "plans.jsonl",
+        cwd=tmp_path,
+    )
+    neither = threadmed_here("consult", "check-plan", cwd=tmp_path)
+    assert (both.returncode, neither.returncode) == (2, 2)
+    assert "give --batch alone, or --profile and --plan" in " ".join(error_lines(both))
+    assert "give --profile and --plan (or --batch FILE.jsonl)" in " ".join(error_lines(neither))
 
 
 # The plans issue 22 found passed by the critic, each with the hard violation a clinician would stop it for.

@@ -21,6 +21,9 @@ from tasks.benchmarks.consult.kb.models import (
     Interaction,
     Product,
     ProductVariant,
+    SaltAlias,
+    SaltForm,
+    UnconvertedSalt,
 )
 from tasks.benchmarks.consult.kb.names import normalise_text
 from tasks.benchmarks.consult.kb.widening import McpPair, load_mcp_pairs
@@ -61,6 +64,9 @@ class KnowledgeBase(BaseModel, frozen=True):
     dosing: tuple[Dosing, ...] = ()
     mcp_merge: InteractionMerge | None = None  # None: built by hand, not by `load_kb`
     products: tuple[Product, ...] = ()
+    salt_forms: tuple[SaltForm, ...] = ()
+    salt_aliases: tuple[SaltAlias, ...] = ()
+    unconverted_salts: tuple[UnconvertedSalt, ...] = ()
 
     @cached_property
     def _conditions_by_id(self) -> dict[str, Condition]:
@@ -109,6 +115,53 @@ class KnowledgeBase(BaseModel, frozen=True):
     @cached_property
     def _dosing_by_drug(self) -> dict[str, Dosing]:
         return {entry.drug: entry for entry in self.dosing}
+
+    @cached_property
+    def _salt_forms_by_pair(self) -> dict[tuple[str, str], SaltForm]:
+        return {(form.drug, form.salt): form for form in self.salt_forms}
+
+    @cached_property
+    def _salts_by_alias(self) -> dict[tuple[str, ...], tuple[str, ...]]:
+        return {tuple(item.alias.split()): tuple(item.salt.split()) for item in self.salt_aliases}
+
+    @cached_property
+    def salt_words(self) -> tuple[str, ...]:
+        """Every salt and ester word or phrase the salt table knows (its salts, their aliases, the salts it
+        converts for no drug), normalised, the longest first: a pattern built from them in this order takes
+        "sodium phosphate" whole before "sodium"."""
+        words = {
+            *(form.salt for form in self.salt_forms), *(item.alias for item in self.salt_aliases),
+            *(item.salt for item in self.salt_aliases), *(item.salt for item in self.unconverted_salts),
+        }  # fmt: skip
+        return tuple(sorted(words, key=lambda phrase: (-len(phrase.split()), -len(phrase), phrase)))
+
+    def canonical_salt(self, written: str) -> str:
+        """The salt as the salt table spells it: case, punctuation and spacing normalised, and each alias
+        ("HCl", "sulphate", "besylate", "ethyl succinate") replaced by its salt, the longest alias first."""
+        words, aliases = normalise_text(written).split(), self._salts_by_alias
+        longest = max(map(len, aliases), default=0)
+        canonical: list[str] = []
+        position = 0
+        while position < len(words):
+            for size in range(min(longest, len(words) - position), 0, -1):
+                if (salt := aliases.get(tuple(words[position : position + size]))) is not None:
+                    canonical += salt
+                    position += size
+                    break
+            else:
+                canonical.append(words[position])
+                position += 1
+        return " ".join(canonical)
+
+    def salt_form(self, drug: str, salt: str) -> SaltForm | None:
+        """How a dose of `drug` (any name the KB knows it by) written with `salt` (its salt and ester words as
+        written, "sodium", "hydrogen sulphate", "HCl": see `canonical_salt`) converts to the drug's KB dose
+        basis; None when the drug is unknown or the table has no factor for that salt of it, so that such a
+        dose is unverified, never read as the basis."""
+        found = self.drug(drug)
+        if found is None:
+            return None
+        return self._salt_forms_by_pair.get((found.name, self.canonical_salt(salt)))
 
     def dosing_of(self, generic: str) -> Dosing | None:
         """The dose facts of a KB drug (by generic name), or None when the KB has none."""
@@ -231,12 +284,20 @@ def _load_kb(version: int, directory: str) -> KnowledgeBase:
         ),
         dosing=_parse(raw["dosing"], "dosing", Dosing, files["dosing"], "dosing"),
         products=_parse(raw["products"], "products", Product, files["products"], "product"),
+        salt_forms=_parse(raw["salts"], "salts", SaltForm, files["salts"], "salt form"),
+        salt_aliases=_parse(raw["salts"], "aliases", SaltAlias, files["salts"], "salt alias"),
+        unconverted_salts=_parse(
+            raw["salts"], "unconverted", UnconvertedSalt, files["salts"], "unconverted salt"
+        ),
     )  # fmt: skip
     _check_references(kb, files)
+    _check_salts(kb, files["salts"])
     return _with_mcp_interactions(kb)
 
 
-_PARTS = ("aiu_types", "conditions", "drugs", "interactions", "contraindications", "dosing", "products")
+_PARTS = (
+    "aiu_types", "conditions", "drugs", "interactions", "contraindications", "dosing", "products", "salts",
+)  # fmt: skip
 # Strengths convert a count of tablets (puffs, ml) to the drug's dose unit: that unit must be a mass.
 _MASS_UNITS = frozenset({"microgram", "mg", "g"})
 
@@ -314,8 +375,12 @@ def _entry_key(item: object, position: int) -> str:
             return (
                 f"{item.get('drug') or item.get('drug_class')} / {item.get('condition') or item.get('aiu')}"
             )
-        if "drug" in item:
-            return str(item["drug"])
+        if "drug" in item and "salt" in item:
+            return f"{item['drug']} / {item['salt']}"
+        if "alias" in item:
+            return str(item["alias"])
+        if "drug" in item or "salt" in item:
+            return str(item.get("drug", item.get("salt")))
     return f"#{position + 1}"
 
 
@@ -442,3 +507,45 @@ def _check_references(kb: KnowledgeBase, files: dict[str, str]) -> None:
         for name in (product.name, *product.brands, *variant_brands):
             if (owner := taken.setdefault(normalise_text(name), where)) != where:
                 raise ValueError(f"{file_name}: {where}: name '{name}' is already a name of {owner}")
+
+
+def _check_salts(kb: KnowledgeBase, file_name: str) -> None:
+    """Each salt form names a KB drug by its generic name, in the table's own spelling (no alias); a drug
+    dosed by a count (applications, sachets) converts nothing (factor 1); a drug has one basis salt at most.
+    An alias leads to a salt the table knows. An unconverted salt is converted for no drug. No salt word is a
+    word of a generic name: a resolver stripping it would break that name ("clavulanic acid")."""
+    drugs = {drug.name: drug for drug in kb.drugs}
+    converted = {form.salt: form for form in kb.salt_forms}
+    known = {*converted, *(item.salt for item in kb.unconverted_salts)}
+    bases: dict[str, str] = {}
+    for form in kb.salt_forms:
+        where = f"{file_name}: salt form '{form.drug} / {form.salt}'"
+        if (drug := drugs.get(form.drug)) is None:
+            raise ValueError(f"{where}: refers to unknown drug '{form.drug}'")
+        if (canonical := kb.canonical_salt(form.salt)) != form.salt:
+            raise ValueError(f"{where}: write the salt as '{canonical}' (the aliases' spelling)")
+        unit = drug.usual_dose.unit
+        if form.factor != 1 and unit.split("/")[0] not in _MASS_UNITS:
+            raise ValueError(
+                f"{where}: factor {form.factor:g} for a drug dosed in '{unit}', not a mass (only 1)"
+            )
+        if form.basis and (first := bases.setdefault(form.drug, form.salt)) != form.salt:
+            raise ValueError(f"{where}: a second basis salt of the drug (the first: '{first}')")
+    for alias in kb.salt_aliases:
+        where = f"{file_name}: salt alias '{alias.alias}'"
+        if alias.salt not in known and alias.salt not in {word for salt in known for word in salt.split()}:
+            raise ValueError(f"{where}: refers to unknown salt '{alias.salt}'")
+        if alias.alias in known:
+            raise ValueError(f"{where}: is a salt of the table itself")
+    for item in kb.unconverted_salts:
+        if (canonical := kb.canonical_salt(item.salt)) != item.salt:
+            raise ValueError(f"{file_name}: unconverted salt '{item.salt}': write it as '{canonical}'")
+        if (form := converted.get(item.salt)) is not None:
+            raise ValueError(f"{file_name}: unconverted salt '{item.salt}': salt form "
+                             f"'{form.drug} / {form.salt}' converts it")  # fmt: skip
+    generic_words = {word: drug.name for drug in kb.drugs for word in normalise_text(drug.name).split()}
+    for phrase in kb.salt_words:
+        for word in phrase.split():
+            if word in generic_words:
+                raise ValueError(f"{file_name}: salt '{phrase}': '{word}' is a word of the drug name "
+                                 f"'{generic_words[word]}'")  # fmt: skip

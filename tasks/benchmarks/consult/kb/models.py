@@ -1,9 +1,11 @@
-"""The clinical knowledge base's entries: AIU types, conditions, drugs, interactions, contraindications.
+"""The clinical knowledge base's entries: AIU types, conditions, drugs, interactions, contraindications,
+dosing facts, combination products and the salt and ester conversions.
 
 Each model checks what one entry can check alone; references between entries (an MNI item naming an AIU
 type, a regimen naming a drug) are checked by the loader, which knows every file.
 """
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -341,3 +343,57 @@ class Product(Entry, frozen=True):
     @staticmethod
     def label(variant: ProductVariant) -> str:
         return "/".join(f"{strength:g}" for strength in variant.strengths)
+
+
+# A factor as the ratio its source states ("500/550": 500 mg of naproxen in 550 mg of its sodium salt).
+_RATIO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)\s*$")
+_SALT_TEXT = r"^[a-z]+( [a-z]+)*$"
+
+
+class SaltForm(Entry, frozen=True):
+    """A salt or ester a KB drug is written with ("naproxen sodium") and `factor`: the mg of the drug's KB
+    dose basis in one mg written with that salt, as the source states it. 1 when the KB already doses the
+    drug as this salt (`basis`: the BNF doses diclofenac as diclofenac sodium) or when products state their
+    strength as the basis ("amoxicillin 500 mg (as trihydrate)"). `factor` may be given as the ratio the
+    source states, "500/550" (500 mg of naproxen in 550 mg of naproxen sodium); any other text fails."""
+
+    drug: str
+    salt: str = Field(pattern=_SALT_TEXT)
+    factor: float = Field(gt=0)
+    basis: bool = False
+
+    @field_validator("factor", mode="before")
+    @classmethod
+    def _ratio_as_number(cls, factor: object) -> object:
+        if isinstance(factor, str) and (ratio := _RATIO.match(factor)) is not None:
+            numerator, denominator = (float(part) for part in ratio.groups())
+            if denominator == 0:
+                raise ValueError(f"ratio '{factor}' divides by 0")
+            return numerator / denominator
+        return factor
+
+    @model_validator(mode="after")
+    def _basis_is_one(self) -> "SaltForm":
+        if self.basis and self.factor != 1:
+            raise ValueError("the KB's basis salt has factor 1")
+        return self
+
+
+class SaltAlias(Entry, frozen=True):
+    """Another spelling of a salt word or phrase ("besylate" for "besilate", "hcl" for "hydrochloride")."""
+
+    alias: str = Field(pattern=_SALT_TEXT)
+    salt: str = Field(pattern=_SALT_TEXT)
+
+    @model_validator(mode="after")
+    def _differs(self) -> "SaltAlias":
+        if self.alias == self.salt:
+            raise ValueError(f"'{self.alias}' is an alias of itself")
+        return self
+
+
+class UnconvertedSalt(Entry, frozen=True):
+    """A salt or ester word no KB drug has a factor for: a name written with it resolves, its dose does
+    not convert (unverified)."""
+
+    salt: str = Field(pattern=_SALT_TEXT)

@@ -1,26 +1,31 @@
-"""Resolve what an agent writes for a drug to the KB drugs it contains (its ingredients).
+"""Resolve what an agent writes for a drug to the KB drugs it contains (its ingredients), every word read.
 
-Stages, first hit wins; the text is tried as written (case, accents and punctuation ignored), then without
-strength and form words ("500 mg tablets"), then without salt and ester words ("naproxen sodium"):
-- combination: a product of `products_v<N>.yaml` by name or brand ("co-codamol", "Augmentin"), each of its
-  ingredients with its amount per tablet when the product fixes it: by a brand sold at one strength
-  (Solpadol), by the strengths written in the text ("30/500", or the BNF's total "co-amoxiclav 625 mg"), or
-  because every variant has the same amount (co-codamol's paracetamol 500 mg).
-- generic, brand, spelling: a KB drug's name, brand or listed spelling; salt: the same once salt and ester
-  words are gone.
-- library: `drug-named-entity-recognition` (MIT) names the drugs in the text by canonical names, and each
-  canonical name maps to the KB drug whose own name, spelling or brand the library gives that canonical
-  name ("Albuterol" -> salbutamol); a combination canonical name ("Co-codamol",
-  "Trimethoprim/sulfamethoxazole") maps to its ingredients. A name it finds that maps to no KB drug is
-  `missing`: the KB cannot check it. Its dictionary takes seconds to load, so it loads on first use, once.
-- fuzzy: the best rapidfuzz match above the threshold among the KB's drug and product names (misspellings).
+The text is read as words (case, accents and punctuation ignored), left to right, and each word is
+accounted for, or the name is not wholly resolved (`Resolution.complete` is False) and the critic calls the
+item unverified:
+- a drug: the longest run of words that is a KB drug's name, brand or listed spelling, or a combination
+  product's name or brand (`products_v<N>.yaml`: "co-codamol", "Augmentin"); else the drugs
+  `drug-named-entity-recognition` (MIT) finds there by canonical names, each mapped to the KB drug whose own
+  name, spelling or brand the library gives that canonical name ("Albuterol" -> salbutamol; a canonical
+  name the KB lacks is `missing`: a real drug the critic cannot check); else the best rapidfuzz match above
+  the threshold among the KB's names (a misspelling: "ibuprofn");
+- a salt or ester word ("naproxen sodium", "sodium valproate"): it belongs to the drug before it (after it
+  when none comes before), and the critic converts that drug's dose with the KB's salt table;
+- a strength, a number, a dose form or route word ("500 mg tablets", "30/500", "oral suspension") or a
+  joining word ("and", "with", "plus");
+- anything else is `unknown`: "paracetamol and zzzocillin" resolves paracetamol and leaves "zzzocillin"
+  unread, so the item is not wholly checked. A name of more than `MAX_NAME_WORDS` words is not read.
+A product's ingredients carry their amounts per tablet when the product fixes them: by a brand sold at one
+strength (Solpadol), by the strengths written in the text ("30/500", or the BNF's total "co-amoxiclav
+625 mg"), or because every variant has the same amount (co-codamol's paracetamol 500 mg). The library's
+dictionary takes seconds to load, so it loads on first use, once.
 """
 
 import functools
 import importlib
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
@@ -29,39 +34,51 @@ from tasks.benchmarks.consult.kb.models import Drug, Product, ProductVariant
 from tasks.benchmarks.consult.kb.names import DEFAULT_THRESHOLD, best_fuzzy_match, normalise_text
 
 ResolutionMethod = Literal[
-    "combination", "generic", "brand", "spelling", "salt", "library", "fuzzy", "unresolved"
+    "combination", "generic", "brand", "spelling", "salt", "library", "fuzzy", "several", "unresolved"
 ]
-# Strength and form words a plan may put in the drug field ("amoxicillin 500 mg capsules"), on normalised
-# text (so "30/500" reads "30 500").
-_DOSE_WORDS = re.compile(
-    r"\b(\d+(\.\d+)?\s*(mg|g|mcg|microgram|micrograms|ml|%)?|tablets?|capsules?|caps|tabs|oral|"
-    r"suspension|solution|liquid|cream|ointment|gel|spray|inhaler|pessary|syrup)\b"
-)
-# Salts and esters a drug is sold as; the active drug is the rest of the name (BNF monograph titles).
-_SALT_WORDS = re.compile(
-    r"\b(sodium|disodium|potassium|calcium|magnesium|hydrochloride|hcl|hydrobromide|sulfate|sulphate|"
-    r"phosphate|tartrate|bitartrate|citrate|maleate|fumarate|succinate|besilate|besylate|mesilate|"
-    r"mesylate|acetate|dipropionate|propionate|furoate|valerate|butyrate|hyclate|monohydrate|dihydrate|"
-    r"trihydrate|hemihydrate|sesquihydrate|lysine|trometamol)\b"
-)
+# Words of a strength, dose form or route ("amoxicillin 500 mg capsules", "co-codamol 30/500" reads "30 500")
+# and words that join drug names: read, and no drug.
+_DOSE_WORD = re.compile(r"\d+(\.\d+)?(mg|g|mcg|microgram|micrograms|ml|l|iu|units?)?")
+_FORM_WORDS = frozenset((
+    "mg", "g", "mcg", "microgram", "micrograms", "milligram", "milligrams", "gram", "grams", "ml",
+    "millilitre", "millilitres", "iu", "unit", "units", "tablet", "tablets", "tab", "tabs", "capsule",
+    "capsules", "cap", "caps", "caplet", "caplets", "oral", "suspension", "solution", "liquid", "syrup",
+    "elixir", "drops", "drop", "cream", "ointment", "gel", "lotion", "spray", "sprays", "inhaler",
+    "inhalers", "evohaler", "accuhaler", "turbohaler", "pessary", "pessaries", "suppository",
+    "suppositories", "patch", "patches", "sachet", "sachets", "powder", "granules", "lozenge", "lozenges",
+    "mouthwash", "shampoo", "injection", "dispersible", "soluble", "effervescent", "chewable",
+    "orodispersible", "film", "coated", "enteric", "ec", "gastro", "resistant", "modified", "release",
+    "mr", "sr", "xl", "prolonged", "extended", "er", "immediate", "topical", "nasal", "inhaled", "eye",
+    "ear", "cutaneous", "vaginal", "rectal", "sublingual", "by", "mouth", "po", "strength", "ds", "forte",
+    "hfa", "mdi", "for", "children", "child", "infant", "infants", "junior",
+    "paediatric", "pediatric", "adult", "adults",
+))  # fmt: skip
+_JOINING_WORDS = frozenset(("and", "with", "plus", "or", "then", "also", "the", "a", "an", "of", "x"))
+_LONGEST_NAME = 6  # words; no KB name or product is longer
+# No drug's name, with its strength, form and salt, runs longer: a longer text is not read word by word.
+MAX_NAME_WORDS = 30
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 class Ingredient(BaseModel, frozen=True, extra="forbid"):
-    """A KB drug in what was written; `strength` per tablet or capsule in `unit` when the product fixes it."""
+    """A KB drug in what was written; `strength` per tablet or capsule in `unit` when the product fixes it;
+    `salt` the salt or ester words written with it ("sodium"), whose dose the critic converts."""
 
     drug: str
     strength: float | None = None
     unit: str | None = None
+    salt: str | None = None
 
 
 class Resolution(BaseModel, frozen=True, extra="forbid"):
     """How a written name resolved, and to which KB drugs. `missing`: drugs it names that the KB lacks (the
-    library's names); `product`: the combination product and variant ("co-codamol 30/500")."""
+    library's names); `unknown`: words read as nothing at all; `product`: the combination product and
+    variant ("co-codamol 30/500")."""
 
     method: ResolutionMethod
     ingredients: tuple[Ingredient, ...] = ()
     missing: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
     product: str | None = None
 
     @property
@@ -70,8 +87,8 @@ class Resolution(BaseModel, frozen=True, extra="forbid"):
 
     @property
     def complete(self) -> bool:
-        """Every drug named is a KB drug, so the critic can check all of it."""
-        return bool(self.ingredients) and not self.missing
+        """Every word was read and every drug named is a KB drug, so the critic can check all of it."""
+        return bool(self.ingredients) and not self.missing and not self.unknown
 
 
 _UNRESOLVED = Resolution(method="unresolved")
@@ -84,46 +101,160 @@ def resolve_drug(
     return _resolver(kb)(name, threshold, use_library)
 
 
+class _Found(NamedTuple):
+    """One drug read from a run of words: its ingredients (several for a product), or a name the KB lacks."""
+
+    method: ResolutionMethod
+    ingredients: tuple[Ingredient, ...]
+    missing: tuple[str, ...] = ()
+    product: str | None = None
+
+
 @cached_per_kb
 def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
-    aliases = _aliases(kb)
+    # Salt and ester words are data: every word of the KB's salt table (salts_v<N>.yaml).
+    salt_words = frozenset(word for phrase in kb.salt_words for word in phrase.split())
+    aliases = _aliases(kb, salt_words)
     fuzzy_names = {name: name for name in _fuzzy_names(kb, aliases)}
 
-    @functools.lru_cache(maxsize=4096)
-    def resolve(name: str, threshold: float, use_library: bool) -> Resolution:
-        text = normalise_text(name)
-        without_doses = _without(_DOSE_WORDS, text)
-        without_salts = _without(_SALT_WORDS, without_doses)
-        for candidate in dict.fromkeys((text, without_doses, without_salts)):
-            found = kb.product(candidate)
-            if found is not None:
-                return _product_resolution(found, name)
-            if candidate in aliases:
-                drug, method = aliases[candidate]
-                return _single(drug, "salt" if candidate == without_salts != without_doses else method)
-        # The library's names keep their hyphens ("co-codamol"); a hyphen may also join two drugs.
-        hyphenated = _without(_SALT_WORDS, _without(_DOSE_WORDS, normalise_text(name, keep_hyphens=True)))
-        for words in dict.fromkeys((hyphenated, without_salts)):
-            found_by_library = _by_library(kb, words, name) if use_library and words else None
-            if found_by_library is not None:
-                return found_by_library
-        best = best_fuzzy_match(without_salts, fuzzy_names, threshold)
-        if best is None:
-            return _UNRESOLVED
-        product = kb.product(best[0])
+    def is_read(token: str) -> bool:
+        """A salt, strength, form or joining word."""
+        return token in salt_words or _is_dose_or_joining_word(token)
+
+    def named(key: str, text: str) -> _Found | None:
+        """A KB drug or product named exactly by `key` (normalised words)."""
+        product = kb.product(key)
         if product is not None:
-            return _product_resolution(product, name).model_copy(update={"method": "fuzzy"})
-        return _single(aliases[best[0]][0], "fuzzy")
+            resolution = _product_resolution(product, text)
+            return _Found("combination", resolution.ingredients, product=resolution.product)
+        if key in aliases:
+            drug, method = aliases[key]
+            return _Found(method, (Ingredient(drug=drug.name),))
+        return None
+
+    @functools.lru_cache(maxsize=8192)
+    def resolve(name: str, threshold: float, use_library: bool) -> Resolution:
+        words = normalise_text(name, keep_hyphens=True).split()
+        tokens = [part for word in words for part in word.split("-") if part]
+        if len(tokens) > MAX_NAME_WORDS:
+            return Resolution(method="unresolved", unknown=(f"(a name of {len(tokens):,} words)",))
+        resolution = scan(name, tokens, {}, threshold)
+        # The library's dictionary is slow to load: it is asked only when the KB's names leave a word unread.
+        if resolution.unknown and use_library:
+            resolution = scan(name, tokens, _library_spans(words), threshold)
+        return resolution
+
+    def scan(
+        name: str, tokens: list[str], library: dict[int, tuple[int, tuple[str, ...]]], threshold: float
+    ) -> Resolution:
+        found: list[tuple[int, _Found]] = []  # (first token, what it names)
+        salts: list[tuple[int, str]] = []
+        unknown: list[str] = []
+        position = 0
+        while position < len(tokens):
+            end, hit = _longest(tokens, position, lambda key: named(key, name))
+            by_library = library.get(position)
+            # The library's name where it reads more words, unless it reads a lone salt or form word.
+            if by_library is not None and by_library[0] > max(end, position + is_read(tokens[position])):
+                end, canonical_names = by_library
+                hit = _by_library(kb, canonical_names, name)
+                # The library reads a salt as part of a name ("albuterol sulfate"): it is still a salt.
+                salts += [(word, tokens[word]) for word in range(position, end) if tokens[word] in salt_words]
+            elif (
+                hit is None
+                and (fuzzy := _fuzzy(tokens, position, fuzzy_names, threshold, is_read)) is not None
+            ):
+                end, key = fuzzy
+                hit = named(key, name)
+                assert hit is not None  # fuzzy names are KB names
+                hit = hit._replace(method="fuzzy")
+            if hit is not None:
+                found.append((position, hit))
+                position = end
+                continue
+            token = tokens[position]
+            if token in salt_words:
+                salts.append((position, token))
+            elif not is_read(token):
+                unknown.append(token)
+            position += 1
+        return _resolution(found, _salt_phrases(salts), unknown)
 
     return resolve
 
 
-def _without(words: re.Pattern[str], text: str) -> str:
-    return " ".join(words.sub(" ", text).split())
+def _longest(
+    tokens: list[str], start: int, lookup: Callable[[str], _Found | None]
+) -> tuple[int, _Found | None]:
+    """The longest run of tokens from `start` that `lookup` knows, and where it ends."""
+    for end in range(min(len(tokens), start + _LONGEST_NAME), start, -1):
+        hit = lookup(" ".join(tokens[start:end]))
+        if hit is not None:
+            return end, hit
+    return start, None
 
 
-def _aliases(kb: KnowledgeBase) -> dict[str, tuple[Drug, ResolutionMethod]]:
-    """Every normalised name of every KB drug -> the drug and what kind of name it is."""
+def _fuzzy(
+    tokens: list[str], start: int, names: dict[str, str], threshold: float, is_read: Callable[[str], bool]
+) -> tuple[int, str] | None:
+    """The longest run of tokens from `start` (words no other rule reads) that is a misspelt KB name."""
+    run = start
+    while run < len(tokens) and run - start < _LONGEST_NAME and not is_read(tokens[run]):
+        run += 1
+    for end in range(run, start, -1):
+        best = best_fuzzy_match(" ".join(tokens[start:end]), names, threshold)
+        if best is not None:
+            return end, best[0]
+    return None
+
+
+def _is_dose_or_joining_word(token: str) -> bool:
+    return token in _FORM_WORDS or token in _JOINING_WORDS or _DOSE_WORD.fullmatch(token) is not None
+
+
+def _salt_phrases(salts: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Adjacent salt words as one phrase ("sodium phosphate"), at the position of its first word."""
+    phrases: list[tuple[int, str]] = []
+    for position, word in salts:
+        if phrases and phrases[-1][0] + len(phrases[-1][1].split()) == position:
+            phrases[-1] = (phrases[-1][0], f"{phrases[-1][1]} {word}")
+        else:
+            phrases.append((position, word))
+    return phrases
+
+
+def _resolution(
+    found: list[tuple[int, _Found]], salts: list[tuple[int, str]], unknown: list[str]
+) -> Resolution:
+    """The drugs found, each salt phrase given to the drug before it (else after it)."""
+    if not found:
+        return Resolution(method="unresolved", unknown=tuple(unknown)) if unknown else _UNRESOLVED
+    salt_of: dict[int, str] = {}
+    for position, phrase in salts:
+        before = [index for index, (start, _) in enumerate(found) if start < position]
+        owner = before[-1] if before else 0
+        salt_of[owner] = f"{salt_of[owner]} {phrase}" if owner in salt_of else phrase
+    ingredients: dict[str, Ingredient] = {}
+    for index, (_, hit) in enumerate(found):
+        for ingredient in hit.ingredients:
+            salt = salt_of.get(index)
+            ingredients.setdefault(ingredient.drug, ingredient.model_copy(update={"salt": salt}))
+    hits = [hit for _, hit in found]
+    method: ResolutionMethod = hits[0].method if len(hits) == 1 else "several"
+    if method != "combination" and salt_of and ingredients:
+        method = "salt"
+    return Resolution(
+        method=method,
+        ingredients=tuple(ingredients.values()),
+        missing=tuple(dict.fromkeys(name for hit in hits for name in hit.missing)),
+        unknown=tuple(unknown),
+        product=hits[0].product if len(hits) == 1 else None,
+    )
+
+
+def _aliases(kb: KnowledgeBase, salt_words: frozenset[str]) -> dict[str, tuple[Drug, ResolutionMethod]]:
+    """Every normalised name of every KB drug -> the drug and what kind of name it is. A name holding a salt
+    word ("naproxen sodium") is left out: the salt is read as a salt, so its dose is converted."""
     aliases: dict[str, tuple[Drug, ResolutionMethod]] = {}
     for drug in kb.drugs:
         kinds: tuple[tuple[ResolutionMethod, tuple[str, ...]], ...] = (
@@ -131,7 +262,9 @@ def _aliases(kb: KnowledgeBase) -> dict[str, tuple[Drug, ResolutionMethod]]:
         )  # fmt: skip
         for method, names in kinds:
             for alias in names:
-                aliases.setdefault(normalise_text(alias), (drug, method))
+                key = normalise_text(alias)
+                if not salt_words.intersection(key.split()) or method == "generic":
+                    aliases.setdefault(key, (drug, method))
     return aliases
 
 
@@ -142,10 +275,6 @@ def _fuzzy_names(kb: KnowledgeBase, aliases: dict[str, tuple[Drug, ResolutionMet
         for name in (product.name, *product.brands, *(b for v in product.variants for b in v.brands))
     ]
     return [*aliases, *products]
-
-
-def _single(drug: Drug, method: ResolutionMethod) -> Resolution:
-    return Resolution(method=method, ingredients=(Ingredient(drug=drug.name),))
 
 
 def _product_resolution(found: tuple[Product, ProductVariant | None], name: str) -> Resolution:
@@ -177,11 +306,22 @@ def _written_variant(product: Product, name: str) -> ProductVariant | None:
     return None
 
 
-def _by_library(kb: KnowledgeBase, words: str, name: str) -> Resolution | None:
-    """What the library finds in `words`, mapped to KB drugs; None when it finds no drug."""
-    canonical_names = tuple(dict.fromkeys(found for found, _, _ in library_matches(words)))
-    if not canonical_names:
-        return None
+def _library_spans(words: list[str]) -> dict[int, tuple[int, tuple[str, ...]]]:
+    """Where the library finds drugs in the words, in token positions (a hyphenated word is several
+    tokens): first token -> (the token after the match, its canonical names)."""
+    starts = [0]
+    for word in words:
+        starts.append(starts[-1] + len([part for part in word.split("-") if part]))
+    spans: dict[int, tuple[int, tuple[str, ...]]] = {}
+    for canonical, first, end in library_matches(" ".join(words)):
+        start = starts[first]
+        previous = spans.get(start, (starts[end], ()))
+        spans[start] = (max(previous[0], starts[end]), (*previous[1], canonical))
+    return spans
+
+
+def _by_library(kb: KnowledgeBase, canonical_names: tuple[str, ...], name: str) -> _Found:
+    """What the library found at one place, as KB drugs; canonical names the KB lacks are missing."""
     by_canonical = library_index(kb)
     ingredients: list[Ingredient] = []
     missing: list[str] = []
@@ -197,7 +337,7 @@ def _by_library(kb: KnowledgeBase, words: str, name: str) -> Resolution | None:
             else:
                 missing.append(part)
     unique = tuple({ingredient.drug: ingredient for ingredient in ingredients}.values())
-    return Resolution(method="library", ingredients=unique, missing=tuple(dict.fromkeys(missing)))
+    return _Found("library", unique, tuple(dict.fromkeys(missing)))
 
 
 @functools.lru_cache(maxsize=4096)

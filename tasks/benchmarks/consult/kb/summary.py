@@ -15,7 +15,7 @@ from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.widening import load_drugdose_limits, load_icd11_titles
 
 # The references every entry's `source` names, by how it starts: the first that fits counts.
-_REFERENCES = ("BNFC", "BNF", "NICE", "MHRA", "drug-interaction-mcp", "Macleod", "ICD-11")
+_REFERENCES = ("BNFC", "BNF", "NICE", "MHRA", "PubChem", "drug-interaction-mcp", "Macleod", "ICD-11")
 
 
 class SourceUse(BaseModel, frozen=True):
@@ -48,13 +48,14 @@ def kb_summary(kb: KnowledgeBase) -> KbSummary:
         "interactions": len(kb.interactions),
         "contraindications": len(kb.contraindications),
         "dosing entries": len(kb.dosing),
+        "salt and ester forms": len(kb.salt_forms),
     }
     interactions: dict[str, Counter[str]] = {}
     for item in kb.interactions:
         origin = "drug-interaction-mcp" if item.source.startswith("drug-interaction-mcp") else "KB"
         interactions.setdefault(origin, Counter())[f"{item.scope} {item.severity}"] += 1
     every_entry = (*kb.conditions, *kb.aiu_types, *kb.drug_classes, *kb.drugs, *kb.products,
-                   *kb.interactions, *kb.contraindications, *kb.dosing)  # fmt: skip
+                   *kb.interactions, *kb.contraindications, *kb.dosing, *kb.salt_forms)  # fmt: skip
     return KbSummary(
         version=kb.version,
         entries=entries,

@@ -37,6 +37,13 @@ def test_a_stage_with_no_defined_metric_leaves_the_composite_undefined():
     assert result.treatment == pytest.approx(0.75)
 
 
+def test_no_fqr_grade_read_leaves_the_follow_up_stage_undefined_never_dcsr_alone():
+    # Every judge reply unreadable: the stage is not scored 1 from DCSR alone, and the composite cannot rise.
+    values = {**VALUES, "fqr": None, "dcsr": 1.0}
+    assert (composite(values).follow_up, composite(values).score) == (None, None)
+    assert composite({**VALUES, "fqr": 0.0, "dcsr": None}).follow_up == 0.0  # no constraint: FQR alone
+
+
 def test_lower_is_better_metrics_are_mapped_to_one_minus_x():
     assert stage_score({"psc": 0.0, "ddiv": 1.0, "pcr": 1.0}, TREATMENT_METRICS) == 0.0
     assert stage_score(dict.fromkeys(PRIMARY_METRICS, None), TREATMENT_METRICS) is None

@@ -72,6 +72,20 @@ def test_each_follow_up_is_judged_once_with_the_plan_in_force_when_the_patient_s
     ]
 
 
+def test_after_a_revision_that_did_not_parse_the_judge_is_told_no_plan_could_be_read():
+    # As the metrics have it: the agent meant to change the plan, so the first plan is no longer in force.
+    unread = EPISODE.model_copy(
+        update={"follow_ups": (FollowUpTurn(index=0, answer=SWITCH, revision_parse="unparseable"),
+                               FollowUpTurn(index=1, answer=ANSWER))}
+    )  # fmt: skip
+    call, requests = scripted('{"correct": true}', '{"correct": true}')
+    judge_follow_ups(JOB, FOLLOWED, unread, call)
+    assert [block(r, "plan") for r in requests] == [
+        '[{"drug": "amoxicillin", "dose": 500.0, "unit": "mg"}]',
+        "(no plan could be read)",
+    ]
+
+
 def test_a_reply_without_a_verdict_is_reasked_once_then_unparseable_and_never_wrong():
     call, requests = scripted("Looks fine to me.", '{"correct": true}', "Hmm.", "Still thinking.")
     judgements = judge_follow_ups(JOB, FOLLOWED, EPISODE, call)

@@ -3,10 +3,16 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from tasks.benchmarks.consult import metrics
 from tasks.benchmarks.consult.case import CaseAiu, ConsultCase, GoldDiagnosis, PatientProfile
+from tasks.benchmarks.consult.composite import stage_score
+from tasks.benchmarks.consult.contracts import HISTORY_METRICS
 from tasks.benchmarks.consult.episode import DiagnosisItem, Episode, HistoryTurn
 from tasks.benchmarks.consult.inquiry.policy import END, InquiryPolicy, PartialOrder
+from tasks.benchmarks.consult.kb.icd11 import normalise_diagnosis
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.models import AiuType, Condition, Evidence, Regimen
 from tasks.benchmarks.consult.metrics import (
@@ -17,6 +23,7 @@ from tasks.benchmarks.consult.metrics import (
     score_diagnosis,
     score_history,
 )
+from tasks.core.json_text import MAX_DEPTH, MAX_TOKENS
 
 
 def aiu_type(aiu_id, template, positive):
@@ -240,6 +247,18 @@ def test_no_question_asked():
     )
 
 
+@pytest.mark.parametrize(
+    "turns",
+    [
+        (),
+        tuple(HistoryTurn(turn=t, question="[" * 3000, template=None, deflected=True) for t in range(1, 13)),
+    ],
+)
+def test_a_history_of_no_question_or_only_unmatched_ones_scores_a_stage_of_zero(turns):
+    scores = score_history(make_case(), Episode(case_id="c1", turns=turns), KB, POLICY)._asdict()
+    assert stage_score(scores, HISTORY_METRICS) == 0.0
+
+
 def test_povr_undefined_when_no_pair_applies():
     turns = (HistoryTurn(turn=1, question="Any fever?", template="fever_chills", revealed=("fever",)),)
     assert score_history(make_case(), Episode(case_id="c1", turns=turns), KB, POLICY).povr is None
@@ -294,7 +313,7 @@ def test_gold_core_listed_as_non_core_is_missed():
     assert (scores.core_dx_recall, scores.core_dx_f1, scores.top1_accuracy) == (0.0, 0.0, 1.0)
 
 
-def test_unparseable_differential_scores_zero():
+def test_an_unparseable_differential_scores_the_worst_of_every_metric():
     episode = Episode(
         case_id="c1", turns=(), differential=(item(1, "pneumonia", core=True),), diagnosis_parse="unparseable"
     )
@@ -304,7 +323,19 @@ def test_unparseable_differential_scores_zero():
         swds=0.0,
         top1_accuracy=0.0,
         differential_length=0,
-        unmatched_rate=None,
+        unmatched_rate=1.0,  # nothing read matched a KB condition
+    )
+
+
+def test_an_empty_differential_that_parsed_finds_nothing_and_lists_nothing():
+    scores = score_diagnosis(make_case(), Episode(case_id="c1", turns=(), differential=()))
+    assert scores == DiagnosisScores(
+        core_dx_recall=0.0,
+        core_dx_f1=0.0,  # TP 0, FP 0, FN 1
+        swds=0.0,
+        top1_accuracy=0.0,
+        differential_length=0,
+        unmatched_rate=None,  # no item
     )
 
 
@@ -367,6 +398,68 @@ def test_empty_list_is_an_empty_differential():
     assert parse_differential("Nothing fits: []", KB) == ()
 
 
+def test_a_differential_inside_an_object_is_found_and_a_fenced_one_wins_over_one_in_prose():
+    wrapped = json.dumps({"differential": [PNEUMONIA]})
+    assert parse_differential(f"Here: {wrapped}", KB) == (EXPECTED_PNEUMONIA,)
+    bronchitis = {"diagnosis": "Acute bronchitis", "core": False}
+    text = f"Draft: {json.dumps([bronchitis])}\nFinal:\n```json\n{json.dumps([PNEUMONIA])}\n```"
+    assert parse_differential(text, KB) == (EXPECTED_PNEUMONIA,)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 3000,  # raised RecursionError
+        "[" * 3000 + "]" * 3000,
+        # a valid list beside JSON nested past what is read: the unread part might hold the answer
+        f"{json.dumps([PNEUMONIA])} and {'[' * (MAX_DEPTH + 1)}{']' * (MAX_DEPTH + 1)}",
+        # a reply longer than the scan's budget is not read to its end
+        "[]" * MAX_TOKENS + json.dumps([PNEUMONIA]),
+    ],
+)
+def test_a_reply_that_cannot_be_read_whole_is_unparseable(text):
+    assert parse_differential(text, KB) is None
+
+
+DIAGNOSIS_OBJECTS = st.fixed_dictionaries(
+    {"diagnosis": st.sampled_from(["Pneumonia", "Acute bronchitis", "Asthma", "Gout"])},
+    optional={"icd11": st.none() | st.sampled_from(["CA40", "CA23", ""]), "core": st.booleans()},
+)
+PROSE = st.text(alphabet=st.characters(exclude_characters='[]{}`"'), max_size=30)
+
+
+@given(st.text(alphabet=st.sampled_from('[]{}"\\:,` \nadiagnosis0'), max_size=400) | st.text(max_size=200))
+def test_any_reply_reads_to_a_differential_or_none_without_raising(text):
+    found = parse_differential(text, KB)
+    assert found is None or all(isinstance(entry, DiagnosisItem) for entry in found)
+
+
+@given(st.lists(DIAGNOSIS_OBJECTS, min_size=1, max_size=5), PROSE, PROSE, st.booleans())
+def test_a_differential_written_in_prose_or_a_fence_reads_back_item_for_item(entries, before, after, fenced):
+    listed = json.dumps(entries)
+    text = f"{before}\n```json\n{listed}\n```\n{after}" if fenced else f"{before} {listed} {after}"
+    found = parse_differential(text, KB)
+    assert [(i.rank, i.diagnosis, i.core) for i in found] == [
+        (rank, entry["diagnosis"], entry.get("core", False)) for rank, entry in enumerate(entries, start=1)
+    ]
+
+
+@given(st.lists(DIAGNOSIS_OBJECTS | st.integers() | st.lists(DIAGNOSIS_OBJECTS, max_size=3), max_size=30))
+def test_each_diagnosis_is_normalised_at_most_once_whatever_the_reply_holds(entries):
+    # Linear work: the KB is searched only for the items of the differential returned, never once per
+    # candidate list or per bracket.
+    calls = []
+
+    def counting(*args):
+        calls.append(args)
+        return normalise_diagnosis(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(metrics, "normalise_diagnosis", counting)
+        found = parse_differential(f"My list: {json.dumps(entries)} [also] {json.dumps(entries)}", KB)
+    assert len(calls) == len(found or ())
+
+
 @pytest.mark.parametrize(
     ("text", "ready"),
     [
@@ -379,6 +472,11 @@ def test_empty_list_is_an_empty_differential():
         ("I am not ready to diagnose yet. Any fever?", False),
         ("Ready to diagnose soon: any fever?", False),
         ("Do you have a cough?", False),
+        ("Any fever?\r\nReady to diagnose.\r\n", True),
+        # runs of line breaks and spaces around the words: once read in time quadratic in their length
+        ("\n" * 20_000 + "Any fever?", False),
+        (" \n" * 20_000 + "ready to diagnose", True),
+        ("ready to diagnose" + " " * 20_000 + "now?", False),
     ],
 )
 def test_is_ready(text, ready):

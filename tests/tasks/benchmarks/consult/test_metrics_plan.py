@@ -2,8 +2,12 @@
 a penicillin or a macrolide; colic expects no drug)."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tasks.benchmarks.consult.case import CaseAiu, ConsultCase, FollowUp, GoldDiagnosis, PatientProfile
+from tasks.benchmarks.consult.composite import stage_score
+from tasks.benchmarks.consult.contracts import TREATMENT_METRICS
 from tasks.benchmarks.consult.episode import Episode, FollowUpTurn, PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.judge import Judgement
 from tasks.benchmarks.consult.metrics_plan import (
@@ -96,11 +100,21 @@ def test_a_once_weekly_drug_given_daily_is_a_dose_error_and_an_unreadable_dose_f
     )
 
 
+@pytest.mark.parametrize("condition", ["otitis", "colic"])
+@pytest.mark.parametrize("written", [(), (AMOXICILLIN,)])
+def test_a_plan_that_did_not_parse_scores_the_worst_of_every_metric_whatever_it_held(condition, written):
+    # Never as an empty plan: for colic (no drug expected) an empty plan is safe, an unread one never is.
+    given = episode(*written, parse="unparseable")
+    assert score_treatment(case(condition), given, KB) == TreatmentScores(
+        psc=0.0, ddiv=1.0, pcr=1.0, plan_completeness=0.0, regimen_coverage=0.0, dose_error_rate=1.0
+    )
+    assert stage_score(score_treatment(case(condition), given, KB)._asdict(), TREATMENT_METRICS) == 0.0
+
+
 @pytest.mark.parametrize(
     ("condition", "given", "psc", "regimen_coverage"),
     [
-        # scored as an empty plan: otitis untreated is not safe
-        ("otitis", episode(parse="unparseable"), 0.0, 0.0),
+        # otitis untreated is not safe
         ("otitis", episode(), 0.0, 0.0),
         # a drug the critic cannot check vouches for nothing
         ("otitis", episode(drug("zzzcillin", 1, per_day=1, generic=None)), 0.0, 0.0),
@@ -171,11 +185,65 @@ def test_an_agent_that_churns():
         follow_ups=(
             turn(0, (CLARITHROMYCIN,)),
             turn(1, (CLARITHROMYCIN, PARACETAMOL)),  # a question, answered with a new drug
-            turn(2, parse="unparseable"),  # the plan is kept
+            turn(2, (CLARITHROMYCIN,)),  # doxycycline does not interact: no change was needed
         ),
     )
     scores = score_follow_up(case(follow_ups=SCRIPT), given, (), KB)
-    assert scores == FollowUpScores(fqr=None, dcsr=1.0, needless_churn=0.5, fqr_judged=0, fqr_unparseable=0)
+    assert scores == FollowUpScores(fqr=None, dcsr=1.0, needless_churn=1.0, fqr_judged=0, fqr_unparseable=0)
+
+
+def test_a_last_revision_that_did_not_parse_leaves_no_plan_to_satisfy_the_constraints():
+    given = episode(
+        AMOXICILLIN,
+        follow_ups=(
+            turn(0, (CLARITHROMYCIN,)),  # satisfies every constraint
+            turn(1),
+            turn(2, parse="unparseable"),  # no change was needed: an unread revision may have made any
+        ),
+    )
+    steps = follow_up_steps(case(follow_ups=SCRIPT), given, KB)
+    assert [(step.plan and step.plan.generics, step.critique is None) for step in steps] == [
+        (("clarithromycin",), False),
+        (("clarithromycin",), False),
+        (None, True),
+    ]
+    scores = score_follow_up(case(follow_ups=SCRIPT), given, (), KB)
+    assert scores == FollowUpScores(fqr=None, dcsr=0.0, needless_churn=0.5, fqr_judged=0, fqr_unparseable=0)
+
+
+def test_a_revision_that_parses_after_one_that_did_not_is_in_force_again():
+    given = episode(
+        AMOXICILLIN, follow_ups=(turn(0, parse="unparseable"), turn(1), turn(2, (CLARITHROMYCIN,)))
+    )
+    steps = follow_up_steps(case(follow_ups=SCRIPT), given, KB)
+    assert [step.plan and step.plan.generics for step in steps] == [None, None, ("clarithromycin",)]
+    # the question (1) needed a change: no plan in force could be read; 2 changed it from unread
+    assert [step.change_needed for step in steps] == [True, True, True]
+    assert score_follow_up(case(follow_ups=SCRIPT), given, (), KB).dcsr == 1.0
+
+
+@pytest.mark.parametrize("condition", ["otitis", "colic"])
+def test_a_first_plan_that_did_not_parse_and_was_never_revised_satisfies_no_constraint(condition):
+    # Before: scored as an empty plan, so colic (no drug expected) had DCSR 1 from nothing read.
+    given = episode(parse="unparseable", follow_ups=(turn(0), turn(1), turn(2)))
+    scores = score_follow_up(case(condition, follow_ups=SCRIPT), given, (), KB)
+    assert scores == FollowUpScores(fqr=None, dcsr=0.0, needless_churn=None, fqr_judged=0, fqr_unparseable=0)
+
+
+@pytest.mark.parametrize(("condition", "dcsr"), [("otitis", 0.0), ("colic", 1.0)])
+def test_an_empty_plan_keeps_to_the_constraints_only_where_no_drug_is_expected(condition, dcsr):
+    # colic: advice alone is the treatment, and no constraint bears on a drug; otitis is left untreated
+    given = episode(follow_ups=(turn(0), turn(1), turn(2)))
+    scores = score_follow_up(case(condition, follow_ups=SCRIPT), given, (), KB)
+    assert scores.dcsr == dcsr
+
+
+def test_a_final_plan_with_an_item_the_critic_cannot_check_fails_dcsr_as_it_fails_psc():
+    unknown = drug("zzzcillin", 1, per_day=1, generic=None)
+    given = episode(AMOXICILLIN, follow_ups=(turn(0, (CLARITHROMYCIN, unknown)), turn(1), turn(2)))
+    [*_, final] = follow_up_steps(case(follow_ups=SCRIPT), given, KB)
+    assert (final.critique.hard, final.critique.unverified) == (False, True)
+    assert score_follow_up(case(follow_ups=SCRIPT), given, (), KB).dcsr == 0.0
 
 
 def test_a_dose_change_alone_is_not_churn():
@@ -199,3 +267,34 @@ def test_a_constraint_that_makes_the_first_plan_unsafe_is_traced():
         ("interaction", "clarithromycin", "warfarin")
     ]
     assert score_follow_up(case(follow_ups=script), given, (), KB).dcsr == 0.0
+
+
+PLAN_ITEMS = st.lists(
+    st.sampled_from([AMOXICILLIN, CLARITHROMYCIN, PARACETAMOL, drug("ibuprofen", 800, per_day=4)]), max_size=3
+)
+
+
+@given(st.sampled_from(["otitis", "colic"]), PLAN_ITEMS, PLAN_ITEMS)
+def test_what_was_not_read_never_scores_above_what_was(condition, first, revised):
+    # Whatever the agent wrote, its stage scores cannot rise because a plan or revision could not be read.
+    scripted = case(condition, follow_ups=SCRIPT)
+    treatment = {
+        parse: stage_score(
+            score_treatment(scripted, episode(*first, parse=parse), KB)._asdict(), TREATMENT_METRICS
+        )
+        for parse in ("ok", "unparseable")
+    }
+    assert treatment["unparseable"] == 0.0 <= treatment["ok"]
+    dcsr = {
+        parse: score_follow_up(
+            scripted,
+            episode(
+                *first,
+                follow_ups=(turn(0), turn(1), turn(2, tuple(revised) if parse == "ok" else None, parse)),
+            ),
+            (),
+            KB,
+        ).dcsr
+        for parse in ("ok", "unparseable")
+    }
+    assert dcsr["unparseable"] == 0.0 <= dcsr["ok"]

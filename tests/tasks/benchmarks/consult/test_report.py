@@ -88,6 +88,18 @@ FOLLOW_UP = {
     "judge_status": "ok",
     "judge_reason": "switches to a liquid",
 }
+PARSE_ERROR = "treatment: RecursionError: maximum recursion depth exceeded while decoding a JSON array"
+# beta c2's one follow-up: its revision did not parse, so no plan in force can be read after it.
+UNREAD_FOLLOW_UP = {
+    **FOLLOW_UP,
+    "answer": '[{"drug": "amoxicillin", "dose": [[[',
+    "revision_parse": "unparseable",
+    "revised_plan": None,
+    "plan_drugs": None,
+    "violations_after": None,
+    "correct": False,
+    "judge_reason": "no plan can be read",
+}
 GOLD = {
     "c1": [
         {"condition_id": "bronchitis", "title": "Acute bronchitis", "core": True, "severity": 2},
@@ -115,7 +127,8 @@ def differential(*items: tuple[str, bool, str | None]) -> list[dict[str, Any]]:
 # Per episode: the primary metrics in PRIMARY_METRICS order (history, diagnosis, then PSC, DDIV, PCR, FQR,
 # DCSR), the secondary metrics in SECONDARY order, the MNI target, the AIUs revealed per turn (turn 0: the
 # opening; an empty list is a deflected question), the differential and its parse status, then the plan's
-# parse status and the follow-ups graded and ungraded. None: failed.
+# parse status, the follow-ups graded and ungraded, and the revised plans that did not parse. None: failed.
+# An unparseable output scores the worst of its stage's metrics, as the scorer gives it (beta c2).
 EPISODES: dict[str, dict[str, Any]] = {
     "alpha": {
         "c1": (
@@ -125,7 +138,7 @@ EPISODES: dict[str, dict[str, Any]] = {
             [[], ["a1", "x1"], []],
             differential(("Acute bronchitis", True, "bronchitis"), ("Flu-ish", False, None)),
             "ok",
-            ("ok", 2, 0),
+            ("ok", 2, 0, 0),
         ),
         "c2": (
             (0.4, 0.6, 0.2, 0.25, 0.5, 0.0, 0.0, 0.3, 0.0, None, 0.5, 0.5, None),
@@ -134,7 +147,7 @@ EPISODES: dict[str, dict[str, Any]] = {
             [[], ["b1"]],
             differential(("Sinusitis", True, "sinusitis")),
             "ok",
-            ("ok", 2, 1),
+            ("ok", 2, 1, 0),
         ),
         "c3": None,
     },
@@ -146,16 +159,16 @@ EPISODES: dict[str, dict[str, Any]] = {
             [[], ["a2"], [], ["a1"]],
             differential(("Acute bronchitis", True, "bronchitis"), ("Pneumonia", False, "pneumonia")),
             "ok",
-            ("ok", 0, 1),
+            ("ok", 0, 1, 0),  # no grade read: FQR undefined, and so are its follow-up stage and composite
         ),
         "c2": (
-            (0.5, 0.5, 0.5, 0.5, None, 0.0, 0.0, 0.0, 0.0, None, None, 0.0, None),
-            (1.0, None, 0.0, 0.0, None, None, 0.0, None, None),
+            (0.5, 0.5, 0.5, 0.5, None, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, None),
+            (1.0, None, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, None),
             ["b1"],
             [["b1"], []],
             [],
             "unparseable",
-            ("unparseable", 1, 0),
+            ("unparseable", 1, 0, 1),
         ),
         "c3": (
             (0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0),
@@ -164,7 +177,7 @@ EPISODES: dict[str, dict[str, Any]] = {
             [[], ["o1"], []],
             differential(("Otitis media", True, "otitis")),
             "ok",
-            ("ok", 1, 0),
+            ("ok", 1, 0, 0),
         ),
     },
 }
@@ -221,9 +234,12 @@ def score_row(key: dict[str, Any], case_id: str, episode: tuple[Any, ...] | None
     base = {**key, "department": DEPARTMENTS[case_id], "difficulty": "easy", "gold": GOLD[case_id]}
     if episode is None:
         return {**base, "status": "failed", "error": "rate limited", "error_class": "RateLimitError"}
-    primary, secondary, mni_target, revealed, items, parse, (plan_parse, judged, ungraded) = episode
+    primary, secondary, mni_target, revealed, items, parse, (plan_parse, judged, ungraded, revisions) = (
+        episode
+    )
     first = case_id == "c1" and key["model"] == "alpha"
     unverified = case_id == "c1" and key["model"] == "beta"
+    unread = plan_parse == "unparseable"
     return {
         **base,
         **JUDGE,
@@ -234,10 +250,12 @@ def score_row(key: dict[str, Any], case_id: str, episode: tuple[Any, ...] | None
         "differential": items,
         "mni_target": mni_target,
         "plan_parse": plan_parse,
-        "plan": PLAN if first else UNVERIFIED_PLAN if unverified else [],
-        "plan_advice": "Rest and fluids." if first else "",
-        "violations": [VIOLATION] if first else [UNVERIFIED] if unverified else [],
-        "follow_ups": [FOLLOW_UP] if first else [],
+        "plan": None if unread else PLAN if first else UNVERIFIED_PLAN if unverified else [],
+        "plan_advice": None if unread else "Rest and fluids." if first else "",
+        "violations": None if unread else [VIOLATION] if first else [UNVERIFIED] if unverified else [],
+        "follow_ups": [FOLLOW_UP] if first else [UNREAD_FOLLOW_UP] if revisions else [],
+        "revisions_unparseable": revisions,
+        "parse_errors": [PARSE_ERROR] if unread else [],
         "fqr_judged": judged,
         "fqr_unparseable": ungraded,
         **dict(zip(PRIMARY, primary, strict=True)),
@@ -325,8 +343,9 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         # c3 failed: two episodes, both respiratory
         "n_episodes": 2,
         "n_failed": 1,
-        "n_unparseable": 0,
+        "n_diagnosis_unparseable": 0,
         "n_plan_unparseable": 0,
+        "n_revisions_unparseable": 0,
         "fqr_judged": 4,  # c1 2, c2 2
         "fqr_unparseable": 1,
         "unverified": {"items": 1, "unverified": 0, "rate": 0.0, "plans": 0},  # c1's one item is checked
@@ -388,8 +407,9 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
     beta = {
         "n_episodes": 3,
         "n_failed": 0,
-        "n_unparseable": 1,
+        "n_diagnosis_unparseable": 1,
         "n_plan_unparseable": 1,
+        "n_revisions_unparseable": 1,
         "fqr_judged": 2,  # c1 0, c2 1, c3 1
         "fqr_unparseable": 1,
         "unverified": {"items": 1, "unverified": 1, "rate": 1.0, "plans": 1},  # c1's unresolved drug
@@ -407,21 +427,22 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
             "red_flag_coverage": 0.5,  # undefined for c2
             "top1_accuracy": 2 / 3,
             "differential_length": 1.0,
-            "unmatched_rate": 0.0,  # undefined for the unparseable c2
-            "plan_completeness": 0.75,  # undefined for the unparseable plan of c2
+            "unmatched_rate": 1 / 3,  # the worst for the unparseable c2
+            "plan_completeness": 0.5,  # the worst, 0, for the unparseable plan of c2
             "regimen_coverage": 2 / 3,
-            "dose_error_rate": 0.0,
+            "dose_error_rate": 1 / 3,  # the worst for c2
             "needless_churn": 0.5,
         },
         # history: MNI-Comp .5, 1 - CPRw .5, IGE .5, Hit@1 .5, 1 - POVR .5 -> .5
         # diagnosis: recall 2/3, F1 .5, SWDS 2/3 -> 11/18
-        # treatment: PSC 2/3, 1 - DDIV .75 (c1, c3), 1 - PCR 1 (c1, c3); follow-up: FQR .5 (c2, c3), DCSR .5
+        # treatment: PSC 2/3, 1 - DDIV .5 (c2's unread plan: DDIV 1), 1 - PCR 2/3 (c2: PCR 1) -> 11/18;
+        # follow-up: FQR .5 (c2, c3; c1 has no grade read), DCSR .5
         "composite": {
             "history": 0.5,
             "diagnosis": 11 / 18,
-            "treatment": (2 / 3 + 0.75 + 1) / 3,
+            "treatment": 11 / 18,
             "follow_up": 0.5,
-            "score": (0.5 + 11 / 18 + (2 / 3 + 0.75 + 1) / 3 + 0.5) / 4,
+            "score": (0.5 + 11 / 18 + 11 / 18 + 0.5) / 4,
         },
         "departments": {
             "ent": {
@@ -441,12 +462,12 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
                 "core_dx_f1": 0.25,
                 "swds": 0.5,
                 "psc": 0.5,
-                "ddiv": 0.5,
-                "pcr": 0.0,
+                "ddiv": 0.75,
+                "pcr": 0.5,
                 "fqr": 0.0,
                 "dcsr": 0.0,
-                # history .8, diagnosis 1.25 / 3, treatment (.5 + .5 + 1) / 3, follow-up 0
-                "composite": (0.8 + 1.25 / 3 + 2 / 3 + 0) / 4,
+                # history .8, diagnosis 1.25 / 3, treatment (.5 + .25 + .5) / 3, follow-up 0
+                "composite": (0.8 + 1.25 / 3 + 1.25 / 3 + 0) / 4,
             },
         },
         "usage": {
@@ -481,6 +502,7 @@ def test_runs_reference_failures_and_settings_are_recorded(metrics: dict[str, An
         "rows_never_mined": ["cardiac", "exposures_travel_contacts", "mental_health"],
     }
     assert metrics["failed"] == [{"model": "alpha", "case_id": "c3", "epoch": 0, "error": "rate limited"}]
+    assert metrics["parse_errors"] == [{"model": "beta", "case_id": "c2", "epoch": 0, "error": PARSE_ERROR}]
     assert metrics["settings"] == {
         "n_resamples": 200,
         "seed": 3,
@@ -567,16 +589,18 @@ def test_report_folder_markdown_figures_and_stats(runs) -> None:
         "rows never mined (no real dialogue asks the template, so its top 3 is the tie rule's): cardiac, "
         "exposures_travel_contacts, mental_health." in markdown
     )
-    assert "| 1.0 | 0.0 | 1 | 61.1 |" in markdown  # beta's diagnosis: length, unmatched, unparseable, stage
+    assert "| 1.0 | 33.3 | 1 | 61.1 |" in markdown  # beta's diagnosis: length, unmatched, unparseable, stage
     # treatment: complete %, regimen cov. %, dose errors %, unverified %, unparseable, stage score
-    assert "| 75.0 | 66.7 | 0.0 | 100.0 | 1 | 80.6 |" in markdown
+    assert "| 50.0 | 66.7 | 33.3 | 100.0 | 1 | 61.1 |" in markdown
+    # follow-up: FQR, DCSR, churn, revisions unparseable, graded, ungraded, judge, stage score
     assert (
-        "| alpha | 2 | 75.0 [50.0, 100.0] | 100.0 [100.0, 100.0] | 0.0 | 4 | 1 | "
+        "| alpha | 2 | 75.0 [50.0, 100.0] | 100.0 [100.0, 100.0] | 0.0 | 0 | 4 | 1 | "
         "threadmed/consult-judge (offline heuristic) | 87.5 |" in markdown
     )
-    # the leaderboard, best first: alpha (49.5 + 53.3 + 75 + 87.5) / 4, beta (50 + 61.1 + 80.6 + 50) / 4
+    assert "| beta | 3 | 50.0 [0.0, 100.0] | 50.0 [0.0, 100.0] | 50.0 | 1 | 2 | 1 | " in markdown
+    # the leaderboard, best first: alpha (49.5 + 53.3 + 75 + 87.5) / 4, beta (50 + 61.1 + 61.1 + 50) / 4
     assert (
-        "| 1 | alpha | 49.5 | 53.3 | 75.0 | 87.5 | 66.3 |\n| 2 | beta | 50.0 | 61.1 | 80.6 | 50.0 | 60.4 |"
+        "| 1 | alpha | 49.5 | 53.3 | 75.0 | 87.5 | 66.3 |\n| 2 | beta | 50.0 | 61.1 | 61.1 | 50.0 | 55.6 |"
         in markdown
     )
     assert (
@@ -587,9 +611,21 @@ def test_report_folder_markdown_figures_and_stats(runs) -> None:
         "- 1 episode(s) failed (provider errors) and are excluded from every metric: alpha / c3 / epoch 0. "
         "Re-running the run finishes them." in markdown
     )
-    assert "- 1 differential(s) did not parse after the re-ask and are scored as empty (beta 1)." in markdown
     assert (
-        "- 1 treatment plan(s) did not parse after the re-ask and are scored as empty (beta 1)." in markdown
+        "- 1 differential(s) did not parse after the re-ask and score the worst of every diagnosis metric "
+        "(beta 1)." in markdown
+    )
+    assert (
+        "- 1 treatment plan(s) did not parse after the re-ask and score the worst of every treatment metric "
+        "(PSC 0), never as a safe or empty plan (beta 1)." in markdown
+    )
+    assert (
+        "- 1 revised plan(s) did not parse after the re-ask: no plan in force can be read after them (DCSR 0 "
+        "when no later revision parses) (beta 1)." in markdown
+    )
+    assert (
+        "- 1 agent repl(ies) made a parser raise (a parser bug) and were scored as unparseable, their "
+        f"episodes kept: beta / c2 / epoch 0: {PARSE_ERROR}." in markdown
     )
     assert (
         "- 2 follow-up grade(s) did not parse after the re-ask and are left out of FQR, not scored 0 "
@@ -661,6 +697,8 @@ def test_page_holds_the_browser_with_questions_and_the_differential_against_gold
         "questions": 2,
         "diagnosis_parse": "ok",
         "plan_parse": "ok",
+        "revisions_unparseable": 0,
+        "parse_errors": [],
         "mni_target": ["a1", "a2"],
         # composite: history (.8 + .8 + .6 + .5) / 4, diagnosis .9667, treatment 1, follow-up 1
         "metrics": {
@@ -751,3 +789,38 @@ def test_artifacts_are_published_from_the_stored_report(tmp_path: Path, runs) ->
     assert keys == [f"consult-report-r1-r2-{name}" for name in names]
     summary = Artifact.get(key="consult-report-r1-r2-summary")
     assert summary is not None and summary.data == (Path(report_dir) / "report.md").read_text()
+
+
+def test_a_model_with_no_fqr_grade_read_has_no_follow_up_stage_and_no_composite_never_dcsr_alone(
+    tmp_path: Path,
+) -> None:
+    run = make_run(tmp_path, "r2", ["beta"])
+    rows = [
+        {**row, "fqr": None, "fqr_judged": 0, "fqr_unparseable": 1, "composite": None}
+        for row in pq.read_table(run / "scores.parquet").to_pylist()
+    ]
+    write_table(rows, SCORES, run / "scores.parquet")
+    metrics = compute_metrics(load_runs([run]), SETTINGS)[0]
+    beta = metrics["models"]["beta"]
+    assert (beta["fqr"]["mean"], beta["dcsr"]["mean"], beta["composite"]["follow_up"]) == (None, 0.5, None)
+    assert beta["composite"]["score"] is None
+    follow_up = next(table for table in build_tables(metrics) if table.key == "follow-up")
+    # FQR, DCSR, churn, revisions unparseable, graded, ungraded, judge, stage score
+    assert follow_up.rows[0][2:] == [
+        "—", "50.0 [0.0, 100.0]", "50.0", "1", "0", "3", "threadmed/consult-judge (offline heuristic)", "—"
+    ]  # fmt: skip
+    leaderboard = next(table for table in build_tables(metrics) if table.key == "composite")
+    assert leaderboard.rows == [["1", "beta", "50.0", "61.1", "61.1", "—", "—"]]
+
+
+def test_the_terminal_tables_count_each_stages_unparsed_outputs(metrics: dict[str, Any]) -> None:
+    tables = {table.key: table for table in terminal_tables(metrics)}
+    rows = {
+        key: {row[0]: row[1:] for row in tables[f"{key}-terminal"].rows}
+        for key in ("diagnosis", "treatment", "follow-up")
+    }
+    assert (
+        rows["diagnosis"]["differentials unparsed"],
+        rows["treatment"]["plans unparsed"],
+        rows["follow-up"]["revisions unparsed"],
+    ) == (["0", "1"], ["0", "1"], ["0", "1"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tasks.benchmarks.consult.report import ReportSettings, build_report
-from tests.tasks.benchmarks.consult.test_report import make_run
+from tests.tasks.benchmarks.consult.test_report import PARSE_ERROR, make_run
 from tests.tasks.benchmarks.threadmed.test_report_html import Page, _chromium
 
 
@@ -99,12 +99,33 @@ def test_a_plan_item_the_critic_could_not_check_is_marked_unverified(page: Page)
     ]
 
 
-def test_an_episode_without_a_plan_says_so(page: Page) -> None:
+def test_an_episode_whose_plan_did_not_parse_says_so_and_shows_no_plan_or_verdict_of_the_critic(
+    page: Page,
+) -> None:
     _pick(page, "pick-model", "1")
     _pick(page, "pick-case", "1")
+    assert _texts(page, "#episode .plan-block") == []
+    assert _texts(page, "#episode .violations") == []
+    meta = _texts(page, "#episode > p.meta")
+    assert " · plan unparseable · 1 revision(s) unparseable" in meta[0]
+    assert meta[1:3] == [
+        f"Parser error (scored as unparseable): {PARSE_ERROR}",
+        "MNI target: b1",
+    ]
+    assert "Plan did not parse: scored the worst, the critic checked nothing." in meta
+    follow_up = page.evaluate("document.querySelector('#episode .follow-up').innerText")
+    assert [line for line in follow_up.splitlines() if line][-3:] == [
+        "Revision did not parse: no plan in force can be read.",
+        "Drugs in force: unread (the critic checked nothing).",
+        "Verdict: incorrect · no plan can be read",
+    ]
+
+
+def test_an_episode_with_an_empty_plan_shows_it_and_the_critics_verdict(page: Page) -> None:
+    _pick(page, "pick-model", "1")
+    _pick(page, "pick-case", "2")
     assert _texts(page, "#episode .plan-block") == ["Plan: no drug"]
     assert _texts(page, "#episode .violations") == ["Critic: no violation."]
-    assert "plan unparseable" in page.evaluate("document.querySelector('#episode .meta').textContent")
 
 
 def test_every_table_fits_a_1280_px_window_without_scrolling(page: Page) -> None:

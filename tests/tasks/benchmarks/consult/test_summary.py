@@ -4,23 +4,24 @@ from tasks.benchmarks.consult.summary import summarize
 from tasks.evals.outputs import GroupSummary
 
 
-def test_the_summary_counts_unparsed_plans_and_scores_the_composite():
-    def row(case_id, status="completed", plan_parse="ok", composite=None):
+def test_the_summary_counts_each_stages_unparsed_outputs_and_scores_the_composite():
+    def row(case_id, status="completed", plan_parse="ok", revisions=0, composite=None):
         return {
             "model": "m",
             "case_id": case_id,
             "epoch": 0,
             "status": status,
-            "diagnosis_parse": "ok",
+            "diagnosis_parse": "ok" if case_id != "c3" else "unparseable",
             "plan_parse": plan_parse,
+            "revisions_unparseable": None if status == "failed" else revisions,
             "composite": composite,
             "error": "503" if status == "failed" else None,
             "error_class": "ServerError" if status == "failed" else None,
         }
 
     rows = [
-        row("c1", composite=0.5),
-        row("c2", plan_parse="unparseable", composite=0.75),
+        row("c1", composite=0.5, revisions=2),
+        row("c2", plan_parse="unparseable", revisions=1, composite=0.75),
         row("c3"),
         row("c4", status="failed"),
     ]
@@ -29,9 +30,24 @@ def test_the_summary_counts_unparsed_plans_and_scores_the_composite():
         GroupSummary(
             model="m",
             group="0",
-            counts={"completed": 3, "dx\nunparsed": 0, "plan\nunparsed": 1, "failed": 1, "cut": 0},
+            counts={
+                "completed": 3,
+                "failed": 1,
+                "dx\nunparsed": 1,
+                "plan\nunparsed": 1,
+                "revision\nunparsed": 3,  # revised plans, 2 in c1 and 1 in c2
+                "cut": 0,
+            },
             score=62.5,  # 100 x (0.5 + 0.75) / 2: an undefined composite is left out
             cost_usd=0.0,
         )
+    ]
+    assert summary.count_labels == [
+        "completed",
+        "failed",
+        "dx\nunparsed",
+        "plan\nunparsed",
+        "revision\nunparsed",
+        "cut",
     ]
     assert summary.score_label == "composite"

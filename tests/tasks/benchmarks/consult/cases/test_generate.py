@@ -79,10 +79,13 @@ def test_every_follow_up_kind_of_the_contract_is_generated_and_read_back_from_it
 def test_a_patient_on_nointeracting_drug_may_say_they_take_one_the_first_line_drug_interacts_with():
     kb = load_kb()
     adult = PatientProfile(age=40, sex="male")
-    # two NSAIDs are a severe class pair; the first KB drug by name is diclofenac
-    assert interacting_drug(kb, kb.drug("ibuprofen"), adult) == "diclofenac"
-    on_diclofenac = adult.model_copy(update={"medications": ("diclofenac",)})
-    assert interacting_drug(kb, kb.drug("ibuprofen"), on_diclofenac) == "lithium"
+    # an NSAID with an anticoagulant is a severe class pair; the first KB drug by name is apixaban (a DOAC)
+    assert interacting_drug(kb, kb.drug("ibuprofen"), adult) == "apixaban"
+    # two NSAIDs are a severe class pair too: diclofenac comes next
+    on_apixaban = adult.model_copy(update={"medications": ("apixaban",)})
+    assert interacting_drug(kb, kb.drug("ibuprofen"), on_apixaban) == "diclofenac"
+    on_both = adult.model_copy(update={"medications": ("apixaban", "diclofenac")})
+    assert interacting_drug(kb, kb.drug("ibuprofen"), on_both) == "lithium"
     pregnant = PatientProfile(age=30, sex="female", pregnant=True)
     assert interacting_drug(kb, kb.drug("ibuprofen"), pregnant) is None  # all are avoided in pregnancy
     assert interacting_drug(kb, kb.drug("amoxicillin"), adult) == "methotrexate"  # penicillins rule

@@ -57,6 +57,13 @@ dosing:
      child_per_kg: {per_kg: 90, cap: 3000}, source: "BNF: amoxicillin"}
 """,
     "products_v1.yaml": "version: 1\nproducts: []\n",
+    "salts_v1.yaml": """
+version: 1
+salts:
+  - {drug: amoxicillin, salt: trihydrate, factor: 1, source: "BNF: amoxicillin (as trihydrate)"}
+aliases: [{alias: trihydrat, salt: trihydrate, source: "a misspelling"}]
+unconverted: [{salt: butyrate, source: "BNF: hydrocortisone butyrate"}]
+""",
 }
 
 

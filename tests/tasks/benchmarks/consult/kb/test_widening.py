@@ -56,10 +56,14 @@ def test_the_shipped_kb_merges_the_mcp_pairs_and_counts_them_all():
     kb = load_kb()
     merge = kb.mcp_merge
     assert (merge.installed, merge.added + merge.duplicates + merge.unknown + merge.left_out) == (True, 176)
-    merged = kb.interaction("erythromycin", "atorvastatin")
+    merged = kb.interaction("sulfamethoxazole", "methotrexate")
     assert (merged.severity, merged.source) == ("severe", "drug-interaction-mcp (MIT): FDA Drug Label")
-    # a KB rule for the same pair wins
+    # a KB rule for the same pair wins: the drug pair's, or its classes' (erythromycin: a potent CYP3A4
+    # inhibitor in the simvastatin advice, whose class rule covers atorvastatin too)
     assert kb.interaction("warfarin", "ibuprofen").source == "BNF: interactions of warfarin"
+    assert kb.interaction("erythromycin", "atorvastatin").source.startswith(
+        "MHRA Drug Safety Update August 2012"
+    )
 
 
 def test_mcp_brand_names_lead_to_generics():

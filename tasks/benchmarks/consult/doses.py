@@ -1,0 +1,327 @@
+"""Doses: the units a plan writes them in, a dose read from its text, and one dose in the KB's unit.
+
+Units: masses (mg, g, microgram under any spelling) convert to each other, volumes (ml, l) likewise;
+counts (application, puff, spray, sachet, tablet, ...) compare only to the same unit, or to a mass through
+a strength; per-weight doses (mg/kg) convert to a mass through the patient's weight. Anything else has no
+conversion: the critic reports the dose as unreadable.
+
+A dose is read from a number or from its text, every word of it: "500", "500mg", "1 g", "1,000 mg", "1-2
+tablets" and "500 mg-1 g" (ranges at their worst, the larger), "half a tablet", "2 x 500 mg tablets" (a
+strength) and "2 x 500 mg" (1000 mg), "2 tablets (500 mg each)", "5 ml of 120 mg/5 ml", "15 mg/kg", "2
+sprays in each nostril" (4), and a count of doses a day written with it ("1000 mg x2", "1000 mg twice").
+A number is read only when it is finite and above 0 ("1000e1" is 10000); a text of more than 500
+characters is not read. Anything else in the text makes
+the dose unread, with the reason (`Dose.problem`).
+"""
+
+import functools
+import math
+import re
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from tasks.benchmarks.consult.episode import PlanItem
+from tasks.benchmarks.consult.frequency import MAX_CHARS, plain, read_frequency
+from tasks.benchmarks.consult.kb.models import Strength
+
+_N = r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?|\.\d+)"
+# Canonical unit -> (dimension, size in that dimension's smallest unit). Integer sizes keep 200 microgram
+# -> 0.2 mg exact (a division, not a multiplication by 0.001).
+_UNIT_SIZES: dict[str, tuple[str, int]] = {
+    "microgram": ("mass", 1),
+    "mg": ("mass", 1000),
+    "g": ("mass", 1_000_000),
+    "ml": ("volume", 1),
+    "l": ("volume", 1000),
+}
+_UNIT_ALIASES = {
+    "microgram": ("mcg", "µg", "μg", "ug", "microgram", "micrograms", "microgramme", "microgrammes"),
+    "mg": ("mg", "mgs", "milligram", "milligrams", "milligramme", "milligrammes"),
+    "g": ("g", "gm", "gms", "gram", "grams", "gramme", "grammes"),
+    "ml": ("ml", "mls", "millilitre", "millilitres", "milliliter", "milliliters", "cc"),
+    "l": ("l", "litre", "litres", "liter", "liters"),
+    "application": ("application", "applications", "apply", "fingertip unit", "fingertip units"),
+    "puff": ("puff", "puffs", "inhalation", "inhalations", "actuation", "actuations"),
+    "spray": ("spray", "sprays"),
+    "sachet": ("sachet", "sachets"),
+    "tablet": ("tablet", "tablets", "tab", "tabs"),
+    "capsule": ("capsule", "capsules", "cap", "caps"),
+    "drop": ("drop", "drops"),
+    "pessary": ("pessary", "pessaries"),
+    "mg/kg": ("mg/kg", "mg per kg", "mg/kg/dose"),
+}
+_UNITS = {alias: unit for unit, aliases in _UNIT_ALIASES.items() for alias in aliases}
+_ROUTE_ALIASES = {
+    "oral": ("oral", "orally", "po", "by mouth", "mouth", "p.o."),
+    "topical": ("topical", "topically", "skin", "cutaneous", "on the skin", "applied to the skin"),
+    "inhaled": ("inhaled", "inhalation", "inhaler", "inh", "by inhalation"),
+    "nasal": ("nasal", "intranasal", "nasally", "into the nose", "in the nose"),
+    "vaginal": ("vaginal", "vaginally", "pv", "intravaginal"),
+    "intramuscular": ("intramuscular", "im", "i.m.", "intramuscularly", "injection"),
+    "sublingual": ("sublingual", "sl", "under the tongue", "sublingually"),
+    "rectal": ("rectal", "pr", "rectally"),
+}
+_ROUTES = {alias: route for route, aliases in _ROUTE_ALIASES.items() for alias in aliases}
+# Doses and strengths. "500 mg", "120 mg/5 ml", "250mg per 5ml": a strength, per ml when a volume follows.
+_STRENGTH = re.compile(
+    _N + r"\s*(micrograms?|mcg|µg|μg|ug|milligrams?|mg|grams?|gm|g)"
+    + r"(?:\s*(?:/|per|in)\s*" + _N + r"?\s*(?:ml|millilitres?|milliliters?))?(?![a-z/])"
+)  # fmt: skip
+# Forms a strength is given per one of; a volume's strength is per ml.
+COUNT_FORMS = frozenset({"tablet", "capsule", "puff", "spray", "sachet", "pessary"})
+_SOLID_FORMS = {"tablet": ("capsule",), "capsule": ("tablet",)}
+
+
+@functools.lru_cache(maxsize=1024)
+def canonical_unit(unit: str) -> str:
+    """`"mcg"` -> `"microgram"`, `"Grams"` -> `"g"`; a unit we do not know comes back lower-cased."""
+    text = " ".join(unit.strip().lower().split())
+    return _UNITS.get(text, _UNITS.get(text.rstrip("."), text))
+
+
+@functools.lru_cache(maxsize=1024)
+def canonical_route(route: str) -> str:
+    """`"PO"` -> `"oral"`, `"intranasal"` -> `"nasal"`; a route we do not know comes back lower-cased."""
+    text = " ".join(route.strip().lower().split())
+    return _ROUTES.get(text, text)
+
+
+def normalise_dose(dose: float, unit: str, to_unit: str) -> float | None:
+    """`dose` in `unit` expressed in `to_unit`; None when the two do not convert (puffs vs mg)."""
+    source, target = canonical_unit(unit), canonical_unit(to_unit)
+    if source == target:
+        return dose
+    source_size, target_size = _UNIT_SIZES.get(source), _UNIT_SIZES.get(target)
+    if source_size is None or target_size is None or source_size[0] != target_size[0]:
+        return None
+    return dose * source_size[1] / target_size[1]
+
+
+class DoseAmount(NamedTuple):
+    """One dose in a target unit, `low` to `high` (equal unless it rests on one of several standard
+    strengths), and how it was worked out ("2 tablets x 500 mg")."""
+
+    low: float
+    high: float
+    arithmetic: str
+
+
+def dose_amount(
+    item: PlanItem, to_unit: str, standard: Sequence[Strength] = (), weight_kg: float | None = None
+) -> DoseAmount | None:
+    """One dose of the item in `to_unit`. A count of tablets (puffs, ml) converts through the plan's
+    strength, else the KB's `standard` strengths of that form; mg/kg and mass convert through the weight.
+    None when the item has no dose or unit, or they do not convert."""
+    if item.dose is None or item.unit is None:
+        return None
+    unit, written = canonical_unit(item.unit), f"{number_text(item.dose)} {item.unit}"
+    per_form = _form_strength(item, unit, to_unit, standard)
+    if per_form is not None:
+        count = item.dose if unit in COUNT_FORMS else normalise_dose(item.dose, unit, "ml") or 0.0
+        (low, high), strength = per_form
+        return DoseAmount(count * low, count * high, f"{written} x {strength}")
+    target = canonical_unit(to_unit)
+    if weight_kg is not None and unit == "mg/kg" and target != unit:
+        amount = normalise_dose(item.dose * weight_kg, "mg", target)
+        arithmetic = f"{written} x {number_text(weight_kg)} kg"
+    elif weight_kg is not None and target == "mg/kg" and unit != target:
+        in_mg = normalise_dose(item.dose, unit, "mg")
+        amount = None if in_mg is None else in_mg / weight_kg
+        arithmetic = f"{written} / {number_text(weight_kg)} kg"
+    else:
+        amount, arithmetic = normalise_dose(item.dose, unit, target), written
+    return None if amount is None else DoseAmount(amount, amount, arithmetic)
+
+
+def daily_amount(
+    item: PlanItem, to_unit: str, standard: Sequence[Strength] = (), weight_kg: float | None = None
+) -> float | None:
+    """Dose x doses a day in `to_unit` (as `dose_amount`; the larger when the strength is one of several);
+    None when dose, unit or frequency is missing or does not convert."""
+    amount = dose_amount(item, to_unit, standard, weight_kg)
+    if amount is None or item.frequency_per_day is None:
+        return None
+    return amount.high * item.frequency_per_day
+
+
+def _form_strength(
+    item: PlanItem, unit: str, to_unit: str, standard: Sequence[Strength]
+) -> tuple[tuple[float, float], str] | None:
+    """The drug in one unit of the item's form (one tablet, one ml) in `to_unit`, lowest and highest, and
+    the strength as written; None when the unit is no form or no strength of it converts."""
+    volume = _UNIT_SIZES.get(unit, ("",))[0] == "volume"
+    if unit not in COUNT_FORMS and not volume:
+        return None
+    if item.strength is not None and item.strength_unit is not None:
+        mass, per_ml, _ = item.strength_unit.partition("/ml")
+        amount = normalise_dose(item.strength, mass, to_unit) if bool(per_ml) == volume else None
+        if amount is not None:
+            return (amount, amount), f"{number_text(item.strength)} {item.strength_unit}"
+    # A tablet and a capsule of a drug come in the same strengths: either stands for the other when the KB
+    # lists only one.
+    forms = ["ml"] if volume else [unit, *_SOLID_FORMS.get(unit, ())]
+    for strength in sorted((s for s in standard if s.form in forms), key=lambda s: forms.index(s.form)):
+        converted = (normalise_dose(amount, strength.unit, to_unit) for amount in strength.amounts)
+        amounts = [amount for amount in converted if amount is not None]
+        if len(amounts) == len(strength.amounts):
+            written = "/".join(number_text(amount) for amount in strength.amounts)
+            return (min(amounts), max(amounts)), f"{written} {strength.unit}{'/ml' if volume else ''}"
+    return None
+
+
+def number_text(value: float) -> str:
+    """4000.0 -> "4000", 0.2 -> "0.2"."""
+    return f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+class Dose(NamedTuple):
+    """A dose as read: its amount (None: not read or not written), its unit as written ("" when none), a
+    strength the text gives per unit of a form ("2 x 500 mg tablets"), a count of doses a day written with
+    it ("1000 mg x2"), and why it was not read (None when read, or when nothing was written)."""
+
+    dose: float | None
+    unit: str = ""
+    strength: tuple[float, str] | None = None
+    per_day: float | None = None
+    problem: str | None = None
+
+
+_UNIT_WORD = "|".join(sorted((re.escape(alias) for alias in _UNITS), key=len, reverse=True))
+_AMOUNT = re.compile(
+    rf"(?:{_N}\s*(?:x|×)\s*)?{_N}\s*(?:({_UNIT_WORD})(?![a-z]))?"
+    rf"(?:\s*(?:-|to|or)\s*{_N}\s*(?:({_UNIT_WORD})(?![a-z]))?)?"
+)
+_BOTH_NOSTRILS = re.compile(r"(?:(?:in|into|to)\s*)?(?:each|both|per)\s*nostrils?(?![a-z])")
+_UNIT_FILLER = re.compile(r"[()]|\b(?:a|an|of|each|x|×)\b", re.IGNORECASE)
+_UNIT_PATTERN = re.compile(rf"({_UNIT_WORD})(?![a-z])")
+_DOSE_FILLER = re.compile(r"(?:of|a|an|each|x|×|per dose|dose|at a time)(?![a-z])")
+_DOSE_SEPARATORS = re.compile(r"[\s,;:()\[\]]+")
+
+
+def read_dose(value: Any) -> Dose:
+    """The dose of a plan item from a number or its text (see the module docstring)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return Dose(None)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return Dose(None, problem=f"{value!r} is not a dose")
+    if not isinstance(value, str):
+        if math.isfinite(value) and value > 0:
+            return Dose(float(value))
+        return Dose(None, problem=f"{value} is not a dose")
+    if len(value) > MAX_CHARS:
+        return Dose(None, problem=f"{len(value):,} characters is no dose (at most {MAX_CHARS})")
+    text = plain(value)
+    found = _AMOUNT.match(text)
+    if found is None:
+        return Dose(None, problem=f"'{value}' gives no amount")
+    count, low, low_unit, high, high_unit = found.groups()
+    numbers = [float(number) for number in (count, low, high) if number is not None]
+    if not all(math.isfinite(number) and number > 0 for number in numbers):
+        return Dose(None, problem=f"'{value}': {found.group()} is not a dose")
+    unit = high_unit or low_unit or ""
+    dose = float(low)
+    if high is not None:
+        low_amount = normalise_dose(dose, low_unit, unit) if low_unit and high_unit else dose
+        if low_amount is None:
+            return Dose(None, problem=f"'{value}': {low_unit} and {high_unit} do not convert")
+        dose = max(low_amount, float(high))
+    # A form after a counted amount ("2 x 500 mg tablets") is what is counted.
+    rest = _read_rest(text, found.end(), unit_wanted=not unit or count is not None)
+    if rest.problem is not None:
+        return Dose(None, problem=f"'{value}': {rest.problem}")
+    unit = unit or rest.unit
+    strength = rest.strength
+    if count is not None:
+        if rest.unit:  # "2 x 500 mg tablets": two tablets of 500 mg
+            dose, unit, strength = float(count), rest.unit, (dose, canonical_unit(unit))
+        else:  # "2 x 500 mg": two lots of 500 mg
+            dose *= float(count)
+    dose *= rest.times
+    if not (math.isfinite(dose) and (strength is None or math.isfinite(strength[0]))):
+        return Dose(None, problem=f"'{value}' is not a dose")
+    return Dose(dose, unit, strength, rest.per_day)
+
+
+class _Rest(NamedTuple):
+    unit: str = ""
+    strength: tuple[float, str] | None = None
+    times: float = 1.0  # 2 for "in each nostril"
+    per_day: float | None = None
+    problem: str | None = None
+
+
+def _read_rest(text: str, position: int, unit_wanted: bool) -> _Rest:
+    """What follows a dose's amount: a unit (when the amount had none), a strength, "in each nostril",
+    filler words, and at the end a count of doses a day; anything else is a problem."""
+    rest = _Rest()
+    while (position := _skip(text, position)) < len(text):
+        if word := _UNIT_PATTERN.match(text, position):
+            if unit_wanted and not rest.unit:
+                rest = rest._replace(unit=word.group(1))
+            elif canonical_unit(word.group(1)) not in ("tablet", "capsule"):  # "500 mg tablets": the form
+                return rest._replace(problem=f"'{word.group(1)}' is a second unit")
+            position = word.end()
+        elif rest.strength is None and (strength := _STRENGTH.match(text, position)):
+            rest, position = rest._replace(strength=_strength_of(strength)), strength.end()
+        elif nostrils := _BOTH_NOSTRILS.match(text, position):
+            rest, position = rest._replace(times=2.0), nostrils.end()
+        elif filler := _DOSE_FILLER.match(text, position):
+            position = filler.end()
+        else:
+            frequency = read_frequency(text[position:])
+            if frequency.per_day is None or frequency.problem or frequency.as_needed:
+                return rest._replace(problem=f"'{text[position:]}' is not read")
+            return rest._replace(per_day=frequency.per_day)
+    return rest
+
+
+def _skip(text: str, position: int) -> int:
+    separator = _DOSE_SEPARATORS.match(text, position)
+    return separator.end() if separator else position
+
+
+def find_strength(text: str) -> tuple[float, str] | None:
+    """The first strength in a text, per ml for a liquid: "paracetamol 500 mg tablets" -> (500.0, "mg"),
+    "Calpol 120 mg/5 ml" -> (24.0, "mg/ml")."""
+    match = _STRENGTH.search(plain(text))
+    return None if match is None else _strength_of(match)
+
+
+def read_strength(value: Any, unit: Any = None) -> tuple[float, str] | None:
+    """A plan's `strength` key, all of it a strength: "500 mg", "120 mg/5 ml", or a number with a
+    `strength_unit`; None otherwise."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and isinstance(unit, str):
+        value = f"{value} {unit}"
+    if not isinstance(value, str):
+        return None
+    text = plain(value)
+    match = _STRENGTH.fullmatch(text)
+    return None if match is None else _strength_of(match)
+
+
+def _strength_of(match: re.Match[str]) -> tuple[float, str] | None:
+    amount, unit, volume = match.groups()
+    numbers = [float(amount), float(volume or 1)]
+    if not all(math.isfinite(number) and number > 0 for number in numbers):
+        return None
+    if not math.isfinite(numbers[0] / numbers[1]) or numbers[0] / numbers[1] <= 0:
+        return None
+    if match.group(0).rstrip().endswith(("ml", "millilitre", "millilitres", "milliliter", "milliliters")):
+        return numbers[0] / numbers[1], canonical_unit(unit) + "/ml"
+    return numbers[0], canonical_unit(unit)
+
+
+def read_unit(value: Any) -> tuple[str, tuple[float, str] | None, str | None]:
+    """A plan's `unit` key: the unit as written, any strength in it ("tablets (500 mg)"), and why it is not
+    read (None when it is a unit, or nothing was written)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return "", None, None
+    if not isinstance(value, str):
+        return "", None, f"{value!r} is not a unit"
+    text = plain(value)
+    strength = _STRENGTH.search(text)
+    rest = _STRENGTH.sub(" ", text, count=1) if strength else text
+    unit = " ".join(_UNIT_FILLER.sub(" ", rest).split())
+    if unit and canonical_unit(unit) not in _UNIT_ALIASES:
+        return unit, None, f"'{value}' is not a unit"
+    return unit, _strength_of(strength) if strength else None, None
