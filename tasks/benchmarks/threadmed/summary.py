@@ -6,6 +6,7 @@ from typing import Any
 
 from tasks.benchmarks.threadmed.scorer import is_truncated
 from tasks.evals.outputs import GroupSummary, RunSummary, failure_counts
+from tasks.evals.verdicts import JUDGE_CUT
 
 # Column label -> (table, status) counted; the line breaks keep the CLI's table 80 columns wide.
 COUNTS = {
@@ -15,6 +16,7 @@ COUNTS = {
     "cut": ("responses", "truncated"),  # answers cut at max_tokens, judged or not (EvalConfig.truncated)
     "judged": ("judgments", "ok"),
     "un-\nparseable": ("judgments", "unparseable"),
+    "judge\ncut": ("judgments", JUDGE_CUT),  # the judge's last reply cut at its max_tokens: unparseable
     "judge\nfailed": ("judgments", "failed"),
 }
 
@@ -55,5 +57,6 @@ def summarize(
         **failure_counts(failures),
         count_labels=list(COUNTS),
         score_note="mean score 0-100 over judged turns (unparseable excluded); cut: answers cut at "
-        "max_tokens, judged as given unless the config says `truncated: mark`",
+        "max_tokens, judged as given unless the config says `truncated: mark`; judge cut: judgments whose "
+        "judge reply was cut at the judge's max_tokens, unparseable",
     )
