@@ -23,7 +23,7 @@ from tasks.benchmarks.consult.report import (
     load_runs,
     publish_report_artifacts,
 )
-from tasks.benchmarks.consult.tables import build_tables, cut_notes, terminal_tables
+from tasks.benchmarks.consult.tables import build_tables, cut_notes, report_notes, terminal_tables
 from tasks.core.preflight import UserError
 from tasks.evals.outputs import write_table
 from tasks.report.stats import bootstrap_mean, seeded_rng
@@ -332,6 +332,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "unverified": {"items": 1, "unverified": 0, "rate": 0.0, "plans": 0},  # c1's one item is checked
         "replies_cut": {},
         "fqr_truncated": 0,
+        "n_judge_cut": 0,
         "judge": {
             "models": ["threadmed/consult-judge"],
             "rubric_versions": ["judge_fqr_v1"],
@@ -395,6 +396,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "unverified": {"items": 1, "unverified": 1, "rate": 1.0, "plans": 1},  # c1's unresolved drug
         "replies_cut": {"diagnosis": 1},  # c2's differential
         "fqr_truncated": 0,
+        "n_judge_cut": 0,
         "judge": {
             "models": ["threadmed/consult-judge"],
             "rubric_versions": ["judge_fqr_v1"],
@@ -571,7 +573,7 @@ def test_report_folder_markdown_figures_and_stats(runs) -> None:
     # treatment: complete %, regimen cov. %, dose errors %, unverified %, unparseable, stage score
     assert "| 75.0 | 66.7 | 0.0 | 100.0 | 1 | 80.6 |" in markdown
     assert (
-        "| alpha | 2 | 75.0 [50.0, 100.0] | 100.0 [100.0, 100.0] | 0.0 | 4 | 1 | "
+        "| alpha | 2 | 75.0 [50.0, 100.0] | 100.0 [100.0, 100.0] | 0.0 | 4 | 1 | 0 | "
         "threadmed/consult-judge (offline heuristic) | 87.5 |" in markdown
     )
     # the leaderboard, best first: alpha (49.5 + 53.3 + 75 + 87.5) / 4, beta (50 + 61.1 + 80.6 + 50) / 4
@@ -731,6 +733,19 @@ def test_replies_cut_at_max_tokens_are_noted_by_model_and_stage(metrics: dict[st
         "out of FQR, any other was judged as given. A larger max_tokens avoids this."
     ]
     assert cut_notes({"models": {"b": marked["b"]}}) == []
+
+
+def test_follow_up_grades_missing_for_a_cut_judge_reply_are_noted_by_model(metrics: dict[str, Any]) -> None:
+    cut = {
+        **metrics,
+        "models": {**metrics["models"], "alpha": {**metrics["models"]["alpha"], "n_judge_cut": 2}},
+    }
+    assert [note for note in report_notes(cut) if "(judge cut)" in note] == [
+        "2 follow-up grade(s) are missing because the judge's reply was still cut at its max_tokens after "
+        "the last re-ask (judge cut): left out of FQR, not scored 0; a larger judge max_tokens avoids "
+        "this (alpha 2)."
+    ]
+    assert [note for note in report_notes(metrics) if "(judge cut)" in note] == []
 
 
 def test_the_terminal_composite_says_what_it_is_to_the_reader(metrics: dict[str, Any]) -> None:
