@@ -1,7 +1,7 @@
 """`make bench`: run every benchmark side by side and write their numbers to data_lake/bench/.
 
 Usage: python -m tests.perf [build|evaluation|call-throughput|report|snomed-cases|snomed-evaluation|
-snomed-patient-leaks|consult-simulator|consult-mining|consult-evaluation|consult-critic ...]
+snomed-patient-leaks|consult-simulator|consult-mining|consult-evaluation|consult-critic|parsers ...]
 (default: all)
 """
 
@@ -17,6 +17,7 @@ from tests.perf import (
     bench_consult_mining,
     bench_consult_simulator,
     bench_evaluation,
+    bench_parsers,
     bench_report,
     bench_snomed_cases,
     bench_snomed_evaluation,
@@ -35,6 +36,7 @@ BENCHMARKS = {
     "consult-mining": bench_consult_mining,
     "consult-evaluation": bench_consult_evaluation,
     "consult-critic": bench_consult_critic,
+    "parsers": bench_parsers,
 }
 OUT = Path("data_lake/bench")
 
