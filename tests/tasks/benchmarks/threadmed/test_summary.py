@@ -21,12 +21,12 @@ def test_the_summary_counts_statuses_means_and_failures_keeping_a_message_per_ki
     summary = summarize("r", Path("run"), responses, judgments)
     [group] = summary.groups
     assert group.counts == {
-        "answered": 1,
+        "answer\nok": 1,
         "answer\nfailed": 1,
         "not\nrun": 1,
         "cut": 1,  # the answer of turn 0 was cut at max_tokens
         "judged": 1,
-        "un-\nparseable": 1,
+        "no\ngrade": 1,
         "judge\ncut": 1,  # the judge's last reply on turn 6 was cut at its max_tokens
         "judge\nfailed": 2,
     }
