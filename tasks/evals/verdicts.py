@@ -2,21 +2,24 @@
 
 A rubric asks for one JSON field (ThReadMed: `SCORE` in 0, 0.5, 1; the consultation's FQR judge:
 `correct`, true or false). The grade is read from that field (any JSON object in the reply, at any depth,
-or a truncated object whose pair is whole), from a line that is only `FIELD: value`, or from a reply that
-is only a grade. Anything else stating the field (`Score: 1/10`, `score: 1 is too generous`, two different
-grades, a duplicated key) makes the reply unparseable: a misread grade would be a fake score, while an
-unparseable one is asked again, then excluded and counted, never scored 0.
+or an object left unclosed whose pair is whole), from a line that is only `FIELD: value`, or from a reply
+that is only a grade. Anything else stating the field (`Score: 1/10`, `score: 1 is too generous`, two
+different grades, a duplicated key) makes the reply unparseable: a misread grade would be a fake score,
+while an unparseable one is asked again, then excluded and counted, never scored 0.
 
-A grade stated any other way outside the JSON must agree with it too: under the field's name or another
-name for a grade (`Grade: 0`, `Score (0-1): 0`, `Score for turn 2: 0`, `score 0`, `<score>0</score>`), or
-as the rubric's word for a grade (`The answer is incorrect.`). The reply is read after Unicode NFKC
-normalisation, so a full-width `ＳＣＯＲＥ： ０` is `SCORE: 0`. A clinical score in the judge's notes that
-happens to be on the scale (`Wells score 0`) costs a re-ask, never a wrong grade.
+A grade stated any other way outside the JSON must agree with it too, and is never the grade alone: under
+the field's name or another name for a grade (`Grade: 0`, `Score (0-1): 0`, `Score for turn 2: 0`,
+`score 0`, `<score>0</score>`), as the rubric's word for a grade (`The answer is incorrect.`), or alone on
+a line. A JSON value holding an object is read apart from the prose around it, as a line of its own. The
+reply is read after Unicode NFKC normalisation, so a full-width `ＳＣＯＲＥ： ０` is `SCORE: 0`. A clinical
+score in the judge's notes that happens to be on the scale (`Wells score 0`) costs a re-ask, never a wrong
+grade.
 
 Every reply gets a `Verdict` or an `Unparseable` naming why, in time linear in its length: the JSON is
 found by `tasks/core/json_text.scan_json` (a reply whose scan stopped at its token budget, or that nests
-JSON deeper than it decodes, is unparseable: a value not read might state a grade), and each pattern
-below runs once over the text, its repeats possessive or bounded, so no input makes it backtrack. A reply
+JSON deeper than it decodes, is unparseable: a value not read might state a grade), each pattern below
+runs once over the text (a label's value once over its line), its repeats possessive or bounded, so no
+input makes it backtrack, and each distinct value is graded once. A reply
 cut at the judge's max_tokens (finish_reason 'length') is unparseable whatever it reads as: the grade
 read may be the first of two, and the reason is cut off.
 """

@@ -101,8 +101,8 @@ def find_final_answer(reply: str) -> str | None:
 
 
 def _bracketed(text: str) -> str:
-    """`text` up to the `]` closing its opening `[` (display names may hold brackets), or all of it (also
-    past MAX_TOKENS runs of brackets: `read_answer` then finds the answer too long to read)."""
+    """`text` up to the `]` closing its opening `[` (display names may hold brackets), or all of it, also
+    after MAX_TOKENS runs of brackets (`read_answer` reads all of it, or calls it too long)."""
     depth = 0
     for run, _ in zip(_BRACKET_RUN.finditer(text), range(MAX_TOKENS), strict=False):
         size = run.end() - run.start()
