@@ -52,7 +52,7 @@ def scan_json(text: str, object_pairs_hook: Callable[[list[tuple[str, Any]]], An
             continue
         try:
             value, decoded_to = decoder.raw_decode(text, start)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # ValueError: JSONDecodeError, or an integer past 4,300 digits
             continue
         found.append(FoundJson(value, start, decoded_to))
     return JsonScan(tuple(found), too_deep, stopped_at)

@@ -2,24 +2,49 @@
 
 A rubric asks for one JSON field (ThReadMed: `SCORE` in 0, 0.5, 1; the consultation's FQR judge:
 `correct`, true or false). The grade is read from that field (any JSON object in the reply, at any depth,
-or a truncated object whose pair is whole), from a line that is only `FIELD: value`, or from a reply that
-is only a grade. Anything else stating the field (`Score: 1/10`, `score: 1 is too generous`, two different
-grades, a duplicated key) makes the reply unparseable: a misread grade would be a fake score, while an
-unparseable one is asked again, then excluded and counted, never scored 0.
+or an object left unclosed whose pair is whole), from a line that is only `FIELD: value`, or from a reply
+that is only a grade. Anything else stating the field (`Score: 1/10`, `score: 1 is too generous`, two
+different grades, a duplicated key) makes the reply unparseable: a misread grade would be a fake score,
+while an unparseable one is asked again, then excluded and counted, never scored 0.
 
-A grade stated any other way outside the JSON must agree with it too: under the field's name or another
-name for a grade (`Grade: 0`, `Score (0-1): 0`, `Score for turn 2: 0`, `score 0`, `<score>0</score>`), or
-as the rubric's word for a grade (`The answer is incorrect.`). The reply is read after Unicode NFKC
-normalisation, so a full-width `ＳＣＯＲＥ： ０` is `SCORE: 0`. A clinical score in the judge's notes that
-happens to be on the scale (`Wells score 0`) costs a re-ask, never a wrong grade.
+A grade stated any other way outside the JSON must agree with it too, and is never the grade alone: under
+the field's name or another name for a grade (`Grade: 0`, `Score (0-1): 0`, `Score for turn 2: 0`,
+`score 0`, `<score>0</score>`), as the rubric's word for a grade (`The answer is incorrect.`), or alone on
+a line. A JSON value holding an object is read apart from the prose around it, as a line of its own. The
+reply is read after Unicode NFKC normalisation, so a full-width `ＳＣＯＲＥ： ０` is `SCORE: 0`. A clinical
+score in the judge's notes that happens to be on the scale (`Wells score 0`) costs a re-ask, never a wrong
+grade.
+
+Every reply gets a `Verdict` or an `Unparseable` naming why, in time linear in its length: the JSON is
+found by `tasks/core/json_text.scan_json` (a reply whose scan stopped at its token budget, or that nests
+JSON deeper than it decodes, is unparseable: a value not read might state a grade), each pattern below
+runs once over the text (a label's value once over its line), its repeats possessive or bounded, so no
+input makes it backtrack, and each distinct value is graded once. A reply
+cut at the judge's max_tokens (finish_reason 'length') is unparseable whatever it reads as: the grade
+read may be the first of two, and the reason is cut off.
 """
 
-import json
 import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from tasks.core.json_text import scan_json
+
+# Why a reply holds no grade: cut at max_tokens; no text; more brackets and strings than the JSON scan
+# reads (json_text.MAX_TOKENS) or text that normalisation more than doubles; JSON nested deeper than the
+# scan decodes (json_text.MAX_DEPTH); no grade in the rubric's form; a grade that is not a whole value of
+# the scale (off it, on another scale, cut mid-number, a template's placeholder); grades that disagree.
+UnparseableReason = Literal["cut", "empty", "too_long", "too_deep", "no_grade", "off_scale", "conflicting"]
+# NFKC can lengthen a text 18-fold (the ligature U+FDFA): no prose a judge writes grows by half as much, so
+# a reply that grows more is not read, nor one with a longer run of non-ASCII characters than a judge's
+# reply holds (a run is normalised whole); reading stays linear in the reply as received.
+MAX_NORMALISED_GROWTH = 2
+MAX_NON_ASCII_RUN = 50_000
+# The parse status of a judgment whose judge reply was cut at max_tokens (every other unparseable reply's
+# is 'unparseable'): its count, `n_judge_cut`, is shown beside the unparseable count of every benchmark.
+JUDGE_CUT = "judge_cut"
 
 
 @dataclass(frozen=True)
@@ -29,10 +54,22 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Unparseable:
+    """A reply from which no grade can be scored, and why (`UnparseableReason`)."""
+
+    reason: UnparseableReason
+
+    @property
+    def status(self) -> str:
+        """The judgment's parse status: JUDGE_CUT for a cut reply, else 'unparseable'."""
+        return JUDGE_CUT if self.reason == "cut" else "unparseable"
+
+
+@dataclass(frozen=True)
 class Scale:
     """A rubric's answer field and its grades: `grade` maps a stated value (decoded JSON or the text of a
     bare token) to its grade, None when it is off the scale; `token` is a regex of one value as written
-    outside JSON."""
+    outside JSON, whose repeats are possessive (it is matched inside patterns that must not backtrack)."""
 
     field: str
     grade: Callable[[Any], Any | None]
@@ -46,43 +83,52 @@ class Scale:
     def __post_init__(self) -> None:
         name = re.escape(self.field)
         words = "|".join(sorted(map(re.escape, self.grade_words), key=len, reverse=True)) or "(?!)"
+        # Each pattern starts at a name or a quote and, where it fails, has read only runs of blanks, stars
+        # and a bounded window after it; where it matches, the next search starts after the match: one pass.
         patterns = {
-            # The field in JSON that did not decode (cut off, or an echoed template): whole only when a
-            # comma or brace ends its value, so `{"SCORE": 0.` (maybe 0.5) is not read as 0.
-            "quoted_field": re.compile(rf"[\"']{name}[\"']\s*:", flags=re.IGNORECASE),
-            "quoted_value": re.compile(rf"\s*([\"']?)({self.token})\1\s*[,}}]", flags=re.IGNORECASE),
+            # The field in JSON that did not decode (cut off, or an echoed template), with its value: whole
+            # only when a comma or brace ends it, so `{"SCORE": 0.` (maybe 0.5) is not read as 0.
+            "quoted_field": re.compile(
+                rf"[\"']{name}[\"']\s*+:(?:\s*+([\"']?+)({self.token})\1\s*+[,}}])?", flags=re.IGNORECASE
+            ),
             # `FIELD: x` (`field = x`, `**Field:** x`) outside JSON: a grade only when x is the whole line.
             "label": re.compile(
-                rf"(?<![\"'])\b{name}\b(?![\"'])\**\s*[:=]\**[ \t]*([^\n]*)", flags=re.IGNORECASE
+                rf"(?<![\"'])\b{name}\b(?![\"'])\**+\s*+[:=]\**+[ \t]*+([^\n]*+)", flags=re.IGNORECASE
             ),
-            "label_value": re.compile(rf"\**({self.token})\.?\**\s*", flags=re.IGNORECASE),
+            "label_value": re.compile(rf"\**+({self.token})\.?\**+\s*+", flags=re.IGNORECASE),
             "bare": re.compile(self.token, flags=re.IGNORECASE),
+            # A line that is only a grade (`1`, `**No.**`): a grade when the reply is nothing else, and in a
+            # longer reply a grade stated beside the others, which must agree with them.
+            "bare_line": re.compile(
+                rf"^[ \t]*+\**+(?P<value>{self.token})\.?\**+[ \t]*+$", flags=re.IGNORECASE | re.MULTILINE
+            ),
             "stated": re.compile(
-                rf"(?<![\w\"'])(?P<name>{name}|{_GRADE_NAMES})(?![\w\"'])\**"
+                rf"(?<![\w\"'])(?P<name>{name}|{_GRADE_NAMES})(?![\w\"'])\**+"
                 # Between a name and its grade: the scale (`(0-1)`, `[0/0.5/1]`) or what is graded
                 # (`for turn 2`, only before a colon)
-                r"(?:[ \t]*(?:\([^()\n]{0,40}\)|\[[^\[\]\n]{0,40}\]|for\b[^:=\n]{0,40}?(?=\**[ \t]*[:=])))?"
-                rf"\**[ \t]*(?P<separator>[:=>]|\bis\b|\bof\b|)\**[ \t]*(?P<value>{self.token})"
-                r"(?P<other_scale>[ \t]*(?:/|\bout[ \t]+of\b)[ \t]*\d)?",
+                r"(?:[ \t]*+(?:\([^()\n]{0,40}+\)|\[[^\[\]\n]{0,40}+\]"
+                r"|for\b[^:=\n]{0,40}?(?=\*{0,40}+[ \t]{0,40}+[:=])))?"
+                rf"\**+[ \t]*+(?P<separator>[:=>]|\bis\b|\bof\b|)\**+[ \t]*+(?P<value>{self.token})"
+                r"(?P<other_scale>[ \t]*+(?:/|\bout[ \t]++of\b)[ \t]*+\d)?",
                 flags=re.IGNORECASE,
             ),
             "grade_word": re.compile(
-                r"\b(?:answer|reply|response)[ \t]+(?:is|was)(?P<negation>[ \t]+not|n't)?[ \t]+"
-                r"(?:(?:entirely|fully|completely|medically|clinically|factually)[ \t]+)?"
+                r"\b(?:answer|reply|response)[ \t]++(?:is|was)(?P<negation>[ \t]++not|n't)?[ \t]++"
+                r"(?:(?:entirely|fully|completely|medically|clinically|factually)[ \t]++)?"
                 # A whole clause ("The answer is incorrect."), not "is correct about the dose but ..."
-                rf"(?P<word>{words})[ \t]*(?:[.;!]|$)",
+                rf"(?P<word>{words})[ \t]*+(?:[.;!]|$)",
                 flags=re.IGNORECASE | re.MULTILINE,
             ),
         }
         object.__setattr__(self, "_patterns", patterns)
 
 
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)"
+_NUMBER = r"[-+]?+(?:\d++(?:\.\d*+)?+|\.\d++)"
 # Names a judge may state its grade under besides the rubric's field.
 _GRADE_NAMES = "score|grade|rating|verdict"
-_REASON_FIELD = re.compile(r"\breason\b[\"']?\s*[:=]\s*[\"']?([^\"'\n]+)", flags=re.IGNORECASE)
+_REASON_FIELD = re.compile(r"\breason\b[\"']?+\s*+[:=]\s*+[\"']?+([^\"'\n]++)", flags=re.IGNORECASE)
 
-# A grade claim found in a reply: the grade (None when it is off the scale) and the reason given beside it.
+# A grade claim found in JSON: the grade (None when it is off the scale) and the reason given beside it.
 Claim = tuple[Any | None, str | None]
 
 
@@ -123,39 +169,92 @@ def boolean_scale(field_name: str, grade_words: dict[str, bool] | None = None) -
     )
 
 
-def parse_verdict(text: str | None, scale: Scale) -> Verdict | None:
-    """The reply's grade when every grade it states is the same grade of `scale`, else None."""
+def read_verdict(text: str | None, scale: Scale, finish_reason: str | None = None) -> Verdict | Unparseable:
+    """The reply's grade when every grade it states is the same grade of `scale`, else why not.
+
+    `finish_reason` is the call's (OpenAI's names, as litellm maps every provider's): 'length' means the
+    reply was cut at max_tokens, and a cut reply is unparseable whatever it reads as."""
+    if finish_reason == "length":
+        return Unparseable("cut")
     if not text or not text.strip():
-        return None
-    objects, prose = _split_json(unicodedata.normalize("NFKC", text))
-    claims = [claim for obj in objects for claim in _json_claims(obj, scale)] + _prose_claims(prose, scale)
-    if not claims and not objects:
-        claims = [(_bare_grade(prose, scale), None)]
-    grades = [grade for grade, _ in claims] + _stated_grades(prose, scale)
-    if None in grades or len(set(grades)) != 1:
-        return None
-    reason = next((reason for _, reason in reversed(claims) if reason is not None), None)
-    return Verdict(grades[0], reason)
+        return Unparseable("empty")
+    normalised = _normalised(text)
+    if normalised is None:
+        return Unparseable("too_long")
+    text = normalised
+    scan = scan_json(text, object_pairs_hook=_Pairs)
+    if scan.stopped_at is not None:
+        return Unparseable("too_long")
+    if scan.too_deep:
+        return Unparseable("too_deep")
+    objects, prose = _split_json(text, scan.found)
+    json_claims = [claim for obj in objects for claim in _json_claims(obj, scale)]
+    claimed = _prose_grades(prose, scale)
+    reasons = [reason for _, reason in json_claims]
+    if claimed and (reason_field := _REASON_FIELD.search(prose)):
+        reasons.append(reason_field.group(1).strip())
+    if not json_claims and not claimed and not objects and (bare := _bare_grade(prose, scale)) is not None:
+        claimed = {bare}
+    if not json_claims and not claimed:
+        return Unparseable("no_grade")
+    grades = {grade for grade, _ in json_claims} | claimed | _stated_grades(prose, scale)
+    if None in grades:
+        return Unparseable("off_scale")
+    if len(grades) != 1:
+        return Unparseable("conflicting")
+    return Verdict(grades.pop(), next((reason for reason in reversed(reasons) if reason is not None), None))
+
+
+def parse_verdict(text: str | None, scale: Scale) -> Verdict | None:
+    """The reply's grade as `read_verdict` reads it, None when it has none (whatever the reason)."""
+    verdict = read_verdict(text, scale)
+    return verdict if isinstance(verdict, Verdict) else None
+
+
+# A run of non-ASCII characters and the ASCII one before it (a base its combining marks compose with): NFKC
+# of each such run, the ASCII between them kept, is NFKC of the whole text, as no ASCII character composes
+# with one before it.
+_NON_ASCII_RUN = re.compile(r"[\x00-\x7f]?[^\x00-\x7f]++")
+
+
+def _normalised(text: str) -> str | None:
+    """NFKC of `text`, run by run; None once it has grown past MAX_NORMALISED_GROWTH times the text, or at
+    a run of more than MAX_NON_ASCII_RUN characters."""
+    if unicodedata.is_normalized("NFKC", text):
+        return text
+    budget = MAX_NORMALISED_GROWTH * len(text)
+    pieces, position = [], 0
+    for run in _NON_ASCII_RUN.finditer(text):
+        if run.end() - run.start() > MAX_NON_ASCII_RUN:
+            return None
+        pieces += [text[position : run.start()], unicodedata.normalize("NFKC", run.group())]
+        budget -= len(pieces[-1]) + len(pieces[-2])
+        if budget < 0:
+            return None
+        position = run.end()
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 class _Pairs(list[tuple[str, Any]]):
     """A JSON object as its key-value pairs, so that a duplicated key is seen rather than overwritten."""
 
 
-def _split_json(text: str) -> tuple[list[_Pairs], str]:
-    """The JSON objects in `text` (outermost only), and the text around them."""
-    decoder = json.JSONDecoder(object_pairs_hook=_Pairs)
+def _holds_object(value: Any) -> bool:
+    if isinstance(value, _Pairs):
+        return True
+    return isinstance(value, list) and any(map(_holds_object, value))
+
+
+def _split_json(text: str, found: tuple[Any, ...]) -> tuple[list[Any], str]:
+    """The JSON values in `text` that hold an object (outermost only), and the text around them: a list of
+    plain values (`Score [0, 0.5, 1]: 0`) stays prose, to be read there."""
     objects, prose, position = [], [], 0
-    for brace in re.finditer(r"\{", text):
-        if brace.start() < position:
-            continue
-        try:
-            value, end = decoder.raw_decode(text, brace.start())
-        except json.JSONDecodeError:
-            continue
-        objects.append(value)
-        prose.append(text[position : brace.start()])
-        position = end
+    for value, start, end in found:
+        if _holds_object(value):
+            objects.append(value)
+            prose.append(text[position:start])
+            position = end
     prose.append(text[position:])
     return objects, "\n".join(prose)
 
@@ -172,40 +271,45 @@ def _json_claims(value: Any, scale: Scale) -> list[Claim]:
     return claims + [claim for _, item in fields for claim in _json_claims(item, scale)]
 
 
-def _prose_claims(prose: str, scale: Scale) -> list[Claim]:
-    """Grade claims outside the decoded JSON objects; a claim that is not a whole grade counts as None."""
+def _prose_grades(prose: str, scale: Scale) -> set[Any | None]:
+    """The grades of the scale's field outside the decoded JSON objects (a quoted field, a label line); None
+    for one that is not a whole grade. Each distinct value is graded once, however often it is written."""
     patterns = scale._patterns
-    found = [patterns["quoted_value"].match(prose, f.end()) for f in patterns["quoted_field"].finditer(prose)]
-    grades = [scale.grade(value.group(2)) if value else None for value in found]
-    for label in patterns["label"].finditer(prose):
-        value = patterns["label_value"].fullmatch(label.group(1))
-        grades.append(scale.grade(value.group(1)) if value else None)
-    reason = _REASON_FIELD.search(prose)
-    return [(grade, reason.group(1).strip() if reason else None) for grade in grades]
+    quoted = {found.group(2) for found in patterns["quoted_field"].finditer(prose)}
+    grades = {None if value is None else scale.grade(value) for value in quoted}
+    for line in {label.group(1) for label in patterns["label"].finditer(prose)}:
+        value = patterns["label_value"].fullmatch(line)
+        grades.add(scale.grade(value.group(1)) if value else None)
+    return grades
 
 
-def _stated_grades(prose: str, scale: Scale) -> list[Any | None]:
-    """The grades stated in prose under a grade's name or in the rubric's words; None for a grade stated on
-    another scale (`score: 8/10`, `Grade: 5`). An off-scale number after a bare name (`Wells score of 2`)
-    is a clinical score, not a grade, and is left out."""
-    grades: list[Any | None] = []
-    for stated in scale._patterns["stated"].finditer(prose):
-        named_by_label = stated["separator"] in (":", "=", ">")
-        if (
-            not named_by_label
-            and stated["name"].lower() != scale.field.lower()
-            and stated["separator"] != "is"
-        ):
+def _stated_grades(prose: str, scale: Scale) -> set[Any | None]:
+    """The grades stated in prose under a grade's name, in the rubric's words or on a line of their own;
+    None for a grade stated on another scale (`score: 8/10`, `Grade: 5`). An off-scale number after a bare
+    name (`Wells score of 2`) is a clinical score, not a grade, and is left out, as is an off-scale number
+    on a line of its own."""
+    patterns = scale._patterns
+    lines = {line["value"] for line in patterns["bare_line"].finditer(prose)}
+    grades: set[Any | None] = {scale.grade(value) for value in lines} - {None}
+    stated = {
+        found.group("name", "separator", "value", "other_scale")
+        for found in patterns["stated"].finditer(prose)
+    }
+    for name, separator, value, other_scale in stated:
+        named_by_label = separator in (":", "=", ">")
+        if not named_by_label and name.lower() != scale.field.lower() and separator != "is":
             continue  # "a grade 1 sprain", "rating of 2 stars": not a grade of the rubric
-        grade = None if stated["other_scale"] else scale.grade(stated["value"])
-        if grade is not None or named_by_label or stated["other_scale"]:
-            grades.append(grade)
-    for stated in scale._patterns["grade_word"].finditer(prose):
-        grade = scale.grade_words[stated["word"].lower()]
-        if not stated["negation"]:
-            grades.append(grade)
+        grade = None if other_scale else scale.grade(value)
+        if grade is not None or named_by_label or other_scale:
+            grades.add(grade)
+    for negation, word in {
+        found.group("negation", "word") for found in patterns["grade_word"].finditer(prose)
+    }:
+        grade = scale.grade_words[word.lower()]
+        if not negation:
+            grades.add(grade)
         elif scale.negatable:
-            grades.append(not grade)
+            grades.add(not grade)
     return grades
 
 

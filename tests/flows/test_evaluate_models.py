@@ -197,9 +197,9 @@ def test_unparseable_judgments_are_counted_and_excluded_never_zero(dataset, tmp_
     beta = [j for j in judgments if j["model"] == "beta"]
     assert {(j["parse_status"], j["score"], j["attempts"]) for j in beta} == {("unparseable", None, 2)}
     groups = {g.model: g for g in summary.groups}
-    assert (groups["beta"].counts["judged"], groups["beta"].counts["un-\nparseable"]) == (0, 13)
+    assert (groups["beta"].counts["judged"], groups["beta"].counts["no\ngrade"]) == (0, 13)
     assert groups["beta"].score is None
-    assert (groups["alpha"].counts["judged"], groups["alpha"].counts["un-\nparseable"]) == (13, 0)
+    assert (groups["alpha"].counts["judged"], groups["alpha"].counts["no\ngrade"]) == (13, 0)
     assert groups["alpha"].score == 100.0
     assert summary.failed_calls == {}
 
@@ -299,13 +299,22 @@ def test_the_cli_summary_shows_whole_names_at_80_columns_the_provider_message_an
     assert max(len(line) for line in lines) <= 80 and "…" not in "\n".join(lines)
     assert [line.strip() for line in lines if line.strip() in LONG_NAMES] == sorted(LONG_NAMES)
     headers = [line.split() for line in lines if line.lstrip().startswith("condition")]
-    assert (
-        headers
-        == [["condition", "answered", "failed", "run", "cut", "judged", "parseable", "failed", "mean", "USD"]]
-        * 2
-    )
+    last_header_line = [
+        "condition",
+        "ok",
+        "failed",
+        "run",
+        "cut",
+        "judged",
+        "grade",
+        "cut",
+        "failed",
+        "mean",
+        "USD",
+    ]
+    assert headers == [last_header_line] * 2
     rows = [line.split() for line in lines if line.startswith("baseline")]
-    assert len(rows) == 2 and sum(int(row[7]) for row in rows) == 1  # the judge call that failed
+    assert len(rows) == 2 and sum(int(row[8]) for row in rows) == 1  # the judge call that failed
     output = " ".join(done.stdout.split())
     assert (
         "1 call failed: authentication 1. A re-run alone will not help; fix first: [authentication] set the"

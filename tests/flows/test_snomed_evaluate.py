@@ -135,7 +135,7 @@ def test_each_role_sees_its_own_messages_with_real_roles_and_the_codes_are_score
     [group] = summary.groups
     assert (group.model, group.counts, group.score) == (
         "doc",
-        {"answered": 2, "no\nanswer": 0, "failed": 0, "cut": 0},
+        {"answered": 2, "no\nanswer": 0, "un-\nparseable": 0, "failed": 0, "cut": 0},
         pytest.approx(100 * (2 / 3 + 0) / 2),
     )
     manifest = json.loads((tmp_path / "manifest.json").read_text())

@@ -2,7 +2,7 @@
 
 Usage: python -m tests.perf [build|evaluation|call-throughput|report|snomed-cases|snomed-evaluation|
 snomed-patient-leaks|snomed-oracle-leaks|consult-simulator|consult-mining|consult-evaluation|
-consult-critic ...]
+consult-critic|parsers ...]
 (default: all)
 """
 
@@ -18,6 +18,7 @@ from tests.perf import (
     bench_consult_mining,
     bench_consult_simulator,
     bench_evaluation,
+    bench_parsers,
     bench_report,
     bench_snomed_cases,
     bench_snomed_evaluation,
@@ -38,6 +39,7 @@ BENCHMARKS = {
     "consult-mining": bench_consult_mining,
     "consult-evaluation": bench_consult_evaluation,
     "consult-critic": bench_consult_critic,
+    "parsers": bench_parsers,
 }
 OUT = Path("data_lake/bench")
 

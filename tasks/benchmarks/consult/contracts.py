@@ -97,8 +97,8 @@ FOLLOW_UP = pa.struct(
         ("plan_drugs", pa.list_(pa.string())),
         ("violations_after", pa.list_(VIOLATION)),
         ("correct", pa.bool_()),  # the judge's verdict; null unless judge_status is ok
-        # ok | unparseable | failed | truncated (an answer cut at max_tokens, left unjudged when the config
-        # says `truncated: mark`)
+        # ok | unparseable | judge_cut (the judge's last reply cut at its max_tokens) | failed | truncated (an
+        # answer cut at max_tokens, left unjudged when the config says `truncated: mark`)
         ("judge_status", pa.string()),
         ("judge_reason", pa.string()),
     ]

@@ -11,11 +11,14 @@ on the scale `{"correct": true | false}`; a reply with no valid verdict after `m
 'unparseable': excluded from FQR and counted, never scored as wrong. A failed call is 'failed': the
 episode's SCORES row fails, and a re-run finishes it. An answer cut at max_tokens is judged as given, or,
 when the config says `truncated: mark`, not judged: 'truncated', excluded from FQR and counted.
+A judge reply cut at the judge's own max_tokens holds no verdict, whatever it reads as (its reason, or a
+second verdict, was cut off): it is re-asked as any other, and after the last re-ask it is 'judge_cut',
+excluded from FQR and counted apart (`n_judge_cut`).
 """
 
 import json
-from collections.abc import Callable
-from typing import Literal, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -24,7 +27,7 @@ from tasks.benchmarks.consult.config import JUDGE_RUBRIC, OFFLINE_JUDGE
 from tasks.benchmarks.consult.episode import Episode, TreatmentPlan
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
 from tasks.evals.config import JudgeSpec, TruncatedAnswers
-from tasks.evals.verdicts import boolean_scale, parse_verdict
+from tasks.evals.verdicts import JUDGE_CUT, Verdict, boolean_scale, read_verdict
 from tasks.llm.ledger import CallRecord
 from tasks.llm.prompts import PromptTemplate, load_prompt
 from tasks.llm.request import CallOptions, ChatRequest
@@ -79,7 +82,8 @@ class Judgement(BaseModel, frozen=True, extra="forbid"):
     """The verdict on one follow-up answer (`index` in the case's script)."""
 
     index: int
-    status: Literal["ok", "unparseable", "failed", "truncated"]  # truncated: cut at max_tokens, not asked
+    # truncated: the answer cut at max_tokens, not asked; judge_cut: the judge's last reply cut at its own
+    status: Literal["ok", "unparseable", "judge_cut", "failed", "truncated"]
     correct: bool | None = None
     reason: str | None = None
     call_key: str | None = None
@@ -153,8 +157,8 @@ def judge_answer(job: JudgedJob, index: int, messages: list[dict[str, str]], cal
                 index=index, status="failed", call_key=record.key, error=record.error,
                 error_class=record.error_kind,
             )  # fmt: skip
-        verdict = parse_verdict(record.text, FQR_SCALE)
-        if verdict is not None:
+        verdict = read_verdict(record.text, FQR_SCALE, record.finish_reason)
+        if isinstance(verdict, Verdict):
             return Judgement(
                 index=index, status="ok", correct=verdict.grade, reason=verdict.reason, call_key=record.key
             )
@@ -163,4 +167,10 @@ def judge_answer(job: JudgedJob, index: int, messages: list[dict[str, str]], cal
             {"role": "assistant", "content": record.text or ""},
             {"role": "user", "content": judge.rubric.render("reask")},
         ]
-    return Judgement(index=index, status="unparseable", call_key=record.key)
+    return Judgement(index=index, status=verdict.status, call_key=record.key)
+
+
+def n_judge_cut(follow_ups: Iterable[dict[str, Any]] | None) -> int:
+    """The follow-ups of a SCORES row whose grade is missing because the judge's last reply was cut at its
+    max_tokens: the number the report and the run summary both show."""
+    return sum(turn["judge_status"] == JUDGE_CUT for turn in follow_ups or ())

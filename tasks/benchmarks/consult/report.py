@@ -36,6 +36,7 @@ from tasks.benchmarks.consult.contracts import (
 )
 from tasks.benchmarks.consult.figures import STATS_SCHEMAS, draw_figures
 from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy
+from tasks.benchmarks.consult.judge import n_judge_cut
 from tasks.benchmarks.consult.tables import build_tables, render_html, render_markdown, run_summary
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
@@ -394,6 +395,7 @@ def _model_metrics(
         "fqr_truncated": sum(
             turn["judge_status"] == "truncated" for row in scored for turn in row["follow_ups"] or ()
         ),
+        "n_judge_cut": sum(n_judge_cut(row["follow_ups"]) for row in scored),
         "judge": judge_entry(scored),
         **primary,
         "secondary": {

@@ -2,10 +2,14 @@
 agent's differentials, plans and revised plans unparsed (the SCORES columns the report counts too), and the
 mean composite."""
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tasks.benchmarks.consult.judge import n_judge_cut
 from tasks.evals.outputs import EpisodeCounts, RunSummary, summarize_by_epoch
+
+JUDGE_CUT_LABEL = "judge\ncut"
 
 # The line breaks keep the CLI's table 80 columns wide.
 EPISODES = EpisodeCounts(
@@ -42,4 +46,27 @@ def summarize(
         for row in results
         if row["status"] == "failed" and tuple(row[c] for c in episode) not in agent_failed
     ]
-    return summarize_by_epoch(run_id, run_dir, [*messages, *judge_failures], results, how=EPISODES)
+    summary = summarize_by_epoch(run_id, run_dir, [*messages, *judge_failures], results, how=EPISODES)
+    return with_judge_cut(summary, results)
+
+
+def with_judge_cut(summary: RunSummary, results: list[dict[str, Any]]) -> RunSummary:
+    """`summary` with a last count column: the follow-ups whose grade is missing because the FQR judge's
+    last reply was cut at its max_tokens (judge.n_judge_cut, as the report counts them)."""
+    cut: Counter[tuple[str, str]] = Counter()
+    for row in results:
+        cut[(row["model"], str(row["epoch"]))] += n_judge_cut(row.get("follow_ups"))
+    groups = [
+        group.model_copy(
+            update={"counts": {**group.counts, JUDGE_CUT_LABEL: cut[(group.model, group.group)]}}
+        )
+        for group in summary.groups
+    ]
+    note = f"{summary.score_note}; judge cut: follow-ups whose FQR judge reply was cut at its max_tokens"
+    return summary.model_copy(
+        update={
+            "groups": groups,
+            "count_labels": [*summary.count_labels, JUDGE_CUT_LABEL],
+            "score_note": note,
+        }
+    )

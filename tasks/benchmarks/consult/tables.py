@@ -206,13 +206,14 @@ def follow_up_table(metrics: dict[str, Any]) -> Table:
             str(entry["n_revisions_unparseable"]),
             str(entry["fqr_judged"]),
             str(entry["fqr_unparseable"]),
+            str(entry["n_judge_cut"]),
             judge_label(entry["judge"]),
             format_percent(entry["composite"]["follow_up"]),
         ]
         for model, entry in metrics["models"].items()
     ]
     columns = ["Model", "n", *FOLLOW_UP_COLUMNS.values(), "needless churn %", "revisions unparseable"]
-    columns += ["graded", "ungraded", "judge", "stage score"]
+    columns += ["graded", "ungraded", "judge cut", "judge", "stage score"]
     return Table(
         key="follow-up",
         title="Follow-up",
@@ -308,6 +309,7 @@ def terminal_tables(metrics: dict[str, Any]) -> list[Table]:
         "needless churn %": lambda e: format_percent(e["secondary"]["needless_churn"]),
         "revisions unparsed": lambda e: str(e["n_revisions_unparseable"]),
         "graded / ungraded": lambda e: f"{e['fqr_judged']} / {e['fqr_unparseable']}",
+        "judge replies cut": lambda e: str(e["n_judge_cut"]),
         "stage score": lambda e: format_percent(e["composite"]["follow_up"]),
     }
     composite = {
@@ -550,6 +552,12 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
         "follow-up grade(s) did not parse after the re-ask and are left out of FQR, not scored 0",
     )
     notes += cut_notes(metrics)
+    notes += _count_note(
+        metrics,
+        "n_judge_cut",
+        "follow-up grade(s) are missing because the judge's reply was still cut at its max_tokens after the "
+        "last re-ask (judge cut): left out of FQR, not scored 0; a larger judge max_tokens avoids this",
+    )
     offline = {
         m
         for entry in metrics["models"].values()

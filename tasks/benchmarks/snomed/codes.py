@@ -1,30 +1,38 @@
 """The clinician's final answer: find it, parse its SNOMED codes, check them against a vocabulary.
 
 Pure functions. A reply without a final-answer line parses to None; a final answer naming no code parses
-to an empty tuple, so "the model did not answer" and "the model answered: nothing" stay apart.
+to an empty tuple, so "the model did not answer" and "the model answered: nothing" stay apart; a final
+answer that cannot be read whole parses to an `UnparseableAnswer` naming why. Every reply is read in time
+linear in its length: the patterns' repeats are possessive and none reads past a line it cannot match
+in, and a JSON list is found by `tasks/core/json_text.scan_json` (never a recursive decode of the text).
 """
 
 import json
 import re
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Literal, NamedTuple
+
+from tasks.core.json_text import MAX_DEPTH, MAX_TOKENS, scan_json
 
 CodeStatus = Literal["valid", "invalid", "malformed"]
 MIN_CODE_DIGITS, MAX_CODE_DIGITS = 6, 18
 
 # `<Final Answer>` anywhere (models wrap it in prose or bold), or a bare `Final Answer:` opening a line,
-# so that a question that merely mentions "final answer" is not taken for one.
+# so that a question that merely mentions "final answer" is not taken for one. The blanks before a bare
+# one stay on its line: a run of line breaks would otherwise be read again from each line's start.
 _MARKER = re.compile(
-    r"<\s*final[\s_-]*answer\s*>[\s*_`]*:?|^[\s>#*_`-]*final[\s_-]*answer[\s*_`]*:",
+    r"<\s*+final[\s_-]*+answer\s*+>[\s*_`]*+:?|^(?:[^\S\n]|[>#*_`-])*+final[\s_-]*+answer[\s*_`]*+:",
     re.IGNORECASE | re.MULTILINE,
 )
 # A digit run not glued to letters or part of a decimal ("CODE123456789" and "440540.06" are not codes).
-_DIGIT_RUN = re.compile(r"(?<![0-9A-Za-z])(?<![0-9]\.)[0-9]+(?![0-9A-Za-z])(?!\.[0-9])")
-_FENCE_OPENING = re.compile(r"^\s*(```[a-z]*\s*)?", re.IGNORECASE)
+_DIGIT_RUN = re.compile(r"(?<![0-9A-Za-z])(?<![0-9]\.)[0-9]++(?![0-9A-Za-z])(?!\.[0-9])")
+_FENCE_OPENING = re.compile(r"^\s*+(```[a-z]*+\s*+)?", re.IGNORECASE)
+_BRACKET_RUN = re.compile(r"\[++|\]++")
 _ITEM_SEPARATOR = re.compile(r"[,;\n]")
 _ITEM_PADDING = " \t\"'`[]*"
 # A number opening an item, not a list number ("1." or "2)") nor a decimal.
-_LEADING_NUMBER = re.compile(r"^[\s\"'`\[*]*([0-9]+)(?![0-9A-Za-z.)])")
+_LEADING_NUMBER = re.compile(r"^[\s\"'`\[*]*+([0-9]++)(?![0-9A-Za-z.)])")
 
 # Verhoeff's dihedral-group multiplication, position permutation and inverse tables (SNOMED CT's check digit).
 _VERHOEFF_MULTIPLY = (
@@ -58,6 +66,20 @@ class AnswerItems(NamedTuple):
     not_codes: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class UnparseableAnswer:
+    """A final answer that could not be read whole: a JSON list nested deeper than the JSON scan decodes
+    ('too_deep'), or more brackets and strings than it reads ('too_long'). A value left unread might hold
+    a code, so no part of the answer is taken. (Not a tuple, so never mistaken for the codes read.)"""
+
+    reason: Literal["too_deep", "too_long"]
+
+    def describe(self) -> str:
+        if self.reason == "too_deep":
+            return f"final answer not read: a JSON list nested deeper than {MAX_DEPTH} levels"
+        return f"final answer not read: more than {MAX_TOKENS:,} brackets and strings"
+
+
 class CodeCheck(NamedTuple):
     """Predicted codes split by the vocabulary; `malformed` is the part of `invalid` failing Verhoeff."""
 
@@ -79,27 +101,39 @@ def find_final_answer(reply: str) -> str | None:
 
 
 def _bracketed(text: str) -> str:
-    """`text` up to the `]` closing its opening `[` (display names may hold brackets), or all of it."""
+    """`text` up to the `]` closing its opening `[` (display names may hold brackets), or all of it, also
+    after MAX_TOKENS runs of brackets (`read_answer` reads all of it, or calls it too long)."""
     depth = 0
-    for index, char in enumerate(text):
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if depth == 0:
-            return text[: index + 1]
+    for run, _ in zip(_BRACKET_RUN.finditer(text), range(MAX_TOKENS), strict=False):
+        size = run.end() - run.start()
+        if run.group().startswith("["):
+            depth += size
+        elif size >= depth:
+            return text[: run.start() + depth]
+        else:
+            depth -= size
     return text
 
 
-def read_answer(answer: str) -> AnswerItems:
+def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
     """Every item a final answer offered, as a code or as not a code; codes in order, once each.
 
     The items are a JSON list's, else the text's between commas, semicolons and line breaks. An item holding
     6-18 digit runs offers those (`"38341003 - Hypertension"`, `"Type 2 diabetes (44054006)"`); else one
     that starts with a number offers it as a code of the wrong length (`"12345"`: malformed, not dropped);
-    any other non-empty item is not a code (`"Hypertension"`, `"440540.06"`, `"A44054006"`).
+    any other non-empty item is not a code (`"Hypertension"`, `"440540.06"`, `"A44054006"`). An answer
+    that may be a JSON list the scan could not read whole is an `UnparseableAnswer`.
     """
-    try:
-        parsed = json.loads(answer)
-    except ValueError:
-        parsed = None
+    stripped = answer.strip()
+    parsed = None
+    if stripped.startswith("["):
+        scan = scan_json(stripped)
+        if scan.stopped_at is not None:
+            return UnparseableAnswer("too_long")
+        if scan.found and scan.found[0].start == 0 and scan.found[0].end == len(stripped):
+            parsed = scan.found[0].value
+        elif scan.too_deep:
+            return UnparseableAnswer("too_deep")
     items = [str(item) for item in parsed] if isinstance(parsed, list) else _ITEM_SEPARATOR.split(answer)
     codes, not_codes = [], []
     for item in items:
@@ -114,10 +148,13 @@ def read_answer(answer: str) -> AnswerItems:
     return AnswerItems(tuple(dict.fromkeys(codes)), tuple(not_codes))
 
 
-def parse_final_answer(reply: str) -> tuple[str, ...] | None:
+def parse_final_answer(reply: str) -> tuple[str, ...] | UnparseableAnswer | None:
     """The codes of the reply's final answer; None when the reply has no final-answer line."""
     answer = find_final_answer(reply)
-    return None if answer is None else read_answer(answer).codes
+    if answer is None:
+        return None
+    items = read_answer(answer)
+    return items if isinstance(items, UnparseableAnswer) else items.codes
 
 
 def format_final_answer(codes: Iterable[str]) -> str:

@@ -109,7 +109,8 @@ PREDICTIONS = Contract(
     name="predictions",
     schema=schema(
         *_INTERVIEW_FIELDS,
-        ("status", pa.string()),  # answered | no_answer | failed
+        # answered | no_answer | unparseable (a final answer that could not be read whole) | failed
+        ("status", pa.string()),
         ("final_answer", pa.string()),  # the clinician's last reply, raw
         ("predicted_codes", pa.list_(pa.string())),
         ("invalid_codes", pa.list_(pa.string())),  # not in the vocabulary
@@ -118,7 +119,7 @@ PREDICTIONS = Contract(
         ("questions_asked", pa.int32()),
         ("patient_replies", pa.int32()),
         ("leaking_replies", pa.int32()),
-        ("error", pa.string()),
+        ("error", pa.string()),  # failed: the provider's error; unparseable: what could not be read
         ("error_class", pa.string()),
     ),
     key=_INTERVIEW_KEY,

@@ -9,7 +9,8 @@ loop is pure: `ask` makes a call for a role and returns its outcome, so the same
 layer in a Prefect task and against canned replies in the tests.
 
 Endings (snomed.md, "The interview"):
-- `answered`: a clinician reply holds a parseable `<Final Answer>` line;
+- `answered`: a clinician reply holds a parseable `<Final Answer>` line (one that cannot be read whole, see
+  codes.UnparseableAnswer, is no answer: the interview goes on, and the scorer names it);
 - `no_answer`: after `max_turns` questions the clinician is asked once for its final answer, then re-asked
   `max_reasks` times; a reply that still has none is an empty prediction (the model failed the task);
 - `failed`: a provider failure of either role; the case is not scored and a re-run finishes it.
@@ -161,7 +162,7 @@ def run_interview(
         if reply.text is None:
             return _failed(conversation, reply, turn - 1)
         codes = parse_final_answer(reply.text)
-        if codes is not None:
+        if isinstance(codes, tuple):
             return Interview("answered", (*conversation, _turn(turn, "clinician", reply)), reply.text, codes,
                              turn - 1)  # fmt: skip
         conversation.append(_turn(turn, "clinician", reply))
@@ -189,9 +190,10 @@ def _final_answer(
             return _failed(conversation, reply, questions)
         conversation.append(_turn(turn, "clinician", reply))
         codes = parse_final_answer(reply.text)
-        if codes is not None or attempt == settings.max_reasks:
-            status: InterviewStatus = "answered" if codes is not None else "no_answer"
-            return Interview(status, tuple(conversation), reply.text, codes or (), questions)
+        predicted = codes if isinstance(codes, tuple) else None
+        if predicted is not None or attempt == settings.max_reasks:
+            status: InterviewStatus = "answered" if predicted is not None else "no_answer"
+            return Interview(status, tuple(conversation), reply.text, predicted or (), questions)
         request = prompts.reask
     raise AssertionError("unreachable: the last attempt returns")
 

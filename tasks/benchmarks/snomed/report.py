@@ -216,6 +216,7 @@ def _model_metrics(
         "epochs": None if manifest is None else manifest.epochs,
         "n_cases": summary.n_cases,
         "n_failed": summary.n_failed,
+        "n_unparseable": summary.n_unparseable,
         "n_empty_gold": summary.n_empty_gold,
         **{name: _estimate(getattr(summary, name)) for name in ("exact_match", "precision", "recall", "f1")},
         "micro": {

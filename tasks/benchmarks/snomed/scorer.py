@@ -13,7 +13,13 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 from tasks.benchmarks.snomed.cases.loading import vocabulary_codes
-from tasks.benchmarks.snomed.codes import AnswerItems, check_codes, find_final_answer, read_answer
+from tasks.benchmarks.snomed.codes import (
+    AnswerItems,
+    UnparseableAnswer,
+    check_codes,
+    find_final_answer,
+    read_answer,
+)
 from tasks.benchmarks.snomed.scoring import CaseStatus, score_case
 
 
@@ -40,7 +46,9 @@ def interview_result(
     """The prediction read from the messages (in turn order) and its scores against the gold set.
 
     `failed` when a call failed (no scores: a re-run finishes it); else `answered` when the clinician's last
-    reply holds a final answer, `no_answer` (scored as an empty prediction) when it does not.
+    reply holds a final answer, `no_answer` (scored as an empty prediction) when it does not, and
+    `unparseable` (scored as an empty prediction too, `error` saying what could not be read) when its final
+    answer cannot be read whole.
     """
     key = {"run_id": job.run_id, "model": job.model, "case_id": job.case_id, "epoch": job.epoch}
     patient_replies = [m for m in messages if m["role"] == "patient" and m["status"] == "ok"]
@@ -57,8 +65,11 @@ def interview_result(
         return {**key, **counts, **error, "status": "failed"}
     final_answer = [m for m in messages if m["role"] == "clinician"][-1]["text"]
     answer = find_final_answer(final_answer)
-    status: CaseStatus = "no_answer" if answer is None else "answered"
-    items = read_answer(answer) if answer is not None else AnswerItems((), ())
+    read = read_answer(answer) if answer is not None else None
+    status: CaseStatus = (
+        "no_answer" if read is None else "unparseable" if isinstance(read, UnparseableAnswer) else "answered"
+    )
+    items = read if isinstance(read, AnswerItems) else AnswerItems((), ())
     predicted = items.codes
     check = check_codes(predicted, vocabulary)
     score = score_case(predicted, job.gold_codes)
@@ -82,4 +93,5 @@ def interview_result(
         "recall": score.recall,
         "f1": score.f1,
         "empty_gold": score.empty_gold,
+        **({"error": read.describe()} if isinstance(read, UnparseableAnswer) else {}),
     }

@@ -1,7 +1,8 @@
 """Scores of the SNOMED benchmark: per case (exact match, precision, recall, F1) and per run of one model.
 
 Pure functions. Invalid predicted codes stay in the predicted set, so they count as wrong predictions.
-Cases whose status is `failed` (a provider failure) are not scored; `no_answer` is an empty prediction.
+Cases whose status is `failed` (a provider failure) are not scored; `no_answer` and `unparseable` (a final
+answer that could not be read whole) are empty predictions.
 Rates with nothing to count are None, never NaN.
 """
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from tasks.report.stats import N_RESAMPLES, BootstrapCI, bootstrap_mean
 
-CaseStatus = Literal["answered", "no_answer", "failed"]
+CaseStatus = Literal["answered", "no_answer", "unparseable", "failed"]
 
 
 class CaseScore(NamedTuple):
@@ -66,6 +67,7 @@ class RunMetrics(NamedTuple):
 
     n_cases: int
     n_failed: int
+    n_unparseable: int  # scored interviews whose final answer could not be read whole
     n_empty_gold: int
     exact_match: BootstrapCI
     precision: BootstrapCI
@@ -113,8 +115,8 @@ def score_case(predicted: Sequence[str], gold: Sequence[str]) -> CaseScore:
 
 
 def score_outcome(outcome: CaseOutcome) -> CaseScore:
-    """Score of a non-failed outcome; a `no_answer` is scored as an empty prediction."""
-    predicted = () if outcome.status == "no_answer" else outcome.predicted_codes
+    """Score of a non-failed outcome; one without a readable final answer is scored as an empty prediction."""
+    predicted = outcome.predicted_codes if outcome.status == "answered" else ()
     return score_case(predicted, outcome.gold_codes)
 
 
@@ -143,7 +145,7 @@ def _condition_recall(outcomes: Sequence[CaseOutcome]) -> tuple[ConditionRecall,
 
 
 def _scored_predictions(outcomes: Sequence[CaseOutcome]) -> list[set[str]]:
-    return [set() if o.status == "no_answer" else set(o.predicted_codes) for o in outcomes]
+    return [set(o.predicted_codes) if o.status == "answered" else set() for o in outcomes]
 
 
 def _f1_by_gold_count(scores: Sequence[CaseScore]) -> tuple[F1ByGoldCount, ...]:
@@ -186,6 +188,7 @@ def summarise_run(
     return RunMetrics(
         n_cases=len(scored),
         n_failed=len(outcomes) - len(scored),
+        n_unparseable=sum(o.status == "unparseable" for o in scored),
         n_empty_gold=sum(s.empty_gold for s in scores),
         **macro,
         micro_precision=micro_precision,

@@ -1,4 +1,5 @@
-"""The SNOMED benchmark's run summary: per clinician and epoch, interviews answered, unanswered, failed."""
+"""The SNOMED benchmark's run summary: per clinician and epoch, interviews answered, unanswered, answered
+unreadably, failed."""
 
 from functools import partial
 
@@ -9,6 +10,7 @@ INTERVIEWS = EpisodeCounts(
     counts={
         "answered": ("status", "answered"),
         "no\nanswer": ("status", "no_answer"),
+        "un-\nparseable": ("status", "unparseable"),
         "failed": ("status", "failed"),
     },
     score_column="f1",

@@ -52,7 +52,7 @@ def results_table(metrics: dict[str, Any]) -> Table:
         caption=(
             "Macro means over scored interviews (%, 95% bootstrap CI resampling cases); micro F1 pools all "
             "codes. invalid %: predicted codes not in the vocabulary; no answer %: interviews without a "
-            "parseable final answer; questions: mean per interview; leak %: patient replies that named a "
+            "final answer; questions: mean per interview; leak %: patient replies that named a "
             "gold condition; cost: clinician and patient calls. Failed interviews are excluded."
         ),
         right_aligned=tuple(columns[1:]),
@@ -92,6 +92,7 @@ def answers_table(metrics: dict[str, Any]) -> Table:
             model,
             str(entry["n_cases"]),
             str(entry["n_failed"]),
+            str(entry["n_unparseable"]),
             str(entry["n_empty_gold"]),
             format_percent(entry["micro"]["precision"]),
             format_percent(entry["micro"]["recall"]),
@@ -100,14 +101,17 @@ def answers_table(metrics: dict[str, Any]) -> Table:
         ]
         for model, entry in metrics["models"].items()
     ]
-    columns = ["Model", "scored", "failed", "empty gold", "micro P", "micro R", "malformed %", "not a code %"]
+    columns = ["Model", "scored", "failed", "unparseable", "empty gold", "micro P", "micro R", "malformed %"]
+    columns.append("not a code %")
     return Table(
         key="answers",
         title="Interviews and codes",
         columns=columns,
         rows=rows,
         caption=(
-            "scored: interviews in the metrics; failed: provider failures, not scored; empty gold: scored "
+            "scored: interviews in the metrics; failed: provider failures, not scored; unparseable: scored "
+            "interviews whose final answer could not be read whole (JSON nested too deep, or too long), "
+            "scored as an empty prediction; empty gold: scored "
             "interviews whose case has no gold code (perfect only with an empty answer); malformed %: "
             "predicted codes outside the vocabulary that are no SNOMED id either (a failing check digit, "
             "or not 6-18 digits); not a code %: final-answer items that offered no code (a name alone)."

@@ -44,8 +44,9 @@ QA_PAIRS = Contract(
 
 # --- evaluation run directory (see shared/spec/evaluation.md) -----------------------------------------
 # status / parse_status values: responses 'ok' | 'failed' | 'not_run';
-# judgments 'ok' | 'unparseable' | 'failed' | 'not_run' | 'truncated' (an answer cut at max_tokens, unjudged
-# when the config says `truncated: mark`). A score is null unless parse_status = 'ok'.
+# judgments 'ok' | 'unparseable' | 'judge_cut' (the judge's last reply was cut at its max_tokens) | 'failed' |
+# 'not_run' | 'truncated' (an answer cut at max_tokens, unjudged when the config says `truncated: mark`). A
+# score is null unless parse_status = 'ok'.
 
 RESPONSES = Contract(
     "responses",

@@ -48,6 +48,7 @@ from tasks.benchmarks.threadmed.tables import (
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
 from tasks.evals.run_folder import REPORT_FIX, check_run_folder_benchmark
+from tasks.evals.verdicts import JUDGE_CUT
 from tasks.report.artifacts import publish_markdown, publish_tables
 from tasks.report.files import write_stats_table
 from tasks.report.panel import (
@@ -638,14 +639,19 @@ def _physician_avg_words(turns: Turns) -> float | None:
 
 
 def _unscored(status: np.ndarray) -> dict[str, Any]:
-    """The statuses of unscored judgments -> the unparseable count and each status's count."""
+    """The statuses of unscored judgments -> the unparseable count, the count of those whose judge reply was
+    cut at max_tokens (`n_judge_cut`, parse status 'judge_cut') and each status's count."""
     statuses, counts = np.unique(status.astype(str), return_counts=True)
     excluded = {str(status): int(count) for status, count in zip(statuses, counts, strict=True)}
-    return {"unparseable": excluded.get("unparseable", 0), "excluded": excluded}
+    return {
+        "unparseable": excluded.get("unparseable", 0),
+        "n_judge_cut": excluded.get(JUDGE_CUT, 0),
+        "excluded": excluded,
+    }
 
 
 def _judge_summary(turns: Turns, judge_model: str) -> dict[str, Any]:
-    """Judge cost and the unscored turns by status (unparseable, failed, not_run, missing)."""
+    """Judge cost and the unscored turns by status (unparseable, judge_cut, failed, not_run, missing)."""
     unscored = _unscored(turns.status[~turns.scored])
     return {"model": judge_model, "cost_usd": float(turns.judge_usd.sum()), **unscored}
 

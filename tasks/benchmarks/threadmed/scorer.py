@@ -1,9 +1,11 @@
 """LLM judging: grade each answered turn against the physician answer with a versioned rubric prompt.
 
 The judge's reply is parsed tolerantly in form (code fences, text around the JSON, "1" for 1.0) and
-strictly in substance: a score off the rubric's scale or contradicted elsewhere in the reply is no score.
-A reply with no valid score is asked again, up to `max_reasks` times, as a follow-up showing the judge
-its own reply. After that the turn is 'unparseable': score null, excluded from every metric, never 0.
+strictly in substance: a score off the rubric's scale or contradicted elsewhere in the reply is no score,
+and so is a reply cut at the judge's max_tokens (its reason, or a second score, was cut off). A reply with
+no valid score is asked again, up to `max_reasks` times, as a follow-up showing the judge its own reply.
+After that the turn is 'unparseable', or 'judge_cut' when the last reply was cut: score null, excluded from
+every metric and counted, never 0.
 """
 
 from pathlib import Path
@@ -19,7 +21,7 @@ from tasks.benchmarks.threadmed import baselines  # noqa: F401
 from tasks.benchmarks.threadmed.cases import ThreadCase
 from tasks.evals.config import Condition, JudgeSpec
 from tasks.evals.job_state import job_result
-from tasks.evals.verdicts import Verdict, numeric_scale
+from tasks.evals.verdicts import Unparseable, Verdict, numeric_scale, read_verdict
 from tasks.evals.verdicts import parse_verdict as parse_scaled_verdict
 from tasks.llm.call import complete, counting_outcomes
 from tasks.llm.ledger import CallLedger, CallRecord
@@ -106,11 +108,13 @@ def judge_turn(job: JudgeJob, turn: int, model_answer: str, ledger: CallLedger) 
         job.rubric, job.thread.questions[turn], job.thread.answers[turn], model_answer
     )
     records: list[CallRecord] = []
-    verdict = None
     for _ in range(job.judge.max_reasks + 1):
         record = complete(job.request(messages), job.options, ledger)
         records.append(record)
-        if record.status != "ok" or (verdict := parse_verdict(record.text)) is not None:
+        if record.status != "ok":
+            return judgment_row(job, turn, records, None)
+        verdict = read_verdict(record.text, SCORE_SCALE, record.finish_reason)
+        if isinstance(verdict, Verdict):
             break
         messages = [
             *messages,
@@ -121,15 +125,17 @@ def judge_turn(job: JudgeJob, turn: int, model_answer: str, ledger: CallLedger) 
 
 
 def judgment_row(
-    job: JudgeJob, turn: int, records: list[CallRecord], verdict: Verdict | None
+    job: JudgeJob, turn: int, records: list[CallRecord], verdict: Verdict | Unparseable | None
 ) -> dict[str, Any]:
-    """A JUDGMENTS row; tokens, cost and attempts add up every request made for this turn."""
+    """A JUDGMENTS row for the last reply's reading (None: its call failed); tokens, cost and attempts add
+    up every request made for this turn."""
     last = records[-1]
-    status = "ok" if verdict is not None else "failed" if last.status == "failed" else "unparseable"
+    graded = verdict if isinstance(verdict, Verdict) else None
+    status = "ok" if graded is not None else verdict.status if isinstance(verdict, Unparseable) else "failed"
     return {
         **_row_key(job, turn),
-        "score": verdict.grade if verdict else None,
-        "reason": verdict.reason if verdict else None,
+        "score": graded.grade if graded is not None else None,
+        "reason": graded.reason if graded is not None else None,
         "parse_status": status,
         "raw_reply": last.text,
         "prompt_tokens": sum(r.prompt_tokens for r in records),

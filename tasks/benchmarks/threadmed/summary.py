@@ -6,15 +6,18 @@ from typing import Any
 
 from tasks.benchmarks.threadmed.scorer import is_truncated
 from tasks.evals.outputs import GroupSummary, RunSummary, failure_counts
+from tasks.evals.verdicts import JUDGE_CUT
 
-# Column label -> (table, status) counted; the line breaks keep the CLI's table 80 columns wide.
+# Column label -> (table, status) counted; the line breaks and short labels keep the CLI's table 80 columns
+# wide ("no grade": the judgment is unparseable; "judge cut": its last judge reply was cut at max_tokens).
 COUNTS = {
-    "answered": ("responses", "ok"),
+    "answer\nok": ("responses", "ok"),
     "answer\nfailed": ("responses", "failed"),
     "not\nrun": ("responses", "not_run"),
     "cut": ("responses", "truncated"),  # answers cut at max_tokens, judged or not (EvalConfig.truncated)
     "judged": ("judgments", "ok"),
-    "un-\nparseable": ("judgments", "unparseable"),
+    "no\ngrade": ("judgments", "unparseable"),
+    "judge\ncut": ("judgments", JUDGE_CUT),
     "judge\nfailed": ("judgments", "failed"),
 }
 
@@ -55,5 +58,6 @@ def summarize(
         **failure_counts(failures),
         count_labels=list(COUNTS),
         score_note="mean score 0-100 over judged turns (unparseable excluded); cut: answers cut at "
-        "max_tokens, judged as given unless the config says `truncated: mark`",
+        "max_tokens, judged as given unless the config says `truncated: mark`; no grade: judgments "
+        "unparseable after the re-asks; judge cut: those whose last judge reply was cut at its max_tokens",
     )

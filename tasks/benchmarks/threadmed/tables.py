@@ -87,7 +87,8 @@ def _overall_table(metrics: dict[str, Any]) -> Table:
     columns = ["Model", "Condition", "n", f"Mean [{_ci_name(metrics)}]", "Correct %", "Partial %", "Wrong %"]
     caption = (
         "Mean judge score on a 0-100 scale (0 wrong, 50 partially correct, 100 correct). Unscored: turns "
-        "without a parsed judgment (unparseable, failed, not run), excluded from every metric."
+        "without a parsed judgment (unparseable, a judge reply cut at max_tokens, failed, not run), excluded "
+        "from every metric."
     )
     truncated = [
         f"{model} {condition} {values['overall']['n_truncated']}"
@@ -359,7 +360,8 @@ def _cost_tables(metrics: dict[str, Any]) -> list[Table]:
         [
             entry.get("label", entry["model"]),
             str(entry["unparseable"]),
-            str(sum(count for status, count in entry["excluded"].items() if status != "unparseable")),
+            str(entry["n_judge_cut"]),
+            str(sum(entry["excluded"].values()) - entry["unparseable"] - entry["n_judge_cut"]),
             _number(entry["cost_usd"], 2),
         ]
         for entry in judges
@@ -375,9 +377,10 @@ def _cost_tables(metrics: dict[str, Any]) -> list[Table]:
         Table(
             "judge-cost",
             "Judge",
-            ["Judge model", "Unparseable", "Other unscored", "Cost ($)"],
+            ["Judge model", "Unparseable", "Judge cut", "Other unscored", "Cost ($)"],
             judge_rows,
-            "Unscored by status: "
+            "Judge cut: judgments whose judge reply was still cut at the judge's max_tokens after the last "
+            "re-ask (unparseable, whatever it read as). Unscored by status: "
             + (", ".join(f"{status} {count}" for status, count in judge["excluded"].items()) or "none"),
         ),
     ]

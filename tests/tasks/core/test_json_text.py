@@ -31,6 +31,8 @@ def _nested(depth: int) -> list:
         ('["a\n", [1]]', JsonScan((FoundJson([1], 7, 10),), 0, None)),
         ("[1, {2]] [3]", JsonScan((FoundJson([3], 9, 12),), 0, None)),
         ("[" * 5000, JsonScan((), 0, None)),
+        # an integer longer than Python converts (4,300 digits) does not decode: no ValueError escapes
+        ("[" + "1" * 5000 + "] [2]", JsonScan((FoundJson([2], 5003, 5006),), 0, None)),
         (
             "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1),
             JsonScan((FoundJson(_nested(MAX_DEPTH), 1, 41),), 1, None),

@@ -1,10 +1,31 @@
 """The shared verdict parser on the consultation judge's yes/no scale (ThReadMed's numeric scale is tested
-with its scorer, tests/tasks/benchmarks/threadmed/test_scorer.py)."""
+with its scorer, tests/tasks/benchmarks/threadmed/test_scorer.py), then on both scales: every reply, hostile
+or not, reads to a verdict or to the reason it has none, with work linear in its length (counted)."""
+
+import json
+import unicodedata
+from typing import Any, get_args
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tasks.benchmarks.consult.judge import FQR_SCALE as CORRECT
-from tasks.evals.verdicts import Verdict, parse_verdict
+from tasks.benchmarks.threadmed.scorer import SCORE_SCALE
+from tasks.core.json_text import MAX_TOKENS
+from tasks.evals import verdicts
+from tasks.evals.verdicts import (
+    JUDGE_CUT,
+    MAX_NORMALISED_GROWTH,
+    Unparseable,
+    UnparseableReason,
+    Verdict,
+    boolean_scale,
+    numeric_scale,
+    parse_verdict,
+    read_verdict,
+)
+from tests.parser_work import backtracking_repeats, counting
 
 REPLIES = {
     "rubric-json": ('{"correct": true, "reason": "Switches drug."}', Verdict(True, "Switches drug.")),
@@ -58,3 +79,171 @@ REPLIES = {
 @pytest.mark.parametrize(("reply", "expected"), REPLIES.values(), ids=REPLIES.keys())
 def test_a_judge_reply_parses_to_a_yes_or_no_verdict_or_to_nothing(reply, expected):
     assert parse_verdict(reply, CORRECT) == expected
+
+
+# --- every reply read to a verdict or a named reason, in linear time ----------------------------------------
+
+READINGS = {
+    # A reply cut at max_tokens is unparseable whatever it reads as: the reason, or a second grade, was cut.
+    "cut-after-the-grade": ('{"correct": true,', "length", Unparseable("cut")),
+    "cut-whole-json": ('{"correct": true, "reason": "ok"}', "length", Unparseable("cut")),
+    "stopped-whole-json": ('{"correct": true, "reason": "ok"}', "stop", Verdict(True, "ok")),
+    "blank": (" \n", None, Unparseable("empty")),
+    "json-nested-too-deep": ("[" * 21 + "]" * 21 + '\n{"correct": true}', None, Unparseable("too_deep")),
+    "list-at-the-depth-limit": ("[" * 20 + "]" * 20 + '\n{"correct": true}', None, Verdict(True, None)),
+    "more-brackets-than-read": ("[]" * MAX_TOKENS + '{"correct": true}', None, Unparseable("too_long")),
+    "ligatures-growing-18-fold": ("\ufdfa" * 10 + '{"correct": true}', None, Unparseable("too_long")),
+    "full-width-normalised": ('｛"ｃｏｒｒｅｃｔ"： ｔｒｕｅ｝', None, Verdict(True, None)),
+    "no-grade": ("I cannot judge this.", None, Unparseable("no_grade")),
+    "json-without-the-field": ('{"verdict": true}', None, Unparseable("no_grade")),
+    # a sentence is a grade that must agree with the rubric's field, never the only one
+    "sentence-beside-json-without-the-field": (
+        'The answer is incorrect.\n{"verdict": "no"}',
+        None,
+        Unparseable("no_grade"),
+    ),
+    "off-the-scale": ('{"correct": "partly"}', None, Unparseable("off_scale")),
+    "two-grades": ('{"correct": true}\n{"correct": false}', None, Unparseable("conflicting")),
+    "a-line-of-its-own-contradicts": ('No\n{"correct": true}', None, Unparseable("conflicting")),
+    "a-line-of-its-own-agrees": ('**Yes.**\n{"correct": true, "reason": "r"}', None, Verdict(True, "r")),
+    # an integer past Python's 4,300 digits does not decode; the field is read from the text around it
+    "huge-integer-beside-the-field": (
+        '{"correct": true, "n": ' + "1" * 5000 + "}",
+        None,
+        Verdict(True, None),
+    ),
+}
+
+
+@pytest.mark.parametrize(("reply", "finish_reason", "expected"), READINGS.values(), ids=READINGS.keys())
+def test_a_reply_reads_to_a_verdict_or_to_the_reason_it_has_none(reply, finish_reason, expected):
+    assert read_verdict(reply, CORRECT, finish_reason) == expected
+
+
+def test_a_cut_reply_has_its_own_parse_status_and_every_other_unparseable_reply_one_status():
+    statuses = {reason: Unparseable(reason).status for reason in get_args(UnparseableReason)}
+    assert statuses == {reason: JUDGE_CUT if reason == "cut" else "unparseable" for reason in statuses}
+    assert JUDGE_CUT == "judge_cut"
+
+
+SCALES = {"threadmed": SCORE_SCALE, "fqr": CORRECT}
+# How each grade is written: JSON literals (a string's text is also written bare, outside JSON).
+WRITTEN = {
+    "threadmed": {1.0: ("1", "1.0", '"1"'), 0.5: ("0.5", '"0.5"', ".5"), 0.0: ("0", "0.0", '"0"')},
+    "fqr": {True: ("true", '"yes"', '"True"'), False: ("false", '"no"', '"FALSE"')},
+}
+# Judges' notes that state no grade.
+NOTES = (
+    "Main point: x-ray if she cannot walk four steps (Ottawa rules).",
+    "The AI gives rest and ice only, with no red flag.",
+    "Both advise ibuprofen 400 mg with food, for 5 days.",
+    "The physician asks about the allergy first; the AI does not.",
+    "- dose\n- duration\n- safety net",
+)
+REASONS = ("Same advice.", "Misses the red flag.", "Switches the drug.", "Keeps the allergen.")
+
+
+@st.composite
+def stated(draw, scale_name: str, grade: Any) -> tuple[str, str | None]:
+    """The rubric's field stated with `grade` in JSON or on a label line, and the reason given with it."""
+    field = SCALES[scale_name].field
+    key = draw(st.sampled_from([field, field.upper(), field.title()]))
+    written = draw(st.sampled_from(WRITTEN[scale_name][grade]))
+    reason = draw(st.none() | st.sampled_from(REASONS))
+    form = draw(st.sampled_from(["json", "fenced json", "label"]))
+    if form == "label":
+        line = draw(st.sampled_from(["{}: {}", "**{}:** {}", "{} = {}"])).format(key, written.strip('"'))
+        return (line if reason is None else f"{line}\nReason: {reason}"), reason
+    pairs = [f'"{key}": {written}'] + ([] if reason is None else [f'"reason": {json.dumps(reason)}'])
+    obj = "{" + ", ".join(draw(st.permutations(pairs))) + "}"
+    return (f"```json\n{obj}\n```" if form == "fenced json" else obj), reason
+
+
+@st.composite
+def bare(draw, scale_name: str, grade: Any, whole_reply: bool) -> str:
+    """A grade alone: a reply that is nothing but a grade (maybe fenced), or a line of its own."""
+    written = draw(st.sampled_from(WRITTEN[scale_name][grade])).strip('"')
+    framed = f"```\n{written}\n```" if whole_reply else f"**{written}**"
+    return draw(st.sampled_from([written, f"{written}.", framed]))
+
+
+@st.composite
+def replies(draw) -> tuple[str, list[str], Verdict]:
+    """A reply stating one grade in a documented form: the grade alone, or its field in JSON or on a label
+    line between notes; as the scale's name, the reply's lines, and the verdict it states."""
+    scale_name = draw(st.sampled_from(sorted(SCALES)))
+    grade = draw(st.sampled_from(sorted(WRITTEN[scale_name])))
+    if draw(st.booleans()):
+        return scale_name, [draw(bare(scale_name, grade, whole_reply=True))], Verdict(grade, None)
+    text, reason = draw(stated(scale_name, grade))
+    before, after = (draw(st.lists(st.sampled_from(NOTES), max_size=3)) for _ in range(2))
+    return scale_name, [*before, text, *after], Verdict(grade, reason)
+
+
+@given(replies())
+def test_a_reply_stating_a_grade_in_any_documented_form_reads_to_that_grade(reply):
+    scale_name, lines, verdict = reply
+    assert read_verdict("\n".join(lines), SCALES[scale_name]) == verdict
+
+
+@given(replies(), st.data())
+def test_a_second_different_grade_on_any_line_of_a_reply_makes_it_unparseable(reply, data):
+    scale_name, lines, verdict = reply
+    scale = SCALES[scale_name]
+    other = data.draw(st.sampled_from([grade for grade in WRITTEN[scale_name] if grade != verdict.grade]))
+    words = [f"The answer is {word}." for word, grade in scale.grade_words.items() if grade == other]
+    second = data.draw(
+        stated(scale_name, other).map(lambda form: form[0])
+        | bare(scale_name, other, whole_reply=False)
+        | st.sampled_from(words)
+    )
+    lines.insert(data.draw(st.integers(0, len(lines))), second)
+    assert isinstance(read_verdict("\n".join(lines), scale), Unparseable)
+
+
+# Pieces of replies that have made parsers backtrack, recurse or rescan: runs of brackets and quotes, names
+# followed by runs of stars and blanks, broken JSON, characters NFKC expands.
+HOSTILE_PIECES = (
+    "{", "[", "}", "]", '"', "'", ":", ",", " ", "\t", "\n", "*", "**", "0", "1", "0.5", ".", "/", "(0-1)",
+    "score", "SCORE", '"score"', '"score":', "correct", '"correct": ', "true", "no", "reason", '"reason": "',
+    "for turn ", "answer is ", "not ", "incorrect", "partially correct", "```", "<score>", "\ufdfa", "\uff11",
+    "e\u0301", '{"score": 1}', '{"correct": true}', "[[", "]]", "1" * 50,
+)  # fmt: skip
+hostile_texts = st.lists(
+    st.tuples(st.sampled_from(HOSTILE_PIECES), st.integers(1, 400)).map(lambda piece: piece[0] * piece[1]),
+    max_size=12,
+).map("".join)
+
+
+@given(hostile_texts | st.text())
+def test_any_text_reads_to_a_verdict_or_a_named_reason_on_either_scale(text):
+    for scale in SCALES.values():
+        assert isinstance(read_verdict(text, scale), Verdict | Unparseable)
+
+
+def test_no_pattern_of_a_scale_can_backtrack_into_an_unbounded_repeat():
+    patterns = {
+        f"{name}.{key}": pattern for name, scale in SCALES.items() for key, pattern in scale._patterns.items()
+    }
+    patterns |= {"_REASON_FIELD": verdicts._REASON_FIELD, "_NON_ASCII_RUN": verdicts._NON_ASCII_RUN}
+    assert {name: backtracking_repeats(pattern) for name, pattern in patterns.items()} == {
+        name: [] for name in patterns
+    }
+
+
+# Each pattern searches the (normalised) reply once, and the label value is matched on each label's line.
+PASSES = 9
+
+
+@given(hostile_texts)
+def test_the_work_of_reading_a_reply_is_linear_in_its_length(text):
+    for scale in (numeric_scale("score", (0.0, 0.5, 1.0), {"correct": 1.0}), boolean_scale("correct")):
+        with counting(verdicts, ["_REASON_FIELD", "_NON_ASCII_RUN"], scale._patterns) as work:
+            read_verdict(text, scale)
+        read = MAX_NORMALISED_GROWTH * len(text) + 1
+        assert work.handed <= PASSES * read and work.decoded <= text.count("{") + text.count("[")
+
+
+@given(st.text(alphabet="ae\u0301\u0308\u0323\uff11\u1100\u1161\u11a8\uac00\u212b\u00c5 \n", max_size=40))
+def test_normalising_run_by_run_is_normalising_the_whole_reply(text):
+    assert verdicts._normalised(text) == unicodedata.normalize("NFKC", text)

@@ -11,9 +11,14 @@ from tasks.benchmarks.snomed.patient_bench.plan import build_plan, estimate_job,
 from tasks.benchmarks.snomed.patient_bench.report import BenchReportSettings, bench_report
 from tasks.benchmarks.snomed.patient_bench.solver import ask_patient, score_answers
 from tasks.evals.outputs import EpisodeCounts, RunTables, summarize_by_epoch
+from tasks.evals.verdicts import JUDGE_CUT
 
 ANSWERS = EpisodeCounts(
-    counts={"answered": ("status", "ok"), "failed": ("status", "failed")},
+    counts={
+        "answered": ("status", "ok"),
+        "failed": ("status", "failed"),
+        "judge\ncut": ("judge_status", JUDGE_CUT),
+    },
     score_column="disclosed",
     score_label="disclosure %",
     score_note="share of positive questions answered with the record's fact, per asking (epoch)",

@@ -47,7 +47,8 @@ PATIENT_SCORES = Contract(
         ("clinical_terms", pa.list_(pa.string())),
         ("words", pa.int32()),
         ("consistent", pa.bool_()),  # the same on every asking of the question
-        ("judge_status", pa.string()),  # ok | unparseable | failed; null without a judge
+        # ok | unparseable | judge_cut (the judge's last reply cut at its max_tokens) | failed; null: no judge
+        ("judge_status", pa.string()),
         ("faithful", pa.bool_()),
         ("judge_reason", pa.string()),
         ("judge_call_key", pa.string()),

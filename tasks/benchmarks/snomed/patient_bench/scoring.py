@@ -26,6 +26,7 @@ from tasks.benchmarks.snomed.oracle.answers import answer_stance
 from tasks.benchmarks.snomed.oracle.topics import observation_kinds
 from tasks.benchmarks.snomed.patient import Disclosure, Lexicon, keyword_score, leak_names_by_code
 from tasks.benchmarks.snomed.patient_bench.questions import BenchQuestion
+from tasks.evals.verdicts import JUDGE_CUT
 
 CLINICAL_TERMS_VERSION = 1
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -129,4 +130,5 @@ def patient_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "positive_answers": sum(row["kind"] == "positive" for row in answered),
         "negative_answers": sum(row["kind"] == "negative" for row in answered),
         "judged": sum(row["faithful"] is not None for row in answered),
+        "n_judge_cut": sum(row.get("judge_status") == JUDGE_CUT for row in answered),
     }

@@ -20,7 +20,7 @@ from tasks.benchmarks.snomed.patient_bench.scoring import consistent, score_answ
 from tasks.benchmarks.snomed.solver import RoleSetup, call_columns
 from tasks.evals.config import JudgeSpec
 from tasks.evals.job_state import job_result
-from tasks.evals.verdicts import boolean_scale, parse_verdict
+from tasks.evals.verdicts import Verdict, boolean_scale, read_verdict
 from tasks.llm.call import complete, counting_outcomes
 from tasks.llm.ledger import CallLedger
 from tasks.llm.prompts import PromptTemplate
@@ -158,7 +158,8 @@ def judge_answer(
     job: BenchScoreJob, question: BenchQuestion, answer: dict[str, Any], call: Any
 ) -> dict[str, Any]:
     """Ask the judge whether the answer is faithful to the record, re-asking (its reply shown) while its reply
-    holds no valid verdict; 'unparseable' after `max_reasks`, never a default grade."""
+    holds no valid verdict (a reply cut at the judge's max_tokens holds none); 'unparseable' after
+    `max_reasks`, or 'judge_cut' when the last reply was cut, never a default grade."""
     judge = job.judge
     assert judge is not None
     messages = judge_messages(judge.rubric, job.record_text, question.question, answer["text"] or "")
@@ -171,8 +172,8 @@ def judge_answer(
                 "judge_reason": record.error,
                 "judge_call_key": record.key,
             }
-        verdict = parse_verdict(record.text, FAITHFUL_SCALE)
-        if verdict is not None:
+        verdict = read_verdict(record.text, FAITHFUL_SCALE, record.finish_reason)
+        if isinstance(verdict, Verdict):
             return {
                 "judge_status": "ok",
                 "faithful": verdict.grade,
@@ -185,7 +186,7 @@ def judge_answer(
             {"role": "user", "content": judge.rubric.render("reask")},
         ]
     return {
-        "judge_status": "unparseable",
+        "judge_status": verdict.status,
         "faithful": None,
         "judge_reason": None,
         "judge_call_key": record.key,

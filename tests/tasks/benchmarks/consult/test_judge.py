@@ -97,6 +97,24 @@ def test_a_reply_without_a_verdict_is_reasked_once_then_unparseable_and_never_wr
     assert len(requests) == 4
 
 
+def test_a_judge_reply_cut_at_its_max_tokens_is_reasked_and_judge_cut_when_the_last_one_is_cut():
+    """A cut reply reads as a verdict by its text ('{"correct": true,'), but its reason was cut off."""
+    cut = ('{"correct": true,', "length")
+    replies, requests = [cut, ('{"correct": false}', "stop"), cut, cut], []
+
+    def call(request):
+        text, finish_reason = replies[len(requests)]
+        requests.append(request)
+        now = datetime.now(UTC)
+        return CallRecord(key=request.key(), model=request.model, status="ok", text=text,
+                          finish_reason=finish_reason, started_at=now, finished_at=now)  # fmt: skip
+
+    judgements = judge_follow_ups(JOB, FOLLOWED, EPISODE, call)
+    assert [(j.status, j.correct) for j in judgements] == [("ok", False), ("judge_cut", None)]
+    assert requests[1].messages[-2] == {"role": "assistant", "content": '{"correct": true,'}
+    assert len(requests) == 4  # the first follow-up asked twice; the second asked twice, cut both times
+
+
 def test_a_failed_judge_call_is_a_failed_judgement_with_its_error():
     call, _ = scripted(None, '{"correct": true}')
     judgements = judge_follow_ups(JOB, FOLLOWED, EPISODE, call)

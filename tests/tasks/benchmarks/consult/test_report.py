@@ -23,7 +23,7 @@ from tasks.benchmarks.consult.report import (
     load_runs,
     publish_report_artifacts,
 )
-from tasks.benchmarks.consult.tables import build_tables, cut_notes, terminal_tables
+from tasks.benchmarks.consult.tables import build_tables, cut_notes, report_notes, terminal_tables
 from tasks.core.preflight import UserError
 from tasks.evals.outputs import write_table
 from tasks.report.stats import bootstrap_mean, seeded_rng
@@ -351,6 +351,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "unverified": {"items": 1, "unverified": 0, "rate": 0.0, "plans": 0},  # c1's one item is checked
         "replies_cut": {},
         "fqr_truncated": 0,
+        "n_judge_cut": 0,
         "judge": {
             "models": ["threadmed/consult-judge"],
             "rubric_versions": ["judge_fqr_v1"],
@@ -415,6 +416,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "unverified": {"items": 1, "unverified": 1, "rate": 1.0, "plans": 1},  # c1's unresolved drug
         "replies_cut": {"diagnosis": 1},  # c2's differential
         "fqr_truncated": 0,
+        "n_judge_cut": 0,
         "judge": {
             "models": ["threadmed/consult-judge"],
             "rubric_versions": ["judge_fqr_v1"],
@@ -594,7 +596,7 @@ def test_report_folder_markdown_figures_and_stats(runs) -> None:
     assert "| 50.0 | 66.7 | 33.3 | 100.0 | 1 | 61.1 |" in markdown
     # follow-up: FQR, DCSR, churn, revisions unparseable, graded, ungraded, judge, stage score
     assert (
-        "| alpha | 2 | 75.0 [50.0, 100.0] | 100.0 [100.0, 100.0] | 0.0 | 0 | 4 | 1 | "
+        "| alpha | 2 | 75.0 [50.0, 100.0] | 100.0 [100.0, 100.0] | 0.0 | 0 | 4 | 1 | 0 | "
         "threadmed/consult-judge (offline heuristic) | 87.5 |" in markdown
     )
     assert "| beta | 3 | 50.0 [0.0, 100.0] | 50.0 [0.0, 100.0] | 50.0 | 1 | 2 | 1 | " in markdown
@@ -771,6 +773,19 @@ def test_replies_cut_at_max_tokens_are_noted_by_model_and_stage(metrics: dict[st
     assert cut_notes({"models": {"b": marked["b"]}}) == []
 
 
+def test_follow_up_grades_missing_for_a_cut_judge_reply_are_noted_by_model(metrics: dict[str, Any]) -> None:
+    cut = {
+        **metrics,
+        "models": {**metrics["models"], "alpha": {**metrics["models"]["alpha"], "n_judge_cut": 2}},
+    }
+    assert [note for note in report_notes(cut) if "(judge cut)" in note] == [
+        "2 follow-up grade(s) are missing because the judge's reply was still cut at its max_tokens after "
+        "the last re-ask (judge cut): left out of FQR, not scored 0; a larger judge max_tokens avoids "
+        "this (alpha 2)."
+    ]
+    assert [note for note in report_notes(metrics) if "(judge cut)" in note] == []
+
+
 def test_the_terminal_composite_says_what_it_is_to_the_reader(metrics: dict[str, Any]) -> None:
     composite = terminal_tables(metrics)[-1]
     assert (composite.title, composite.caption) == (
@@ -805,9 +820,10 @@ def test_a_model_with_no_fqr_grade_read_has_no_follow_up_stage_and_no_composite_
     assert (beta["fqr"]["mean"], beta["dcsr"]["mean"], beta["composite"]["follow_up"]) == (None, 0.5, None)
     assert beta["composite"]["score"] is None
     follow_up = next(table for table in build_tables(metrics) if table.key == "follow-up")
-    # FQR, DCSR, churn, revisions unparseable, graded, ungraded, judge, stage score
+    # FQR, DCSR, churn, revisions unparseable, graded, ungraded, judge cut, judge, stage score
     assert follow_up.rows[0][2:] == [
-        "—", "50.0 [0.0, 100.0]", "50.0", "1", "0", "3", "threadmed/consult-judge (offline heuristic)", "—"
+        "—", "50.0 [0.0, 100.0]", "50.0", "1", "0", "3", "0", "threadmed/consult-judge (offline heuristic)",
+        "—",
     ]  # fmt: skip
     leaderboard = next(table for table in build_tables(metrics) if table.key == "composite")
     assert leaderboard.rows == [["1", "beta", "50.0", "61.1", "61.1", "—", "—"]]

@@ -1,5 +1,6 @@
 from pathlib import Path
 
+from tasks.benchmarks.consult.judge import n_judge_cut
 from tasks.benchmarks.consult.summary import summarize
 from tasks.evals.outputs import GroupSummary
 
@@ -37,6 +38,7 @@ def test_the_summary_counts_each_stages_unparsed_outputs_and_scores_the_composit
                 "plan\nunparsed": 1,
                 "revision\nunparsed": 3,  # revised plans, 2 in c1 and 1 in c2
                 "cut": 0,
+                "judge\ncut": 0,
             },
             score=62.5,  # 100 x (0.5 + 0.75) / 2: an undefined composite is left out
             cost_usd=0.0,
@@ -49,5 +51,23 @@ def test_the_summary_counts_each_stages_unparsed_outputs_and_scores_the_composit
         "plan\nunparsed",
         "revision\nunparsed",
         "cut",
+        "judge\ncut",
     ]
     assert summary.score_label == "composite"
+
+
+def test_the_summary_counts_follow_ups_whose_judge_reply_was_cut_as_the_report_does():
+    def row(epoch, statuses):
+        follow_ups = [{"judge_status": status} for status in statuses]
+        return {"model": "m", "case_id": "c1", "epoch": epoch, "status": "completed", "diagnosis_parse": "ok",
+                "plan_parse": "ok", "composite": None, "follow_ups": follow_ups}  # fmt: skip
+
+    rows = [row(0, ["ok", "judge_cut", "judge_cut"]), row(1, ["unparseable", "truncated"]), row(2, [])]
+    summary = summarize("r1", Path("run"), [], rows)
+    assert [(group.group, group.counts["judge\ncut"]) for group in summary.groups] == [
+        ("0", 2),
+        ("1", 0),
+        ("2", 0),
+    ]
+    assert summary.count_labels[-1] == "judge\ncut" and "judge cut:" in summary.score_note
+    assert [n_judge_cut(r["follow_ups"]) for r in rows] == [2, 0, 0]

@@ -1,10 +1,18 @@
-"""Final-answer parsing and code checks: given a reply or a code, expect the whole result."""
+"""Final-answer parsing and code checks: given a reply or a code, expect the whole result; then any reply,
+hostile or not, read to codes, to no answer or to the reason it cannot be read, with work linear in its
+length (counted)."""
+
+import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from tasks.benchmarks.snomed import codes
 from tasks.benchmarks.snomed.codes import (
     AnswerItems,
     CodeCheck,
+    UnparseableAnswer,
     check_codes,
     classify_code,
     find_final_answer,
@@ -13,6 +21,8 @@ from tasks.benchmarks.snomed.codes import (
     parse_final_answer,
     read_answer,
 )
+from tasks.core.json_text import MAX_TOKENS
+from tests.parser_work import backtracking_repeats, counting
 
 SYNTHEA_ODD_CODE = "10939881000119104"  # emitted by Synthea, fails Verhoeff
 VOCABULARY = {"44054006", "38341003", "195662009", SYNTHEA_ODD_CODE}
@@ -132,3 +142,120 @@ def test_check_codes_splits_in_order():
         invalid=("44054007", "236974004"),
         malformed=("44054007",),
     )
+
+
+# --- any reply read to codes, to no answer or to the reason it cannot be read, in linear time ---------------
+
+READINGS = {
+    "list-nested-too-deep": (
+        "<Final Answer>: " + "[" * 21 + '"44054006"' + "]" * 21,
+        UnparseableAnswer("too_deep"),
+    ),
+    "list-at-the-depth-limit": ("<Final Answer>: " + "[" * 20 + '"44054006"' + "]" * 20, ("44054006",)),
+    "more-brackets-than-read": ("<Final Answer>: [" + "[]" * MAX_TOKENS + "]", UnparseableAnswer("too_long")),
+    # json.loads of these raised RecursionError
+    "three-thousand-open-brackets": ("<Final Answer>: " + "[" * 3000, ()),
+    "three-thousand-pairs-nested": (
+        "<Final Answer>: " + "[" * 3000 + "]" * 3000,
+        UnparseableAnswer("too_deep"),
+    ),
+    # an integer past Python's 4,300 digits is no JSON the decoder reads: the items are read as text
+    # (and a number of 5,000 digits is offered as a code, malformed)
+    "huge-integer": ("<Final Answer>: [44054006, " + "1" * 5000 + "]", ("44054006", "1" * 5000)),
+    "line-breaks-before-a-bare-marker": ("\n" * 5000 + "Final Answer: 44054006", ("44054006",)),
+}
+
+
+@pytest.mark.parametrize(("reply", "expected"), READINGS.values(), ids=READINGS.keys())
+def test_a_reply_reads_to_codes_or_to_the_reason_its_final_answer_cannot_be_read(reply, expected):
+    assert parse_final_answer(reply) == expected
+
+
+def test_an_unparseable_answer_says_what_could_not_be_read():
+    assert [UnparseableAnswer(reason).describe() for reason in ("too_deep", "too_long")] == [
+        "final answer not read: a JSON list nested deeper than 20 levels",
+        "final answer not read: more than 100,000 brackets and strings",
+    ]
+
+
+CODES = st.lists(
+    st.sampled_from(["44054006", "38341003", "195662009", "10939881000119104", "12345"]), unique=True
+)
+PROSE = st.sampled_from(["", "I think so.", "Thank you for your answers.", "Here is my final list."])
+
+
+@st.composite
+def final_answers(draw, predicted: list[str]) -> str:
+    """A final-answer line as clinicians write it: marker, then the codes as a JSON list, a fenced list, a
+    Python-style list, or separated by commas, with display names or not."""
+    marker = draw(
+        st.sampled_from(["<Final Answer>:", "<final answer> :", "**Final Answer**:", "Final Answer:"])
+    )
+    # A display name beside a code only of a SNOMED id's length: a shorter number is offered only alone.
+    named = [
+        draw(st.sampled_from([code, f"{code} - Hypertension", f"Type 2 diabetes ({code})"]))
+        if len(code) >= 6
+        else code
+        for code in predicted
+    ]
+    written = draw(
+        st.sampled_from(
+            [
+                json.dumps(named),
+                f"\n```json\n{json.dumps(named)}\n```",
+                str(named),
+                ", ".join(named),
+            ]
+        )
+    )
+    return f"{marker} {written}"
+
+
+@given(PROSE, CODES, PROSE)
+def test_a_final_answer_in_any_documented_form_reads_to_its_codes(before, predicted, after):
+    reply = f"{before}\n{format_final_answer(predicted)}\n{after}"
+    assert parse_final_answer(reply) == tuple(predicted)
+
+
+@given(PROSE, CODES, st.data())
+def test_each_form_of_a_final_answer_reads_to_its_codes_and_the_last_one_counts(before, predicted, data):
+    first = data.draw(final_answers(data.draw(CODES)))
+    last = data.draw(final_answers(predicted))
+    assert parse_final_answer(f"{before}\n{first}\n{last}") == tuple(predicted)
+
+
+# Pieces of replies that made the old parser recurse or rescan: brackets, line breaks, markers, digit runs.
+HOSTILE_PIECES = (
+    "[", "]", "{", "}", '"', "'", ",", ";", " ", "\n", "\t", "*", "`", "```json\n", ">", "#", "-", "_", ":",
+    "<Final Answer>", "<final answer>:", "Final Answer:", "final", "answer", "44054006", "1" * 30, ".",
+)  # fmt: skip
+hostile_replies = st.lists(
+    st.tuples(st.sampled_from(HOSTILE_PIECES), st.integers(1, 400)).map(lambda piece: piece[0] * piece[1]),
+    max_size=12,
+).map("".join)
+
+
+@given(hostile_replies | st.text())
+def test_any_reply_reads_to_codes_to_no_answer_or_to_an_unparseable_answer(reply):
+    read = parse_final_answer(reply)
+    assert read is None or isinstance(read, UnparseableAnswer) or all(code.isdigit() for code in read)
+
+
+def test_no_pattern_of_the_answer_parser_can_backtrack_into_an_unbounded_repeat():
+    names = ["_MARKER", "_DIGIT_RUN", "_FENCE_OPENING", "_BRACKET_RUN", "_ITEM_SEPARATOR", "_LEADING_NUMBER"]
+    assert {name: backtracking_repeats(getattr(codes, name)) for name in names} == {
+        name: [] for name in names
+    }
+
+
+# The marker search, the fence, the bracket walk and the item split each read the reply at most once; the
+# digit runs and leading numbers are read item by item, and items do not overlap.
+PASSES = 6
+
+
+@given(hostile_replies)
+def test_the_work_of_reading_a_final_answer_is_linear_in_its_length(reply):
+    names = ["_MARKER", "_DIGIT_RUN", "_FENCE_OPENING", "_BRACKET_RUN", "_ITEM_SEPARATOR", "_LEADING_NUMBER"]
+    with counting(codes, names) as work:
+        parse_final_answer(reply)
+    assert work.handed <= PASSES * (len(reply) + 1) and work.decoded <= reply.count("[") + reply.count("{")

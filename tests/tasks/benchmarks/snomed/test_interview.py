@@ -123,6 +123,16 @@ def test_no_parseable_answer_after_the_re_ask_is_an_empty_prediction():
     assert len(script.asked) == 4
 
 
+def test_a_final_answer_that_cannot_be_read_whole_is_no_answer_and_is_asked_for_again():
+    unreadable = "<Final Answer>: " + "[" * 21 + '"59621000"' + "]" * 21
+    script = Script(["Q1?", unreadable, unreadable, '<Final Answer>: ["59621000"]'], ["A1.", "A2."])
+    interview = run_interview(CASE, PROMPTS, script, InterviewSettings(max_turns=2, max_reasks=1))
+    assert [turn.text for turn in interview.turns[3:]] == [
+        "Q1?", "A1.", unreadable, "A2.", "FINAL NOW", unreadable, "REASK", '<Final Answer>: ["59621000"]'
+    ]  # fmt: skip
+    assert (interview.status, interview.predicted_codes) == ("answered", ("59621000",))
+
+
 def test_an_empty_final_list_is_an_answer_not_a_missing_one():
     script = Script(["<Final Answer>: []"], [])
     interview = run_interview(CASE, PROMPTS, script, InterviewSettings())

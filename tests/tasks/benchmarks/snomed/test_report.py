@@ -283,6 +283,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         # c3 failed: 2 scored interviews, per-case EM (0, 1), P (.5, 1), R (.5, 1), F1 (.5, 1)
         "n_cases": 2,
         "n_failed": 1,
+        "n_unparseable": 0,
         "n_empty_gold": 0,
         **{name: interval("alpha", alpha_outcomes, name) for name in names},
         # 2 correct of 3 predicted and 3 gold codes
@@ -311,6 +312,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "epochs": 1,
         "n_cases": 3,
         "n_failed": 0,
+        "n_unparseable": 0,
         "n_empty_gold": 1,
         **{name: interval("beta", beta_outcomes, name) for name in names},
         "micro": {"precision": 1.0, "recall": 2 / 3, "f1": 0.8},

@@ -111,6 +111,34 @@ def test_a_reply_without_a_final_answer_is_no_answer_scored_as_an_empty_predicti
     }
 
 
+def test_a_final_answer_that_cannot_be_read_whole_is_unparseable_named_and_scored_as_an_empty_prediction():
+    final = "<Final Answer>: " + "[" * 21 + f'"{HYPERTENSION}"' + "]" * 21
+    row = interview_result(score_job((HYPERTENSION,)), interview(final), VOCABULARY)
+    assert row == {
+        **KEY,
+        **COUNTS,
+        "gold_codes": [HYPERTENSION],
+        "n_gold": 1,
+        "status": "unparseable",
+        "error": "final answer not read: a JSON list nested deeper than 20 levels",
+        "final_answer": final,
+        "predicted_codes": [],
+        "invalid_codes": [],
+        "not_codes": [],
+        "malformed_codes": [],
+        "hit_codes": [],
+        "missed_codes": [HYPERTENSION],
+        "wrong_codes": [],
+        "n_predicted": 0,
+        "n_correct": 0,
+        "exact_match": 0.0,
+        "precision": 0.0,
+        "recall": 0.0,
+        "f1": 0.0,
+        "empty_gold": False,
+    }
+
+
 def test_a_failed_call_leaves_the_interview_unscored_with_its_error():
     messages = [*interview(ANSWER)[:4], message(2, "patient", None, "failed")]
     row = interview_result(score_job((HYPERTENSION,)), messages, VOCABULARY)

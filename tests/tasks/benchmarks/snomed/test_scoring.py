@@ -40,6 +40,21 @@ def test_no_answer_is_scored_as_an_empty_prediction():
     assert score_outcome(outcome) == CaseScore(0.0, 0.0, 0.0, 0.0, 0, 1, 0, False)
 
 
+def test_an_unparseable_final_answer_is_scored_as_an_empty_prediction_and_counted_apart():
+    outcomes = [
+        CaseOutcome("c1", 0, "unparseable", (), (SINUSITIS,), n_questions=4),
+        CaseOutcome("c2", 0, "answered", (SINUSITIS,), (SINUSITIS,), n_questions=2),
+    ]
+    assert score_outcome(outcomes[0]) == CaseScore(0.0, 0.0, 0.0, 0.0, 0, 1, 0, False)
+    metrics = summarise_run(outcomes, seeded_rng(0, "run"), n_resamples=10)
+    assert (metrics.n_cases, metrics.n_unparseable, metrics.no_answer_rate, metrics.f1.estimate) == (
+        2,
+        1,
+        0.0,
+        0.5,
+    )
+
+
 OUTCOMES = [
     # c1: perfect, 3 questions, 3 replies, none leaking
     CaseOutcome("c1", 0, "answered", (SINUSITIS, BRONCHITIS), (SINUSITIS, BRONCHITIS), (), (), 3, 3, 0),
@@ -71,9 +86,9 @@ def test_summarise_run_whole_value():
     assert point == pytest.approx({"exact_match": 0.5, "precision": 0.625, "recall": 0.625, "f1": 0.625})
     assert metrics.f1.n == 4 and metrics.f1.n_resamples == 200
     assert metrics.f1.low <= 0.625 <= metrics.f1.high
-    assert metrics[:3] == (4, 1, 1)  # n_cases, n_failed, n_empty_gold
+    assert metrics[:4] == (4, 1, 0, 1)  # n_cases, n_failed, n_unparseable, n_empty_gold
     # micro P, R, F1, invalid, malformed, not a code (1 of 4 codes + 1 item), no-answer, questions, leaks
-    rates = metrics[7:16]
+    rates = metrics[8:17]
     assert rates == pytest.approx((3 / 4, 3 / 5, 2 / 3, 1 / 4, 1 / 4, 1 / 5, 1 / 4, 30 / 4, 2 / 30))
     assert metrics.condition_recall == (
         ConditionRecall(SINUSITIS, 2, 2, 0, 1.0),  # ties: by code

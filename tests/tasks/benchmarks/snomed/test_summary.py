@@ -28,6 +28,7 @@ def test_counts_mean_f1_and_cost_per_model_and_epoch_with_one_example_per_failur
     results = [
         result("doc", 0, "t1", "answered", 0.5),
         result("doc", 0, "t2", "no_answer", 0.0),
+        result("doc", 0, "t4", "unparseable", 0.0),
         result("doc", 0, "t3", "failed"),
         result("doc", 1, "t1", "answered", 1.0),
         result("alt", 0, "t1", "failed"),
@@ -50,21 +51,21 @@ def test_counts_mean_f1_and_cost_per_model_and_epoch_with_one_example_per_failur
             GroupSummary(
                 model="alt",
                 group="0",
-                counts={"answered": 0, "no\nanswer": 0, "failed": 2, "cut": 0},
+                counts={"answered": 0, "no\nanswer": 0, "un-\nparseable": 0, "failed": 2, "cut": 0},
                 score=None,
                 cost_usd=0.0625,
             ),
             GroupSummary(
                 model="doc",
                 group="0",
-                counts={"answered": 1, "no\nanswer": 1, "failed": 1, "cut": 1},
-                score=25.0,
+                counts={"answered": 1, "no\nanswer": 1, "un-\nparseable": 1, "failed": 1, "cut": 1},
+                score=100 * 0.5 / 3,
                 cost_usd=0.75,
             ),
             GroupSummary(
                 model="doc",
                 group="1",
-                counts={"answered": 1, "no\nanswer": 0, "failed": 0, "cut": 0},
+                counts={"answered": 1, "no\nanswer": 0, "un-\nparseable": 0, "failed": 0, "cut": 0},
                 score=100.0,
                 cost_usd=0.125,
             ),
@@ -72,13 +73,13 @@ def test_counts_mean_f1_and_cost_per_model_and_epoch_with_one_example_per_failur
         failed_calls={"rate_limit": 2, "server_error": 1},
         failure_examples={"rate_limit": "429 slow down", "server_error": "500 boom"},
         group_label="epoch",
-        count_labels=["answered", "no\nanswer", "failed", "cut"],
+        count_labels=["answered", "no\nanswer", "un-\nparseable", "failed", "cut"],
         score_label="F1",
         score_note="mean F1 0-100 over scored interviews (failed excluded); cost of clinician and patient",
     )
     assert [table.rows for table in summary.tables()] == [
-        [["0", "0", "0", "2", "0", "—", "0.0625"]],
-        [["0", "1", "1", "1", "1", "25.0", "0.7500"], ["1", "1", "0", "0", "0", "100.0", "0.1250"]],
+        [["0", "0", "0", "0", "2", "0", "—", "0.0625"]],
+        [["0", "1", "1", "1", "1", "1", "16.7", "0.7500"], ["1", "1", "0", "0", "0", "0", "100.0", "0.1250"]],
     ]
 
 

@@ -15,6 +15,7 @@ from tasks.benchmarks.threadmed.baselines import (
     OVERLAP_JUDGE,
     OVERLAP_JUDGE_LABEL,
     RETRIEVAL,
+    _tagged,
     coverage_verdict,
     load_corpus,
     overlap_verdict,
@@ -199,3 +200,17 @@ def test_a_process_that_unpickles_a_job_can_call_the_offline_models(tmp_path):
         check=True,
     )
     assert worker.stdout.strip() == DEFERRAL_REPLY
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("<ai_answer>\n  Rest it.  \n</ai_answer>", "Rest it."),
+        # the first tag and the closing tag after it; blanks inside kept (a lazy regex rescanned them)
+        ("<ai_answer>a" + " " * 5000 + "b</ai_answer> <ai_answer>c</ai_answer>", "a" + " " * 5000 + "b"),
+        ("<ai_answer>never closed", None),
+        ("</ai_answer> before <ai_answer>", None),
+    ],
+)
+def test_an_offline_judge_reads_the_tagged_answer_from_its_prompt(prompt, expected):
+    assert _tagged(prompt, "ai_answer") == expected

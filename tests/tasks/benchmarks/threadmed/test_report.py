@@ -26,8 +26,9 @@ from tasks.core.preflight import UserError
 from tasks.report.html import PACKED_DATA_TYPE, unpack_json
 from tests.perf.bench_report import write_dataset, write_run
 
-# Scores per (model, condition) and thread, by turn. "U": unparseable judgment; "F": failed call (its
-# judgment not run); None: not asked (the oracle condition starts at turn 1).
+# Scores per (model, condition) and thread, by turn. "U": unparseable judgment ("C": its judge reply was cut
+# at max_tokens); "F": failed call (its judgment not run); None: not asked (the oracle condition starts at
+# turn 1).
 SCORES: dict[tuple[str, str], dict[str, list[Any]]] = {
     ("alpha", "baseline"): {"c1": [1, 0, 0], "c2": [0.5, 1, 0.5, 1], "c3": [0.5, 0, "U", 0]},
     ("alpha", "oracle"): {"c1": [None, 0.5, 1], "c2": [None, 1, 1, 0.5], "c3": [None, 0, 0.5, 1]},
@@ -65,7 +66,7 @@ def rows_of(pairs: dict[tuple[str, str], dict[str, list[Any]]], run_id: str) -> 
                 responses.append(
                     {**key, "status": "failed" if failed else "ok", "response": text, **CALL_USD}
                 )
-                status = {"F": "not_run", "U": "unparseable"}.get(score, "ok")
+                status = {"F": "not_run", "U": "unparseable", "C": "judge_cut"}.get(score, "ok")
                 judged = {
                     "parse_status": status,
                     "score": score if status == "ok" else None,
@@ -198,7 +199,23 @@ def test_unscored_judgments_are_excluded_and_counted(metrics: dict[str, Any]) ->
     beta = metrics["models"]["beta"]["baseline"]["overall"]
     assert (beta["n"], beta["n_unscored"]) == (10, 1)
     judge = metrics["judge"]
-    assert (judge["unparseable"], judge["excluded"]) == (1, {"not_run": 1, "unparseable": 1})
+    assert (judge["unparseable"], judge["n_judge_cut"], judge["excluded"]) == (
+        1,
+        0,
+        {"not_run": 1, "unparseable": 1},
+    )
+
+
+def test_judgments_whose_judge_reply_was_cut_are_counted_beside_the_unparseable_ones(tmp_path):
+    run = make_run(tmp_path, {("alpha", "baseline"): {"c1": [1, "C", "U"], "c2": [0.5, "C", 1, "F"]}})
+    metrics = compute_metrics(load_runs([run]), SETTINGS)[0]
+    assert (metrics["judge"]["unparseable"], metrics["judge"]["n_judge_cut"]) == (1, 2)
+    assert metrics["models"]["alpha"]["baseline"]["overall"]["n_unscored"] == 4
+    [judge_table] = [table for table in build_tables(metrics) if table.key == "judge-cost"]
+    assert (judge_table.columns, judge_table.rows) == (
+        ["Judge model", "Unparseable", "Judge cut", "Other unscored", "Cost ($)"],
+        [["openai/gpt-4o", "1", "2", "1", "0.07"]],
+    )
 
 
 def test_costs_count_every_call(metrics: dict[str, Any]) -> None:

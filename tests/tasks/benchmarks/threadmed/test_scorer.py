@@ -224,6 +224,28 @@ def test_a_reply_never_parsed_is_unparseable_never_zero(server, ankle, tmp_path)
     assert len(server.requests) == 3
 
 
+def test_a_judge_reply_cut_at_max_tokens_is_asked_again_never_read_as_a_grade(server, ankle, tmp_path):
+    # Through litellm: the provider says finish_reason 'length'. The cut reply reads as 0.5 by its text.
+    server.script(Action(content='{"SCORE": 0.5, "REASON": "The AI', finish_reason="length"))
+    [row] = judge_thread.fn(job(server, ankle), responses(ankle, "ok"), tmp_path)
+    assert (row["score"], row["parse_status"], row["attempts"]) == (1.0, "ok", 2)
+    assert server.requests[1].messages[2] == {
+        "role": "assistant",
+        "content": '{"SCORE": 0.5, "REASON": "The AI',
+    }
+
+
+def test_a_judge_reply_cut_at_every_asking_is_judge_cut_unscored(server, ankle, tmp_path):
+    server.script(*[Action(content='{"SCORE": 1.0, "REASON": "Same', finish_reason="length")] * 3)
+    [row] = judge_thread.fn(job(server, ankle, max_reasks=2), responses(ankle, "ok"), tmp_path)
+    assert (row["score"], row["reason"], row["parse_status"], row["attempts"]) == (None, None, "judge_cut", 3)
+    assert (row["raw_reply"], row["error"], len(server.requests)) == (
+        '{"SCORE": 1.0, "REASON": "Same',
+        None,
+        3,
+    )
+
+
 def test_a_failed_judge_call_is_a_failure_not_a_score(server, ankle, tmp_path):
     server.script(Action(status=401))
     state = judge_thread.fn(job(server, ankle), responses(ankle, "ok"), tmp_path)

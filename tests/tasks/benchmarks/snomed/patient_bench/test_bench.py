@@ -16,6 +16,7 @@ from tasks.benchmarks.snomed.patient_bench.report import build_bench_report, met
 from tasks.benchmarks.snomed.patient_bench.scoring import clinical_terms_in, consistent, mentions_fact
 from tasks.evals.config import JudgeSpec, ModelSpec, SampleSpec
 from tasks.llm.offline import register_offline_model
+from tests.llm_server import Action, LLMServer
 from tests.snomed_fixtures import write_case_set
 from tests.snomed_oracle_fixtures import run_inline
 
@@ -52,7 +53,7 @@ def expected(**values):
     base = {
         "disclosure": 0.0, "hallucination": 0.0, "leak": 0.0, "lay_language": 1.0, "mean_words": 3.0,
         "consistency": 1.0, "faithful": 1.0, "answers": 8, "failed": 0, "positive_answers": 2,
-        "negative_answers": 6, "judged": 8,
+        "negative_answers": 6, "judged": 8, "n_judge_cut": 0,
     }  # fmt: skip
     return {**base, **values}
 
@@ -83,6 +84,24 @@ def test_a_judge_without_a_verdict_is_unparseable_never_a_grade(tmp_path):
     )
     assert {row["judge_status"] for row in rows["scored"]} == {"unparseable"}
     assert (metrics[NEVER_KNOWS]["faithful"], metrics[NEVER_KNOWS]["judged"]) == (None, 0)
+
+
+def test_a_judge_reply_cut_at_its_max_tokens_is_asked_again_then_judge_cut_and_counted(tmp_path):
+    # Through litellm to the local server: every reply reads as a verdict by its text, but was cut.
+    cut = Action(content='{"faithful": true, "reason": "The answer', finish_reason="length")
+    with LLMServer() as server:
+        server.script(*[cut] * 16)  # 8 answers, each asked and re-asked once
+        judge = JudgeSpec(name="judge", model="openai/judge", api_base=server.url, max_reasks=1)
+        rows, metrics = bench(tmp_path, [NEVER_KNOWS], sample=SampleSpec(limit=1), judge=judge)
+        assert len(server.requests) == 16
+    assert {row["judge_status"] for row in rows["scored"]} == {"judge_cut"}
+    assert metrics[NEVER_KNOWS] == expected(faithful=None, judged=0, n_judge_cut=8)
+    summary = PATIENT_BENCH.summarize("r1", tmp_path / "run", rows["solved"], rows["scored"])
+    assert [group.counts for group in summary.groups] == [
+        {"answered": 4, "failed": 0, "judge\ncut": 4, "cut": 0}
+    ] * 2  # per asking (epoch)
+    build_bench_report.fn(run_dirs=[str(tmp_path / "run")], out_dir=str(tmp_path / "report"), settings=None)
+    assert "| judge replies cut | 8 |" in (tmp_path / "report" / "report.md").read_text()
 
 
 def test_without_a_judge_nothing_is_judged_and_the_report_compares_the_patients(tmp_path):
