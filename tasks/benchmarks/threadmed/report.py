@@ -3,7 +3,8 @@
 Reads only RUN_DIR/{responses,judgments}.parquet, RUN_DIR/manifest.json and the dataset the manifest
 names; it never calls a model, so a report can be re-made at any time. Several runs that share a
 dataset and a judge merge into one report; runs that grade the same answers with different judges (or
-epochs of one judge) make a judge panel, whose grade the metrics are computed on. Output folder:
+samples of one judge: other params or epochs) make a judge panel, whose grade the metrics are computed
+on. Output folder:
 
     metrics.json            every number (evaluation.md "Metrics"), null where undefined
     stats_*.parquet         the tables the figures are drawn from
@@ -53,6 +54,7 @@ from tasks.report.files import write_stats_table
 from tasks.report.panel import (
     CONSENSUS_RULE,
     Differing,
+    JudgeRun,
     PanelJudge,
     consensus_grades,
     differing,
@@ -62,6 +64,7 @@ from tasks.report.panel import (
     judge_grades,
     judge_pairs,
     panel_judges,
+    sample_label,
 )
 from tasks.report.runs import PanelRuns, check_each_unit_once, check_one_case_set, check_same_graded
 from tasks.report.stats import BootstrapCI, bootstrap_mean, mann_whitney, seeded_rng, spearman
@@ -105,13 +108,13 @@ class Turns:
 
 @dataclass(frozen=True)
 class Grades:
-    """A judge panel's grading of the turns: one column per grader (a judge's epoch), as in Turns' rows."""
+    """A judge panel's grading of the turns: one column per grader (a judge's sample), as in Turns' rows."""
 
     score: np.ndarray  # NaN unless that grader's judgment parsed
     status: np.ndarray
     reason: np.ndarray
     usd: np.ndarray
-    judge: np.ndarray  # per turn and judge, the judge's grade: the consensus of its epochs' grades
+    judge: np.ndarray  # per turn and judge, the judge's vote: the consensus of its samples' grades
 
 
 @dataclass(frozen=True)
@@ -209,21 +212,32 @@ def _read_funnel(dataset_dir: Path) -> list[dict[str, Any]] | None:
     return [row for row in content if isinstance(row, dict)]
 
 
-def _judge_setup_text(manifest: RunManifest) -> str:
-    setup = manifest.judge_setup
-    prompts = ", ".join(f"{version} {sha256[:12]}" for version, sha256 in sorted(setup["prompts"].items()))
-    return f"{manifest.judge_model} [{prompts or 'prompts not recorded'}] {json.dumps(setup['params'])}"
+def _judge_name(manifest: RunManifest) -> str:
+    """The judge's model and prompts (its rubric and re-ask) by version and hash."""
+    prompts = manifest.judge_setup["prompts"]
+    versions = ", ".join(f"{version} {sha256[:12]}" for version, sha256 in sorted(prompts.items()))
+    return f"{manifest.judge_model} [{versions or 'prompts not recorded'}]"
 
 
 def _judge_of(manifest: RunManifest) -> str:
+    """Everything that makes a run's grades what they are: judge, params as sent and epoch."""
     epoch = f" epoch {manifest.judge_epoch}" if manifest.judge_epoch else ""
-    return _judge_setup_text(manifest) + epoch
+    return f"{_judge_name(manifest)} {json.dumps(manifest.judge_setup['params'])}{epoch}"
 
 
-def _judge_identity(manifest: RunManifest) -> tuple[str, int]:
-    """A judge: its model, its prompts' hashes and its params (a rubric file or a temperature changes the
-    grades as much as the model does); and the epoch, a repeat of one judge."""
-    return json.dumps([manifest.judge_model, manifest.judge_setup], sort_keys=True), manifest.judge_epoch
+def _judge_run(manifest: RunManifest) -> JudgeRun:
+    """A run's judge as a panel sees it: the judge is its model and prompts' hashes (a rubric file changes the
+    grades as much as the model does: one vote each); its params as sent and its epoch make a sample of
+    that judge (a temperature or a repeat samples the same judge again)."""
+    setup = manifest.judge_setup
+    return JudgeRun(
+        judge=json.dumps([manifest.judge_model, setup["prompts"]], sort_keys=True),
+        sample=json.dumps([setup["params"], manifest.judge_epoch], sort_keys=True),
+        model=manifest.judge_model,
+        name=_judge_name(manifest),
+        sample_label=sample_label(setup["params"], manifest.judge_epoch),
+        run_id=manifest.run_id,
+    )
 
 
 def _answers(responses: pa.Table) -> dict[tuple[Any, ...], tuple[Any, ...]]:
@@ -273,7 +287,7 @@ def _grades(table: pa.Table, judges: list[PanelJudge]) -> Grades:
 
 def _turns_from_table(table: pa.Table, judges: list[PanelJudge] | None) -> Turns:
     """The turns of the joined table; with a judge panel, scored by the panel: the consensus of its
-    judges' grades, each judge's grade being the consensus of its epochs' (so epochs do not outvote)."""
+    judges' votes, each judge's vote being the consensus of its samples' (so samples do not outvote)."""
     if judges is None:
         grades = None
         status = _turn_status(table)
@@ -330,7 +344,8 @@ def _judgments(run_dirs: list[Path], runs: list[int], suffix: str) -> pa.Table:
 
 def load_runs(run_dirs: list[Path]) -> RunData:
     """Read and merge run directories (responses ⟕ judgments ⟕ the dataset's QA pairs). Runs that grade the
-    same answers with several judges (or epochs) join one column of judgments per judge and epoch."""
+    same answers with several judges (or samples of one) join one column of judgments per grader (a
+    judge's sample)."""
     manifests = [read_manifest(run_dir) for run_dir in run_dirs]
     response_columns = [
         *RUN_KEY, "status", "response", "finish_reason", "input_cost_usd", "output_cost_usd", "cost_usd",
@@ -341,7 +356,8 @@ def load_runs(run_dirs: list[Path]) -> RunData:
         for run_dir in run_dirs
     ]
     check_one_case_set(manifests)
-    graders = group_graders([_judge_identity(manifest) for manifest in manifests])
+    judge_runs = [_judge_run(manifest) for manifest in manifests]
+    graders = group_graders(judge_runs)
     judges = None
     if len(graders) == 1:
         check_each_unit_once(manifests, [_units(responses) for responses in responses_by_run])
@@ -361,12 +377,7 @@ def load_runs(run_dirs: list[Path]) -> RunData:
             "differently",
             "answers",
         )
-        judges = panel_judges(
-            graders,
-            [x.judge_model for x in manifests],
-            [_judge_setup_text(x) for x in manifests],
-            [x.run_id for x in manifests],
-        )
+        judges = panel_judges(graders, judge_runs)
         responses = pa.concat_tables(responses_by_run[i] for i in next(iter(graders.values())))
         for column, runs in enumerate(graders.values()):
             judged = _judgments(run_dirs, runs, f"_{column}").drop_columns(["run_id"])
@@ -699,7 +710,7 @@ def _panel_row(
     condition: str,
     judge: str,
     estimate: dict[str, Any],
-    epochs: int | None,
+    samples: int | None,
     drifted: Differing | None,
     judges_differ: Differing | None = None,
 ) -> dict[str, Any]:
@@ -713,7 +724,7 @@ def _panel_row(
         "mean": estimate["mean"],
         "ci_low": ci[0],
         "ci_high": ci[1],
-        "n_epochs": epochs,
+        "n_samples": samples,
         "drift_n": None if drifted is None else drifted.n,
         "drift_changed": None if drifted is None else drifted.count,
         "drift_pct": None if drifted is None else _points(drifted.share),
@@ -745,7 +756,7 @@ def _disagreements(turns: Turns, judges: list[PanelJudge]) -> list[dict[str, Any
 
 
 def _panel_judges_json(turns: Turns, judges: list[PanelJudge]) -> list[dict[str, Any]]:
-    """Each judge over the whole report: its epochs and runs, cost, unscored turns and drift."""
+    """Each judge over the whole report: its samples and runs, cost, unscored turns and drift."""
     grades = turns.grades
     assert grades is not None
     entries = []
@@ -755,10 +766,11 @@ def _panel_judges_json(turns: Turns, judges: list[PanelJudge]) -> list[dict[str,
             {
                 "label": judge.label,
                 "model": judge.model,
-                "epochs": judge.epochs,
+                "samples": judge.samples,
+                "n_samples": len(judge.samples),
                 "runs": judge.runs,
                 "cost_usd": float(grades.usd[:, judge.columns].sum()),
-                # judgments of all its epochs
+                # judgments of all its samples
                 **_unscored(grades.status[:, judge.columns][np.isnan(grades.score[:, judge.columns])]),
                 "unscored_turns": int(np.isnan(grades.judge[:, index]).sum()),
                 "drift": None if drifted is None else _differing_json(drifted),
@@ -775,7 +787,7 @@ PANEL_STATS = pa.schema(
         *((name, pa.string()) for name in ("model", "condition", "judge")),
         ("n", pa.int64()),
         *((name, pa.float64()) for name in ("mean", "ci_low", "ci_high")),
-        *((name, pa.int64()) for name in ("n_epochs", "drift_n", "drift_changed")),
+        *((name, pa.int64()) for name in ("n_samples", "drift_n", "drift_changed")),
         ("drift_pct", pa.float64()),
         *((name, pa.int64()) for name in ("differ_n", "differ_count")),
         ("differ_pct", pa.float64()),
