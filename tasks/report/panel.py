@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tasks.evals.agreement import consensus_grade
+from tasks.report.stats import Undefined
 
 CONSENSUS_RULE = (
     "One judge is a judge model with its rubric, and has one vote: its samples (runs of it at other "
@@ -23,11 +24,12 @@ CONSENSUS_RULE = (
 
 
 class Differing(NamedTuple):
-    """Among the `n` answers every grader graded, the `count` whose grades are not all equal."""
+    """Among the `n` answers every grader graded, the `count` whose grades are not all equal; `share`, count
+    over n, is Undefined when n is 0."""
 
     n: int
     count: int
-    share: float | None
+    share: float | Undefined
 
 
 def consensus_grades(grades: np.ndarray) -> np.ndarray:
@@ -37,12 +39,21 @@ def consensus_grades(grades: np.ndarray) -> np.ndarray:
     )
 
 
-def differing(grades: np.ndarray) -> Differing:
-    """How often the graders differ (judges of a panel, or the epochs of one judge: its drift), over the
-    rows every grader graded; `share` is None when there is none."""
+def differing(grades: np.ndarray, item: str = "answer", graders: str = "graders") -> Differing:
+    """How often the graders differ (judges of a panel, or the samples of one judge: its drift), over the
+    rows every grader graded; with none, the share is undefined, the reason naming the `item` and `graders`
+    ('no turn graded by both judges')."""
     complete = grades[~np.isnan(grades).any(axis=1)]
     count = int((complete != complete[:, :1]).any(axis=1).sum())
-    return Differing(len(complete), count, count / len(complete) if len(complete) else None)
+    if len(complete) == 0:
+        every = "both" if grades.shape[1] == 2 else "all"
+        return Differing(0, 0, Undefined(f"no {item} graded by {every} {graders}", 0))
+    return Differing(len(complete), count, count / len(complete))
+
+
+def exact_agreement(pair: Differing) -> float | Undefined:
+    """The share of the answers two graders both graded on which they gave the same grade."""
+    return pair.share if isinstance(pair.share, Undefined) else 1 - pair.share
 
 
 class PanelJudge(NamedTuple):
@@ -116,15 +127,17 @@ def judge_grades(grades: np.ndarray, judges: Sequence[PanelJudge]) -> np.ndarray
     return np.column_stack([consensus_grades(grades[:, judge.columns]) for judge in judges])
 
 
-def judge_pairs(grades: np.ndarray, judges: Sequence[PanelJudge]) -> list[tuple[str, str, Differing]]:
-    """Every pair of judges (in panel order) with how often they differ over the answers both graded;
+def judge_pairs(
+    grades: np.ndarray, judges: Sequence[PanelJudge], item: str = "answer"
+) -> list[tuple[str, str, Differing]]:
+    """Every pair of judges (in panel order) with how often their votes differ over the `item`s both graded;
     `grades` is (answers x judges)."""
     return [
-        (judges[a].label, judges[b].label, differing(grades[:, [a, b]]))
+        (judges[a].label, judges[b].label, differing(grades[:, [a, b]], item, "judges"))
         for a, b in combinations(range(len(judges)), 2)
     ]
 
 
-def drift(grades: np.ndarray, judge: PanelJudge) -> Differing | None:
+def drift(grades: np.ndarray, judge: PanelJudge, item: str = "answer") -> Differing | None:
     """How often a judge's samples differ (its self-consistency); None for a judge sampled once."""
-    return differing(grades[:, judge.columns]) if len(judge.columns) > 1 else None
+    return differing(grades[:, judge.columns], item, "samples") if len(judge.columns) > 1 else None

@@ -52,6 +52,7 @@ from tasks.report.panel import (
     consensus_grades,
     differing,
     drift,
+    exact_agreement,
     group_graders,
     judge_grades,
     judge_pairs,
@@ -70,7 +71,7 @@ from tasks.report.runs import (
     read_rows,
 )
 from tasks.report.runs import check_run_folder as check_run_files
-from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng
+from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng, value_columns
 
 RUN_FILES = ("manifest.json", "messages.parquet", "scores.parquet")
 INQUIRY_DATA = Path(__file__).parent / "inquiry" / "data"
@@ -535,7 +536,9 @@ def primary_rows(models: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _differing_json(result: Differing | None) -> dict[str, Any] | None:
-    return None if result is None else {"n": result.n, "count": result.count, "share": result.share}
+    if result is None:
+        return None
+    return {"n": result.n, "count": result.count, **value_columns("share", result.share)}
 
 
 def _fqr_panel_model(run: RunData, model: str, settings: ReportSettings) -> dict[str, Any] | None:
@@ -561,13 +564,13 @@ def _fqr_panel_model(run: RunData, model: str, settings: ReportSettings) -> dict
         ]
         rng = seeded_rng(settings.seed, "consult", model, "fqr", "judge", judge.label)
         interval = metric_interval(rows, "fqr", rng, settings.n_resamples)
-        judges[judge.label] = {**interval, "drift": _differing_json(drift(graders, judge))}
+        judges[judge.label] = {**interval, "drift": _differing_json(drift(graders, judge, "follow-up"))}
     return {
         "judges": judges,
-        "disagreement": _differing_json(differing(judged)),
+        "disagreement": _differing_json(differing(judged, "follow-up", "judges")),
         "pairs": [
-            {"judges": [first, second], "n": pair.n, "exact": None if pair.share is None else 1 - pair.share}
-            for first, second, pair in judge_pairs(judged, panel.judges)
+            {"judges": [first, second], "n": pair.n, **value_columns("exact", exact_agreement(pair))}
+            for first, second, pair in judge_pairs(judged, panel.judges, "follow-up")
         ],
     }
 
@@ -592,7 +595,7 @@ def fqr_panel(run: RunData, models: dict[str, dict[str, Any]], settings: ReportS
                 "samples": judge.samples,
                 "n_samples": len(judge.samples),
                 "runs": judge.runs,
-                "drift": _differing_json(drift(every, judge)),
+                "drift": _differing_json(drift(every, judge, "follow-up")),
             }
             for judge in panel.judges
         ],

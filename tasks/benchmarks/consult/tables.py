@@ -16,6 +16,7 @@ from tasks.report.tables import (
     format_number,
     format_percent,
     format_share_ci,
+    format_statistic,
     table_html,
     table_markdown,
 )
@@ -389,8 +390,11 @@ def usage_table(metrics: dict[str, Any]) -> Table:
 
 
 def _differing_cell(result: dict[str, Any] | None) -> str:
-    if result is None or result["n"] == 0:
+    """'20.0 (1 of 5)'; 'undefined: ...' with the reason; a dash where it does not apply (one sample)."""
+    if result is None:
         return "—"
+    if result["share"] is None:
+        return format_statistic(result, "share")
     return f"{format_percent(result['share'])} ({result['count']} of {result['n']})"
 
 
@@ -413,7 +417,7 @@ def fqr_panel_tables(metrics: dict[str, Any]) -> list[Table]:
              _differing_cell(entry["disagreement"])]
         )  # fmt: skip
         pairs += [
-            [model, " = ".join(pair["judges"]), str(pair["n"]), format_percent(pair["exact"])]
+            [model, " = ".join(pair["judges"]), str(pair["n"]), format_statistic(pair, "exact", 1, scale=100)]
             for pair in entry["pairs"]
         ]
     columns = ["Model", "Judge", "Samples", "n", "FQR % [95% CI]", "Drift %", "Judges differ %"]

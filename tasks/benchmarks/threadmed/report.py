@@ -59,6 +59,7 @@ from tasks.report.panel import (
     consensus_grades,
     differing,
     drift,
+    exact_agreement,
     grader_labels,
     group_graders,
     judge_grades,
@@ -67,7 +68,15 @@ from tasks.report.panel import (
     sample_label,
 )
 from tasks.report.runs import PanelRuns, check_each_unit_once, check_one_case_set, check_same_graded
-from tasks.report.stats import BootstrapCI, bootstrap_mean, mann_whitney, seeded_rng, spearman
+from tasks.report.stats import (
+    BootstrapCI,
+    Undefined,
+    bootstrap_mean,
+    mann_whitney,
+    seeded_rng,
+    spearman,
+    value_columns,
+)
 
 RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]
 TURN_KEY = RUN_KEY[1:]
@@ -665,8 +674,13 @@ def _judge_summary(turns: Turns, judge_model: str) -> dict[str, Any]:
 MAX_DISAGREEMENTS = 20
 
 
+def _pct(share: float | Undefined) -> float | Undefined:
+    """A share in [0, 1] on the report's 0-100 scale; an undefined share stays undefined."""
+    return share if isinstance(share, Undefined) else 100.0 * share
+
+
 def _differing_json(result: Differing) -> dict[str, Any]:
-    return {"n": result.n, "count": result.count, "pct": _points(result.share)}
+    return {"n": result.n, "count": result.count, **value_columns("pct", _pct(result.share))}
 
 
 def _panel_condition(
@@ -684,24 +698,30 @@ def _panel_condition(
         estimate = _estimate(
             mean.mean(np.ones(len(mean.score), dtype=bool), mean.score, "judge", judge.label)
         )
-        drifted = drift(grades.score[rows], judge)
+        drifted = drift(grades.score[rows], judge, "turn")
         entry["judges"][judge.label] = {
             **estimate,
             "drift": None if drifted is None else _differing_json(drifted),
         }
         panel_rows.append(_panel_row(model, condition, judge.label, estimate, len(judge.columns), drifted))
     entry["panel"] = {key: overall[key] for key in ("n", "mean", "ci")}
-    everyone = differing(grades.judge[rows])
+    everyone = differing(grades.judge[rows], "turn", "judges")
     entry["disagreement"] = _differing_json(everyone)
     panel_rows.append(_panel_row(model, condition, "panel", entry["panel"], None, None, everyone))
     entry["pairs"] = []
-    for first, second, pair in judge_pairs(grades.judge[rows], judges):
-        exact = None if pair.share is None else _points(1 - pair.share)
-        entry["pairs"].append({"judges": [first, second], "n": pair.n, "exact_pct": exact})
+    for first, second, pair in judge_pairs(grades.judge[rows], judges, "turn"):
+        exact = value_columns("exact_pct", _pct(exact_agreement(pair)))
+        entry["pairs"].append({"judges": [first, second], "n": pair.n, **exact})
         pair_rows.append(
-            {"model": model, "condition": condition, "judge_a": first, "judge_b": second, "n": pair.n,
-             "exact_pct": exact}
-        )  # fmt: skip
+            {
+                "model": model,
+                "condition": condition,
+                "judge_a": first,
+                "judge_b": second,
+                "n": pair.n,
+                **exact,
+            }
+        )
     return entry, panel_rows, pair_rows
 
 
@@ -727,10 +747,10 @@ def _panel_row(
         "n_samples": samples,
         "drift_n": None if drifted is None else drifted.n,
         "drift_changed": None if drifted is None else drifted.count,
-        "drift_pct": None if drifted is None else _points(drifted.share),
+        **value_columns("drift_pct", None if drifted is None else _pct(drifted.share)),
         "differ_n": None if judges_differ is None else judges_differ.n,
         "differ_count": None if judges_differ is None else judges_differ.count,
-        "differ_pct": None if judges_differ is None else _points(judges_differ.share),
+        **value_columns("differ_pct", None if judges_differ is None else _pct(judges_differ.share)),
     }
 
 
@@ -761,7 +781,7 @@ def _panel_judges_json(turns: Turns, judges: list[PanelJudge]) -> list[dict[str,
     assert grades is not None
     entries = []
     for index, judge in enumerate(judges):
-        drifted = drift(grades.score, judge)
+        drifted = drift(grades.score, judge, "turn")
         entries.append(
             {
                 "label": judge.label,
@@ -789,8 +809,10 @@ PANEL_STATS = pa.schema(
         *((name, pa.float64()) for name in ("mean", "ci_low", "ci_high")),
         *((name, pa.int64()) for name in ("n_samples", "drift_n", "drift_changed")),
         ("drift_pct", pa.float64()),
+        ("drift_pct_undefined", pa.string()),
         *((name, pa.int64()) for name in ("differ_n", "differ_count")),
         ("differ_pct", pa.float64()),
+        ("differ_pct_undefined", pa.string()),
     ]
 )
 PAIR_STATS = pa.schema(
@@ -798,6 +820,7 @@ PAIR_STATS = pa.schema(
         *((name, pa.string()) for name in ("model", "condition", "judge_a", "judge_b")),
         ("n", pa.int64()),
         ("exact_pct", pa.float64()),
+        ("exact_pct_undefined", pa.string()),
     ]
 )
 

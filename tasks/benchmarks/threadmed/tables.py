@@ -13,7 +13,7 @@ from tasks.benchmarks.threadmed.figures import FIGURES
 from tasks.benchmarks.threadmed.metrics import TURN_GROUPS
 from tasks.report.html import browser_parts, data_parts, figures_html, render_page
 from tasks.report.stats import significance_stars
-from tasks.report.tables import Table, short_keys, table_html, table_markdown
+from tasks.report.tables import Table, format_statistic, short_keys, table_html, table_markdown
 
 OVERLAP_JUDGE_PREFIX = "threadmed/overlap-judge"
 PANEL_PREFIX = "judge panel: "
@@ -246,8 +246,11 @@ def _length_table(metrics: dict[str, Any]) -> Table:
 
 
 def _differing_cell(result: dict[str, Any] | None) -> str:
-    if result is None or result["n"] == 0:
+    """'18.2 (2 of 11)'; 'undefined: ...' with the reason; a dash where it does not apply (one sample)."""
+    if result is None:
         return "—"
+    if result["pct"] is None:
+        return format_statistic(result, "pct")
     return f"{_number(result['pct'])} ({result['count']} of {result['n']})"
 
 
@@ -273,7 +276,13 @@ def _panel_tables(metrics: dict[str, Any]) -> list[Table]:
             disagreement = _differing_cell(entry["disagreement"])
             rows.append([model, condition, "panel", "", str(entry["panel"]["n"]), mean, "", disagreement])
             pairs += [
-                [model, condition, " = ".join(pair["judges"]), str(pair["n"]), _number(pair["exact_pct"])]
+                [
+                    model,
+                    condition,
+                    " = ".join(pair["judges"]),
+                    str(pair["n"]),
+                    format_statistic(pair, "exact_pct", digits=1),
+                ]
                 for pair in entry["pairs"]
             ]
     drifting = [

@@ -8,11 +8,13 @@ from tasks.report.panel import (
     JudgeRun,
     consensus_grades,
     differing,
+    exact_agreement,
     group_graders,
     judge_grades,
     panel_judges,
     sample_label,
 )
+from tasks.report.stats import Undefined
 
 NAN = float("nan")
 
@@ -30,7 +32,19 @@ def test_consensus_of_each_row_skips_the_ungraded() -> None:
 def test_differing_counts_the_rows_every_grader_graded() -> None:
     assert differing(np.array([[1, 1], [1, 0.5], [NAN, 0], [0, 0]])) == Differing(3, 1, 1 / 3)
     assert differing(np.array([[1, 1, 1], [1, 1, 0]])) == Differing(2, 1, 0.5)
-    assert differing(np.array([[NAN, 1.0]])) == Differing(0, 0, None)
+    assert differing(np.array([[NAN, 1.0]])) == Differing(
+        0, 0, Undefined("no answer graded by both graders", 0)
+    )
+    assert differing(np.array([[NAN, 1.0, 1.0], [1.0, NAN, 1.0]]), "turn", "samples") == Differing(
+        0, 0, Undefined("no turn graded by all samples", 0)
+    )
+
+
+def test_exact_agreement_is_the_share_of_equal_grades_or_undefined() -> None:
+    assert exact_agreement(Differing(4, 1, 0.25)) == 0.75
+    assert exact_agreement(Differing(0, 0, Undefined("no turn graded by both judges", 0))) == Undefined(
+        "no turn graded by both judges", 0
+    )
 
 
 GRADES = st.sampled_from([0.0, 0.5, 1.0, NAN])

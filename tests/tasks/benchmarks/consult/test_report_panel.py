@@ -90,9 +90,16 @@ def test_fqr_is_the_panels_beside_each_judges(panel_runs: list[Path]) -> None:
     }
     assert entry["panel"] == metrics["models"]["alpha"]["fqr"]
     # The judges differ on c1's second follow-up and c2's first, of 5; judge-b's epochs on c1's third.
-    assert entry["disagreement"] == {"n": 5, "count": 2, "share": 0.4}
-    assert entry["pairs"] == [{"judges": ["threadmed/consult-judge", "x/judge-b"], "n": 5, "exact": 0.6}]
-    assert entry["judges"]["x/judge-b"]["drift"] == {"n": 5, "count": 1, "share": 0.2}
+    assert entry["disagreement"] == {"n": 5, "count": 2, "share": 0.4, "share_undefined": None}
+    assert entry["pairs"] == [
+        {"judges": ["threadmed/consult-judge", "x/judge-b"], "n": 5, "exact": 0.6, "exact_undefined": None}
+    ]
+    assert entry["judges"]["x/judge-b"]["drift"] == {
+        "n": 5,
+        "count": 1,
+        "share": 0.2,
+        "share_undefined": None,
+    }
     assert entry["judges"]["threadmed/consult-judge"]["drift"] is None
     assert [
         (judge["label"], judge["samples"], judge["runs"]) for judge in metrics["judge_panel"]["judges"]
@@ -156,3 +163,19 @@ def test_judges_of_different_episodes_are_refused_in_one_line(panel_runs: list[P
         f"threadmed/consult-judge {{}}; r2 ({other}): x/judge-b {{}}): report them separately (a judge panel "
         "needs every judge to grade the same episodes)"
     )
+
+
+def test_judges_with_no_follow_up_in_common_have_undefined_agreement_not_a_dash(tmp_path: Path) -> None:
+    """judge-b graded no follow-up (every verdict unread): its agreement with the source's judge is undefined,
+    with the reason, in metrics.json and the table, never a dash or 0."""
+    source = judged(make_run(tmp_path, "r1", ["alpha"]), "r1", "threadmed/consult-judge", SOURCE)
+    unread = {case: [None] * len(verdicts) for case, verdicts in JUDGE_B.items()}
+    metrics = compute_metrics(load_runs([source, judged(source, "r2", "x/judge-b", unread)]), SETTINGS)[0]
+    entry = metrics["judge_panel"]["models"]["alpha"]
+    nobody = "undefined: no follow-up graded by both judges"
+    assert entry["pairs"] == [
+        {"judges": ["threadmed/consult-judge", "x/judge-b"], "n": 0, "exact": None, "exact_undefined": nobody}
+    ]
+    assert entry["disagreement"] == {"n": 0, "count": 0, "share": None, "share_undefined": nobody}
+    table = next(table for table in build_tables(metrics) if table.key == "fqr-judge-agreement")
+    assert table.rows == [["alpha", "threadmed/consult-judge = x/judge-b", "0", nobody]]
