@@ -117,7 +117,8 @@ def percentile_interval(
     estimate: float | None, replicates: np.ndarray, n: int, *, n_resamples: int, level: float = LEVEL
 ) -> BootstrapCI:
     """The percentile interval of a statistic's bootstrap replicates. A resample in which the statistic is
-    undefined (NaN: say, one grade only) is left out; without any defined replicate the bounds are None."""
+    undefined (NaN: say, one grade only) is left out; without any defined replicate the bounds are None, and
+    `no_interval` says so."""
     defined = replicates[np.isfinite(replicates)]
     if estimate is None:
         return BootstrapCI(estimate, None, None, n, n_resamples)
