@@ -49,7 +49,7 @@ def agreement(
     Never calls a model. Writes agreement.json, agreement.md, a CSV per table and fig_agreement.png: Cohen's
     kappa (unweighted, linear, quadratic), ordinal Krippendorff's alpha, exact agreement and confusion counts,
     by turn group, model and answer length; the paper's metrics on the human grades beside the judge's; a
-    length check; and each judge's drift between epochs.
+    length check; and each judge's drift between its samples (runs at other params or epochs).
     """
     from flows.judge_agreement import judge_agreement
     from tasks.benchmarks.threadmed.agreement import (

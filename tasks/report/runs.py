@@ -164,12 +164,12 @@ class PanelRuns(NamedTuple):
 
 def check_same_graded(
     manifests: Sequence[RunIdentity],
-    graders: dict[tuple[str, int], list[int]],
+    graders: dict[tuple[str, str], list[int]],
     runs: PanelRuns,
     judged: str,
     items: str,
 ) -> None:
-    """Raise UserError unless every grader (a judge in one epoch; `graders` maps it to its runs' indices)
+    """Raise UserError unless every grader (a sample of a judge; `graders` maps it to its runs' indices)
     has each unit from one of its runs and graded the same items; the refusal says the runs were `judged`
     (differently, by other judges...) and that a panel needs the same `items`."""
     graded = []

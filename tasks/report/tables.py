@@ -5,6 +5,7 @@ Pure: every renderer takes a Table and returns text or a rich renderable.
 """
 
 import html
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from rich.table import Table as RichTable
@@ -113,3 +114,18 @@ def format_share_ci(estimate: dict[str, Any]) -> str:
         return format_percent(estimate["mean"])
     low, high = estimate["ci"]
     return f"{100 * estimate['mean']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def format_statistic(row: Mapping[str, Any], name: str, digits: int = 2, scale: float = 1.0) -> str:
+    """The one way a statistic stored by stats.statistic_columns is shown, in every table, page and terminal:
+    '0.62 [0.50, 0.73]', '1.00 (no interval: 1 item, fewer than 10)', 'undefined: no item graded by both'
+    (`scale` multiplies the stored value and bounds, 100 for a share shown in %). A dash: a statistic the row
+    does not compute (alpha is the only one over all raters), with no reason stored."""
+    estimate, note = row[name], row.get(f"{name}_undefined")
+    if estimate is None:
+        return note or "—"
+    text = f"{scale * estimate:.{digits}f}"
+    low, high = row.get(f"{name}_low"), row.get(f"{name}_high")
+    if low is None or high is None:
+        return f"{text} ({note})" if note else text
+    return f"{text} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"

@@ -4,7 +4,8 @@ Reads only RUN_DIR/{messages,scores}.parquet and RUN_DIR/manifest.json, plus the
 inquiry mining stored (inquiry/data/mined_<policy version>/reference.json); it never calls a model, so a
 report can be re-made at any time. Several runs over the same case set (same fingerprint) merge into one
 report, each model coming from one run; runs whose episodes hold the same messages graded by different FQR
-judges (or epochs of one) make a judge panel, whose grade FQR is computed on. Output folder:
+judges (or samples of one: other params or epochs) make a judge panel, whose grade FQR is computed on.
+Output folder:
 
     metrics.json            every number (consult.md "Metrics"), null where undefined
     stats_*.parquet         the tables the figures are drawn from
@@ -47,14 +48,17 @@ from tasks.report.files import write_stats_table
 from tasks.report.panel import (
     CONSENSUS_RULE,
     Differing,
+    JudgeRun,
     PanelJudge,
     consensus_grades,
     differing,
     drift,
+    exact_agreement,
     group_graders,
     judge_grades,
     judge_pairs,
     panel_judges,
+    sample_label,
 )
 from tasks.report.runs import (
     PanelRuns,
@@ -68,7 +72,7 @@ from tasks.report.runs import (
     read_rows,
 )
 from tasks.report.runs import check_run_folder as check_run_files
-from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng
+from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng, value_columns
 
 RUN_FILES = ("manifest.json", "messages.parquet", "scores.parquet")
 INQUIRY_DATA = Path(__file__).parent / "inquiry" / "data"
@@ -121,18 +125,32 @@ def read_reference(policy_version: str, data_dir: Path = INQUIRY_DATA) -> dict[s
     }
 
 
-def _judge_identity(manifest: RunManifest) -> tuple[str, int]:
-    """The FQR judge of a run (its model, rubric and params; a run config without one: the default) and
-    its epoch, a repeat of one judge."""
+def _judge_run(manifest: RunManifest) -> JudgeRun:
+    """A run's FQR judge as a panel sees it (a run config without one: the default): the judge is its model
+    and rubric (one vote each); its params and epoch make a sample of that judge."""
     judge = manifest.config.get("judge") or {}
-    setup = {key: judge.get(key) for key in ("model", "rubric", "params")}
-    return json.dumps(setup, sort_keys=True), int(judge.get("epoch") or 0)
+    params, epoch = judge.get("params") or {}, int(judge.get("epoch") or 0)
+    return JudgeRun(
+        judge=json.dumps({key: judge.get(key) for key in ("model", "rubric")}, sort_keys=True),
+        sample=json.dumps([params, epoch], sort_keys=True),
+        model=judge.get("model") or "",
+        name=_judge_name(manifest),
+        sample_label=sample_label(params, epoch),
+        run_id=manifest.run_id,
+    )
 
 
 def _judge_name(manifest: RunManifest) -> str:
     judge = manifest.config.get("judge") or {}
     rubric = f" rubric {judge['rubric']}" if judge.get("rubric") else ""
-    return f"{judge.get('model')}{rubric} {json.dumps(judge.get('params') or {})}"
+    return f"{judge.get('model')}{rubric}"
+
+
+def _judge_of(manifest: RunManifest) -> str:
+    """Everything that makes a run's verdicts what they are: judge, params and epoch."""
+    judge = manifest.config.get("judge") or {}
+    epoch = f" epoch {judge['epoch']}" if judge.get("epoch") else ""
+    return f"{_judge_name(manifest)} {json.dumps(judge.get('params') or {})}{epoch}"
 
 
 def _agent_calls(messages: list[dict[str, Any]]) -> dict[tuple[str, str, int], tuple[str | None, ...]]:
@@ -161,18 +179,13 @@ def fqr_of(weights: np.ndarray, verdicts: np.ndarray) -> float | None:
 
 
 def _panel_scores(
-    manifests: list[RunManifest],
     scores_by_run: list[list[dict[str, Any]]],
-    graders: dict[tuple[str, int], list[int]],
+    judge_runs: list[JudgeRun],
+    graders: dict[tuple[str, str], list[int]],
 ) -> tuple[list[dict[str, Any]], FqrPanel]:
     """The first judge's SCORES rows with FQR, its counts, the follow-ups' verdicts and the composite made
     the panel's (the consensus of the judges' verdicts on each follow-up), and the panel's grades."""
-    judges = panel_judges(
-        graders,
-        [(m.config.get("judge") or {}).get("model") or "" for m in manifests],
-        [_judge_name(m) for m in manifests],
-        [m.run_id for m in manifests],
-    )
+    judges = panel_judges(graders, judge_runs)
     by_grader = [
         {_episode_key(row): row for i in runs for row in scores_by_run[i]} for runs in graders.values()
     ]
@@ -225,7 +238,8 @@ def load_runs(run_dirs: list[Path]) -> RunData:
     manifests = [read_manifest(run_dir, CASES_FILE) for run_dir in run_dirs]
     scores_by_run = [read_rows(d / "scores.parquet", SCORES) for d in run_dirs]
     messages_by_run = [read_rows(d / "messages.parquet", MESSAGES) for d in run_dirs]
-    graders = group_graders([_judge_identity(manifest) for manifest in manifests])
+    judge_runs = [_judge_run(manifest) for manifest in manifests]
+    graders = group_graders(judge_runs)
     panel = None
     if len(graders) == 1:
         check_mergeable(manifests, [{row["model"] for row in rows} for rows in scores_by_run])
@@ -239,12 +253,12 @@ def load_runs(run_dirs: list[Path]) -> RunData:
             PanelRuns(
                 [{row["model"] for row in rows} for rows in scores_by_run],
                 [_agent_calls(messages) for messages in messages_by_run],
-                [_judge_name(manifest) for manifest in manifests],
+                [_judge_of(manifest) for manifest in manifests],
             ),
             "by different FQR judges",
             "episodes",
         )
-        scores, panel = _panel_scores(manifests, scores_by_run, graders)
+        scores, panel = _panel_scores(scores_by_run, judge_runs, graders)
         messages = [row for i in next(iter(graders.values())) for row in messages_by_run[i]]
     if not scores:
         raise UserError(f"no episodes in {', '.join(map(str, run_dirs))}: nothing to report", "RUN_DIRS...")
@@ -524,11 +538,13 @@ def primary_rows(models: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _differing_json(result: Differing | None) -> dict[str, Any] | None:
-    return None if result is None else {"n": result.n, "count": result.count, "share": result.share}
+    if result is None:
+        return None
+    return {"n": result.n, "count": result.count, **value_columns("share", result.share)}
 
 
 def _fqr_panel_model(run: RunData, model: str, settings: ReportSettings) -> dict[str, Any] | None:
-    """One model's FQR by each judge (its epochs' consensus) with its drift, how often the judges differ on
+    """One model's FQR by each judge (its samples' consensus) with its drift, how often the judges differ on
     a follow-up, and pairwise exact agreement; None without a completed episode."""
     panel = run.panel
     assert panel is not None
@@ -550,19 +566,19 @@ def _fqr_panel_model(run: RunData, model: str, settings: ReportSettings) -> dict
         ]
         rng = seeded_rng(settings.seed, "consult", model, "fqr", "judge", judge.label)
         interval = metric_interval(rows, "fqr", rng, settings.n_resamples)
-        judges[judge.label] = {**interval, "drift": _differing_json(drift(graders, judge))}
+        judges[judge.label] = {**interval, "drift": _differing_json(drift(graders, judge, "follow-up"))}
     return {
         "judges": judges,
-        "disagreement": _differing_json(differing(judged)),
+        "disagreement": _differing_json(differing(judged, "follow-up", "judges")),
         "pairs": [
-            {"judges": [first, second], "n": pair.n, "exact": None if pair.share is None else 1 - pair.share}
-            for first, second, pair in judge_pairs(judged, panel.judges)
+            {"judges": [first, second], "n": pair.n, **value_columns("exact", exact_agreement(pair))}
+            for first, second, pair in judge_pairs(judged, panel.judges, "follow-up")
         ],
     }
 
 
 def fqr_panel(run: RunData, models: dict[str, dict[str, Any]], settings: ReportSettings) -> dict[str, Any]:
-    """metrics.json's `judge_panel`: the rule, each judge (epochs, runs, drift over every follow-up), and per
+    """metrics.json's `judge_panel`: the rule, each judge (samples, runs, drift over every follow-up), and per
     model each judge's FQR beside the panel's (the headline FQR)."""
     panel = run.panel
     assert panel is not None
@@ -578,9 +594,10 @@ def fqr_panel(run: RunData, models: dict[str, dict[str, Any]], settings: ReportS
             {
                 "label": judge.label,
                 "model": judge.model,
-                "epochs": judge.epochs,
+                "samples": judge.samples,
+                "n_samples": len(judge.samples),
                 "runs": judge.runs,
-                "drift": _differing_json(drift(every, judge)),
+                "drift": _differing_json(drift(every, judge, "follow-up")),
             }
             for judge in panel.judges
         ],

@@ -16,6 +16,7 @@ from tasks.report.tables import (
     format_number,
     format_percent,
     format_share_ci,
+    format_statistic,
     table_html,
     table_markdown,
 )
@@ -391,8 +392,11 @@ def usage_table(metrics: dict[str, Any]) -> Table:
 
 
 def _differing_cell(result: dict[str, Any] | None) -> str:
-    if result is None or result["n"] == 0:
+    """'20.0 (1 of 5)'; 'undefined: ...' with the reason; a dash where it does not apply (one sample)."""
+    if result is None:
         return "—"
+    if result["share"] is None:
+        return format_statistic(result, "share")
     return f"{format_percent(result['share'])} ({result['count']} of {result['n']})"
 
 
@@ -402,32 +406,34 @@ def fqr_panel_tables(metrics: dict[str, Any]) -> list[Table]:
     panel = metrics.get("judge_panel")
     if panel is None:
         return []
+    samples = {judge["label"]: str(judge["n_samples"]) for judge in panel["judges"]}
     rows, pairs = [], []
     for model, entry in panel["models"].items():
         rows += [
-            [model, label, str(judge["n"]), format_share_ci(judge), _differing_cell(judge["drift"]), ""]
+            [model, label, samples[label], str(judge["n"]), format_share_ci(judge),
+             _differing_cell(judge["drift"]), ""]
             for label, judge in entry["judges"].items()
-        ]
+        ]  # fmt: skip
         rows.append(
-            [model, "panel", str(entry["panel"]["n"]), format_share_ci(entry["panel"]), "",
+            [model, "panel", "", str(entry["panel"]["n"]), format_share_ci(entry["panel"]), "",
              _differing_cell(entry["disagreement"])]
         )  # fmt: skip
         pairs += [
-            [model, " = ".join(pair["judges"]), str(pair["n"]), format_percent(pair["exact"])]
+            [model, " = ".join(pair["judges"]), str(pair["n"]), format_statistic(pair, "exact", 1, scale=100)]
             for pair in entry["pairs"]
         ]
-    columns = ["Model", "Judge", "n", "FQR % [95% CI]", "Drift %", "Judges differ %"]
+    columns = ["Model", "Judge", "Samples", "n", "FQR % [95% CI]", "Drift %", "Judges differ %"]
     return [
         Table(
             "fqr-judge-panel",
             "FQR judge panel",
             columns,
             rows,
-            f"{panel['rule']} FQR, the follow-up stage score and the composite are the panel's. n: episodes "
-            "with a graded follow-up. Drift: share of the follow-ups a judge graded in each of its epochs "
-            "whose verdict changed (changed of graded). Judges differ: share of the follow-ups every judge "
-            "graded where their verdicts differ.",
-            right_aligned=("n",),
+            f"{panel['rule']} FQR, the follow-up stage score and the composite are the panel's. Samples: "
+            "the judge's runs the panel read. n: episodes with a graded follow-up. Drift: share of the "
+            "follow-ups a judge graded in each of its samples whose verdict changed (changed of graded). "
+            "Judges differ: share of the follow-ups every judge graded where their votes differ.",
+            right_aligned=("Samples", "n"),
         ),
         Table(
             "fqr-judge-agreement",

@@ -4,8 +4,11 @@ Reads LABELS/{sample.json, items.parquet, ratings.parquet} (contracts LABEL_ITEM
 folder given (the sampled run and runs re-judged from it), manifest.json, responses.parquet and
 judgments.parquet. Items are matched by (model, condition, thread_id, turn), and a run whose answer (response
 call_key) to a sampled item differs from the sampled run's is refused: it graded other answers. Each run is
-one judge, named by model, rubric version, params and epoch. The statistics are tasks/evals/agreement.py's;
-the paper's metrics are metrics.py's. Output folder (default LABELS/agreement):
+compared with the raters apart, named by model, rubric version, params and epoch; runs of one judge (model
+and rubric) at other params or epochs are its samples, whose differences are its drift. The statistics are
+tasks/evals/agreement.py's (a statistic the data do not define is null with its reason in a `_undefined`
+column, shown by tasks/report/tables.py format_statistic); the paper's metrics are metrics.py's. Output
+folder (default LABELS/agreement):
 
     agreement.json      every table's rows, the judges, raters, notes and settings; null where undefined
     agreement.md        the tables, with their notes
@@ -33,8 +36,15 @@ from tasks.evals.agreement import PairAgreement, drift, ordinal_alpha, pair_agre
 from tasks.report.figures import plain_text
 from tasks.report.panel import consensus_grades
 from tasks.report.runs import check_each_run_once, read_rows, read_run_id
-from tasks.report.stats import BootstrapCI, bootstrap_mean, seeded_rng, spearman
-from tasks.report.tables import Table, legend, short_keys, table_markdown
+from tasks.report.stats import (
+    MIN_INTERVAL_ITEMS,
+    BootstrapCI,
+    bootstrap_mean,
+    seeded_rng,
+    spearman,
+    statistic_columns,
+)
+from tasks.report.tables import Table, format_statistic, legend, short_keys, table_markdown
 
 SCALE = (m.WRONG, m.PARTIAL, m.CORRECT)
 ITEM_KEY = ("model", "condition", "thread_id", "turn")
@@ -140,12 +150,22 @@ def _identity(run_dir: Path, judgments: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def judge_label(identity: dict[str, Any], *, epoch: bool = True) -> str:
-    """'model (rubric, temperature=0, epoch 1)': what makes a judge's grades what they are."""
+def judge_label(identity: dict[str, Any]) -> str:
+    """'model (rubric, temperature=0, epoch 1)': what makes a run's grades what they are."""
     parts = [identity["rubric_version"], *(f"{k}={v}" for k, v in sorted(identity["params"].items()))]
-    if epoch:
-        parts.append(f"epoch {identity['epoch']}")
-    return f"{identity['model']} ({', '.join(parts)})"
+    return f"{identity['model']} ({', '.join(parts)}, epoch {identity['epoch']})"
+
+
+def judge_name(identity: dict[str, Any]) -> str:
+    """'model (rubric)': one judge, whose runs at other params or epochs are its samples (as in a panel)."""
+    return f"{identity['model']} ({identity['rubric_version']})"
+
+
+def sample_name(identity: dict[str, Any]) -> str:
+    """'temperature=0.7 epoch 1': which sample of its judge a run is."""
+    return " ".join(
+        [*(f"{k}={v}" for k, v in sorted(identity["params"].items())), f"epoch {identity['epoch']}"]
+    )
 
 
 def sampled_answers(labels: Labels, run_dirs: list[Path]) -> dict[tuple, str | None]:
@@ -216,14 +236,10 @@ def consensus(labels: Labels) -> np.ndarray:
     return consensus_grades(labels.grades.T)
 
 
-def _ci_columns(name: str, ci: BootstrapCI) -> dict[str, Any]:
-    return {name: ci.estimate, f"{name}_low": ci.low, f"{name}_high": ci.high}
-
-
 def agreement_row(result: PairAgreement) -> dict[str, Any]:
     row: dict[str, Any] = {"n": result.n}
     for name in STATISTICS:
-        row.update(_ci_columns(name, getattr(result, name)))
+        row.update(statistic_columns(name, getattr(result, name)))
     return row
 
 
@@ -235,7 +251,10 @@ class Context(NamedTuple):
     consensus_label: str
     settings: AgreementSettings
 
-    def pair(self, first: np.ndarray, second: np.ndarray, *stream: str) -> PairAgreement:
+    def pair(
+        self, first: np.ndarray, second: np.ndarray, names: tuple[str, str], *stream: str
+    ) -> PairAgreement:
+        """Agreement of two graders (`names`, which reasons name), from the bootstrap stream `stream`."""
         return pair_agreement(
             first,
             second,
@@ -243,6 +262,7 @@ class Context(NamedTuple):
             seeded_rng(self.settings.seed, *stream),
             n_resamples=self.settings.n_resamples,
             level=self.settings.level,
+            names=names,
         )
 
     def mean(self, values: np.ndarray, *stream: str) -> BootstrapCI:
@@ -261,7 +281,7 @@ def judge_rows(context: Context, judges: list[Judge]) -> tuple[list[dict], list[
     versus.append((context.consensus_label, "consensus", context.consensus))
     for judge in judges:
         for name, kind, grades in versus:
-            result = context.pair(judge.grades, grades, "judge", judge.label, name)
+            result = context.pair(judge.grades, grades, (judge.label, name), "judge", judge.label, name)
             rows.append({"judge": judge.label, "versus": name, "versus_kind": kind, **agreement_row(result)})
             confusion += [
                 {"judge": judge.label, "versus": name, "judge_grade": SCALE[i], "human_grade": SCALE[j],
@@ -278,7 +298,9 @@ def rater_rows(context: Context) -> list[dict[str, Any]]:
     for a in range(len(labels.raters)):
         for b in range(a + 1, len(labels.raters)):
             first, second = labels.rater_label(a), labels.rater_label(b)
-            result = context.pair(labels.grades[a], labels.grades[b], "raters", first, second)
+            result = context.pair(
+                labels.grades[a], labels.grades[b], (first, second), "raters", first, second
+            )
             rows.append({"first": first, "second": second, **agreement_row(result)})
     if len(labels.raters) >= 2:
         alpha = ordinal_alpha(
@@ -295,7 +317,7 @@ def rater_rows(context: Context) -> list[dict[str, Any]]:
                 "second": "",
                 **everyone,
                 "n": alpha.n,
-                **_ci_columns("alpha_ordinal", alpha),
+                **statistic_columns("alpha_ordinal", alpha),
             }
         )
     return rows
@@ -327,7 +349,12 @@ def group_rows(context: Context, judges: list[Judge]) -> list[dict[str, Any]]:
             for group in (name for name in order if (groups == name).any()):
                 chosen = groups == group
                 result = context.pair(
-                    judge.grades[chosen], context.consensus[chosen], "group", judge.label, group
+                    judge.grades[chosen],
+                    context.consensus[chosen],
+                    (judge.label, context.consensus_label),
+                    "group",
+                    judge.label,
+                    group,
                 )
                 rows.append(
                     {
@@ -426,15 +453,16 @@ def length_rows(context: Context, judges: list[Judge]) -> tuple[list[dict], list
 
 
 def drift_rows(context: Context, judges: list[Judge]) -> list[dict[str, Any]]:
-    """For judges of one identity run at several epochs: the share of the answers they all graded (the same
-    answer: same response call_key) whose grade changes from one epoch to another."""
+    """For each judge (model and rubric) run as several samples (other params or epochs): the share of the
+    answers its samples all graded (the same answer: same response call_key) whose grade is not the same in
+    every sample."""
     families: defaultdict[str, list[Judge]] = defaultdict(list)
     for judge in judges:
-        families[judge_label(judge.identity, epoch=False)].append(judge)
+        families[judge_name(judge.identity)].append(judge)
     rows = []
     for name, members in families.items():
-        epochs = sorted({judge.identity["epoch"] for judge in members})
-        if len(epochs) < 2:
+        samples = list(dict.fromkeys(sample_name(judge.identity) for judge in members))
+        if len(samples) < 2:
             continue
         keys = sorted(set().union(*(judge.graded for judge in members)))
         answer_of: dict[tuple, str | None] = {}
@@ -453,12 +481,14 @@ def drift_rows(context: Context, judges: list[Judge]) -> list[dict[str, Any]]:
             level=context.settings.level,
         )
         runs = ", ".join(judge.run_id for judge in members)
-        rows.append({"judge": name, "epochs": ", ".join(map(str, epochs)), "runs": runs, "n": result.n,
-                     **_ci_columns("drift", result)})  # fmt: skip
+        rows.append({"judge": name, "samples": "; ".join(samples), "runs": runs,
+                     "n": result.n, **statistic_columns("drift", result)})  # fmt: skip
     return rows
 
 
-AGREEMENT_COLUMNS = ["n", *(f"{name}{end}" for name in STATISTICS for end in ("", "_low", "_high"))]
+AGREEMENT_COLUMNS = [
+    "n", *(f"{name}{end}" for name in STATISTICS for end in ("", "_low", "_high", "_undefined"))
+]  # fmt: skip
 TABLE_COLUMNS: dict[str, list[str]] = {
     "judge_vs_raters": ["judge", "versus", "versus_kind", *AGREEMENT_COLUMNS],
     "confusion": ["judge", "versus", "judge_grade", "human_grade", "count"],
@@ -473,7 +503,7 @@ TABLE_COLUMNS: dict[str, list[str]] = {
         "difference",
     ],
     "length_correlation": ["judge", "versus", "n", "spearman_r", "p"],
-    "drift": ["judge", "epochs", "runs", "n", "drift", "drift_low", "drift_high"],
+    "drift": ["judge", "samples", "runs", "n", "drift", "drift_low", "drift_high", "drift_undefined"],
 }  # fmt: skip
 
 
@@ -493,8 +523,9 @@ def notes(labels: Labels, drift_table: list[dict[str, Any]]) -> list[str]:
         )
     if not drift_table:
         found.append(
-            "Self-consistency: no judge was run at two epochs. Re-judge with `threadmed judge rerun RUN_DIR "
-            "--judge MODEL --temperature 0.7 --epoch 1 --out DIR` and pass both runs to measure its drift."
+            "Self-consistency: no judge was run as two samples (other params or epochs). Re-judge with "
+            "`threadmed judge rerun RUN_DIR --judge MODEL --temperature 0.7 --epoch 1 --out DIR` and pass "
+            "both runs to measure its drift."
         )
     found.append(POSITION_NOTE)
     return found
@@ -556,25 +587,29 @@ def _number(value: float | None, digits: int = 2) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def _with_ci(row: dict[str, Any], name: str, digits: int = 2) -> str:
-    """'0.62 [0.50, 0.73]'; the estimate alone without an interval; a dash when undefined."""
-    estimate, low, high = row[name], row.get(f"{name}_low"), row.get(f"{name}_high")
-    if estimate is None or low is None:
-        return _number(estimate, digits)
-    return f"{estimate:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+def _metric_with_ci(value: float | None, low: float | None, high: float | None) -> str:
+    """A paper metric on the 0-100 scale: '62.0 [50.0, 73.0]'; the value alone without an interval; a dash
+    when undefined (the table's caption says so)."""
+    if value is None:
+        return "—"
+    return f"{value:.1f}" if low is None or high is None else f"{value:.1f} [{low:.1f}, {high:.1f}]"
 
 
 AGREEMENT_HEADERS = ["n", "Exact", "Kappa", "Linear kappa", "Quadratic kappa", "Ordinal alpha"]
 
 
 def _agreement_cells(row: dict[str, Any], statistics: tuple[str, ...] = STATISTICS) -> list[str]:
-    return [str(row["n"]), *(_with_ci(row, name) for name in statistics)]
+    return [str(row["n"]), *(format_statistic(row, name) for name in statistics)]
 
 
 def build_tables(agreement: dict[str, Any]) -> list[Table]:
     """agreement.json's tables as Tables for agreement.md (the terminal shows `summary_table`)."""
     tables, level = agreement["tables"], f"{100 * agreement['bootstrap']['level']:g}%"
-    ci = f"estimate [{level} bootstrap CI over items, {agreement['bootstrap']['n_resamples']} resamples]"
+    ci = (
+        f"estimate [{level} bootstrap CI over items, {agreement['bootstrap']['n_resamples']} resamples]; no "
+        f"interval from fewer than {MIN_INTERVAL_ITEMS} items; 'undefined' with the reason where the data "
+        "define no value"
+    )
     grades = [_number(grade, 1) for grade in SCALE]
     consensus = "consensus (simulated)" if agreement["simulated_raters"] else "consensus"
     confusion = defaultdict(dict)
@@ -634,12 +669,8 @@ def build_tables(agreement: dict[str, Any]) -> list[Table]:
                     r["condition"],
                     r["metric"],
                     str(r["n"]),
-                    _with_ci(
-                        {"v": r["judge_value"], "v_low": r["judge_low"], "v_high": r["judge_high"]}, "v", 1
-                    ),
-                    _with_ci(
-                        {"v": r["human_value"], "v_low": r["human_low"], "v_high": r["human_high"]}, "v", 1
-                    ),
+                    _metric_with_ci(r["judge_value"], r["judge_low"], r["judge_high"]),
+                    _metric_with_ci(r["human_value"], r["human_low"], r["human_high"]),
                     _number(r["difference"], 1),
                 ]
                 for r in tables["paper_metrics"]
@@ -683,12 +714,13 @@ def build_tables(agreement: dict[str, Any]) -> list[Table]:
         Table(
             "drift",
             "Self-consistency: how often a judge changes its grade when run again",
-            ["Judge", "Epochs", "Runs", "n", "Drift"],
+            ["Judge", "Samples", "Runs", "n", "Drift"],
             [
-                [r["judge"], r["epochs"], r["runs"], str(r["n"]), _with_ci(r, "drift")]
+                [r["judge"], r["samples"], r["runs"], str(r["n"]), format_statistic(r, "drift")]
                 for r in tables["drift"]
             ],
-            "Drift: share of the answers graded at every epoch whose grade is not the same at all of them.",
+            "Drift: share of the answers graded in every sample of the judge (its runs at other params or "
+            "epochs) whose grade is not the same in all of them.",
         ),
     ]
 
@@ -713,7 +745,10 @@ def summary_table(agreement: dict[str, Any]) -> Table:
         ]
         for r in tables["rater_vs_rater"]
     ]
-    caption = f"estimate [{100 * agreement['bootstrap']['level']:g}% bootstrap CI over items]. {legend(keys)}"
+    caption = (
+        f"estimate [{100 * agreement['bootstrap']['level']:g}% bootstrap CI over items; none from fewer than "
+        f"{MIN_INTERVAL_ITEMS} items]. {legend(keys)}"
+    )
     return Table("agreement", "Judge agreement", ["Grader", "Versus", *headers], rows, caption,
                  right_aligned=tuple(headers))  # fmt: skip
 
@@ -749,7 +784,8 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
 
 def plot_agreement(judge_csv: Path, rater_csv: Path, out_path: Path) -> None:
     """Quadratic kappa and ordinal alpha with their intervals: each judge against each rater and the
-    consensus, then each rater pair (the ceiling), one row each. Drawn from the stored CSVs only."""
+    consensus, then each rater pair (the ceiling), one row each; an undefined value is written 'undefined'
+    on its row, never drawn as a point. Drawn from the stored CSVs only."""
     rows = [(f"{r['judge']}\nvs {r['versus']}", r, "tab:blue") for r in _read_csv(judge_csv)]
     rows += [(f"{r['first']}\nvs {r['second'] or 'each other'}", r, "tab:gray") for r in _read_csv(rater_csv)]
     fig = Figure(figsize=(10, 1.2 + 0.55 * len(rows)), layout="constrained")
@@ -758,6 +794,7 @@ def plot_agreement(judge_csv: Path, rater_csv: Path, out_path: Path) -> None:
     for ax, (name, title) in zip(axes, panels, strict=True):
         for y, (_, row, color) in enumerate(rows):
             if not row[name]:
+                ax.text(0, y, "undefined", ha="center", va="center", color=color, fontsize="small")
                 continue
             value = float(row[name])
             if row[f"{name}_low"]:

@@ -3,7 +3,8 @@
 Reads only RUN_DIR/{responses,judgments}.parquet, RUN_DIR/manifest.json and the dataset the manifest
 names; it never calls a model, so a report can be re-made at any time. Several runs that share a
 dataset and a judge merge into one report; runs that grade the same answers with different judges (or
-epochs of one judge) make a judge panel, whose grade the metrics are computed on. Output folder:
+samples of one judge: other params or epochs) make a judge panel, whose grade the metrics are computed
+on. Output folder:
 
     metrics.json            every number (evaluation.md "Metrics"), null where undefined
     stats_*.parquet         the tables the figures are drawn from
@@ -54,18 +55,29 @@ from tasks.report.files import write_stats_table
 from tasks.report.panel import (
     CONSENSUS_RULE,
     Differing,
+    JudgeRun,
     PanelJudge,
     consensus_grades,
     differing,
     drift,
+    exact_agreement,
     grader_labels,
     group_graders,
     judge_grades,
     judge_pairs,
     panel_judges,
+    sample_label,
 )
 from tasks.report.runs import PanelRuns, check_each_unit_once, check_one_case_set, check_same_graded
-from tasks.report.stats import BootstrapCI, bootstrap_mean, mann_whitney, seeded_rng, spearman
+from tasks.report.stats import (
+    BootstrapCI,
+    Undefined,
+    bootstrap_mean,
+    mann_whitney,
+    seeded_rng,
+    spearman,
+    value_columns,
+)
 
 RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]
 TURN_KEY = RUN_KEY[1:]
@@ -106,13 +118,13 @@ class Turns:
 
 @dataclass(frozen=True)
 class Grades:
-    """A judge panel's grading of the turns: one column per grader (a judge's epoch), as in Turns' rows."""
+    """A judge panel's grading of the turns: one column per grader (a judge's sample), as in Turns' rows."""
 
     score: np.ndarray  # NaN unless that grader's judgment parsed
     status: np.ndarray
     reason: np.ndarray
     usd: np.ndarray
-    judge: np.ndarray  # per turn and judge, the judge's grade: the consensus of its epochs' grades
+    judge: np.ndarray  # per turn and judge, the judge's vote: the consensus of its samples' grades
 
 
 @dataclass(frozen=True)
@@ -210,21 +222,32 @@ def _read_funnel(dataset_dir: Path) -> list[dict[str, Any]] | None:
     return [row for row in content if isinstance(row, dict)]
 
 
-def _judge_setup_text(manifest: RunManifest) -> str:
-    setup = manifest.judge_setup
-    prompts = ", ".join(f"{version} {sha256[:12]}" for version, sha256 in sorted(setup["prompts"].items()))
-    return f"{manifest.judge_model} [{prompts or 'prompts not recorded'}] {json.dumps(setup['params'])}"
+def _judge_name(manifest: RunManifest) -> str:
+    """The judge's model and prompts (its rubric and re-ask) by version and hash."""
+    prompts = manifest.judge_setup["prompts"]
+    versions = ", ".join(f"{version} {sha256[:12]}" for version, sha256 in sorted(prompts.items()))
+    return f"{manifest.judge_model} [{versions or 'prompts not recorded'}]"
 
 
 def _judge_of(manifest: RunManifest) -> str:
+    """Everything that makes a run's grades what they are: judge, params as sent and epoch."""
     epoch = f" epoch {manifest.judge_epoch}" if manifest.judge_epoch else ""
-    return _judge_setup_text(manifest) + epoch
+    return f"{_judge_name(manifest)} {json.dumps(manifest.judge_setup['params'])}{epoch}"
 
 
-def _judge_identity(manifest: RunManifest) -> tuple[str, int]:
-    """A judge: its model, its prompts' hashes and its params (a rubric file or a temperature changes the
-    grades as much as the model does); and the epoch, a repeat of one judge."""
-    return json.dumps([manifest.judge_model, manifest.judge_setup], sort_keys=True), manifest.judge_epoch
+def _judge_run(manifest: RunManifest) -> JudgeRun:
+    """A run's judge as a panel sees it: the judge is its model and prompts' hashes (a rubric file changes the
+    grades as much as the model does: one vote each); its params as sent and its epoch make a sample of
+    that judge (a temperature or a repeat samples the same judge again)."""
+    setup = manifest.judge_setup
+    return JudgeRun(
+        judge=json.dumps([manifest.judge_model, setup["prompts"]], sort_keys=True),
+        sample=json.dumps([setup["params"], manifest.judge_epoch], sort_keys=True),
+        model=manifest.judge_model,
+        name=_judge_name(manifest),
+        sample_label=sample_label(setup["params"], manifest.judge_epoch),
+        run_id=manifest.run_id,
+    )
 
 
 def _answers(responses: pa.Table) -> dict[tuple[Any, ...], tuple[Any, ...]]:
@@ -274,7 +297,7 @@ def _grades(table: pa.Table, judges: list[PanelJudge]) -> Grades:
 
 def _turns_from_table(table: pa.Table, judges: list[PanelJudge] | None) -> Turns:
     """The turns of the joined table; with a judge panel, scored by the panel: the consensus of its
-    judges' grades, each judge's grade being the consensus of its epochs' (so epochs do not outvote)."""
+    judges' votes, each judge's vote being the consensus of its samples' (so samples do not outvote)."""
     if judges is None:
         grades = None
         status = _turn_status(table)
@@ -331,7 +354,8 @@ def _judgments(run_dirs: list[Path], runs: list[int], suffix: str) -> pa.Table:
 
 def load_runs(run_dirs: list[Path]) -> RunData:
     """Read and merge run directories (responses ⟕ judgments ⟕ the dataset's QA pairs). Runs that grade the
-    same answers with several judges (or epochs) join one column of judgments per judge and epoch."""
+    same answers with several judges (or samples of one) join one column of judgments per grader (a
+    judge's sample)."""
     manifests = [read_manifest(run_dir) for run_dir in run_dirs]
     response_columns = [
         *RUN_KEY, "status", "response", "finish_reason", "input_cost_usd", "output_cost_usd", "cost_usd",
@@ -342,7 +366,8 @@ def load_runs(run_dirs: list[Path]) -> RunData:
         for run_dir in run_dirs
     ]
     check_one_case_set(manifests)
-    graders = group_graders([_judge_identity(manifest) for manifest in manifests])
+    judge_runs = [_judge_run(manifest) for manifest in manifests]
+    graders = group_graders(judge_runs)
     judges = None
     if len(graders) == 1:
         check_each_unit_once(manifests, [_units(responses) for responses in responses_by_run])
@@ -362,12 +387,7 @@ def load_runs(run_dirs: list[Path]) -> RunData:
             "differently",
             "answers",
         )
-        judges = panel_judges(
-            graders,
-            [x.judge_model for x in manifests],
-            [_judge_setup_text(x) for x in manifests],
-            [x.run_id for x in manifests],
-        )
+        judges = panel_judges(graders, judge_runs)
         responses = pa.concat_tables(responses_by_run[i] for i in next(iter(graders.values())))
         for column, runs in enumerate(graders.values()):
             judged = _judgments(run_dirs, runs, f"_{column}").drop_columns(["run_id"])
@@ -660,8 +680,13 @@ def _judge_summary(turns: Turns, judge_model: str) -> dict[str, Any]:
 MAX_DISAGREEMENTS = 20
 
 
+def _pct(share: float | Undefined) -> float | Undefined:
+    """A share in [0, 1] on the report's 0-100 scale; an undefined share stays undefined."""
+    return share if isinstance(share, Undefined) else 100.0 * share
+
+
 def _differing_json(result: Differing) -> dict[str, Any]:
-    return {"n": result.n, "count": result.count, "pct": _points(result.share)}
+    return {"n": result.n, "count": result.count, **value_columns("pct", _pct(result.share))}
 
 
 def _panel_condition(
@@ -679,24 +704,30 @@ def _panel_condition(
         estimate = _estimate(
             mean.mean(np.ones(len(mean.score), dtype=bool), mean.score, "judge", judge.label)
         )
-        drifted = drift(grades.score[rows], judge)
+        drifted = drift(grades.score[rows], judge, "turn")
         entry["judges"][judge.label] = {
             **estimate,
             "drift": None if drifted is None else _differing_json(drifted),
         }
         panel_rows.append(_panel_row(model, condition, judge.label, estimate, len(judge.columns), drifted))
     entry["panel"] = {key: overall[key] for key in ("n", "mean", "ci")}
-    everyone = differing(grades.judge[rows])
+    everyone = differing(grades.judge[rows], "turn", "judges")
     entry["disagreement"] = _differing_json(everyone)
     panel_rows.append(_panel_row(model, condition, "panel", entry["panel"], None, None, everyone))
     entry["pairs"] = []
-    for first, second, pair in judge_pairs(grades.judge[rows], judges):
-        exact = None if pair.share is None else _points(1 - pair.share)
-        entry["pairs"].append({"judges": [first, second], "n": pair.n, "exact_pct": exact})
+    for first, second, pair in judge_pairs(grades.judge[rows], judges, "turn"):
+        exact = value_columns("exact_pct", _pct(exact_agreement(pair)))
+        entry["pairs"].append({"judges": [first, second], "n": pair.n, **exact})
         pair_rows.append(
-            {"model": model, "condition": condition, "judge_a": first, "judge_b": second, "n": pair.n,
-             "exact_pct": exact}
-        )  # fmt: skip
+            {
+                "model": model,
+                "condition": condition,
+                "judge_a": first,
+                "judge_b": second,
+                "n": pair.n,
+                **exact,
+            }
+        )
     return entry, panel_rows, pair_rows
 
 
@@ -705,7 +736,7 @@ def _panel_row(
     condition: str,
     judge: str,
     estimate: dict[str, Any],
-    epochs: int | None,
+    samples: int | None,
     drifted: Differing | None,
     judges_differ: Differing | None = None,
 ) -> dict[str, Any]:
@@ -719,13 +750,13 @@ def _panel_row(
         "mean": estimate["mean"],
         "ci_low": ci[0],
         "ci_high": ci[1],
-        "n_epochs": epochs,
+        "n_samples": samples,
         "drift_n": None if drifted is None else drifted.n,
         "drift_changed": None if drifted is None else drifted.count,
-        "drift_pct": None if drifted is None else _points(drifted.share),
+        **value_columns("drift_pct", None if drifted is None else _pct(drifted.share)),
         "differ_n": None if judges_differ is None else judges_differ.n,
         "differ_count": None if judges_differ is None else judges_differ.count,
-        "differ_pct": None if judges_differ is None else _points(judges_differ.share),
+        **value_columns("differ_pct", None if judges_differ is None else _pct(judges_differ.share)),
     }
 
 
@@ -751,20 +782,21 @@ def _disagreements(turns: Turns, judges: list[PanelJudge]) -> list[dict[str, Any
 
 
 def _panel_judges_json(turns: Turns, judges: list[PanelJudge]) -> list[dict[str, Any]]:
-    """Each judge over the whole report: its epochs and runs, cost, unscored turns and drift."""
+    """Each judge over the whole report: its samples and runs, cost, unscored turns and drift."""
     grades = turns.grades
     assert grades is not None
     entries = []
     for index, judge in enumerate(judges):
-        drifted = drift(grades.score, judge)
+        drifted = drift(grades.score, judge, "turn")
         entries.append(
             {
                 "label": judge.label,
                 "model": judge.model,
-                "epochs": judge.epochs,
+                "samples": judge.samples,
+                "n_samples": len(judge.samples),
                 "runs": judge.runs,
                 "cost_usd": float(grades.usd[:, judge.columns].sum()),
-                # judgments of all its epochs
+                # judgments of all its samples
                 **_unscored(grades.status[:, judge.columns][np.isnan(grades.score[:, judge.columns])]),
                 "unscored_turns": int(np.isnan(grades.judge[:, index]).sum()),
                 "drift": None if drifted is None else _differing_json(drifted),
@@ -781,10 +813,12 @@ PANEL_STATS = pa.schema(
         *((name, pa.string()) for name in ("model", "condition", "judge")),
         ("n", pa.int64()),
         *((name, pa.float64()) for name in ("mean", "ci_low", "ci_high")),
-        *((name, pa.int64()) for name in ("n_epochs", "drift_n", "drift_changed")),
+        *((name, pa.int64()) for name in ("n_samples", "drift_n", "drift_changed")),
         ("drift_pct", pa.float64()),
+        ("drift_pct_undefined", pa.string()),
         *((name, pa.int64()) for name in ("differ_n", "differ_count")),
         ("differ_pct", pa.float64()),
+        ("differ_pct_undefined", pa.string()),
     ]
 )
 PAIR_STATS = pa.schema(
@@ -792,6 +826,7 @@ PAIR_STATS = pa.schema(
         *((name, pa.string()) for name in ("model", "condition", "judge_a", "judge_b")),
         ("n", pa.int64()),
         ("exact_pct", pa.float64()),
+        ("exact_pct_undefined", pa.string()),
     ]
 )
 

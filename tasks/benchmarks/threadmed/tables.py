@@ -13,7 +13,7 @@ from tasks.benchmarks.threadmed.figures import FIGURES
 from tasks.benchmarks.threadmed.metrics import TURN_GROUPS
 from tasks.report.html import browser_parts, data_parts, figures_html, render_page
 from tasks.report.stats import significance_stars
-from tasks.report.tables import Table, short_keys, table_html, table_markdown
+from tasks.report.tables import Table, format_statistic, short_keys, table_html, table_markdown
 
 OVERLAP_JUDGE_PREFIX = "threadmed/overlap-judge"
 PANEL_PREFIX = "judge panel: "
@@ -247,8 +247,11 @@ def _length_table(metrics: dict[str, Any]) -> Table:
 
 
 def _differing_cell(result: dict[str, Any] | None) -> str:
-    if result is None or result["n"] == 0:
+    """'18.2 (2 of 11)'; 'undefined: ...' with the reason; a dash where it does not apply (one sample)."""
+    if result is None:
         return "—"
+    if result["pct"] is None:
+        return format_statistic(result, "pct")
     return f"{_number(result['pct'])} ({result['count']} of {result['n']})"
 
 
@@ -259,32 +262,39 @@ def _panel_tables(metrics: dict[str, Any]) -> list[Table]:
     if panel is None:
         return []
     labels = [judge["label"] for judge in panel["judges"]]
+    samples = {judge["label"]: str(judge["n_samples"]) for judge in panel["judges"]}
     ci = _ci_name(metrics)
     rows, pairs = [], []
     for model, conditions in panel["models"].items():
         for condition, entry in conditions.items():
             judges = [entry["judges"][label] for label in labels]
             rows += [
-                [model, condition, label, str(judge["n"]), _with_ci(judge["mean"], judge["ci"]),
-                 _differing_cell(judge["drift"]), ""]
+                [model, condition, label, samples[label], str(judge["n"]),
+                 _with_ci(judge["mean"], judge["ci"]), _differing_cell(judge["drift"]), ""]
                 for label, judge in zip(labels, judges, strict=True)
             ]  # fmt: skip
             mean = _with_ci(entry["panel"]["mean"], entry["panel"]["ci"])
             disagreement = _differing_cell(entry["disagreement"])
-            rows.append([model, condition, "panel", str(entry["panel"]["n"]), mean, "", disagreement])
+            rows.append([model, condition, "panel", "", str(entry["panel"]["n"]), mean, "", disagreement])
             pairs += [
-                [model, condition, " = ".join(pair["judges"]), str(pair["n"]), _number(pair["exact_pct"])]
+                [
+                    model,
+                    condition,
+                    " = ".join(pair["judges"]),
+                    str(pair["n"]),
+                    format_statistic(pair, "exact_pct", digits=1),
+                ]
                 for pair in entry["pairs"]
             ]
     drifting = [
         f"{judge['label']} {_differing_cell(judge['drift'])}" for judge in panel["judges"] if judge["drift"]
     ]
     caption = (
-        f"{panel['rule']} Mean judge score on the 0-100 scale. Drift: share of the turns a judge graded in "
-        "each of its epochs whose grade changed between them (changed of turns; — for a judge graded "
-        "once); over the whole report: "
-        f"{', '.join(drifting) or 'no judge has several epochs'}. Judges differ: share of the turns every "
-        "judge graded where any two judges' grades differ."
+        f"{panel['rule']} Samples: the judge's runs the panel read (one column each on the page). Mean judge "
+        "score on the 0-100 scale. Drift: share of the turns a judge graded in each of its samples whose "
+        "grade changed between them (changed of turns; — for a judge sampled once); over the whole report: "
+        f"{', '.join(drifting) or 'no judge has several samples'}. Judges differ: share of the turns every "
+        "judge graded where any two judges' votes differ."
     )
     disagreements = [
         [row["model"], row["condition"], row["thread_id"], str(row["turn"]),
@@ -295,7 +305,7 @@ def _panel_tables(metrics: dict[str, Any]) -> list[Table]:
         Table(
             "judge-panel",
             "Judge panel",
-            ["Model", "Condition", "Judge", "n", f"Mean [{ci}]", "Drift %", "Judges differ %"],
+            ["Model", "Condition", "Judge", "Samples", "n", f"Mean [{ci}]", "Drift %", "Judges differ %"],
             rows,
             caption,
         ),
@@ -319,6 +329,10 @@ def _panel_tables(metrics: dict[str, Any]) -> list[Table]:
     ]
 
 
+def _samples(count: int) -> str:
+    return f"{count} sample" if count == 1 else f"{count} samples"
+
+
 def panel_summary_table(metrics: dict[str, Any]) -> Table | None:
     """What the terminal shows of a judge panel: per model and condition each judge's mean (short keys, named
     with their drift in the caption), the panel's and how often the judges differ. None without a panel."""
@@ -333,8 +347,8 @@ def panel_summary_table(metrics: dict[str, Any]) -> Table | None:
         for condition, entry in conditions.items()
     ]  # fmt: skip
     judges = "; ".join(
-        f"{keys[judge['label']]} = {judge['label']}"
-        + (f" (drift {_differing_cell(judge['drift'])})" if judge["drift"] else "")
+        f"{keys[judge['label']]} = {judge['label']} ({_samples(judge['n_samples'])}"
+        + (f", drift {_differing_cell(judge['drift'])})" if judge["drift"] else ")")
         for judge in panel["judges"]
     )
     numbers = (*keys.values(), "Panel", "Judges differ %")
@@ -343,7 +357,7 @@ def panel_summary_table(metrics: dict[str, Any]) -> Table | None:
         "Judge panel: mean score (0-100) by judge",
         ["Model", "Condition", *numbers],
         rows,
-        f"{judges}. Drift: grades changed between a judge's epochs (changed of turns).",
+        f"{judges}. Drift: grades changed between a judge's samples (changed of turns).",
         right_aligned=numbers,
     )
 
@@ -354,7 +368,7 @@ def _cost_tables(metrics: dict[str, Any]) -> list[Table]:
         for model, condition, values in _conditions(metrics)
     ]
     judge = metrics["judge"]
-    # With a panel: a row per judge (its epochs' judgments together), then the panel's turns.
+    # With a panel: a row per judge (its samples' judgments together), then the panel's turns.
     judges = [*metrics.get("judge_panel", {}).get("judges", []), judge]
     judge_rows = [
         [

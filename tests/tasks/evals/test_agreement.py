@@ -3,6 +3,8 @@
 import krippendorff
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from tasks.evals.agreement import (
@@ -15,7 +17,7 @@ from tasks.evals.agreement import (
     pair_agreement,
     scale_positions,
 )
-from tasks.report.stats import BootstrapCI, seeded_rng
+from tasks.report.stats import MIN_INTERVAL_ITEMS, BootstrapCI, Undefined, seeded_rng
 
 RUBRIC = (0.0, 0.5, 1.0)
 NAN = np.nan
@@ -113,20 +115,81 @@ def test_pair_agreement_ignores_items_one_grader_left_ungraded():
     assert result.exact.estimate == 1.0 and result.kappa.estimate == pytest.approx(1.0)
 
 
-def test_undefined_values_are_none():
-    rng = seeded_rng(0, "none")
-    empty = BootstrapCI(None, None, None, 0, 100)
-    assert pair_agreement(np.array([]), np.array([]), RUBRIC, rng, n_resamples=100) == PairAgreement(
-        0, empty, empty, empty, empty, empty, [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
+def test_graders_who_never_graded_the_same_item_have_no_agreement_at_all():
+    nobody = Undefined("no item graded by both", 0)
+    result = pair_agreement(
+        np.array([1, NAN]), np.array([NAN, 0]), RUBRIC, seeded_rng(0, "x"), n_resamples=100
     )
-    # Both graders always give 1: agreement is total, but chance agreement is too, so kappa and alpha
-    # are undefined.
-    same = pair_agreement(np.ones(5), np.ones(5), RUBRIC, rng, n_resamples=100)
-    assert same.exact == BootstrapCI(1.0, 1.0, 1.0, 5, 100)
-    assert same.kappa == same.kappa_quadratic == BootstrapCI(None, None, None, 5, 100)
-    assert same.alpha_ordinal == BootstrapCI(None, None, None, 5, 100)
-    one = pair_agreement(np.array([1.0]), np.array([0.0]), RUBRIC, rng, n_resamples=100)
-    assert one.kappa.estimate is None and one.alpha_ordinal.estimate is None
+    assert result == PairAgreement(
+        0, nobody, nobody, nobody, nobody, nobody, [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
+    )
+
+
+def test_a_grader_who_gives_one_grade_only_has_no_chance_corrected_agreement():
+    """Raters who grade everything 1: scikit-learn's kappa is 0 (every kappa is, whatever the judge does) and
+    krippendorff's alpha -0.16 here; neither measures agreement, so both are undefined, with the reason."""
+    judge = np.array([1, 0.5, 1, 0, 1, 1, 1, 0.5, 1, 1, 1, 1])
+    raters = np.ones(12)
+    result = pair_agreement(judge, raters, RUBRIC, seeded_rng(0, "x"), n_resamples=100, names=("J1", "R1"))
+    constant = Undefined(
+        "R1 gave only 1 on the 12 items, so there is no agreement beyond chance to measure", 12
+    )
+    assert result[2:6] == (constant, constant, constant, constant)
+    assert (result.exact.estimate, result.exact.n) == (9 / 12, 12) and result.exact.low is not None
+    both = pair_agreement(raters, raters, RUBRIC, seeded_rng(0, "x"), n_resamples=100, names=("J1", "R1"))
+    assert both.kappa == Undefined(
+        "J1 and R1 gave only 1 on the 12 items, so there is no agreement beyond chance to measure", 12
+    )
+
+
+def test_fewer_items_than_the_minimum_give_no_interval():
+    one = pair_agreement(np.array([1.0]), np.array([1.0]), RUBRIC, seeded_rng(0, "x"), n_resamples=100)
+    assert one.exact == BootstrapCI(1.0, None, None, 1, 100, "1 item, fewer than 10")
+    assert one.kappa == one.alpha_ordinal == Undefined("1 item graded by both, fewer than 2", 1)
+    first, second = grades_of([[3, 1, 0], [0, 2, 0], [1, 0, 2]])  # 9 items
+    nine = pair_agreement(first, second, RUBRIC, seeded_rng(0, "x"), n_resamples=100)
+    assert nine.kappa == BootstrapCI(nine.kappa.estimate, None, None, 9, 100, "9 items, fewer than 10")
+    first, second = grades_of(HAND)  # 10 items
+    ten = pair_agreement(first, second, RUBRIC, seeded_rng(0, "x"), n_resamples=100)
+    assert all(ci.low is not None and ci.no_interval is None for ci in ten[1:6])
+
+
+def test_alpha_over_raters_who_all_give_one_grade_is_undefined():
+    assert ordinal_alpha(np.ones((3, 12)), RUBRIC, seeded_rng(0, "x"), n_resamples=100) == Undefined(
+        "every grade given was 1, so there is no disagreement to expect", 12
+    )
+    assert ordinal_alpha(np.array([[1, NAN], [NAN, 0]]), RUBRIC, seeded_rng(0, "x")) == Undefined(
+        "no item graded twice or more", 0
+    )
+
+
+PAIRS = st.integers(0, 30).flatmap(
+    lambda n: st.tuples(*(st.lists(st.sampled_from([0.0, 0.5, 1.0, NAN]), min_size=n, max_size=n),) * 2)
+)
+
+
+@settings(max_examples=40)
+@given(PAIRS)
+def test_every_statistic_is_defined_with_a_bounded_interval_or_undefined_with_a_reason(pair):
+    """Total: whatever two graders gave, each statistic is Undefined with a reason, or an estimate whose
+    interval exists exactly when at least MIN_INTERVAL_ITEMS items were graded by both (and it holds the
+    estimate); a grader who gave one grade only leaves every kappa and alpha undefined."""
+    first, second = (np.array(grades, dtype=float) for grades in pair)
+    result = pair_agreement(first, second, RUBRIC, seeded_rng(0, "p"), n_resamples=100)
+    both = ~np.isnan(first) & ~np.isnan(second)
+    assert result.n == int(both.sum())
+    constant = result.n and min(len(set(first[both])), len(set(second[both]))) == 1
+    for name, value in zip(PairAgreement._fields[1:6], result[1:6], strict=True):
+        if isinstance(value, Undefined):
+            assert value.reason and value.n == result.n
+            assert result.n == 0 or (name != "exact" and (constant or result.n < 2)), name
+            continue
+        assert value.estimate is not None and np.isfinite(value.estimate) and value.n == result.n
+        assert not (name != "exact" and constant)
+        if value.low is None:
+            assert value.no_interval
+        else:
+            assert result.n >= MIN_INTERVAL_ITEMS and value.low <= value.high
 
 
 def test_a_grade_off_the_scale_is_refused():
@@ -151,7 +214,9 @@ def test_drift_is_the_share_of_items_whose_grade_changes():
     # Items x repeated gradings: item 2 changes, item 4 was graded once (left out), item 5 changes.
     gradings = np.array([[1, 1, 1], [0, 0.5, 0], [0, 0, NAN], [1, NAN, NAN], [0.5, 0.5, 1]])
     result = drift(gradings, seeded_rng(0, "drift"), n_resamples=200)
-    assert (result.estimate, result.n) == (0.5, 4)
-    assert drift(np.array([[1, NAN]]), seeded_rng(0, "drift"), n_resamples=200) == BootstrapCI(
-        None, None, None, 0, 200
+    assert result == BootstrapCI(0.5, None, None, 4, 200, "4 items, fewer than 10")
+    ten = drift(np.vstack([gradings] * 3), seeded_rng(0, "drift"), n_resamples=200)
+    assert (ten.estimate, ten.n, ten.low is not None) == (0.5, 12, True)
+    assert drift(np.array([[1, NAN]]), seeded_rng(0, "drift"), n_resamples=200) == Undefined(
+        "no item graded twice or more", 0
     )

@@ -2,8 +2,10 @@
 
 from rich.console import Console
 
+from tasks.report.stats import BootstrapCI, Undefined, statistic_columns, value_columns
 from tasks.report.tables import (
     Table,
+    format_statistic,
     legend,
     short_keys,
     table_html,
@@ -85,3 +87,23 @@ def test_short_keys_number_each_distinct_label_once_and_the_legend_names_them():
     keys = short_keys(["judge a", "judge b", "judge a"], "J")
     assert keys == {"judge a": "J1", "judge b": "J2"}
     assert legend(keys) == "J1 = judge a; J2 = judge b"
+
+
+def test_a_statistic_is_shown_one_way_whatever_it_is() -> None:
+    """format_statistic of the columns stats.statistic_columns and value_columns store."""
+    given = [
+        (BootstrapCI(0.625, 0.5, 0.75, 40, 100), "0.62 [0.50, 0.75]"),
+        (BootstrapCI(1.0, None, None, 1, 100, "1 item, fewer than 10"),
+         "1.00 (no interval: 1 item, fewer than 10)"),
+        (BootstrapCI(0.5, None, None, 12, 100, "undefined in every resample"),
+         "0.50 (no interval: undefined in every resample)"),
+        (Undefined("no item graded by both", 0), "undefined: no item graded by both"),
+    ]  # fmt: skip
+    assert [format_statistic(statistic_columns("kappa", value), "kappa") for value, _ in given] == [
+        shown for _, shown in given
+    ]
+    assert format_statistic(value_columns("exact", 0.6), "exact", 1, scale=100) == "60.0"
+    assert format_statistic(
+        value_columns("exact", Undefined("no turn graded by both judges", 0)), "exact"
+    ) == ("undefined: no turn graded by both judges")
+    assert format_statistic({"alpha": None}, "alpha") == "—"  # not computed for the row, no reason stored

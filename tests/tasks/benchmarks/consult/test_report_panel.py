@@ -37,8 +37,16 @@ def fqr(case_id: str, verdicts: dict[str, list[bool]]) -> float:
     return sum(w for w, v in zip(weights, verdicts[case_id], strict=True) if v) / sum(weights)
 
 
-def judged(run: Path, run_id: str, judge: str, verdicts: dict[str, list[bool]], epoch: int = 0) -> Path:
-    """`run`'s episodes as judged by `judge` in `epoch`, into a folder named `run_id` beside it."""
+def judged(
+    run: Path,
+    run_id: str,
+    judge: str,
+    verdicts: dict[str, list[bool]],
+    epoch: int = 0,
+    params: dict[str, Any] | None = None,
+) -> Path:
+    """`run`'s episodes as judged by `judge` in `epoch` (sent `params`, none when not given), into a folder
+    named `run_id` beside it."""
     out = run.parent / run_id
     out.mkdir(exist_ok=True)
     messages = [{**row, "run_id": run_id} for row in pq.read_table(run / "messages.parquet").to_pylist()]
@@ -55,7 +63,7 @@ def judged(run: Path, run_id: str, judge: str, verdicts: dict[str, list[bool]], 
     write_table(scores, SCORES, out / "scores.parquet")
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["run_id"] = run_id
-    manifest["config"]["judge"] = {"model": judge, "epoch": epoch}
+    manifest["config"]["judge"] = {"model": judge, "epoch": epoch, **({"params": params} if params else {})}
     if run.name != run_id:
         manifest["rejudge"] = {"source_run_id": run.name, "source_run_dir": str(run), "judge_epoch": epoch}
     (out / "manifest.json").write_text(json.dumps(manifest))
@@ -82,22 +90,55 @@ def test_fqr_is_the_panels_beside_each_judges(panel_runs: list[Path]) -> None:
     }
     assert entry["panel"] == metrics["models"]["alpha"]["fqr"]
     # The judges differ on c1's second follow-up and c2's first, of 5; judge-b's epochs on c1's third.
-    assert entry["disagreement"] == {"n": 5, "count": 2, "share": 0.4}
-    assert entry["pairs"] == [{"judges": ["threadmed/consult-judge", "x/judge-b"], "n": 5, "exact": 0.6}]
-    assert entry["judges"]["x/judge-b"]["drift"] == {"n": 5, "count": 1, "share": 0.2}
+    assert entry["disagreement"] == {"n": 5, "count": 2, "share": 0.4, "share_undefined": None}
+    assert entry["pairs"] == [
+        {"judges": ["threadmed/consult-judge", "x/judge-b"], "n": 5, "exact": 0.6, "exact_undefined": None}
+    ]
+    assert entry["judges"]["x/judge-b"]["drift"] == {
+        "n": 5,
+        "count": 1,
+        "share": 0.2,
+        "share_undefined": None,
+    }
     assert entry["judges"]["threadmed/consult-judge"]["drift"] is None
     assert [
-        (judge["label"], judge["epochs"], judge["runs"]) for judge in metrics["judge_panel"]["judges"]
+        (judge["label"], judge["samples"], judge["runs"]) for judge in metrics["judge_panel"]["judges"]
     ] == [
-        ("threadmed/consult-judge", [0], ["r1"]),
-        ("x/judge-b", [0, 1], ["r2", "r3"]),
+        ("threadmed/consult-judge", ["epoch 0"], ["r1"]),
+        ("x/judge-b", ["epoch 0", "epoch 1"], ["r2", "r3"]),
     ]
     assert metrics["models"]["alpha"]["judge"]["models"] == ["threadmed/consult-judge", "x/judge-b"]
     table = next(table for table in build_tables(metrics) if table.key == "fqr-judge-panel")
-    assert [row[:3] + row[4:] for row in table.rows] == [
-        ["alpha", "threadmed/consult-judge", "2", "—", ""],
-        ["alpha", "x/judge-b", "2", "20.0 (1 of 5)", ""],
-        ["alpha", "panel", "2", "", "40.0 (2 of 5)"],
+    assert [row[:4] + row[5:] for row in table.rows] == [
+        ["alpha", "threadmed/consult-judge", "1", "2", "—", ""],
+        ["alpha", "x/judge-b", "2", "2", "20.0 (1 of 5)", ""],
+        ["alpha", "panel", "", "2", "", "40.0 (2 of 5)"],
+    ]
+
+
+def test_a_judge_at_two_temperatures_is_one_judge_with_two_samples(tmp_path: Path) -> None:
+    """judge-b at temperature 0 and at 0.7 is one judge whose verdict is the lower of its two samples'; with
+    the source's judge that is two judges, so each follow-up's verdict is the lower of theirs (FQR c1 2/4,
+    c2 1/3), as with judge-b's two epochs above. Counted as two judges, judge-b would outvote the source."""
+    source = judged(make_run(tmp_path, "r1", ["alpha"]), "r1", "threadmed/consult-judge", SOURCE)
+    runs = [
+        source,
+        judged(source, "r2", "x/judge-b", JUDGE_B, params={"temperature": 0}),
+        judged(source, "r3", "x/judge-b", JUDGE_B_EPOCH_1, params={"temperature": 0.7}),
+    ]
+    metrics = compute_metrics(load_runs(runs), SETTINGS)[0]
+    assert metrics["models"]["alpha"]["fqr"]["mean"] == pytest.approx((2 / 4 + 1 / 3) / 2)
+    assert [
+        (judge["label"], judge["samples"], judge["runs"]) for judge in metrics["judge_panel"]["judges"]
+    ] == [
+        ("threadmed/consult-judge", ["epoch 0"], ["r1"]),
+        ("x/judge-b", ["temperature=0 epoch 0", "temperature=0.7 epoch 0"], ["r2", "r3"]),
+    ]
+    table = next(table for table in build_tables(metrics) if table.key == "fqr-judge-panel")
+    assert [row[:2] + row[2:3] for row in table.rows] == [
+        ["alpha", "threadmed/consult-judge", "1"],
+        ["alpha", "x/judge-b", "2"],
+        ["alpha", "panel", ""],
     ]
 
 
@@ -122,3 +163,19 @@ def test_judges_of_different_episodes_are_refused_in_one_line(panel_runs: list[P
         f"threadmed/consult-judge {{}}; r2 ({other}): x/judge-b {{}}): report them separately (a judge panel "
         "needs every judge to grade the same episodes)"
     )
+
+
+def test_judges_with_no_follow_up_in_common_have_undefined_agreement_not_a_dash(tmp_path: Path) -> None:
+    """judge-b graded no follow-up (every verdict unread): its agreement with the source's judge is undefined,
+    with the reason, in metrics.json and the table, never a dash or 0."""
+    source = judged(make_run(tmp_path, "r1", ["alpha"]), "r1", "threadmed/consult-judge", SOURCE)
+    unread = {case: [None] * len(verdicts) for case, verdicts in JUDGE_B.items()}
+    metrics = compute_metrics(load_runs([source, judged(source, "r2", "x/judge-b", unread)]), SETTINGS)[0]
+    entry = metrics["judge_panel"]["models"]["alpha"]
+    nobody = "undefined: no follow-up graded by both judges"
+    assert entry["pairs"] == [
+        {"judges": ["threadmed/consult-judge", "x/judge-b"], "n": 0, "exact": None, "exact_undefined": nobody}
+    ]
+    assert entry["disagreement"] == {"n": 0, "count": 0, "share": None, "share_undefined": nobody}
+    table = next(table for table in build_tables(metrics) if table.key == "fqr-judge-agreement")
+    assert table.rows == [["alpha", "threadmed/consult-judge = x/judge-b", "0", nobody]]

@@ -14,6 +14,7 @@ from scipy import stats
 
 from tasks.benchmarks.threadmed.agreement import (
     POSITION_NOTE,
+    STATISTICS,
     build_tables,
     check_agreement_inputs,
     compute_agreement,
@@ -161,13 +162,17 @@ def test_length_check_at_equal_human_grade(agreement):
 
 def test_drift_between_epochs_of_one_judge(agreement):
     [row] = agreement["tables"]["drift"]
-    assert {k: row[k] for k in ("judge", "epochs", "runs", "n", "drift")} == {
-        "judge": "openai/gpt-4o (judge_rubric_v1, temperature=0.7)",
-        "epochs": "0, 1",
+    assert row == {
+        "judge": "openai/gpt-4o (judge_rubric_v1)",
+        "samples": "temperature=0.7 epoch 0; temperature=0.7 epoch 1",
         "runs": "r1, r2",
         "n": 10,
         "drift": pytest.approx(0.2),
+        "drift_low": row["drift_low"],
+        "drift_high": row["drift_high"],
+        "drift_undefined": None,
     }
+    assert 0 <= row["drift_low"] <= 0.2 <= row["drift_high"] <= 1
     assert [j["label"] for j in agreement["judges"]] == [
         JUDGE_LABEL,
         JUDGE_LABEL.replace("epoch 0", "epoch 1"),
@@ -273,3 +278,78 @@ def test_the_sampled_run_must_be_found(tmp_path):
     )
     write_judged_run(tmp_path / "r1", "r1", judge_grades())  # where sample.json says it is
     assert [judge.run_id for judge in load_judges(labels, [rejudged])] == ["r2"]
+
+
+def test_degenerate_agreement_is_undefined_with_its_reason_in_every_view(tmp_path):
+    """ann rates the first five answers and bob the last five, both everything 1: the raters never rated one
+    same answer, and the consensus (1 everywhere) gives one grade only. Kappa would be 0 and alpha -0.3 on
+    these, numbers that measure nothing: each is undefined, with the reason, in the JSON, every CSV, the
+    Markdown and the terminal; and no interval comes from fewer than 10 items."""
+    labels_dir = write_labels(tmp_path / "labels")
+    ratings = [
+        {**row, "rater": "ann" if int(row["item_id"][1:]) < 5 else "bob", "grade": 1.0}
+        for row in pq.read_table(labels_dir / "ratings.parquet").to_pylist()
+        if row["rater"] == "ann"
+    ]
+    pq.write_table(pa.Table.from_pylist(ratings, schema=RATINGS.schema), labels_dir / "ratings.parquet")
+    labels = load_labels(labels_dir)
+    agreement = compute_agreement(
+        labels, load_judges(labels, [write_judged_run(tmp_path / "r1", "r1", judge_grades())]), SETTINGS
+    )
+    constant = (
+        "undefined: consensus gave only 1 on the 10 items, so there is no agreement beyond chance to measure"
+    )
+    [row] = rows(agreement, "judge_vs_raters", versus="consensus")
+    assert {name: (row[name], row[f"{name}_undefined"]) for name in STATISTICS[1:]} == dict.fromkeys(
+        STATISTICS[1:], (None, constant)
+    )
+    assert (row["exact"], row["exact_undefined"]) == (0.5, None)  # the judge gave 1 to 5 of the 10
+    [ann] = rows(agreement, "judge_vs_raters", versus="ann")
+    few = "no interval: 5 items, fewer than 10"
+    assert (ann["exact"], ann["exact_low"], ann["exact_undefined"]) == (0.6, None, few)
+    pair, everyone = agreement["tables"]["rater_vs_rater"]
+    assert (pair["n"], pair["kappa"], pair["kappa_undefined"]) == (
+        0,
+        None,
+        "undefined: no item graded by both",
+    )
+    assert (everyone["alpha_ordinal"], everyone["alpha_ordinal_undefined"]) == (
+        None,
+        "undefined: no item graded twice or more",
+    )
+    out = write_agreement(agreement, tmp_path / "out")
+    with (out / "judge_vs_raters.csv").open(newline="") as file:
+        [stored] = [line for line in csv.DictReader(file) if line["versus"] == "consensus"]
+    assert (stored["kappa"], stored["kappa_undefined"], stored["exact"]) == ("", constant, "0.5")
+    markdown = (out / "agreement.md").read_text()
+    assert f"| {JUDGE_LABEL} | consensus | 10 | 0.50 [" in markdown
+    assert (
+        f"| {constant} | {constant} |" in markdown
+        and "0.60 (no interval: 5 items, fewer than 10)" in markdown
+    )
+    assert (
+        "| ann | bob | 0 | undefined: no item graded by both | undefined: no item graded by both |"
+        in markdown
+    )
+    terminal = summary_table(agreement)
+    assert terminal.rows[0][4:] == [constant] * 3
+    assert terminal.rows[1] == ["R1", "R2", "0", *["undefined: no item graded by both"] * 4]
+
+
+def test_a_judge_at_another_temperature_is_a_sample_whose_differences_are_drift(tmp_path):
+    """The README's advice (`judge rerun --temperature 0.7 --epoch 1` beside a run at 0) measures the judge's
+    drift: the run at another temperature is a sample of the same judge (model and rubric)."""
+    labels = load_labels(write_labels(tmp_path / "labels"))
+    runs = [
+        write_judged_run(
+            tmp_path / "r1", "r1", judge_grades(), judge={**JUDGE, "params": {"temperature": 0}}
+        ),
+        write_judged_run(tmp_path / "r2", "r2", EPOCH_1, judge={**JUDGE, "epoch": 1}),
+    ]
+    [row] = compute_agreement(labels, load_judges(labels, runs), SETTINGS)["tables"]["drift"]
+    assert (row["judge"], row["samples"], row["n"], row["drift"]) == (
+        "openai/gpt-4o (judge_rubric_v1)",
+        "temperature=0 epoch 0; temperature=0.7 epoch 1",
+        10,
+        pytest.approx(0.2),
+    )

@@ -42,8 +42,16 @@ def with_call_keys(run: Path) -> Path:
     return run
 
 
-def rejudge(source: Path, run_id: str, judge: str, grades: dict[str, list[Any]], epoch: int = 0) -> Path:
-    """A re-judged run of `source` beside it: its responses under `run_id`, judged `grades` by `judge`."""
+def rejudge(
+    source: Path,
+    run_id: str,
+    judge: str,
+    grades: dict[str, list[Any]],
+    epoch: int = 0,
+    params: dict[str, Any] | None = None,
+) -> Path:
+    """A re-judged run of `source` beside it: its responses under `run_id`, judged `grades` by `judge` (sent
+    `params`, none when not given)."""
     out = source.parent / run_id
     out.mkdir()
     responses = pq.read_table(source / "responses.parquet").to_pylist()
@@ -67,7 +75,10 @@ def rejudge(source: Path, run_id: str, judge: str, grades: dict[str, list[Any]],
     manifest = {
         "run_id": run_id,
         "dataset": {"dir": source_manifest["dataset"]["path"], "fingerprint": "fp"},
-        "config": {"judge": {"model": judge, "epoch": epoch}, "models": source_manifest["models"]},
+        "config": {
+            "judge": {"model": judge, "epoch": epoch, **({"params": params} if params else {})},
+            "models": source_manifest["models"],
+        },
         "rejudge": {
             "source_run_id": source_manifest["run_id"],
             "source_run_dir": str(source),
@@ -119,27 +130,63 @@ def test_each_judge_beside_the_panel(panel: dict[str, Any]) -> None:
         key: panel["models"]["alpha"]["baseline"]["overall"][key] for key in ("n", "mean", "ci")
     }
     # Of the 10 turns all three graded (not c3/2), they differ on c1/1 c1/2 c2/1 c2/2 c2/3 c3/0 c3/1.
-    assert entry["disagreement"] == {"n": 10, "count": 7, "pct": 70.0}
+    assert entry["disagreement"] == {"n": 10, "count": 7, "pct": 70.0, "pct_undefined": None}
     assert entry["pairs"] == [
-        {"judges": ["openai/gpt-4o", "x/judge-b"], "n": 10, "exact_pct": 60.0},
-        {"judges": ["openai/gpt-4o", "x/judge-c"], "n": 10, "exact_pct": 50.0},
-        {"judges": ["x/judge-b", "x/judge-c"], "n": 11, "exact_pct": pytest.approx(500 / 11)},
+        {"judges": ["openai/gpt-4o", "x/judge-b"], "n": 10, "exact_pct": 60.0, "exact_pct_undefined": None},
+        {"judges": ["openai/gpt-4o", "x/judge-c"], "n": 10, "exact_pct": 50.0, "exact_pct_undefined": None},
+        {
+            "judges": ["x/judge-b", "x/judge-c"],
+            "n": 11,
+            "exact_pct": pytest.approx(500 / 11),
+            "exact_pct_undefined": None,
+        },
     ]
 
 
 def test_a_judges_epochs_give_its_drift_and_count_as_one_judge(panel: dict[str, Any]) -> None:
     judge_b = panel["judge_panel"]["models"]["alpha"]["baseline"]["judges"]["x/judge-b"]
     # Its epochs differ on c1/2 and c3/1 of the 11 turns.
-    assert judge_b["drift"] == {"n": 11, "count": 2, "pct": pytest.approx(200 / 11)}
+    assert judge_b["drift"] == {"n": 11, "count": 2, "pct": pytest.approx(200 / 11), "pct_undefined": None}
     assert panel["judge_panel"]["models"]["alpha"]["baseline"]["judges"]["x/judge-c"]["drift"] is None
     judges = {judge["label"]: judge for judge in panel["judge_panel"]["judges"]}
-    assert (judges["x/judge-b"]["epochs"], judges["x/judge-b"]["runs"]) == ([0, 1], ["r2", "r4"])
+    assert (judges["x/judge-b"]["samples"], judges["x/judge-b"]["runs"]) == (
+        ["epoch 0", "epoch 1"],
+        ["r2", "r4"],
+    )
     assert judges["x/judge-b"]["drift"] == judge_b["drift"]
     assert (judges["openai/gpt-4o"]["unparseable"], judges["openai/gpt-4o"]["unscored_turns"]) == (1, 1)
     # c2/3: gpt-4o 1, judge-b 0 in both epochs, judge-c 1. One judge, one vote: the panel says 1, and turn 3
     # (c2/3 and c3/3, both judged 0) means 50; counting the epochs as two graders, (0, 0, 1, 1) -> 0 would
     # make it 0.
     assert panel["models"]["alpha"]["baseline"]["per_turn"]["3"]["mean"] == 50.0
+
+
+def test_a_judge_at_two_temperatures_is_one_judge_with_two_samples(tmp_path: Path) -> None:
+    """judge-b at temperature 0 and at 0.7 (both epoch 0) is one judge: its vote is the lower middle of its
+    two samples (c1 [1, .5, 0], c2 [.5, 1, 1, 0], c3 [0, 0, 1, 0]), so the panel, the lower of gpt-4o's and
+    judge-b's grades, is c1 [1, 0, 0], c2 [.5, 1, .5, 0], c3 [0, 0, 1, 0]: 4 over 11 turns. Counted as two
+    judges, judge-b would outvote gpt-4o (the median of three: 5 over 11)."""
+    source = with_call_keys(make_run(tmp_path, ALPHA, run_id="r1"))
+    runs = [
+        source,
+        rejudge(source, "r2", "x/judge-b", JUDGE_B, params={"temperature": 0}),
+        rejudge(source, "r3", "x/judge-b", JUDGE_B_EPOCH_1, params={"temperature": 0.7}),
+    ]
+    metrics = compute_metrics(load_runs(runs), SETTINGS)[0]
+    assert metrics["models"]["alpha"]["baseline"]["overall"]["mean"] == pytest.approx(400 / 11)
+    judges = [(judge["label"], judge["samples"], judge["runs"]) for judge in metrics["judge_panel"]["judges"]]
+    assert judges == [
+        ("openai/gpt-4o", ["epoch 0"], ["r1"]),
+        ("x/judge-b", ["temperature=0 epoch 0", "temperature=0.7 epoch 0"], ["r2", "r3"]),
+    ]
+    entry = metrics["judge_panel"]["models"]["alpha"]["baseline"]
+    assert entry["judges"]["x/judge-b"]["drift"] == {
+        "n": 11,
+        "count": 2,
+        "pct": pytest.approx(200 / 11),
+        "pct_undefined": None,
+    }
+    assert [pair["judges"] for pair in entry["pairs"]] == [["openai/gpt-4o", "x/judge-b"]]
 
 
 def test_the_turns_the_judges_differ_on_most(panel: dict[str, Any]) -> None:
@@ -169,7 +216,7 @@ def test_the_panel_report_files(panel_runs: list[Path], tmp_path: Path) -> None:
     )
     rows = pq.read_table(report_dir / "stats_judge_panel.parquet").to_pylist()
     assert [
-        (row["judge"], row["n"], row["n_epochs"], row["drift_changed"], row["differ_count"]) for row in rows
+        (row["judge"], row["n"], row["n_samples"], row["drift_changed"], row["differ_count"]) for row in rows
     ] == [
         ("openai/gpt-4o", 10, 1, None, None),
         ("x/judge-b", 11, 2, 2, None),
@@ -184,8 +231,10 @@ def test_the_panel_report_files(panel_runs: list[Path], tmp_path: Path) -> None:
     assert (report_dir / "fig_judge_panel.png").stat().st_size > 0
     markdown = (report_dir / "report.md").read_text()
     assert "](fig_judge_panel.png)" in markdown
-    assert "| alpha | baseline | x/judge-b | 11 | 45.5 [" in markdown and "| 18.2 (2 of 11) |  |" in markdown
-    assert "| alpha | baseline | panel | 11 | 50.0 [" in markdown and "| 70.0 (7 of 10) |" in markdown
+    assert (
+        "| alpha | baseline | x/judge-b | 2 | 11 | 45.5 [" in markdown and "| 18.2 (2 of 11) |  |" in markdown
+    )
+    assert "| alpha | baseline | panel |  | 11 | 50.0 [" in markdown and "| 70.0 (7 of 10) |" in markdown
     assert "| alpha | baseline | c2 | 3 | 1.0 | 0.0 | 1.0 | 1.0 |" in markdown
     page = (report_dir / "index.html").read_text()
     assert 'id="table-judge-panel"' in page and 'id="table-judge-disagreements"' in page
@@ -224,6 +273,7 @@ def test_runs_over_several_models_make_one_panel(tmp_path: Path) -> None:
         "n": 10,
         "count": 0,
         "pct": 0.0,
+        "pct_undefined": None,
     }
 
 
@@ -289,7 +339,12 @@ def test_one_judge_in_two_epochs_reports_its_drift(tmp_path: Path) -> None:
     ]
     metrics = compute_metrics(load_runs(runs), SETTINGS)[0]
     entry = metrics["judge_panel"]["models"]["alpha"]["baseline"]
-    assert entry["judges"]["x/judge-b"]["drift"] == {"n": 11, "count": 2, "pct": pytest.approx(200 / 11)}
+    assert entry["judges"]["x/judge-b"]["drift"] == {
+        "n": 11,
+        "count": 2,
+        "pct": pytest.approx(200 / 11),
+        "pct_undefined": None,
+    }
     assert (entry["pairs"], metrics["judge_panel"]["disagreements"]) == ([], [])
     # Its grade, the lower of its epochs', is the headline: c1 [1, .5, 0], c2 [.5, 1, 1, 0], c3 [0, 0, 1, 0].
     assert metrics["models"]["alpha"]["baseline"]["overall"]["mean"] == pytest.approx(500 / 11)
@@ -300,4 +355,31 @@ def test_the_terminal_shows_each_judges_mean_by_key(panel: dict[str, Any]) -> No
     assert table is not None
     assert table.columns == ["Model", "Condition", "J1", "J2", "J3", "Panel", "Judges differ %"]
     assert table.rows == [["alpha", "baseline", "45.0", "45.5", "54.5", "50.0", "70.0 (7 of 10)"]]
-    assert table.caption.startswith("J1 = openai/gpt-4o; J2 = x/judge-b (drift ")
+    assert table.caption.startswith(
+        "J1 = openai/gpt-4o (1 sample); J2 = x/judge-b (2 samples, drift 18.2 (2 of 11)); "
+        "J3 = x/judge-c (1 sample)."
+    )
+
+
+def test_judges_with_no_turn_in_common_have_undefined_agreement_not_a_dash(tmp_path: Path) -> None:
+    """judge-b's every judgment is unparseable: it and gpt-4o graded no turn in common, so their exact
+    agreement and how often they differ are undefined, with the reason, in metrics.json, the stats tables and
+    report.md."""
+    source = with_call_keys(make_run(tmp_path / "runs", ALPHA, run_id="r1"))
+    unread = {thread: ["U"] * len(grades) for thread, grades in JUDGE_B.items()}
+    runs = [source, rejudge(source, "r2", "x/judge-b", unread)]
+    report_dir = Path(
+        build_report.fn(run_dirs=list(map(str, runs)), out_dir=str(tmp_path / "out"), settings=SETTINGS)
+    )
+    metrics = json.loads((report_dir / "metrics.json").read_text())
+    entry = metrics["judge_panel"]["models"]["alpha"]["baseline"]
+    nobody = "undefined: no turn graded by both judges"
+    assert entry["pairs"] == [
+        {"judges": ["openai/gpt-4o", "x/judge-b"], "n": 0, "exact_pct": None, "exact_pct_undefined": nobody}
+    ]
+    assert entry["disagreement"] == {"n": 0, "count": 0, "pct": None, "pct_undefined": nobody}
+    [pair] = pq.read_table(report_dir / "stats_judge_pairs.parquet").to_pylist()
+    assert (pair["exact_pct"], pair["exact_pct_undefined"]) == (None, nobody)
+    markdown = (report_dir / "report.md").read_text()
+    assert f"| alpha | baseline | openai/gpt-4o = x/judge-b | 0 | {nobody} |" in markdown
+    assert "| alpha | baseline | panel |  | 10 | 45.0 [" in markdown and f"|  | {nobody} |" in markdown
