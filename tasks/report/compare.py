@@ -6,7 +6,6 @@ below is pure except `write_comparison`. Pairs are the items both models scored:
 unscored (a failed call, an unparseable grade) is in neither mean nor test, and `n` says how many pairs are.
 """
 
-import html
 from collections.abc import Callable, Sequence
 from itertools import combinations, product
 from pathlib import Path
@@ -15,11 +14,11 @@ from urllib.parse import urlencode
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from scipy import stats
 
 from tasks.core.preflight import UserError
+from tasks.core.safe_text import page_text, write_csv_table
 from tasks.report.compare_figure import CAPTION, FIGURE_ID, plot_differences
 from tasks.report.files import write_stats_table
 from tasks.report.html import browser_parts, data_parts, figures_html, render_page
@@ -393,8 +392,8 @@ def comparison_page(
     of the runs, which shows two models side by side when the address (an item's link) asks for it."""
     return render_page(
         {
-            "title": html.escape(f"Model comparison: {comparison.title}"),
-            "meta": html.escape(
+            "title": page_text(f"Model comparison: {comparison.title}"),
+            "meta": page_text(
                 f"Models: {', '.join(comparison.models)}. Bootstrap: {settings.n_resamples} resamples, "
                 f"seed {settings.seed}, level {settings.level:g}."
             ),
@@ -426,7 +425,7 @@ def write_comparison(
         ("compare_items", items, DIFFERING_ITEMS),
     ):
         write_stats_table(rows, out_dir / f"{name}.parquet", schema)
-        pa_csv.write_csv(pq.read_table(out_dir / f"{name}.parquet"), out_dir / f"{name}.csv")
+        write_csv_table(out_dir / f"{name}.csv", pq.read_table(out_dir / f"{name}.parquet"))
     figure = out_dir / f"{FIGURE_ID}.png"
     plot_differences(out_dir / "compare_differences.parquet", figure)
     tables = [differences_table(differences, settings.level), differing_items_table(items)]

@@ -11,9 +11,6 @@ alike. What a run did not record (it was written before the field existed) is sh
 guessed, and a run missing what decides its table gets a table of its own.
 """
 
-import csv
-import html
-import io
 import json
 import re
 from collections.abc import Sequence
@@ -24,6 +21,7 @@ from typing import Any, NamedTuple
 from tasks.core.files import write_folder_atomic, write_text_atomic
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
+from tasks.core.safe_text import csv_text, markdown_text, page_text
 from tasks.evals.config import RunConfig
 from tasks.evals.run_folder import run_folder_benchmark
 from tasks.report.html import render_page
@@ -309,17 +307,21 @@ def board_table(board: Leaderboard, csv_name: str) -> Table:
 
 
 def board_csv(board: Leaderboard) -> str:
-    """The board with full values: scores and costs as stored, whole hashes, and on every row the setup its
-    rows share (canonical JSON), so that the file alone says what was compared."""
+    """The board with full values: scores and costs as stored (numbers), whole hashes, and on every row the
+    setup its rows share (canonical JSON), so that the file alone says what was compared. Text cells are
+    neutralised against formulas (tasks/core/safe_text.py)."""
     setup = json.dumps(board.setup, sort_keys=True)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["model", *board.score_columns, "cost_usd", *PROVENANCE, "setup"])
-    for row in board.rows:
-        scores = ["" if row.scores.get(c) is None else row.scores[c] for c in board.score_columns]
-        provenance = [row.provenance[name] for name in PROVENANCE]
-        writer.writerow([row.model, *scores, row.cost_usd, *provenance, setup])
-    return out.getvalue()
+    rows = [
+        [
+            row.model,
+            *(row.scores.get(column) for column in board.score_columns),
+            row.cost_usd,
+            *(row.provenance[name] for name in PROVENANCE),
+            setup,
+        ]
+        for row in board.rows
+    ]
+    return csv_text(["model", *board.score_columns, "cost_usd", *PROVENANCE, "setup"], rows)
 
 
 INTRODUCTION = (
@@ -333,7 +335,7 @@ INTRODUCTION = (
 def leaderboard_markdown(boards: Sequence[Leaderboard], names: Sequence[str]) -> str:
     lines = ["# Leaderboard", "", INTRODUCTION, ""]
     for benchmark in dict.fromkeys(board.benchmark for board in boards):
-        lines += [f"## {benchmark}", ""]
+        lines += [f"## {markdown_text(benchmark)}", ""]
         lines += [
             table_markdown(board_table(board, name), None)
             for board, name in zip(boards, names, strict=True)
@@ -350,9 +352,9 @@ def leaderboard_html(boards: Sequence[Leaderboard], names: Sequence[str]) -> str
             for board, name in zip(boards, names, strict=True)
             if board.benchmark == benchmark
         )
-        sections.append(f"<section><h2>{html.escape(benchmark)}</h2>{tables}</section>")
+        sections.append(f"<section><h2>{page_text(benchmark)}</h2>{tables}</section>")
     return render_page(
-        {"title": "Leaderboard", "meta": html.escape(INTRODUCTION), "tables": "".join(sections)}, TEMPLATE
+        {"title": "Leaderboard", "meta": page_text(INTRODUCTION), "tables": "".join(sections)}, TEMPLATE
     )
 
 
