@@ -736,12 +736,6 @@ def render_markdown(agreement: dict[str, Any]) -> str:
     return "\n".join([*head, *body, "![Agreement](fig_agreement.png)", ""])
 
 
-def write_csv(rows: list[dict[str, Any]], columns: list[str], path: Path) -> Path:
-    """Rows -> a CSV with exactly `columns`; an undefined value is an empty cell, a text cell (a judge's or
-    rater's name) is neutralised against formulas (tasks/core/safe_text.py)."""
-    return write_csv_rows(path, columns, rows)
-
-
 def plot_agreement(judge_csv: Path, rater_csv: Path, out_path: Path) -> None:
     """Quadratic kappa and ordinal alpha with their intervals: each judge against each rater and the
     consensus, then each rater pair (the ceiling), one row each. Drawn from the stored CSVs only."""
@@ -771,12 +765,13 @@ def plot_agreement(judge_csv: Path, rater_csv: Path, out_path: Path) -> None:
 
 
 def write_agreement(agreement: dict[str, Any], out: Path) -> Path:
-    """agreement.json, a CSV per table, fig_agreement.png (from two CSVs) and agreement.md under `out`."""
+    """agreement.json, a CSV per table (text cells neutralised against formulas: tasks/core/safe_text.py),
+    fig_agreement.png (from two CSVs) and agreement.md under `out`."""
     out.mkdir(parents=True, exist_ok=True)
     # allow_nan=False: an undefined value must be null, and a NaN reaching here is a bug to surface.
     (out / "agreement.json").write_text(json.dumps(agreement, indent=2, allow_nan=False))
     paths = {
-        name: write_csv(agreement["tables"][name], columns, out / f"{name}.csv")
+        name: write_csv_rows(out / f"{name}.csv", columns, agreement["tables"][name])
         for name, columns in TABLE_COLUMNS.items()
     }
     plot_agreement(paths["judge_vs_raters"], paths["rater_vs_rater"], out / "fig_agreement.png")
