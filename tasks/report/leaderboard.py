@@ -337,10 +337,11 @@ def board_csv(board: Leaderboard) -> str:
 
 
 INTRODUCTION = (
-    "Read from the runs' manifests only. Rows in one table were measured alike: same benchmark, items "
-    "(dataset or case-set fingerprint, and sample), graders (judge or simulated patient, with their params "
-    "and epoch), prompts (the rubric among them) and benchmark settings; runs that differ in any of these "
-    "are in separate tables, never ranked together."
+    "Scores and provenance are read from the runs' manifests; a row's status from its run's tables: "
+    "complete only when they hold every item the run planned for the model and no call or job failed. Rows "
+    "in one table were measured alike: same benchmark, items (dataset or case-set fingerprint, and sample), "
+    "graders (judge or simulated patient, with their params and epoch), prompts (the rubric among them) and "
+    "benchmark settings; runs that differ in any of these are in separate tables, never ranked together."
 )
 
 
