@@ -239,7 +239,8 @@ def run_or_estimate(
     from tasks.evals.run_folder import check_run_folder_benchmark
     from tasks.evals.spending import cap_exceeded_warning
 
-    check_run_folder_benchmark(out, bench.name)  # the flow claims the folder; refused here, before it starts
+    # The flow claims the folder; refused here, before it starts: another benchmark's folder is a bad --out.
+    check_run_folder_benchmark(out, bench.name, option="--out")
     plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
     if dry_run:
         estimates = estimate_plan(plan, bench.estimate_job)

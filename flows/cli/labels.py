@@ -138,12 +138,13 @@ def simulate(
     note says how the grade was made. Import the CSV with `threadmed labels import`.
     """
     from tasks.benchmarks.threadmed.labels.folder import utc_text
+    from tasks.benchmarks.threadmed.labels.ratings import rater_problem
     from tasks.benchmarks.threadmed.labels.simulate import simulated_csv
     from tasks.benchmarks.threadmed.labels.store import read_item_texts
     from tasks.core.files import write_text_atomic
 
-    if not rater.strip():
-        raise UserError("the rater id is empty: pass a name", "--rater")
+    if (problem := rater_problem(rater.strip())) is not None:
+        raise UserError(problem, "--rater")
     items = read_item_texts(labels_dir)
     csv_text = simulated_csv(items, rater.strip(), error_rate, seed, utc_text(datetime.now(UTC)))
     write_text_atomic(out, csv_text)

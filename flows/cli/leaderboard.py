@@ -1,7 +1,7 @@
 """`threadmed leaderboard`: one table per benchmark and setup from stored runs, each row with its provenance.
 
-It reads a few manifests and writes a few small files, calling no model, so it runs no Prefect flow: a
-flow would add an API server's start to a command that takes a second.
+It reads a few manifests and run tables (for each row's status) and writes a few small files, calling no
+model, so it runs no Prefect flow: a flow would add an API server's start to a command that takes a second.
 """
 
 from pathlib import Path
@@ -36,12 +36,13 @@ def leaderboard(
     dataset or case set, sample, judge, rubric or prompt, or benchmark setting), each titled by what its
     rows share. Provenance per row: project version, commit, config and prompt hashes, dataset
     fingerprint, judge (model, rubric, epoch), date and cost; what an older run did not record shows as
-    unknown.
+    unknown. A row is complete only when its run's tables hold every item the run planned for it.
     """
+    from tasks.benchmarks.compare import run_coverage
     from tasks.report.leaderboard import write_leaderboard
 
     check_writable_folder(out, "--out")
-    boards = write_leaderboard(run_dirs, out)
+    boards = write_leaderboard(run_dirs, out, run_coverage)
     rows = sum(len(board.rows) for board in boards)
     console.print(
         f"Wrote {len(boards)} {'table' if len(boards) == 1 else 'tables'} ({rows} rows) from "

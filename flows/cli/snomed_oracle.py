@@ -47,6 +47,16 @@ DryRun = Annotated[
     bool, typer.Option("--dry-run", help="Print calls, tokens and dollars per model and role; call nothing.")
 ]
 OFFLINE_PATIENT = "threadmed/patient"
+# The oracle data's settings by the option that sets them, for a refusal naming what differs.
+ORACLE_DATA_OPTIONS = {
+    "models": "--teacher",
+    "positives_per_case": "--positives",
+    "negatives_per_case": "--negatives",
+    "seed": "--seed",
+    "disclosure": "--disclosure",
+    "sample": "--limit (sample)",
+    "max_tokens": "--max-tokens",
+}
 
 
 @reports_errors("out")
@@ -87,13 +97,22 @@ def oracle_data(
     batch_wait: BatchWait = None,
     batch_poll: BatchPoll = None,
     dry_run: DryRun = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Replace the oracle data --out holds when it was made with other inputs (teacher, counts, "
+            "seed, disclosure, limit, case set); without it such a folder is refused, naming what differs.",
+        ),
+    ] = False,
 ) -> None:
     """Write the patient oracle's training pairs: per case, positive and negative doctor questions with lay
     patient answers by the teacher, validated, split by patient (the `snomed-oracle-data` flow)."""
-    from tasks.benchmarks.snomed.cases.loading import check_case_set
+    from tasks.benchmarks.snomed.cases.loading import case_set_fingerprint, check_case_set
     from tasks.benchmarks.snomed.oracle.benchmark import ORACLE_DATA
     from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
     from tasks.evals.config import RunOverrides
+    from tasks.evals.run_inputs import check_same_inputs
 
     check_case_set(cases_dir)
     roles = ["model" if role == "teacher" else role for role in split_list(batch) or []]
@@ -117,7 +136,13 @@ def oracle_data(
             cases_dir=str(cases_dir), out_dir=str(out), config=config, return_state=True
         )
 
-    if run_command(ORACLE_DATA, OracleDataConfig, (cases_dir, out), overrides, dry_run, run_flow):
+    def check_out(config: "OracleDataConfig") -> None:
+        if not replace:
+            fingerprint = case_set_fingerprint(cases_dir)
+            check_same_inputs(out, config, fingerprint, ORACLE_DATA_OPTIONS, "oracle data")
+
+    folders = (cases_dir, out)
+    if run_command(ORACLE_DATA, OracleDataConfig, folders, overrides, dry_run, run_flow, check_out):
         print_oracle_data(out, console)
 
 
@@ -128,10 +153,13 @@ def run_command(
     overrides: "RunOverrides",
     dry_run: bool,
     run_flow: Callable[[Any], "State"],
+    check_out: Callable[[Any], None] | None = None,
 ) -> bool:
-    """The settings from the options (exit 2 when they are wrong), then the dry run's estimate or the flow
-    run on (case set, output folder); True when the flow ran (exit 1 when calls failed)."""
+    """The settings from the options (exit 2 when they are wrong), `check_out(config)` of the output folder,
+    then the dry run's estimate or the flow run on (case set, output folder); True when the flow ran (exit
+    1 when calls failed)."""
     from tasks.evals.config import resolve_settings
+    from tasks.evals.run_folder import check_run_folder_benchmark
 
     cases_dir, out = folders
     settings = checked_settings(
@@ -139,6 +167,9 @@ def run_command(
             dataset_dir=cases_dir, run_dir=out, overrides=overrides, config_model=config_model
         )
     )
+    if check_out is not None:
+        check_run_folder_benchmark(out, bench.name, option="--out")  # before check_out: named as such
+        check_out(settings.config)
     run_or_estimate(bench, settings, out, dry_run, lambda: run_flow(settings.config))
     return not dry_run
 

@@ -2,6 +2,7 @@
 benchmark the runs are of, the checks that they compare, and the task that writes the comparison."""
 
 from pathlib import Path
+from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -18,6 +19,7 @@ from tasks.report.compare import (
     differing_item_rows,
     write_comparison,
 )
+from tasks.report.coverage import RunCoverage
 from tasks.report.runs import check_each_run_once, read_run_id
 
 # What a folder that names no benchmark is taken for when no benchmark's run files are all in it: its check
@@ -70,24 +72,37 @@ def comparison_source(run_dirs: list[Path]) -> ComparisonSource:
     return source
 
 
+def run_coverage(run_dir: Path, manifest: dict[str, Any]) -> RunCoverage:
+    """What the run's rows lack of the items its manifest planned, read from the tables its benchmark
+    compares (ComparisonSource.coverage); unverified for a benchmark with no comparison."""
+    benchmark = BENCHMARKS.get(folder_benchmark(run_dir))
+    if benchmark is None or benchmark.comparison is None:
+        return RunCoverage({}, f"no item check for runs of {folder_benchmark(run_dir)}")
+    return benchmark.comparison.coverage(run_dir, manifest)
+
+
 def check_comparable(run_dirs: list[Path], models: list[str] | None) -> None:
     """UserError, one line, unless the runs compare (comparison_source) and `models` (None: all) are at
     least two of theirs. Cheap: a command checks it before its flow runs."""
     source = comparison_source(run_dirs)
-    chosen_models([model for run_dir in run_dirs for model in source.run_models(run_dir)], models)
+    available = [model for run_dir in run_dirs for model in source.run_models(run_dir)]
+    chosen_models(available, models, f"in {source.run_table}")
 
 
-def chosen_models(available: list[str], asked: list[str] | None) -> list[str]:
+def chosen_models(available: list[str], asked: list[str] | None, read_from: str) -> list[str]:
     """The models to compare (all by default, in the runs' order); UserError naming a model no run has, or
-    when fewer than two are left."""
+    when fewer than two are left, saying which models the runs have (`read_from`: where they were read)."""
+    have = (
+        f"the runs have {', '.join(dict.fromkeys(available))}"
+        if available
+        else f"the runs hold no row of any model {read_from}"
+    )
     unknown = [model for model in asked or [] if model not in available]
     if unknown:
-        raise UserError(
-            f"no run has the model(s) {', '.join(unknown)}; the runs have {', '.join(available)}", "--models"
-        )
+        raise UserError(f"no run has the model(s) {', '.join(unknown)}; {have}", "--models")
     models = list(dict.fromkeys(asked or available))
     if len(models) < 2:
-        raise UserError(f"comparing needs two models; the runs have {', '.join(available)}", "--models")
+        raise UserError(f"comparing needs two models; {have}", "--models")
     return models
 
 
@@ -99,7 +114,7 @@ def compare_models(
     compare.md and index.html (the tables and the runs' browser, two models side by side); returns out_dir."""
     folders = [Path(run_dir) for run_dir in run_dirs]
     comparison = comparison_source(folders).load(folders)
-    chosen = chosen_models(comparison.models, models)
+    chosen = chosen_models(comparison.models, models, "in their run tables")
     differences = difference_rows(comparison, chosen, settings)
     items = differing_item_rows(comparison, chosen)
     write_comparison(Path(out_dir), comparison._replace(models=chosen), differences, items, settings)

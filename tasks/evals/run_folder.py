@@ -28,11 +28,14 @@ EVALUATE_FIX = "give its runs another --out folder"
 REPORT_FIX = "pass run folders of its own"
 
 
-def check_run_folder_benchmark(run_dir: Path, benchmark: str, fix: str = EVALUATE_FIX) -> None:
-    """Raise UserError, one line naming the folder and its benchmark, when another benchmark's run took it."""
+def check_run_folder_benchmark(
+    run_dir: Path, benchmark: str, fix: str = EVALUATE_FIX, option: str | None = None
+) -> None:
+    """Raise UserError, one line naming the folder and its benchmark, when another benchmark's run took it;
+    `option` names the command-line option that gave the folder (a bad option is a usage error)."""
     owner = run_folder_benchmark(run_dir)
     if owner is not None and owner != benchmark:
-        raise UserError(f"{run_dir} belongs to the {owner} benchmark, not {benchmark}: {fix}")
+        raise UserError(f"{run_dir} belongs to the {owner} benchmark, not {benchmark}: {fix}", option)
 
 
 def claim_run_folder(run_dir: Path, benchmark: str) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
-import pyarrow.csv as pa_csv
 
-from tasks.core.files import write_atomic, write_parquet_atomic
+from tasks.core.files import write_parquet_atomic
+from tasks.core.safe_text import write_csv_table
 from tasks.data.contracts import Contract, schema
 from tasks.export.samples import ExportedRun, ExportSample
 
@@ -102,10 +102,11 @@ def flat_file_name(run: ExportedRun, file_format: FlatFormat) -> str:
 
 
 def write_flat(run: ExportedRun, out_dir: Path, file_format: FlatFormat) -> Path:
-    """The run's SAMPLES table as `<benchmark>_<run id>_samples.<parquet|csv>` under `out_dir` -> its path."""
+    """The run's SAMPLES table as `<benchmark>_<run id>_samples.<parquet|csv>` under `out_dir` -> its path. In
+    the CSV, text cells starting with a formula character get a `'` in front (tasks/core/safe_text.py)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / flat_file_name(run, file_format)
     table = flat_table(run)
     if file_format == "parquet":
         return write_parquet_atomic(path, table)
-    return write_atomic(path, lambda temporary: pa_csv.write_csv(table, temporary))
+    return write_csv_table(path, table)

@@ -6,7 +6,6 @@ below is pure except `write_comparison`. Pairs are the items both models scored:
 unscored (a failed call, an unparseable grade) is in neither mean nor test, and `n` says how many pairs are.
 """
 
-import html
 from collections.abc import Callable, Sequence
 from itertools import combinations, product
 from pathlib import Path
@@ -15,14 +14,16 @@ from urllib.parse import urlencode
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from scipy import stats
 
 from tasks.core.preflight import UserError
+from tasks.core.safe_text import page_text, write_csv_table
 from tasks.report.compare_figure import CAPTION, FIGURE_ID, plot_differences
+from tasks.report.coverage import Planned, RunCoverage, epoch_groups, missing_items
 from tasks.report.files import write_stats_table
 from tasks.report.html import browser_parts, data_parts, figures_html, render_page
+from tasks.report.runs import model_name
 from tasks.report.settings import CompareSettings
 from tasks.report.stats import BootstrapCI, bootstrap_mean, seeded_rng
 from tasks.report.tables import Table, format_number, table_html, table_markdown
@@ -81,13 +82,21 @@ def case_comparison(
 class ComparisonSource(NamedTuple):
     """How a benchmark's runs are compared: the check that a folder is a finished run; the run table (a
     file in the folder) whose `item_column` names the items a run covers (one called `item_noun`, e.g.
-    'thread') and whose `model` column its models; and the loading of runs into a Comparison."""
+    'thread') and whose `model` column its models; and the loading of runs into a Comparison.
+
+    The same tables say whether a run's rows hold every item it planned (`coverage`): its rows' group is in
+    `group_column`, the groups its config plans are `planned_groups(config)`, its manifest's `planned_field`
+    counts the items it planned, and `graded_tables` must hold every item as the run table does."""
 
     check_run_folder: Callable[[Path], None]
     run_table: str
     load: Callable[[list[Path]], Comparison]
     item_column: str = "case_id"
     item_noun: str = "case"
+    group_column: str = "epoch"
+    planned_groups: Callable[[dict[str, Any]], list[str]] = epoch_groups
+    planned_field: str = "cases"
+    graded_tables: tuple[str, ...] = ()
 
     def run_items(self, run_dir: Path) -> set[str]:
         """The items a run covers (threads, cases)."""
@@ -99,6 +108,37 @@ class ComparisonSource(NamedTuple):
 
     def _column(self, run_dir: Path, name: str) -> list[str]:
         return pq.read_table(run_dir / self.run_table, columns=[name]).column(0).to_pylist()
+
+    def coverage(self, run_dir: Path, manifest: dict[str, Any]) -> RunCoverage:
+        """What the run's rows lack of the items its manifest planned, per model of its config, in the run
+        table and each graded table (a missing table holds no row); unverified when the manifest records no
+        planned count (it was written before runs recorded one)."""
+        if self.planned_field not in manifest:
+            noun = self.item_noun
+            return RunCoverage({}, f"its manifest records no planned {noun} count (written before runs did)")
+        config = manifest.get("config", {})
+        planned = Planned(
+            models=[model_name(spec) for spec in config.get("models", [])],
+            group_label=self.group_column,
+            groups=self.planned_groups(config),
+            count=manifest[self.planned_field],
+        )
+        missing: dict[str, list[str]] = {}
+        for table in (self.run_table, *self.graded_tables):
+            held = self._held_items(run_dir / table)
+            for model, lines in missing_items(planned, held, f"{self.item_noun}s in {table}").items():
+                missing.setdefault(model, []).extend(lines)
+        return RunCoverage(missing)
+
+    def _held_items(self, path: Path) -> dict[tuple[str, str], set[str]]:
+        """(model, group as text) -> the items the table has rows of; empty when there is no table."""
+        if not path.is_file():
+            return {}
+        rows = pq.read_table(path, columns=["model", self.group_column, self.item_column]).to_pydict()
+        held: dict[tuple[str, str], set[str]] = {}
+        for model, group, item in zip(*rows.values(), strict=True):
+            held.setdefault((model, str(group)), set()).add(item)
+        return held
 
 
 # The paired test of each kind of score, by name.
@@ -393,8 +433,8 @@ def comparison_page(
     of the runs, which shows two models side by side when the address (an item's link) asks for it."""
     return render_page(
         {
-            "title": html.escape(f"Model comparison: {comparison.title}"),
-            "meta": html.escape(
+            "title": page_text(f"Model comparison: {comparison.title}"),
+            "meta": page_text(
                 f"Models: {', '.join(comparison.models)}. Bootstrap: {settings.n_resamples} resamples, "
                 f"seed {settings.seed}, level {settings.level:g}."
             ),
@@ -426,7 +466,7 @@ def write_comparison(
         ("compare_items", items, DIFFERING_ITEMS),
     ):
         write_stats_table(rows, out_dir / f"{name}.parquet", schema)
-        pa_csv.write_csv(pq.read_table(out_dir / f"{name}.parquet"), out_dir / f"{name}.csv")
+        write_csv_table(out_dir / f"{name}.csv", pq.read_table(out_dir / f"{name}.parquet"))
     figure = out_dir / f"{FIGURE_ID}.png"
     plot_differences(out_dir / "compare_differences.parquet", figure)
     tables = [differences_table(differences, settings.level), differing_items_table(items)]

@@ -3,16 +3,19 @@ benchmark's own conversation browser (its browser.html and browser.css)."""
 
 import base64
 import gzip
-import html
 import json
 import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tasks.core.safe_text import INVISIBLE_MARKERS, page_text
+
 TEMPLATE = Path(__file__).with_name("template.html")
+VISIBLE_TEXT_SCRIPT = Path(__file__).with_name("visible_text.js")
 PACKED_DATA_TYPE = "application/x-gzip-7bit"
 # Parts a page may leave out: a benchmark that passes bare JSON needs no data_type.
 DEFAULT_PARTS = {"data_type": "application/json"}
@@ -73,19 +76,28 @@ def data_parts(value: Any, chunks: Sequence[Any] = (), packed: bool = True) -> d
     return {"data": script_json(value), "data_type": DEFAULT_PARTS["data_type"]}
 
 
+@cache
+def visible_text_script() -> str:
+    """The pages' visibleText(text) and showInvisibleCharacters(root) (visible_text.js), with the markers of
+    tasks/core/safe_text.py: what a page's own scripts write is shown as safe_text.page_text shows it."""
+    markers = json.dumps(INVISIBLE_MARKERS)  # ASCII only: \u escapes
+    return f"const INVISIBLE_MARKERS = {markers};\n{VISIBLE_TEXT_SCRIPT.read_text()}"
+
+
 def figures_html(figures: Mapping[str, bytes], captions: Mapping[str, str]) -> str:
     """Each PNG (by figure id) as a captioned <figure> holding a data URI, in the given order."""
     return "".join(
-        f'<figure id="{name}"><img alt="{html.escape(captions[name])}" '
+        f'<figure id="{name}"><img alt="{page_text(captions[name])}" '
         f'src="data:image/png;base64,{base64.b64encode(png).decode()}"><figcaption>'
-        f"{html.escape(captions[name])}</figcaption></figure>"
+        f"{page_text(captions[name])}</figcaption></figure>"
         for name, png in figures.items()
     )
 
 
 def render_page(parts: Mapping[str, str], template: Path = TEMPLATE) -> str:
-    """The template with every {{name}} replaced by parts[name] (or DEFAULT_PARTS), escaped by the caller."""
-    filled = {**DEFAULT_PARTS, **parts}
+    """The template with every {{name}} replaced by parts[name] (or DEFAULT_PARTS; {{visible_text}} by
+    visible_text_script()), escaped by the caller."""
+    filled = {**DEFAULT_PARTS, "visible_text": visible_text_script(), **parts}
     # One pass, so text inserted for one placeholder is never scanned for another.
     return re.sub(r"\{\{(\w+)\}\}", lambda match: filled[match.group(1)], template.read_text())
 

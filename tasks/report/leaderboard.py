@@ -1,22 +1,21 @@
-"""The leaderboard: one table per benchmark and setup, from stored runs only (each run's manifest.json), each
-row a model with its headline scores and where they came from.
+"""The leaderboard: one table per benchmark and setup, from stored runs (each run's manifest.json, and its
+run tables for its status), each row a model with its headline scores and where they came from.
 
 A row's scores are its run's summary (the manifest's `summary`: the score per condition or epoch, and the
-cost of every call). Rows share a table only when their runs were measured alike: the same benchmark, the
-same items (dataset or case-set fingerprint, and sample), the same graders (every role but the models under
-test, such as the judge or the simulated patient: model and params as sent, and epoch), the same prompts
-(the judge's rubric among them, by sha256) and the same benchmark settings. Runs that differ in any of these
-go to separate tables, each titled by what its rows share: no table ranks scores that were not measured
-alike. What a run did not record (it was written before the field existed) is shown as unknown, never
-guessed, and a run missing what decides its table gets a table of its own.
+cost of every call); its status comes from the run's rows: complete only when they hold every item the run
+planned for its model (tasks/report/coverage.py) and no call or job failed. Rows share a table only when
+their runs were measured alike: the same benchmark, the same items (dataset or case-set fingerprint, and
+sample), the same graders (every role but the models under test, such as the judge or the simulated
+patient: model and params as sent, and epoch), the same prompts (the judge's rubric among them, by sha256)
+and the same benchmark settings. Runs that differ in any of these go to separate tables, each titled by
+what its rows share: no table ranks scores that were not measured alike. What a run did not record (it was
+written before the field existed) is shown as unknown, never guessed, and a run missing what decides its
+table gets a table of its own.
 """
 
-import csv
-import html
-import io
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -24,8 +23,10 @@ from typing import Any, NamedTuple
 from tasks.core.files import write_folder_atomic, write_text_atomic
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
+from tasks.core.safe_text import csv_text, markdown_text, page_text
 from tasks.evals.config import RunConfig
 from tasks.evals.run_folder import run_folder_benchmark
+from tasks.report.coverage import RunCoverage
 from tasks.report.html import render_page
 from tasks.report.runs import check_each_run_once
 from tasks.report.tables import Table, format_number, table_html, table_markdown
@@ -57,11 +58,13 @@ def unknown(what: str) -> str:
 
 class StoredRun(NamedTuple):
     """A finished run as its folder holds it: the benchmark that took the folder (None before
-    benchmark.json existed) and its manifest."""
+    benchmark.json existed), its manifest, and what its rows lack of the items it planned (unverified until
+    they are read)."""
 
     run_dir: Path
     benchmark: str | None
     manifest: dict[str, Any]
+    coverage: RunCoverage = RunCoverage({}, "its rows were not read")
 
 
 class Row(NamedTuple):
@@ -187,21 +190,29 @@ def _commit_text(manifest: dict[str, Any]) -> str:
     return git["commit"] + (" (with uncommitted changes)" if git.get("dirty") else "")
 
 
-def _status_text(summary: dict[str, Any]) -> str:
+def status_text(run: StoredRun, model: str) -> str:
+    """A model's row is complete only when the run's rows hold every item it planned for the model and no
+    call or job of the run failed; incomplete says what is missing or failed; unverified says why the rows
+    could not be checked."""
+    if run.coverage.unverified is not None:
+        return f"unverified: {run.coverage.unverified}"
+    summary = run.manifest["summary"]
     failed_calls = sum(summary.get("failed_calls", {}).values())
     failed_jobs = len(summary.get("failed_jobs", []))
-    if not failed_calls and not failed_jobs:
-        return "complete"
-    return f"incomplete: {failed_calls} failed calls, {failed_jobs} failed jobs"
+    missing = run.coverage.missing.get(model, [])
+    problems = [f"its rows lack planned items ({'; '.join(missing)})"] if missing else []
+    if failed_calls or failed_jobs:
+        problems.append(f"{failed_calls} failed calls, {failed_jobs} failed jobs")
+    return f"incomplete: {', '.join(problems)}" if problems else "complete"
 
 
-def run_provenance(run: StoredRun) -> dict[str, str]:
-    """The provenance columns of every row of a run."""
+def run_provenance(run: StoredRun, model: str) -> dict[str, str]:
+    """The provenance columns of a model's row of a run."""
     manifest = run.manifest
     prompts = manifest.get("prompts")
     source = (manifest.get("rejudge") or {}).get("source_run_id")
     return {
-        "status": _status_text(manifest["summary"]),
+        "status": status_text(run, model),
         "run": manifest["run_id"] + (f" (re-judges run {source})" if source else ""),
         "date": manifest.get("written_at") or unknown("dates"),
         "project version": (manifest.get("project") or {}).get("version") or unknown("project versions"),
@@ -223,7 +234,6 @@ def score_column(summary: dict[str, Any], group: str) -> str:
 def run_rows(run: StoredRun) -> list[Row]:
     """A run's rows: one per model of its summary, in the summary's order."""
     summary = run.manifest["summary"]
-    provenance = run_provenance(run)
     groups_of: dict[str, list[dict[str, Any]]] = {}
     for group in summary["groups"]:
         groups_of.setdefault(group["model"], []).append(group)
@@ -232,7 +242,7 @@ def run_rows(run: StoredRun) -> list[Row]:
             model=model,
             scores={score_column(summary, group["group"]): group["score"] for group in groups},
             cost_usd=sum(group["cost_usd"] for group in groups),
-            provenance=provenance,
+            provenance=run_provenance(run, model),
         )
         for model, groups in groups_of.items()
     ]
@@ -309,31 +319,36 @@ def board_table(board: Leaderboard, csv_name: str) -> Table:
 
 
 def board_csv(board: Leaderboard) -> str:
-    """The board with full values: scores and costs as stored, whole hashes, and on every row the setup its
-    rows share (canonical JSON), so that the file alone says what was compared."""
+    """The board with full values: scores and costs as stored (numbers), whole hashes, and on every row the
+    setup its rows share (canonical JSON), so that the file alone says what was compared. Text cells are
+    neutralised against formulas (tasks/core/safe_text.py)."""
     setup = json.dumps(board.setup, sort_keys=True)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["model", *board.score_columns, "cost_usd", *PROVENANCE, "setup"])
-    for row in board.rows:
-        scores = ["" if row.scores.get(c) is None else row.scores[c] for c in board.score_columns]
-        provenance = [row.provenance[name] for name in PROVENANCE]
-        writer.writerow([row.model, *scores, row.cost_usd, *provenance, setup])
-    return out.getvalue()
+    rows = [
+        [
+            row.model,
+            *(row.scores.get(column) for column in board.score_columns),
+            row.cost_usd,
+            *(row.provenance[name] for name in PROVENANCE),
+            setup,
+        ]
+        for row in board.rows
+    ]
+    return csv_text(["model", *board.score_columns, "cost_usd", *PROVENANCE, "setup"], rows)
 
 
 INTRODUCTION = (
-    "Read from the runs' manifests only. Rows in one table were measured alike: same benchmark, items "
-    "(dataset or case-set fingerprint, and sample), graders (judge or simulated patient, with their params "
-    "and epoch), prompts (the rubric among them) and benchmark settings; runs that differ in any of these "
-    "are in separate tables, never ranked together."
+    "Scores and provenance are read from the runs' manifests; a row's status from its run's tables: "
+    "complete only when they hold every item the run planned for the model and no call or job failed. Rows "
+    "in one table were measured alike: same benchmark, items (dataset or case-set fingerprint, and sample), "
+    "graders (judge or simulated patient, with their params and epoch), prompts (the rubric among them) and "
+    "benchmark settings; runs that differ in any of these are in separate tables, never ranked together."
 )
 
 
 def leaderboard_markdown(boards: Sequence[Leaderboard], names: Sequence[str]) -> str:
     lines = ["# Leaderboard", "", INTRODUCTION, ""]
     for benchmark in dict.fromkeys(board.benchmark for board in boards):
-        lines += [f"## {benchmark}", ""]
+        lines += [f"## {markdown_text(benchmark)}", ""]
         lines += [
             table_markdown(board_table(board, name), None)
             for board, name in zip(boards, names, strict=True)
@@ -350,9 +365,9 @@ def leaderboard_html(boards: Sequence[Leaderboard], names: Sequence[str]) -> str
             for board, name in zip(boards, names, strict=True)
             if board.benchmark == benchmark
         )
-        sections.append(f"<section><h2>{html.escape(benchmark)}</h2>{tables}</section>")
+        sections.append(f"<section><h2>{page_text(benchmark)}</h2>{tables}</section>")
     return render_page(
-        {"title": "Leaderboard", "meta": html.escape(INTRODUCTION), "tables": "".join(sections)}, TEMPLATE
+        {"title": "Leaderboard", "meta": page_text(INTRODUCTION), "tables": "".join(sections)}, TEMPLATE
     )
 
 
@@ -385,11 +400,15 @@ def leaderboard_files(out_dir: Path) -> set[str]:
     return {MARKDOWN_FILE, HTML_FILE, *tables}
 
 
-def write_leaderboard(run_dirs: Sequence[Path], out_dir: Path) -> list[Leaderboard]:
+def write_leaderboard(
+    run_dirs: Sequence[Path], out_dir: Path, coverage: Callable[[Path, dict[str, Any]], RunCoverage]
+) -> list[Leaderboard]:
     """Run folders -> OUT/leaderboard.md, leaderboard.html and a CSV per table, written as one folder (a
-    reader sees the old leaderboard or the new one); returns the tables. UserError for a folder that is not
-    a finished run, a run given twice, or an --out holding other files."""
+    reader sees the old leaderboard or the new one); returns the tables. `coverage(run_dir, manifest)` reads
+    what a run's rows lack (its benchmark's run tables). UserError for a folder that is not a finished run,
+    a run given twice, or an --out holding other files."""
     runs = [read_stored_run(run_dir) for run_dir in run_dirs]
+    runs = [run._replace(coverage=coverage(run.run_dir, run.manifest)) for run in runs]
     check_each_run_once([(run.manifest["run_id"], run.run_dir) for run in runs])
     boards = leaderboards(runs)
     names = csv_names(boards)

@@ -11,6 +11,8 @@ from typing import Any, NamedTuple
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from tasks.core.safe_text import markdown_cell, markdown_text, page_text
+
 
 class Table(NamedTuple):
     """A titled table of text cells; `right_aligned` names the columns a terminal aligns right. On a page,
@@ -26,30 +28,28 @@ class Table(NamedTuple):
     link_column: str = ""
 
 
-def _markdown_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def table_markdown(table: Table, note: str | None) -> str:
-    """A '###' section: the title, the note as a quote, the rows (when any) and the caption."""
-    lines = [f"### {table.title}", ""]
+    """A '###' section: the title, the note as a quote, the rows (when any) and the caption; every text with
+    its HTML markup escaped and its invisible characters shown (markdown_text), cells with `|` escaped."""
+    lines = [f"### {markdown_text(table.title)}", ""]
     if note:
-        lines += [f"> **Note:** {note}", ""]
+        lines += [f"> **Note:** {markdown_text(note)}", ""]
     if table.rows:
-        lines.append("| " + " | ".join(map(_markdown_cell, table.columns)) + " |")
+        lines.append("| " + " | ".join(map(markdown_cell, table.columns)) + " |")
         lines.append("|" + "---|" * len(table.columns))
-        lines += ["| " + " | ".join(map(_markdown_cell, row)) + " |" for row in table.rows]
+        lines += ["| " + " | ".join(map(markdown_cell, row)) + " |" for row in table.rows]
         lines.append("")
-    return "\n".join([*lines, table.caption, ""])
+    return "\n".join([*lines, markdown_text(table.caption), ""])
 
 
 def table_html(table: Table, note: str | None) -> str:
-    """A block with the title, the note and the table; an empty table shows only its caption."""
-    head = "".join(f"<th>{html.escape(column)}</th>" for column in table.columns)
+    """A block with the title, the note and the table; an empty table shows only its caption. Every text is
+    escaped, its bidirectional and zero-width characters shown as markers (⟨U+202E⟩)."""
+    head = "".join(f"<th>{page_text(column)}</th>" for column in table.columns)
     linked = table.columns.index(table.link_column) if table.links else None
 
     def cell_html(row: int, column: int, cell: str) -> str:
-        text = html.escape(cell)
+        text = page_text(cell)
         if column == linked:
             text = f'<a href="{html.escape(table.links[row])}">{text}</a>'
         return f"<td>{text}</td>"
@@ -58,14 +58,14 @@ def table_html(table: Table, note: str | None) -> str:
         "<tr>" + "".join(cell_html(r, c, cell) for c, cell in enumerate(row)) + "</tr>"
         for r, row in enumerate(table.rows)
     )
-    note_html = f'<p class="note">{html.escape(note)}</p>' if note else ""
+    note_html = f'<p class="note">{page_text(note)}</p>' if note else ""
     content = (
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
-        f"<caption>{html.escape(table.caption)}</caption></table>"
+        f"<caption>{page_text(table.caption)}</caption></table>"
         if table.rows
-        else f'<p class="empty">{html.escape(table.caption)}</p>'
+        else f'<p class="empty">{page_text(table.caption)}</p>'
     )
-    title = f"<h3>{html.escape(table.title)}</h3>"
+    title = f"<h3>{page_text(table.title)}</h3>"
     return f'<div class="table-block" id="table-{table.key}">{title}{note_html}{content}</div>'
 
 

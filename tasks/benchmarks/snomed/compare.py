@@ -36,4 +36,6 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
     )
 
 
-COMPARISON = ComparisonSource(check_run_folder, "predictions.parquet", load_comparison)
+COMPARISON = ComparisonSource(
+    check_run_folder, "predictions.parquet", load_comparison, graded_tables=("scores.parquet",)
+)

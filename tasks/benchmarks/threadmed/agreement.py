@@ -15,7 +15,6 @@ folder (default LABELS/agreement):
     <table>.csv         one per table; fig_agreement.png is drawn from two of them
 """
 
-import csv
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -31,6 +30,7 @@ from tasks.benchmarks.threadmed.agreement_settings import AgreementSettings
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, LABEL_ITEMS, RATINGS, RESPONSES
 from tasks.benchmarks.threadmed.report import check_run_folder
 from tasks.core.preflight import UserError
+from tasks.core.safe_text import markdown_text, read_csv_rows, write_csv_rows
 from tasks.data.contracts import Contract
 from tasks.evals.agreement import PairAgreement, drift, ordinal_alpha, pair_agreement
 from tasks.report.figures import plain_text
@@ -755,39 +755,29 @@ def summary_table(agreement: dict[str, Any]) -> Table:
 
 def render_markdown(agreement: dict[str, Any]) -> str:
     judges = "; ".join(f"{j['label']}: run {j['run_id']}" for j in agreement["judges"])
+    raters = ", ".join(r["label"] for r in agreement["raters"])
     head = [
         "# Judge agreement",
         "",
-        f"{agreement['n_items']} sampled answers of run {agreement['sample']['run_id']}, "
-        f"{agreement['n_rated_items']} rated; raters: {', '.join(r['label'] for r in agreement['raters'])}. "
-        f"Judges: {judges}. Consensus: {agreement['consensus']}.",
+        markdown_text(
+            f"{agreement['n_items']} sampled answers of run {agreement['sample']['run_id']}, "
+            f"{agreement['n_rated_items']} rated; raters: {raters}. Judges: {judges}. "
+            f"Consensus: {agreement['consensus']}."
+        ),
         "",
-        *(f"> **Note:** {note}\n" for note in agreement["notes"]),
+        *(f"> **Note:** {markdown_text(note)}\n" for note in agreement["notes"]),
     ]
     body = [table_markdown(table, None) for table in build_tables(agreement)]
     return "\n".join([*head, *body, "![Agreement](fig_agreement.png)", ""])
-
-
-def write_csv(rows: list[dict[str, Any]], columns: list[str], path: Path) -> Path:
-    """Rows -> a CSV with exactly `columns`; an undefined value is an empty cell."""
-    with path.open("w", newline="") as file:
-        writer = csv.DictWriter(file, columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
-
-
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as file:
-        return list(csv.DictReader(file))
 
 
 def plot_agreement(judge_csv: Path, rater_csv: Path, out_path: Path) -> None:
     """Quadratic kappa and ordinal alpha with their intervals: each judge against each rater and the
     consensus, then each rater pair (the ceiling), one row each; an undefined value is written 'undefined'
     on its row, never drawn as a point. Drawn from the stored CSVs only."""
-    rows = [(f"{r['judge']}\nvs {r['versus']}", r, "tab:blue") for r in _read_csv(judge_csv)]
-    rows += [(f"{r['first']}\nvs {r['second'] or 'each other'}", r, "tab:gray") for r in _read_csv(rater_csv)]
+    judge_rows, rater_rows = read_csv_rows(judge_csv), read_csv_rows(rater_csv)
+    rows = [(f"{r['judge']}\nvs {r['versus']}", r, "tab:blue") for r in judge_rows]
+    rows += [(f"{r['first']}\nvs {r['second'] or 'each other'}", r, "tab:gray") for r in rater_rows]
     fig = Figure(figsize=(10, 1.2 + 0.55 * len(rows)), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
     panels = (("kappa_quadratic", "Quadratic kappa"), ("alpha_ordinal", "Ordinal alpha"))
@@ -812,12 +802,13 @@ def plot_agreement(judge_csv: Path, rater_csv: Path, out_path: Path) -> None:
 
 
 def write_agreement(agreement: dict[str, Any], out: Path) -> Path:
-    """agreement.json, a CSV per table, fig_agreement.png (from two CSVs) and agreement.md under `out`."""
+    """agreement.json, a CSV per table (text cells neutralised against formulas: tasks/core/safe_text.py),
+    fig_agreement.png (from two CSVs) and agreement.md under `out`."""
     out.mkdir(parents=True, exist_ok=True)
     # allow_nan=False: an undefined value must be null, and a NaN reaching here is a bug to surface.
     (out / "agreement.json").write_text(json.dumps(agreement, indent=2, allow_nan=False))
     paths = {
-        name: write_csv(agreement["tables"][name], columns, out / f"{name}.csv")
+        name: write_csv_rows(out / f"{name}.csv", columns, agreement["tables"][name])
         for name, columns in TABLE_COLUMNS.items()
     }
     plot_agreement(paths["judge_vs_raters"], paths["rater_vs_rater"], out / "fig_agreement.png")

@@ -2,6 +2,7 @@
 models within a condition, grouped by the report's turn groups and resampled by thread."""
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import numpy as np
@@ -58,10 +59,18 @@ def load_comparison(run_dirs: list[Path]) -> Comparison:
     )
 
 
+def planned_conditions(config: dict[str, Any]) -> list[str]:
+    return list(config["conditions"])
+
+
 COMPARISON = ComparisonSource(
     check_run_folder=check_run_folder,
     run_table="responses.parquet",
     load=load_comparison,
     item_column="thread_id",
     item_noun="thread",
+    group_column="condition",
+    planned_groups=planned_conditions,
+    planned_field="threads",
+    graded_tables=("judgments.parquet",),
 )

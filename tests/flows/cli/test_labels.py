@@ -117,3 +117,15 @@ def test_bad_rows_are_one_line_each_and_nothing_is_written(labels: Path, tmp_pat
     ]
     after = (labels / "ratings.parquet").read_bytes() if (labels / "ratings.parquet").exists() else None
     assert after == before
+
+
+def test_a_simulated_rater_named_by_a_formula_is_refused_and_writes_nothing(
+    labels: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "formula.csv"
+    assert_usage_error(
+        threadmed_here("labels", "simulate", labels, "--rater", "@SUM(A1)", "--out", out, cwd=tmp_path),
+        "Invalid value for '--rater': rater '@SUM(A1)' starts with '@', which a spreadsheet runs as a "
+        "formula: give the rater an id that starts with a letter or a digit",
+    )
+    assert not out.exists()

@@ -9,7 +9,8 @@ from rich.console import Console
 
 from flows.cli.snomed_oracle import print_oracle_data
 from tasks.benchmarks.snomed.vocabulary import add_case_set_codes, derive_synthea_vocabulary
-from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_here
+from tasks.evals.run_folder import claim_run_folder
+from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_before_any_flow, threadmed_here
 from tests.snomed_fixtures import CASES, write_case_set
 
 pytestmark = pytest.mark.slow
@@ -53,6 +54,20 @@ def test_oracle_data_dry_run_run_then_the_patient_bench_on_its_held_out_pairs(tm
         "manifest.json",
         "ledger",
     }
+
+    # Reused with other counts or another teacher, the folder is refused before any flow, naming what
+    # differs; the same inputs resume it, and --replace replaces it.
+    manifest = (tmp_path / "oracle" / "manifest.json").read_bytes()
+    other = [*data[:-1], "threadmed/patient", "--positives", "2", "--negatives", "1"]
+    assert_usage_error(
+        threadmed_before_any_flow(*other, cwd=tmp_path),
+        "Invalid value for '--out': oracle holds oracle data made with other inputs (--teacher "
+        "threadmed/oracle-teacher -> threadmed/patient; --negatives 2 -> 1; --positives 5 -> 2): pass "
+        "--replace to replace it, or another --out folder",
+    )
+    assert (tmp_path / "oracle" / "manifest.json").read_bytes() == manifest
+    for again in ([*data, "--dry-run"], [*other, "--replace", "--dry-run"]):
+        assert threadmed_before_any_flow(*again, cwd=tmp_path).returncode == 0
 
     bench = threadmed(
         "snomed", "patient-eval", "--cases", "cases", "--out", "bench", "--oracle-data", "oracle",
@@ -101,3 +116,18 @@ def test_the_printed_counts_say_what_the_leak_check_read(tmp_path, names_checked
         line,
         f"Oracle data written to {tmp_path}",
     ]
+
+
+def test_an_out_folder_of_another_benchmark_is_a_usage_error(tmp_path):
+    write_case_set(tmp_path / "cases")
+    claim_run_folder(tmp_path / "snomed-run", "snomed")
+    result = threadmed_before_any_flow(
+        "snomed", "oracle-data", "--cases", "cases", "--out", "snomed-run",
+        "--teacher", "threadmed/oracle-teacher", cwd=tmp_path,
+    )  # fmt: skip
+    assert_usage_error(
+        result,
+        "Invalid value for '--out': snomed-run belongs to the snomed benchmark, not snomed-oracle-data: give "
+        "its runs another --out folder",
+    )
+    assert [path.name for path in (tmp_path / "snomed-run").iterdir()] == ["benchmark.json"]

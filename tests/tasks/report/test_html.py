@@ -3,6 +3,7 @@
 import base64
 import json
 
+from tasks.core.safe_text import visible_text
 from tasks.report.html import (
     CHUNK_SEPARATOR,
     PACKED_DATA_TYPE,
@@ -16,6 +17,8 @@ from tasks.report.html import (
     seven_bit_text,
     unpack_json,
 )
+from tests.chromium import Page
+from tests.tasks.benchmarks.threadmed.test_report_html import _chromium
 
 
 def test_script_json_cannot_close_its_script_element():
@@ -91,3 +94,36 @@ def test_a_page_that_gives_no_data_type_gets_inline_json(tmp_path):
     template = tmp_path / "page.html"
     template.write_text('<script type="{{data_type}}">{{data}}</script>')
     assert render_page({"data": "[]"}, template) == '<script type="application/json">[]</script>'
+
+
+def test_every_page_text_shows_invisible_characters_as_the_shared_rule_does(tmp_path):
+    """A page of the shared template whose server-written meta and whose browser's script-written text (at
+    load and later) hold a right-to-left override and zero-width characters: every text node shows their
+    markers, as safe_text.visible_text does; the data script and a text area keep their text."""
+    chromium = _chromium()
+    spoof = "take \u202eyliad gm 05\u202c\u200b\ufeff"
+    browser = (
+        '<p id="now"></p><p id="later"></p><textarea id="kept"></textarea><script>'
+        f'document.getElementById("now").textContent = {json.dumps(spoof)};'
+        f'document.getElementById("kept").value = {json.dumps(spoof)};'
+        "setTimeout(() => { const later = document.getElementById('later');"
+        f" later.appendChild(document.createTextNode({json.dumps(spoof)}));"
+        " document.body.dataset.ready = '1'; }, 50);</script>"
+    )
+    parts = {"title": spoof, "meta": spoof, "note": "", "tables": "", "figures": "", "style": ""}
+    page_file = tmp_path / "index.html"
+    page_file.write_text(render_page({**parts, "browser": browser, "data": script_json({"text": spoof})}))
+    page = Page(chromium, page_file.as_uri(), tmp_path / "profile")
+    try:
+        page.wait_for("document.body && document.body.dataset.ready === '1'")
+        shown = page.evaluate(
+            "['now', 'later'].map(id => document.getElementById(id).textContent).concat(["
+            " document.querySelector('.meta').textContent, document.title,"
+            " document.getElementById('kept').value,"
+            " JSON.parse(document.getElementById('report-data').textContent).text])"
+        )
+    finally:
+        page.close()
+    visible = visible_text(spoof)
+    assert visible == "take ⟨U+202E⟩yliad gm 05⟨U+202C⟩⟨U+200B⟩⟨U+FEFF⟩"
+    assert shown == [visible, visible, visible, visible, spoof, spoof]

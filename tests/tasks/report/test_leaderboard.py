@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tasks.core.preflight import UserError
+from tasks.report.coverage import RunCoverage
 from tasks.report.leaderboard import (
     PROVENANCE,
     StoredRun,
@@ -17,6 +18,7 @@ from tasks.report.leaderboard import (
     read_stored_run,
     run_provenance,
     setup_title,
+    status_text,
     write_leaderboard,
 )
 
@@ -71,8 +73,18 @@ def manifest(run_id: str, scores: dict[str, dict[str, float | None]], **changes:
     return written
 
 
+# What a run's rows lack, as tasks/benchmarks/compare.py run_coverage reads it: here, nothing.
+ROWS_HOLD_EVERY_ITEM = RunCoverage({})
+
+
+def rows_hold_every_item(run_dir: Path, manifest: dict[str, Any]) -> RunCoverage:
+    return ROWS_HOLD_EVERY_ITEM
+
+
 def run(run_id: str, scores: dict[str, dict[str, float | None]], **changes: Any) -> StoredRun:
-    return StoredRun(Path(f"/runs/{run_id}"), "threadmed", manifest(run_id, scores, **changes))
+    return StoredRun(
+        Path(f"/runs/{run_id}"), "threadmed", manifest(run_id, scores, **changes), ROWS_HOLD_EVERY_ITEM
+    )
 
 
 def table_of(boards, model: str) -> int:
@@ -157,7 +169,7 @@ def test_a_run_missing_its_fingerprint_or_prompts_is_ranked_with_no_other():
 
 def test_each_row_carries_its_provenance_in_full():
     stored = run("r1", {"a": {"baseline": 40.0}}, **{"git.dirty": True, "rejudge": {"source_run_id": "r0"}})
-    assert run_provenance(stored) == {
+    assert run_provenance(stored, "a") == {
         "status": "complete",
         "run": "r1 (re-judges run r0)",
         "date": "2026-11-20T10:00:00+00:00",
@@ -174,7 +186,7 @@ def test_what_an_older_run_did_not_record_is_unknown_not_guessed():
     stored = run("r1", {"a": {"baseline": 40.0}}, **{"summary.failed_calls": {"timeout": 2}})
     for field in ("project", "config_sha256", "judge_rubric", "git"):
         del stored.manifest[field]
-    provenance = run_provenance(stored)
+    provenance = run_provenance(stored, "a")
     assert provenance["status"] == "incomplete: 2 failed calls, 0 failed jobs"
     assert provenance["project version"] == "unknown (run written before project versions were recorded)"
     assert provenance["config sha256"] == "unknown (run written before config hashes were recorded)"
@@ -190,7 +202,7 @@ def test_a_benchmark_without_a_judge_names_its_other_roles():
     stored.manifest["sent"] = {"models": {}, "patient": {"p": {"model": "openai/mini", "params": {}}}}
     stored.manifest["judge_rubric"] = None
     del stored.manifest["config"]["judge"]
-    assert run_provenance(stored)["judge"] == "patient openai/mini {}"
+    assert run_provenance(stored, "a")["judge"] == "patient openai/mini {}"
 
 
 def write_run(root: Path, written: dict[str, Any], benchmark: str = "threadmed") -> Path:
@@ -205,7 +217,7 @@ def test_the_files_hold_one_table_each_and_a_new_leaderboard_replaces_the_old(tm
     first = write_run(tmp_path, manifest("r1", {"a": {"baseline": 40.0}}))
     second = write_run(tmp_path, manifest("r2", {"b": {"baseline": 60.123}}, **{"config.judge.epoch": 1}))
     out = tmp_path / "board"
-    write_leaderboard([first, second], out)
+    write_leaderboard([first, second], out, rows_hold_every_item)
     assert sorted(path.name for path in out.iterdir()) == [
         "leaderboard-threadmed-1.csv",
         "leaderboard-threadmed-2.csv",
@@ -229,7 +241,7 @@ def test_the_files_hold_one_table_each_and_a_new_leaderboard_replaces_the_old(tm
     )
     assert "epoch 1" in (out / "leaderboard.html").read_text()
 
-    write_leaderboard([first], out)
+    write_leaderboard([first], out, rows_hold_every_item)
     assert sorted(path.name for path in out.iterdir()) == [
         "leaderboard-threadmed-1.csv",
         "leaderboard.html",
@@ -247,11 +259,11 @@ def test_folders_that_are_not_finished_runs_or_an_out_of_other_files_are_refused
         read_stored_run(write_run(tmp_path, old))
     first = write_run(tmp_path, manifest("r1", {"a": {"baseline": 40.0}}))
     with pytest.raises(UserError, match="the same run is given more than once"):
-        write_leaderboard([first, first], tmp_path / "board")
+        write_leaderboard([first, first], tmp_path / "board", rows_hold_every_item)
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
     with pytest.raises(UserError, match="holds files other than") as refused:
-        write_leaderboard([first], tmp_path / "mine")
+        write_leaderboard([first], tmp_path / "mine", rows_hold_every_item)
     assert refused.value.option == "--out" and (tmp_path / "mine" / "notes.txt").read_text() == "keep"
 
 
@@ -269,3 +281,43 @@ def test_a_run_written_before_what_was_sent_was_recorded_is_graded_by_its_config
     assert graders(stored.manifest) == {
         "judge": {"model": "openai/gpt-4o", "params": {"temperature": 0.5}, "epoch": 0}
     }
+
+
+def test_a_row_is_complete_only_when_its_rows_hold_every_planned_item_and_nothing_failed():
+    stored = run("r1", {"a": {"baseline": 40.0}, "b": {"baseline": 50.0}})
+    gap = "condition baseline: 0 of 3 threads in responses.parquet"
+    lacking = stored._replace(coverage=RunCoverage({"a": [gap]}))
+    failed = lacking._replace(manifest={**lacking.manifest, "summary": {**lacking.manifest["summary"]}})
+    failed.manifest["summary"]["failed_calls"] = {"timeout": 2}
+    unread = stored._replace(coverage=RunCoverage({}, "its manifest records no planned thread count"))
+    assert [
+        (status_text(case, "a"), status_text(case, "b")) for case in (stored, lacking, failed, unread)
+    ] == [
+        ("complete", "complete"),
+        (f"incomplete: its rows lack planned items ({gap})", "complete"),
+        (
+            f"incomplete: its rows lack planned items ({gap}), 2 failed calls, 0 failed jobs",
+            "incomplete: 2 failed calls, 0 failed jobs",
+        ),
+        (
+            "unverified: its manifest records no planned thread count",
+            "unverified: its manifest records no planned thread count",
+        ),
+    ]
+    assert StoredRun(Path("/r"), "threadmed", stored.manifest).coverage.unverified == "its rows were not read"
+
+
+def test_formulas_and_markup_in_names_are_inert_in_every_file(tmp_path):
+    """A model named by a formula and one named by an image tag: the CSV cells start with a quote, the
+    Markdown and the page show the tag as text."""
+    formula, image = '=HYPERLINK("http://example.com","x")', "<img src=x onerror=alert(1)>"
+    written = manifest("r1", {formula: {"baseline": 40.0}, image: {"baseline": -0.5}})
+    out = tmp_path / "board"
+    write_leaderboard([write_run(tmp_path, written)], out, rows_hold_every_item)
+    with (out / "leaderboard-threadmed-1.csv").open(newline="") as file:
+        rows = list(csv.reader(file))
+    assert [row[:3] for row in rows[1:]] == [["'" + formula, "40.0", "0.25"], [image, "-0.5", "0.25"]]
+    markdown = (out / "leaderboard.md").read_text()
+    assert "| &lt;img src=x onerror=alert(1)&gt; | -0.5 |" in markdown and "<img" not in markdown
+    page = (out / "leaderboard.html").read_text()
+    assert "<td>&lt;img src=x onerror=alert(1)&gt;</td>" in page and "<img" not in page

@@ -20,10 +20,34 @@ TABLE = Table(
 EMPTY = Table("coverage", "Coverage", ["Model"], [], "Not computed: one model only.")
 
 
-def test_markdown_escapes_pipes_and_puts_the_note_first():
+def test_markdown_escapes_pipes_and_html_and_puts_the_note_first():
     assert table_markdown(TABLE, "stand-in judge") == (
-        "### Scores\n\n> **Note:** stand-in judge\n\n| Model | n |\n|---|---|\n| a\\|b | 3 |\n| <c> | 12 |\n"
-        "\nJudged turns.\n"
+        "### Scores\n\n> **Note:** stand-in judge\n\n| Model | n |\n|---|---|\n| a\\|b | 3 |\n"
+        "| &lt;c&gt; | 12 |\n\nJudged turns.\n"
+    )
+
+
+def test_markup_and_invisible_characters_in_any_text_of_a_table_are_shown_as_written():
+    """A model named with an image tag, a right-to-left override and a zero-width space: no Markdown viewer
+    or page renders the tag, and neither shows the text reordered or joined."""
+    hostile = "<img src=x onerror=alert(1)>\u202egpt\u200b|x"
+    table = Table("t", f"Judge {hostile}", ["model", "n"], [[hostile, "1"]], f"Caption {hostile}")
+    shown = "&lt;img src=x onerror=alert(1)&gt;⟨U+202E⟩gpt⟨U+200B⟩"
+    assert table_markdown(table, f"note {hostile}").splitlines() == [
+        f"### Judge {shown}|x",
+        "",
+        f"> **Note:** note {shown}|x",
+        "",
+        "| model | n |",
+        "|---|---|",
+        f"| {shown}\\|x | 1 |",
+        "",
+        f"Caption {shown}|x",
+    ]
+    assert table_html(table, f"note {hostile}") == (
+        f'<div class="table-block" id="table-t"><h3>Judge {shown}|x</h3><p class="note">note {shown}|x</p>'
+        f"<table><thead><tr><th>model</th><th>n</th></tr></thead><tbody><tr><td>{shown}|x</td><td>1</td>"
+        f"</tr></tbody><caption>Caption {shown}|x</caption></table></div>"
     )
 
 

@@ -1,8 +1,9 @@
 """The loss curve: the trainer's log as rows, a CSV and a figure."""
 
-import csv
 from pathlib import Path
 from typing import Any
+
+from tasks.core.safe_text import write_csv_rows
 
 CURVE_COLUMNS = ("step", "epoch", "split", "loss")
 
@@ -25,11 +26,7 @@ def loss_rows(log_history: list[dict[str, Any]], loss_before: float) -> list[dic
 
 
 def write_loss_csv(rows: list[dict[str, Any]], path: Path) -> Path:
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CURVE_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+    return write_csv_rows(path, CURVE_COLUMNS, rows)
 
 
 def plot_loss_curve(rows: list[dict[str, Any]], path: Path, title: str) -> Path:

@@ -1,8 +1,6 @@
 """The patient bench's report: the patients side by side (metrics.json, report.md, scores.csv) and the
 table the command prints."""
 
-import csv
-import io
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -18,6 +16,7 @@ from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_SCORES
 from tasks.benchmarks.snomed.patient_bench.scoring import patient_metrics
 from tasks.core.files import write_json_atomic, write_text_atomic
 from tasks.core.provenance import artifact_key
+from tasks.core.safe_text import csv_text
 from tasks.report.files import default_report_dir
 from tasks.report.tables import Table, format_number, format_percent, table_markdown
 
@@ -71,13 +70,10 @@ def bench_table(metrics: dict[str, dict[str, Any]]) -> Table:
 
 
 def metrics_csv(metrics: dict[str, dict[str, Any]]) -> str:
-    out = io.StringIO()
-    fields = ["patient", *next(iter(metrics.values()), {}).keys()]
-    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for patient, values in metrics.items():
-        writer.writerow({"patient": patient, **values})
-    return out.getvalue()
+    """One row per patient: its name (text, neutralised against formulas), then its metrics (numbers)."""
+    fields = list(next(iter(metrics.values()), {}))
+    rows = ([patient, *(values.get(field) for field in fields)] for patient, values in metrics.items())
+    return csv_text(["patient", *fields], rows)
 
 
 @task(name="build-patient-bench-report", cache_policy=NO_CACHE)

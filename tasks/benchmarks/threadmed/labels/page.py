@@ -13,6 +13,7 @@ from typing import Any
 
 from tasks.benchmarks.threadmed.labels.folder import CLINICIAN, CSV_COLUMNS, GRADE_TEXTS
 from tasks.benchmarks.threadmed.labels.sample import LabelSample
+from tasks.core.safe_text import FORMULA_STARTS, PREFIXED_STARTS, TEXT_PREFIX
 from tasks.report.html import render_page, script_json
 
 TEMPLATE = Path(__file__).with_name("rate.html")
@@ -40,6 +41,11 @@ def render_rating_page(sample: LabelSample) -> str:
         "columns": list(CSV_COLUMNS),
         "rater_kind": CLINICIAN,
         "grades": list(GRADE_TEXTS.values()),
+        # The CSV's cells are neutralised as every CSV of the project (tasks/core/safe_text.py), and a rater
+        # id is refused as `labels import` refuses it.
+        "formula_starts": FORMULA_STARTS,
+        "prefixed_starts": PREFIXED_STARTS,
+        "text_prefix": TEXT_PREFIX,
     }
     return render_page(
         {

@@ -1,8 +1,11 @@
 """Import raters' CSVs into a labels folder's ratings.parquet, after checking every row.
 
 A CSV is what the rating page exports (or `labels simulate` writes): the header CSV_COLUMNS exactly, then
-one row per rated item. Every bad row is an error naming its file, line and fix; one bad row anywhere
-means nothing is written, so a folder's ratings are always a whole, checked set.
+one row per rated item, each text cell neutralised against spreadsheet formulas as every CSV of the project
+(tasks/core/safe_text.py: a `'` in front of a cell starting with `=`, `+`, `-`, `@`, a tab, a carriage
+return or `'`), which the import drops again. Every bad row is an error naming its file, line and fix; one
+bad row anywhere means nothing is written, so a folder's ratings are always a whole, checked set. A rater
+id starting with a formula character is refused, so no table or file of ratings names one.
 """
 
 import csv
@@ -18,6 +21,7 @@ import pyarrow.parquet as pq
 from tasks.benchmarks.threadmed.contracts import RATINGS
 from tasks.benchmarks.threadmed.labels.folder import CSV_COLUMNS, GRADE_TEXTS, RATER_KINDS, RATINGS_FILE
 from tasks.core.files import write_parquet_atomic
+from tasks.core.safe_text import FORMULA_STARTS, original_cell
 
 HEADER = ",".join(CSV_COLUMNS)
 EXPORT_FIX = "export the CSV again from the folder's rate.html"
@@ -49,6 +53,18 @@ def parse_rated_at(text: str) -> datetime | None:
     return moment.astimezone(UTC) if offset is not None and not offset else None
 
 
+def rater_problem(rater: str) -> str | None:
+    """What is wrong with a rater id (stripped), with its fix; None when it is good."""
+    if not rater:
+        return "the rater is empty: write the rater's id"
+    if rater.startswith(tuple(FORMULA_STARTS)):
+        return (
+            f"rater {rater!r} starts with {rater[0]!r}, which a spreadsheet runs as a formula: give the "
+            "rater an id that starts with a letter or a digit"
+        )
+    return None
+
+
 def _row_problems(record: dict[str, str], item_ids: set[str]) -> list[str]:
     """What is wrong with one CSV record, each with its fix."""
     problems = []
@@ -56,8 +72,8 @@ def _row_problems(record: dict[str, str], item_ids: set[str]) -> list[str]:
         problems.append(f"item_id {record['item_id']!r} is not in this sample: {EXPORT_FIX}")
     if parse_grade(record["grade"]) is None:
         problems.append(f"grade {record['grade']!r} is not one of 0, 0.5, 1: correct it")
-    if not record["rater"].strip():
-        problems.append("the rater is empty: write the rater's id")
+    if (problem := rater_problem(record["rater"].strip())) is not None:
+        problems.append(problem)
     if record["rater_kind"] not in RATER_KINDS:
         problems.append(
             f"rater_kind {record['rater_kind']!r} is not one of {', '.join(RATER_KINDS)}: correct it"
@@ -70,7 +86,8 @@ def _row_problems(record: dict[str, str], item_ids: set[str]) -> list[str]:
 
 
 def read_csv_records(path: Path, text: str) -> tuple[list[tuple[int, dict[str, str]]], list[str]]:
-    """(first line, record) of every row of one CSV's `text`, and its header's or rows' shape errors."""
+    """(first line, record) of every row of one CSV's `text`, each cell back to its value (original_cell), and
+    its header's or rows' shape errors."""
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
     if header != list(CSV_COLUMNS):
@@ -82,7 +99,7 @@ def read_csv_records(path: Path, text: str) -> tuple[list[tuple[int, dict[str, s
                 f"{path}:{line}: {len(fields)} fields, not {len(CSV_COLUMNS)} ({HEADER}): {EXPORT_FIX}"
             )
         elif any(fields):
-            records.append((line, dict(zip(CSV_COLUMNS, fields, strict=True))))
+            records.append((line, dict(zip(CSV_COLUMNS, map(original_cell, fields), strict=True))))
         line = reader.line_num + 1
     return records, errors
 

@@ -10,12 +10,11 @@ read. Each item's draw is seeded by (seed, rater, item id): the same rater gives
 raters of one seed err independently.
 """
 
-import csv
-import io
 from typing import Any
 
 from tasks.benchmarks.threadmed.baselines import content_words
 from tasks.benchmarks.threadmed.labels.folder import CSV_COLUMNS, GRADE_TEXTS, SIMULATED, grade_text
+from tasks.core.safe_text import csv_text
 from tasks.report.stats import seeded_rng
 
 FULL_CREDIT_F1 = 0.25
@@ -50,10 +49,8 @@ def simulated_csv(
     items: list[dict[str, Any]], rater: str, error_rate: float, seed: int, rated_at: str
 ) -> str:
     """The CSV the rating page would export had the simulated rater graded every item, in page order."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    rows = []
     for item in items:
         grade, note = simulated_rating(item, rater, error_rate, seed)
-        writer.writerow([item["item_id"], rater, SIMULATED, grade_text(grade), note, rated_at])
-    return out.getvalue()
+        rows.append([item["item_id"], rater, SIMULATED, grade_text(grade), note, rated_at])
+    return csv_text(CSV_COLUMNS, rows)

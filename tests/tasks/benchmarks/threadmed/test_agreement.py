@@ -26,6 +26,7 @@ from tasks.benchmarks.threadmed.agreement import (
 from tasks.benchmarks.threadmed.agreement_settings import AgreementSettings
 from tasks.benchmarks.threadmed.contracts import RATINGS
 from tasks.core.preflight import UserError
+from tasks.core.safe_text import read_csv_rows
 from tests.tasks.benchmarks.threadmed.agreement_fixtures import (
     ITEMS,
     JUDGE,
@@ -252,6 +253,24 @@ def test_written_files_hold_the_same_rows(agreement, tmp_path):
     assert (
         "### Rater vs rater: the ceiling a judge is compared with" in markdown and POSITION_NOTE in markdown
     )
+
+
+def test_rater_names_stored_before_import_refused_formulas_are_inert_in_the_files(tmp_path):
+    """Ratings stored under names a spreadsheet runs (`labels import` refuses them now) or that hold markup:
+    the CSV cells start with a quote and read back whole (the figure's labels too); the Markdown shows the
+    markup as text."""
+    formula, markup = '=HYPERLINK("http://example.com","x")', "<img src=x onerror=alert(1)>"
+    result = agreement_of(tmp_path, {formula: "clinician", markup: "clinician"}, rejudged=False)
+    out = write_agreement(result, tmp_path / "out")
+    with (out / "rater_vs_rater.csv").open(newline="") as file:
+        pair = next(csv.DictReader(file))
+    assert (pair["first"], pair["second"]) == (markup, "'" + formula)
+    stored = read_csv_rows(out / "rater_vs_rater.csv")
+    assert [(row["first"], row["second"]) for row in stored] == [(markup, formula), ("all raters", "")]
+    with (out / "judge_vs_raters.csv").open(newline="") as file:
+        assert [row["versus"] for row in csv.DictReader(file)] == [markup, "'" + formula, "consensus"]
+    markdown = (out / "agreement.md").read_text()
+    assert "<img" not in markdown and "raters: &lt;img src=x onerror=alert(1)&gt;, =HYPERLINK" in markdown
 
 
 def test_a_rating_of_an_item_not_sampled_is_refused(tmp_path):

@@ -2,6 +2,7 @@
 the page's side-by-side view (in headless Chromium), and the refusals of runs over other threads or of
 another benchmark."""
 
+import csv
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from scipy import stats
 
 from tasks.benchmarks.compare import check_comparable, compare_models, comparison_source
 from tasks.core.preflight import UserError
+from tasks.core.safe_text import original_cell
 from tasks.report.settings import CompareSettings
 from tests.tasks.benchmarks.threadmed.test_report import SCORES, make_run
 from tests.tasks.benchmarks.threadmed.test_report_html import Page, _chromium
@@ -132,3 +134,37 @@ def test_models_no_run_has_or_fewer_than_two_are_refused(tmp_path: Path) -> None
         check_comparable(runs, ["alpha", "gamma"])
     with pytest.raises(UserError, match=r"^comparing needs two models; the runs have alpha, beta$"):
         check_comparable(runs, ["beta", "beta"])
+    with pytest.raises(UserError, match=r"^comparing needs two models; the runs have alpha$"):
+        check_comparable(runs[:1], None)
+
+
+def test_a_run_with_no_rows_is_refused_saying_so(tmp_path: Path) -> None:
+    empty = make_run(tmp_path, {}, "r1")
+    with pytest.raises(UserError) as refused:
+        check_comparable([empty], None)
+    assert str(refused.value) == (
+        "comparing needs two models; the runs hold no row of any model in responses.parquet"
+    )
+
+
+def test_the_csvs_neutralise_model_names_a_spreadsheet_would_run(tmp_path: Path) -> None:
+    formula, command = '=HYPERLINK("http://example.com","x")', "+cmd|' /C calc'!A0"
+    renamed = {
+        (formula, "baseline"): ALPHA[("alpha", "baseline")],
+        (command, "baseline"): BETA[("beta", "baseline")],
+    }
+    runs = [make_run(tmp_path, {key: renamed[key]}, f"r{i}") for i, key in enumerate(renamed)]
+    out = Path(
+        compare_models.fn(
+            run_dirs=[str(run) for run in runs], out_dir=str(tmp_path / "out"), models=None, settings=SETTINGS
+        )
+    )
+    for name in ("compare_differences", "compare_items"):
+        with (out / f"{name}.csv").open(newline="") as file:
+            rows = list(csv.DictReader(file))
+        assert {(row["model_a"], row["model_b"]) for row in rows} == {("'" + formula, "'" + command)}
+        parquet = pq.read_table(out / f"{name}.parquet").to_pylist()
+        assert [original_cell(row["model_a"]) for row in rows] == [row["model_a"] for row in parquet]
+    with (out / "compare_differences.csv").open(newline="") as file:
+        difference = next(csv.DictReader(file))["difference"]
+    assert float(difference) == pytest.approx(0.5 / 9) and not difference.startswith("'")

@@ -21,6 +21,8 @@ from tests.perf.bench_report import write_dataset, write_run
 MODELS = ("alpha", "beta")
 N_THREADS = 12
 HOSTILE = '<img src=x onerror="window.pwned = 1"></script><script>window.pwned = 2</script>'
+# A right-to-left override and a zero-width space: shown as written, "gm 05" would read "50 mg".
+SPOOF = " take \u202eyliad gm 05\u202c\u200b"
 
 
 def _chromium() -> str:
@@ -36,7 +38,7 @@ def _run_rows() -> tuple[list[dict], list[dict], list[dict]]:
     """12 threads of 3 turns for 2 models x 2 conditions (oracle from turn 1): 48 conversations.
 
     Scores cycle over wrong, partial, correct; the last turn of every beta/baseline thread is
-    unparseable; thread t00's texts are hostile markup.
+    unparseable; thread t00's texts are hostile markup; thread t01's physician answers end in SPOOF.
     """
     qa_pairs, responses, judgments = [], [], []
     for thread in range(N_THREADS):
@@ -44,6 +46,7 @@ def _run_rows() -> tuple[list[dict], list[dict], list[dict]]:
         text = HOSTILE if thread == 0 else f"question {thread_id}"
         for turn in range(3):
             answer = HOSTILE if thread == 0 else f"physician answer {thread_id} turn {turn}"
+            answer += SPOOF if thread == 1 else ""
             qa_pairs.append({"thread_id": thread_id, "turn": turn, "question": text, "answer": answer})
     for model in MODELS:
         for condition, first_turn in (("baseline", 0), ("oracle", 1)):
@@ -191,6 +194,18 @@ def test_untrusted_text_stays_text(page: Page) -> None:
         "window.pwned === undefined && document.querySelectorAll('#browser img').length === 0"
     )
     assert HOSTILE in page.evaluate("document.getElementById('conversations').innerText")
+
+
+def test_bidirectional_and_zero_width_characters_are_shown_as_markers(page: Page) -> None:
+    _reset(page)
+    _select(page, "filter-thread", "t01")
+    _select(page, "filter-model", "0")
+    _select(page, "filter-condition", "0")
+    page.evaluate("document.querySelector('details.conversation').open = true")
+    page.wait_for("document.querySelectorAll('.turn').length === 3")
+    text = page.evaluate("document.querySelector('details.conversation').textContent")
+    assert "physician answer t01 turn 0 take ⟨U+202E⟩yliad gm 05⟨U+202C⟩⟨U+200B⟩" in text
+    assert not {"\u202e", "\u202c", "\u200b"} & set(text)
 
 
 def test_the_browser_decodes_the_packed_data_as_python_does(page: Page) -> None:

@@ -12,7 +12,7 @@ from tasks.benchmarks.snomed.patient import load_lexicon
 from tasks.benchmarks.snomed.patient_bench.benchmark import PATIENT_BENCH
 from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
 from tasks.benchmarks.snomed.patient_bench.questions import BenchQuestion
-from tasks.benchmarks.snomed.patient_bench.report import build_bench_report, metrics_by_patient
+from tasks.benchmarks.snomed.patient_bench.report import build_bench_report, metrics_by_patient, metrics_csv
 from tasks.benchmarks.snomed.patient_bench.scoring import clinical_terms_in, consistent, mentions_fact
 from tasks.evals.config import JudgeSpec, ModelSpec, SampleSpec
 from tasks.llm.offline import register_offline_model
@@ -161,4 +161,13 @@ def test_an_observation_is_disclosed_by_its_value_and_clinical_terms_are_whole_w
     ) == [
         "acute",
         "fracture",
+    ]
+
+
+def test_a_patient_named_by_a_formula_is_written_as_text_and_its_metrics_as_numbers():
+    metrics = {"=cmd|' /C calc'!A0": {"answers": 3, "disclosure": -0.5, "faithful": None}, "openai/x": {}}
+    assert metrics_csv(metrics).splitlines() == [
+        "patient,answers,disclosure,faithful",
+        "'=cmd|' /C calc'!A0,3,-0.5,",
+        "openai/x,,,",
     ]

@@ -2,7 +2,8 @@
 
 Two models answer three threads of 8, 4 and 2 turns (baseline condition): 28 answers, every turn group
 present. Scores cycle over 0, 0.5, 1 by turn; beta's last answer of thread t2 is unparseable, so 27 turns
-are judged. Thread t1's texts are hostile markup, which every page must show as text.
+are judged. Thread t1's texts are hostile markup, which every page must show as text; its model answers
+also hold a right-to-left override and a zero-width space (SPOOF), which every page must show as markers.
 """
 
 from pathlib import Path
@@ -16,6 +17,8 @@ RUN_ID = "run-labels-fixture"
 MODELS = ("alpha-model", "beta-model")
 THREAD_TURNS = {"t0": 8, "t1": 4, "t2": 2}
 HOSTILE = '<img src=x onerror="window.pwned = 1"></script><script>window.pwned = 2</script>'
+# Shown as written, it would read "take gm 05 daily" reversed into "take 50 mg daily".
+SPOOF = " take \u202eyliad gm 05\u202c\u200b now"
 N_JUDGED = 27
 
 
@@ -31,7 +34,7 @@ def physician_answer(thread_id: str, turn: int) -> str:
 
 def model_answer(model: str, thread_id: str, turn: int) -> str:
     if thread_id == "t1":
-        return HOSTILE
+        return HOSTILE + SPOOF
     if model == MODELS[0]:
         return f"answer {turn}: rest the knee and ice it, ibuprofen helps; physiotherapy if swelling persists"
     return f"answer {turn}: stretching and running shoes usually fix this"

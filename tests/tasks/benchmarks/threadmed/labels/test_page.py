@@ -21,11 +21,13 @@ from tasks.benchmarks.threadmed.labels.page import PAGE_FIELDS
 from tasks.benchmarks.threadmed.labels.ratings import check_ratings
 from tasks.benchmarks.threadmed.labels.sample import build_sample
 from tasks.benchmarks.threadmed.labels.store import write_sample
+from tasks.core.safe_text import INVISIBLE_MARKERS, visible_text
 from tests.tasks.benchmarks.threadmed.labels.fixtures import (
     HOSTILE,
     MODELS,
     N_JUDGED,
     RUN_ID,
+    SPOOF,
 )
 from tests.tasks.benchmarks.threadmed.test_report_html import Page, _chromium
 
@@ -214,8 +216,42 @@ def test_untrusted_text_stays_text(page: Page) -> None:
     position = page.evaluate(f"ITEMS.findIndex(item => item.question === {json.dumps(HOSTILE)})")
     for _ in range(position):
         press(page, "j")
-    assert page.evaluate("document.getElementById('answer').textContent") == HOSTILE
+    assert page.evaluate("document.getElementById('physician').textContent") == HOSTILE
+    # The override and the zero-width space are shown as markers, not obeyed.
+    assert page.evaluate("document.getElementById('answer').textContent") == (
+        HOSTILE + " take ⟨U+202E⟩yliad gm 05⟨U+202C⟩⟨U+200B⟩ now"
+    )
     assert page.evaluate("[window.pwned, document.querySelectorAll('main img').length]") == [None, 0]
+
+
+def test_the_pages_visible_text_is_the_shared_rule(page: Page) -> None:
+    """The page's visibleText is built from tasks/core/safe_text.py's markers: it shows every text as
+    visible_text does, including a rater's id."""
+    text = "a" + "b".join(INVISIBLE_MARKERS) + SPOOF
+    assert page.evaluate(f"visibleText({json.dumps(text)})") == visible_text(text)
+    start_fresh(page, rater="dr\u202ea\u200b")
+    assert page.evaluate("document.getElementById('rater-name').textContent") == "dr⟨U+202E⟩a⟨U+200B⟩"
+
+
+def test_a_rater_id_starting_a_formula_is_refused_and_cells_are_neutralised(
+    page: Page, labels_dir: Path
+) -> None:
+    start_fresh(page, rater='=HYPERLINK("http://example.com")')
+    assert page.evaluate(
+        "[document.getElementById('rater-form').hidden, document.getElementById('rater-refused').hidden]"
+    ) == [False, False]
+    type_rater(page, "dr-a")
+    press(page, "3")
+    page.evaluate(
+        "const note = document.getElementById('note'); note.value = '=1+2 misses the dose';"
+        "note.dispatchEvent(new Event('input'))"
+    )
+    text = page.evaluate("window.ratingsCsv()")
+    [row] = list(csv.DictReader(io.StringIO(text)))
+    assert (row["rater"], row["note"]) == ("dr-a", "'=1+2 misses the dose")
+    item_ids = set(read_items(labels_dir)["item_id"].to_pylist())
+    checked = check_ratings({Path("dr-a.csv"): text}, item_ids, set(), replace=False)
+    assert [(r["rater"], r["note"]) for r in checked.rows] == [("dr-a", "=1+2 misses the dose")]
 
 
 def test_the_export_is_the_csv_labels_import_takes(page: Page, labels_dir: Path, tmp_path: Path) -> None:

@@ -134,3 +134,36 @@ def test_a_file_that_is_not_utf8_is_an_error(tmp_path: Path) -> None:
             "rate.html"
         ],
     )
+
+
+def test_a_rater_id_a_spreadsheet_would_run_as_a_formula_is_refused() -> None:
+    text = csv_text(
+        '"\'=HYPERLINK(""http://example.com"",""x"")",=HYPERLINK("x"),clinician,1,,2026-11-26T04:00:00Z',
+        "i1,+cmd,clinician,1,,2026-11-26T04:00:00Z",
+        "i2,'@SUM(A1),clinician,1,,2026-11-26T04:00:00Z",
+        "i3,-x,clinician,1,,2026-11-26T04:00:00Z",
+    )
+    fix = "which a spreadsheet runs as a formula: give the rater an id that starts with a letter or a digit"
+    checked = check_ratings({A: text}, ITEMS, set(), replace=False)
+    assert checked.errors == [
+        'a.csv:2: item_id \'=HYPERLINK("http://example.com","x")\' is not in this sample: export the CSV '
+        "again from the folder's rate.html",
+        f"a.csv:2: rater '=HYPERLINK(\"x\")' starts with '=', {fix}",
+        f"a.csv:3: rater '+cmd' starts with '+', {fix}",
+        f"a.csv:4: rater '@SUM(A1)' starts with '@', {fix}",
+        f"a.csv:5: rater '-x' starts with '-', {fix}",
+    ]
+    assert checked.rows == []
+
+
+def test_cells_the_page_neutralised_are_read_back_to_what_the_rater_wrote() -> None:
+    """The page (and `labels simulate`) put a quote in front of a cell starting with a formula character or
+    a quote; the import drops it."""
+    text = csv_text(
+        "i1,dr-a,clinician,1,'- misses the dose,2026-11-26T04:00:00Z",
+        "i2,dr-a,clinician,1,''ok,2026-11-26T04:00:00Z",
+    )
+    assert check_ratings({A: text}, ITEMS, set(), replace=False) == (
+        [rating("i1", "dr-a", 1.0, note="- misses the dose"), rating("i2", "dr-a", 1.0, note="'ok")],
+        [],
+    )
