@@ -2,6 +2,7 @@
 options and the body every benchmark's evaluate command shares."""
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -11,7 +12,7 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from flows.cli.errors import reports_errors, warn
-from flows.cli.render import console, estimate_table, summary_tables
+from flows.cli.render import console, estimate_table, print_run_summary
 from tasks.core.preflight import check_writable_folder, validation_message
 from tasks.report.tables import table_rich
 
@@ -78,14 +79,33 @@ Timeout = Annotated[
     float | None,
     typer.Option(min=0.01, help="Seconds one HTTP attempt may take, its whole reply included (default 120)."),
 ]
+
+
+def checked_cap(value: float | None) -> float | None:
+    """--max-cost as given, unless it is not a finite number (`inf`, or `1e400`, which reads as inf, would be
+    no cap at all, and `nan` a cap no spend compares with) or is below 0. Checked here rather than by a
+    range, which would call nan "not greater than or equal to 0"."""
+    if value is None or (math.isfinite(value) and value >= 0):
+        return value
+    if math.isnan(value):
+        raise typer.BadParameter("nan is not an amount of USD: give the cap as a finite number, e.g. 5")
+    if math.isinf(value):
+        raise typer.BadParameter(
+            "the cap reads as infinite (so does any number too large for a float, e.g. 1e400), which is no "
+            "cap: give a finite amount of USD, e.g. 5"
+        )
+    raise typer.BadParameter(f"{value:g} is below 0: give the cap as an amount of USD, 0 or more")
+
+
 MaxCost = Annotated[
     float | None,
     typer.Option(
         "--max-cost",
-        min=0,
-        help="Spending cap in USD of the run folder (what earlier runs in it paid counts): the run stops "
-        "before a call would pass it, counting calls and batches in flight at their estimates, and exits "
-        f"{COST_CAP_EXIT_CODE}; re-run with a higher cap to go on. Unpriced models count 0.",
+        callback=checked_cap,
+        help="Spending cap in USD (a finite amount, 0 or more) of the run folder (what earlier runs in it "
+        "paid counts): the run stops before a call would pass it, counting calls and batches in flight at "
+        f"their estimates, and exits {COST_CAP_EXIT_CODE}, at once when the folder has spent more already; "
+        "re-run with a higher cap to go on. Unpriced models count 0.",
     ),
 ]
 
@@ -235,9 +255,9 @@ def run_or_estimate(
     stopped the run."""
     from tasks.evals.batch_runs import AWAITING_BATCHES
     from tasks.evals.estimate import estimate_plan
-    from tasks.evals.outputs import RunSummary
     from tasks.evals.run_folder import check_run_folder_benchmark
-    from tasks.evals.spending import cap_exceeded_warning
+    from tasks.evals.spending import cap_exceeded_warning, overspent_refusal
+    from tasks.llm.ledger import CallLedger
 
     check_run_folder_benchmark(out, bench.name)  # the flow claims the folder; refused here, before it starts
     plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
@@ -249,6 +269,11 @@ def run_or_estimate(
             warn(warning)
         return
     check_writable_folder(out, "--out")
+    # Before the server starts: one line, and the exit of a run the cap stopped.
+    spent = CallLedger(out / "ledger").total_cost_usd() if settings.config.max_cost_usd is not None else 0.0
+    if (refusal := overspent_refusal(out, settings.config.max_cost_usd, spent)) is not None:
+        console.print(refusal, style="red", markup=False, soft_wrap=True)
+        raise typer.Exit(COST_CAP_EXIT_CODE)
     from flows.cli.process import on_interrupt
     from flows.cli.progress import showing_progress
     from tasks.evals.progress import Track, plan_tracks
@@ -276,14 +301,7 @@ def run_or_estimate(
         console.print(f"[red]{state.message}[/red]")
         raise typer.Exit(1)
     manifest = json.loads((out / "manifest.json").read_text())
-    console.print(summary_tables(manifest["summary"]))
-    summary = RunSummary.model_validate(manifest["summary"])
-    if summary.calls_by_mode:
-        console.print(summary.calls_line())
-    for line in summary.failure_lines():
-        console.print(f"[yellow]{escape(line)}[/yellow]")
-    for note in manifest["notes"]:
-        console.print(f"[yellow]{note}[/yellow]")
+    summary = print_run_summary(manifest, console)
     if summary.cost_cap is not None:
         console.print(f"[red]Run {manifest['run_id']} {escape(summary.cost_cap.message())}[/red]")
         raise typer.Exit(COST_CAP_EXIT_CODE)

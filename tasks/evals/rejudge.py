@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from tasks.benchmarks.protocol import Benchmark
 from tasks.core.files import write_json_atomic
 from tasks.core.preflight import UserError
-from tasks.evals.config import EvaluationSettings, JudgedRunConfig, RunConfig, RunOverrides
+from tasks.evals.config import CostCap, EvaluationSettings, JudgedRunConfig, RunConfig, RunOverrides
 from tasks.evals.estimate import EstimateTally
 from tasks.evals.outputs import RunSummary, Summarizer
 from tasks.evals.plan import Job, RunPlan
@@ -66,8 +66,8 @@ class JudgeChoices(BaseModel):
     batch: bool = Field(False, description="Judge through the provider's batch API.")
     batch_wait_s: float | None = Field(None, ge=0, description="How long to wait for batches in flight.")
     batch_poll_s: float | None = Field(None, gt=0, description="Seconds between checks of batches.")
-    max_cost_usd: float | None = Field(
-        None, ge=0, description="Spending cap of the re-judge's own folder (the source run's does not carry)."
+    max_cost_usd: CostCap = Field(
+        None, description="Spending cap of the re-judge's own folder (the source run's does not carry)."
     )
 
 

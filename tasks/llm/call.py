@@ -245,7 +245,7 @@ def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> 
         budget = budget_for(ledger.root) if record is None else None
         if record is None and options.mode == "batch":
             record = batch_outcome(key, request, options, ledger)
-            if record.error_kind == NOT_SUBMITTED and budget is not None and budget.stop is not None:
+            if record.error_kind == NOT_SUBMITTED and budget is not None and budget.stopped:
                 record = capped_record(key, request, options, budget)  # the cap kept it from its batch
         elif record is None and budget is not None:
             record = _call_within(budget, key, request, options, ledger)
@@ -280,12 +280,13 @@ def reserve_call(
 
 
 def capped_record(key: str, request: ChatRequest, options: CallOptions, budget: SpendingBudget) -> CallRecord:
-    """The outcome of a call the spending cap kept from being made: failed, kind `cost_cap`, unpaid."""
-    stop = budget.stop
-    reason = stop.message() if stop is not None else "the spending cap was reached"
-    return CallRecord.not_made(
-        key, request.model, COST_CAP, f"not made: {reason}", retryable=False, mode=options.mode
+    """The outcome of a call the spending cap kept from being made: failed, kind `cost_cap`, unpaid. What the
+    run spent is the summary's to say, once every call in flight has ended (`SpendingBudget.stop_after`)."""
+    reason = (
+        f"not made: stopped at the spending cap of USD {budget.cap_usd:,.4f}; raise --max-cost "
+        "(max_cost_usd) and re-run to go on"
     )
+    return CallRecord.not_made(key, request.model, COST_CAP, reason, retryable=False, mode=options.mode)
 
 
 def _call(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:

@@ -495,12 +495,16 @@ def test_calls_stop_before_the_one_that_would_pass_the_cap_and_the_refused_are_n
             complete(request(server, epoch=epoch), options(prices=INPUT_PRICED), ledger) for epoch in range(5)
         ]
     assert [(r.status, r.error_kind) for r in records] == [("ok", None)] * 3 + [("failed", "cost_cap")] * 2
-    assert records[3].error.startswith("openai/m1: not made: stopped at the spending cap of USD 0.0195")
+    assert records[3].error == (
+        "openai/m1: not made: stopped at the spending cap of USD 0.0195; raise --max-cost (max_cost_usd) and "
+        "re-run to go on"
+    )
     assert (records[3].attempts, records[3].cost_usd, records[3].retryable) == (0, 0.0, False)
     assert len(server.requests) == 3
     assert [record.key for record in ledger.records()] == sorted(r.key for r in records[:3])
     assert (budget.spent_usd, ledger.total_cost_usd()) == (pytest.approx(0.015), pytest.approx(0.015))
-    assert budget.stop == CapStop(cap_usd=0.0195, spent_usd=0.015, reserved_usd=0.0, refused_usd=0.008)
+    spent = ledger.total_cost_usd()
+    assert budget.stop_after(spent) == CapStop(cap_usd=0.0195, spent_usd=spent, refused_usd=0.008)
 
 
 def test_a_call_in_flight_counts_against_the_cap_until_it_returns(server, tmp_path):
@@ -516,8 +520,10 @@ def test_a_call_in_flight_counts_against_the_cap_until_it_returns(server, tmp_pa
         server.drop_held()
         assert first.result().status == "ok"
     assert second.error_kind == "cost_cap"
-    assert budget.stop == CapStop(cap_usd=0.012, spent_usd=0.0, reserved_usd=0.008, refused_usd=0.008)
+    # The call in flight when the second was refused is paid: what the run spent counts it.
     assert (budget.reserved_usd, budget.spent_usd) == (0.0, pytest.approx(0.005))
+    spent = ledger.total_cost_usd()
+    assert budget.stop_after(spent) == CapStop(cap_usd=0.012, spent_usd=spent, refused_usd=0.008)
 
 
 def test_a_failed_call_gives_back_its_reservation_keeping_only_what_was_billed(server, tmp_path):
