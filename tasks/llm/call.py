@@ -237,11 +237,12 @@ def counting_outcomes() -> Iterator[Counter[str]]:
 
 
 def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
-    """The recorded outcome of `request`: from the ledger if it already succeeded, else by calling (a
-    batch-mode call is deferred to its batch instead, tasks/llm/deferral.py)."""
+    """The recorded outcome of `request`: from the ledger if it already succeeded (there or in a source
+    ledger, then copied into it), else by calling (a batch-mode call is deferred to its batch instead,
+    tasks/llm/deferral.py)."""
     key = request.key()
     with _key_locks.hold(key):
-        record = ledger.lookup(key)
+        record = ledger.adopt(key)
         budget = budget_for(ledger.root) if record is None else None
         if record is None and options.mode == "batch":
             record = batch_outcome(key, request, options, ledger)
