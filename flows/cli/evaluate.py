@@ -274,7 +274,7 @@ def run_or_estimate(
     if (refusal := overspent_refusal(out, settings.config.max_cost_usd, spent)) is not None:
         console.print(refusal, style="red", markup=False, soft_wrap=True)
         raise typer.Exit(COST_CAP_EXIT_CODE)
-    from flows.cli.process import on_interrupt
+    from flows.cli.process import abandoned_words, on_interrupt
     from flows.cli.progress import showing_progress
     from tasks.evals.progress import Track, plan_tracks
     from tasks.evals.run_lock import RunFolderBusy, hold_run_folder
@@ -282,9 +282,9 @@ def run_or_estimate(
     def tracks() -> list[Track]:
         return plan_tracks(plan, bench.estimate_job, settings.config)
 
-    def last_words() -> str:
+    def last_words(abandoned: int) -> str:
         progress.stop(last_lines=False)  # the terminal's cursor back; nothing printed before the line
-        return interrupted_line(out)
+        return interrupted_line(out, abandoned_words(abandoned))
 
     try:
         # The folder is held (refused here, before the Prefect server starts), then its progress shown.
@@ -311,12 +311,16 @@ def run_or_estimate(
     console.print(f"[green]Run {manifest['run_id']} written to[/green] {out}")
 
 
-def interrupted_line(run_dir: Path) -> str:
-    """What an interrupted run leaves: the calls in its ledger, and those in batches at the provider."""
+def interrupted_line(run_dir: Path, abandoned: str = "") -> str:
+    """What an interrupted run leaves: the calls in its ledger (every reply that came before the exit), the
+    calls in flight it left (`abandoned`, words of flows/cli/process.py), and those in batches at the
+    provider."""
     from tasks.llm.batches import BatchStore
     from tasks.llm.ledger import CallLedger
 
-    kept = f"interrupted: {CallLedger(run_dir / 'ledger').count_succeeded()} calls kept in {run_dir}"
+    kept = (
+        f"interrupted: {CallLedger(run_dir / 'ledger').count_succeeded()} calls kept in {run_dir}{abandoned}"
+    )
     in_flight = BatchStore(run_dir / "batches").in_flight()
     if not in_flight:
         return f"{kept}; re-run the same command to resume"

@@ -290,34 +290,117 @@ def capped_record(key: str, request: ChatRequest, options: CallOptions, budget: 
     return CallRecord.not_made(key, request.model, COST_CAP, reason, retryable=False, mode=options.mode)
 
 
+class _Sending:
+    """Whether this process still sends calls, and how many calls it is making: from their first attempt
+    sent until their outcome is recorded (retries and their back-off included).
+
+    `stop_sending` (Ctrl-C) closes it for good: no attempt is sent after that. A call with no attempt sent
+    has nothing to record and waits for the process to exit; one between two attempts records its failure
+    so far (what its attempts cost) and returns; one whose reply is coming records it as usual, and
+    `wait_for_calls` lets the process wait a bounded time for those before it exits.
+    """
+
+    def __init__(self) -> None:
+        self._stopped = threading.Event()
+        self._changed = threading.Condition()
+        self._making = 0
+
+    def start(self) -> bool:
+        """Count a call in as its first attempt is sent; False (and not counted) once sending stopped."""
+        with self._changed:
+            if self._stopped.is_set():
+                return False
+            self._making += 1
+            return True
+
+    def end(self) -> None:
+        """A counted call's outcome is recorded."""
+        with self._changed:
+            self._making -= 1
+            self._changed.notify_all()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
+
+    def pause(self, seconds: float) -> None:
+        """Sleep `seconds`, or less once sending stops."""
+        self._stopped.wait(seconds)
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def wait(self, timeout_s: float) -> int:
+        """Wait up to `timeout_s` until no call is being made; how many still are."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._making == 0, timeout_s)
+            return self._making
+
+
+_sending = _Sending()
+
+
+def stop_sending() -> None:
+    """Send no attempt of any call from now on, in this process (it is about to exit: Ctrl-C). Calls whose
+    replies are coming are still recorded."""
+    _sending.stop()
+
+
+def wait_for_calls(timeout_s: float) -> int:
+    """After `stop_sending`: wait up to `timeout_s` for the calls in flight to be recorded; return how many
+    are not (their replies, if they come, are lost, and a re-run asks them again)."""
+    return _sending.wait(timeout_s)
+
+
 def _call(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
-    """Attempt the call until it succeeds, fails permanently or runs out of attempts; record the outcome."""
+    """Attempt the call until it succeeds, fails permanently or runs out of attempts; record the outcome.
+    Once sending has stopped, a call none of whose attempts was sent waits for the process to exit."""
+    record = _attempt_until_done(key, request, options, ledger)
+    if record is None:
+        threading.Event().wait()  # never set: this thread ends with the process
+    return record
+
+
+def _attempt_until_done(
+    key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger
+) -> CallRecord | None:
+    """The call's recorded outcome; None when sending stopped before its first attempt (nothing to record)."""
     tally = CallTally.resume(ledger.last_failure(key))
     limiter = limiter_for(options.provider, options.limits)
     rng = random.Random()
     started_at = datetime.now(UTC)
-    for attempt in range(1, options.retry.max_attempts + 1):
-        tally.attempts += 1
-        with limiter.slot(), _in_flight.open(request.model):
-            began = time.monotonic()
-            response, error = _attempt(request, options, tally)
-            latency_s = time.monotonic() - began
-        if error is None:
-            record = call_record(key, request, tally, started_at, latency_s, response=response)
-            ledger.write(record)
-            return record
-        delay = retry_delay(attempt, options.retry, error.retry_after_s, rng) if error.retryable else None
-        if delay is None or attempt == options.retry.max_attempts:
-            break
-        if error.retry_after_s is not None:
-            limiter.pause(delay)
-        logger.info("%s: %s (attempt %d), retrying in %.1f s", request.model, error.kind, attempt, delay)
-        time.sleep(delay)
-    final = _final(error, attempt, options.retry)
-    record = call_record(key, request, tally, started_at, latency_s, error=final)
-    ledger.write(record)
-    logger.warning("call failed: %s", record.error)
-    return record
+    counted = interrupted = False
+    try:
+        for attempt in range(1, options.retry.max_attempts + 1):
+            with limiter.slot(), _in_flight.open(request.model):
+                if not counted:
+                    if not (counted := _sending.start()):
+                        return None
+                elif interrupted := _sending.stopped:
+                    break
+                tally.attempts += 1
+                began = time.monotonic()
+                response, error = _attempt(request, options, tally)
+                latency_s = time.monotonic() - began
+            if error is None:
+                record = call_record(key, request, tally, started_at, latency_s, response=response)
+                ledger.write(record)
+                return record
+            delay = retry_delay(attempt, options.retry, error.retry_after_s, rng) if error.retryable else None
+            if delay is None or attempt == options.retry.max_attempts:
+                break
+            if error.retry_after_s is not None:
+                limiter.pause(delay)
+            logger.info("%s: %s (attempt %d), retrying in %.1f s", request.model, error.kind, attempt, delay)
+            _sending.pause(delay)
+        final = _final(error, attempt, options.retry, interrupted)
+        record = call_record(key, request, tally, started_at, latency_s, error=final)
+        ledger.write(record)
+        logger.warning("call failed: %s", record.error)
+        return record
+    finally:
+        if counted:
+            _sending.end()
 
 
 def retry_delay(
@@ -336,10 +419,12 @@ def retry_delay(
     return backoff / 2 + rng.uniform(0, backoff / 2)
 
 
-def _final(error: CallError, attempts: int, policy: RetryPolicy) -> CallError:
+def _final(error: CallError, attempts: int, policy: RetryPolicy, interrupted: bool = False) -> CallError:
     if not error.retryable:
         return error
-    if error.retry_after_s is not None and error.retry_after_s > policy.max_retry_after_s:
+    if interrupted:
+        reason = "interrupted before its next attempt"
+    elif error.retry_after_s is not None and error.retry_after_s > policy.max_retry_after_s:
         reason = f"provider asked to wait {error.retry_after_s:.0f} s, more than max_retry_after_s"
     else:
         reason = f"gave up after {attempts} attempts"

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import litellm
 import pytest
 
+from tasks.llm import call
 from tasks.llm.budget import CapStop, SpendingBudget, spending_cap
 from tasks.llm.call import (
     _CallsInFlight,
@@ -15,7 +16,9 @@ from tasks.llm.call import (
     complete,
     estimated_cost_usd,
     retry_delay,
+    stop_sending,
     token_costs,
+    wait_for_calls,
 )
 from tasks.llm.errors import FIXES
 from tasks.llm.ledger import CallLedger
@@ -546,3 +549,50 @@ def test_a_batch_call_the_cap_kept_from_its_batch_reads_as_stopped_by_the_cap(se
         assert not budget.reserve("too-dear", 0.01)
         assert complete(request(server), batch, CallLedger(tmp_path)).error_kind == "cost_cap"
     assert server.requests == []
+
+
+# --- Ctrl-C: no attempt sent once sending stops, every reply on its way recorded --------------------------
+
+
+def in_background(function, *arguments) -> tuple[threading.Thread, dict]:
+    """`function(*arguments)` in a daemon thread (a call that waits for its process to exit never returns);
+    its result lands in the dict under "result"."""
+    outcome: dict = {}
+    thread = threading.Thread(target=lambda: outcome.update(result=function(*arguments)), daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def wait_until(done, what: str) -> None:
+    deadline = time.monotonic() + 600  # a liveness bound only
+    while not done():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_once_sending_stops_no_attempt_is_sent_and_every_reply_on_its_way_is_recorded(
+    server, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(call, "_sending", call._Sending())  # this test's own: stopping it is for good
+    ledger = CallLedger(tmp_path)
+    server.script(Action(status=500), model="m2")
+    slow_retry = options(retry=RetryPolicy(max_attempts=3, base_delay_s=600, max_delay_s=600))
+    _, retried = in_background(complete, request(server, model="openai/m2"), slow_retry, ledger)
+    wait_until(lambda: len(server.requests) == 1, "m2's first attempt never reached the server")
+    server.hold_after(0)
+    _, answered = in_background(complete, request(server), options(), ledger)
+    wait_until(lambda: server.stats()["held"] == 1, "m1 never reached the server")
+
+    stop_sending()  # Ctrl-C: m1 is in flight, m2 waits 600 s for its next attempt
+    unsent, never = in_background(complete, request(server, model="openai/m3"), options(), ledger)
+    server.answer_held()
+    assert wait_for_calls(600) == 0  # a liveness bound: m1 recorded, m2's wait cut short
+    assert answered["result"] == ledger.lookup(request(server).key())
+    failure = retried["result"]
+    assert (failure.status, failure.attempts, failure.error_kind) == ("failed", 1, "server_error")
+    assert failure.error.endswith("(interrupted before its next attempt; re-run to retry)")
+    assert ledger.last_failure(request(server, model="openai/m2").key()) == failure
+    assert [r.model for r in server.requests] == ["m2", "m1"]  # m2's retry and m3 never sent
+    unsent.join(0.5)
+    assert unsent.is_alive() and never == {}  # m3 waits for the process to exit: nothing to record
+    assert wait_for_calls(0) == 0
