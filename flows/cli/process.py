@@ -91,7 +91,7 @@ def interrupted(signum: int, frame: Any) -> None:
         exit_interrupted()
     _Interrupt.received = True
     logging.disable(logging.CRITICAL)  # whatever the main thread still logs: the one line says it all
-    if (calls := sys.modules.get("tasks.llm.call")) is not None:  # a command that never called has none
+    if (calls := sys.modules.get("tasks.llm.in_flight")) is not None:  # a command that never called has none
         calls.stop_sending()
     threading.Thread(target=stop_after_interrupt, args=(current_flow_run_id(),), daemon=True).start()
 
@@ -109,7 +109,7 @@ def stop_after_interrupt(flow_run_id: Any) -> None:
     if flow_run_id is not None:
         reporter = threading.Thread(target=report_crashed, args=(flow_run_id,), daemon=True)
         reporter.start()
-    if (calls := sys.modules.get("tasks.llm.call")) is not None:
+    if (calls := sys.modules.get("tasks.llm.in_flight")) is not None:
         calls.wait_for_calls(INTERRUPT_WAIT_S)
     if reporter is not None:
         reporter.join(INTERRUPT_GRACE_S)
@@ -133,7 +133,7 @@ def exit_interrupted() -> None:
     exit 130, skipping threads still busy."""
     if not _Interrupt.exiting.acquire(blocking=False):
         return  # another thread is exiting already
-    calls = sys.modules.get("tasks.llm.call")
+    calls = sys.modules.get("tasks.llm.in_flight")
     abandoned = calls.wait_for_calls(0) if calls is not None else 0
     if "flows.cli.temporary_server" in sys.modules:
         sys.modules["flows.cli.temporary_server"].stop_temporary_server(SERVER_STOP_S)

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import litellm
 
 from tasks.core.tokens import count_tokens
-from tasks.llm import offline
+from tasks.llm import in_flight, offline
 from tasks.llm.budget import COST_CAP, SpendingBudget, budget_for
 from tasks.llm.deferral import NOT_SUBMITTED, batch_outcome
 from tasks.llm.direct import direct_route, send_direct
@@ -164,63 +164,6 @@ def _in_price_table(model: str) -> bool:
     return True
 
 
-class _KeyLocks:
-    """One lock per call key in use, so identical requests in flight at once are made (and paid) once."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, tuple[threading.Lock, int]] = {}
-
-    @contextmanager
-    def hold(self, key: str) -> Iterator[None]:
-        with self._guard:
-            lock, users = self._locks.get(key, (threading.Lock(), 0))
-            self._locks[key] = (lock, users + 1)
-        try:
-            with lock:
-                yield
-        finally:
-            with self._guard:
-                lock, users = self._locks[key]
-                if users == 1:
-                    del self._locks[key]
-                else:
-                    self._locks[key] = (lock, users - 1)
-
-
-_key_locks = _KeyLocks()
-
-
-class _CallsInFlight:
-    """How many HTTP requests of each model this process has open right now (what progress shows)."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._open: dict[str, int] = {}
-
-    @contextmanager
-    def open(self, model: str) -> Iterator[None]:
-        with self._guard:
-            self._open[model] = self._open.get(model, 0) + 1
-        try:
-            yield
-        finally:
-            with self._guard:
-                self._open[model] -= 1
-
-    def counts(self) -> dict[str, int]:
-        with self._guard:
-            return {model: count for model, count in self._open.items() if count}
-
-
-_in_flight = _CallsInFlight()
-
-
-def calls_in_flight() -> dict[str, int]:
-    """HTTP requests this process is waiting on, by litellm model string (batch calls are not counted)."""
-    return _in_flight.counts()
-
-
 # The outcomes `complete()` returned in this context, when a job counts them (`counting_outcomes`).
 _outcomes: contextvars.ContextVar[Counter[str] | None] = contextvars.ContextVar("call_outcomes", default=None)
 
@@ -241,7 +184,7 @@ def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> 
     ledger, then copied into it), else by calling (a batch-mode call is deferred to its batch instead,
     tasks/llm/deferral.py)."""
     key = request.key()
-    with _key_locks.hold(key):
+    with in_flight.key_locks.hold(key):
         record = ledger.adopt(key)
         budget = budget_for(ledger.root) if record is None else None
         if record is None and options.mode == "batch":
@@ -290,68 +233,6 @@ def capped_record(key: str, request: ChatRequest, options: CallOptions, budget: 
     return CallRecord.not_made(key, request.model, COST_CAP, reason, retryable=False, mode=options.mode)
 
 
-class _Sending:
-    """Whether this process still sends calls, and how many calls it is making: from their first attempt
-    sent until their outcome is recorded (retries and their back-off included).
-
-    `stop_sending` (Ctrl-C) closes it for good: no attempt is sent after that. A call with no attempt sent
-    has nothing to record and waits for the process to exit; one between two attempts records its failure
-    so far (what its attempts cost) and returns; one whose reply is coming records it as usual, and
-    `wait_for_calls` lets the process wait a bounded time for those before it exits.
-    """
-
-    def __init__(self) -> None:
-        self._stopped = threading.Event()
-        self._changed = threading.Condition()
-        self._making = 0
-
-    def start(self) -> bool:
-        """Count a call in as its first attempt is sent; False (and not counted) once sending stopped."""
-        with self._changed:
-            if self._stopped.is_set():
-                return False
-            self._making += 1
-            return True
-
-    def end(self) -> None:
-        """A counted call's outcome is recorded."""
-        with self._changed:
-            self._making -= 1
-            self._changed.notify_all()
-
-    @property
-    def stopped(self) -> bool:
-        return self._stopped.is_set()
-
-    def pause(self, seconds: float) -> None:
-        """Sleep `seconds`, or less once sending stops."""
-        self._stopped.wait(seconds)
-
-    def stop(self) -> None:
-        self._stopped.set()
-
-    def wait(self, timeout_s: float) -> int:
-        """Wait up to `timeout_s` until no call is being made; how many still are."""
-        with self._changed:
-            self._changed.wait_for(lambda: self._making == 0, timeout_s)
-            return self._making
-
-
-_sending = _Sending()
-
-
-def stop_sending() -> None:
-    """Send no attempt of any call from now on, in this process (it is about to exit: Ctrl-C). Calls whose
-    replies are coming are still recorded."""
-    _sending.stop()
-
-
-def wait_for_calls(timeout_s: float) -> int:
-    """After `stop_sending`: wait up to `timeout_s` for the calls in flight to be recorded; return how many
-    are not (their replies, if they come, are lost, and a re-run asks them again)."""
-    return _sending.wait(timeout_s)
-
-
 def _call(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
     """Attempt the call until it succeeds, fails permanently or runs out of attempts; record the outcome.
     Once sending has stopped, a call none of whose attempts was sent waits for the process to exit."""
@@ -372,11 +253,11 @@ def _attempt_until_done(
     counted = interrupted = False
     try:
         for attempt in range(1, options.retry.max_attempts + 1):
-            with limiter.slot(), _in_flight.open(request.model):
+            with limiter.slot(), in_flight.open_requests.open(request.model):
                 if not counted:
-                    if not (counted := _sending.start()):
+                    if not (counted := in_flight.sending.start()):
                         return None
-                elif interrupted := _sending.stopped:
+                elif interrupted := in_flight.sending.stopped:
                     break
                 tally.attempts += 1
                 began = time.monotonic()
@@ -392,7 +273,7 @@ def _attempt_until_done(
             if error.retry_after_s is not None:
                 limiter.pause(delay)
             logger.info("%s: %s (attempt %d), retrying in %.1f s", request.model, error.kind, attempt, delay)
-            _sending.pause(delay)
+            in_flight.sending.pause(delay)
         final = _final(error, attempt, options.retry, interrupted)
         record = call_record(key, request, tally, started_at, latency_s, error=final)
         ledger.write(record)
@@ -400,7 +281,7 @@ def _attempt_until_done(
         return record
     finally:
         if counted:
-            _sending.end()
+            in_flight.sending.end()
 
 
 def retry_delay(

@@ -7,19 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 import litellm
 import pytest
 
-from tasks.llm import call
+from tasks.llm import in_flight
 from tasks.llm.budget import CapStop, SpendingBudget, spending_cap
-from tasks.llm.call import (
-    _CallsInFlight,
-    batch_token_costs,
-    calls_in_flight,
-    complete,
-    estimated_cost_usd,
-    retry_delay,
-    stop_sending,
-    token_costs,
-    wait_for_calls,
-)
+from tasks.llm.call import batch_token_costs, complete, estimated_cost_usd, retry_delay, token_costs
 from tasks.llm.errors import FIXES
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
@@ -286,19 +276,19 @@ def test_concurrency_per_provider_never_exceeds_its_limit(tmp_path):
 
 
 def test_requests_in_flight_are_counted_per_model_while_open():
-    in_flight = _CallsInFlight()
-    with in_flight.open("openai/a"), in_flight.open("openai/a"), in_flight.open("openai/b"):
-        assert in_flight.counts() == {"openai/a": 2, "openai/b": 1}
-    with in_flight.open("openai/b"):
-        assert in_flight.counts() == {"openai/b": 1}
-    assert in_flight.counts() == {}
+    requests = in_flight.OpenRequests()
+    with requests.open("openai/a"), requests.open("openai/a"), requests.open("openai/b"):
+        assert requests.counts() == {"openai/a": 2, "openai/b": 1}
+    with requests.open("openai/b"):
+        assert requests.counts() == {"openai/b": 1}
+    assert requests.counts() == {}
 
 
 def test_no_call_is_left_counted_in_flight_after_success_or_failure(server, tmp_path):
     server.script(Action(status=400))
     complete(request(server), options(), CallLedger(tmp_path))
     complete(request(server, prompt_version="2"), options(), CallLedger(tmp_path))
-    assert calls_in_flight() == {}
+    assert in_flight.calls_in_flight() == {}
 
 
 def test_a_withheld_reply_is_a_permanent_failure(server, tmp_path):
@@ -573,7 +563,7 @@ def wait_until(done, what: str) -> None:
 def test_once_sending_stops_no_attempt_is_sent_and_every_reply_on_its_way_is_recorded(
     server, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(call, "_sending", call._Sending())  # this test's own: stopping it is for good
+    monkeypatch.setattr(in_flight, "sending", in_flight.Sending())  # this test's own: stopped for good
     ledger = CallLedger(tmp_path)
     server.script(Action(status=500), model="m2")
     slow_retry = options(retry=RetryPolicy(max_attempts=3, base_delay_s=600, max_delay_s=600))
@@ -583,10 +573,10 @@ def test_once_sending_stops_no_attempt_is_sent_and_every_reply_on_its_way_is_rec
     _, answered = in_background(complete, request(server), options(), ledger)
     wait_until(lambda: server.stats()["held"] == 1, "m1 never reached the server")
 
-    stop_sending()  # Ctrl-C: m1 is in flight, m2 waits 600 s for its next attempt
+    in_flight.stop_sending()  # Ctrl-C: m1 is in flight, m2 waits 600 s for its next attempt
     unsent, never = in_background(complete, request(server, model="openai/m3"), options(), ledger)
     server.answer_held()
-    assert wait_for_calls(600) == 0  # a liveness bound: m1 recorded, m2's wait cut short
+    assert in_flight.wait_for_calls(600) == 0  # a liveness bound: m1 recorded, m2's wait cut short
     assert answered["result"] == ledger.lookup(request(server).key())
     failure = retried["result"]
     assert (failure.status, failure.attempts, failure.error_kind) == ("failed", 1, "server_error")
@@ -595,4 +585,4 @@ def test_once_sending_stops_no_attempt_is_sent_and_every_reply_on_its_way_is_rec
     assert [r.model for r in server.requests] == ["m2", "m1"]  # m2's retry and m3 never sent
     unsent.join(0.5)
     assert unsent.is_alive() and never == {}  # m3 waits for the process to exit: nothing to record
-    assert wait_for_calls(0) == 0
+    assert in_flight.wait_for_calls(0) == 0
