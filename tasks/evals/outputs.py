@@ -168,6 +168,9 @@ class RunSummary(BaseModel):
         ] + [failure.line() for failure in self.failed_jobs]
 
 
+_MODE_WORDS = {REUSED: "reused from earlier runs' ledgers"}  # how a summary line names a mode, if not as is
+
+
 def _calls(by_mode: dict[str, ModeTotals]) -> str:
     """Calls by how they were made, e.g. '120 single (USD 0.0100), 84 reused from earlier runs' ledgers
     (USD 0.0000)': a reused call was paid where it was made."""
@@ -177,9 +180,6 @@ def _calls(by_mode: dict[str, ModeTotals]) -> str:
         f"{totals.calls:,} {_MODE_WORDS.get(mode, mode)} (USD {totals.cost_usd:,.4f})"
         for mode, totals in by_mode.items()
     )
-
-
-_MODE_WORDS = {REUSED: "reused from earlier runs' ledgers"}
 
 
 def failure_counts(failures: list[tuple[str, str]]) -> dict[str, Any]:

@@ -212,6 +212,10 @@ def test_the_dry_run_counts_the_judge_calls_only(source, tmp_path):
     assert (estimate.model, estimate.role, estimate.calls, estimate.cached) == (
         "openai/judge4", "judge", len(answered(source)), 0
     )  # fmt: skip
+    # The source's own judge: every grade is in its ledger, so the dry run has none to make, as the run.
+    own = rejudge_settings(run, bench.config_model, JudgeChoices(model="judge"), tmp_path / "own")
+    [estimate] = estimate_plan(bench.plan(own), bench.estimate_job)
+    assert (estimate.model, estimate.calls, estimate.cached) == ("judge", 0, len(answered(source)))
 
 
 def test_a_rejudge_has_its_own_spending_cap_never_the_source_run_s(source, tmp_path):
