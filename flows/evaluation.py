@@ -16,10 +16,10 @@ from prefect.utilities.annotations import quote
 from tasks.benchmarks.protocol import Benchmark
 from tasks.core.runners import RunnerSettings, make_task_runner
 from tasks.evals.batch_runs import AWAITING_BATCHES, batches_left_to_single_calls, make_batch_calls
+from tasks.evals.call_totals import ledger_calls, run_calls, spent_usd
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.outputs import (
     RunSummary,
-    calls_by_mode,
     follow_progress,
     job_outcomes,
     publish_run_summary,
@@ -30,7 +30,7 @@ from tasks.evals.plan import plan_evaluation
 from tasks.evals.rejudge import rejudge_refusal
 from tasks.evals.run_folder import claim_run_folder
 from tasks.evals.run_lock import hold_run_folder
-from tasks.evals.spending import cap_refusal, capped_run
+from tasks.evals.spending import cap_refusal, capped_run, overspent_refusal
 
 
 def evaluate_benchmark(
@@ -42,17 +42,27 @@ def evaluate_benchmark(
     """Write the benchmark's tables, manifest.json (and report/ by `report`) to the run folder.
 
     Ends Failed (after writing every output) when calls failed; re-running the same settings finishes it.
-    Under a spending cap (`max_cost_usd`) the calls past it are not made: the summary's `cost_cap` says
-    where it stopped, and a re-run with a higher cap goes on. With roles in batch mode, their calls are
+    The summary counts the run's calls and dollars (every invocation into the folder) beside this
+    invocation's. Under a spending cap (`max_cost_usd`) the calls past it are not made: the summary's
+    `cost_cap` says where it stopped and what the folder spent once every call in flight ended, and a re-run
+    with a higher cap goes on; a folder that has spent more than the cap already is refused (Failed) before
+    any call. With roles in batch mode, their calls are
     made first, in waves of provider batches; a run that stops waiting with batches in flight ends
     Completed as AwaitingBatches, writing no tables yet.
     """
     with hold_run_folder(settings.run_dir):  # one process per run folder, or every call is paid twice
         claim_run_folder(settings.run_dir, bench.name)
         cap = settings.config.max_cost_usd
-        if (refusal := rejudge_refusal(settings.run_dir, bench) or cap_refusal(cap, runner)) is not None:
+        before = ledger_calls(settings.run_dir / "ledger")  # what this invocation adds is counted from here
+        spent = spent_usd(before)
+        refusal = (
+            rejudge_refusal(settings.run_dir, bench)
+            or cap_refusal(cap, runner)
+            or overspent_refusal(settings.run_dir, cap, spent)
+        )
+        if refusal is not None:
             return Failed(message=refusal)
-        with capped_run(settings.run_dir, cap) as budget:  # counting what the folder spent already
+        with capped_run(settings.run_dir, cap, spent) as budget:  # counting what the folder spent already
             plan = plan_evaluation(bench.plan, settings)
             if (refusal := batches_left_to_single_calls(settings.run_dir, settings.config)) is not None:
                 return Failed(message=refusal)
@@ -75,9 +85,14 @@ def evaluate_benchmark(
                 # One job that raises fails alone: the tables hold every other job, the summary names it.
                 outcomes = job_outcomes([job.solve.label for job in plan.jobs], solved, scored)
                 summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
-            stop = budget.stop if budget is not None else None
+            # Every call has ended (the runner waited for them): the ledger now says what was spent.
+            calls = run_calls(plan.ledger_dir, before)
             summary = summary.model_copy(
-                update={"calls_by_mode": calls_by_mode(plan.ledger_dir), "cost_cap": stop}
+                update={
+                    "calls_by_mode": calls.run,
+                    "invocation_calls": calls.invocation,
+                    "cost_cap": budget.stop_after(calls.spent_usd) if budget is not None else None,
+                }
             )
             write_manifest(settings, plan, summary)
             publish_run_summary(summary)

@@ -240,6 +240,7 @@ class _State:
     hold_after_ok: int | None = None
     held: int = 0
     release: threading.Event = field(default_factory=threading.Event)
+    answer_released: bool = False  # held requests are answered once released (`answer_held`), else dropped
     lock: threading.Lock = field(default_factory=threading.Lock)
     batch_delay_s: float = 0.0
     batch_scripts: deque[BatchScript] = field(default_factory=deque)
@@ -519,8 +520,9 @@ class _Handler(BaseHTTPRequestHandler):
         A dropped connection takes its record back."""
         if state.should_hold():
             state.release.wait()
-            self.close_connection = True
-            return
+            if not state.answer_released:
+                self.close_connection = True
+                return
         if state.gate is not None:
             # Too few came together in time: answered all the same, and the test sees the count.
             with contextlib.suppress(threading.BrokenBarrierError):
@@ -686,6 +688,13 @@ class LLMServer:
     def drop_held(self) -> None:
         """Stop holding: held requests are closed without an answer, new ones are served normally."""
         self.state.hold_after_ok = None
+        self.state.release.set()
+
+    def answer_held(self) -> None:
+        """Stop holding: held requests are answered as if never held (their replies paid for, whoever is
+        still there to read them), new ones are served normally."""
+        self.state.hold_after_ok = None
+        self.state.answer_released = True
         self.state.release.set()
 
     @property

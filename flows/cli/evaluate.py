@@ -2,6 +2,7 @@
 options and the body every benchmark's evaluate command shares."""
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -11,7 +12,7 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from flows.cli.errors import reports_errors, warn
-from flows.cli.render import console, estimate_table, summary_tables
+from flows.cli.render import console, estimate_table, print_run_summary
 from tasks.core.preflight import check_writable_folder, validation_message
 from tasks.report.tables import table_rich
 
@@ -78,14 +79,33 @@ Timeout = Annotated[
     float | None,
     typer.Option(min=0.01, help="Seconds one HTTP attempt may take, its whole reply included (default 120)."),
 ]
+
+
+def checked_cap(value: float | None) -> float | None:
+    """--max-cost as given, unless it is not a finite number (`inf`, or `1e400`, which reads as inf, would be
+    no cap at all, and `nan` a cap no spend compares with) or is below 0. Checked here rather than by a
+    range, which would call nan "not greater than or equal to 0"."""
+    if value is None or (math.isfinite(value) and value >= 0):
+        return value
+    if math.isnan(value):
+        raise typer.BadParameter("nan is not an amount of USD: give the cap as a finite number, e.g. 5")
+    if math.isinf(value):
+        raise typer.BadParameter(
+            "the cap reads as infinite (so does any number too large for a float, e.g. 1e400), which is no "
+            "cap: give a finite amount of USD, e.g. 5"
+        )
+    raise typer.BadParameter(f"{value:g} is below 0: give the cap as an amount of USD, 0 or more")
+
+
 MaxCost = Annotated[
     float | None,
     typer.Option(
         "--max-cost",
-        min=0,
-        help="Spending cap in USD of the run folder (what earlier runs in it paid counts): the run stops "
-        "before a call would pass it, counting calls and batches in flight at their estimates, and exits "
-        f"{COST_CAP_EXIT_CODE}; re-run with a higher cap to go on. Unpriced models count 0.",
+        callback=checked_cap,
+        help="Spending cap in USD (a finite amount, 0 or more) of the run folder (what earlier runs in it "
+        "paid counts): the run stops before a call would pass it, counting calls and batches in flight at "
+        f"their estimates, and exits {COST_CAP_EXIT_CODE}, at once when the folder has spent more already; "
+        "re-run with a higher cap to go on. Unpriced models count 0.",
     ),
 ]
 
@@ -235,9 +255,9 @@ def run_or_estimate(
     stopped the run."""
     from tasks.evals.batch_runs import AWAITING_BATCHES
     from tasks.evals.estimate import estimate_plan
-    from tasks.evals.outputs import RunSummary
     from tasks.evals.run_folder import check_run_folder_benchmark
-    from tasks.evals.spending import cap_exceeded_warning
+    from tasks.evals.spending import cap_exceeded_warning, overspent_refusal
+    from tasks.llm.ledger import CallLedger
 
     # The flow claims the folder; refused here, before it starts: another benchmark's folder is a bad --out.
     check_run_folder_benchmark(out, bench.name, option="--out")
@@ -250,7 +270,12 @@ def run_or_estimate(
             warn(warning)
         return
     check_writable_folder(out, "--out")
-    from flows.cli.process import on_interrupt
+    # Before the server starts: one line, and the exit of a run the cap stopped.
+    spent = CallLedger(out / "ledger").total_cost_usd() if settings.config.max_cost_usd is not None else 0.0
+    if (refusal := overspent_refusal(out, settings.config.max_cost_usd, spent)) is not None:
+        console.print(refusal, style="red", markup=False, soft_wrap=True)
+        raise typer.Exit(COST_CAP_EXIT_CODE)
+    from flows.cli.process import abandoned_words, on_interrupt
     from flows.cli.progress import showing_progress
     from tasks.evals.progress import Track, plan_tracks
     from tasks.evals.run_lock import RunFolderBusy, hold_run_folder
@@ -258,9 +283,9 @@ def run_or_estimate(
     def tracks() -> list[Track]:
         return plan_tracks(plan, bench.estimate_job, settings.config)
 
-    def last_words() -> str:
+    def last_words(abandoned: int) -> str:
         progress.stop(last_lines=False)  # the terminal's cursor back; nothing printed before the line
-        return interrupted_line(out)
+        return interrupted_line(out, abandoned_words(abandoned))
 
     try:
         # The folder is held (refused here, before the Prefect server starts), then its progress shown.
@@ -277,14 +302,7 @@ def run_or_estimate(
         console.print(f"[red]{state.message}[/red]")
         raise typer.Exit(1)
     manifest = json.loads((out / "manifest.json").read_text())
-    console.print(summary_tables(manifest["summary"]))
-    summary = RunSummary.model_validate(manifest["summary"])
-    if summary.calls_by_mode:
-        console.print(summary.calls_line())
-    for line in summary.failure_lines():
-        console.print(f"[yellow]{escape(line)}[/yellow]")
-    for note in manifest["notes"]:
-        console.print(f"[yellow]{note}[/yellow]")
+    summary = print_run_summary(manifest, console)
     if summary.cost_cap is not None:
         console.print(f"[red]Run {manifest['run_id']} {escape(summary.cost_cap.message())}[/red]")
         raise typer.Exit(COST_CAP_EXIT_CODE)
@@ -294,12 +312,16 @@ def run_or_estimate(
     console.print(f"[green]Run {manifest['run_id']} written to[/green] {out}")
 
 
-def interrupted_line(run_dir: Path) -> str:
-    """What an interrupted run leaves: the calls in its ledger, and those in batches at the provider."""
+def interrupted_line(run_dir: Path, abandoned: str = "") -> str:
+    """What an interrupted run leaves: the calls in its ledger (every reply that came before the exit), the
+    calls in flight it left (`abandoned`, words of flows/cli/process.py), and those in batches at the
+    provider."""
     from tasks.llm.batches import BatchStore
     from tasks.llm.ledger import CallLedger
 
-    kept = f"interrupted: {CallLedger(run_dir / 'ledger').count_succeeded()} calls kept in {run_dir}"
+    kept = (
+        f"interrupted: {CallLedger(run_dir / 'ledger').count_succeeded()} calls kept in {run_dir}{abandoned}"
+    )
     in_flight = BatchStore(run_dir / "batches").in_flight()
     if not in_flight:
         return f"{kept}; re-run the same command to resume"

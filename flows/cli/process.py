@@ -3,9 +3,11 @@
 - The temporary Prefect server is flows/cli/temporary_server.py's (own session, ends with its parent),
   put in place when Prefect first loads its server module, so commands that never need it never
   pay for it.
-- Ctrl-C: the flow run is reported Crashed, then within a few seconds the process stops the server,
-  prints one line saying what was kept and how to resume, and exits 130. Calls in flight are
-  abandoned: every finished call is already in the ledger, and no half-written file counts.
+- Ctrl-C: no call is sent any more, and the flow run is reported Crashed. The calls in flight are
+  waited for, INTERRUPT_WAIT_S at most, so every reply that arrives (paid for) is in the ledger; then the
+  process stops the server, prints one line saying what was kept, how many calls in flight it left
+  (their replies would be lost, and a re-run asks them again) and how to resume, and exits 130. A second
+  Ctrl-C leaves at once. No half-written file counts.
 - At exit, Prefect's event-loop threads are stopped before the interpreter finalizes: left alive,
   they keep DuckDB objects alive past DuckDB's teardown, which then prints `nanobind: leaked ...`.
 
@@ -28,20 +30,35 @@ from types import ModuleType
 from typing import Any
 
 INTERRUPTED_EXIT_CODE = 130
-INTERRUPT_GRACE_S = 3.0  # for the server to record the crash; calls in flight are not waited for
+# How long Ctrl-C waits for the replies of calls in flight: most replies come within it, and a user who
+# pressed Ctrl-C is not kept waiting on a slow one for the call's whole time-out (120 s by default).
+INTERRUPT_WAIT_S = 15.0
+INTERRUPT_GRACE_S = 3.0  # for the server to record the crash
 SERVER_STOP_S = 2.0
 PREFECT_THREAD_JOIN_S = 5.0
-DEFAULT_INTERRUPT_LINE = "interrupted: re-run the same command to resume"
+
+
+def default_interrupt_line(abandoned: int) -> str:
+    return f"interrupted{abandoned_words(abandoned)}; re-run the same command to resume"
+
+
+def abandoned_words(abandoned: int) -> str:
+    """What an interrupted command says of the calls in flight it did not wait for (none: nothing)."""
+    if not abandoned:
+        return ""
+    calls = "1 call" if abandoned == 1 else f"{abandoned} calls"
+    return f", {calls} in flight left after {INTERRUPT_WAIT_S:g} s (a re-run asks them again)"
 
 
 class _Interrupt:
-    describe: Callable[[], str] = staticmethod(lambda: DEFAULT_INTERRUPT_LINE)
+    describe: Callable[[int], str] = staticmethod(default_interrupt_line)
     received = False
     exiting = threading.Lock()
 
 
-def on_interrupt(describe: Callable[[], str]) -> None:
-    """Set the line printed when the command is interrupted (called at exit, so counts are current)."""
+def on_interrupt(describe: Callable[[int], str]) -> None:
+    """Set the line printed when the command is interrupted, given how many calls in flight were left
+    (called at exit, so counts are current)."""
     _Interrupt.describe = staticmethod(describe)
 
 
@@ -63,15 +80,19 @@ def run(app: Callable[[], Any]) -> None:
 
 
 def interrupted(signum: int, frame: Any) -> None:
-    """SIGINT: exit 130 within a few seconds, from another thread.
+    """SIGINT: send no more calls, then exit 130 from another thread once the calls in flight are recorded
+    (INTERRUPT_WAIT_S at most).
 
     Nothing is raised into the main thread: it may be inside native code (DuckDB, tiktoken, Arrow) that
-    does not survive an exception from a signal handler, and unwinding would wait for calls in flight.
+    does not survive an exception from a signal handler, and unwinding would wait on calls in flight with
+    no bound.
     """
     if _Interrupt.received:  # a second Ctrl-C: now
         exit_interrupted()
     _Interrupt.received = True
     logging.disable(logging.CRITICAL)  # whatever the main thread still logs: the one line says it all
+    if (calls := sys.modules.get("tasks.llm.in_flight")) is not None:  # a command that never called has none
+        calls.stop_sending()
     threading.Thread(target=stop_after_interrupt, args=(current_flow_run_id(),), daemon=True).start()
 
 
@@ -83,9 +104,14 @@ def current_flow_run_id() -> Any:
 
 
 def stop_after_interrupt(flow_run_id: Any) -> None:
+    """Report the flow run Crashed while the calls in flight come back, then exit."""
+    reporter = None
     if flow_run_id is not None:
         reporter = threading.Thread(target=report_crashed, args=(flow_run_id,), daemon=True)
         reporter.start()
+    if (calls := sys.modules.get("tasks.llm.in_flight")) is not None:
+        calls.wait_for_calls(INTERRUPT_WAIT_S)
+    if reporter is not None:
         reporter.join(INTERRUPT_GRACE_S)
     exit_interrupted()
 
@@ -103,13 +129,16 @@ def report_crashed(flow_run_id: Any) -> None:
 
 
 def exit_interrupted() -> None:
-    """Stop the temporary server, print the interrupt line and exit 130, skipping threads still busy."""
+    """Stop the temporary server, print the interrupt line (counting the calls still in flight, left) and
+    exit 130, skipping threads still busy."""
     if not _Interrupt.exiting.acquire(blocking=False):
         return  # another thread is exiting already
+    calls = sys.modules.get("tasks.llm.in_flight")
+    abandoned = calls.wait_for_calls(0) if calls is not None else 0
     if "flows.cli.temporary_server" in sys.modules:
         sys.modules["flows.cli.temporary_server"].stop_temporary_server(SERVER_STOP_S)
     sys.stdout.flush()
-    sys.stderr.write(_Interrupt.describe() + "\n")
+    sys.stderr.write(_Interrupt.describe(abandoned) + "\n")
     sys.stderr.flush()
     os._exit(INTERRUPTED_EXIT_CODE)
 

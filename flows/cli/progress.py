@@ -25,7 +25,7 @@ from tasks.evals.progress import (
     role_progress,
     tally_records,
 )
-from tasks.llm.call import calls_in_flight
+from tasks.llm.in_flight import calls_in_flight
 
 REDRAW_S = 1.0
 LOG_INTERVAL_S = 30.0

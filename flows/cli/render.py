@@ -18,6 +18,7 @@ from tasks.report.tables import Table, table_rich
 
 if TYPE_CHECKING:
     from tasks.evals.estimate import CallEstimate
+    from tasks.evals.outputs import RunSummary
 
 console = Console()
 
@@ -107,12 +108,21 @@ COMPACT = {
 }
 
 
-def summary_tables(summary: dict[str, Any]) -> Group:
-    """The run summary readable at 80 columns: compact tables under one title line."""
+def print_run_summary(manifest: dict[str, Any], to: Console) -> "RunSummary":
+    """A finished run as every command that calls models prints it, readable at 80 columns: compact tables
+    under one title line; what this invocation made and paid, then the run's totals over every invocation
+    (each labelled); one line per failure kind and failed job; the run's notes. Returns the summary."""
     from tasks.evals.outputs import RunSummary  # the call layer behind it imports litellm: seconds
 
-    run = RunSummary.model_validate(summary)
-    return Group(run.title(), *[table_rich(table, **COMPACT) for table in run.tables()])
+    run = RunSummary.model_validate(manifest["summary"])
+    to.print(Group(run.title(), *[table_rich(table, **COMPACT) for table in run.tables()]))
+    for line in run.calls_lines():
+        to.print(line, markup=False)
+    for line in run.failure_lines():
+        to.print(line, style="yellow", markup=False)
+    for note in manifest["notes"]:
+        to.print(f"[yellow]{note}[/yellow]")
+    return run
 
 
 def print_benchmark_report(

@@ -4,7 +4,10 @@ Prefect starts a temporary server when no PREFECT_API_URL is set. Its own one sh
 process group, so Ctrl-C kills the server first and the command then spends minutes retrying a dead
 API; and it outlives a parent killed with kill -9 (about 230 MB each time). This one is started the
 same way (`SubprocessASGIServer`, so Prefect's start and stop logic still applies), but in a new
-session, which a terminal's SIGINT does not reach, and it ends itself once its parent is gone.
+session, which a terminal's SIGINT does not reach, and it ends itself once its parent is gone. It logs
+only critical errors unless PREFECT_SERVER_LOGGING_LEVEL says otherwise: stopping it while events are
+still queued (at every exit, and at once on Ctrl-C) makes it log tracebacks of cancelled writes on the
+user's terminal, about the run history only.
 
 Importing this module makes it the server Prefect starts (flows/cli/process.py imports it when
 Prefect loads its server module). `python -m flows.cli.temporary_server PARENT_PID UVICORN_ARGS...` is
@@ -30,6 +33,7 @@ from tasks.core.preflight import UserError
 PARENT_POLL_S = 0.5
 STOP_GRACE_S = 5.0
 POOL_LOGGER = "sqlalchemy.pool.impl.AsyncAdaptedQueuePool"  # the pool Prefect's server uses (aiosqlite)
+SERVER_LOGGING_LEVEL, QUIET = "PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL"
 
 
 class DetachedTemporaryServer(SubprocessASGIServer):
@@ -61,6 +65,7 @@ class DetachedTemporaryServer(SubprocessASGIServer):
         return subprocess.Popen(
             [sys.executable, "-m", __name__, str(os.getpid()), *uvicorn_args],
             env={
+                SERVER_LOGGING_LEVEL: QUIET,  # unless the user's environment or profile sets it
                 **os.environ,
                 **server_env,
                 **get_current_settings().to_environment_variables(exclude_unset=True),

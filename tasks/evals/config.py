@@ -5,7 +5,7 @@ signature -> jobs with explicit settings. See deployments/eval.example.yaml for 
 """
 
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, Self
+from typing import Annotated, Any, ClassVar, Generic, Literal, Self
 
 import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -16,6 +16,9 @@ from tasks.llm.offline import is_offline
 from tasks.llm.request import CallMode, CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
 
 Condition = Literal["baseline", "oracle"]
+# A spending cap in USD: a finite amount, none below 0. An infinite cap (`inf`, `1e400`) would be no cap at
+# all and `nan` one no spend compares with, so both are refused rather than read as "no cap".
+CostCap = Annotated[float | None, Field(ge=0, allow_inf_nan=False)]
 
 
 class ModelSpec(BaseModel):
@@ -173,9 +176,8 @@ class RunConfig(BaseModel):
         "it changes replies, so it is part of each call's key.",
     )
     timeout_s: float | None = Field(None, gt=0, description="Time-out of one HTTP attempt, over each role's.")
-    max_cost_usd: float | None = Field(
+    max_cost_usd: CostCap = Field(
         None,
-        ge=0,
         description="Spending cap in USD of the run folder's calls, those of earlier runs included: the run "
         "stops before a call would pass it (tasks/llm/budget.py); a re-run with a higher cap goes on.",
     )
@@ -425,7 +427,7 @@ class RunOverrides(BaseModel):
     max_concurrency: int | None = Field(None, ge=1, description="Calls in flight at once per provider.")
     max_tokens: int | None = Field(None, ge=1, description="Longest reply of every role.")
     timeout_s: float | None = Field(None, gt=0, description="Time-out of one HTTP attempt of every role.")
-    max_cost_usd: float | None = Field(None, ge=0, description="Spending cap of the run folder in USD.")
+    max_cost_usd: CostCap = Field(None, description="Spending cap of the run folder in USD.")
     settings: dict[str, Any] = Field(
         default_factory=dict, description="Top-level settings of the benchmark's config (conditions, epochs)."
     )

@@ -24,11 +24,11 @@ from pydantic import BaseModel
 from tasks.core.files import write_json_atomic, write_parquet_atomic
 from tasks.core.provenance import artifact_key, code_provenance, settings_sha256
 from tasks.data.contracts import Contract
+from tasks.evals.call_totals import REUSED, ModeTotals
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.plan import RunPlan
 from tasks.llm.budget import CapStop
 from tasks.llm.errors import fix_for, is_permanent
-from tasks.llm.ledger import CallLedger
 from tasks.report.tables import Table, table_markdown
 
 PACKAGES = ("litellm", "prefect", "pyarrow", "pydantic", "rapidfuzz", "openai", "httpx")
@@ -52,13 +52,6 @@ class GroupSummary(BaseModel):
     cost_usd: float
 
 
-class ModeTotals(BaseModel):
-    """The calls of a run made one way (single requests or provider batches): how many, at what cost."""
-
-    calls: int = 0
-    cost_usd: float = 0.0
-
-
 class JobFailure(BaseModel):
     """A job whose solve or score task raised (a full disk, a bad case file): its rows are missing."""
 
@@ -76,7 +69,10 @@ class RunSummary(BaseModel):
     groups: list[GroupSummary]
     failed_calls: dict[str, int]
     failed_jobs: list[JobFailure] = []  # jobs whose task raised; the tables hold every other job
-    calls_by_mode: dict[str, ModeTotals] = {}  # every call in the ledger, by how it was made
+    calls_by_mode: dict[str, ModeTotals] = {}  # every call in the run folder's ledger, by how it was made
+    # The calls this invocation made (or reused) and what they cost, by mode; None in manifests written
+    # before it was recorded.
+    invocation_calls: dict[str, ModeTotals] | None = None
     failure_examples: dict[str, str] = {}  # per failure kind, one error as recorded (the provider's words)
     cost_cap: CapStop | None = None  # where the spending cap stopped the run (its calls past it not made)
     group_label: str = "condition"
@@ -107,8 +103,8 @@ class RunSummary(BaseModel):
         """The run's outcome for people: whether calls failed (an example of each kind), a table per model."""
         outcome = self.failure_message() if self.failed else "Every call succeeded."
         lines = [f"# Evaluation run {self.run_id}", "", f"**{outcome}**", ""]
-        if self.calls_by_mode:
-            lines += [self.calls_line(), ""]
+        if self.calls_by_mode or self.invocation_calls is not None:
+            lines += [f"- {line}" for line in self.calls_lines()] + [""]
         if self.failure_examples or self.failed_jobs:
             lines += [f"- {line}" for line in self.failure_lines()] + [""]
         if self.score_note:
@@ -155,13 +151,14 @@ class RunSummary(BaseModel):
             f" the others need a fix first: {fixes}"
         )
 
-    def calls_line(self) -> str:
-        """How the run's calls were made, e.g. 'Calls: 120 single (USD 0.0100), 480 batch (USD 0.0200)'."""
-        made = ", ".join(
-            f"{totals.calls:,} {mode} (USD {totals.cost_usd:,.4f})"
-            for mode, totals in self.calls_by_mode.items()
-        )
-        return f"Calls: {made}"
+    def calls_lines(self) -> list[str]:
+        """What this invocation made and paid, then the run's totals over every invocation, e.g.
+        'Calls made by this invocation: 6 single (USD 0.0012)' and
+        'Calls of the run, every invocation: 8 single (USD 0.0016)'."""
+        run = f"Calls of the run, every invocation: {_calls(self.calls_by_mode)}"
+        if self.invocation_calls is None:
+            return [run]
+        return [f"Calls made by this invocation: {_calls(self.invocation_calls)}", run]
 
     def failure_lines(self) -> list[str]:
         """One line per failure kind: its count and one of its errors; then one line per failed job."""
@@ -171,14 +168,18 @@ class RunSummary(BaseModel):
         ] + [failure.line() for failure in self.failed_jobs]
 
 
-def calls_by_mode(ledger_dir: Path) -> dict[str, ModeTotals]:
-    """Every call of the run's ledger by how it was made (tasks/llm/batches.py makes the batch ones)."""
-    totals: dict[str, ModeTotals] = {}
-    for record in CallLedger(ledger_dir).records():
-        mode = totals.setdefault(record.mode, ModeTotals())
-        mode.calls += 1
-        mode.cost_usd += record.cost_usd
-    return dict(sorted(totals.items(), key=lambda item: item[0] != "single"))
+_MODE_WORDS = {REUSED: "reused from earlier runs' ledgers"}  # how a summary line names a mode, if not as is
+
+
+def _calls(by_mode: dict[str, ModeTotals]) -> str:
+    """Calls by how they were made, e.g. '120 single (USD 0.0100), 84 reused from earlier runs' ledgers
+    (USD 0.0000)': a reused call was paid where it was made."""
+    if not by_mode:
+        return "none (USD 0.0000)"
+    return ", ".join(
+        f"{totals.calls:,} {_MODE_WORDS.get(mode, mode)} (USD {totals.cost_usd:,.4f})"
+        for mode, totals in by_mode.items()
+    )
 
 
 def failure_counts(failures: list[tuple[str, str]]) -> dict[str, Any]:

@@ -9,6 +9,12 @@ judges them through the new folder's ledger, with batch mode and resume as in an
 the judge's calls, costs and failures alone: the answers were paid for by the source run.
 The folder names its source in `rejudge.json` from the start, so the resume-batch-runs poller, too, goes on
 with it as a re-judge (`benchmark_for_folder`), and in its manifest's `rejudge` entry.
+
+No judge call is paid twice: the new ledger reuses the successful calls of the source's ledger and of every
+run that one re-judges in turn (`earlier_runs`). A call key holds everything that makes a reply, so a
+re-judge whose judge, rubric and parameters are the source's (or, through a re-judge of a re-judge, an
+earlier run's) reads every grade from that ledger and makes no call; such a run is that earlier run (the
+same config, the same run id), which its notes say.
 """
 
 import json
@@ -17,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow.parquet as pq
 from prefect import task
@@ -27,7 +33,7 @@ from pydantic import BaseModel, Field
 from tasks.benchmarks.protocol import Benchmark
 from tasks.core.files import write_json_atomic
 from tasks.core.preflight import UserError
-from tasks.evals.config import EvaluationSettings, JudgedRunConfig, RunConfig, RunOverrides
+from tasks.evals.config import CostCap, EvaluationSettings, JudgedRunConfig, RunConfig, RunOverrides
 from tasks.evals.estimate import EstimateTally
 from tasks.evals.outputs import RunSummary, Summarizer
 from tasks.evals.plan import Job, RunPlan
@@ -66,8 +72,8 @@ class JudgeChoices(BaseModel):
     batch: bool = Field(False, description="Judge through the provider's batch API.")
     batch_wait_s: float | None = Field(None, ge=0, description="How long to wait for batches in flight.")
     batch_poll_s: float | None = Field(None, gt=0, description="Seconds between checks of batches.")
-    max_cost_usd: float | None = Field(
-        None, ge=0, description="Spending cap of the re-judge's own folder (the source run's does not carry)."
+    max_cost_usd: CostCap = Field(
+        None, description="Spending cap of the re-judge's own folder (the source run's does not carry)."
     )
 
 
@@ -114,8 +120,15 @@ def rejudge_settings(
     source: SourceRun, config_model: type[RunConfig], choices: JudgeChoices, out_dir: Path
 ) -> EvaluationSettings:
     """The re-judge's settings: the source's dataset and config with the judge replaced, into `out_dir`."""
-    if Path(out_dir).resolve() == source.run_dir:
+    out = Path(out_dir).resolve()
+    if out == source.run_dir:
         raise UserError("--out is the run being re-judged: give the re-judge a folder of its own", "--out")
+    if source.run_dir in out.parents:
+        raise UserError(
+            f"{out_dir} is inside the run being re-judged ({source.run_dir}): give the re-judge a folder of "
+            "its own, outside it",
+            "--out",
+        )
     if not source.dataset_dir.is_dir():
         raise UserError(
             f"{source.run_dir}: its dataset {source.dataset_dir} is not there; put it back where the run "
@@ -179,16 +192,45 @@ def replay_answers(job: ReplayedAnswers, ledger_dir: Path) -> list[dict[str, Any
     return job.rows
 
 
+class EarlierRun(NamedTuple):
+    """A run whose ledger a re-judge reuses: its folder and its run id (None when it has no manifest)."""
+
+    run_dir: Path
+    run_id: str | None
+
+    @property
+    def ledger_dir(self) -> Path:
+        return self.run_dir / "ledger"
+
+
+def earlier_runs(source: SourceRun) -> list[EarlierRun]:
+    """The source run, then the run it re-judges, and so on back to the evaluation that asked the answers
+    (its `rejudge.json` names each one's source); a folder seen twice ends the walk."""
+    runs = [EarlierRun(source.run_dir, source.run_id)]
+    marker = source.run_dir / REJUDGE_FILE
+    while marker.is_file():
+        run_dir = Path(json.loads(marker.read_text(encoding="utf-8"))["source_run_dir"]).resolve()
+        if run_dir in {run.run_dir for run in runs}:
+            break
+        manifest = run_dir / "manifest.json"
+        run_id = json.loads(manifest.read_text(encoding="utf-8"))["run_id"] if manifest.is_file() else None
+        runs.append(EarlierRun(run_dir, run_id))
+        marker = run_dir / REJUDGE_FILE
+    return runs
+
+
 def rejudging(bench: Benchmark, source: SourceRun) -> Benchmark:
-    """`bench` as a re-judge of `source` runs it: planned over the source's answers, replaying them."""
+    """`bench` as a re-judge of `source` runs it: planned over the source's answers, replaying them, its
+    dry run counting the calls the earlier runs' ledgers hold as done."""
     if bench.rejudging is None:
         raise ValueError(f"{bench.name} has no judge to re-run")
+    ledgers = [run.ledger_dir for run in earlier_runs(source)]
     return replace(
         bench,
         plan=partial(replayed_plan, bench, bench.rejudging.solved_key, source),
         solve=replay_answers,
         summarize=partial(judge_summary, bench.summarize),
-        estimate_job=partial(estimate_judging, bench.rejudging.estimate_scoring),
+        estimate_job=partial(estimate_judging, bench.rejudging.estimate_scoring, ledgers),
     )
 
 
@@ -231,15 +273,22 @@ def replayed_plan(
             SOURCE,
         )
     facts = rejudge_facts(source, settings.config)
-    note = (
+    notes = [
         f"Answers replayed from run {source.run_id} ({source.run_dir}): none was asked again; the calls, "
         "costs and failures of this run are its judge's."
-    )
+    ]
+    same = next((run for run in earlier_runs(source) if run.run_id == plan.run_id), None)
+    if same is not None:
+        notes.append(
+            f"Its judge, rubric and parameters are those of run {same.run_id} ({same.run_dir}): every grade "
+            "that run holds is read from its ledger, not asked again, and this folder is that run (the same "
+            "run id): report it in that run's place, not beside it."
+        )
     return plan.model_copy(
         update={
             "jobs": jobs,
             "manifest_facts": {**plan.manifest_facts, "rejudge": facts},
-            "notes": [*plan.notes, note],
+            "notes": [*plan.notes, *notes],
         }
     )
 
@@ -274,18 +323,22 @@ def judge_summary(
 
 def estimate_judging(
     estimate_scoring: Callable[[Any, list[dict[str, Any]], CallLedger, EstimateTally], None],
+    sources: list[Path],
     job: Job[Any, Any],
     ledger: CallLedger,
     tally: EstimateTally,
 ) -> None:
-    """The dry run's walk of a re-judge's job: its judge calls over the replayed answers (free)."""
-    estimate_scoring(job.score, job.solve.rows, ledger, tally)
+    """The dry run's walk of a re-judge's job: its judge calls over the replayed answers (free), those the
+    `sources` ledgers hold counted as done, as the run will read them (before it names its sources)."""
+    estimate_scoring(job.score, job.solve.rows, CallLedger(ledger.root, sources), tally)
 
 
 @task(name="record-rejudge-source", cache_policy=NO_CACHE)
 def record_rejudge_source(settings: EvaluationSettings, source: SourceRun, benchmark: str) -> Path:
-    """RUN_DIR/rejudge.json naming the source run, before any call (the batch poller reads it)."""
+    """RUN_DIR/rejudge.json naming the source run, before any call (the batch poller reads it), and the
+    earlier runs' ledgers as the new ledger's sources: a call they hold is never made again."""
     check_run_folder_benchmark(settings.run_dir, benchmark)
+    CallLedger(settings.run_dir / "ledger").reuse_calls_of([run.ledger_dir for run in earlier_runs(source)])
     return write_json_atomic(settings.run_dir / REJUDGE_FILE, rejudge_facts(source, settings.config))
 
 

@@ -16,11 +16,11 @@ from tasks.llm.call import estimated_cost_usd
 from tasks.llm.ledger import CallLedger
 
 
-def open_budget(run_dir: Path, cap_usd: float) -> SpendingBudget:
-    """The budget of a run in `run_dir` capped at `cap_usd`: its ledger's costs spent, the calls of its
-    batches in flight held at their estimates."""
+def open_budget(run_dir: Path, cap_usd: float, spent_usd: float) -> SpendingBudget:
+    """The budget of a run in `run_dir` capped at `cap_usd`: `spent_usd` (what its ledger records) spent, the
+    calls of its batches in flight held at their estimates."""
     ledger = CallLedger(run_dir / "ledger")
-    budget = SpendingBudget(cap_usd, spent_usd=ledger.total_cost_usd())
+    budget = SpendingBudget(cap_usd, spent_usd=spent_usd)
     store = BatchStore(run_dir / "batches")
     for batch in store.in_flight():
         for key, request in store.requests(batch).items():
@@ -29,10 +29,10 @@ def open_budget(run_dir: Path, cap_usd: float) -> SpendingBudget:
 
 
 @contextmanager
-def capped_run(run_dir: Path, cap_usd: float | None) -> Iterator[SpendingBudget | None]:
-    """Every call of the run in `run_dir` within `cap_usd` in the body (no cap when None); yields the
-    budget, whose `stop` says whether the cap stopped the run."""
-    budget = None if cap_usd is None else open_budget(run_dir, cap_usd)
+def capped_run(run_dir: Path, cap_usd: float | None, spent_usd: float) -> Iterator[SpendingBudget | None]:
+    """Every call of the run in `run_dir` within `cap_usd` in the body (no cap when None), `spent_usd` spent
+    already; yields the budget, whose `stop_after` says whether and where the cap stopped the run."""
+    budget = None if cap_usd is None else open_budget(run_dir, cap_usd, spent_usd)
     with spending_cap(run_dir / "ledger", budget):
         yield budget
 
@@ -43,6 +43,19 @@ def cap_refusal(cap_usd: float | None, runner: RunnerSettings | None) -> str | N
     if cap_usd is None or runner is None or runner.kind == "threads":
         return None
     return "a spending cap (max_cost_usd, --max-cost) needs the threads runner: run it without Dask"
+
+
+def overspent_refusal(run_dir: Path, cap_usd: float | None, spent_usd: float) -> str | None:
+    """Why a capped run in `run_dir` can make no call at all: the folder has spent `spent_usd` (its ledger's),
+    more than the cap already (earlier runs with a higher cap, replies longer than their estimates); None
+    when it has not, or there is no cap. Said before any call, rather than a run that refuses each one."""
+    if cap_usd is None or spent_usd <= cap_usd:
+        return None
+    return (
+        f"{run_dir} has spent USD {spent_usd:,.4f} already, more than the spending cap of "
+        f"USD {cap_usd:,.4f}: no call was made; raise --max-cost (max_cost_usd) above what it spent and "
+        "re-run the same command to go on"
+    )
 
 
 def cap_exceeded_warning(run_dir: Path, cap_usd: float | None, estimate_usd: float) -> str | None:

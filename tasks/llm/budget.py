@@ -5,8 +5,10 @@ already records is spent, and the calls of its provider batches still in flight 
 estimates. Every call reserves its estimate before it is sent (`complete()`, tasks/llm/call.py), and every
 call of a batch before the batch is submitted (tasks/evals/batch_waves.py); once the call's outcome is in
 the ledger, its recorded cost replaces the estimate. The first call that would take spent + reserved past
-the cap is not made, nor is any after it: the budget has stopped, and `stop` says where. A call refused
-is never written to the ledger, so a re-run with a higher cap makes it, and pays nothing twice.
+the cap is not made, nor is any after it: the budget has stopped. The calls then in flight still finish
+and are paid, so what the run spent is read from the ledger once every one of them has ended
+(`stop_after`). A call refused is never written to the ledger, so a re-run with a higher cap makes it,
+and pays nothing twice.
 
 The budget lives in this process (as the provider limiters do), so a capped run needs its calls made in
 the process that opened it: the threads runner, not Dask.
@@ -24,19 +26,21 @@ COST_CAP = "cost_cap"  # the error kind of a call the cap kept from being made
 
 
 class CapStop(BaseModel):
-    """Where the cap stopped a run: the first call refused, and the money at that moment."""
+    """Where the cap stopped a run, told once every call in flight has ended: the cap, what the run folder's
+    ledger then records as spent (every call of every run into it), and the estimate of the first call
+    refused."""
 
     cap_usd: float
     spent_usd: float
-    reserved_usd: float
     refused_usd: float
 
     def message(self) -> str:
         return (
-            f"stopped at the spending cap of USD {self.cap_usd:,.4f}: USD {self.spent_usd:,.4f} spent and "
-            f"USD {self.reserved_usd:,.4f} reserved by calls in flight, so a call of about "
-            f"USD {self.refused_usd:,.4f} was not made (nor any after it). Raise --max-cost (max_cost_usd) "
-            "and re-run the same command to go on: no call is paid twice"
+            f"stopped at the spending cap of USD {self.cap_usd:,.4f}: a call of about "
+            f"USD {self.refused_usd:,.4f} would have passed it with the calls then in flight, so it was not "
+            f"made (nor any after it); the run folder has spent USD {self.spent_usd:,.4f} (its ledger, every "
+            "call in flight ended). Raise --max-cost (max_cost_usd) and re-run the same command to go on: no "
+            "call is paid twice"
         )
 
 
@@ -51,22 +55,17 @@ class SpendingBudget:
         self.cap_usd = cap_usd
         self._spent_usd = spent_usd
         self._reserved: dict[str, tuple[float, float]] = {}  # key -> (estimate, recorded before)
-        self._stop: CapStop | None = None
+        self._refused_usd: float | None = None  # the estimate of the first call refused
         self._lock = threading.Lock()
 
     def reserve(self, key: str, estimate_usd: float, recorded_usd: float = 0.0) -> bool:
         """Reserve `estimate_usd` for the call `key` unless that would pass the cap; False stops the budget
         (every later reservation is refused too)."""
         with self._lock:
-            reserved = self._reserved_usd()
-            if self._stop is None and self._spent_usd + reserved + estimate_usd > self.cap_usd:
-                self._stop = CapStop(
-                    cap_usd=self.cap_usd,
-                    spent_usd=self._spent_usd,
-                    reserved_usd=reserved,
-                    refused_usd=estimate_usd,
-                )
-            if self._stop is not None:
+            passes = self._spent_usd + self._reserved_usd() + estimate_usd > self.cap_usd
+            if self._refused_usd is None and passes:
+                self._refused_usd = estimate_usd
+            if self._refused_usd is not None:
                 return False
             self._reserved[key] = (estimate_usd, recorded_usd)
             return True
@@ -94,10 +93,18 @@ class SpendingBudget:
             return self._reserved_usd()
 
     @property
-    def stop(self) -> CapStop | None:
-        """Where the cap stopped the run; None while every call asked for fitted."""
+    def stopped(self) -> bool:
+        """Whether a call was refused (so every later one is)."""
         with self._lock:
-            return self._stop
+            return self._refused_usd is not None
+
+    def stop_after(self, spent_usd: float) -> CapStop | None:
+        """Where the cap stopped the run, with `spent_usd` what its ledger records once every call in flight
+        has ended; None when every call asked for fitted."""
+        with self._lock:
+            if self._refused_usd is None:
+                return None
+            return CapStop(cap_usd=self.cap_usd, spent_usd=spent_usd, refused_usd=self._refused_usd)
 
     def _reserved_usd(self) -> float:
         return sum(estimate for estimate, _ in self._reserved.values())

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import litellm
 
 from tasks.core.tokens import count_tokens
-from tasks.llm import offline
+from tasks.llm import in_flight, offline
 from tasks.llm.budget import COST_CAP, SpendingBudget, budget_for
 from tasks.llm.deferral import NOT_SUBMITTED, batch_outcome
 from tasks.llm.direct import direct_route, send_direct
@@ -164,63 +164,6 @@ def _in_price_table(model: str) -> bool:
     return True
 
 
-class _KeyLocks:
-    """One lock per call key in use, so identical requests in flight at once are made (and paid) once."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, tuple[threading.Lock, int]] = {}
-
-    @contextmanager
-    def hold(self, key: str) -> Iterator[None]:
-        with self._guard:
-            lock, users = self._locks.get(key, (threading.Lock(), 0))
-            self._locks[key] = (lock, users + 1)
-        try:
-            with lock:
-                yield
-        finally:
-            with self._guard:
-                lock, users = self._locks[key]
-                if users == 1:
-                    del self._locks[key]
-                else:
-                    self._locks[key] = (lock, users - 1)
-
-
-_key_locks = _KeyLocks()
-
-
-class _CallsInFlight:
-    """How many HTTP requests of each model this process has open right now (what progress shows)."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._open: dict[str, int] = {}
-
-    @contextmanager
-    def open(self, model: str) -> Iterator[None]:
-        with self._guard:
-            self._open[model] = self._open.get(model, 0) + 1
-        try:
-            yield
-        finally:
-            with self._guard:
-                self._open[model] -= 1
-
-    def counts(self) -> dict[str, int]:
-        with self._guard:
-            return {model: count for model, count in self._open.items() if count}
-
-
-_in_flight = _CallsInFlight()
-
-
-def calls_in_flight() -> dict[str, int]:
-    """HTTP requests this process is waiting on, by litellm model string (batch calls are not counted)."""
-    return _in_flight.counts()
-
-
 # The outcomes `complete()` returned in this context, when a job counts them (`counting_outcomes`).
 _outcomes: contextvars.ContextVar[Counter[str] | None] = contextvars.ContextVar("call_outcomes", default=None)
 
@@ -237,15 +180,16 @@ def counting_outcomes() -> Iterator[Counter[str]]:
 
 
 def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
-    """The recorded outcome of `request`: from the ledger if it already succeeded, else by calling (a
-    batch-mode call is deferred to its batch instead, tasks/llm/deferral.py)."""
+    """The recorded outcome of `request`: from the ledger if it already succeeded (there or in a source
+    ledger, then copied into it), else by calling (a batch-mode call is deferred to its batch instead,
+    tasks/llm/deferral.py)."""
     key = request.key()
-    with _key_locks.hold(key):
-        record = ledger.lookup(key)
+    with in_flight.key_locks.hold(key):
+        record = ledger.adopt(key)
         budget = budget_for(ledger.root) if record is None else None
         if record is None and options.mode == "batch":
             record = batch_outcome(key, request, options, ledger)
-            if record.error_kind == NOT_SUBMITTED and budget is not None and budget.stop is not None:
+            if record.error_kind == NOT_SUBMITTED and budget is not None and budget.stopped:
                 record = capped_record(key, request, options, budget)  # the cap kept it from its batch
         elif record is None and budget is not None:
             record = _call_within(budget, key, request, options, ledger)
@@ -280,42 +224,64 @@ def reserve_call(
 
 
 def capped_record(key: str, request: ChatRequest, options: CallOptions, budget: SpendingBudget) -> CallRecord:
-    """The outcome of a call the spending cap kept from being made: failed, kind `cost_cap`, unpaid."""
-    stop = budget.stop
-    reason = stop.message() if stop is not None else "the spending cap was reached"
-    return CallRecord.not_made(
-        key, request.model, COST_CAP, f"not made: {reason}", retryable=False, mode=options.mode
+    """The outcome of a call the spending cap kept from being made: failed, kind `cost_cap`, unpaid. What the
+    run spent is the summary's to say, once every call in flight has ended (`SpendingBudget.stop_after`)."""
+    reason = (
+        f"not made: stopped at the spending cap of USD {budget.cap_usd:,.4f}; raise --max-cost "
+        "(max_cost_usd) and re-run to go on"
     )
+    return CallRecord.not_made(key, request.model, COST_CAP, reason, retryable=False, mode=options.mode)
 
 
 def _call(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
-    """Attempt the call until it succeeds, fails permanently or runs out of attempts; record the outcome."""
+    """Attempt the call until it succeeds, fails permanently or runs out of attempts; record the outcome.
+    Once sending has stopped, a call none of whose attempts was sent waits for the process to exit."""
+    record = _attempt_until_done(key, request, options, ledger)
+    if record is None:
+        threading.Event().wait()  # never set: this thread ends with the process
+    return record
+
+
+def _attempt_until_done(
+    key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger
+) -> CallRecord | None:
+    """The call's recorded outcome; None when sending stopped before its first attempt (nothing to record)."""
     tally = CallTally.resume(ledger.last_failure(key))
     limiter = limiter_for(options.provider, options.limits)
     rng = random.Random()
     started_at = datetime.now(UTC)
-    for attempt in range(1, options.retry.max_attempts + 1):
-        tally.attempts += 1
-        with limiter.slot(), _in_flight.open(request.model):
-            began = time.monotonic()
-            response, error = _attempt(request, options, tally)
-            latency_s = time.monotonic() - began
-        if error is None:
-            record = call_record(key, request, tally, started_at, latency_s, response=response)
-            ledger.write(record)
-            return record
-        delay = retry_delay(attempt, options.retry, error.retry_after_s, rng) if error.retryable else None
-        if delay is None or attempt == options.retry.max_attempts:
-            break
-        if error.retry_after_s is not None:
-            limiter.pause(delay)
-        logger.info("%s: %s (attempt %d), retrying in %.1f s", request.model, error.kind, attempt, delay)
-        time.sleep(delay)
-    final = _final(error, attempt, options.retry)
-    record = call_record(key, request, tally, started_at, latency_s, error=final)
-    ledger.write(record)
-    logger.warning("call failed: %s", record.error)
-    return record
+    counted = interrupted = False
+    try:
+        for attempt in range(1, options.retry.max_attempts + 1):
+            with limiter.slot(), in_flight.open_requests.open(request.model):
+                if not counted:
+                    if not (counted := in_flight.sending.start()):
+                        return None
+                elif interrupted := in_flight.sending.stopped:
+                    break
+                tally.attempts += 1
+                began = time.monotonic()
+                response, error = _attempt(request, options, tally)
+                latency_s = time.monotonic() - began
+            if error is None:
+                record = call_record(key, request, tally, started_at, latency_s, response=response)
+                ledger.write(record)
+                return record
+            delay = retry_delay(attempt, options.retry, error.retry_after_s, rng) if error.retryable else None
+            if delay is None or attempt == options.retry.max_attempts:
+                break
+            if error.retry_after_s is not None:
+                limiter.pause(delay)
+            logger.info("%s: %s (attempt %d), retrying in %.1f s", request.model, error.kind, attempt, delay)
+            in_flight.sending.pause(delay)
+        final = _final(error, attempt, options.retry, interrupted)
+        record = call_record(key, request, tally, started_at, latency_s, error=final)
+        ledger.write(record)
+        logger.warning("call failed: %s", record.error)
+        return record
+    finally:
+        if counted:
+            in_flight.sending.end()
 
 
 def retry_delay(
@@ -334,10 +300,12 @@ def retry_delay(
     return backoff / 2 + rng.uniform(0, backoff / 2)
 
 
-def _final(error: CallError, attempts: int, policy: RetryPolicy) -> CallError:
+def _final(error: CallError, attempts: int, policy: RetryPolicy, interrupted: bool = False) -> CallError:
     if not error.retryable:
         return error
-    if error.retry_after_s is not None and error.retry_after_s > policy.max_retry_after_s:
+    if interrupted:
+        reason = "interrupted before its next attempt"
+    elif error.retry_after_s is not None and error.retry_after_s > policy.max_retry_after_s:
         reason = f"provider asked to wait {error.retry_after_s:.0f} s, more than max_retry_after_s"
     else:
         reason = f"gave up after {attempts} attempts"

@@ -4,16 +4,23 @@ Layout under `<run_dir>/ledger/`:
 
     ok/<k[:2]>/<key>.json       a call that succeeded: "done" means "this file exists"
     failed/<k[:2]>/<key>.json   the latest failure of a call that has not succeeded yet
+    sources.json                other ledgers whose successful calls this one reuses (optional)
 
 One file per call key, written to a unique temporary name in the same folder and then renamed, so a
 reader sees a whole record or nothing: a kill -9 at any point leaves at most a stray `*.tmp`, never a
 partial success. Each file has exactly one writer at a time (the task making that call); there is no
 shared database file, so parallel tasks and processes never contend for a lock, and a re-run finds
 every finished call by its key, whichever task, condition or earlier run made it.
+
+A ledger may name source ledgers (`reuse_calls_of`; a re-judge names the runs it re-judges): a call one of
+them holds a success for is that success, never made again. `complete()` copies it into this ledger
+(`adopt`), marked `reused_from`, with none of its cost: it was paid where it was made.
 """
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,6 +63,11 @@ class CallRecord(BaseModel):
     mode: CallMode = "single"
     batch_id: str | None = Field(None, description="The provider's batch that answered a batch-mode call.")
     escaped: bool = Field(False, description="Characters UTF-8 cannot encode were stored as \\uXXXX.")
+    reused_from: str | None = Field(
+        None,
+        description="The ledger this success was read from, where it was made and paid; the attempts, "
+        "tokens and costs here are only this ledger's own failed attempts of it, if any.",
+    )
     started_at: datetime
     finished_at: datetime
 
@@ -94,6 +106,8 @@ class CallRecord(BaseModel):
         )
 
 
+# What the attempts of a call consumed: a reused call's are this ledger's own, not its source's.
+_SPENDING_FIELDS = ("attempts", "prompt_tokens", "completion_tokens", "input_cost_usd", "output_cost_usd")
 # The fields holding what a provider sent (its reply or its error message).
 _REPLY_FIELDS = ("text", "tool_calls", "structured", "error")
 
@@ -113,15 +127,56 @@ def utf8_encodable(value: Any) -> Any:
     return value
 
 
-class CallLedger:
-    """Read and write call records under one ledger folder."""
+SOURCES_FILE = "sources.json"
 
-    def __init__(self, root: Path) -> None:
+
+class CallLedger:
+    """Read and write call records under one ledger folder; read the successes of its source ledgers."""
+
+    def __init__(self, root: Path, sources: Sequence[Path] | None = None) -> None:
+        """`sources`: the ledgers whose successes this one reuses; None reads them from its SOURCES_FILE."""
         self.root = Path(root)
+        if sources is not None:
+            self.sources = [Path(source) for source in sources]
+
+    @cached_property
+    def sources(self) -> list[Path]:
+        """The ledgers whose successful calls are this one's too, searched in order (none by default)."""
+        path = self.root / SOURCES_FILE
+        if not path.is_file():
+            return []
+        return [Path(source) for source in json.loads(path.read_text(encoding="utf-8"))["ledgers"]]
+
+    def reuse_calls_of(self, sources: Sequence[Path]) -> None:
+        """Reuse the successful calls of the `sources` ledgers from now on (written in SOURCES_FILE)."""
+        self.sources = [Path(source).resolve() for source in sources]
+        listed = json.dumps({"ledgers": [str(source) for source in self.sources]}, indent=2)
+        write_text_atomic(self.root / SOURCES_FILE, listed)
 
     def lookup(self, key: str) -> CallRecord | None:
-        """The successful record of `key`, or None if the call has not succeeded yet."""
-        return read_record(self._path("ok", key))
+        """The successful record of `key`: this ledger's, else the first source ledger's (as `adopt` would
+        copy it); None if the call has not succeeded in any."""
+        return read_record(self._path("ok", key)) or self._reused(key)
+
+    def adopt(self, key: str) -> CallRecord | None:
+        """`lookup`, a source ledger's success written into this ledger: the folder then holds every call its
+        outputs rest on, and a re-run reads it here."""
+        record = read_record(self._path("ok", key))
+        if record is None and (record := self._reused(key)) is not None:
+            self.write(record)
+        return record
+
+    def _reused(self, key: str) -> CallRecord | None:
+        """The first source ledger's success of `key`, as this ledger records it: reused, made and paid
+        there; its attempts, tokens and costs are this ledger's own failed attempts of it (none, mostly)."""
+        for source in self.sources:
+            found = read_record(source / "ok" / key[:2] / f"{key}.json")
+            if found is not None:
+                own = self.last_failure(key)
+                spent_here = {name: getattr(own, name) if own else 0 for name in _SPENDING_FIELDS}
+                paid_in = found.reused_from or str(source)
+                return found.model_copy(update={**spent_here, "reused_from": paid_in})
+        return None
 
     def last_failure(self, key: str) -> CallRecord | None:
         """The latest failed record of `key` (its attempts and costs carry over into the next try)."""

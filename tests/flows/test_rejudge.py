@@ -18,6 +18,7 @@ from tasks.benchmarks.registry import BENCHMARKS
 from tasks.evals.config import EvalConfig, JudgeSpec, ModelSpec
 from tasks.evals.estimate import estimate_plan
 from tasks.evals.rejudge import JudgeChoices, read_source_run, rejudge_settings, rejudging
+from tasks.llm.ledger import CallLedger
 from tasks.llm.request import Prices, RetryPolicy
 from tests.eval_fixtures import write_dataset
 from tests.flows.test_consult_evaluate import SETTINGS, agent_reply, cases
@@ -143,23 +144,64 @@ def test_an_evaluation_into_a_rejudged_folder_is_refused_before_asking_any_answe
     assert len(server.requests) == before
 
 
-def test_epoch_0_of_the_same_judge_asks_the_recorded_calls_and_epoch_1_new_ones(source, server, tmp_path):
+def test_the_source_s_own_judge_reads_every_grade_from_its_ledger_and_another_epoch_asks_anew(
+    source, server, tmp_path
+):
     recorded = {(j["thread_id"], j["condition"], j["turn"]): j["call_key"] for j in read(source, "judgments")}
-    keys = {}
+    made, keys = {}, {}
     for epoch in (0, 1):
         before = len(server.requests)
         assert rejudge(source, tmp_path / str(epoch), "judge", epoch=epoch).is_completed()
-        assert calls_since(server, before) == {"judge": len(answered(source))}  # a new folder, a new ledger
+        made[epoch] = calls_since(server, before)
         keys[epoch] = {
             (j["thread_id"], j["condition"], j["turn"]): j["call_key"]
             for j in read(tmp_path / str(epoch), "judgments")
         }
+    # Epoch 0 of the source's judge is the source's own calls: read from its ledger, none paid again.
+    assert made == {0: {}, 1: {"judge": len(answered(source))}}
     assert keys[0] == recorded
     assert not {key for key in keys[1].values() if key} & {key for key in recorded.values() if key}
-    # The same judge at epoch 0 is the source's config: the same run id; another epoch is another run.
+    # The same grades; what they consumed and cost was the source's, none of it this run's.
+    unpaid = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "attempts": 0}
+    assert read(tmp_path / "0", "judgments") == [
+        {**row, "run_id": manifest(source)["run_id"], **(unpaid if row["call_key"] else {})}
+        for row in read(source, "judgments")
+    ]
+    reused = manifest(tmp_path / "0")["summary"]
+    assert (reused["invocation_calls"], reused["calls_by_mode"]) == (
+        {"reused": {"calls": len(answered(source)), "cost_usd": 0.0}},
+        {"reused": {"calls": len(answered(source)), "cost_usd": 0.0}},
+    )
+    # The same config is the same run (its id): said in its notes, so it is reported in the source's place.
     assert (
         manifest(tmp_path / "0")["run_id"] == manifest(source)["run_id"] != manifest(tmp_path / "1")["run_id"]
     )
+    source_id = manifest(source)["run_id"]
+    assert manifest(tmp_path / "0")["notes"][-1] == (
+        f"Its judge, rubric and parameters are those of run {source_id} ({source.resolve()}): every grade "
+        "that run holds is read from its ledger, not asked again, and this folder is that run (the same run "
+        "id): report it in that run's place, not beside it."
+    )
+    assert not manifest(tmp_path / "1")["notes"][-1].startswith("Its judge")
+
+
+def test_a_rerun_of_a_rerun_back_to_the_first_judge_reads_its_grades_from_the_first_run(
+    source, server, tmp_path
+):
+    answers = len(answered(source))
+    assert rejudge(source, tmp_path / "second", "openai/judge7", api_base=server.url).is_completed()
+    before = len(server.requests)
+    first_judge = manifest(source)["config"]["judge"]
+    back = rejudge(tmp_path / "second", tmp_path / "back", first_judge["model"], api_base=server.url)
+    assert back.is_completed()
+    assert calls_since(server, before) == {}  # every grade of the first judge is in the source's ledger
+    scores = {(j["thread_id"], j["condition"], j["turn"]): j["score"] for j in read(source, "judgments")}
+    assert {
+        (j["thread_id"], j["condition"], j["turn"]): j["score"] for j in read(tmp_path / "back", "judgments")
+    } == scores
+    reused = [r for r in CallLedger(tmp_path / "back" / "ledger").records()]
+    assert {(r.reused_from, r.cost_usd) for r in reused} == {(str((source / "ledger").resolve()), 0.0)}
+    assert len(reused) == answers
 
 
 def test_the_dry_run_counts_the_judge_calls_only(source, tmp_path):
@@ -170,6 +212,10 @@ def test_the_dry_run_counts_the_judge_calls_only(source, tmp_path):
     assert (estimate.model, estimate.role, estimate.calls, estimate.cached) == (
         "openai/judge4", "judge", len(answered(source)), 0
     )  # fmt: skip
+    # The source's own judge: every grade is in its ledger, so the dry run has none to make, as the run.
+    own = rejudge_settings(run, bench.config_model, JudgeChoices(model="judge"), tmp_path / "own")
+    [estimate] = estimate_plan(bench.plan(own), bench.estimate_job)
+    assert (estimate.model, estimate.calls, estimate.cached) == ("judge", 0, len(answered(source)))
 
 
 def test_a_rejudge_has_its_own_spending_cap_never_the_source_run_s(source, tmp_path):

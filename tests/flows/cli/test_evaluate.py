@@ -1,9 +1,24 @@
 """`threadmed evaluate`: a folder that is not a build, or an unknown split, is a usage error; a spending cap
-stops a run with its own exit status."""
+stops a run with its own exit status, saying what the folder spent once its calls in flight ended; the
+summary says what this invocation made and paid beside the run's totals."""
 
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tasks.llm.ledger import CallLedger, CallRecord
 from tests.eval_fixtures import write_dataset
-from tests.flows.cli.terminal import OFFLINE_MODELS, assert_usage_error, threadmed, threadmed_here
-from tests.llm_server import LLMServer
+from tests.flows.cli.terminal import (
+    OFFLINE_MODELS,
+    assert_usage_error,
+    threadmed,
+    threadmed_before_any_flow,
+    threadmed_here,
+)
+from tests.llm_server import Action, LLMServer
 
 
 def test_evaluate_on_a_folder_that_is_not_a_build(tmp_path):
@@ -77,9 +92,135 @@ def test_a_run_stopped_by_its_spending_cap_exits_3_saying_so_and_a_higher_cap_fi
         assert len(server.requests) == len(server.ok_counts()) > 0  # each call made once
     assert stopped.returncode == 3, stopped.stdout + stopped.stderr
     output = " ".join((stopped.stdout + stopped.stderr).split())
-    assert "stopped at the spending cap of USD 0.0010: USD 0.0000 spent and USD 0.0000 reserved" in output
+    assert re.search(
+        r"stopped at the spending cap of USD 0\.0010: a call of about USD 0\.00[0-9]+ would have passed it "
+        r"with the calls then in flight, so it was not made \(nor any after it\); the run folder has spent "
+        r"USD 0\.0000 \(its ledger, every call in flight ended\)",
+        output,
+    ), output
     assert (
         "Raise --max-cost (max_cost_usd) and re-run the same command to go on: no call is paid twice"
         in output
     )
     assert "Traceback" not in output
+
+
+def ledger_state(run_dir: Path) -> dict[str, tuple[int, float]]:
+    """(attempts, cost) of every call in the run folder's ledger, by key."""
+    return {r.key: (r.attempts, r.cost_usd) for r in CallLedger(run_dir / "ledger").records()}
+
+
+def summary_lines(result) -> list[str]:
+    return [line for line in result.stdout.splitlines() if line.startswith("Calls ")]
+
+
+def test_a_resume_says_what_it_made_and_paid_beside_the_run_s_totals_and_an_idle_one_that_it_made_none(
+    tmp_path,
+):
+    write_dataset(tmp_path / "build")
+    arguments = ["--dataset", "build", "--out", "run", "--models", "openai/gpt-4o", "--judge", "openai/judge",
+                 "--conditions", "oracle", "--limit", "1", "--no-report"]  # fmt: skip
+    with LLMServer() as server:
+        server.script(Action(status=400), Action(status=400), model="gpt-4o")  # two answers fail for good
+        first = threadmed("evaluate", *arguments, "--api-base", server.url, cwd=tmp_path)
+        assert first.returncode == 1, first.stdout + first.stderr
+        before, sent = ledger_state(tmp_path / "run"), len(server.requests)
+        resumed = threadmed("evaluate", *arguments, "--api-base", server.url, cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        made, after = len(server.requests) - sent, ledger_state(tmp_path / "run")
+        idle = threadmed("evaluate", *arguments, "--api-base", server.url, cwd=tmp_path)
+        assert idle.returncode == 0 and len(server.requests) == sent + made
+    assert made == 4  # the two answers again, and their two verdicts
+    paid = sum(cost for _, cost in after.values()) - sum(cost for _, cost in before.values())
+    assert paid > 0  # gpt-4o is priced: the invocation's dollars are its own, not the run's
+    run_line = (
+        f"Calls of the run, every invocation: {len(after)} single "
+        f"(USD {sum(cost for _, cost in after.values()):,.4f})"
+    )
+    assert summary_lines(resumed) == [f"Calls made by this invocation: 4 single (USD {paid:,.4f})", run_line]
+    assert summary_lines(idle) == ["Calls made by this invocation: none (USD 0.0000)", run_line]
+
+
+def test_a_folder_that_spent_more_than_the_cap_is_one_line_and_exits_as_a_cap_stop_with_no_call(tmp_path):
+    write_dataset(tmp_path / "build")
+    ledger = CallLedger(tmp_path / "run" / "ledger")
+    now = datetime.now(UTC)
+    paid = CallRecord(
+        key="aa01", model="openai/m", status="ok", input_cost_usd=0.38, started_at=now, finished_at=now
+    )
+    ledger.write(paid)
+    with LLMServer() as server:
+        result = threadmed_before_any_flow(
+            "evaluate", "--dataset", "build", "--out", "run", "--models", "openai/gpt-4o", "--judge",
+            "openai/judge", "--api-base", server.url, "--max-cost", "0", cwd=tmp_path,
+        )  # fmt: skip
+        assert server.requests == []
+    assert result.returncode == 3
+    assert (result.stdout + result.stderr).splitlines() == [
+        "run has spent USD 0.3800 already, more than the spending cap of USD 0.0000: no call was made; raise "
+        "--max-cost (max_cost_usd) above what it spent and re-run the same command to go on"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cap", "message"),
+    [
+        ("inf", "the cap reads as infinite (so does any number too large for a float, e.g. 1e400), which is "
+         "no cap: give a finite amount of USD, e.g. 5"),
+        ("1e400", "the cap reads as infinite (so does any number too large for a float, e.g. 1e400), which "
+         "is no cap: give a finite amount of USD, e.g. 5"),
+        ("nan", "nan is not an amount of USD: give the cap as a finite number, e.g. 5"),
+        ("-1", "-1 is below 0: give the cap as an amount of USD, 0 or more"),
+    ],
+)  # fmt: skip
+def test_a_cap_that_is_not_a_finite_amount_is_a_usage_error_and_calls_nothing(tmp_path, cap, message):
+    write_dataset(tmp_path / "build")
+    with LLMServer() as server:
+        result = threadmed_before_any_flow(
+            "evaluate", "--dataset", "build", "--out", "run", "--models", "openai/gpt-4o", "--judge",
+            "openai/judge", "--api-base", server.url, "--max-cost", cap, cwd=tmp_path,
+        )  # fmt: skip
+        assert server.requests == []
+    assert_usage_error(result, f"Invalid value for '--max-cost': {message}")
+
+
+def test_an_infinite_cap_in_a_config_file_is_refused_as_not_finite(tmp_path):
+    write_dataset(tmp_path / "build")
+    (tmp_path / "eval.yaml").write_text("models: [{model: threadmed/deferral}]\nmax_cost_usd: .inf\n")
+    result = threadmed_before_any_flow(
+        "evaluate", "--dataset", "build", "--out", "run", "--config", "eval.yaml", cwd=tmp_path
+    )
+    assert_usage_error(result, "Invalid value: max_cost_usd: Input should be a finite number")
+
+
+PRICED_CONFIG = """\
+models: [{name: m, model: openai/m, prices: {input_per_token: 0.0, output_per_token: 0.00001}}]
+judge: {model: openai/judge, prices: {input_per_token: 0.0, output_per_token: 0.00001}}
+conditions: [oracle]
+"""
+
+
+def test_the_spend_a_cap_stop_records_and_prints_is_the_ledger_s_once_the_calls_in_flight_have_ended(
+    tmp_path,
+):
+    """Each call reserves 400 reply tokens (USD 0.004); the cap fits two. The first turns of the 3 threads go
+    out together: two are held at the server in flight while the third is refused, then answered and paid."""
+    write_dataset(tmp_path / "build")
+    (tmp_path / "eval.yaml").write_text(PRICED_CONFIG)
+    with LLMServer() as server:
+        server.answer_in_groups(3, timeout_s=20)  # the third never comes: the two are answered after 20 s
+        stopped = threadmed(
+            "evaluate", "--dataset", "build", "--out", "run", "--config", "eval.yaml", "--split", "test",
+            "--no-report", "--api-base", server.url, "--max-cost", "0.01", cwd=tmp_path,
+        )  # fmt: skip
+    assert stopped.returncode == 3, stopped.stdout + stopped.stderr
+    spent = CallLedger(tmp_path / "run" / "ledger").total_cost_usd()
+    assert spent > 0  # the calls in flight at the refusal were paid
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["summary"]["cost_cap"] == {"cap_usd": 0.01, "spent_usd": spent, "refused_usd": 0.004}
+    output = " ".join(stopped.stdout.split())
+    assert (
+        f"Run {manifest['run_id']} stopped at the spending cap of USD 0.0100: a call of about USD 0.0040 "
+        "would have passed it with the calls then in flight, so it was not made (nor any after it); the run "
+        f"folder has spent USD {spent:,.4f} (its ledger, every call in flight ended)."
+    ) in output

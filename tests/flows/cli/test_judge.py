@@ -101,3 +101,43 @@ def test_only_the_judge_can_be_batched(source, tmp_path):
         threadmed_before_any_flow(*arguments, cwd=tmp_path),
         "Invalid value for '--batch': only the judge is called when re-judging: give --batch judge",
     )
+
+
+def test_an_out_folder_inside_the_run_being_rejudged_is_a_usage_error(source, tmp_path):
+    inside = source / "rejudged"
+    arguments = ["judge", "rerun", source, "--judge", "threadmed/coverage-judge", "--out", inside]
+    assert_usage_error(
+        threadmed_before_any_flow(*arguments, cwd=tmp_path),
+        f"Invalid value for '--out': {inside} is inside the run being re-judged ({source.resolve()}): give "
+        "the re-judge a folder of its own, outside it",
+    )
+    assert not inside.exists()
+
+
+def test_a_rerun_with_the_run_s_own_judge_reads_its_grades_says_so_and_reports_in_its_place(source, tmp_path):
+    grades = [record for record in CallLedger(source / "ledger").records() if "judge" in record.model]
+    api = {"PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
+    result = threadmed(
+        "judge", "rerun", source, "--judge", "threadmed/overlap-judge", "--out", "same", cwd=tmp_path, env=api
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    reused = f"{len(grades)} reused from earlier runs' ledgers (USD 0.0000)"
+    assert [line for line in result.stdout.splitlines() if line.startswith("Calls ")] == [
+        f"Calls made by this invocation: {reused}",
+        f"Calls of the run, every invocation: {reused}",
+    ]
+    output = " ".join(result.stdout.split())
+    source_id = manifest(source)["run_id"]
+    assert (
+        f"Its judge, rubric and parameters are those of run {source_id} ({source.resolve()}): every grade "
+        "that run holds is read from its ledger, not asked again, and this folder is that run (the same run "
+        "id): report it in that run's place, not beside it."
+    ) in output
+    assert manifest(tmp_path / "same")["run_id"] == source_id
+    assert (tmp_path / "same" / "report" / "index.html").is_file()  # it reports alone
+    beside = threadmed_before_any_flow("report", source, "same", "--lake", "lake", cwd=tmp_path)
+    assert_usage_error(
+        beside,
+        f"Invalid value for 'RUN_DIRS...': the same run is given more than once ({source_id} in {source}, "
+        f"{tmp_path / 'same'}): give each run once",
+    )

@@ -4,7 +4,7 @@ import json
 
 from rich.console import Console
 
-from flows.cli.render import funnel_table, print_benchmark_report, summary_tables, table1
+from flows.cli.render import funnel_table, print_benchmark_report, print_run_summary, table1
 from tasks.evals.outputs import RunSummary
 from tasks.report.tables import Table, table_rich
 
@@ -64,9 +64,39 @@ def test_run_summary_is_one_table_per_model_with_a_dash_for_no_score():
         ["baseline", "1,500", "2", "0", "1,400", "3", "0", "61.2", "1.7500"],
         ["oracle", "0", "0", "4", "0", "0", "0", "—", "0.0000"],
     ]
-    printed = text(summary_tables(SUMMARY))
+    console = Console(width=100, record=True)
+    print_run_summary({"summary": SUMMARY, "notes": []}, console)
+    printed = console.export_text()
     assert printed.startswith("Run r1: mean score 0-100 over judged turns (unparseable excluded)\n")
     assert "openai/m" in printed and "61.2" in printed
+
+
+def test_a_run_summary_says_what_this_invocation_made_and_paid_beside_the_run_s_totals():
+    run = {
+        **SUMMARY,
+        "calls_by_mode": {"single": {"calls": 8, "cost_usd": 0.0016}, "reused": {"calls": 84, "cost_usd": 0}},
+        "invocation_calls": {"single": {"calls": 6, "cost_usd": 0.0012}},
+        "failed_calls": {"rate_limit": 2},
+        "failure_examples": {"rate_limit": "openai/m: 429 [slow down]"},
+    }
+    console = Console(width=200, record=True)
+    print_run_summary({"summary": run, "notes": ["Answers replayed."]}, console)
+    assert [line.rstrip() for line in console.export_text().splitlines()[-4:]] == [
+        "Calls made by this invocation: 6 single (USD 0.0012)",
+        "Calls of the run, every invocation: 8 single (USD 0.0016), 84 reused from earlier runs' ledgers "
+        "(USD 0.0000)",
+        "rate limit (2), e.g. openai/m: 429 [slow down]",
+        "Answers replayed.",
+    ]
+    # An invocation that made no call says so; a manifest written before invocations were counted says
+    # only the run's totals.
+    idle = RunSummary.model_validate({**run, "invocation_calls": {}})
+    assert idle.calls_lines()[0] == "Calls made by this invocation: none (USD 0.0000)"
+    older = RunSummary.model_validate({key: value for key, value in run.items() if key != "invocation_calls"})
+    assert older.calls_lines() == [
+        "Calls of the run, every invocation: 8 single (USD 0.0016), 84 reused from earlier runs' ledgers "
+        "(USD 0.0000)"
+    ]
 
 
 def test_a_benchmark_report_prints_its_tables_its_notes_and_where_its_files_are(tmp_path):

@@ -63,3 +63,27 @@ def test_a_temporary_server_that_does_not_start_in_time_is_one_line_with_the_fix
         "set PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher (e.g. 300), or run "
         "`prefect server start` elsewhere and set PREFECT_API_URL=http://127.0.0.1:4200/api"
     ]
+
+
+SERVER_LOGGING_LEVEL = """
+import subprocess
+from flows.cli.temporary_server import DetachedTemporaryServer
+started = {}
+subprocess.Popen = lambda command, env, **options: started.update(env)
+DetachedTemporaryServer(port=8999)._run_uvicorn_command()
+print(started.get("PREFECT_SERVER_LOGGING_LEVEL"))
+"""
+
+
+def test_the_temporary_server_logs_only_critical_errors_unless_the_user_sets_its_level():
+    """Stopped while events are queued (every exit; at once on Ctrl-C), it would log tracebacks of cancelled
+    writes on the user's terminal, before the interrupt's one line."""
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_SERVER_LOGGING_LEVEL"}
+    levels = [
+        subprocess.run(
+            [sys.executable, "-c", SERVER_LOGGING_LEVEL],
+            capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=True, env=env,
+        ).stdout.strip()
+        for env in (environment, {**environment, "PREFECT_SERVER_LOGGING_LEVEL": "DEBUG"})
+    ]  # fmt: skip
+    assert levels == ["CRITICAL", "DEBUG"]

@@ -237,3 +237,17 @@ def test_a_spending_cap_is_set_by_the_overrides_and_leaves_the_run_id_as_it_is()
     assert capped.call_options(capped.models[0]).estimated_reply_tokens == 50  # what the cap reserves
     with pytest.raises(ValidationError, match="max_cost_usd"):
         RunOverrides(max_cost_usd=-1)
+
+
+@pytest.mark.parametrize("cap", [float("inf"), float("nan"), 1e400, "Infinity"])
+def test_a_spending_cap_that_is_not_finite_is_refused_in_a_config_its_overrides_and_flow_parameters(cap):
+    """An infinite cap would be no cap at all, and nan one no spend compares with: never read as 'no cap'."""
+    for model, fields in (
+        (EvalConfig, {"models": [{"model": "openai/m"}], "max_cost_usd": cap}),  # a config, a deployment's
+        (RunOverrides, {"max_cost_usd": cap}),  # the command's options
+    ):
+        with pytest.raises(ValidationError) as raised:
+            model.model_validate(fields)
+        assert [(error["loc"], error["type"]) for error in raised.value.errors()] == [
+            (("max_cost_usd",), "finite_number")
+        ]

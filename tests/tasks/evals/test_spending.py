@@ -1,7 +1,7 @@
 from datetime import UTC, datetime
 
 from tasks.core.runners import RunnerSettings
-from tasks.evals.spending import cap_exceeded_warning, cap_refusal, capped_run
+from tasks.evals.spending import cap_exceeded_warning, cap_refusal, capped_run, overspent_refusal
 from tasks.llm.budget import budget_for
 from tasks.llm.ledger import CallLedger, CallRecord
 
@@ -16,14 +16,21 @@ def spend(run_dir, key: str, cost_usd: float) -> None:
 
 
 def test_a_capped_run_starts_from_what_its_folder_spent_and_an_uncapped_one_has_no_budget(tmp_path):
-    spend(tmp_path, "aa01", 0.25)
-    spend(tmp_path, "bb02", 0.5)
-    with capped_run(tmp_path, 1.0) as budget:
+    with capped_run(tmp_path, 1.0, spent_usd=0.75) as budget:
         assert budget_for(tmp_path / "ledger") is budget
         assert (budget.cap_usd, budget.spent_usd, budget.reserved_usd) == (1.0, 0.75, 0.0)
     assert budget_for(tmp_path / "ledger") is None
-    with capped_run(tmp_path, None) as uncapped:
+    with capped_run(tmp_path, None, spent_usd=0.75) as uncapped:
         assert (uncapped, budget_for(tmp_path / "ledger")) == (None, None)
+
+
+def test_a_folder_that_has_spent_more_than_the_cap_is_refused_saying_what_it_spent_and_the_cap(tmp_path):
+    assert overspent_refusal(tmp_path, 0.0, 0.38) == (
+        f"{tmp_path} has spent USD 0.3800 already, more than the spending cap of USD 0.0000: no call was "
+        "made; raise --max-cost (max_cost_usd) above what it spent and re-run the same command to go on"
+    )
+    assert overspent_refusal(tmp_path, 0.38, 0.38) is None  # at the cap: calls that cost nothing may go on
+    assert overspent_refusal(tmp_path, None, 0.38) is None
 
 
 def test_the_dry_run_warns_when_what_is_left_and_what_was_spent_pass_the_cap(tmp_path):

@@ -7,16 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 import litellm
 import pytest
 
+from tasks.llm import in_flight
 from tasks.llm.budget import CapStop, SpendingBudget, spending_cap
-from tasks.llm.call import (
-    _CallsInFlight,
-    batch_token_costs,
-    calls_in_flight,
-    complete,
-    estimated_cost_usd,
-    retry_delay,
-    token_costs,
-)
+from tasks.llm.call import batch_token_costs, complete, estimated_cost_usd, retry_delay, token_costs
 from tasks.llm.errors import FIXES
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
@@ -283,19 +276,19 @@ def test_concurrency_per_provider_never_exceeds_its_limit(tmp_path):
 
 
 def test_requests_in_flight_are_counted_per_model_while_open():
-    in_flight = _CallsInFlight()
-    with in_flight.open("openai/a"), in_flight.open("openai/a"), in_flight.open("openai/b"):
-        assert in_flight.counts() == {"openai/a": 2, "openai/b": 1}
-    with in_flight.open("openai/b"):
-        assert in_flight.counts() == {"openai/b": 1}
-    assert in_flight.counts() == {}
+    requests = in_flight.OpenRequests()
+    with requests.open("openai/a"), requests.open("openai/a"), requests.open("openai/b"):
+        assert requests.counts() == {"openai/a": 2, "openai/b": 1}
+    with requests.open("openai/b"):
+        assert requests.counts() == {"openai/b": 1}
+    assert requests.counts() == {}
 
 
 def test_no_call_is_left_counted_in_flight_after_success_or_failure(server, tmp_path):
     server.script(Action(status=400))
     complete(request(server), options(), CallLedger(tmp_path))
     complete(request(server, prompt_version="2"), options(), CallLedger(tmp_path))
-    assert calls_in_flight() == {}
+    assert in_flight.calls_in_flight() == {}
 
 
 def test_a_withheld_reply_is_a_permanent_failure(server, tmp_path):
@@ -495,12 +488,16 @@ def test_calls_stop_before_the_one_that_would_pass_the_cap_and_the_refused_are_n
             complete(request(server, epoch=epoch), options(prices=INPUT_PRICED), ledger) for epoch in range(5)
         ]
     assert [(r.status, r.error_kind) for r in records] == [("ok", None)] * 3 + [("failed", "cost_cap")] * 2
-    assert records[3].error.startswith("openai/m1: not made: stopped at the spending cap of USD 0.0195")
+    assert records[3].error == (
+        "openai/m1: not made: stopped at the spending cap of USD 0.0195; raise --max-cost (max_cost_usd) and "
+        "re-run to go on"
+    )
     assert (records[3].attempts, records[3].cost_usd, records[3].retryable) == (0, 0.0, False)
     assert len(server.requests) == 3
     assert [record.key for record in ledger.records()] == sorted(r.key for r in records[:3])
     assert (budget.spent_usd, ledger.total_cost_usd()) == (pytest.approx(0.015), pytest.approx(0.015))
-    assert budget.stop == CapStop(cap_usd=0.0195, spent_usd=0.015, reserved_usd=0.0, refused_usd=0.008)
+    spent = ledger.total_cost_usd()
+    assert budget.stop_after(spent) == CapStop(cap_usd=0.0195, spent_usd=spent, refused_usd=0.008)
 
 
 def test_a_call_in_flight_counts_against_the_cap_until_it_returns(server, tmp_path):
@@ -516,8 +513,10 @@ def test_a_call_in_flight_counts_against_the_cap_until_it_returns(server, tmp_pa
         server.drop_held()
         assert first.result().status == "ok"
     assert second.error_kind == "cost_cap"
-    assert budget.stop == CapStop(cap_usd=0.012, spent_usd=0.0, reserved_usd=0.008, refused_usd=0.008)
+    # The call in flight when the second was refused is paid: what the run spent counts it.
     assert (budget.reserved_usd, budget.spent_usd) == (0.0, pytest.approx(0.005))
+    spent = ledger.total_cost_usd()
+    assert budget.stop_after(spent) == CapStop(cap_usd=0.012, spent_usd=spent, refused_usd=0.008)
 
 
 def test_a_failed_call_gives_back_its_reservation_keeping_only_what_was_billed(server, tmp_path):
@@ -540,3 +539,50 @@ def test_a_batch_call_the_cap_kept_from_its_batch_reads_as_stopped_by_the_cap(se
         assert not budget.reserve("too-dear", 0.01)
         assert complete(request(server), batch, CallLedger(tmp_path)).error_kind == "cost_cap"
     assert server.requests == []
+
+
+# --- Ctrl-C: no attempt sent once sending stops, every reply on its way recorded --------------------------
+
+
+def in_background(function, *arguments) -> tuple[threading.Thread, dict]:
+    """`function(*arguments)` in a daemon thread (a call that waits for its process to exit never returns);
+    its result lands in the dict under "result"."""
+    outcome: dict = {}
+    thread = threading.Thread(target=lambda: outcome.update(result=function(*arguments)), daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def wait_until(done, what: str) -> None:
+    deadline = time.monotonic() + 600  # a liveness bound only
+    while not done():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_once_sending_stops_no_attempt_is_sent_and_every_reply_on_its_way_is_recorded(
+    server, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(in_flight, "sending", in_flight.Sending())  # this test's own: stopped for good
+    ledger = CallLedger(tmp_path)
+    server.script(Action(status=500), model="m2")
+    slow_retry = options(retry=RetryPolicy(max_attempts=3, base_delay_s=600, max_delay_s=600))
+    _, retried = in_background(complete, request(server, model="openai/m2"), slow_retry, ledger)
+    wait_until(lambda: len(server.requests) == 1, "m2's first attempt never reached the server")
+    server.hold_after(0)
+    _, answered = in_background(complete, request(server), options(), ledger)
+    wait_until(lambda: server.stats()["held"] == 1, "m1 never reached the server")
+
+    in_flight.stop_sending()  # Ctrl-C: m1 is in flight, m2 waits 600 s for its next attempt
+    unsent, never = in_background(complete, request(server, model="openai/m3"), options(), ledger)
+    server.answer_held()
+    assert in_flight.wait_for_calls(600) == 0  # a liveness bound: m1 recorded, m2's wait cut short
+    assert answered["result"] == ledger.lookup(request(server).key())
+    failure = retried["result"]
+    assert (failure.status, failure.attempts, failure.error_kind) == ("failed", 1, "server_error")
+    assert failure.error.endswith("(interrupted before its next attempt; re-run to retry)")
+    assert ledger.last_failure(request(server, model="openai/m2").key()) == failure
+    assert [r.model for r in server.requests] == ["m2", "m1"]  # m2's retry and m3 never sent
+    unsent.join(0.5)
+    assert unsent.is_alive() and never == {}  # m3 waits for the process to exit: nothing to record
+    assert in_flight.wait_for_calls(0) == 0

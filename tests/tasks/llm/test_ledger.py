@@ -114,3 +114,32 @@ def test_the_cost_recorded_for_a_call_is_its_success_else_its_latest_failure(tmp
     ledger.write(record("bb02", "failed", input_cost_usd=0.125, error_kind="empty_reply"))
     costs = [ledger.recorded_cost_usd(key) for key in ("aa01", "bb02", "cc03")]
     assert (costs, ledger.total_cost_usd()) == ([0.75, 0.125, 0.0], 0.875)
+
+
+def test_a_source_ledger_s_success_is_read_as_reused_paid_there_and_copied_in_only_when_adopted(tmp_path):
+    first, second = CallLedger(tmp_path / "first"), CallLedger(tmp_path / "second")
+    paid = {"attempts": 2, "prompt_tokens": 50, "completion_tokens": 9, "input_cost_usd": 0.5}
+    first.write(record("ab12", text="grade 1", **paid))
+    second.write(record("ab12", text="grade 2", input_cost_usd=0.25))
+    ledger = CallLedger(tmp_path / "rejudge")
+    ledger.reuse_calls_of([tmp_path / "first", tmp_path / "second"])
+    reused = record("ab12", text="grade 1", reused_from=str((tmp_path / "first").resolve()))
+    assert ledger.lookup("ab12") == reused  # the first source that holds it; nothing spent here
+    assert list(ledger.records()) == []  # a lookup (a dry run's) writes nothing
+    assert ledger.adopt("ab12") == reused
+    assert list(CallLedger(tmp_path / "rejudge").records()) == [reused]  # the sources are read from its file
+    assert (ledger.lookup("cd34"), ledger.adopt("cd34"), ledger.total_cost_usd()) == (None, None, 0.0)
+
+
+def test_a_reused_success_keeps_what_this_ledger_paid_for_its_own_failed_attempts_and_where_it_was_made(
+    tmp_path,
+):
+    source = CallLedger(tmp_path / "source")
+    ledger = CallLedger(tmp_path / "rejudge", sources=[tmp_path / "copy", tmp_path / "source"])
+    made_first = "/runs/first/ledger"  # the source reused it in turn: the ledger that paid stays named
+    source.write(record("ab12", text="grade", attempts=1, input_cost_usd=0.5, reused_from=made_first))
+    ledger.write(record("ab12", "failed", attempts=3, input_cost_usd=0.125, error_kind="server_error"))
+    assert ledger.adopt("ab12") == record(
+        "ab12", text="grade", attempts=3, input_cost_usd=0.125, reused_from=made_first
+    )
+    assert (ledger.last_failure("ab12"), ledger.total_cost_usd()) == (None, 0.125)
