@@ -1,9 +1,11 @@
-"""The documentation keeps its promises: every `threadmed` command it shows exists, and every link resolves.
+"""The documentation keeps its promises: every `threadmed` command it shows exists, every link resolves, and
+git ignores the folders its commands write.
 
 The commands are read from every Markdown file of the repository (tracked, or new and not ignored), from
 fenced code blocks and inline code alike, so a command added to any README is checked without a list here.
 """
 
+import itertools
 import re
 import shlex
 import subprocess
@@ -275,3 +277,35 @@ def test_every_readme_is_reached_from_the_top_readme():
     readmes = [path for path in markdown_files() if path.name == "README.md"]
     unreached = [path.relative_to(ROOT).as_posix() for path in readmes if path not in reached]
     assert unreached == [], "link each from the Documentation table of README.md (or from a README it links)"
+
+
+# The options of a documented command that name a folder it writes.
+WRITTEN_FOLDER_OPTIONS = ("--out", "--lake", "--workdir")
+
+
+def written_folders(words: tuple[str, ...]) -> list[str]:
+    """The folders at the checkout's root that a documented command's options write into (placeholders such
+    as RUN_DIR, and paths outside the checkout, are none)."""
+    folders = []
+    for option, value in itertools.pairwise(words):
+        first = value.split("/")[0]
+        if option in WRITTEN_FOLDER_OPTIONS and re.fullmatch(r"[a-z][\w.-]*", first):
+            folders.append(first)
+    return folders
+
+
+def test_written_folders_are_read_from_a_command_s_options():
+    words = ("snomed", "evaluate", "--cases", "cases/a", "--out", "runs/x", "--lake", "../l", "--out", "RUN")
+    assert written_folders(words) == ["runs"]
+
+
+def test_every_folder_a_documented_command_writes_is_ignored_by_git():
+    """A run's manifest records whether the checkout had changes (tasks/core/provenance.py): a folder of
+    outputs made by following a README must not make a clean checkout look changed."""
+    folders = sorted({folder for _, words in DOC_COMMANDS for folder in written_folders(words)})
+    assert {"runs", "cases", "oracle", "oracle-model", "dumps"} <= set(folders)  # the extraction finds them
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--stdin"], input="".join(f"{folder}/output\n" for folder in folders),
+        cwd=ROOT, capture_output=True, text=True,
+    ).stdout.split()  # fmt: skip
+    assert [folder for folder in folders if f"{folder}/output" not in ignored] == []

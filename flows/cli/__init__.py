@@ -1,19 +1,13 @@
 """`threadmed`: the command line. Every command is a thin wrapper that runs a Prefect flow.
 
 One module per command group (dataset: synth and build; evaluate; report; demo; snomed); what they print is
-drawn in render.py; process.py runs the app as a process (Ctrl-C, the temporary server, the exit).
+drawn in render.py; process.py runs the app as a process (Ctrl-C, the temporary server, the exit);
+prefect_env.py decides its Prefect settings.
 """
-
-import os
-
-# Set before anything imports Prefect, which reads its settings once, at import; the user's settings win.
-# Telemetry would fail (and log an error) offline; a loaded machine needs time to start the API.
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 import typer
 
-from flows.cli import compare, consult, dataset, demo, evaluate, export, judge, labels, report, snomed
+from flows.cli import compare, consult, dataset, demo, evaluate, export, judge, labels, report, server, snomed
 from flows.cli.leaderboard import leaderboard
 from flows.cli.release import compare_release
 
@@ -32,10 +26,14 @@ app.add_typer(snomed.app, name="snomed")
 app.add_typer(consult.app, name="consult")
 app.add_typer(judge.app, name="judge")
 app.add_typer(labels.app, name="labels")
+app.add_typer(server.app, name="server")
 
 
 def main() -> None:
-    """The `threadmed` command (pyproject.toml): the app, with Ctrl-C, its server and its exit handled."""
+    """The `threadmed` command (pyproject.toml): the app, with the project's Prefect settings (set before
+    anything imports Prefect, which reads them once), Ctrl-C, its server and its exit handled."""
+    from flows.cli.prefect_env import prepare
     from flows.cli.process import run
 
+    prepare()
     run(app)

@@ -42,10 +42,10 @@ def compare(
     and CSV), compare.md and index.html, where an item opens both models' answers side by side. Refuses
     runs of different benchmarks or over different items.
     """
+    from flows.cli.render import print_table
     from flows.compare import compare_runs
     from tasks.benchmarks.compare import check_comparable
     from tasks.report.compare import differences_table, read_differences
-    from tasks.report.tables import table_rich
 
     chosen = None if models is None else [name.strip() for name in models.split(",") if name.strip()]
     check_comparable(run_dirs, chosen)
@@ -63,6 +63,6 @@ def compare(
         )
     )
     console = Console()
-    console.print(table_rich(differences_table(read_differences(compare_dir), level), markup=False))
+    print_table(differences_table(read_differences(compare_dir), level), console, markup=False)
     for name in ("compare.md", "index.html", "compare_differences.parquet", "compare_items.parquet"):
         console.print(f"  {compare_dir / name}", markup=False)

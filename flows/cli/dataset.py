@@ -47,9 +47,11 @@ def synth(
 
     Files are zstd-compressed with a 2 GiB window like the real dumps and reproduce their drift by era.
     """
-    from flows.synthesize_dumps import synthesize_dumps
-
     check_writable_folder(out, "--out")
+    console.print(f"Writing dumps of {posts:,} r/AskDocs posts (seed {seed}, {layout.value} layout) to {out}",
+                  markup=False, soft_wrap=True)  # fmt: skip
+    from flows.synthesize_dumps import synthesize_dumps  # Prefect: after the line, which comes at once
+
     summary = synthesize_dumps(out_dir=str(out), posts=posts, seed=seed, layout=layout.value)
     console.print(
         f"[green]Wrote[/green] {summary['records']:,} records to {out} in {summary['seconds']:.1f} s"
@@ -117,9 +119,12 @@ def build(
     # Inputs and outputs are checked before any work: a locked --out must not wait for ingest and SQL.
     check_writable_folder(out, "--out")
     check_writable_folder(lake, "--lake")
+    submission_files = expand_dumps(submissions, "--submissions")
+    comment_files = expand_dumps(comments, "--comments")
+    console.print(build_line(submission_files, comment_files, settings, out), markup=False, soft_wrap=True)
     dataset = build_dataset(
-        submissions=expand_dumps(submissions, "--submissions"),
-        comments=expand_dumps(comments, "--comments"),
+        submissions=submission_files,
+        comments=comment_files,
         out_dir=str(out),
         lake_dir=str(lake),
         settings=settings,
@@ -128,3 +133,16 @@ def build(
         allow_empty=allow_empty,
     )
     print_build_summary(Path(dataset))
+
+
+def build_line(submissions: list[str], comments: list[str], settings: BuildSettings, out: Path) -> str:
+    """What `build` will do, its inputs checked: printed before the flow (and Prefect's start-up)."""
+
+    def files(paths: list[str], kind: str) -> str:
+        size = sum(os.path.getsize(path) for path in paths) / 2**20
+        return f"{len(paths)} {kind} file{'s' if len(paths) != 1 else ''} ({size:,.1f} MiB)"
+
+    return (
+        f"Building the r/{settings.subreddit} dataset of {settings.start}..{settings.end} from "
+        f"{files(submissions, 'submission')} and {files(comments, 'comment')} into {out}"
+    )

@@ -12,9 +12,8 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from flows.cli.errors import reports_errors, warn
-from flows.cli.render import console, estimate_table, print_run_summary
+from flows.cli.render import console, estimate_table, print_run_summary, print_table
 from tasks.core.preflight import check_writable_folder, validation_message
-from tasks.report.tables import table_rich
 
 if TYPE_CHECKING:  # importing them at run time costs every command the seconds litellm takes
     from prefect.states import State
@@ -264,7 +263,7 @@ def run_or_estimate(
     plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
     if dry_run:
         estimates = estimate_plan(plan, bench.estimate_job)
-        console.print(table_rich(estimate_table(estimates)))
+        print_table(estimate_table(estimates), console)
         expected = sum(estimate.cost_usd or 0.0 for estimate in estimates)
         if (warning := cap_exceeded_warning(out, settings.config.max_cost_usd, expected)) is not None:
             warn(warning)
@@ -275,6 +274,14 @@ def run_or_estimate(
     if (refusal := overspent_refusal(out, settings.config.max_cost_usd, spent)) is not None:
         console.print(refusal, style="red", markup=False, soft_wrap=True)
         raise typer.Exit(COST_CAP_EXIT_CODE)
+    # What the run will do, before the flow and any Prefect server start: the first line of its output.
+    models = ", ".join(spec.name or spec.model for spec in settings.config.models)
+    console.print(
+        f"{bench.title}: run {plan.run_id} of {models}, {len(plan.jobs):,} jobs, into {out} (calls its "
+        "ledger holds are not made again)",
+        markup=False,
+        soft_wrap=True,
+    )
     from flows.cli.process import abandoned_words, on_interrupt
     from flows.cli.progress import showing_progress
     from tasks.evals.progress import Track, plan_tracks

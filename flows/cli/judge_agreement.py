@@ -51,13 +51,13 @@ def agreement(
     by turn group, model and answer length; the paper's metrics on the human grades beside the judge's; a
     length check; and each judge's drift between its samples (runs at other params or epochs).
     """
+    from flows.cli.render import print_table
     from flows.judge_agreement import judge_agreement
     from tasks.benchmarks.threadmed.agreement import (
         check_agreement_inputs,
         default_out_dir,
         summary_table,
     )
-    from tasks.report.tables import table_rich
 
     check_agreement_inputs(run_dirs, labels)
     check_writable_folder(out or default_out_dir(labels), "--out")
@@ -73,7 +73,7 @@ def agreement(
     )
     result = json.loads((folder / "agreement.json").read_text())
     console = Console()
-    console.print(table_rich(summary_table(result), markup=False))
+    print_table(summary_table(result), console, markup=False)
     for note in result["notes"]:
         console.print(f"[yellow]Note:[/yellow] {note}", soft_wrap=True, markup=True)
     for name in ("agreement.md", "agreement.json", "fig_agreement.png"):

@@ -1,10 +1,13 @@
 """Live progress of an evaluate command, one bar per role, read from the run's ledger while the flow runs.
 
-On a terminal the bars redraw in place; when the output is a file or a pipe, a plain line per role is
-printed every `LOG_INTERVAL_S` seconds (only when something moved) and once at the end, so a log of a
-long run says how far it got.
+On a terminal the bars redraw in place, and Prefect's log lines (warnings and errors by default:
+flows/cli/prefect_env.py) print above them, not across them; when the output is a file or a pipe, a plain
+line per role is printed every `LOG_INTERVAL_S` seconds (only when something moved) and once at the end, so
+a log of a long run says how far it got.
 """
 
+import io
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +17,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.text import Text
 
 from flows.cli.render import console as default_console
 from tasks.evals.progress import (
@@ -51,6 +55,7 @@ class RunProgress:
         self._started = time.monotonic()
         self._since = datetime.now(UTC)
         self._bars: Progress | None = None
+        self._restore_logs: Callable[[], None] | None = None
         self._bar_ids: dict[str, TaskID] = {}
         self._next_plan = 0.0
         self._last_lines = True
@@ -72,6 +77,8 @@ class RunProgress:
             self._thread.join(timeout=10 * REDRAW_S)
         if self._bars is not None:
             self._bars.stop()
+        if self._restore_logs is not None:
+            self._restore_logs()
 
     def _follow(self) -> None:
         try:
@@ -92,6 +99,7 @@ class RunProgress:
                 refresh_per_second=2,
             )
             self._bars.start()
+            self._restore_logs = prefect_logs_through(self._bars.console)
         logged: list[str] | None = None
         while True:
             stopping = self._stopping.wait(REDRAW_S)
@@ -147,6 +155,50 @@ class RunProgress:
                 total=row.expected_calls,
                 details=details,
             )
+
+
+class LinesThrough(io.TextIOBase):
+    """A text file whose every line `console` prints: a live display's console prints it above its bars.
+    (rich's FileProxy would do, but a Console unwraps one given as its file.)"""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        *lines, self._partial = (self._partial + text).split("\n")
+        for line in lines:
+            self._console.print(Text.from_ansi(line), soft_wrap=True)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._partial:
+            self.write("\n")
+
+
+def prefect_logs_through(console: Console) -> Callable[[], None]:
+    """Print Prefect's console log lines through `console` (a live display's: above its bars) until the
+    returned function is called. Prefect's handler writes to the stderr it was configured with, which the
+    live display's redirection of sys.stderr does not reach: its lines would be drawn across the bars."""
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    handlers = {
+        handler
+        for logger in loggers
+        for handler in getattr(logger, "handlers", [])  # placeholders of unnamed parents have none
+        if isinstance(handler, PrefectConsoleHandler)
+    }
+    files = {handler: handler.console.file for handler in handlers}
+    for handler in handlers:
+        handler.console.file = LinesThrough(console)
+
+    def restore() -> None:
+        for handler, file in files.items():
+            handler.console.file.flush()
+            handler.console.file = file
+
+    return restore
 
 
 @contextmanager

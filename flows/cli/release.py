@@ -37,9 +37,9 @@ def compare_release(
     lengths) and the threads only one of them holds. Threads the release lacks may have been removed from
     it on request: the dataset card's terms ask you to drop them.
     """
+    from flows.cli.render import print_table
     from tasks.benchmarks.threadmed.release import compare_with_release
-    from tasks.report.tables import table_rich
 
     for table in compare_with_release(build_dir, release):
-        console.print(table_rich(table, markup=False, title_justify="left", caption_justify="left"))
+        print_table(table, console, markup=False, title_justify="left", caption_justify="left")
         console.print()

@@ -1,7 +1,8 @@
 """What `threadmed` commands print: rich renderings of the build, the dry run, the run and the report.
 
-Tables are drawn as `tasks.report.tables.Table` records and rendered with `table_rich`, the renderer the
-report's Markdown, HTML and Prefect artifacts share; the report summary is the report's overall table.
+Tables are drawn as `tasks.report.tables.Table` records and printed with `print_table` (`table_rich`, the
+renderer the report's Markdown, HTML and Prefect artifacts share, never cutting a cell); the report summary
+is the report's overall table.
 """
 
 import json
@@ -11,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich import box
-from rich.console import Console, Group
+from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.segment import Segments
 
 from tasks.report.tables import Table, table_rich
 
@@ -21,6 +24,21 @@ if TYPE_CHECKING:
     from tasks.evals.outputs import RunSummary
 
 console = Console()
+UNBOUNDED_WIDTH = 10**6  # measuring a table's natural width: wider than any table
+
+
+def print_table(table: Table, to: Console, *, markup: bool = True, **options: Any) -> None:
+    """`table_rich(table, markup=..., **options)` with no cell cut short ("openai..." names no model): on a
+    terminal a cell too wide for its column wraps onto more lines; to a file or a pipe, which rich gives 80
+    columns, the table is drawn as wide as its cells need."""
+    rendered = table_rich(table, markup=markup, **options)
+    for column in rendered.columns:
+        column.overflow = "fold"
+    if to.is_terminal:
+        to.print(rendered)
+        return
+    width = max(to.width, Measurement.get(to, to.options.update_width(UNBOUNDED_WIDTH), rendered).maximum)
+    to.print(Segments(to.render(rendered, to.options.update_width(width))), crop=False)
 
 
 def command_group(help_text: str) -> typer.Typer:
@@ -68,8 +86,8 @@ def table1(stats: dict[str, Any]) -> Table:
 
 
 def print_build_summary(out_dir: Path) -> None:
-    console.print(table_rich(funnel_table(json.loads((out_dir / "funnel.json").read_text()))))
-    console.print(table_rich(table1(json.loads((out_dir / "stats.json").read_text()))))
+    print_table(funnel_table(json.loads((out_dir / "funnel.json").read_text())), console)
+    print_table(table1(json.loads((out_dir / "stats.json").read_text())), console)
     console.print(f"[green]Dataset written to[/green] {out_dir}")
     for name in ("dataset/full", "dataset/answered", "stats.json", "funnel.json", "funnel.png",
                  "README.md", "dataset.duckdb"):  # fmt: skip
@@ -115,7 +133,9 @@ def print_run_summary(manifest: dict[str, Any], to: Console) -> "RunSummary":
     from tasks.evals.outputs import RunSummary  # the call layer behind it imports litellm: seconds
 
     run = RunSummary.model_validate(manifest["summary"])
-    to.print(Group(run.title(), *[table_rich(table, **COMPACT) for table in run.tables()]))
+    to.print(run.title())
+    for table in run.tables():
+        print_table(table, to, **COMPACT)
     for line in run.calls_lines():
         to.print(line, markup=False)
     for line in run.failure_lines():
@@ -134,7 +154,7 @@ def print_benchmark_report(
     """A benchmark report's tables of its metrics.json (compact), its notes and where its files are."""
     metrics = json.loads((report_dir / "metrics.json").read_text())
     for table in tables(metrics):
-        to.print(table_rich(table, **COMPACT))
+        print_table(table, to, **COMPACT)
     for note in notes(metrics):
         to.print(f"[yellow]{escape(note)}[/yellow]")
     for name in ("report.md", "index.html", "metrics.json"):
@@ -147,9 +167,9 @@ def print_report_summary(report_dir: Path, console: Console) -> None:
     from tasks.benchmarks.threadmed.tables import judge_note, panel_summary_table, summary_table
 
     metrics = json.loads((report_dir / "metrics.json").read_text())
-    console.print(table_rich(summary_table(metrics)))
+    print_table(summary_table(metrics), console)
     if (panel := panel_summary_table(metrics)) is not None:
-        console.print(table_rich(panel, markup=False))
+        print_table(panel, console, markup=False)
     note = judge_note(metrics["judge"]["model"])
     if note:
         console.print(note, style="yellow", markup=False)

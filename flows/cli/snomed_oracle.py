@@ -291,14 +291,13 @@ def patient_eval(
 
 def print_bench_report(report_dir: Path, to: Console) -> None:
     """The patients side by side, and where the report's files are."""
-    from flows.cli.render import COMPACT
+    from flows.cli.render import COMPACT, print_table
     from tasks.benchmarks.snomed.patient_bench.report import bench_table
-    from tasks.report.tables import table_rich
 
     metrics = json.loads((report_dir / "metrics.json").read_text(encoding="utf-8"))
     table = bench_table(metrics["patients"])
     # The caption as a paragraph of its own: under a narrow table rich would wrap it to the table's width.
-    to.print(table_rich(table._replace(caption=""), **COMPACT))
+    print_table(table._replace(caption=""), to, **COMPACT)
     to.print(table.caption, style="dim", markup=False)
     for name in ("report.md", "scores.csv", "metrics.json"):
         to.print(f"  {report_dir / name}")

@@ -28,19 +28,27 @@ import prefect
 from prefect.server.api.server import SubprocessASGIServer
 from prefect.settings import get_current_settings
 
+from flows.cli.errors import errors
 from tasks.core.preflight import UserError
 
 PARENT_POLL_S = 0.5
 STOP_GRACE_S = 5.0
 POOL_LOGGER = "sqlalchemy.pool.impl.AsyncAdaptedQueuePool"  # the pool Prefect's server uses (aiosqlite)
 SERVER_LOGGING_LEVEL, QUIET = "PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL"
+STARTING_LINE = (
+    "Starting a temporary Prefect server for this command (seconds; `threadmed server start` keeps one "
+    "running for every command)"
+)
 
 
 class DetachedTemporaryServer(SubprocessASGIServer):
     """Prefect's temporary server, started in a new session by a process that watches its parent."""
 
     def start(self, timeout: int | None = None) -> None:
-        """Start the server; one that does not answer in time is one line with the fix, not a traceback."""
+        """Start the server, saying so first (it takes seconds); one that does not answer in time is one line
+        with the fix, not a traceback."""
+        if not self.running:  # Prefect calls this for every client it makes
+            errors.print(STARTING_LINE, style="dim", markup=False, soft_wrap=True)
         try:
             super().start(timeout)
         except RuntimeError as error:
@@ -77,8 +85,8 @@ class DetachedTemporaryServer(SubprocessASGIServer):
 def startup_fix(timeout_s: float) -> str:
     return (
         f"Prefect's temporary API server did not start within {timeout_s:g} s (a busy machine starts it "
-        "slowly): set PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher (e.g. 300), or run "
-        "`prefect server start` elsewhere and set PREFECT_API_URL=http://127.0.0.1:4200/api"
+        "slowly): set PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher (e.g. 300), or start one for "
+        "every command with `threadmed server start`"
     )
 
 

@@ -3,12 +3,17 @@ errors."""
 
 import contextlib
 import os
+import pty
+import re
+import select
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 from unittest import mock
 
+import typer
 from prefect.flows import Flow
 from typer.testing import CliRunner
 
@@ -40,6 +45,34 @@ def threadmed(
     return subprocess.run(
         command, capture_output=True, text=True, cwd=cwd, env=environment, timeout=COMMAND_TIMEOUT_S
     )
+
+
+# What rich and Prefect write to a terminal besides text: colours, cursor moves, hyperlinks.
+TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def run_in_terminal(command: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """What a terminal shows of `command` run in it (a pseudo-terminal as stdin, stdout and stderr), its
+    colours and cursor moves removed; fails if it does not exit within COMMAND_TIMEOUT_S."""
+    primary, secondary = pty.openpty()
+    shown = bytearray()
+    deadline = time.monotonic() + COMMAND_TIMEOUT_S
+    terminal = {"stdin": secondary, "stdout": secondary, "stderr": secondary}
+    with subprocess.Popen(command, cwd=cwd, env=env, **terminal) as process:
+        os.close(secondary)
+        while time.monotonic() < deadline:
+            if not select.select([primary], [], [], 1.0)[0]:
+                continue
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # EIO: every writer of the terminal is gone
+                break
+            if not chunk:
+                break
+            shown += chunk
+        process.wait(timeout=max(1.0, deadline - time.monotonic()))
+    os.close(primary)
+    return TERMINAL_CODES.sub("", shown.decode(errors="replace")).replace("\r\n", "\n")
 
 
 def threadmed_here(*arguments: object, cwd: Path) -> subprocess.CompletedProcess:
@@ -90,3 +123,20 @@ def threadmed_before_any_flow(*arguments: object, cwd: Path) -> subprocess.Compl
 
     with mock.patch.object(Flow, "__call__", no_flow):
         return threadmed_here(*arguments, cwd=cwd)
+
+
+FLOW_STARTS = "<the flow starts here>"
+
+
+def threadmed_until_its_flow(*arguments: object, cwd: Path) -> list[str]:
+    """The lines `threadmed_here` prints before its first Prefect flow starts (and so before Prefect's
+    server does), then FLOW_STARTS: the flow itself is not run, the command ends there."""
+
+    def stop_at_flow(flow: Flow, *_: object, **__: object) -> None:
+        print(FLOW_STARTS)
+        raise typer.Exit(0)
+
+    with mock.patch.object(Flow, "__call__", stop_at_flow):
+        result = threadmed_here(*arguments, cwd=cwd)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.splitlines()

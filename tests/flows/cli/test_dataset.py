@@ -1,4 +1,5 @@
-"""`threadmed synth` and `threadmed build`: bad input gives a clear message naming the file."""
+"""`threadmed synth` and `threadmed build`: bad input gives a clear message naming the file; each says what it
+will do before its flow starts."""
 
 import json
 import os
@@ -16,11 +17,13 @@ from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
 from tasks.synth.generator import generate_dumps
 from tests.flows.cli.terminal import (
     COMMAND_TIMEOUT_S,
+    FLOW_STARTS,
     THREADMED,
     assert_usage_error,
     error_lines,
     threadmed,
     threadmed_here,
+    threadmed_until_its_flow,
 )
 from tests.tasks.data.reddit.test_reader import write_zstd
 
@@ -228,3 +231,20 @@ def test_dumps_without_the_subreddit_fail_unless_an_empty_dataset_is_allowed(tmp
     assert result.returncode == 0
     assert "publishing an empty dataset, as allowed: no submissions of r/AskDocs" in result.stderr
     assert (tmp_path / "out/dataset/full/threads.parquet").exists()
+
+
+def test_synth_and_build_say_what_they_will_do_before_their_flow_and_prefect_s_server_start(tmp_path):
+    synth = threadmed_until_its_flow("synth", "--out", "dumps", "--posts", "40", "--seed", "3", cwd=tmp_path)
+    assert synth == ["Writing dumps of 40 r/AskDocs posts (seed 3, subreddit layout) to dumps", FLOW_STARTS]
+    generate_dumps(tmp_path / "dumps", posts=40, seed=3)
+    sizes = {
+        kind: os.path.getsize(tmp_path / "dumps" / f"AskDocs_{kind}.zst") / 2**20
+        for kind in ("submissions", "comments")
+    }
+    dumps = ["--submissions", "dumps/AskDocs_submissions.zst", "--comments", "dumps/AskDocs_comments.zst"]
+    build = threadmed_until_its_flow("build", *dumps, "--out", "out", "--start", "2019-01-01", cwd=tmp_path)
+    assert build == [
+        f"Building the r/AskDocs dataset of 2019-01-01..2023-07-01 from 1 submission file "
+        f"({sizes['submissions']:,.1f} MiB) and 1 comment file ({sizes['comments']:,.1f} MiB) into out",
+        FLOW_STARTS,
+    ]

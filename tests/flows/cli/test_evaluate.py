@@ -1,9 +1,12 @@
 """`threadmed evaluate`: a folder that is not a build, or an unknown split, is a usage error; a spending cap
 stops a run with its own exit status, saying what the folder spent once its calls in flight ended; the
-summary says what this invocation made and paid beside the run's totals."""
+summary says what this invocation made and paid beside the run's totals; it says what it will do before its
+flow starts; a piped dry run's table names every model whole."""
 
 import json
+import os
 import re
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,11 +15,15 @@ import pytest
 from tasks.llm.ledger import CallLedger, CallRecord
 from tests.eval_fixtures import write_dataset
 from tests.flows.cli.terminal import (
+    COMMAND_TIMEOUT_S,
+    FLOW_STARTS,
     OFFLINE_MODELS,
+    THREADMED,
     assert_usage_error,
     threadmed,
     threadmed_before_any_flow,
     threadmed_here,
+    threadmed_until_its_flow,
 )
 from tests.llm_server import Action, LLMServer
 
@@ -224,3 +231,39 @@ def test_the_spend_a_cap_stop_records_and_prints_is_the_ledger_s_once_the_calls_
         "would have passed it with the calls then in flight, so it was not made (nor any after it); the run "
         f"folder has spent USD {spent:,.4f} (its ledger, every call in flight ended)."
     ) in output
+
+
+def test_a_run_says_what_it_will_do_before_its_flow_and_prefect_s_server_start(tmp_path):
+    write_dataset(tmp_path / "build")
+    arguments = ["--dataset", "build", "--out", "run", *OFFLINE_MODELS, "--conditions", "oracle"]
+    lines = threadmed_until_its_flow("evaluate", *arguments, cwd=tmp_path)
+    first = re.fullmatch(
+        r"ThReadMed-QA: run (\S+) of threadmed/deferral, (\d+) jobs, into run \(calls its ledger holds are "
+        r"not made again\)",
+        lines[0],
+    )
+    assert first is not None, lines
+    assert int(first[2]) > 0
+    assert FLOW_STARTS in lines[1:]
+
+
+LONG_NAMES = ["openai/a-model-under-test-with-a-long-name", "openai/a-judge-with-a-long-name-too"]
+
+
+def test_a_piped_dry_run_names_every_model_whole(tmp_path):
+    """Rich gives a pipe 80 columns: a table of eight columns cut names to "openai..." and "unpri..."."""
+    write_dataset(tmp_path / "build")
+    environment = {name: value for name, value in os.environ.items() if name not in ("COLUMNS", "LINES")}
+    piped = subprocess.run(
+        [THREADMED, "evaluate", "--dataset", "build", "--out", "run",
+         "--models", f"{LONG_NAMES[0]},threadmed/deferral", "--judge", LONG_NAMES[1], "--dry-run"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=tmp_path, env=environment,
+        timeout=COMMAND_TIMEOUT_S,
+    )  # fmt: skip
+    assert (piped.returncode, piped.stderr) == (0, "")
+    rows = [line.split() for line in piped.stdout.splitlines() if "single" in line]
+    assert sorted((row[1], row[2], row[-1]) for row in rows) == [
+        (LONG_NAMES[1], "judge", "unpriced"),
+        (LONG_NAMES[0], "inference", "unpriced"),
+        ("threadmed/deferral", "inference", "0.00"),
+    ]
