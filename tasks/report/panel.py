@@ -10,8 +10,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tasks.evals.agreement import consensus_grade
-
 CONSENSUS_RULE = (
     "Per answer, the median of the judges' grades, the lower middle one with an even count; a judge's epochs "
     "count as one judge, graded by the same rule over its epochs, so sampling a judge again does not "
@@ -25,6 +23,15 @@ class Differing(NamedTuple):
     n: int
     count: int
     share: float | None
+
+
+def consensus_grade(grades: Sequence[float]) -> float:
+    """The median of several grades of one item; of an even count, the lower of the two middle grades, which
+    stays on the scale and is the conservative choice."""
+    ordered = np.sort(np.asarray(grades, dtype=float))
+    if len(ordered) == 0:
+        raise ValueError("no grades to take the consensus of")
+    return float(ordered[(len(ordered) - 1) // 2])
 
 
 def consensus_grades(grades: np.ndarray) -> np.ndarray:
