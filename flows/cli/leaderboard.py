@@ -38,10 +38,11 @@ def leaderboard(
     fingerprint, judge (model, rubric, epoch), date and cost; what an older run did not record shows as
     unknown.
     """
+    from tasks.evals.config import RunConfig
     from tasks.report.leaderboard import write_leaderboard
 
     check_writable_folder(out, "--out")
-    boards = write_leaderboard(run_dirs, out)
+    boards = write_leaderboard(run_dirs, out, common_settings=RunConfig.model_fields)
     rows = sum(len(board.rows) for board in boards)
     console.print(
         f"Wrote {len(boards)} {'table' if len(boards) == 1 else 'tables'} ({rows} rows) from "

@@ -30,10 +30,10 @@ from flows.cli.render import console
 if TYPE_CHECKING:  # imported at run time only by the commands: litellm takes seconds to import
     from prefect.states import State
 
-    from tasks.benchmarks.protocol import Benchmark
     from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
     from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
     from tasks.evals.config import RunConfig, RunOverrides
+    from tasks.evals.protocol import Benchmark
 
 Cases = Annotated[
     Path,

@@ -11,7 +11,7 @@ from tasks.benchmarks.consult.case import FollowUp, PatientProfile
 from tasks.benchmarks.consult.cases import write_case_set
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
 from tasks.benchmarks.consult.kb.loading import load_kb
-from tasks.evals.run_folder import claim_run_folder
+from tasks.core.run_folder import claim_run_folder
 from tests.flows.cli.terminal import error_lines, threadmed, threadmed_before_any_flow, threadmed_here
 from tests.tasks.benchmarks.consult.inquiry.fixtures import write_aci_csv
 from tests.tasks.benchmarks.consult.test_solver import FOLLOWED

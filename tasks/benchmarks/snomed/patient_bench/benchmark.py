@@ -3,7 +3,6 @@ run, progress, manifest) makes its calls: the patients are the run's models, a c
 
 from functools import partial
 
-from tasks.benchmarks.protocol import Benchmark
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
 from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_ANSWERS, PATIENT_SCORES
@@ -11,6 +10,7 @@ from tasks.benchmarks.snomed.patient_bench.plan import build_plan, estimate_job,
 from tasks.benchmarks.snomed.patient_bench.report import BenchReportSettings, bench_report
 from tasks.benchmarks.snomed.patient_bench.solver import ask_patient, score_answers
 from tasks.evals.outputs import EpisodeCounts, RunTables, summarize_by_epoch
+from tasks.evals.protocol import Benchmark
 
 ANSWERS = EpisodeCounts(
     counts={"answered": ("status", "ok"), "failed": ("status", "failed")},
