@@ -9,12 +9,12 @@ from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_ANSWERS, PAT
 from tasks.benchmarks.snomed.patient_bench.plan import build_plan, estimate_job, load_cases
 from tasks.benchmarks.snomed.patient_bench.report import BenchReportSettings, bench_report
 from tasks.benchmarks.snomed.patient_bench.solver import ask_patient, score_answers
-from tasks.evals.outputs import EpisodeCounts, RunTables, summarize_by_epoch
+from tasks.evals.outputs import EpisodeCounts, RunTables, column_mean, summarize_by_epoch
 from tasks.evals.protocol import Benchmark
 
 ANSWERS = EpisodeCounts(
     counts={"answered": ("status", "ok"), "failed": ("status", "failed")},
-    score_column="disclosed",
+    score=column_mean("disclosed"),
     score_label="disclosure %",
     score_note="share of positive questions answered with the record's fact, per asking (epoch)",
 )
