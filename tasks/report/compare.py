@@ -16,7 +16,6 @@ import html
 from collections.abc import Callable, Sequence
 from itertools import combinations, product
 from pathlib import Path
-from statistics import fmean
 from typing import Any, NamedTuple
 from urllib.parse import urlencode
 
@@ -24,14 +23,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
-from scipy import stats
 
 from tasks.core.preflight import UserError
 from tasks.report.compare_figure import CAPTION, FIGURE_ID, plot_differences
 from tasks.report.files import write_stats_table
 from tasks.report.html import browser_parts, data_parts, figures_html, render_page
+from tasks.report.paired_tests import (
+    MCNEMAR,
+    PAIRED_BOOTSTRAP,
+    WILCOXON,
+    mcnemar_test,
+    paired_statistic,
+    wilcoxon_test,
+)
 from tasks.report.settings import CompareSettings
-from tasks.report.stats import BootstrapCI, bootstrap_mean, percentile_interval, seeded_rng
+from tasks.report.stats import BootstrapCI, bootstrap_mean, seeded_rng
 from tasks.report.tables import Table, format_number, table_html, table_markdown
 
 GRADED, PASS_FAIL, STATISTIC = "graded", "pass_fail", "statistic"
@@ -116,14 +122,7 @@ class ComparisonSource(NamedTuple):
 
 
 # The paired test of each kind of score, by name.
-TEST_NAMES = {GRADED: "Wilcoxon", PASS_FAIL: "McNemar exact", STATISTIC: "paired bootstrap"}
-
-
-class PairedTest(NamedTuple):
-    name: str
-    statistic: float
-    p_value: float
-    n: int
+TEST_NAMES = {GRADED: WILCOXON, PASS_FAIL: MCNEMAR, STATISTIC: PAIRED_BOOTSTRAP}
 
 
 def check_same_items(items_by_run: Sequence[tuple[str, set[str]]], noun: str) -> None:
@@ -140,27 +139,6 @@ def check_same_items(items_by_run: Sequence[tuple[str, set[str]]], noun: str) ->
                     f"{noun}s",
                     "RUN_DIRS...",
                 )
-
-
-def wilcoxon_test(a: np.ndarray, b: np.ndarray) -> PairedTest | None:
-    """Wilcoxon signed-rank of the pairs (a, b), two-sided, scipy's defaults (zero differences dropped);
-    None when no pair differs (the test is undefined)."""
-    if not np.any(a != b):
-        return None
-    result = stats.wilcoxon(a, b, alternative="two-sided")
-    return PairedTest(TEST_NAMES[GRADED], float(result.statistic), float(result.pvalue), len(a))
-
-
-def mcnemar_test(a: np.ndarray, b: np.ndarray) -> PairedTest | None:
-    """McNemar's exact test of paired pass/fail outcomes (1 pass, 0 fail): a two-sided binomial test of the
-    pairs only a passes among the discordant pairs, against one half. None without a discordant pair.
-    The statistic is the count of pairs only a passes."""
-    only_a = int(np.sum((a == 1) & (b == 0)))
-    only_b = int(np.sum((a == 0) & (b == 1)))
-    if only_a + only_b == 0:
-        return None
-    result = stats.binomtest(only_a, only_a + only_b, 0.5, alternative="two-sided")
-    return PairedTest(TEST_NAMES[PASS_FAIL], float(only_a), float(result.pvalue), len(a))
 
 
 PAIRED_TESTS = {GRADED: wilcoxon_test, PASS_FAIL: mcnemar_test}
@@ -240,77 +218,6 @@ def paired_parts(rows_a: Sequence[ItemScore], rows_b: Sequence[ItemScore], parts
     )
 
 
-def column_means(values: np.ndarray) -> np.ndarray:
-    """Each column's mean over its defined (not NaN) entries, NaN where none is. `fmean` sums exactly, so the
-    mean is the benchmark's own to the last digit whatever the items' order."""
-    return np.array(
-        [fmean(column[~np.isnan(column)]) if (~np.isnan(column)).any() else np.nan for column in values.T]
-    )
-
-
-def resampled_means(values: np.ndarray, cluster_index: np.ndarray, draws: np.ndarray) -> np.ndarray:
-    """Each column's mean over its defined entries in each resample (`draws`: resamples x clusters, how often
-    each cluster is drawn): resamples x columns, NaN where no drawn item defines it."""
-    defined = ~np.isnan(values)
-    sums = np.zeros((draws.shape[1], values.shape[1]))
-    counts = np.zeros_like(sums)
-    np.add.at(sums, cluster_index, np.where(defined, values, 0.0))
-    np.add.at(counts, cluster_index, defined)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (draws @ sums) / (draws @ counts)
-
-
-class StatisticDifference(NamedTuple):
-    """Both models' STATISTIC over the pairs (None where undefined), the paired bootstrap interval of its
-    difference and the bootstrap test."""
-
-    value_a: float | None
-    value_b: float | None
-    interval: BootstrapCI
-    test: PairedTest | None
-
-
-def _defined(value: float) -> float | None:
-    return None if np.isnan(value) else float(value)
-
-
-def paired_statistic(
-    pairs: PartPairs,
-    of_means: Callable[[np.ndarray], np.ndarray],
-    rng: np.random.Generator,
-    settings: CompareSettings,
-) -> StatisticDifference:
-    """Each model's statistic (`of_means` of its parts' means) over the pairs, and a paired bootstrap of its
-    difference: every resample draws whole clusters with replacement (each item keeping both models'
-    values), recomputes both statistics from the resample's means and takes their difference (a resample
-    where either is undefined is left out). The interval is the percentile one of those differences; the
-    test is two-sided with the resampled differences centred on the observed one standing for its null
-    distribution: p = (1 + resamples at least as far from the observed difference as it is from 0) /
-    (1 + resamples). No test when no pair differs."""
-    value_a, value_b = (_defined(of_means(column_means(values))) for values in (pairs.a, pairs.b))
-    estimate = None if value_a is None or value_b is None else value_a - value_b
-    n = len(pairs.item)
-    if n == 0 or estimate is None:
-        return StatisticDifference(
-            value_a, value_b, BootstrapCI(estimate, None, None, n, settings.n_resamples), None
-        )
-    _, cluster_index = np.unique(pairs.cluster, return_inverse=True)
-    clusters = int(cluster_index.max()) + 1
-    draws = rng.multinomial(clusters, np.full(clusters, 1 / clusters), size=settings.n_resamples)
-    differences = of_means(resampled_means(pairs.a, cluster_index, draws)) - of_means(
-        resampled_means(pairs.b, cluster_index, draws)
-    )
-    interval = percentile_interval(
-        estimate, differences, n, n_resamples=settings.n_resamples, level=settings.level
-    )
-    defined = differences[np.isfinite(differences)]
-    if np.array_equal(pairs.a, pairs.b, equal_nan=True) or len(defined) == 0:
-        return StatisticDifference(value_a, value_b, interval, None)
-    beyond = int(np.sum(np.abs(defined - estimate) >= abs(estimate)))
-    test = PairedTest(TEST_NAMES[STATISTIC], estimate, (1 + beyond) / (1 + len(defined)), n)
-    return StatisticDifference(value_a, value_b, interval, test)
-
-
 def _groups(rows: Sequence[ItemScore]) -> list[str]:
     """ALL_ITEMS, then each group in order of first appearance."""
     return [ALL_ITEMS, *dict.fromkeys(row.group for row in rows if row.group)]
@@ -328,14 +235,9 @@ def _compared(
     if metric.kind == STATISTIC:
         assert metric.of_means is not None
         pairs = paired_parts(rows_a, rows_b, metric.parts)
-        result = paired_statistic(pairs, metric.of_means, rng, settings)
-        n, mean_a, mean_b, ci, test = (
-            len(pairs.item),
-            result.value_a,
-            result.value_b,
-            result.interval,
-            result.test,
-        )
+        result = paired_statistic(pairs.a, pairs.b, pairs.cluster, metric.of_means, rng, settings)
+        n, mean_a, mean_b = len(pairs.item), result.value_a, result.value_b
+        ci, test = result.interval, result.test
     else:
         item_pairs = paired(rows_a, rows_b)
         n, mean_a, mean_b = len(item_pairs.a), _mean(item_pairs.a), _mean(item_pairs.b)

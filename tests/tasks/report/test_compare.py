@@ -20,8 +20,6 @@ from tasks.report.compare import (
     difference_rows,
     differences_caption,
     differing_item_rows,
-    mcnemar_test,
-    wilcoxon_test,
 )
 
 SETTINGS = CompareSettings(n_resamples=200, seed=7)
@@ -52,22 +50,6 @@ def scores(grades: dict[str, list[float | None]], metric: str = "score") -> list
 
 def comparison(metrics: list[Metric], rows: list[ItemScore]) -> Comparison:
     return Comparison("Bench", metrics, ["a", "b", "c"], rows, {})
-
-
-def test_wilcoxon_is_scipys_signed_rank_test_and_undefined_without_a_difference() -> None:
-    a, b = np.array([1, 0.5, 1, 0, 1, 0.5]), np.array([0, 0.5, 0.5, 0, 0, 0])
-    expected = stats.wilcoxon(a, b, alternative="two-sided")
-    assert wilcoxon_test(a, b) == ("Wilcoxon", expected.statistic, expected.pvalue, 6)
-    assert wilcoxon_test(a, a) is None
-
-
-def test_mcnemar_is_the_exact_binomial_test_of_the_discordant_pairs() -> None:
-    a = np.array([1, 1, 1, 1, 1, 0, 0, 1, 0])
-    b = np.array([0, 0, 0, 0, 1, 1, 0, 1, 0])
-    # Discordant: four pairs only a passes, one only b passes.
-    assert mcnemar_test(a, b) == ("McNemar exact", 4.0, stats.binomtest(4, 5, 0.5).pvalue, 9)
-    assert mcnemar_test(a, b).p_value == pytest.approx(0.375)
-    assert mcnemar_test(a, a) is None
 
 
 def test_a_constant_difference_has_a_point_interval_and_scipys_p_value() -> None:
