@@ -30,10 +30,10 @@ from flows.cli.render import console
 if TYPE_CHECKING:  # imported at run time only by the commands: litellm takes seconds to import
     from prefect.states import State
 
-    from tasks.benchmarks.protocol import Benchmark
     from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
     from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
     from tasks.evals.config import RunConfig, RunOverrides
+    from tasks.evals.protocol import Benchmark
 
 Cases = Annotated[
     Path,
@@ -158,8 +158,8 @@ def run_command(
     """The settings from the options (exit 2 when they are wrong), `check_out(config)` of the output folder,
     then the dry run's estimate or the flow run on (case set, output folder); True when the flow ran (exit
     1 when calls failed)."""
+    from tasks.core.run_folder import check_run_folder_benchmark
     from tasks.evals.config import resolve_settings
-    from tasks.evals.run_folder import check_run_folder_benchmark
 
     cases_dir, out = folders
     settings = checked_settings(

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from flows.cli.snomed_oracle import print_oracle_data
 from tasks.benchmarks.snomed.vocabulary import add_case_set_codes, derive_synthea_vocabulary
-from tasks.evals.run_folder import claim_run_folder
+from tasks.core.run_folder import claim_run_folder
 from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_before_any_flow, threadmed_here
 from tests.snomed_fixtures import CASES, write_case_set
 
