@@ -204,8 +204,11 @@ def patient_eval(
     ] = 2,
     disclosure: Disclosure = "symptoms",
     patient_prompt: Annotated[
-        Path | None,
-        typer.Option(help="LLM patients' prompt file (default: prompts/oracle_patient_v1.txt).", exists=True),
+        str | None,
+        typer.Option(
+            help="LLM patients' prompt: a file, or the name of one in tasks/benchmarks/snomed/prompts/ "
+            "(oracle_patient_v1, the default; patient_lay_v1, patient_v1)."
+        ),
     ] = None,
     limit: Limit = None,
     api_base: ApiBase = None,
@@ -225,6 +228,7 @@ def patient_eval(
     """Ask every patient the bench's questions about every case, score the answers, compare the patients
     (the `snomed-patient-eval` flow). Exits 1 if calls failed."""
     from tasks.benchmarks.snomed.cases.loading import check_case_set
+    from tasks.benchmarks.snomed.config import patient_prompt_file
     from tasks.benchmarks.snomed.patient_bench.benchmark import PATIENT_BENCH
     from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
     from tasks.evals.config import RunOverrides
@@ -234,7 +238,7 @@ def patient_eval(
         "askings": askings,
         "disclosure": disclosure,
         "oracle_data": oracle_data,
-        "patient_prompt": patient_prompt,
+        "patient_prompt": patient_prompt_file(patient_prompt) if patient_prompt else None,
     }
     overrides = RunOverrides(
         models=split_list(patients),

@@ -10,8 +10,6 @@ from tasks.benchmarks.snomed.patient import Disclosure
 from tasks.evals.config import ModelSpec, RunConfig
 
 TEACHER_PROMPT = PROMPTS_DIR / "oracle_teacher_v1.txt"
-# The trained oracle's prompt: the system message of every pair, and the prompt it is served with.
-ORACLE_PATIENT_PROMPT = PROMPTS_DIR / "oracle_patient_v1.txt"
 SPLITS = ("train", "validation", "test")
 
 

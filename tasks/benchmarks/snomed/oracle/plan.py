@@ -9,9 +9,10 @@ from tasks.benchmarks.snomed.cases.loading import (
     load_case_set,
     run_case_set_facts,
 )
+from tasks.benchmarks.snomed.config import ORACLE_PATIENT_PROMPT
 from tasks.benchmarks.snomed.interview import record_text
 from tasks.benchmarks.snomed.leak import normalise_display
-from tasks.benchmarks.snomed.oracle.config import ORACLE_PATIENT_PROMPT, TEACHER_PROMPT, OracleDataConfig
+from tasks.benchmarks.snomed.oracle.config import TEACHER_PROMPT, OracleDataConfig
 from tasks.benchmarks.snomed.oracle.offline_teacher import OFFLINE_TEACHER, OFFLINE_TEACHER_LABEL
 from tasks.benchmarks.snomed.oracle.solver import PairsJob, TeacherCall, ValidateJob
 from tasks.benchmarks.snomed.oracle.topics import (
