@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from flows.cli.errors import reports_errors
+from flows.cli.errors import reports_errors, warn
 from flows.cli.evaluate import (
     ApiBase,
     ApiKeyEnv,
@@ -145,7 +145,9 @@ def run_command(
 
 def print_oracle_data(out: Path, to: Console) -> None:
     """The data folder's counts per split and kind, rejected pairs by reason, what the leak check read, and
-    the offline label."""
+    the offline label; a warning for each split that holds no pair, with the fix."""
+    from tasks.benchmarks.snomed.oracle.splits import empty_split_reason
+
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     teacher = manifest["teacher"]
     to.print(
@@ -164,6 +166,9 @@ def print_oracle_data(out: Path, to: Console) -> None:
     else:
         to.print(f"  leak check: {digits}; names allowed (history disclosure)")
     to.print(f"[green]Oracle data written to[/green] {out}")
+    for split in manifest["counts"]["kept"]:
+        if (reason := empty_split_reason(manifest, split)) is not None:
+            warn(f"{out / 'chat' / f'{split}.jsonl'} holds 0 pairs: {reason}")
 
 
 @reports_errors("out")

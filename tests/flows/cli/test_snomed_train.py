@@ -11,8 +11,8 @@ def test_a_data_folder_without_chat_pairs_is_a_usage_error(tmp_path):
     (tmp_path / "data").mkdir()
     assert_usage_error(
         threadmed_here("snomed", "oracle-train", "--data", "data", "--out", "oracle", cwd=tmp_path),
-        "Invalid value for '--data': data/chat/train.jsonl: no pairs; --data takes a folder written by "
-        "`threadmed snomed oracle-data`",
+        "Invalid value for '--data': data/chat/train.jsonl holds 0 pairs: data has no manifest.json either, "
+        "so it is no oracle data folder: --data takes the --out folder of `threadmed snomed oracle-data`",
     )
 
 

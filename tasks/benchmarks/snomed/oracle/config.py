@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
-from tasks.benchmarks.snomed.oracle.topics import DEFAULT_SPLIT
+from tasks.benchmarks.snomed.oracle.splits import DEFAULT_SPLIT
 from tasks.benchmarks.snomed.patient import Disclosure
 from tasks.evals.config import ModelSpec, RunConfig
 

@@ -94,14 +94,48 @@ def test_the_loss_curve_starts_at_the_loss_before_training_and_keeps_one_loss_pe
     ]
 
 
-def test_a_data_folder_without_validation_pairs_names_the_missing_file(tmp_path):
+def test_a_folder_without_validation_pairs_nor_a_manifest_is_no_oracle_data_folder(tmp_path):
     write_oracle_data(tmp_path)
     (tmp_path / "chat" / "validation.jsonl").write_text("")
     with pytest.raises(UserError) as refused:
         chat_split_files(tmp_path)
     assert str(refused.value) == (
-        f"{tmp_path / 'chat' / 'validation.jsonl'}: no pairs; --data takes a folder written by "
-        "`threadmed snomed oracle-data`"
+        f"{tmp_path / 'chat' / 'validation.jsonl'} holds 0 pairs: {tmp_path} has no manifest.json either, so "
+        "it is no oracle data folder: --data takes the --out folder of `threadmed snomed oracle-data`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("manifest", "reason"),
+    [
+        (
+            {"counts": {"kept": {"validation": {"positive": 0, "negative": 0}},
+                        "cases": {"train": 2, "validation": 0, "test": 0}},
+             "split": {"train": 0.8, "validation": 0.1, "test": 0.1}},
+            "the data folder's split by patient (train 80%, validation 10%, test 10%) gave validation no "
+            "patient of its 2; rebuild it with `threadmed snomed oracle-data` from 3 or more patients (a "
+            "higher --limit, or a larger case set)",
+        ),
+        (
+            {"counts": {"kept": {"validation": {"positive": 3, "negative": 1}},
+                        "cases": {"train": 8, "validation": 1, "test": 1}},
+             "split": {"train": 0.8, "validation": 0.1, "test": 0.1}},
+            "its manifest.json counts 4 kept, so the folder is unfinished: re-run `threadmed snomed "
+            "oracle-data` into it",
+        ),
+        ({"counts": {}}, "its manifest.json cannot be read (KeyError: 'kept'); rebuild the folder with "
+                         "`threadmed snomed oracle-data`"),
+    ],
+)  # fmt: skip
+def test_a_data_folder_without_validation_pairs_says_why_from_its_manifest(tmp_path, manifest, reason):
+    write_oracle_data(tmp_path)
+    (tmp_path / "chat" / "validation.jsonl").unlink()
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UserError) as refused:
+        chat_split_files(tmp_path)
+    assert (str(refused.value), refused.value.option) == (
+        f"{tmp_path / 'chat' / 'validation.jsonl'} holds 0 pairs: {reason}",
+        "--data",
     )
 
 
