@@ -1,4 +1,5 @@
-"""The oracle fine-tuning's pure parts: pairs, settings a resume may change, the loss curve, inputs."""
+"""The oracle fine-tuning's pure parts: pairs, settings a resume may change, the loss curve, inputs (resuming
+and exporting: test_oracle_train_resume.py)."""
 
 import json
 
@@ -9,7 +10,6 @@ from tasks.benchmarks.snomed.oracle_train.curve import loss_rows, write_loss_csv
 from tasks.benchmarks.snomed.oracle_train.data import chat_split_files, load_pairs, prompt_completion
 from tasks.benchmarks.snomed.oracle_train.export import convert_to_gguf
 from tasks.benchmarks.snomed.oracle_train.settings import OracleTrainSettings, changed_settings
-from tasks.benchmarks.snomed.oracle_train.train import check_resumable, finished_run
 from tasks.core.preflight import UserError
 from tests.oracle_fixtures import write_oracle_data
 
@@ -44,33 +44,6 @@ def test_a_resume_may_train_longer_but_not_differently():
         "learning_rate",
         "lora_rank",
     ]
-
-
-def test_a_finished_run_is_not_trained_again_unless_longer_or_missing_an_asked_output():
-    settings = OracleTrainSettings(max_steps=6)
-    done = {"status": "done", "settings": settings.model_dump(mode="json"), "outputs": {"adapter": "adapter"}}
-    assert finished_run(done, settings, export=False, gguf=False) is done
-    assert finished_run(done, settings, export=True, gguf=False) is None  # the merged model is missing
-    assert (
-        finished_run({**done, "outputs": {"merged": "merged"}}, settings, export=True, gguf=False) is not None
-    )
-    assert finished_run(done, OracleTrainSettings(max_steps=9), export=False, gguf=False) is None
-    assert finished_run({**done, "status": "training"}, settings, export=False, gguf=False) is None
-    assert finished_run(None, settings, export=False, gguf=False) is None
-
-
-def test_a_folder_of_a_run_with_other_settings_is_refused(tmp_path):
-    (tmp_path / "manifest.json").write_text(
-        json.dumps({"settings": OracleTrainSettings().model_dump(mode="json")})
-    )
-    check_resumable(tmp_path, OracleTrainSettings(max_steps=10))
-    with pytest.raises(UserError) as refused:
-        check_resumable(tmp_path, OracleTrainSettings(lora_rank=4))
-    assert (str(refused.value), refused.value.option) == (
-        f"{tmp_path} holds a run with other lora_rank; resume it with its settings "
-        f"(see {tmp_path / 'manifest.json'}) or choose another --out",
-        "--out",
-    )
 
 
 def test_the_loss_curve_starts_at_the_loss_before_training_and_keeps_one_loss_per_step(tmp_path):
