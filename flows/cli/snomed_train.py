@@ -133,6 +133,13 @@ def oracle_train(
         data, out, settings, export=export, gguf_converter=gguf_converter, export_only=export_only
     )
     console.print(TRAINING_DONE[step])
+    pairs = manifest["data"]["pairs"]
+    for split, count in manifest["data"].get("pairs_within_max_length", {}).items():
+        if count < pairs[split]:
+            console.print(
+                f"{pairs[split] - count:,} of {pairs[split]:,} {split} pairs left out: --max-length "
+                f"{settings.max_length} cuts off their whole answer"
+            )
     loss = manifest["eval_loss"]
     console.print(
         f"held-out loss {loss['before']:.4f} -> {loss['after']:.4f} after {manifest['global_step']} steps "

@@ -29,6 +29,7 @@ from tasks.benchmarks.snomed.oracle_train.resume import (
 )
 from tasks.benchmarks.snomed.oracle_train.settings import CHATML_TEMPLATE, OracleTrainSettings
 from tasks.core.files import write_json_atomic
+from tasks.core.preflight import UserError
 from tasks.core.provenance import code_provenance, utc_now
 
 ORACLE_PACKAGES = ("torch", "transformers", "peft", "trl", "accelerate", "datasets", "gguf")
@@ -96,6 +97,17 @@ def load_base(settings: OracleTrainSettings, out: Path, device: dict[str, Any]):
     dtype = torch.bfloat16 if device["bf16"] else torch.float32
     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
     return model, tokenizer, str(template) if template else "the base's own"
+
+
+def check_pairs_left(usable: dict[str, int], pairs: dict[str, int], max_length: int) -> None:
+    """A UserError when --max-length leaves a split no pair with an answer token to learn or measure on."""
+    if empty := [split for split, count in usable.items() if count == 0]:
+        raise UserError(
+            f"--max-length {max_length} cuts off the answer of every {' and every '.join(empty)} pair "
+            f"({', '.join(f'{split}: {pairs[split]:,}' for split in empty)}): its prompt, which holds the "
+            "patient's record, fills the tokens; raise --max-length",
+            "--max-length",
+        )
 
 
 def load_checkpoint(trainer, checkpoint: Path) -> None:
@@ -188,6 +200,10 @@ def train_oracle(
     )
     # Every trainer setting, the libraries' defaults too (optimizer, schedule, warmup, checkpointing).
     manifest["trainer_args"] = json.loads(trainer.args.to_json_string())
+    # TRL drops a pair whose answer --max-length cuts off whole (its prompt, the record, fills it).
+    usable = {"train": len(trainer.train_dataset), "validation": len(trainer.eval_dataset)}
+    manifest["data"]["pairs_within_max_length"] = usable
+    check_pairs_left(usable, manifest["data"]["pairs"], settings.max_length)
     # Before training the adapter adds nothing (LoRA's B starts at zero): this is the base model's loss.
     before = trainer.evaluate()["eval_loss"]
     if step == "finish":

@@ -10,6 +10,7 @@ from tasks.benchmarks.snomed.oracle_train.curve import loss_rows, write_loss_csv
 from tasks.benchmarks.snomed.oracle_train.data import chat_split_files, load_pairs, prompt_completion
 from tasks.benchmarks.snomed.oracle_train.export import convert_to_gguf
 from tasks.benchmarks.snomed.oracle_train.settings import OracleTrainSettings, changed_settings
+from tasks.benchmarks.snomed.oracle_train.train import check_pairs_left
 from tasks.core.preflight import UserError
 from tests.oracle_fixtures import write_oracle_data
 
@@ -141,4 +142,15 @@ def test_a_failed_gguf_conversion_quotes_the_converter_and_says_how_to_rerun_it(
     assert str(refused.value) == (
         f"{converter} exited 1 (No module named 'sentencepiece'); the merged model is in {merged}: "
         f"convert it with `python {converter} {merged} --outfile {outfile} --outtype f16`"
+    )
+
+
+def test_a_max_length_that_cuts_off_every_answer_of_a_split_is_refused_naming_it():
+    check_pairs_left({"train": 130, "validation": 1}, {"train": 137, "validation": 18}, max_length=256)
+    with pytest.raises(UserError) as refused:
+        check_pairs_left({"train": 130, "validation": 0}, {"train": 137, "validation": 18}, max_length=256)
+    assert (str(refused.value), refused.value.option) == (
+        "--max-length 256 cuts off the answer of every validation pair (validation: 18): its prompt, which "
+        "holds the patient's record, fills the tokens; raise --max-length",
+        "--max-length",
     )
