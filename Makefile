@@ -6,7 +6,8 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-# Project-local Prefect state, quiet and offline (see shared/spec/prefect-notes.md §9).
+# Project-local Prefect state, quiet and offline (see shared/spec/prefect-notes.md §9): the defaults the
+# threadmed command sets itself (flows/cli/prefect_env.py), here for make's other commands (tests, benchmarks).
 export PREFECT_HOME ?= $(CURDIR)/.prefect
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export PREFECT_SERVER_LOGGING_LEVEL ?= CRITICAL

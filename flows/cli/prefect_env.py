@@ -1,7 +1,9 @@
 """The Prefect settings of a `threadmed` process, decided before Prefect is imported (it reads them once).
 
 - The project's defaults, where the user set none (in the environment or the active Prefect profile):
-  state in `.prefect/` of the checkout, no telemetry and no usage-data notice, warnings and errors only.
+  state in `.prefect/` of the checkout (results in `data_lake/.prefect_results/`), no telemetry and no
+  usage-data notice, warnings and errors only, at most 16 task threads (the Makefile's, for its other
+  commands, are the same).
 - The API: the user's PREFECT_API_URL if set; else the Prefect server already running for this state
   (`threadmed server start`, or `prefect server start` with the same PREFECT_HOME), found at the
   settings' address; else none, and the command starts a temporary server (flows/cli/temporary_server.py).
@@ -39,6 +41,8 @@ def project_defaults(root: Path) -> dict[str, str]:
         "PREFECT_LOGGING_LEVEL": "WARNING",  # a flow's INFO lines would come between the command's own
         "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",  # a stopping server's tracebacks about queued events
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",  # a loaded machine starts it slowly
+        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(root / "data_lake" / ".prefect_results"),  # not ~/.prefect
+        "PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS": "16",  # Prefect's default pool is unbounded
     }
 
 

@@ -38,6 +38,8 @@ def test_the_defaults_are_the_project_s():
         "PREFECT_LOGGING_LEVEL": "WARNING",
         "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": "/project/data_lake/.prefect_results",
+        "PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS": "16",
     }
 
 
