@@ -2,7 +2,7 @@
 
 Usage: python -m tests.perf [build|evaluation|call-throughput|report|snomed-cases|snomed-evaluation|
 snomed-patient-leaks|snomed-oracle-leaks|consult-simulator|consult-mining|consult-evaluation|
-consult-critic|parsers ...]
+consult-critic|parsers|startup ...]
 (default: all)
 """
 
@@ -24,6 +24,7 @@ from tests.perf import (
     bench_snomed_evaluation,
     bench_snomed_oracle_leaks,
     bench_snomed_patient_leaks,
+    bench_startup,
 )
 
 BENCHMARKS = {
@@ -40,6 +41,7 @@ BENCHMARKS = {
     "consult-evaluation": bench_consult_evaluation,
     "consult-critic": bench_consult_critic,
     "parsers": bench_parsers,
+    "startup": bench_startup,
 }
 OUT = Path("data_lake/bench")
 
