@@ -277,7 +277,7 @@ def run_or_estimate(
     # What the run will do, before the flow and any Prefect server start: the first line of its output.
     models = ", ".join(spec.name or spec.model for spec in settings.config.models)
     console.print(
-        f"{bench.title}: run {plan.run_id} of {models}, {len(plan.jobs):,} jobs, into {out} (calls its "
+        f"{bench.title}. Run {plan.run_id} of {models}: {len(plan.jobs):,} jobs into {out} (calls its "
         "ledger holds are not made again)",
         markup=False,
         soft_wrap=True,

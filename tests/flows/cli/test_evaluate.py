@@ -238,8 +238,8 @@ def test_a_run_says_what_it_will_do_before_its_flow_and_prefect_s_server_start(t
     arguments = ["--dataset", "build", "--out", "run", *OFFLINE_MODELS, "--conditions", "oracle"]
     lines = threadmed_until_its_flow("evaluate", *arguments, cwd=tmp_path)
     first = re.fullmatch(
-        r"ThReadMed-QA: run (\S+) of threadmed/deferral, (\d+) jobs, into run \(calls its ledger holds are "
-        r"not made again\)",
+        r"ThReadMed-QA: multi-turn medical questions from r/AskDocs, judged against physician answers\. Run "
+        r"(\S+) of threadmed/deferral: (\d+) jobs into run \(calls its ledger holds are not made again\)",
         lines[0],
     )
     assert first is not None, lines
@@ -261,8 +261,12 @@ def test_a_piped_dry_run_names_every_model_whole(tmp_path):
         timeout=COMMAND_TIMEOUT_S,
     )  # fmt: skip
     assert (piped.returncode, piped.stderr) == (0, "")
-    rows = [line.split() for line in piped.stdout.splitlines() if "single" in line]
-    assert sorted((row[1], row[2], row[-1]) for row in rows) == [
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for line in piped.stdout.splitlines()
+        if "single" in line
+    ]
+    assert sorted((row[0], row[1], row[-1]) for row in rows) == [
         (LONG_NAMES[1], "judge", "unpriced"),
         (LONG_NAMES[0], "inference", "unpriced"),
         ("threadmed/deferral", "inference", "0.00"),
