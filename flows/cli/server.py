@@ -10,9 +10,11 @@ PREFECT_HOME/server.pid, Prefect's own file: `prefect server stop` stops it too,
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 import typer
@@ -21,6 +23,7 @@ from flows.cli.errors import fail
 from flows.cli.prefect_env import (
     API_URL,
     HOME,
+    PROBE_TIMEOUT_S,
     apply_project_defaults,
     project_root,
     running_server,
@@ -58,7 +61,10 @@ def start() -> None:
     state = home()
     api_url = server_address(os.environ)
     if running_server(os.environ) is None:
-        pid = started_pid(state) or launch(state)
+        pid = started_pid(state)
+        if pid is None:
+            check_address_free(state, api_url)
+            pid = launch(state)
         wait_until_answering(state, pid, api_url)
     console.print(
         f"Prefect server running at {dashboard(api_url)} (state in {state}, log in {state / LOG_FILE}); "
@@ -82,6 +88,20 @@ def started_pid(state: Path) -> int | None:
     return pid
 
 
+def check_address_free(state: Path, api_url: str) -> None:
+    """Fail naming the fix when another server, or any other program, listens where this one would: the
+    server would log that and exit, its log at the project's quiet level saying nothing."""
+    fix = "set PREFECT_SERVER_API_PORT to a free port for every command"
+    if (other := server_home(api_url)) is not None:
+        fail(f"the Prefect server at {api_url} holds {other}, not {state}: stop it, or {fix}")
+    address = urllib.parse.urlsplit(api_url)
+    try:
+        socket.create_connection((address.hostname, address.port), timeout=PROBE_TIMEOUT_S).close()
+    except OSError:  # refused: nothing listens there
+        return
+    fail(f"another program listens at {address.hostname}:{address.port}: {fix}")
+
+
 def launch(state: Path) -> int:
     """`prefect server start` in its own session, its output appended to the log; returns its pid."""
     state.mkdir(parents=True, exist_ok=True)
@@ -91,6 +111,7 @@ def launch(state: Path) -> int:
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},  # the log current, should it stop while starting
             start_new_session=True,
         )
     (state / PID_FILE).write_text(str(process.pid))

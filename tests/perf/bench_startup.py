@@ -122,6 +122,7 @@ def measure_rounds(out_dir: Path, env: dict[str, str], *, server: bool) -> list[
         for label, arguments, flow in COMMANDS:
             result = timed(arguments, out_dir, env)
             measured.append({"command": label, "server": server, "round": round_, "flow": flow, **result})
+            print(f"  {label}, {'running' if server else 'temporary'} server: {result}", flush=True)
     return measured
 
 
@@ -131,14 +132,14 @@ def main(out_dir: Path) -> dict[str, Any]:
         subprocess.run(["rm", "-rf", str(out_dir)], check=True)
     out_dir.mkdir(parents=True)
     generate_dumps(out_dir / "demo-dumps", posts=DEMO_POSTS, seed=DEMO_SEED)
-    port = free_port()
     env = {
         **{name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"},
         "PREFECT_HOME": str(out_dir / "prefect-home"),
-        "PREFECT_SERVER_API_PORT": str(port),
+        "PREFECT_SERVER_API_PORT": str(free_port()),  # where a command looks for a running server
     }
     timed(["synth", "--posts", "20", "--out", "warm-up"], out_dir, env)  # the new home's database made
     measured = measure_rounds(out_dir, env, server=False)
+    env["PREFECT_SERVER_API_PORT"] = str(port := free_port())  # free now: temporary servers took ports
     timed(["server", "start"], out_dir, env)
     try:
         measured += measure_rounds(out_dir, env, server=True)

@@ -121,3 +121,17 @@ def test_a_command_without_a_server_says_it_starts_a_temporary_one_after_its_own
     first = "Writing dumps of 5 r/AskDocs posts (seed 0, subreddit layout) to dumps"
     assert synth.stdout.splitlines()[0] == first
     assert synth.stderr == STARTING_LINE + "\n"
+
+
+def test_start_refuses_an_address_another_program_listens_at(tmp_path, nothing_served, monkeypatch):
+    """Prefect's server would log that it cannot bind and exit; at the project's quiet level, silently."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        monkeypatch.setenv("PREFECT_SERVER_API_PORT", str(port))
+        result = threadmed_here("server", "start", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: another program listens at 127.0.0.1:{port}: set PREFECT_SERVER_API_PORT to a free port for "
+        "every command\n"
+    )
+    assert list(nothing_served.iterdir()) == []  # no server started, no pid file
