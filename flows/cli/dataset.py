@@ -100,9 +100,7 @@ def build(
     Writes dataset/{full,answered}/{threads,qa_pairs}.parquet, stats.json, funnel.json, funnel.png,
     a dataset card (README.md) and dataset.duckdb under --out. Same inputs, same rows.
     """
-    from flows.build_dataset import build_dataset
-    from tasks.benchmarks.threadmed.warehouse import check_answer_roles, flair_roles
-    from tasks.core.runners import RunnerSettings
+    from tasks.benchmarks.threadmed.answer_roles import check_answer_roles, flair_roles
     from tasks.data.warehouse import ProjectError
 
     try:
@@ -115,13 +113,16 @@ def build(
     )  # fmt: skip
     if salt:  # handed to the flow through its environment: a flow parameter would be stored by Prefect
         os.environ[SALT_VARIABLE] = salt
-    runner = RunnerSettings(kind="dask", dask_address=dask_address) if dask or dask_address else None
     # Inputs and outputs are checked before any work: a locked --out must not wait for ingest and SQL.
     check_writable_folder(out, "--out")
     check_writable_folder(lake, "--lake")
     submission_files = expand_dumps(submissions, "--submissions")
     comment_files = expand_dumps(comments, "--comments")
     console.print(build_line(submission_files, comment_files, settings, out), markup=False, soft_wrap=True)
+    from flows.build_dataset import build_dataset  # Prefect: seconds, after the line
+    from tasks.core.runners import RunnerSettings
+
+    runner = RunnerSettings(kind="dask", dask_address=dask_address) if dask or dask_address else None
     dataset = build_dataset(
         submissions=submission_files,
         comments=comment_files,

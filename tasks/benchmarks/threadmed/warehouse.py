@@ -1,19 +1,17 @@
 """ThReadMed-QA's warehouse: its SQL and the sources it reads, the SQL parameters of its build settings, and
 the build task."""
 
-import csv
-from collections.abc import Iterable
 from datetime import UTC, datetime, time
-from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.benchmarks.threadmed import contracts
+from tasks.benchmarks.threadmed.answer_roles import check_answer_roles, flair_roles
 from tasks.benchmarks.threadmed.settings import BuildSettings
 from tasks.data.reddit.pseudonym_salt import PseudonymSalt
 from tasks.data.sources import REDDIT, BenchmarkWarehouse, SqlFolders
-from tasks.data.warehouse import SQL_DIR, ProjectError, build_database
+from tasks.data.warehouse import build_database
 
 WAREHOUSE = BenchmarkWarehouse(
     name="threadmed",
@@ -47,19 +45,6 @@ def sql_parameters(settings: BuildSettings, salt: str) -> dict[str, object]:
         "train_share": settings.train_share,
         "val_share": settings.val_share,
     }
-
-
-def flair_roles(sql_dir: Path = SQL_DIR) -> set[str]:
-    """The roles the flair seed table can give a commenter: what `answer_roles` may name."""
-    with (sql_dir / "seeds" / "threadmed" / "flair_roles.csv").open(encoding="utf-8", newline="") as handle:
-        return {row["role"] for row in csv.DictReader(handle)}
-
-
-def check_answer_roles(roles: Iterable[str], known: set[str]) -> None:
-    """Raise ProjectError for a role no flair maps to (a typo would silently build an empty dataset)."""
-    unknown = sorted(set(roles) - known)
-    if unknown:
-        raise ProjectError(f"unknown answer role(s) {unknown}; the flair seed table has {sorted(known)}")
 
 
 @task(cache_policy=NO_CACHE)

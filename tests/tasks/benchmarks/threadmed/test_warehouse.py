@@ -6,15 +6,10 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from tasks.benchmarks.threadmed.answer_roles import check_answer_roles, flair_roles
 from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 from tasks.benchmarks.threadmed.settings import BuildSettings
-from tasks.benchmarks.threadmed.warehouse import (
-    WAREHOUSE,
-    build_warehouse,
-    check_answer_roles,
-    flair_roles,
-    sql_parameters,
-)
+from tasks.benchmarks.threadmed.warehouse import WAREHOUSE, build_warehouse, sql_parameters
 from tasks.data.reddit.pseudonym_salt import read_pseudonym_salt
 from tasks.data.warehouse import ProjectError, load_project
 
