@@ -260,6 +260,14 @@ def run_or_estimate(
 
     # The flow claims the folder; refused here, before it starts: another benchmark's folder is a bad --out.
     check_run_folder_benchmark(out, bench.name, option="--out")
+    models = ", ".join(spec.name or spec.model for spec in settings.config.models)
+    if dry_run:  # its first line before the plan and the estimate, which take seconds on a large dataset
+        console.print(
+            f"{bench.title}. Dry run of {models} into {out}: the calls still to make, estimated (none is "
+            "made)",
+            markup=False,
+            soft_wrap=True,
+        )
     plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
     if dry_run:
         estimates = estimate_plan(plan, bench.estimate_job)
@@ -275,7 +283,6 @@ def run_or_estimate(
         console.print(refusal, style="red", markup=False, soft_wrap=True)
         raise typer.Exit(COST_CAP_EXIT_CODE)
     # What the run will do, before the flow and any Prefect server start: the first line of its output.
-    models = ", ".join(spec.name or spec.model for spec in settings.config.models)
     console.print(
         f"{bench.title}. Run {plan.run_id} of {models}: {len(plan.jobs):,} jobs into {out} (calls its "
         "ledger holds are not made again)",

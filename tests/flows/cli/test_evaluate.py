@@ -1,7 +1,7 @@
 """`threadmed evaluate`: a folder that is not a build, or an unknown split, is a usage error; a spending cap
 stops a run with its own exit status, saying what the folder spent once its calls in flight ended; the
 summary says what this invocation made and paid beside the run's totals; it says what it will do before its
-flow starts; a piped dry run's table names every model whole."""
+flow starts (a dry run, before its plan); a piped dry run's table names every model whole."""
 
 import json
 import os
@@ -233,13 +233,18 @@ def test_the_spend_a_cap_stop_records_and_prints_is_the_ledger_s_once_the_calls_
     ) in output
 
 
+THREADMED_TITLE = (
+    "ThReadMed-QA: multi-turn medical questions from r/AskDocs, judged against physician answers"
+)
+
+
 def test_a_run_says_what_it_will_do_before_its_flow_and_prefect_s_server_start(tmp_path):
     write_dataset(tmp_path / "build")
     arguments = ["--dataset", "build", "--out", "run", *OFFLINE_MODELS, "--conditions", "oracle"]
     lines = threadmed_until_its_flow("evaluate", *arguments, cwd=tmp_path)
     first = re.fullmatch(
-        r"ThReadMed-QA: multi-turn medical questions from r/AskDocs, judged against physician answers\. Run "
-        r"(\S+) of threadmed/deferral: (\d+) jobs into run \(calls its ledger holds are not made again\)",
+        rf"{re.escape(THREADMED_TITLE)}\. Run (\S+) of threadmed/deferral: (\d+) jobs into run \(calls its "
+        r"ledger holds are not made again\)",
         lines[0],
     )
     assert first is not None, lines
@@ -261,6 +266,10 @@ def test_a_piped_dry_run_names_every_model_whole(tmp_path):
         timeout=COMMAND_TIMEOUT_S,
     )  # fmt: skip
     assert (piped.returncode, piped.stderr) == (0, "")
+    assert piped.stdout.splitlines()[0] == (
+        f"{THREADMED_TITLE}. Dry run of {LONG_NAMES[0]}, threadmed/deferral into run: the calls still to "
+        "make, estimated (none is made)"
+    )  # before the plan and its estimate
     rows = [
         [cell.strip() for cell in line.split("│")[1:-1]]
         for line in piped.stdout.splitlines()
