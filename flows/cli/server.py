@@ -81,7 +81,7 @@ def started_pid(state: Path) -> int | None:
     pid = read_pid(pid_file)
     if pid is None:
         return None
-    if process_command(pid) is None:
+    if not is_running(pid):
         pid_file.unlink(missing_ok=True)
         return None
     check_is_prefect(pid, pid_file)
@@ -124,7 +124,7 @@ def wait_until_answering(state: Path, pid: int, api_url: str) -> None:
     timeout_s = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90"))
     deadline = time.monotonic() + timeout_s
     while not same_home(server_home(api_url), os.environ):
-        if process_command(pid) is None:
+        if not is_running(pid):
             (state / PID_FILE).unlink(missing_ok=True)
             log = state / LOG_FILE
             fail(f"the Prefect server stopped while starting: {last_line(log)} (log: {log}; another port: "
@@ -151,9 +151,9 @@ def stop() -> None:
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_WAIT_S
-    while process_command(pid) is not None and time.monotonic() < deadline:
+    while is_running(pid) and time.monotonic() < deadline:
         time.sleep(START_POLL_S)
-    if process_command(pid) is not None:
+    if is_running(pid):
         os.kill(pid, signal.SIGKILL)
     pid_file.unlink(missing_ok=True)
     console.print(f"Prefect server stopped (pid {pid}, state in {state}).", markup=False, soft_wrap=True)
@@ -200,21 +200,39 @@ def read_pid(pid_file: Path) -> int | None:
     return int(text)
 
 
-def process_command(pid: int) -> str | None:
-    """The command line of a live process (not a zombie), or None when none has this pid."""
+def is_running(pid: int) -> bool:
+    """Whether a live process (not a zombie) has this pid. Not read from its command line, which Linux
+    gives as empty while a busy machine's process is being set up."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: alive
+        return True
+    if not PROC.is_dir():  # macOS: the signal is the answer
+        return True
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except FileNotFoundError:  # it ended just now
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"  # the state follows the command name in parentheses
+
+
+def process_command(pid: int) -> str:
+    """The command line of a process ("" when it has none to show)."""
     if not PROC.is_dir():  # macOS: ps says
         listed = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True)
-        return listed.stdout.strip() or None
+        return listed.stdout.strip()
     try:
         command = (PROC / str(pid) / "cmdline").read_bytes()
     except (FileNotFoundError, ProcessLookupError):
-        return None
-    return command.replace(b"\0", b" ").decode(errors="replace").strip() or None
+        return ""
+    return command.replace(b"\0", b" ").decode(errors="replace").strip()
 
 
 def check_is_prefect(pid: int, pid_file: Path) -> None:
     """A pid file can outlive its process, and the pid be given to another: never signal that one."""
-    command = process_command(pid) or ""
+    command = process_command(pid)
     if "prefect" not in command and "uvicorn" not in command:
         fail(f"{pid_file} names pid {pid}, which is not a Prefect server ({command[:60]}): remove the file")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli.server import process_command
+from flows.cli.server import is_running
 from flows.cli.temporary_server import STARTING_LINE
 from tests.flows.cli.terminal import threadmed, threadmed_here
 
@@ -64,7 +64,7 @@ def test_a_started_server_is_used_by_every_command_until_it_is_stopped(tmp_path)
         0,
         f"Prefect server stopped (pid {pid}, state in {home}).\n",
     )
-    assert process_command(pid) is None
+    assert not is_running(pid)
     assert not (home / "server.pid").exists()
     status = threadmed("server", "status", cwd=tmp_path, env=env)
     assert (status.returncode, status.stdout) == (
