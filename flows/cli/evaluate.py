@@ -260,16 +260,15 @@ def run_or_estimate(
 
     # The flow claims the folder; refused here, before it starts: another benchmark's folder is a bad --out.
     check_run_folder_benchmark(out, bench.name, option="--out")
+    plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
     models = ", ".join(spec.name or spec.model for spec in settings.config.models)
-    if dry_run:  # its first line before the plan and the estimate, which take seconds on a large dataset
+    if dry_run:  # its first line once the plan has checked the inputs, before the estimate (seconds)
         console.print(
             f"{bench.title}. Dry run of {models} into {out}: the calls still to make, estimated (none is "
             "made)",
             markup=False,
             soft_wrap=True,
         )
-    plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
-    if dry_run:
         estimates = estimate_plan(plan, bench.estimate_job)
         print_table(estimate_table(estimates), console)
         expected = sum(estimate.cost_usd or 0.0 for estimate in estimates)

@@ -1,7 +1,7 @@
 """`threadmed evaluate`: a folder that is not a build, or an unknown split, is a usage error; a spending cap
 stops a run with its own exit status, saying what the folder spent once its calls in flight ended; the
 summary says what this invocation made and paid beside the run's totals; it says what it will do before its
-flow starts (a dry run, before its plan); a piped dry run's table names every model whole."""
+flow starts (a dry run, before its estimate); a piped dry run's table names every model whole."""
 
 import json
 import os
@@ -269,7 +269,7 @@ def test_a_piped_dry_run_names_every_model_whole(tmp_path):
     assert piped.stdout.splitlines()[0] == (
         f"{THREADMED_TITLE}. Dry run of {LONG_NAMES[0]}, threadmed/deferral into run: the calls still to "
         "make, estimated (none is made)"
-    )  # before the plan and its estimate
+    )  # before its estimate
     rows = [
         [cell.strip() for cell in line.split("│")[1:-1]]
         for line in piped.stdout.splitlines()
