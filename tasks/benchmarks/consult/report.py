@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from tasks.benchmarks.consult.cases.case_set import CASES_FILE
 from tasks.benchmarks.consult.composite import composite
@@ -41,6 +41,7 @@ from tasks.benchmarks.consult.judge import n_judge_cut
 from tasks.benchmarks.consult.tables import build_tables, render_html, render_markdown, run_summary
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
+from tasks.core.strict import StrictModel
 from tasks.llm.offline import is_offline
 from tasks.report.artifacts import publish_report
 from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the benchmark
@@ -78,7 +79,7 @@ RUN_FILES = ("manifest.json", "messages.parquet", "scores.parquet")
 INQUIRY_DATA = Path(__file__).parent / "inquiry" / "data"
 
 
-class ReportSettings(BaseModel):
+class ReportSettings(StrictModel):
     """How intervals are computed; recorded in metrics.json."""
 
     n_resamples: int = Field(N_RESAMPLES, ge=10, description="Bootstrap resamples per interval.")

@@ -7,8 +7,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from tasks.benchmarks.protocol import Benchmark
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
@@ -16,6 +14,7 @@ from tasks.benchmarks.snomed.oracle.contracts import ORACLE_PAIRS, TEACHER_REPLI
 from tasks.benchmarks.snomed.oracle.dataset import write_oracle_dataset
 from tasks.benchmarks.snomed.oracle.plan import build_plan, estimate_job, load_cases
 from tasks.benchmarks.snomed.oracle.solver import validate_pairs, write_pairs
+from tasks.core.strict import StrictModel
 from tasks.evals.outputs import EpisodeCounts, RunTables, summarize_by_epoch
 
 PAIRS = EpisodeCounts(
@@ -26,7 +25,7 @@ PAIRS = EpisodeCounts(
 )
 
 
-class DatasetSettings(BaseModel):
+class DatasetSettings(StrictModel):
     """The oracle data folder has no settings of its own: the run's config says everything."""
 
 
