@@ -71,7 +71,7 @@ def evaluate_benchmark(
             with task_runner as workers:
                 solved = workers.map(bench.solve, {"job": solve_jobs, "ledger_dir": ledger})
                 scored = workers.map(bench.score, {"job": score_jobs, "solved": solved, "ledger_dir": ledger})
-                follow_progress([*solved, *scored], plan.run_id)
+                follow_progress([*solved, *scored], plan.run_id, plan.run_dir)
                 # One job that raises fails alone: the tables hold every other job, the summary names it.
                 outcomes = job_outcomes([job.solve.label for job in plan.jobs], solved, scored)
                 summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)

@@ -22,7 +22,7 @@ from prefect.states import State
 from pydantic import BaseModel
 
 from tasks.core.files import write_json_atomic, write_parquet_atomic
-from tasks.core.provenance import artifact_key, code_provenance, settings_sha256
+from tasks.core.provenance import code_provenance, run_artifact_key, settings_sha256
 from tasks.data.contracts import Contract
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.plan import RunPlan
@@ -257,11 +257,11 @@ def _label(kind: str) -> str:
     return kind.replace("_", " ")
 
 
-def follow_progress(futures: list[PrefectFuture], run_id: str) -> None:
+def follow_progress(futures: list[PrefectFuture], run_id: str, run_dir: Path) -> None:
     """Wait for the thread tasks, keeping a progress artifact of the share done (about 50 updates)."""
     artifact = create_progress_artifact(
         progress=0.0,
-        key=artifact_key("evaluation-progress", run_id),
+        key=run_artifact_key("evaluation-progress", run_id, run_dir),
         description=f"Run {run_id}: thread tasks done",
     )
     step = max(1, len(futures) // 50)
@@ -272,9 +272,9 @@ def follow_progress(futures: list[PrefectFuture], run_id: str) -> None:
 
 @task(name="publish-run-summary", cache_policy=NO_CACHE)
 def publish_run_summary(summary: RunSummary) -> None:
-    """The run's counts, costs and failures -> a Markdown artifact (its key names the run)."""
+    """The run's counts, costs and failures -> a Markdown artifact (its key names the run and its folder)."""
     create_markdown_artifact(
-        key=artifact_key("evaluation-summary", summary.run_id),
+        key=run_artifact_key("evaluation-summary", summary.run_id, summary.run_dir),
         markdown=summary.markdown(),
         description="Calls answered, failed and judged per model and condition",
     )

@@ -12,7 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 import typer
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+from prefect.client.schemas.filters import (
+    ArtifactCollectionFilter,
+    ArtifactCollectionFilterKey,
+    ArtifactFilter,
+    ArtifactFilterKey,
+)
 from prefect.client.schemas.sorting import ArtifactSort
 from rich.console import Console
 from typer.testing import CliRunner
@@ -21,10 +26,11 @@ from flows.cli import evaluate as cli_evaluate
 from flows.cli.evaluate import evaluate
 from flows.evaluate_models import evaluate_models
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
-from tasks.core.provenance import artifact_key
+from tasks.core.provenance import run_artifact_key
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
+from tasks.report.artifacts import report_prefix
 from tests.eval_fixtures import full_disk_for, write_dataset
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer, default_reply
 
@@ -63,12 +69,12 @@ def parameters(run: EvaluationSettings) -> dict:
             "report": False}  # fmt: skip
 
 
-def summary_artifact(run_id: str) -> str:
+def summary_artifact(run_id: str, run_dir: Path) -> str:
     """The newest Markdown of the run's summary artifact, as the Prefect UI shows it."""
     with get_client(sync_client=True) as client:
         artifacts = client.read_artifacts(
             artifact_filter=ArtifactFilter(
-                key=ArtifactFilterKey(any_=[artifact_key("evaluation-summary", run_id)])
+                key=ArtifactFilterKey(any_=[run_artifact_key("evaluation-summary", run_id, run_dir)])
             ),
             sort=ArtifactSort.CREATED_DESC,
         )
@@ -142,7 +148,7 @@ def test_failed_calls_fail_the_run_after_writing_everything_and_a_rerun_finishes
         first_run_ok = server.stats()["ok"]
         assert len(server.requests) == first_run_ok + 2
         run_id = json.loads((tmp_path / "manifest.json").read_text())["run_id"]
-        assert summary_artifact(run_id).startswith(
+        assert summary_artifact(run_id, tmp_path).startswith(
             f"# Evaluation run {run_id}\n\n**2 calls failed: authentication 1"
         )
 
@@ -405,3 +411,28 @@ def test_a_run_stops_at_its_spending_cap_and_a_rerun_with_a_higher_cap_finishes_
         assert len(server.requests) == CALLS_PER_MODEL
         assert set(server.ok_counts().values()) == {1}  # no call paid twice
         assert json.loads((tmp_path / "manifest.json").read_text())["summary"]["cost_cap"] is None
+
+
+OFFLINE_CONFIG = {
+    "models": [{"model": "threadmed/deferral"}],
+    "judge": {"model": "threadmed/overlap-judge"},
+    "conditions": ["baseline"],
+    "sample": {"limit": 1},
+}
+
+
+def test_two_run_folders_of_the_same_settings_keep_their_own_artifacts(dataset, tmp_path):
+    """One run id (the ledger's keys unchanged), two folders: neither's artifacts overwrite the other's."""
+    run_dirs = [tmp_path / "a", tmp_path / "b"]
+    for run_dir in run_dirs:
+        evaluate_models(dataset_dir=str(dataset), run_dir=str(run_dir), config=OFFLINE_CONFIG)
+    run_ids = {json.loads((run_dir / "manifest.json").read_text())["run_id"] for run_dir in run_dirs}
+    [run_id] = run_ids
+    keys = [run_artifact_key("evaluation-summary", run_id, run_dir) for run_dir in run_dirs]
+    keys += [f"{report_prefix('report', [run_id], run_dir / 'report')}-summary" for run_dir in run_dirs]
+    assert len(set(keys)) == 4
+    with get_client(sync_client=True) as client:
+        found = client.read_latest_artifacts(
+            artifact_filter=ArtifactCollectionFilter(key=ArtifactCollectionFilterKey(any_=keys))
+        )
+    assert sorted(artifact.key for artifact in found) == sorted(keys)
