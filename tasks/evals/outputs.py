@@ -127,6 +127,16 @@ class RunSummary(BaseModel):
             return self._jobs_message()
         return " ".join(filter(None, (self._calls_message(), self._jobs_message())))
 
+    def outcome_message(self) -> str:
+        """What failed, its fix, and the error of the first failure of each kind in the provider's own words:
+        the message of a failed run's state, which the UI, `prefect deployment run` and the CLI show."""
+        if not self.failure_examples:
+            return self.failure_message()
+        examples = " ".join(
+            f"[{_label(kind)}] {error}" for kind, error in sorted(self.failure_examples.items())
+        )
+        return f"{self.failure_message().rstrip('.')}. First error of each kind: {examples}"
+
     def _jobs_message(self) -> str:
         if not self.failed_jobs:
             return ""
@@ -179,6 +189,12 @@ def calls_by_mode(ledger_dir: Path) -> dict[str, ModeTotals]:
         mode.calls += 1
         mode.cost_usd += record.cost_usd
     return dict(sorted(totals.items(), key=lambda item: item[0] != "single"))
+
+
+def any_call_succeeded(ledger_dir: Path) -> bool:
+    """Whether a call of the run folder (of this run or an earlier one) has succeeded: without one, the run
+    has no result to report."""
+    return CallLedger(ledger_dir).count_succeeded() > 0
 
 
 def failure_counts(failures: list[tuple[str, str]]) -> dict[str, Any]:

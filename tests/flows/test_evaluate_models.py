@@ -17,8 +17,12 @@ from prefect.client.schemas.filters import (
     ArtifactCollectionFilterKey,
     ArtifactFilter,
     ArtifactFilterKey,
+    LogFilter,
+    LogFilterFlowRunId,
 )
 from prefect.client.schemas.sorting import ArtifactSort
+from prefect.logging.handlers import APILogWorker
+from prefect.states import State
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -419,6 +423,56 @@ OFFLINE_CONFIG = {
     "conditions": ["baseline"],
     "sample": {"limit": 1},
 }
+
+
+def flow_run_logs(state: State) -> list[str]:
+    """The messages of a flow run's logs in the API (what the UI and `prefect flow-run logs` show)."""
+    APILogWorker.drain_all()  # the logs are sent in the background
+    with get_client(sync_client=True) as client:
+        logs = client.read_logs(
+            LogFilter(flow_run_id=LogFilterFlowRunId(any_=[state.state_details.flow_run_id]))
+        )
+    return [log.message for log in logs]
+
+
+def test_a_missing_dataset_folder_is_refused_before_anything_is_written_naming_the_parameter(
+    tmp_path, monkeypatch
+):
+    missing, run_dir = tmp_path / "build", tmp_path / "run"
+    parameters = {"dataset_dir": str(missing), "run_dir": str(run_dir), "config": OFFLINE_CONFIG}
+    state = evaluate_models(**parameters, return_state=True)
+    assert state.is_failed()
+    assert state.message == (
+        f"dataset_dir: {missing} is not a dataset build (no dataset/answered/threads.parquet); "
+        "pass the --out folder of `threadmed build`"
+    )
+    # Started from a deployment, the fix is told as its parameters, not a command-line option.
+    monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", "00000000-0000-0000-0000-000000000001")
+    state = evaluate_models(**parameters, return_state=True)
+    assert state.message.endswith(
+        "(no dataset/answered/threads.parquet); pass the out_dir of a build-dataset run"
+    )
+    assert not run_dir.exists()  # no benchmark.json, no lock, no ledger
+
+
+def test_a_run_whose_every_call_failed_names_the_providers_error_and_writes_no_report(dataset, tmp_path):
+    """litellm's own words were in the ledger alone; the report showed the failed calls as a run's results."""
+    parameters = {"dataset_dir": str(dataset), "run_dir": str(tmp_path), "models": ["nosuchprovider/model-x"],
+                  "judge": "threadmed/overlap-judge", "conditions": ["baseline"], "limit": 1}  # fmt: skip
+    state = evaluate_models(**parameters, return_state=True)
+    assert state.is_failed()
+    provider_error = (
+        "[bad request] nosuchprovider/model-x: litellm.BadRequestError: LLM Provider NOT provided."
+    )
+    assert state.message.startswith("1 call failed: bad request 1. A re-run alone will not help; fix first:")
+    assert f"(completed calls are kept). First error of each kind: {provider_error}" in state.message
+    assert state.message.endswith("No report was written: no call succeeded.")
+    logs = flow_run_logs(state)
+    assert [
+        m for m in logs if m.startswith("bad request (1), e.g. nosuchprovider/model-x: litellm.BadRequest")
+    ]
+    assert "No report was written: no call succeeded." in logs
+    assert (tmp_path / "manifest.json").is_file() and not (tmp_path / "report").exists()
 
 
 def test_two_run_folders_of_the_same_settings_keep_their_own_artifacts(dataset, tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.benchmarks.protocol import Benchmark
+from tasks.benchmarks.snomed.cases.loading import check_case_set
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
 from tasks.benchmarks.snomed.oracle.contracts import ORACLE_PAIRS, TEACHER_REPLIES
@@ -54,4 +55,5 @@ ORACLE_DATA = Benchmark(
     report_settings=DatasetSettings,
     contracts=(TEACHER_REPLIES, ORACLE_PAIRS),
     prompts_dir=PROMPTS_DIR,
+    check_inputs=check_case_set,
 )
