@@ -299,8 +299,8 @@ class RunConfig(StrictModel):
                 for role, spec in roles.items()
             }
         if unknown := sorted(set(overrides.batch) - {"model", *self.ROLE_FIELDS}):
-            batched = ("model", *self.ROLE_FIELDS)
-            raise ValueError(f"overrides.batch {unknown[0]}: {unknown_name(unknown[0], batched, 'role')}")
+            refusal = unknown_name(unknown[0], ("model", *self.ROLE_FIELDS), "role")
+            raise ValueError(f"overrides.batch names {unknown[0]}: {refusal}")
         if "model" in overrides.batch:  # the models under test whose provider has a batch API
             models = [
                 m.model_copy(update={"mode": "batch"}) if batch_capable(m.model, m.api_base) else m

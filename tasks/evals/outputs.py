@@ -191,12 +191,6 @@ def calls_by_mode(ledger_dir: Path) -> dict[str, ModeTotals]:
     return dict(sorted(totals.items(), key=lambda item: item[0] != "single"))
 
 
-def any_call_succeeded(ledger_dir: Path) -> bool:
-    """Whether a call of the run folder (of this run or an earlier one) has succeeded: without one, the run
-    has no result to report."""
-    return CallLedger(ledger_dir).count_succeeded() > 0
-
-
 def failure_counts(failures: list[tuple[str, str]]) -> dict[str, Any]:
     """(kind, error) of each failed call -> the summary's `failed_calls` and `failure_examples`."""
     examples: dict[str, str] = {}
@@ -271,6 +265,12 @@ Summarizer = Callable[[str, Path, list[dict[str, Any]], list[dict[str, Any]]], R
 
 def _label(kind: str) -> str:
     return kind.replace("_", " ")
+
+
+def any_call_succeeded(ledger_dir: Path) -> bool:
+    """Whether a call of the run folder (of this run or an earlier one) has succeeded: without one, the run
+    has no result to report."""
+    return CallLedger(ledger_dir).count_succeeded() > 0
 
 
 def follow_progress(futures: list[PrefectFuture], run_id: str, run_dir: Path) -> None:

@@ -174,7 +174,7 @@ def test_batch_overrides_put_the_named_roles_in_batch_mode_and_set_how_long_to_w
     assert both.batch_roles() == ["model", "judge"]
     with pytest.raises(ValueError) as refused:
         config.with_overrides(RunOverrides(batch=["patient"]))
-    assert str(refused.value) == "overrides.batch patient: not a role; the roles here: judge, model"
+    assert str(refused.value) == "overrides.batch names patient: not a role; the roles here: judge, model"
 
 
 def test_how_calls_are_made_leaves_the_run_id_as_it_is():
