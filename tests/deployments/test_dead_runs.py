@@ -3,6 +3,7 @@ derives; making it idempotently on a real API. The crash itself is tested end to
 tests/flows/test_dead_runs.py (a real server and worker, kill -9)."""
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -134,3 +135,11 @@ def test_making_the_automation_again_updates_the_one_automation_and_removes_copi
     assert [(a.trigger.within, a.actions) for a in stored] == [
         (timedelta(seconds=90), dead_run_automation(30).actions)
     ]
+
+
+def test_the_guide_quotes_the_crash_message_of_the_project_s_heartbeat():
+    guide = (Path(__file__).resolve().parents[2] / "deployments" / "README.md").read_text()
+    start = guide.index("### Runs whose process died\n")
+    section = guide[start : guide.index("\n#", start + 1)]
+    quoted = " ".join(line[2:] for line in section.splitlines() if line.startswith("> "))
+    assert quoted == dead_run_automation(project_heartbeat_seconds()).actions[0].message
