@@ -115,12 +115,13 @@ def evaluate_benchmark(
 
 
 def input_refusal(bench: Benchmark, settings: EvaluationSettings, input_parameter: str | None) -> str | None:
-    """Why the run's input folder is not one the benchmark reads (prefixed by the parameter that gave it), or
-    None; it is checked before the run folder is touched."""
-    if bench.check_inputs is None:
-        return None
+    """Why the run's input folder is not one the benchmark reads, or the run's sample of it is empty (prefixed
+    by the parameter that gave the folder), or None; it is checked before the run folder is touched."""
     try:
-        bench.check_inputs(settings.dataset_dir)
+        if bench.check_inputs is not None:
+            bench.check_inputs(settings.dataset_dir)
+        if bench.check_sample is not None:
+            bench.check_sample(settings.dataset_dir, settings.config)
     except UserError as error:
         return f"{input_parameter}: {error}" if input_parameter else str(error)
     return None
