@@ -1,7 +1,7 @@
 """`make bench`: run every benchmark side by side and write their numbers to data_lake/bench/.
 
-Usage: python -m tests.perf [build|evaluation|call-throughput|report|snomed-cases|snomed-evaluation|
-snomed-patient-leaks|snomed-oracle-leaks|consult-simulator|consult-mining|consult-evaluation|
+Usage: python -m tests.perf [build|evaluation|evaluation-dask|call-throughput|report|snomed-cases|
+snomed-evaluation|snomed-patient-leaks|snomed-oracle-leaks|consult-simulator|consult-mining|consult-evaluation|
 consult-critic|parsers ...]
 (default: all)
 """
@@ -18,6 +18,7 @@ from tests.perf import (
     bench_consult_mining,
     bench_consult_simulator,
     bench_evaluation,
+    bench_evaluation_dask,
     bench_parsers,
     bench_report,
     bench_snomed_cases,
@@ -29,6 +30,7 @@ from tests.perf import (
 BENCHMARKS = {
     "build": bench_build,
     "evaluation": bench_evaluation,
+    "evaluation-dask": bench_evaluation_dask,
     "call-throughput": bench_call_throughput,
     "report": bench_report,
     "snomed-cases": bench_snomed_cases,
