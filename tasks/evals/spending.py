@@ -46,9 +46,8 @@ def calls_shared_by(workers: TaskRunner, ledger_dir: Path, budget: SpendingBudge
     if isinstance(workers, ThreadPoolTaskRunner):
         yield
         return
-    from tasks.llm.cluster import (
-        shared_by_cluster,
-    )  # distributed is optional: pip install 'threadmed-qa[dask]'
+    # Imported here: distributed is optional (pip install 'threadmed-qa[dask]').
+    from tasks.llm.cluster import shared_by_cluster
 
     with shared_by_cluster(workers.client, ledger_dir, budget):
         yield

@@ -7,21 +7,24 @@ scheduler, with Dask's own primitives, so that it holds across all the workers:
 - a provider's calls in flight (`max_concurrency`): a `distributed.Semaphore` with that many leases, one
   held by each attempt while it is made;
 - the start of its calls (`requests_per_minute`) and its Retry-After pauses: the earliest time the next
-  call may start (wall clock), a value in the scheduler's metadata changed under a `Lock`. A start claims
-  its turn there when the provider has a rate; otherwise a process reads it at most every `PAUSE_READ_S`,
-  to learn of pauses;
-- a run's spending cap: its budget's state (tasks/llm/budget.py), a value changed under a `Lock` likewise,
-  one budget for every worker (reserve before a call, settle after);
+  call may start (wall clock: the machines' clocks must agree, e.g. by NTP), a value kept on the scheduler
+  by `ValuesOnScheduler` and changed there in one round trip. A start claims its turn there when the
+  provider has a rate; otherwise a process reads it at most every `PAUSE_READ_S`, to learn of pauses;
+- a run's spending cap: its budget's state (tasks/llm/budget.py), a value kept there likewise, one budget
+  for every worker (reserve before a call, settle after: a round trip each);
 - identical requests in flight at once: a `Lock` per shard of call keys, held while a call the ledger
   does not have is made, so a worker asked the same request waits, then reads it from the ledger.
 
 A lease held by a worker that dies (kill -9, a lost machine) is given back by the scheduler after Dask's
-`distributed.scheduler.locks.lease-timeout` (30 s by default): until then its provider slot, its key's shard
-or the lock of a budget it was changing stays taken. The calls it had in flight are lost, and made again
-when their tasks are (the ledger has no record of them).
+`distributed.scheduler.locks.lease-timeout` (30 s by default): until then its provider slot and its key's
+shard stay taken; what its calls in flight reserved stays reserved in the run's budget (so the cap errs
+on the side of stopping). The calls it had in flight are lost, and made again when their tasks are (the
+ledger has no record of them).
 
-`shared_by_cluster` turns this on for a run from the flow: every worker process of the cluster (those that
-join later included) gets `SharedCalls`, and a capped run's workers its `SharedBudget`.
+`shared_by_cluster` turns this on for a run from the flow: the scheduler gets `ValuesOnScheduler` (so it
+must import this project, as Dask expects the same software on every machine), every worker process of
+the cluster (those that join later included) gets `SharedCalls`, and a capped run's workers its
+`SharedBudget`.
 """
 
 import threading
@@ -30,10 +33,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from distributed import Client, Lock, Semaphore, WorkerPlugin
+from distributed import Client, Lock, SchedulerPlugin, Semaphore, WorkerPlugin
+from distributed.protocol import pickle
 from distributed.utils import sync
 
 from tasks.llm import in_flight, limits
@@ -82,41 +87,66 @@ class SchedulerLink:
         return sync(self.loop, getattr(self.scheduler, handler), **arguments)
 
 
+class ValuesOnScheduler(SchedulerPlugin):
+    """Named plain values kept on the scheduler, each change a rule run there whole: the scheduler runs one
+    handler at a time on its event loop, so a change is one round trip and needs no lock. Rules come
+    pickled, as Dask's own `run_on_scheduler` functions do: the scheduler runs this project's code."""
+
+    name = f"{NAME_PREFIX}-values"
+    idempotent = True  # registered by every run on the cluster: the first one keeps the values of all
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+
+    def start(self, scheduler: Any) -> None:
+        scheduler.handlers[CHANGE_HANDLER] = self._change
+        scheduler.handlers[READ_HANDLER] = self._read
+        scheduler.handlers[SET_HANDLER] = self._set
+
+    def _change(self, name: str, rule: bytes, unset: Any) -> Any:
+        value, result = pickle.loads(rule)(self._values.get(name, unset))
+        self._values[name] = value
+        return result
+
+    def _read(self, name: str, unset: Any) -> Any:
+        return self._values.get(name, unset)
+
+    def _set(self, name: str, value: Any) -> None:
+        """Set `name` to `value`; None forgets it."""
+        if value is None:
+            self._values.pop(name, None)
+        else:
+            self._values[name] = value
+
+
+CHANGE_HANDLER = f"{NAME_PREFIX}_change_value"
+READ_HANDLER = f"{NAME_PREFIX}_read_value"
+SET_HANDLER = f"{NAME_PREFIX}_set_value"
+
+
 class SchedulerValue:
-    """A plain (msgpack-able) value on the cluster's scheduler that its processes change one at a time: kept
-    in the scheduler's metadata (`Client.set_metadata`), changed only under a Dask `Lock`."""
+    """A plain (msgpack-able) value on the cluster's scheduler that its processes change one at a time
+    (`ValuesOnScheduler`)."""
 
     def __init__(self, link: SchedulerLink, name: str) -> None:
         self.name = name
         self._link = link
-        self._keys = [NAME_PREFIX, name]
-        self._lock = link.lock(f"{NAME_PREFIX}/{name}")
-        self._in_process = threading.Lock()  # this process's threads queue here, not at the scheduler
 
     def read(self, unset: Any) -> Any:
-        """The value now (one round trip, no lock: a value is set whole); `unset` if it was never set."""
-        return self._link.ask("get_metadata", keys=self._keys, default=unset)
+        """The value now; `unset` if it was never set."""
+        return self._link.ask(READ_HANDLER, name=self.name, unset=unset)
 
     def change(self, rule: Callable[[Any], tuple[Any, T]], unset: Any) -> T:
         """Set the value to `rule(value)[0]` (`unset` stands for a value never set), no other change in
-        between, and return `rule(value)[1]`."""
-        with self._in_process:
-            self._lock.acquire()
-            try:
-                value, result = rule(self.read(unset))
-                self.set(value)
-            finally:
-                self._lock.release()
-        return result
+        between, and return `rule(value)[1]`. `rule` runs on the scheduler: it must pickle (no lock, client
+        or limiter in its closure)."""
+        return self._link.ask(CHANGE_HANDLER, name=self.name, rule=pickle.dumps(rule), unset=unset)
 
     def set(self, value: Any) -> None:
-        self._link.ask("set_metadata", keys=self._keys, value=value)
+        self._link.ask(SET_HANDLER, name=self.name, value=value)
 
     def delete(self) -> None:
-        """Leave nothing of the value on the scheduler but its name (metadata has no delete), and drop its
-        lock."""
         self.set(None)
-        self._lock.close()
 
 
 class ClusterLimiter:
@@ -164,10 +194,11 @@ class ClusterLimiter:
         worker's calls when the provider has a rate, else the end of the provider's pause, if any."""
         if not self._interval_s:
             return self._paused_until()
+        interval_s = self._interval_s
 
         def claim(next_start: float) -> tuple[float, float]:
-            # The clock is read once the value is held: a start claimed before waiting for it could be past.
-            return claim_start(next_start, time.time(), self._interval_s)
+            # The scheduler's clock, read as the claim is applied: a start claimed earlier could be past.
+            return claim_start(next_start, time.time(), interval_s)
 
         return self._next_start.change(claim, unset=0.0)
 
@@ -228,23 +259,28 @@ class ClusterBudgetStore:
         self._value = value
 
     def change(self, rule: Callable[[BudgetState], T]) -> T:
-        def on_plain(plain: dict[str, Any] | None) -> tuple[dict[str, Any], T]:
-            state = BudgetState.from_plain(self._existing(plain))
-            result = rule(state)
-            return state.to_plain(), result
-
-        return self._value.change(on_plain, unset=None)
+        return self._value.change(partial(_apply_to_budget, rule, self._value.name), unset=None)
 
     def read(self) -> BudgetState:
-        return BudgetState.from_plain(self._existing(self._value.read(unset=None)))
+        return BudgetState.from_plain(_existing(self._value.name, self._value.read(unset=None)))
 
-    def _existing(self, plain: dict[str, Any] | None) -> dict[str, Any]:
-        if plain is None:
-            raise BudgetGone(
-                f"the spending cap's budget {self._value.name} is not on the Dask scheduler (its run has "
-                "ended, or the scheduler restarted): the call is not made"
-            )
-        return plain
+
+def _apply_to_budget(
+    rule: Callable[[BudgetState], T], name: str, plain: dict[str, Any] | None
+) -> tuple[dict[str, Any], T]:
+    """`rule` applied to the budget `name` as plain data, on the scheduler: its new state and result."""
+    state = BudgetState.from_plain(_existing(name, plain))
+    result = rule(state)
+    return state.to_plain(), result
+
+
+def _existing(name: str, plain: dict[str, Any] | None) -> dict[str, Any]:
+    if plain is None:
+        raise BudgetGone(
+            f"the spending cap's budget {name} is not on the Dask scheduler (its run has ended, or the "
+            "scheduler restarted): the call is not made"
+        )
+    return plain
 
 
 def share_with(link: SchedulerLink) -> None:
@@ -285,6 +321,7 @@ def shared_by_cluster(client: Client, ledger_dir: Path, budget: SpendingBudget |
     """In the body, every worker of `client`'s cluster shares its provider limits and key locks, and the run
     writing to `ledger_dir` has one budget for all its workers: `budget`, whose state is on the scheduler
     until the body ends, then back in this process as the workers left it."""
+    client.register_plugin(ValuesOnScheduler())
     client.register_plugin(SharedCalls())
     if budget is None:
         yield
