@@ -21,7 +21,14 @@ from hypothesis import strategies as st
 
 from tasks.llm.budget import BudgetState, SpendingBudget
 from tasks.llm.call import complete
-from tasks.llm.cluster import KEY_SHARD_DIGITS, NAME_PREFIX, claim_start, shared_by_cluster
+from tasks.llm.cluster import (
+    KEY_SHARD_DIGITS,
+    NAME_PREFIX,
+    BudgetGone,
+    ValuesOnScheduler,
+    claim_start,
+    shared_by_cluster,
+)
 from tasks.llm.ledger import CallLedger
 from tasks.llm.limits import limiter_for
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits
@@ -208,3 +215,18 @@ def test_claimed_starts_are_never_before_their_claim_and_a_whole_interval_apart(
 def test_a_budget_state_travels_as_plain_data_and_back_whole():
     state = BudgetState(1.0, spent_usd=0.25, reserved={"a": (0.5, 0.1)}, refused_usd=0.3)
     assert BudgetState.from_plain(state.to_plain()) == state
+
+
+def test_a_capped_run_whose_budget_left_the_scheduler_makes_no_call(cluster, tmp_path):
+    options = CallOptions(provider="openai", prices=Prices(output_per_token=0.01), estimated_reply_tokens=1)
+    gone, capped = "is not on the Dask scheduler", SpendingBudget(cap_usd=1.0)
+    with LLMServer() as server:
+        # The flow cannot take the budget back either: the run ends on the same error, not uncapped.
+        with pytest.raises(BudgetGone, match=gone), shared_by_cluster(cluster, tmp_path / "ledger", capped):
+            # As after a restart of the scheduler: the values it kept are gone.
+            cluster.run_on_scheduler(
+                lambda dask_scheduler: dask_scheduler.plugins[ValuesOnScheduler.name]._values.clear()
+            )
+            with pytest.raises(BudgetGone, match=gone):
+                on_each_worker(cluster, ask, server.url, tmp_path / "ledger", ["question {worker}"], options)
+        assert server.requests == []
