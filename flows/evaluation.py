@@ -1,25 +1,28 @@
 """The body every benchmark's evaluate flow shares: plan, solve and score each job, write, summarize, report.
 
 One Prefect task per job solves it (a thread, an interview), then one scores it, each score task starting
-as soon as its job's solve output exists. The calls inside are throttled per provider in-process
-(tasks/llm/call.py); the worker threads only need to outnumber the slots. Resuming is the ledger's job,
-not Prefect's result cache: re-run the same parameters to finish a run.
+as soon as its job's solve output exists. The calls inside are throttled per provider (tasks/llm/call.py),
+in this process or across the worker processes of a Dask cluster (tasks/llm/cluster.py), as is the spending
+cap; the worker threads only need to outnumber the slots. Resuming is the ledger's job, not Prefect's
+result cache: re-run the same parameters to finish a run.
 """
 
 from collections.abc import Callable
 from typing import Any
 
-from prefect import unmapped
+from prefect import get_run_logger, unmapped
 from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
+from tasks.core.preflight import UserError
 from tasks.core.run_folder import claim_run_folder
-from tasks.core.runners import RunnerSettings, make_task_runner
+from tasks.core.runners import RunnerSettings, make_task_runner, runner_for_calls
 from tasks.evals.batch_runs import AWAITING_BATCHES, batches_left_to_single_calls, make_batch_calls
 from tasks.evals.call_totals import ledger_calls, run_calls, spent_usd
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.outputs import (
     RunSummary,
+    any_call_succeeded,
     follow_progress,
     job_outcomes,
     publish_run_summary,
@@ -30,7 +33,7 @@ from tasks.evals.plan import plan_evaluation
 from tasks.evals.protocol import Benchmark
 from tasks.evals.rejudge import rejudge_refusal
 from tasks.evals.run_lock import hold_run_folder
-from tasks.evals.spending import cap_refusal, capped_run, overspent_refusal
+from tasks.evals.spending import calls_shared_by, capped_run, overspent_refusal
 
 
 def evaluate_benchmark(
@@ -38,10 +41,14 @@ def evaluate_benchmark(
     settings: EvaluationSettings,
     runner: RunnerSettings | None,
     report: Callable[[list[str]], str] | None,
+    input_parameter: str | None = None,
 ) -> RunSummary | State:
     """Write the benchmark's tables, manifest.json (and report/ by `report`) to the run folder.
 
-    Ends Failed (after writing every output) when calls failed; re-running the same settings finishes it.
+    An input folder that is not the benchmark's ends the run Failed before anything is written, naming the
+    flow parameter that gave it (`input_parameter`, if one did). Ends Failed (after writing every output)
+    when calls failed, its message naming each kind of failure with the provider's own error (also logged);
+    re-running the same settings finishes it. A run none of whose calls succeeded writes no report.
     The summary counts the run's calls and dollars (every invocation into the folder) beside this
     invocation's. Under a spending cap (`max_cost_usd`) the calls past it are not made: the summary's
     `cost_cap` says where it stopped and what the folder spent once every call in flight ended, and a re-run
@@ -50,16 +57,14 @@ def evaluate_benchmark(
     made first, in waves of provider batches; a run that stops waiting with batches in flight ends
     Completed as AwaitingBatches, writing no tables yet.
     """
+    if (refusal := input_refusal(bench, settings, input_parameter)) is not None:
+        return Failed(message=refusal)
     with hold_run_folder(settings.run_dir):  # one process per run folder, or every call is paid twice
         claim_run_folder(settings.run_dir, bench.name)
         cap = settings.config.max_cost_usd
         before = ledger_calls(settings.run_dir / "ledger")  # what this invocation adds is counted from here
         spent = spent_usd(before)
-        refusal = (
-            rejudge_refusal(settings.run_dir, bench)
-            or cap_refusal(cap, runner)
-            or overspent_refusal(settings.run_dir, cap, spent)
-        )
+        refusal = rejudge_refusal(settings.run_dir, bench) or overspent_refusal(settings.run_dir, cap, spent)
         if refusal is not None:
             return Failed(message=refusal)
         with capped_run(settings.run_dir, cap, spent) as budget:  # counting what the folder spent already
@@ -70,18 +75,19 @@ def evaluate_benchmark(
                 waves = make_batch_calls(bench, plan, settings)
                 if not waves.finished:
                     return Completed(name=AWAITING_BATCHES, message=waves.message())
-            ledger = unmapped(plan.ledger_dir)
-            runner = runner or RunnerSettings(max_workers=settings.config.worker_count())
+            # Absolute: a Dask worker started in another folder writes the same ledger, under the same budget.
+            ledger = unmapped(plan.ledger_dir.absolute())
+            runner = runner_for_calls(runner, settings.config.worker_count())
             # quote(): jobs hold whole cases; Prefect's parameter introspection would cost ~1.5 ms per task.
             # Not on Dask: its runner rebuilds quoted parameters into bare tuples (prefect-dask 0.3).
             wrap = quote if runner.kind == "threads" else _as_is
             solve_jobs = [wrap(job.solve) for job in plan.jobs]
             score_jobs = [wrap(job.score) for job in plan.jobs]
             task_runner = make_task_runner(runner)
-            with task_runner as workers:
+            with task_runner as workers, calls_shared_by(workers, plan.ledger_dir, budget):
                 solved = workers.map(bench.solve, {"job": solve_jobs, "ledger_dir": ledger})
                 scored = workers.map(bench.score, {"job": score_jobs, "solved": solved, "ledger_dir": ledger})
-                follow_progress([*solved, *scored], plan.run_id)
+                follow_progress([*solved, *scored], plan.run_id, plan.run_dir)
                 # One job that raises fails alone: the tables hold every other job, the summary names it.
                 outcomes = job_outcomes([job.solve.label for job in plan.jobs], solved, scored)
                 summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
@@ -96,11 +102,38 @@ def evaluate_benchmark(
             )
             write_manifest(settings, plan, summary)
             publish_run_summary(summary)
-            if report is not None:
+            has_results = any_call_succeeded(plan.ledger_dir)  # else a report would show failures as scores
+            if report is not None and has_results:
                 report([str(settings.run_dir)])
     if summary.failed:
-        return Failed(message=summary.failure_message())
+        return Failed(
+            message=failed_run_message(summary, report_skipped=report is not None and not has_results)
+        )
     return summary
+
+
+def input_refusal(bench: Benchmark, settings: EvaluationSettings, input_parameter: str | None) -> str | None:
+    """Why the run's input folder is not one the benchmark reads, or the run's sample of it is empty (prefixed
+    by the parameter that gave the folder), or None; it is checked before the run folder is touched."""
+    try:
+        if bench.check_inputs is not None:
+            bench.check_inputs(settings.dataset_dir)
+        if bench.check_sample is not None:
+            bench.check_sample(settings.dataset_dir, settings.config)
+    except UserError as error:
+        return f"{input_parameter}: {error}" if input_parameter else str(error)
+    return None
+
+
+def failed_run_message(summary: RunSummary, report_skipped: bool) -> str:
+    """The Failed state's message, also logged: what failed with the provider's error of each kind."""
+    logger = get_run_logger()
+    for line in summary.failure_lines():  # the flow run's logs hold what the ledger holds, one per kind
+        logger.error(line)
+    skipped = " No report was written: no call succeeded." if report_skipped else ""
+    if skipped:
+        logger.warning(skipped.strip())
+    return summary.outcome_message() + skipped
 
 
 def _as_is(job: Any) -> Any:

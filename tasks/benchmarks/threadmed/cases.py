@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
-from tasks.core.preflight import UserError
-from tasks.evals.config import SampleSpec
+from tasks.core.preflight import UserError, remedy
+from tasks.evals.config import EvalConfig, SampleSpec
 
 
 class ThreadCase(BaseModel, frozen=True):
@@ -33,9 +33,13 @@ def check_dataset_build(dataset_dir: Path) -> None:
     missing = next((path for path in files if not path.is_file()), None)
     if missing is None:
         return
-    fix = "pass the --out folder of `threadmed build`"
+    fix = remedy("pass the --out folder of `threadmed build`", "pass the out_dir of a build-dataset run")
     if answered_dir(dataset_dir / "latest").is_dir():
-        fix = f"pass {Path(dataset_dir) / 'latest'} (the newest version of a --versioned build)"
+        latest = Path(dataset_dir) / "latest"
+        fix = remedy(
+            f"pass {latest} (the newest version of a --versioned build)",
+            f"pass {latest} (the newest version of a build with versioned: true)",
+        )
     relative = missing.relative_to(dataset_dir)
     raise UserError(f"{dataset_dir} is not a dataset build (no {relative}); {fix}", "--dataset")
 
@@ -51,6 +55,11 @@ def check_split(dataset_dir: Path, split: str) -> None:
         f"{dataset_dir} has no thread in split '{split}'; choose one of: {choices or 'none, it is empty'}",
         "--split",
     )
+
+
+def check_sample_split(dataset_dir: Path, config: EvalConfig) -> None:
+    """Raise UserError when the run's sampled split holds no answered thread of the dataset."""
+    check_split(dataset_dir, config.sample.split)
 
 
 def draw_sample(threads: list[dict[str, Any]], spec: SampleSpec) -> list[str]:
