@@ -9,11 +9,11 @@ from prefect.states import State
 from pydantic import BaseModel
 
 from flows.evaluation import evaluate_benchmark
-from tasks.benchmarks.protocol import Benchmark
 from tasks.core.provenance import write_run_manifest
 from tasks.core.runners import RunnerSettings
 from tasks.evals.config import RunConfig, RunOverrides, resolve_settings
 from tasks.evals.outputs import RunSummary
+from tasks.evals.protocol import Benchmark
 
 
 def case_set_evaluate_flow(bench: Benchmark, report_flow: Flow, module: str, description: str) -> Flow:

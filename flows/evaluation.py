@@ -13,7 +13,7 @@ from prefect import unmapped
 from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
-from tasks.benchmarks.protocol import Benchmark
+from tasks.core.run_folder import claim_run_folder
 from tasks.core.runners import RunnerSettings, make_task_runner
 from tasks.evals.batch_runs import AWAITING_BATCHES, batches_left_to_single_calls, make_batch_calls
 from tasks.evals.call_totals import ledger_calls, run_calls, spent_usd
@@ -27,8 +27,8 @@ from tasks.evals.outputs import (
     write_run_outputs,
 )
 from tasks.evals.plan import plan_evaluation
+from tasks.evals.protocol import Benchmark
 from tasks.evals.rejudge import rejudge_refusal
-from tasks.evals.run_folder import claim_run_folder
 from tasks.evals.run_lock import hold_run_folder
 from tasks.evals.spending import cap_refusal, capped_run, overspent_refusal
 from tasks.llm.ledger import compact_ledger

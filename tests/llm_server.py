@@ -43,6 +43,8 @@ from urllib.parse import parse_qs, urlsplit
 
 JUDGE_REPLY = '{"SCORE": 1.0, "REASON": "Matches the physician."}'
 SNOMED_PATIENT = "patient"
+# The trained patient oracle as the SNOMED README serves it (`--model_alias snomed-oracle`).
+SNOMED_ORACLE = "snomed-oracle"
 SNOMED_FINAL = '<Final Answer>: ["59621000", "44054006"]'
 _CASE_TAG = re.compile(r"\[case ([0-9a-f]{8})\]")
 CONSULT_QUESTIONS = (
@@ -146,11 +148,12 @@ def snomed_questions(model: str, case_tag: str) -> int:
 def snomed_reply(model: str, messages: list[dict[str, Any]]) -> str:
     """Both roles of a SNOMED interview, by model name, with replies of realistic length.
 
-    `patient` answers every question, tagging its answer with its case (a digest of its system prompt,
-    which holds the record). Any other model is a clinician: it asks `snomed_questions` questions, then
-    gives its final answer, at once when a user turn is not a patient's answer (the forced final prompt).
+    `patient` (or `snomed-oracle`) answers every question, tagging its answer with its case (a digest of its
+    system prompt, which holds the record). Any other model is a clinician: it asks `snomed_questions`
+    questions, then gives its final answer, at once when a user turn is not a patient's answer (the forced
+    final prompt).
     """
-    if model == SNOMED_PATIENT:
+    if model in (SNOMED_PATIENT, SNOMED_ORACLE):
         case_tag = hashlib.sha256(str(messages[0]["content"]).encode()).hexdigest()[:8]
         answered = sum(m["role"] == "assistant" for m in messages)
         return (

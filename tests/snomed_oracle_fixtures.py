@@ -4,10 +4,10 @@ written as the flow writes them. What the flow adds (threads, progress, the mani
 from pathlib import Path
 from typing import Any
 
-from tasks.benchmarks.protocol import Benchmark
 from tasks.evals.config import EvaluationSettings, RunConfig
 from tasks.evals.job_state import rows_of
 from tasks.evals.outputs import write_table
+from tasks.evals.protocol import Benchmark
 
 
 def run_inline(

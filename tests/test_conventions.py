@@ -162,6 +162,49 @@ def test_shared_modules_import_no_benchmark():
     assert {module: found for module, found in shared.items() if found} == {}
 
 
+# The layers, lowest first (house-style.md 3a): a module imports from its own package and from packages of
+# lower layers only, so what two benchmarks share never reaches up to one of them and each number has one
+# home below every view that shows it.
+LAYERS = (
+    ("tasks.core", "tasks.synth"),
+    ("tasks.data", "tasks.llm"),
+    ("tasks.report",),
+    ("tasks.export",),
+    ("tasks.evals",),
+    ("tasks.benchmarks",),
+    ("flows",),
+)
+
+
+def layer_package(module: str) -> tuple[int, str] | None:
+    """The layer and package of a project module; None for one of no layer (the `tasks` package itself)."""
+    for index, packages in enumerate(LAYERS):
+        for package in packages:
+            if module == package or module.startswith(f"{package}."):
+                return index, package
+    return None
+
+
+def test_every_module_has_a_layer():
+    assert [name for name in project_modules() if layer_package(name) is None] == ["tasks"]
+
+
+def test_modules_import_only_their_own_package_and_lower_layers():
+    """tasks/report imports nothing of tasks/evals, tasks/evals nothing of tasks/benchmarks, and so on."""
+    upward = {}
+    for module, imported in import_graph().items():
+        place = layer_package(module)
+        layer, package = place if place is not None else (0, module)
+        found = [
+            name
+            for name in imported
+            if (other := layer_package(name)) is not None and other[1] != package and other[0] >= layer
+        ]
+        if found:
+            upward[module] = sorted(found)
+    assert upward == {}
+
+
 def test_project_modules_import_no_cycle():
     """A cycle makes import order matter and hides which module owns what (house-style.md, item 3a)."""
     graph = import_graph()

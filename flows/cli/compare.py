@@ -36,11 +36,12 @@ def compare(
 ) -> None:
     """Compare models pair by pair on the items both scored (the `compare` flow); never calls a model.
 
-    Per pair, the difference of the benchmark's headline scores with a paired bootstrap interval and a
-    paired test (Wilcoxon signed-rank for graded scores, McNemar for pass/fail), overall and per turn group
-    or stage, and the items where the two differ most. Writes compare_differences and compare_items (Parquet
-    and CSV), compare.md and index.html, where an item opens both models' answers side by side. Refuses
-    runs of different benchmarks or over different items.
+    Per pair, the difference of the benchmark's headline scores, as its report computes them, with a
+    paired bootstrap interval and a paired test (Wilcoxon signed-rank for graded scores, McNemar for
+    pass/fail; for the consultation's composite and stage scores, recomputed on each resample of cases, the
+    paired bootstrap's), overall and per turn group, and the items where the two differ most. Writes
+    compare_differences and compare_items (Parquet and CSV), compare.md and index.html, where an item opens
+    both models' answers side by side. Refuses runs of different benchmarks or over different items.
     """
     from flows.compare import compare_runs
     from tasks.benchmarks.compare import check_comparable

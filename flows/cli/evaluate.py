@@ -19,8 +19,8 @@ from tasks.report.tables import table_rich
 if TYPE_CHECKING:  # importing them at run time costs every command the seconds litellm takes
     from prefect.states import State
 
-    from tasks.benchmarks.protocol import Benchmark
     from tasks.evals.config import EvaluationSettings
+    from tasks.evals.protocol import Benchmark
 
 
 # Exit status of a run that stopped waiting with batches in flight (EX_TEMPFAIL: try again later).
@@ -253,9 +253,9 @@ def run_or_estimate(
     """Print the dry run's estimate (warning when it passes the spending cap), or run the benchmark's
     evaluate flow holding the run folder and print its summary; exit 1 when calls failed, 3 when the cap
     stopped the run."""
+    from tasks.core.run_folder import check_run_folder_benchmark
     from tasks.evals.batch_runs import AWAITING_BATCHES
     from tasks.evals.estimate import estimate_plan
-    from tasks.evals.run_folder import check_run_folder_benchmark
     from tasks.evals.spending import cap_exceeded_warning, overspent_refusal
     from tasks.llm.ledger import CallLedger
 

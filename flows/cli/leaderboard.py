@@ -39,10 +39,11 @@ def leaderboard(
     unknown. A row is complete only when its run's tables hold every item the run planned for it.
     """
     from tasks.benchmarks.compare import run_coverage
+    from tasks.evals.config import RunConfig
     from tasks.report.leaderboard import write_leaderboard
 
     check_writable_folder(out, "--out")
-    boards = write_leaderboard(run_dirs, out, run_coverage)
+    boards = write_leaderboard(run_dirs, out, run_coverage, common_settings=RunConfig.model_fields)
     rows = sum(len(board.rows) for board in boards)
     console.print(
         f"Wrote {len(boards)} {'table' if len(boards) == 1 else 'tables'} ({rows} rows) from "

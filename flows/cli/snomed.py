@@ -161,6 +161,14 @@ def evaluate_options(
             "comparison). Recorded in manifest.json and the report."
         ),
     ] = None,
+    patient_prompt: Annotated[
+        str | None,
+        typer.Option(
+            help="An LLM patient's prompt: a file, or the name of one in tasks/benchmarks/snomed/prompts/: "
+            "oracle_patient_v1 (the trained oracle's, the one to serve it with), patient_lay_v1, patient_v1; "
+            "default: the one of --patient-prompt-form."
+        ),
+    ] = None,
 ) -> tuple[dict[str, str], dict[str, Any]]:
     """Interview every case's patient with every clinician and score the codes (the `snomed-evaluate` flow).
 
@@ -168,7 +176,14 @@ def evaluate_options(
     outage; nothing already paid is asked again. Exits 1 if calls failed, 75 if batches (--batch) are still
     in flight, 3 if the spending cap (--max-cost) stopped it.
     """
-    settings = {"max_turns": max_turns, "disclosure": disclosure, "patient_prompt_form": patient_prompt_form}
+    from tasks.benchmarks.snomed.config import patient_prompt_file
+
+    settings = {
+        "max_turns": max_turns,
+        "disclosure": disclosure,
+        "patient_prompt_form": patient_prompt_form,
+        "patient_prompt": patient_prompt_file(patient_prompt) if patient_prompt else None,
+    }
     return {"patient": patient} if patient else {}, settings
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from flows.cli.errors import reports_errors
+from flows.cli.errors import reports_errors, warn
 from flows.cli.evaluate import (
     ApiBase,
     ApiKeyEnv,
@@ -30,10 +30,10 @@ from flows.cli.render import console
 if TYPE_CHECKING:  # imported at run time only by the commands: litellm takes seconds to import
     from prefect.states import State
 
-    from tasks.benchmarks.protocol import Benchmark
     from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
     from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
     from tasks.evals.config import RunConfig, RunOverrides
+    from tasks.evals.protocol import Benchmark
 
 Cases = Annotated[
     Path,
@@ -158,8 +158,8 @@ def run_command(
     """The settings from the options (exit 2 when they are wrong), `check_out(config)` of the output folder,
     then the dry run's estimate or the flow run on (case set, output folder); True when the flow ran (exit
     1 when calls failed)."""
+    from tasks.core.run_folder import check_run_folder_benchmark
     from tasks.evals.config import resolve_settings
-    from tasks.evals.run_folder import check_run_folder_benchmark
 
     cases_dir, out = folders
     settings = checked_settings(
@@ -176,7 +176,9 @@ def run_command(
 
 def print_oracle_data(out: Path, to: Console) -> None:
     """The data folder's counts per split and kind, rejected pairs by reason, what the leak check read, and
-    the offline label."""
+    the offline label; a warning for each split that holds no pair, with the fix."""
+    from tasks.benchmarks.snomed.oracle.splits import empty_split_reason
+
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     teacher = manifest["teacher"]
     to.print(
@@ -195,6 +197,9 @@ def print_oracle_data(out: Path, to: Console) -> None:
     else:
         to.print(f"  leak check: {digits}; names allowed (history disclosure)")
     to.print(f"[green]Oracle data written to[/green] {out}")
+    for split in manifest["counts"]["kept"]:
+        if (reason := empty_split_reason(manifest, split)) is not None:
+            warn(f"{out / 'chat' / f'{split}.jsonl'} holds 0 pairs: {reason}")
 
 
 @reports_errors("out")
@@ -235,8 +240,11 @@ def patient_eval(
     ] = 2,
     disclosure: Disclosure = "symptoms",
     patient_prompt: Annotated[
-        Path | None,
-        typer.Option(help="LLM patients' prompt file (default: prompts/oracle_patient_v1.txt).", exists=True),
+        str | None,
+        typer.Option(
+            help="LLM patients' prompt: a file, or the name of one in tasks/benchmarks/snomed/prompts/ "
+            "(oracle_patient_v1, the default; patient_lay_v1, patient_v1)."
+        ),
     ] = None,
     limit: Limit = None,
     api_base: ApiBase = None,
@@ -256,6 +264,7 @@ def patient_eval(
     """Ask every patient the bench's questions about every case, score the answers, compare the patients
     (the `snomed-patient-eval` flow). Exits 1 if calls failed."""
     from tasks.benchmarks.snomed.cases.loading import check_case_set
+    from tasks.benchmarks.snomed.config import patient_prompt_file
     from tasks.benchmarks.snomed.patient_bench.benchmark import PATIENT_BENCH
     from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
     from tasks.evals.config import RunOverrides
@@ -265,7 +274,7 @@ def patient_eval(
         "askings": askings,
         "disclosure": disclosure,
         "oracle_data": oracle_data,
-        "patient_prompt": patient_prompt,
+        "patient_prompt": patient_prompt_file(patient_prompt) if patient_prompt else None,
     }
     overrides = RunOverrides(
         models=split_list(patients),

@@ -15,6 +15,13 @@ from tasks.benchmarks.snomed.oracle_train.settings import PAPER_BASE, OracleTrai
 from tasks.core.preflight import UserError, check_writable_folder
 
 DEFAULTS = OracleTrainSettings()
+# What this run did, by the folder it found (oracle_train/resume.py: NextStep).
+TRAINING_DONE = {
+    "nothing": "The run was finished, with every output asked: nothing trained nor written.",
+    "export": "The run was finished: nothing trained; the outputs it lacked written.",
+    "finish": "The last checkpoint had ended the training: nothing trained; losses and outputs written.",
+    "train": "Trained.",
+}
 ORACLE_EXTRA_MODULES = ("torch", "transformers", "peft", "trl", "datasets", "gguf")
 
 
@@ -83,8 +90,19 @@ def oracle_train(
             dir_okay=False,
         ),
     ] = None,
+    export_only: Annotated[
+        bool,
+        typer.Option(
+            "--export-only",
+            help="Train nothing: write the asked outputs (merged/, oracle.gguf) that the finished run in "
+            "--out lacks. The same command without it does so too on a finished run.",
+        ),
+    ] = False,
 ) -> None:
-    """Fine-tune a causal LM with LoRA on the oracle's chat pairs (GPU if there is one, else CPU)."""
+    """Fine-tune a causal LM with LoRA on the oracle's chat pairs (GPU if there is one, else CPU).
+
+    A finished run is never trained again, nor any run past --max-steps: re-run the same command with
+    --gguf-converter to add the GGUF to a finished run."""
     settings = OracleTrainSettings(
         base=base, lora_rank=lora_rank, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
         target_modules=tuple(name.strip() for name in target_modules.split(",") if name.strip()),
@@ -93,14 +111,35 @@ def oracle_train(
         save_steps=save_steps, logging_steps=logging_steps, seed=seed, chat_template=chat_template,
     )  # fmt: skip
     from tasks.benchmarks.snomed.oracle_train.data import chat_split_files
-    from tasks.benchmarks.snomed.oracle_train.train import check_resumable, train_oracle
+    from tasks.benchmarks.snomed.oracle_train.resume import (
+        check_resumable,
+        last_checkpoint,
+        next_step,
+        recorded_manifest,
+        training_ended_at,
+        wanted_outputs,
+    )
+    from tasks.benchmarks.snomed.oracle_train.train import train_oracle
 
     # Every input checked before the minute that importing torch and the model can take.
     chat_split_files(data)
     check_writable_folder(out, "--out")
     check_resumable(out, settings)
+    wanted = wanted_outputs(export, gguf_converter is not None)
+    ended = training_ended_at(last_checkpoint(out), settings)
+    step = next_step(recorded_manifest(out), settings, wanted, export_only, ended)
     check_oracle_extra()
-    manifest = train_oracle(data, out, settings, export=export, gguf_converter=gguf_converter)
+    manifest = train_oracle(
+        data, out, settings, export=export, gguf_converter=gguf_converter, export_only=export_only
+    )
+    console.print(TRAINING_DONE[step])
+    pairs = manifest["data"]["pairs"]
+    for split, count in manifest["data"].get("pairs_within_max_length", {}).items():
+        if count < pairs[split]:
+            console.print(
+                f"{pairs[split] - count:,} of {pairs[split]:,} {split} pairs left out: --max-length "
+                f"{settings.max_length} cuts off their whole answer"
+            )
     loss = manifest["eval_loss"]
     console.print(
         f"held-out loss {loss['before']:.4f} -> {loss['after']:.4f} after {manifest['global_step']} steps "

@@ -7,10 +7,10 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.benchmarks.protocol import Benchmark
 from tasks.benchmarks.registry import BENCHMARKS
 from tasks.core.preflight import UserError
-from tasks.evals.run_folder import run_folder_benchmark
+from tasks.core.run_folder import run_folder_benchmark
+from tasks.evals.protocol import Benchmark
 from tasks.report.compare import (
     CompareSettings,
     ComparisonSource,
@@ -36,7 +36,7 @@ def _holds_run_of(run_dir: Path, benchmark: Benchmark) -> bool:
 
 
 def folder_benchmark(run_dir: Path) -> str:
-    """The benchmark a run folder names (tasks/evals/run_folder.py); for a run from before folders named
+    """The benchmark a run folder names (tasks/core/run_folder.py); for a run from before folders named
     one, the benchmark whose finished run's files it holds."""
     declared = run_folder_benchmark(run_dir)
     if declared is not None:

@@ -1,11 +1,11 @@
 """Every benchmark by name: adding one is a folder under tasks/benchmarks/ and a line here."""
 
 from tasks.benchmarks.consult.benchmark import CONSULT
-from tasks.benchmarks.protocol import Benchmark
 from tasks.benchmarks.snomed.benchmark import SNOMED
 from tasks.benchmarks.snomed.oracle.benchmark import ORACLE_DATA
 from tasks.benchmarks.snomed.patient_bench.benchmark import PATIENT_BENCH
 from tasks.benchmarks.threadmed.benchmark import THREADMED
+from tasks.evals.protocol import Benchmark
 
 BENCHMARKS: dict[str, Benchmark] = {benchmark.name: benchmark for benchmark in (THREADMED, SNOMED, CONSULT)}
 # Every run the shared machinery makes, by the name its batches record (`batches/run.json`): the benchmarks

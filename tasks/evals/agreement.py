@@ -1,6 +1,6 @@
 """Agreement between graders of the same items: Cohen's kappa, Krippendorff's alpha, exact agreement, the
-confusion matrix, a consensus grade and a grader's drift between repeated gradings, with seeded bootstrap
-intervals over items.
+confusion matrix and a grader's drift between repeated gradings, with seeded bootstrap intervals over items
+(the consensus grade of a panel is tasks/report/panel.py's).
 
 Generic: grades are numbers on an ordered scale the caller gives (a rubric's 0 / 0.5 / 1); a missing grade is
 NaN. Kappa is scikit-learn's `cohen_kappa_score` and alpha the `krippendorff` package's; the tests check
@@ -55,15 +55,6 @@ class PairAgreement(NamedTuple):
     kappa_quadratic: Statistic
     alpha_ordinal: Statistic
     confusion: list[list[int]]
-
-
-def consensus_grade(grades: Sequence[float]) -> float:
-    """The median of several grades of one item; of an even count, the lower of the two middle grades, which
-    stays on the scale and is the conservative choice."""
-    ordered = np.sort(np.asarray(grades, dtype=float))
-    if len(ordered) == 0:
-        raise ValueError("no grades to take the consensus of")
-    return float(ordered[(len(ordered) - 1) // 2])
 
 
 def _without_interval(estimate: float, n: int, n_resamples: int) -> BootstrapCI | None:

@@ -14,13 +14,13 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
-from tasks.benchmarks.protocol import Benchmark
 from tasks.core.files import write_text_atomic
 from tasks.core.provenance import artifact_key
 from tasks.evals.batch_waves import BatchWaves, WaveCounts, WavesOutcome
 from tasks.evals.config import EvaluationSettings, RunConfig
 from tasks.evals.job_state import rows_of
 from tasks.evals.plan import RunPlan
+from tasks.evals.protocol import Benchmark
 from tasks.llm.batches import BatchStore
 
 AWAITING_BATCHES = "AwaitingBatches"  # the name of a run's Completed state while its batches are in flight

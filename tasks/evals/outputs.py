@@ -190,14 +190,29 @@ def failure_counts(failures: list[tuple[str, str]]) -> dict[str, Any]:
     return {"failed_calls": dict(Counter(kind for kind, _ in failures)), "failure_examples": examples}
 
 
+# A group's score rows -> its score in [0, 1] as the benchmark's report computes it; None when undefined.
+GroupScore = Callable[[list[dict[str, Any]]], float | None]
+
+
+def column_mean(column: str) -> GroupScore:
+    """The score of a benchmark whose report averages one column: its mean over the rows where it is not
+    null."""
+
+    def mean(rows: list[dict[str, Any]]) -> float | None:
+        values = [row[column] for row in rows if row.get(column) is not None]
+        return sum(values) / len(values) if values else None
+
+    return mean
+
+
 class EpisodeCounts(NamedTuple):
     """How a benchmark whose score rows are one per (model, case, epoch) is summarised per model and epoch:
-    the count columns (label -> (column, value) of a score row), the score column (mean x 100 over the
-    rows where it is not null), how the summary names it, and the total columns after the counts (label ->
-    a score row's column of counts, summed; null counts nothing)."""
+    the count columns (label -> (column, value) of a score row), the score of a group's rows (x 100 in the
+    summary), how the summary names it, and the total columns after the counts (label -> a score row's
+    column of counts, summed; null counts nothing)."""
 
     counts: dict[str, tuple[str, Any]]
-    score_column: str
+    score: GroupScore
     score_label: str
     score_note: str
     totals: tuple[tuple[str, str], ...] = ()
@@ -210,9 +225,9 @@ def summarize_by_epoch(
     results: list[dict[str, Any]],
     how: EpisodeCounts,
 ) -> RunSummary:
-    """Per model and epoch: score rows counted, the mean score, the cost of every call (any role), the replies
-    cut at max_tokens ('cut', any role: scored as given); the failed calls among the message rows, one
-    example per kind."""
+    """Per model and epoch: score rows counted, the score of the epoch's rows (`how.score`), the cost of
+    every call (any role), the replies cut at max_tokens ('cut', any role: scored as given); the failed
+    calls among the message rows, one example per kind."""
     by_group: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     for row in results:
         by_group[(row["model"], row["epoch"])].append(row)
@@ -223,7 +238,7 @@ def summarize_by_epoch(
         cut[(row["model"], row["epoch"])] += row.get("finish_reason") == "length"
     groups = []
     for (model, epoch), rows in sorted(by_group.items()):
-        scores = [row[how.score_column] for row in rows if row.get(how.score_column) is not None]
+        score = how.score(rows)
         groups.append(
             GroupSummary(
                 model=model,
@@ -233,7 +248,7 @@ def summarize_by_epoch(
                     **{label: sum(row.get(column) or 0 for row in rows) for label, column in how.totals},
                     "cut": cut[(model, epoch)],
                 },
-                score=100 * sum(scores) / len(scores) if scores else None,
+                score=None if score is None else 100 * score,
                 cost_usd=cost[(model, epoch)],
             )
         )

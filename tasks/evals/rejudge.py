@@ -30,14 +30,14 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
-from tasks.benchmarks.protocol import Benchmark
 from tasks.core.files import write_json_atomic
 from tasks.core.preflight import UserError
+from tasks.core.run_folder import BENCHMARK_FILE, check_run_folder_benchmark, run_folder_benchmark
 from tasks.evals.config import CostCap, EvaluationSettings, JudgedRunConfig, RunConfig, RunOverrides
 from tasks.evals.estimate import EstimateTally
 from tasks.evals.outputs import RunSummary, Summarizer
 from tasks.evals.plan import Job, RunPlan
-from tasks.evals.run_folder import BENCHMARK_FILE, check_run_folder_benchmark, run_folder_benchmark
+from tasks.evals.protocol import Benchmark
 from tasks.llm.ledger import CallLedger
 
 REJUDGE_FILE = "rejudge.json"

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Literal
 
 from tasks.core.preflight import UserError
-from tasks.evals.run_folder import BENCHMARK_FILE, run_folder_benchmark
+from tasks.core.run_folder import BENCHMARK_FILE, run_folder_benchmark
 from tasks.export.flat import write_flat
 from tasks.export.samples import ExportedRun
 

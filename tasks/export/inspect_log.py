@@ -5,8 +5,9 @@ model, built from inspect_ai's own log types and written by its `write_eval_log`
 The mapping: the benchmark is the task, each export sample an `EvalSample` (its input messages, the whole
 conversation, the model's last reply as the output with its usage and stop reason, the score with the judge's
 explanation, the thread or case, turn, condition and epoch as metadata, token usage by model and by role);
-the other roles (judge, simulated patient) are the spec's model roles; the results are the mean of the
-headline score over scored samples, per condition where the benchmark has conditions. Inspect numbers epochs
+the other roles (judge, simulated patient) are the spec's model roles; the results are the run's scores as
+the benchmark's report computes them (the mean of the headline score over scored samples, per condition
+where the benchmark has conditions; the consultation's composite and stage scores). Inspect numbers epochs
 from 1: a sample's `epoch` is the run's epoch + 1, and `metadata["epoch"]` keeps the run's own.
 A score that was not given is Inspect's unscored sentinel (`Score.unscored`, NaN, skipped by its metrics)
 with the reason; a failed answer is the sample's `error`.
@@ -15,7 +16,6 @@ inspect_ai is an optional dependency (the `inspect` extra): only this module imp
 """
 
 import re
-from collections import defaultdict
 from functools import partial
 from pathlib import Path
 
@@ -124,21 +124,22 @@ def eval_sample(sample: ExportSample, model: str, scorer: str) -> EvalSample:
 
 
 def results(run: ExportedRun, model: str, samples: list[ExportSample]) -> EvalResults:
-    """The mean headline score over scored samples (per condition where there are conditions), the run
-    summary's groups of this model in the metadata."""
-    groups: dict[str | None, list[float]] = defaultdict(list)
-    for sample in samples:
-        if sample.score is not None:
-            groups[sample.condition].append(sample.score)
-    metrics = {
-        ("mean" if condition is None else f"mean {condition}"): EvalMetric(
-            name="mean" if condition is None else condition,
-            group=None if condition is None else "mean by condition",
-            value=sum(scores) / len(scores),
+    """The model's run scores as its benchmark's report computes them (`ExportedRun.results`: the mean of a
+    headline score, per condition where there are conditions; the consultation's composite and stage
+    scores), each one undefined over the run named in the score's metadata; the run summary's groups of this
+    model in the results' metadata."""
+    metrics, undefined = {}, []
+    for score in run.results.by_model.get(model, []):
+        key = score.name if score.condition is None else f"{score.name} {score.condition}"
+        if score.value is None:
+            undefined.append(key)
+            continue
+        metrics[key] = EvalMetric(
+            name=score.name if score.condition is None else score.condition,
+            group=None if score.condition is None else f"{score.name} by condition",
+            value=score.value,
         )
-        for condition, scores in sorted(groups.items(), key=lambda item: str(item[0]))
-    }
-    scored = sum(len(scores) for scores in groups.values())
+    scored = sum(1 for sample in samples if sample.score is not None)
     summary = [group for group in run.summary.get("groups", []) if group["model"] == model]
     return EvalResults(
         total_samples=len(samples),
@@ -150,7 +151,11 @@ def results(run: ExportedRun, model: str, samples: list[ExportSample]) -> EvalRe
                 scored_samples=scored,
                 unscored_samples=len(samples) - scored,
                 metrics=metrics,
-                metadata={"score": run.score_name},
+                metadata={
+                    "score": run.score_name,
+                    "results": run.results.note,
+                    **({"undefined": undefined} if undefined else {}),
+                },
             )
         ],
         metadata={"run_summary": summary} if summary else None,

@@ -66,6 +66,41 @@ class ExportSample(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)  # the benchmark's own facts of the item
 
 
+class RunScore(BaseModel):
+    """A model's score over the run, as its benchmark's report states it (the Inspect log's results)."""
+
+    name: str  # mean, composite, a stage's name
+    condition: str | None = None  # ThReadMed-QA: baseline | oracle
+    value: float | None  # None: undefined over the run (no sample scored, a stage with no defined metric)
+
+
+class RunScores(BaseModel):
+    """Every model's run scores, and how they were computed (said in the log)."""
+
+    note: str
+    by_model: dict[str, list[RunScore]]
+
+
+SAMPLE_MEAN = "the mean of the headline score over scored samples, per condition where there are conditions"
+
+
+def sample_means(samples: dict[str, list[ExportSample]]) -> RunScores:
+    """Each model's mean headline score over its scored samples, per condition: the run score of a benchmark
+    whose report averages its items' scores (ThReadMed-QA's mean judge score, SNOMED's F1)."""
+    by_model = {}
+    for model, mine in samples.items():
+        groups: dict[str | None, list[float]] = {}
+        for sample in mine:
+            scores = groups.setdefault(sample.condition, [])
+            if sample.score is not None:
+                scores.append(sample.score)
+        by_model[model] = [
+            RunScore(name="mean", condition=condition, value=sum(scores) / len(scores) if scores else None)
+            for condition, scores in sorted(groups.items(), key=lambda item: str(item[0]))
+        ]
+    return RunScores(note=SAMPLE_MEAN, by_model=by_model)
+
+
 class ModelRole(BaseModel):
     """A model of the run: the name its rows carry, the litellm model string, and the params sent."""
 
@@ -90,6 +125,7 @@ class ExportedRun(BaseModel):
     models: list[ModelRole]
     roles: dict[str, ModelRole]  # the other roles: judge, patient
     samples: dict[str, list[ExportSample]]  # by model name, in the run's model order
+    results: RunScores  # each model's scores over the run, as the benchmark's report computes them
     summary: dict[str, Any]  # the manifest's run summary (tasks/evals/outputs.py RunSummary)
     manifest: dict[str, Any]
 
@@ -157,9 +193,10 @@ class RunFacts(NamedTuple):
 
 
 def exported_run_of(
-    manifest: RunManifest, facts: RunFacts, samples: dict[str, list[ExportSample]]
+    manifest: RunManifest, facts: RunFacts, samples: dict[str, list[ExportSample]], results: RunScores
 ) -> ExportedRun:
-    """An ExportedRun from a run's common manifest fields (tasks/report/runs.py) and its samples by model."""
+    """An ExportedRun from a run's common manifest fields (tasks/report/runs.py), its samples and its run
+    scores by model."""
     raw, config = manifest.raw, manifest.config
     sent = raw.get("sent", {})
     return ExportedRun(
@@ -179,6 +216,7 @@ def exported_run_of(
             if config.get(role)
         },
         samples={name: samples.get(name, []) for name in dict.fromkeys([*manifest.models, *samples])},
+        results=results,
         summary=raw.get("summary", {}),
         manifest=raw,
     )

@@ -4,6 +4,12 @@ and a paired test, the items where they differ most, and the refusal of runs ove
 A benchmark hands over its scores as `ItemScore` rows (tasks/benchmarks/<name>/compare.py); everything
 below is pure except `write_comparison`. Pairs are the items both models scored: an item one of them left
 unscored (a failed call, an unparseable grade) is in neither mean nor test, and `n` says how many pairs are.
+
+A score is compared as the benchmark's report computes it. Most are means over items (a judge's grade,
+F1): the difference of two means is the mean of the paired differences, tested with a paired rank test. A
+STATISTIC (the consultation's composite and stage scores) is a function of several metrics' means, not a
+mean of per-item values: each model's value is recomputed from the same resample of cases (a paired
+bootstrap, as Koehn (2004) does for corpus BLEU), and its test is that bootstrap's.
 """
 
 from collections.abc import Callable, Sequence
@@ -15,7 +21,6 @@ from urllib.parse import urlencode
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from scipy import stats
 
 from tasks.core.preflight import UserError
 from tasks.core.safe_text import page_text, write_csv_table
@@ -23,29 +28,44 @@ from tasks.report.compare_figure import CAPTION, FIGURE_ID, plot_differences
 from tasks.report.coverage import Planned, RunCoverage, epoch_groups, missing_items
 from tasks.report.files import write_stats_table
 from tasks.report.html import browser_parts, data_parts, figures_html, render_page
+from tasks.report.paired_tests import (
+    MCNEMAR,
+    PAIRED_BOOTSTRAP,
+    WILCOXON,
+    mcnemar_test,
+    paired_statistic,
+    wilcoxon_test,
+)
 from tasks.report.runs import model_name
 from tasks.report.settings import CompareSettings
 from tasks.report.stats import BootstrapCI, bootstrap_mean, seeded_rng
 from tasks.report.tables import Table, format_number, table_html, table_markdown
 
-GRADED, PASS_FAIL = "graded", "pass_fail"
+GRADED, PASS_FAIL, STATISTIC = "graded", "pass_fail", "statistic"
 ALL_ITEMS = "all"
 # The items listed per pair of models and score, where their scores differ most.
 MAX_DIFFERING_ITEMS = 10
 
 
 class Metric(NamedTuple):
-    """A headline score of a benchmark: its name in ItemScore.metric, and GRADED or PASS_FAIL."""
+    """A headline score of a benchmark: its name, and its kind. GRADED or PASS_FAIL: each item has its score
+    (ItemScore.metric is the name), a model's score is their mean. STATISTIC: a model's score over a set of
+    items is `of_means` of its `parts` means (the ItemScore metrics named there, each averaged over the items
+    where it is defined; an array of means, NaN where undefined, last axis in `parts` order -> the scores,
+    NaN where undefined); one item's score is the same function of its own values."""
 
     name: str
     kind: str
+    parts: tuple[str, ...] = ()
+    of_means: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 class ItemScore(NamedTuple):
     """One model's score of one item on one metric. `stratum` separates items never compared with each other
     (ThReadMed's conditions); `group` is the turn group or stage an item belongs to ('' for none); `cluster`
     is what the bootstrap resamples (a thread, a case: its items are correlated); `locator` is the item's
-    address in the benchmark's browser (a URL query)."""
+    address in the benchmark's browser (a URL query). A score None is unscored (the item is in no pair), but
+    for a STATISTIC's part: undefined on that item (the item is paired; the part's mean leaves it out)."""
 
     metric: str
     stratum: str
@@ -142,14 +162,7 @@ class ComparisonSource(NamedTuple):
 
 
 # The paired test of each kind of score, by name.
-TEST_NAMES = {GRADED: "Wilcoxon", PASS_FAIL: "McNemar exact"}
-
-
-class PairedTest(NamedTuple):
-    name: str
-    statistic: float
-    p_value: float
-    n: int
+TEST_NAMES = {GRADED: WILCOXON, PASS_FAIL: MCNEMAR, STATISTIC: PAIRED_BOOTSTRAP}
 
 
 def check_same_items(items_by_run: Sequence[tuple[str, set[str]]], noun: str) -> None:
@@ -166,27 +179,6 @@ def check_same_items(items_by_run: Sequence[tuple[str, set[str]]], noun: str) ->
                     f"{noun}s",
                     "RUN_DIRS...",
                 )
-
-
-def wilcoxon_test(a: np.ndarray, b: np.ndarray) -> PairedTest | None:
-    """Wilcoxon signed-rank of the pairs (a, b), two-sided, scipy's defaults (zero differences dropped);
-    None when no pair differs (the test is undefined)."""
-    if not np.any(a != b):
-        return None
-    result = stats.wilcoxon(a, b, alternative="two-sided")
-    return PairedTest(TEST_NAMES[GRADED], float(result.statistic), float(result.pvalue), len(a))
-
-
-def mcnemar_test(a: np.ndarray, b: np.ndarray) -> PairedTest | None:
-    """McNemar's exact test of paired pass/fail outcomes (1 pass, 0 fail): a two-sided binomial test of the
-    pairs only a passes among the discordant pairs, against one half. None without a discordant pair.
-    The statistic is the count of pairs only a passes."""
-    only_a = int(np.sum((a == 1) & (b == 0)))
-    only_b = int(np.sum((a == 0) & (b == 1)))
-    if only_a + only_b == 0:
-        return None
-    result = stats.binomtest(only_a, only_a + only_b, 0.5, alternative="two-sided")
-    return PairedTest(TEST_NAMES[PASS_FAIL], float(only_a), float(result.pvalue), len(a))
 
 
 PAIRED_TESTS = {GRADED: wilcoxon_test, PASS_FAIL: mcnemar_test}
@@ -230,29 +222,102 @@ def _mean(values: np.ndarray) -> float | None:
     return float(values.mean()) if len(values) else None
 
 
+class PartPairs(NamedTuple):
+    """Items both models have rows of (in the order of the first's), each with its values of a STATISTIC's
+    parts (items x parts, NaN where undefined), its cluster and its locator."""
+
+    item: list[str]
+    cluster: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    locator: list[str]
+
+
+def paired_parts(rows_a: Sequence[ItemScore], rows_b: Sequence[ItemScore], parts: Sequence[str]) -> PartPairs:
+    """The items both models have part rows of, with their parts' values."""
+
+    def values(rows: Sequence[ItemScore]) -> tuple[dict[str, ItemScore], dict[str, np.ndarray]]:
+        first: dict[str, ItemScore] = {}
+        table: dict[str, np.ndarray] = {}
+        for row in rows:
+            if row.metric in parts:
+                first.setdefault(row.item, row)
+                value = np.nan if row.score is None else row.score
+                table.setdefault(row.item, np.full(len(parts), np.nan))[parts.index(row.metric)] = value
+        return first, table
+
+    first, values_a = values(rows_a)
+    _, values_b = values(rows_b)
+    items = [item for item in first if item in values_b]
+    return PartPairs(
+        item=items,
+        cluster=np.array([first[item].cluster for item in items], dtype=object),
+        a=np.array([values_a[item] for item in items], dtype=float).reshape(len(items), len(parts)),
+        b=np.array([values_b[item] for item in items], dtype=float).reshape(len(items), len(parts)),
+        locator=[first[item].locator for item in items],
+    )
+
+
 def _groups(rows: Sequence[ItemScore]) -> list[str]:
     """ALL_ITEMS, then each group in order of first appearance."""
     return [ALL_ITEMS, *dict.fromkeys(row.group for row in rows if row.group)]
 
 
+def _compared(
+    metric: Metric,
+    rows_a: Sequence[ItemScore],
+    rows_b: Sequence[ItemScore],
+    rng: np.random.Generator,
+    settings: CompareSettings,
+) -> dict[str, Any]:
+    """A difference row's numbers: the pairs, both models' scores over them, A - B with its interval, the
+    metric's paired test."""
+    if metric.kind == STATISTIC:
+        assert metric.of_means is not None
+        pairs = paired_parts(rows_a, rows_b, metric.parts)
+        result = paired_statistic(pairs.a, pairs.b, pairs.cluster, metric.of_means, rng, settings)
+        n, mean_a, mean_b = len(pairs.item), result.value_a, result.value_b
+        ci, test = result.interval, result.test
+    else:
+        item_pairs = paired(rows_a, rows_b)
+        n, mean_a, mean_b = len(item_pairs.a), _mean(item_pairs.a), _mean(item_pairs.b)
+        ci = paired_difference(item_pairs, rng, settings)
+        test = PAIRED_TESTS[metric.kind](item_pairs.a, item_pairs.b) if n else None
+    return {
+        "n_pairs": n,
+        "mean_a": mean_a,
+        "mean_b": mean_b,
+        "difference": ci.estimate,
+        "ci_low": ci.low,
+        "ci_high": ci.high,
+        "test": TEST_NAMES[metric.kind],
+        "statistic": None if test is None else test.statistic,
+        "p_value": None if test is None else test.p_value,
+    }
+
+
+def _names(metric: Metric) -> tuple[str, ...]:
+    """The ItemScore metrics a metric is computed from: its parts, or itself."""
+    return metric.parts or (metric.name,)
+
+
 def difference_rows(
     comparison: Comparison, models: Sequence[str], settings: CompareSettings
 ) -> list[dict[str, Any]]:
-    """Per pair of models, metric, stratum and group (all items first): both means over the pairs, the mean
-    difference a - b with its paired bootstrap interval, and the metric's paired test."""
+    """Per pair of models, metric, stratum and group (all items first): both models' scores over the pairs
+    (means, or a STATISTIC's value), the difference a - b with its paired bootstrap interval, and the
+    metric's paired test."""
     rows = []
     by_key: dict[tuple[str, str, str], list[ItemScore]] = {}
     for score in comparison.scores:
         by_key.setdefault((score.metric, score.stratum, score.model), []).append(score)
     strata = list(dict.fromkeys(score.stratum for score in comparison.scores))
     for (model_a, model_b), metric, stratum in product(combinations(models, 2), comparison.metrics, strata):
-        rows_a = by_key.get((metric.name, stratum, model_a), [])
-        rows_b = by_key.get((metric.name, stratum, model_b), [])
+        rows_a = [row for name in _names(metric) for row in by_key.get((name, stratum, model_a), [])]
+        rows_b = [row for name in _names(metric) for row in by_key.get((name, stratum, model_b), [])]
         for group in _groups(rows_a) if rows_a and rows_b else []:
-            pairs = paired([row for row in rows_a if group in (ALL_ITEMS, row.group)], rows_b)
+            chosen = [row for row in rows_a if group in (ALL_ITEMS, row.group)]
             labels = ("compare", model_a, model_b, metric.name, stratum, group)
-            ci = paired_difference(pairs, seeded_rng(settings.seed, *labels), settings)
-            test = PAIRED_TESTS[metric.kind](pairs.a, pairs.b) if len(pairs.a) else None
             rows.append(
                 {
                     "model_a": model_a,
@@ -260,18 +325,20 @@ def difference_rows(
                     "metric": metric.name,
                     "stratum": stratum,
                     "group": group,
-                    "n_pairs": len(pairs.a),
-                    "mean_a": _mean(pairs.a),
-                    "mean_b": _mean(pairs.b),
-                    "difference": ci.estimate,
-                    "ci_low": ci.low,
-                    "ci_high": ci.high,
-                    "test": TEST_NAMES[metric.kind],
-                    "statistic": None if test is None else test.statistic,
-                    "p_value": None if test is None else test.p_value,
+                    **_compared(metric, chosen, rows_b, seeded_rng(settings.seed, *labels), settings),
                 }
             )
     return rows
+
+
+def item_pairs(metric: Metric, rows_a: Sequence[ItemScore], rows_b: Sequence[ItemScore]) -> Pairs:
+    """The items both models scored, each with its score on `metric` (a STATISTIC's: of the item's own part
+    values, NaN where undefined)."""
+    if metric.kind != STATISTIC:
+        return paired(rows_a, rows_b)
+    assert metric.of_means is not None
+    parts = paired_parts(rows_a, rows_b, metric.parts)
+    return Pairs(parts.item, parts.cluster, metric.of_means(parts.a), metric.of_means(parts.b), parts.locator)
 
 
 def differing_item_rows(
@@ -284,10 +351,12 @@ def differing_item_rows(
     strata = list(dict.fromkeys(score.stratum for score in comparison.scores))
     metric = comparison.metrics[0]
     for (model_a, model_b), stratum in product(combinations(models, 2), strata):
-        pick = [s for s in comparison.scores if s.metric == metric.name and s.stratum == stratum]
-        pairs = paired([s for s in pick if s.model == model_a], [s for s in pick if s.model == model_b])
+        pick = [s for s in comparison.scores if s.metric in _names(metric) and s.stratum == stratum]
+        pairs = item_pairs(
+            metric, [s for s in pick if s.model == model_a], [s for s in pick if s.model == model_b]
+        )
         gap = np.abs(pairs.a - pairs.b)
-        differ = np.flatnonzero(gap > 0)
+        differ = np.flatnonzero(gap > 0)  # NaN (undefined on an item) is not listed
         rows.extend(
             {
                 "model_a": model_a,
@@ -383,11 +452,33 @@ def differences_table(rows: Sequence[dict[str, Any]], level: float) -> Table:
             ]
             for row in rows
         ],
-        caption=f"Means over the items both models scored (n pairs); A − B with its {100 * level:g}% paired "
-        "bootstrap interval (whole threads or cases resampled); Wilcoxon signed-rank (two-sided) for graded "
-        "scores, McNemar's exact test for pass/fail; — where no pair differs. Tests treat items as "
-        "independent.",
+        caption=differences_caption(rows, level),
         right_aligned=("n", "mean A", "mean B", "A − B [CI]", "p"),
+    )
+
+
+# What each test is, for the caption of a table holding it.
+TEST_CAPTIONS = {
+    TEST_NAMES[GRADED]: "Wilcoxon signed-rank (two-sided) for graded scores",
+    TEST_NAMES[PASS_FAIL]: "McNemar's exact test for pass/fail",
+    TEST_NAMES[STATISTIC]: (
+        "for a score computed from the items' metric means (a composite and its stage scores, as the report "
+        "computes them: mean A and mean B are those scores over the pairs), the paired bootstrap: each "
+        "resample of whole threads or cases recomputes both models' scores, and p (two-sided) counts the "
+        "resampled differences at least as far from the observed one as it is from 0"
+    ),
+}
+
+
+def differences_caption(rows: Sequence[dict[str, Any]], level: float) -> str:
+    """The differences table's caption, naming the tests its rows hold."""
+    held = list(dict.fromkeys(row["test"] for row in rows))
+    independent = [name for name in (TEST_NAMES[GRADED], TEST_NAMES[PASS_FAIL]) if name in held]
+    return (
+        f"Means over the items both models scored (n pairs); A − B with its {100 * level:g}% paired "
+        "bootstrap interval (whole threads or cases resampled); "
+        f"{'; '.join(TEST_CAPTIONS[name] for name in held)}; — where no pair differs."
+        + (f" {' and '.join(independent)}: items treated as independent." if independent else "")
     )
 
 

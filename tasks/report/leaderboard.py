@@ -15,7 +15,7 @@ table gets a table of its own.
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,9 +23,8 @@ from typing import Any, NamedTuple
 from tasks.core.files import write_folder_atomic, write_text_atomic
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
+from tasks.core.run_folder import run_folder_benchmark
 from tasks.core.safe_text import csv_text, markdown_text, page_text
-from tasks.evals.config import RunConfig
-from tasks.evals.run_folder import run_folder_benchmark
 from tasks.report.coverage import RunCoverage
 from tasks.report.html import render_page
 from tasks.report.runs import check_each_run_once
@@ -36,8 +35,6 @@ MARKDOWN_FILE, HTML_FILE = "leaderboard.md", "leaderboard.html"
 # Settings that choose which score groups a run has (ThReadMed's conditions, the others' epochs): runs that
 # differ in them fill different columns of one table.
 GROUP_SETTINGS = frozenset({"conditions", "epochs"})
-# Settings every benchmark has: the models under test, how calls are made, the sample (compared on its own).
-COMMON_SETTINGS = frozenset(RunConfig.model_fields)
 PROVENANCE = (
     "status",
     "run",
@@ -107,8 +104,10 @@ def graders(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return dict(sorted(roles.items()))
 
 
-def run_setup(run: StoredRun) -> dict[str, Any]:
-    """What rows must share to be ranked together (see the module docstring), as JSON values."""
+def run_setup(run: StoredRun, common_settings: Collection[str]) -> dict[str, Any]:
+    """What rows must share to be ranked together (see the module docstring), as JSON values.
+    `common_settings`: the settings every benchmark's run config has (the models under test, how calls are
+    made, the sample, compared on its own), which are not benchmark settings."""
     manifest, config = run.manifest, run.manifest.get("config", {})
     roles = graders(manifest)
     own = f"unknown (run {manifest['run_id']} recorded none)"  # a table of its own: nothing to match
@@ -125,7 +124,7 @@ def run_setup(run: StoredRun) -> dict[str, Any]:
         "settings": {
             name: value
             for name, value in sorted(config.items())
-            if name not in COMMON_SETTINGS | GROUP_SETTINGS | roles.keys() and not name.endswith("_prompt")
+            if name not in {*common_settings, *GROUP_SETTINGS, *roles} and not name.endswith("_prompt")
         },
     }
 
@@ -256,11 +255,12 @@ def _rank_key(columns: list[str]) -> Any:
     return key
 
 
-def leaderboards(runs: Sequence[StoredRun]) -> list[Leaderboard]:
-    """The runs' rows grouped by setup (never mixed), by benchmark, then in the order the runs were given."""
+def leaderboards(runs: Sequence[StoredRun], common_settings: Collection[str]) -> list[Leaderboard]:
+    """The runs' rows grouped by setup (never mixed; `common_settings` as for run_setup), by benchmark, then
+    in the order the runs were given."""
     grouped: dict[str, tuple[dict[str, Any], list[StoredRun]]] = {}
     for run in runs:
-        setup = run_setup(run)
+        setup = run_setup(run, common_settings)
         grouped.setdefault(json.dumps(setup, sort_keys=True), (setup, []))[1].append(run)
     boards = []
     for setup, members in grouped.values():
@@ -401,16 +401,19 @@ def leaderboard_files(out_dir: Path) -> set[str]:
 
 
 def write_leaderboard(
-    run_dirs: Sequence[Path], out_dir: Path, coverage: Callable[[Path, dict[str, Any]], RunCoverage]
+    run_dirs: Sequence[Path],
+    out_dir: Path,
+    coverage: Callable[[Path, dict[str, Any]], RunCoverage],
+    common_settings: Collection[str],
 ) -> list[Leaderboard]:
     """Run folders -> OUT/leaderboard.md, leaderboard.html and a CSV per table, written as one folder (a
     reader sees the old leaderboard or the new one); returns the tables. `coverage(run_dir, manifest)` reads
-    what a run's rows lack (its benchmark's run tables). UserError for a folder that is not a finished run,
-    a run given twice, or an --out holding other files."""
+    what a run's rows lack (its benchmark's run tables); `common_settings` as for run_setup. UserError for a
+    folder that is not a finished run, a run given twice, or an --out holding other files."""
     runs = [read_stored_run(run_dir) for run_dir in run_dirs]
     runs = [run._replace(coverage=coverage(run.run_dir, run.manifest)) for run in runs]
     check_each_run_once([(run.manifest["run_id"], run.run_dir) for run in runs])
-    boards = leaderboards(runs)
+    boards = leaderboards(runs, common_settings)
     names = csv_names(boards)
 
     def write(folder: Path) -> None:

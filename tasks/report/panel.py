@@ -11,7 +11,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tasks.evals.agreement import consensus_grade
 from tasks.report.stats import Undefined
 
 CONSENSUS_RULE = (
@@ -30,6 +29,15 @@ class Differing(NamedTuple):
     n: int
     count: int
     share: float | Undefined
+
+
+def consensus_grade(grades: Sequence[float]) -> float:
+    """The median of several grades of one item; of an even count, the lower of the two middle grades, which
+    stays on the scale and is the conservative choice."""
+    ordered = np.sort(np.asarray(grades, dtype=float))
+    if len(ordered) == 0:
+        raise ValueError("no grades to take the consensus of")
+    return float(ordered[(len(ordered) - 1) // 2])
 
 
 def consensus_grades(grades: np.ndarray) -> np.ndarray:

@@ -11,8 +11,8 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 import pyarrow.parquet as pq
 
 from tasks.core.preflight import UserError
+from tasks.core.run_folder import REPORT_FIX, check_run_folder_benchmark
 from tasks.data.contracts import Contract
-from tasks.evals.run_folder import REPORT_FIX, check_run_folder_benchmark
 
 
 class RunManifest(NamedTuple):
@@ -44,7 +44,7 @@ Run = TypeVar("Run", bound=RunIdentity)
 
 
 def check_run_folder(run_dir: Path, run_files: Sequence[str], benchmark: str, label: str) -> None:
-    """Raise UserError unless `run_dir` is a run of `benchmark` (tasks/evals/run_folder.py) holding every file
+    """Raise UserError unless `run_dir` is a run of `benchmark` (tasks/core/run_folder.py) holding every file
     of `run_files` (what a finished run writes); `label` names the benchmark in the message."""
     check_run_folder_benchmark(run_dir, benchmark, REPORT_FIX)
     missing = next((name for name in run_files if not (run_dir / name).is_file()), None)

@@ -331,6 +331,7 @@ def test_an_agent_whose_every_output_is_unreadable_is_scored_zero_on_every_stage
             "plan\nunparsed": 2,
             "revision\nunparsed": 4,
             "cut": 0,
+            "judge\ncut": 0,
         },
         0.0,
     )

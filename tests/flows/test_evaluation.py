@@ -16,8 +16,8 @@ from flows.evaluation import evaluate_benchmark
 from flows.snomed_evaluate import snomed_evaluate
 from tasks.benchmarks.registry import BENCHMARKS
 from tasks.core.preflight import UserError
+from tasks.core.run_folder import claim_run_folder, run_folder_benchmark
 from tasks.evals.config import RunOverrides
-from tasks.evals.run_folder import claim_run_folder, run_folder_benchmark
 
 
 def never(*arguments, **options):

@@ -10,8 +10,8 @@ from tasks.benchmarks.consult.report import ReportSettings, build_report, publis
 from tasks.benchmarks.consult.scorer import score_episode
 from tasks.benchmarks.consult.solver import EpisodeJob, consult_episode
 from tasks.benchmarks.consult.summary import summarize
-from tasks.benchmarks.protocol import Benchmark, Rejudging, published_report
 from tasks.evals.outputs import RunTables
+from tasks.evals.protocol import Benchmark, Rejudging, published_report
 
 CONSULT = Benchmark(
     name="consult",

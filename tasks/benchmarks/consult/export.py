@@ -4,10 +4,11 @@ The conversation is the agent's: the episode's MESSAGES rows in order, the patie
 agent's as `assistant` (history taking, differential, treatment plan, follow-ups), with the benchmark's own
 messages the rows do not store (the system prompt, each stage's request and re-ask) put back where the run
 sent them (solver.run_episode), from the run's prompt file when it is still the one the manifest hashed.
-The reference is the gold conditions; the scores are the composite (the headline) and the primary metrics
-of consult.md, explained by the FQR judge's verdict on each follow-up. The metadata says which of the
+The reference is the gold conditions; the scores are the episode's composite (the headline) and primary
+metrics of consult.md, explained by the FQR judge's verdict on each follow-up. The metadata says which of the
 agent's outputs did not parse (the SCORES columns the report and run summary count) and what a parser
-raised, if one did.
+raised, if one did. The run's scores of each model are the report's: the composite and stage scores of its
+episodes (composite.py), not the mean of the episodes' composites.
 """
 
 from collections import defaultdict
@@ -15,11 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from tasks.benchmarks.consult.cases.case_set import CASES_FILE
+from tasks.benchmarks.consult.composite import Composite, episodes_composite
 from tasks.benchmarks.consult.config import ConsultConfig
-from tasks.benchmarks.consult.contracts import MESSAGES, PRIMARY_METRICS, SCORES
+from tasks.benchmarks.consult.contracts import MESSAGES, PRIMARY_METRICS, SCORES, STAGE_METRICS
 from tasks.benchmarks.consult.report import check_run_folder
 from tasks.benchmarks.consult.solver import EpisodePrompts
-from tasks.export.samples import ExportedRun, ExportSample, Message, RunFacts, exported_run_of, summed, usage
+from tasks.export.samples import (
+    ExportedRun,
+    ExportSample,
+    Message,
+    RunFacts,
+    RunScore,
+    RunScores,
+    exported_run_of,
+    summed,
+    usage,
+)
 from tasks.llm.prompts import load_prompt
 from tasks.report.runs import read_manifest, read_rows
 
@@ -27,6 +39,12 @@ FACTS = RunFacts(
     "consult", "Full-cycle consultation", scorer="consult", score_name="composite", roles=("judge",)
 )
 CHAT_ROLES = {"patient": "user", "agent": "assistant"}
+RUN_SCORES = (
+    "consult.md's composite and stage scores of the model's episodes, as the report computes them "
+    "(composite.py): each primary metric averaged over the completed episodes where it is defined, mapped "
+    "higher-better, averaged within its stage, then the four stages averaged; not the mean of the samples' "
+    "composites"
+)
 
 
 def judge_explanation(score: dict[str, Any]) -> str | None:
@@ -135,9 +153,23 @@ def exported_run(run_dir: Path) -> ExportedRun:
     for row in read_rows(run_dir / "messages.parquet", MESSAGES):
         episodes[_episode(row)].append(row)
     samples: dict[str, list[ExportSample]] = defaultdict(list)
+    by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for score in sorted(read_rows(run_dir / "scores.parquet", SCORES), key=_episode):
         samples[score["model"]].append(episode_sample(episodes[_episode(score)], score, judge, prompts))
-    return exported_run_of(manifest, FACTS, samples)
+        by_model[score["model"]].append(score)
+    results = RunScores(
+        note=RUN_SCORES,
+        by_model={model: run_scores(episodes_composite(rows)) for model, rows in by_model.items()},
+    )
+    return exported_run_of(manifest, FACTS, samples, results)
+
+
+def run_scores(scores: Composite) -> list[RunScore]:
+    """A model's composite (first: the headline) and its four stage scores as run scores."""
+    return [
+        RunScore(name="composite", value=scores.score),
+        *(RunScore(name=stage, value=getattr(scores, stage)) for stage in STAGE_METRICS),
+    ]
 
 
 def _episode(row: dict[str, Any]) -> tuple[str, str, int]:

@@ -27,7 +27,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
 from tasks.benchmarks.consult.cases.case_set import CASES_FILE
-from tasks.benchmarks.consult.composite import composite
+from tasks.benchmarks.consult.composite import composite, episodes_composite, metric_means
 from tasks.benchmarks.consult.contracts import (
     MESSAGES,
     PRIMARY_METRICS,
@@ -383,18 +383,21 @@ def judge_entry(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _department_means(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    means = {name: _mean([row[name] for row in _defined(rows, name)]) for name in PRIMARY_METRICS}
-    return {"n": len(rows), **means, "composite": composite(means).score}
+    return {"n": len(rows), **metric_means(rows), "composite": episodes_composite(rows).score}
 
 
 def _model_metrics(
     rows: list[dict[str, Any]], messages: list[dict[str, Any]], model: str, settings: ReportSettings
 ) -> dict[str, Any]:
     scored = [row for row in rows if row["status"] == "completed"]
+    means = metric_means(scored)  # the composite's inputs (composite.py), shown as the tables' means
     primary = {
-        name: metric_interval(
-            scored, name, seeded_rng(settings.seed, "consult", model, name), settings.n_resamples
-        )
+        name: {
+            **metric_interval(
+                scored, name, seeded_rng(settings.seed, "consult", model, name), settings.n_resamples
+            ),
+            "mean": means[name],
+        }
         for name in PRIMARY_METRICS
     }
     departments = sorted({row["department"] for row in scored})
@@ -415,7 +418,7 @@ def _model_metrics(
         "secondary": {
             name: _mean([row[name] for row in _defined(scored, name)]) for name in SECONDARY_METRICS
         },
-        "composite": composite({name: entry["mean"] for name, entry in primary.items()})._asdict(),
+        "composite": episodes_composite(scored)._asdict(),
         "departments": {
             department: _department_means([row for row in scored if row["department"] == department])
             for department in departments

@@ -1,15 +1,22 @@
 """The consultation benchmark's run summary: per agent and epoch, episodes completed and failed, the
 agent's differentials, plans and revised plans unparsed (the SCORES columns the report counts too), and the
-mean composite."""
+composite of the epoch's episodes as the report computes it (composite.py)."""
 
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tasks.benchmarks.consult.composite import episodes_composite
 from tasks.benchmarks.consult.judge import n_judge_cut
 from tasks.evals.outputs import EpisodeCounts, RunSummary, summarize_by_epoch
 
 JUDGE_CUT_LABEL = "judge\ncut"
+
+
+def composite_score(episodes: list[dict[str, Any]]) -> float | None:
+    """The composite of an epoch's episodes (SCORES rows): the report's number for them."""
+    return episodes_composite(episodes).score
+
 
 # The line breaks keep the CLI's table 80 columns wide.
 EPISODES = EpisodeCounts(
@@ -20,11 +27,12 @@ EPISODES = EpisodeCounts(
         "plan\nunparsed": ("plan_parse", "unparseable"),
     },
     totals=(("revision\nunparsed", "revisions_unparseable"),),
-    score_column="composite",
+    score=composite_score,
     score_label="composite",
     score_note=(
-        "mean per-episode composite 0-100 (the four stage scores averaged; an unparsed output scores the "
-        "worst) over episodes with every stage defined (not failed, an FQR grade read)"
+        "composite 0-100 as the report computes it: each primary metric averaged over the epoch's completed "
+        "episodes where it is defined, then by stage, then the four stages (an unparsed output scores the "
+        "worst; undefined when no FQR grade was read)"
     ),
 )
 

@@ -213,7 +213,7 @@ def follow_up_table(metrics: dict[str, Any]) -> Table:
         ]
         for model, entry in metrics["models"].items()
     ]
-    columns = ["Model", "n", *FOLLOW_UP_COLUMNS.values(), "needless churn %", "revisions unparseable"]
+    columns = ["Model", "n", *FOLLOW_UP_COLUMNS.values(), "churn %", "revisions unparsed"]
     columns += ["graded", "ungraded", "judge cut", "judge", "stage score"]
     return Table(
         key="follow-up",
@@ -225,11 +225,11 @@ def follow_up_table(metrics: dict[str, Any]) -> Table:
             "answers the judge graded correct over the weight graded (core concerns count double), — when "
             "no grade could be read; DCSR: cases with a constraint whose final plan was read, satisfies "
             "every new constraint, passes the critic (nothing unverified) and meets the core regimens. "
-            "needless churn %: follow-ups needing no change where the drugs changed anyway; revisions "
-            "unparseable: revised plans that did not parse after the re-ask, after which no plan in force "
-            "can be read (DCSR 0 if it is the last); graded: follow-ups the judge graded; ungraded: grades "
-            f"that did not parse after the re-ask, left out of FQR. FQR judge: {judges(metrics)}. stage "
-            "score: FQR and DCSR averaged; — when FQR is (never DCSR alone)."
+            "churn %: follow-ups needing no change where the drugs changed anyway (needless churn); "
+            "revisions unparsed: revised plans that did not parse after the re-ask, after which no plan in "
+            "force can be read (DCSR 0 if it is the last); graded: follow-ups the judge graded; ungraded: "
+            f"grades that did not parse after the re-ask, left out of FQR. FQR judge: {judges(metrics)}. "
+            "stage score: FQR and DCSR averaged; — when FQR is (never DCSR alone)."
         ),
         right_aligned=(*columns[1:-2], "stage score"),
     )

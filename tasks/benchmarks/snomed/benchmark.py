@@ -1,6 +1,5 @@
 """The SNOMED diagnosis benchmark as a `Benchmark`: the record the registry lists and its flows run."""
 
-from tasks.benchmarks.protocol import Benchmark, published_report
 from tasks.benchmarks.snomed.cases.loading import check_case_set, load_sample
 from tasks.benchmarks.snomed.compare import COMPARISON
 from tasks.benchmarks.snomed.config import PROMPTS_DIR, SnomedConfig
@@ -16,6 +15,7 @@ from tasks.benchmarks.snomed.scorer import score_interview
 from tasks.benchmarks.snomed.solver import interview_case
 from tasks.benchmarks.snomed.summary import summarize
 from tasks.evals.outputs import RunTables
+from tasks.evals.protocol import Benchmark, published_report
 
 SNOMED = Benchmark(
     name="snomed",

@@ -12,6 +12,7 @@ from pydantic import Field, field_validator
 from tasks.benchmarks.snomed.interview import InterviewSettings
 from tasks.benchmarks.snomed.offline_models import PATIENT
 from tasks.benchmarks.snomed.patient import Disclosure, PatientPromptForm
+from tasks.core.preflight import UserError
 from tasks.evals.config import ModelSpec, RunConfig, SampleSpec
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
@@ -21,6 +22,11 @@ PATIENT_PROMPTS: dict[PatientPromptForm, Path] = {
     "lay": PROMPTS_DIR / "patient_lay_v1.txt",
     "named": PROMPTS_DIR / "patient_v1.txt",
 }
+# The trained oracle's prompt: the system message of every oracle training pair, and the prompt it is served
+# with (an interview's `patient_prompt`, patient-eval's default).
+ORACLE_PATIENT_PROMPT = PROMPTS_DIR / "oracle_patient_v1.txt"
+# The LLM patient's prompts shipped in prompts/, each chosen on the command line by its file's name.
+SHIPPED_PATIENT_PROMPTS = {path.stem: path for path in (*PATIENT_PROMPTS.values(), ORACLE_PATIENT_PROMPT)}
 OFFLINE_PATIENT = ModelSpec(name="offline-patient", model=PATIENT, estimated_reply_tokens=30)
 
 
@@ -76,3 +82,18 @@ class SnomedConfig(RunConfig):
         paths = {"clinician_prompt": self.clinician_prompt, "patient_prompt": self.patient_prompt}
         given = {name: (folder / path).resolve() for name, path in paths.items() if path is not None}
         return self.model_copy(update=given)
+
+
+def patient_prompt_file(given: str) -> Path:
+    """The patient prompt `--patient-prompt` names: a file (made absolute, as a config file's prompt paths
+    are), else a prompt shipped in prompts/ by its name (`oracle_patient_v1`); a UserError listing the
+    shipped names when it is neither."""
+    if Path(given).is_file():
+        return Path(given).resolve()
+    if given in SHIPPED_PATIENT_PROMPTS:
+        return SHIPPED_PATIENT_PROMPTS[given].resolve()
+    raise UserError(
+        f"{given}: no such file, nor the name of a patient prompt in {PROMPTS_DIR} "
+        f"({', '.join(sorted(SHIPPED_PATIENT_PROMPTS))})",
+        "--patient-prompt",
+    )

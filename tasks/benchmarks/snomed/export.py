@@ -13,7 +13,15 @@ from typing import Any
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.interview import Turn, messages_for
 from tasks.benchmarks.snomed.report import check_run_folder
-from tasks.export.samples import ExportedRun, ExportSample, RunFacts, chat, exported_run_of, summed
+from tasks.export.samples import (
+    ExportedRun,
+    ExportSample,
+    RunFacts,
+    chat,
+    exported_run_of,
+    sample_means,
+    summed,
+)
 from tasks.report.runs import read_manifest, read_rows
 
 FACTS = RunFacts("snomed", "SNOMED diagnosis", scorer="codes", score_name="f1", roles=("patient",))
@@ -85,7 +93,7 @@ def exported_run(run_dir: Path) -> ExportedRun:
         samples[prediction["model"]].append(
             interview_sample(conversations[key], prediction, scores[key], patient.get("model", ""))
         )
-    return exported_run_of(manifest, FACTS, samples)
+    return exported_run_of(manifest, FACTS, samples, sample_means(samples))
 
 
 def _interview(row: dict[str, Any]) -> tuple[str, str, int]:

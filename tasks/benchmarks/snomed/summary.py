@@ -3,7 +3,7 @@ unreadably, failed."""
 
 from functools import partial
 
-from tasks.evals.outputs import EpisodeCounts, summarize_by_epoch
+from tasks.evals.outputs import EpisodeCounts, column_mean, summarize_by_epoch
 
 # The line break keeps the CLI's table 80 columns wide.
 INTERVIEWS = EpisodeCounts(
@@ -13,7 +13,7 @@ INTERVIEWS = EpisodeCounts(
         "un-\nparseable": ("status", "unparseable"),
         "failed": ("status", "failed"),
     },
-    score_column="f1",
+    score=column_mean("f1"),
     score_label="F1",
     score_note="mean F1 0-100 over scored interviews (failed excluded); cost of clinician and patient",
 )

@@ -1,6 +1,5 @@
 """ThReadMed-QA as a `Benchmark`: the record the registry lists and the evaluate-models flow runs."""
 
-from tasks.benchmarks.protocol import Benchmark, Rejudging, published_report
 from tasks.benchmarks.threadmed.cases import load_sample
 from tasks.benchmarks.threadmed.compare import COMPARISON
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES, THREADS
@@ -14,6 +13,7 @@ from tasks.benchmarks.threadmed.summary import summarize
 from tasks.benchmarks.threadmed.warehouse import WAREHOUSE
 from tasks.evals.config import EvalConfig
 from tasks.evals.outputs import RunTables
+from tasks.evals.protocol import Benchmark, Rejudging, published_report
 
 THREADMED = Benchmark(
     name="threadmed",

@@ -22,6 +22,7 @@ from tasks.export.samples import (
     chat,
     model_roles,
     read_run_manifest,
+    sample_means,
     usage,
     written_at,
 )
@@ -158,6 +159,7 @@ def exported_run(run_dir: Path) -> ExportedRun:
         models=model_roles(config.get("models") or raw.get("models") or [], sent.get("models", {})),
         roles={"judge": judge},
         samples=samples,
+        results=sample_means(samples),
         summary=raw.get("summary", {}),
         manifest=raw,
     )

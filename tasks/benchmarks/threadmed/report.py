@@ -48,7 +48,7 @@ from tasks.benchmarks.threadmed.tables import (
 )
 from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
-from tasks.evals.run_folder import REPORT_FIX, check_run_folder_benchmark
+from tasks.core.run_folder import REPORT_FIX, check_run_folder_benchmark
 from tasks.evals.verdicts import JUDGE_CUT
 from tasks.report.artifacts import publish_markdown, publish_tables
 from tasks.report.files import write_stats_table

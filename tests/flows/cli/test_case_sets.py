@@ -22,7 +22,8 @@ def options(app: typer.Typer, command: str) -> list[str]:
 
 def test_each_evaluate_command_has_the_shared_options_around_its_own():
     assert options(snomed_app, "evaluate") == [
-        *SHARED_HEAD, "patient", "max_turns", "disclosure", "patient_prompt_form", *SHARED_TAIL
+        *SHARED_HEAD, "patient", "max_turns", "disclosure", "patient_prompt_form", "patient_prompt",
+        *SHARED_TAIL,
     ]  # fmt: skip
     assert options(consult_app, "evaluate") == [*SHARED_HEAD, "max_questions", "judge", *SHARED_TAIL]
 

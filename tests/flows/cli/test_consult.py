@@ -1,7 +1,9 @@
 """`threadmed consult`: the real command, in a subprocess when it runs a flow."""
 
+import csv
 import json
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import typer
@@ -11,7 +13,7 @@ from tasks.benchmarks.consult.case import FollowUp, PatientProfile
 from tasks.benchmarks.consult.cases import write_case_set
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
 from tasks.benchmarks.consult.kb.loading import load_kb
-from tasks.evals.run_folder import claim_run_folder
+from tasks.core.run_folder import claim_run_folder
 from tests.flows.cli.terminal import (
     assert_usage_error,
     error_lines,
@@ -147,6 +149,60 @@ def test_evaluate_dry_run_run_and_report_with_the_reference_agents(tmp_path):
     again = threadmed("consult", "report", "run", "--out", "again", "--resamples", "200", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again" / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_the_composite_is_one_number_in_the_report_summary_leaderboard_inspect_logs_and_compare(tmp_path):
+    """The demo's steps on a small run: every view shows the report's composite and stage scores."""
+    from inspect_ai.log import read_eval_log
+
+    built = threadmed("consult", "cases", "--out", "cases", "--n", "9", "--seed", "3", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    agents = "threadmed/consult-silent,threadmed/consult-markov,threadmed/consult-exhaustive"
+    commands = [
+        ("consult", "evaluate", "--cases", "cases", "--out", "run", "--models", agents),
+        ("leaderboard", "run", "--out", "board"),
+        ("compare", "run", "--out", "compare", "--resamples", "200"),
+        ("export", "run", "--out", "logs", "--format", "inspect"),
+    ]
+    for command in commands:
+        done = threadmed(*command, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "run" / "report" / "metrics.json").read_text())["models"]
+    composite = {model: entry["composite"] for model, entry in report.items()}
+    summary = json.loads((tmp_path / "run" / "manifest.json").read_text())["summary"]["groups"]
+    assert {group["model"]: group["score"] for group in summary} == {
+        model: 100 * scores["score"] for model, scores in composite.items()
+    }
+    [board] = (tmp_path / "board").glob("leaderboard-*.csv")
+    assert {row["model"]: float(row["composite · epoch 0"]) for row in csv.DictReader(board.open())} == {
+        model: 100 * scores["score"] for model, scores in composite.items()
+    }
+    logs = {}
+    for path in (tmp_path / "logs").glob("*.eval"):
+        log = read_eval_log(str(path), header_only=True)
+        logs[log.eval.model_args["name"]] = {k: m.value for k, m in log.results.scores[0].metrics.items()}
+    stages = ("history", "diagnosis", "treatment", "follow_up")
+    assert logs == {
+        model: {"composite": scores["score"], **{stage: scores[stage] for stage in stages}}
+        for model, scores in composite.items()
+    }
+    field = {"composite": "score", **{stage: stage for stage in stages}}
+    compared = pq.read_table(tmp_path / "compare" / "compare_differences.parquet").to_pylist()
+    assert len(compared) == 3 * 5  # three pairs, the composite and four stages
+    for row in compared:
+        assert (row["n_pairs"], row["test"]) == (9, "paired bootstrap")
+        assert row["mean_a"] == composite[row["model_a"]][field[row["metric"]]]
+        assert row["mean_b"] == composite[row["model_b"]][field[row["metric"]]]
+    # The mean of the episodes' own composites, which these views showed before, is another number.
+    episodes = pq.read_table(tmp_path / "run" / "scores.parquet").to_pylist()
+    own = {
+        model: np.mean(
+            [row["composite"] for row in episodes if row["model"] == model and row["composite"] is not None]
+        )
+        for model in composite
+    }
+    assert any(abs(own[model] - composite[model]["score"]) > 1e-3 for model in composite)
 
 
 def test_evaluate_on_a_folder_that_is_not_a_case_set(tmp_path):

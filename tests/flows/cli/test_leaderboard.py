@@ -7,9 +7,9 @@ from pathlib import Path
 
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.benchmarks.threadmed.plan import build_plan
+from tasks.core.run_folder import claim_run_folder
 from tasks.evals.config import EvaluationSettings, JudgeSpec, RunOverrides
 from tasks.evals.outputs import GroupSummary, RunSummary, write_manifest, write_table
-from tasks.evals.run_folder import claim_run_folder
 from tests.eval_fixtures import OFFLINE, write_dataset
 from tests.flows.cli.terminal import assert_usage_error, threadmed_here
 

@@ -7,7 +7,11 @@ import sqlite3
 
 import pytest
 
+from tasks.benchmarks.snomed.config import ORACLE_PATIENT_PROMPT, PROMPTS_DIR
+from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
+from tasks.llm.prompts import load_prompt
 from tests.flows.cli.terminal import assert_usage_error, error_lines, threadmed, threadmed_here
+from tests.llm_server import SNOMED_ORACLE, LLMServer, snomed_reply
 from tests.snomed_fixtures import CASES, write_case_set
 from tests.tasks.benchmarks.snomed.test_report import make_run
 
@@ -111,6 +115,47 @@ def test_an_unknown_patient_prompt_form_is_a_usage_error(tmp_path):
         threadmed_here("snomed", "evaluate", "--cases", "cases", "--out", "run", *options, cwd=tmp_path),
         "Invalid value: patient_prompt_form: Input should be 'lay' or 'named'",
     )
+
+
+def test_a_served_oracle_named_on_the_command_line_is_sent_the_prompt_it_was_trained_on(tmp_path):
+    write_case_set(tmp_path / "cases")
+    with LLMServer(reply=snomed_reply) as server:
+        run = threadmed(
+            "snomed", "evaluate", "--cases", "cases", "--out", "run", "--models", "openai/doc",
+            "--patient", f"openai/{SNOMED_ORACLE}", "--patient-prompt", "oracle_patient_v1",
+            "--api-base", server.url, "--max-concurrency", "1", "--no-report", cwd=tmp_path,
+        )  # fmt: skip
+        requests = server.requests
+    assert run.returncode == 0, run.stdout + run.stderr
+    oracle = load_prompt(ORACLE_PATIENT_PROMPT)
+    trained_on = {
+        oracle.render(
+            "system",
+            disclosure_rule=DISCLOSURE_RULES["symptoms"],
+            record=record_text(case, "lay", "symptoms"),
+        )
+        for case in CASES
+        if case.split == "test"
+    }
+    assert {
+        request.messages[0]["content"] for request in requests if request.model == SNOMED_ORACLE
+    } == trained_on
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert (manifest["config"]["patient_prompt"], manifest["patient_prompt"]["version"]) == (
+        str(ORACLE_PATIENT_PROMPT.resolve()),
+        "oracle_patient_v1",
+    )
+
+
+def test_a_patient_prompt_that_is_no_file_nor_a_shipped_name_is_a_usage_error(tmp_path):
+    write_case_set(tmp_path / "cases")
+    options = ["--models", "threadmed/checklist", "--patient-prompt", "oracle_patient_v2", "--dry-run"]
+    assert_usage_error(
+        threadmed_here("snomed", "evaluate", "--cases", "cases", "--out", "run", *options, cwd=tmp_path),
+        f"Invalid value for '--patient-prompt': oracle_patient_v2: no such file, nor the name of a patient "
+        f"prompt in {PROMPTS_DIR} (oracle_patient_v1, patient_lay_v1, patient_v1)",
+    )
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_source_in_no_known_format_is_named(tmp_path):

@@ -9,8 +9,13 @@ from rich.console import Console
 
 from flows.cli.snomed_oracle import print_oracle_data
 from tasks.benchmarks.snomed.vocabulary import add_case_set_codes, derive_synthea_vocabulary
-from tasks.evals.run_folder import claim_run_folder
-from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_before_any_flow, threadmed_here
+from tasks.core.run_folder import claim_run_folder
+from tests.flows.cli.terminal import (
+    assert_usage_error,
+    threadmed,
+    threadmed_before_any_flow,
+    threadmed_here,
+)
 from tests.snomed_fixtures import CASES, write_case_set
 
 pytestmark = pytest.mark.slow
@@ -83,6 +88,22 @@ def test_oracle_data_dry_run_run_then_the_patient_bench_on_its_held_out_pairs(tm
     assert (metrics["threadmed/patient"]["hallucination"], metrics["threadmed/patient"]["leak"]) == (0.0, 0.0)
 
 
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
+def test_a_limit_that_leaves_a_split_without_a_patient_is_refused_before_any_call(tmp_path, dry_run):
+    write_case_set(tmp_path / "cases")  # 3 patients: one for each split
+    result = threadmed_before_any_flow(
+        "snomed", "oracle-data", "--cases", "cases", "--out", "oracle",
+        "--teacher", "threadmed/oracle-teacher", "--limit", "2", *dry_run, cwd=tmp_path,
+    )  # fmt: skip
+    assert_usage_error(
+        result,
+        "Invalid value for '--limit': --limit 2 gives 2 patients: the split by patient (train 80%, "
+        "validation 10%, test 10%) gives validation and test none (oracle-train needs train and validation "
+        "pairs, patient-eval test's); use --limit 3 or more",
+    )
+    assert not (tmp_path / "oracle").exists()
+
+
 def test_an_unknown_disclosure_is_a_usage_error(tmp_path):
     write_case_set(tmp_path / "cases")
     result = threadmed_here(
@@ -131,3 +152,23 @@ def test_an_out_folder_of_another_benchmark_is_a_usage_error(tmp_path):
         "its runs another --out folder",
     )
     assert [path.name for path in (tmp_path / "snomed-run").iterdir()] == ["benchmark.json"]
+
+
+def test_a_split_that_holds_no_pair_is_a_warning_saying_why(tmp_path, capsys):
+    manifest = {
+        "teacher": {"model": "openai/teacher", "offline": False, "label": None},
+        "counts": {
+            "kept": {split: {"positive": n, "negative": 0} for split, n in (("train", 9), ("validation", 0))},
+            "cases": {"train": 2, "validation": 1, "test": 0},
+        },
+        "rejected": {"not_sure_on_positive": 4},
+        "leak_check": {"names_checked": False, "conditions": 358, "names": 482, "min_digit_run": 6},
+        "split": {"train": 0.8, "validation": 0.1, "test": 0.1},
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    print_oracle_data(tmp_path, Console(file=io.StringIO(), width=200))
+    assert capsys.readouterr().err.splitlines() == [
+        f"Warning: {tmp_path / 'chat' / 'validation.jsonl'} holds 0 pairs: no pair of its 1 validation "
+        "patient(s) was kept: each was rejected or its call failed (see the data folder's manifest.json); "
+        "re-run `threadmed snomed oracle-data` into it to retry failed calls, or use another --teacher"
+    ]

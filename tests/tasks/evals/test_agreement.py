@@ -10,7 +10,6 @@ from sklearn.metrics import cohen_kappa_score
 from tasks.evals.agreement import (
     PairAgreement,
     cohen_kappa,
-    consensus_grade,
     drift,
     kappa_of_confusions,
     ordinal_alpha,
@@ -195,19 +194,6 @@ def test_every_statistic_is_defined_with_a_bounded_interval_or_undefined_with_a_
 def test_a_grade_off_the_scale_is_refused():
     with pytest.raises(ValueError, match=r"grade 0.7 is not on the scale \[0.0, 0.5, 1.0\]"):
         cohen_kappa(np.array([0, 0.7]), np.array([0, 1]), RUBRIC, None)
-
-
-@pytest.mark.parametrize(
-    ("grades", "expected"),
-    [([1], 1), ([0, 1, 0.5], 0.5), ([1, 0.5], 0.5), ([0, 1], 0), ([1, 1, 0, 0.5], 0.5), ([0.5, 1, 1, 1], 1)],
-)
-def test_consensus_is_the_median_or_the_lower_middle_grade(grades, expected):
-    assert consensus_grade(grades) == expected
-
-
-def test_consensus_of_no_grade_is_an_error():
-    with pytest.raises(ValueError, match="no grades"):
-        consensus_grade([])
 
 
 def test_drift_is_the_share_of_items_whose_grade_changes():

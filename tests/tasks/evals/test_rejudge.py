@@ -1,5 +1,6 @@
 from pathlib import Path
 
+from tasks.benchmarks.consult.contracts import PRIMARY_METRICS
 from tasks.benchmarks.consult.summary import summarize
 from tasks.evals.rejudge import judge_summary
 
@@ -12,8 +13,9 @@ def message(case_id: str, status: str, cost_usd: float) -> dict:
 
 
 def score(case_id: str, status: str, error_class: str | None = None) -> dict:
+    metrics = dict.fromkeys(PRIMARY_METRICS, 0.5 if status == "completed" else None)
     return {"model": "m", "case_id": case_id, "epoch": 0, "status": status, "diagnosis_parse": "ok",
-            "plan_parse": "ok", "composite": 0.5 if status == "completed" else None,
+            "plan_parse": "ok", **metrics, "composite": 0.5 if status == "completed" else None,
             "error": "429" if error_class else None, "error_class": error_class}  # fmt: skip
 
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.benchmarks.registry import BENCHMARKS
-from tasks.export.samples import Message
+from tasks.export.samples import Message, RunScore, RunScores
 from tests.prefect_server import free_port
 from tests.tasks.benchmarks.threadmed.test_report import words
 from tests.tasks.export.runs import make_runs
@@ -24,6 +24,7 @@ SCORED = {
     "consult": ("scores", "composite"),
 }
 INSPECT = str(Path(sys.executable).with_name("inspect"))
+STAGES = ("history", "diagnosis", "treatment", "follow_up")
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +115,34 @@ def test_a_threadmed_sample_keeps_its_turn_history_judge_reason_and_usage(logs) 
     assert {name: metric.value for name, metric in log.results.scores[0].metrics.items()} == {
         "mean baseline": 0.5
     }
+
+
+def test_a_consultation_logs_results_are_the_reports_composite_and_stage_scores(runs, logs) -> None:
+    from inspect_ai.log import read_eval_log
+
+    from tasks.benchmarks.consult.report import ReportSettings, compute_metrics, load_runs
+
+    report = compute_metrics(load_runs([runs["consult"]]), ReportSettings(n_resamples=10))[0]["models"]
+    for model in ("alpha", "beta"):
+        log = read_eval_log(str(next(logs.glob(f"*_consult_{model}_*.eval"))), header_only=True)
+        [score] = log.results.scores
+        composite = report[model]["composite"]
+        shown = {"composite": composite["score"], **{stage: composite[stage] for stage in STAGES}}
+        # beta's c1 has no FQR grade read: its own composite is undefined, its other metrics still count.
+        assert {name: metric.value for name, metric in score.metrics.items()} == shown
+        assert score.metadata["results"].startswith("consult.md's composite and stage scores")
+        assert "undefined" not in score.metadata
+
+
+def test_a_run_score_undefined_over_the_run_is_named_never_shown_as_a_number(runs) -> None:
+    from tasks.export.inspect_log import results
+
+    run = BENCHMARKS["consult"].export(runs["consult"])
+    scores = [RunScore(name="composite", value=None), RunScore(name="history", value=0.5)]
+    run = run.model_copy(update={"results": RunScores(note="how", by_model={"alpha": scores})})
+    [score] = results(run, "alpha", run.samples["alpha"]).scores
+    assert {name: metric.value for name, metric in score.metrics.items()} == {"history": 0.5}
+    assert score.metadata == {"score": "composite", "results": "how", "undefined": ["composite"]}
 
 
 def test_an_oracle_turn_is_asked_with_the_physician_answers(runs) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tasks.core.preflight import UserError
+from tasks.evals.config import RunConfig
 from tasks.report.coverage import RunCoverage
 from tasks.report.leaderboard import (
     PROVENANCE,
@@ -23,6 +24,7 @@ from tasks.report.leaderboard import (
 )
 
 RUBRIC, REASK = "1" * 64, "2" * 64
+COMMON = RunConfig.model_fields  # what the command passes: settings every benchmark's run has
 COMMIT = "c" * 40
 
 
@@ -96,7 +98,8 @@ def test_runs_measured_alike_share_one_table_ranked_by_their_first_score():
         [
             run("r1", {"a": {"baseline": 40.0, "oracle": 50.0}}),
             run("r2", {"b": {"baseline": 60.0}, "c": {"baseline": None}}),
-        ]
+        ],
+        COMMON,
     )
     [board] = boards
     assert [(row.model, row.scores, row.cost_usd) for row in board.rows] == [
@@ -134,7 +137,7 @@ def test_runs_measured_alike_share_one_table_ranked_by_their_first_score():
 )
 def test_runs_that_differ_in_what_a_score_means_are_never_mixed(difference):
     boards = leaderboards(
-        [run("r1", {"a": {"baseline": 40.0}}), run("r2", {"b": {"baseline": 60.0}}, **difference)]
+        [run("r1", {"a": {"baseline": 40.0}}), run("r2", {"b": {"baseline": 60.0}}, **difference)], COMMON
     )
     assert [[row.model for row in board.rows] for board in boards] == [["a"], ["b"]]
     assert setup_title(boards[0].setup) != setup_title(boards[1].setup)
@@ -147,24 +150,25 @@ def test_what_only_changes_columns_or_calls_keeps_one_table():
         [
             run("r1", {"a": {"baseline": 40.0}}, **{"config.conditions": ["baseline"]}),
             run("r2", {"b": {"oracle": 60.0}}, **{"config.conditions": ["oracle"], "config.max_workers": 8}),
-        ]
+        ],
+        COMMON,
     )
     assert [[row.model for row in board.rows] for board in boards] == [["a", "b"]]
 
 
 def test_other_benchmarks_get_their_own_tables_even_on_equal_manifests():
     threadmed, other = run("r1", {"a": {"baseline": 40.0}}), run("r2", {"a": {"baseline": 40.0}})
-    boards = leaderboards([threadmed, other._replace(benchmark="consult")])
+    boards = leaderboards([threadmed, other._replace(benchmark="consult")], COMMON)
     assert [board.benchmark for board in boards] == ["threadmed", "consult"]
 
 
 def test_a_run_missing_its_fingerprint_or_prompts_is_ranked_with_no_other():
     old = [run(f"r{i}", {f"m{i}": {"baseline": 50.0}}, **{"dataset.fingerprint": None}) for i in (1, 2)]
-    assert len(leaderboards(old)) == 2
+    assert len(leaderboards(old, COMMON)) == 2
     without_prompts = [run(f"r{i}", {f"m{i}": {"baseline": 50.0}}) for i in (1, 2)]
     for stored in without_prompts:
         del stored.manifest["prompts"]
-    assert len(leaderboards(without_prompts)) == 2
+    assert len(leaderboards(without_prompts, COMMON)) == 2
 
 
 def test_each_row_carries_its_provenance_in_full():
@@ -217,7 +221,7 @@ def test_the_files_hold_one_table_each_and_a_new_leaderboard_replaces_the_old(tm
     first = write_run(tmp_path, manifest("r1", {"a": {"baseline": 40.0}}))
     second = write_run(tmp_path, manifest("r2", {"b": {"baseline": 60.123}}, **{"config.judge.epoch": 1}))
     out = tmp_path / "board"
-    write_leaderboard([first, second], out, rows_hold_every_item)
+    write_leaderboard([first, second], out, rows_hold_every_item, COMMON)
     assert sorted(path.name for path in out.iterdir()) == [
         "leaderboard-threadmed-1.csv",
         "leaderboard-threadmed-2.csv",
@@ -241,7 +245,7 @@ def test_the_files_hold_one_table_each_and_a_new_leaderboard_replaces_the_old(tm
     )
     assert "epoch 1" in (out / "leaderboard.html").read_text()
 
-    write_leaderboard([first], out, rows_hold_every_item)
+    write_leaderboard([first], out, rows_hold_every_item, COMMON)
     assert sorted(path.name for path in out.iterdir()) == [
         "leaderboard-threadmed-1.csv",
         "leaderboard.html",
@@ -259,18 +263,18 @@ def test_folders_that_are_not_finished_runs_or_an_out_of_other_files_are_refused
         read_stored_run(write_run(tmp_path, old))
     first = write_run(tmp_path, manifest("r1", {"a": {"baseline": 40.0}}))
     with pytest.raises(UserError, match="the same run is given more than once"):
-        write_leaderboard([first, first], tmp_path / "board", rows_hold_every_item)
+        write_leaderboard([first, first], tmp_path / "board", rows_hold_every_item, COMMON)
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
     with pytest.raises(UserError, match="holds files other than") as refused:
-        write_leaderboard([first], tmp_path / "mine", rows_hold_every_item)
+        write_leaderboard([first], tmp_path / "mine", rows_hold_every_item, COMMON)
     assert refused.value.option == "--out" and (tmp_path / "mine" / "notes.txt").read_text() == "keep"
 
 
 def test_a_manifest_is_not_changed_by_reading_it():
     stored = run("r1", {"a": {"baseline": 40.0}})
     before = copy.deepcopy(stored.manifest)
-    leaderboards([stored])
+    leaderboards([stored], COMMON)
     assert stored.manifest == before
 
 
@@ -313,7 +317,7 @@ def test_formulas_and_markup_in_names_are_inert_in_every_file(tmp_path):
     formula, image = '=HYPERLINK("http://example.com","x")', "<img src=x onerror=alert(1)>"
     written = manifest("r1", {formula: {"baseline": 40.0}, image: {"baseline": -0.5}})
     out = tmp_path / "board"
-    write_leaderboard([write_run(tmp_path, written)], out, rows_hold_every_item)
+    write_leaderboard([write_run(tmp_path, written)], out, rows_hold_every_item, COMMON)
     with (out / "leaderboard-threadmed-1.csv").open(newline="") as file:
         rows = list(csv.reader(file))
     assert [row[:3] for row in rows[1:]] == [["'" + formula, "40.0", "0.25"], [image, "-0.5", "0.25"]]

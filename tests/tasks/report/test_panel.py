@@ -1,11 +1,12 @@
 import numpy as np
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tasks.evals.agreement import consensus_grade
 from tasks.report.panel import (
     Differing,
     JudgeRun,
+    consensus_grade,
     consensus_grades,
     differing,
     exact_agreement,
@@ -22,6 +23,19 @@ NAN = float("nan")
 def test_consensus_is_the_median_and_the_lower_middle_of_an_even_count() -> None:
     given = ([1], [0, 1], [1, 0.5], [1, 0, 1], [0, 0.5, 1, 1], [1, 1, 0.5, 0.5], [0.5, 0, 1])
     assert [consensus_grade(grades) for grades in given] == [1, 0, 0.5, 1, 0.5, 0.5, 0.5]
+
+
+@pytest.mark.parametrize(
+    ("grades", "expected"),
+    [([1], 1), ([0, 1, 0.5], 0.5), ([1, 0.5], 0.5), ([0, 1], 0), ([1, 1, 0, 0.5], 0.5), ([0.5, 1, 1, 1], 1)],
+)
+def test_consensus_is_the_median_or_the_lower_middle_grade(grades, expected):
+    assert consensus_grade(grades) == expected
+
+
+def test_consensus_of_no_grade_is_an_error():
+    with pytest.raises(ValueError, match="no grades"):
+        consensus_grade([])
 
 
 def test_consensus_of_each_row_skips_the_ungraded() -> None:

@@ -9,18 +9,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tasks.benchmarks.protocol import Benchmark
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
 from tasks.benchmarks.snomed.oracle.contracts import ORACLE_PAIRS, TEACHER_REPLIES
 from tasks.benchmarks.snomed.oracle.dataset import write_oracle_dataset
 from tasks.benchmarks.snomed.oracle.plan import build_plan, estimate_job, load_cases
 from tasks.benchmarks.snomed.oracle.solver import validate_pairs, write_pairs
-from tasks.evals.outputs import EpisodeCounts, RunTables, summarize_by_epoch
+from tasks.evals.outputs import EpisodeCounts, RunTables, column_mean, summarize_by_epoch
+from tasks.evals.protocol import Benchmark
 
 PAIRS = EpisodeCounts(
     counts={"kept": ("status", "kept"), "rejected": ("status", "rejected"), "failed": ("status", "failed")},
-    score_column="is_kept",
+    score=column_mean("is_kept"),
     score_label="kept %",
     score_note="share of the teacher's pairs that passed validation (failed calls excluded)",
 )

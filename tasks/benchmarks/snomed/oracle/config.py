@@ -5,13 +5,11 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
-from tasks.benchmarks.snomed.oracle.topics import DEFAULT_SPLIT
+from tasks.benchmarks.snomed.oracle.splits import DEFAULT_SPLIT
 from tasks.benchmarks.snomed.patient import Disclosure
 from tasks.evals.config import ModelSpec, RunConfig
 
 TEACHER_PROMPT = PROMPTS_DIR / "oracle_teacher_v1.txt"
-# The trained oracle's prompt: the system message of every pair, and the prompt it is served with.
-ORACLE_PATIENT_PROMPT = PROMPTS_DIR / "oracle_patient_v1.txt"
 SPLITS = ("train", "validation", "test")
 
 

@@ -22,10 +22,10 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.benchmarks.snomed.case import Case
 from tasks.benchmarks.snomed.cases.loading import case_set_fingerprint, load_case_set
+from tasks.benchmarks.snomed.config import ORACLE_PATIENT_PROMPT
 from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
 from tasks.benchmarks.snomed.leak import LEAK_THRESHOLD, MAX_CODE_DIGITS, MIN_FUZZY_LENGTH
 from tasks.benchmarks.snomed.oracle.config import (
-    ORACLE_PATIENT_PROMPT,
     SPLITS,
     TEACHER_PROMPT,
     OracleDataConfig,

@@ -9,18 +9,19 @@ from tasks.benchmarks.snomed.cases.loading import (
     load_case_set,
     run_case_set_facts,
 )
+from tasks.benchmarks.snomed.config import ORACLE_PATIENT_PROMPT
 from tasks.benchmarks.snomed.interview import record_text
 from tasks.benchmarks.snomed.leak import normalise_display
-from tasks.benchmarks.snomed.oracle.config import ORACLE_PATIENT_PROMPT, TEACHER_PROMPT, OracleDataConfig
+from tasks.benchmarks.snomed.oracle.config import TEACHER_PROMPT, OracleDataConfig
 from tasks.benchmarks.snomed.oracle.offline_teacher import OFFLINE_TEACHER, OFFLINE_TEACHER_LABEL
 from tasks.benchmarks.snomed.oracle.solver import PairsJob, TeacherCall, ValidateJob
+from tasks.benchmarks.snomed.oracle.splits import check_every_split_has_a_patient, split_by_patient
 from tasks.benchmarks.snomed.oracle.topics import (
     PairTopic,
     case_rng,
     negative_candidates,
     negative_topics,
     positive_topics,
-    split_by_patient,
 )
 from tasks.benchmarks.snomed.oracle.validation import vocabulary_leak_names
 from tasks.benchmarks.snomed.patient import (
@@ -109,6 +110,8 @@ def build_plan(settings: EvaluationSettings[OracleDataConfig]) -> OraclePlan:
         spec=teacher, options=config.call_options(teacher), prompt_version=teacher_prompt.version
     )
     cases = load_cases(case_set_dir, config.sample)
+    available = len(load_case_set(case_set_dir))
+    check_every_split_has_a_patient(len(cases), config.split, config.sample.limit, available)
     lexicon = load_lexicon()
     vocabulary = run_vocabulary(cases)
     leak_names = vocabulary_leak_names(vocabulary, leak_names_by_code(lexicon))

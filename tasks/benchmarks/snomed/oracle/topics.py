@@ -10,12 +10,10 @@ Negative topics are conditions of the vocabulary (every condition code Synthea c
 does not hold, drawn with a seed among disorders and findings. A lexicon condition that shares a keyword
 with a fact of the record is left out: asking about it is asking about what the record holds ("nose" for a
 patient with another sinus condition), so "I'm not sure" would be the wrong answer to teach.
-
-Split by patient (case id): seeded; every split of a set of at least three cases has at least one case.
 """
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel
@@ -27,7 +25,6 @@ from tasks.benchmarks.snomed.vocabulary import VocabularyEntry
 PairKind = Literal["positive", "negative"]
 Subject = Literal["condition", "observation"]
 NEGATIVE_TAGS = frozenset({"disorder", "finding"})
-DEFAULT_SPLIT = {"train": 0.8, "validation": 0.1, "test": 0.1}
 
 
 class PairTopic(BaseModel, frozen=True):
@@ -115,22 +112,3 @@ def negative_topics(candidates: Sequence[VocabularyEntry], count: int, rng: rand
 def case_rng(seed: int, case_id: str) -> random.Random:
     """The random draws of one case: the same for a case whatever the other cases of the set."""
     return random.Random(f"{seed}:{case_id}")
-
-
-def split_by_patient(
-    case_ids: Iterable[str], seed: int, shares: Mapping[str, float] = DEFAULT_SPLIT
-) -> dict[str, str]:
-    """Each case id's split: a seeded shuffle cut by the shares (the first split takes the remainder)."""
-    ordered = sorted(set(case_ids))
-    random.Random(seed).shuffle(ordered)
-    names = list(shares)
-    sizes = {name: round(shares[name] * len(ordered)) for name in names[1:]}
-    if len(ordered) >= len(names):
-        sizes = {name: max(1, size) for name, size in sizes.items()}
-    split, start = {}, 0
-    for name in reversed(names[1:]):
-        for case_id in ordered[start : start + sizes[name]]:
-            split[case_id] = name
-        start += sizes[name]
-    split.update({case_id: names[0] for case_id in ordered[start:]})
-    return split

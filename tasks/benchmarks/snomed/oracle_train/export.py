@@ -8,6 +8,8 @@ from tasks.core.preflight import UserError
 
 # llama.cpp's server reads GGUF; f16 keeps the merged weights as trained (quantise later with llama-quantize).
 GGUF_OUTTYPE = "f16"
+MERGED = "merged"
+GGUF_FILE = "oracle.gguf"
 
 
 def save_merged(peft_model, tokenizer, folder: Path) -> Path:

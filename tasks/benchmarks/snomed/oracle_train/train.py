@@ -3,7 +3,10 @@ and after, the loss curve, and the oracle exported for serving. Re-running into 
 from its last checkpoint."""
 
 import json
+import shutil
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -11,52 +14,26 @@ from tasks.benchmarks.snomed.cases.case_set import file_sha256
 from tasks.benchmarks.snomed.oracle_train.base import gguf_parts, unpack_gguf
 from tasks.benchmarks.snomed.oracle_train.curve import loss_rows, plot_loss_curve, write_loss_csv
 from tasks.benchmarks.snomed.oracle_train.data import chat_split_files, load_pairs
-from tasks.benchmarks.snomed.oracle_train.export import convert_to_gguf, save_merged
-from tasks.benchmarks.snomed.oracle_train.settings import (
-    CHATML_TEMPLATE,
-    OracleTrainSettings,
-    changed_settings,
+from tasks.benchmarks.snomed.oracle_train.export import GGUF_FILE, MERGED, convert_to_gguf, save_merged
+from tasks.benchmarks.snomed.oracle_train.resume import (
+    CHECKPOINTS,
+    MANIFEST,
+    TRAINER_STATE,
+    check_resumable,
+    checkpoint_step,
+    last_checkpoint,
+    next_step,
+    recorded_manifest,
+    training_ended_at,
+    wanted_outputs,
 )
+from tasks.benchmarks.snomed.oracle_train.settings import CHATML_TEMPLATE, OracleTrainSettings
 from tasks.core.files import write_json_atomic
 from tasks.core.preflight import UserError
 from tasks.core.provenance import code_provenance, utc_now
 
 ORACLE_PACKAGES = ("torch", "transformers", "peft", "trl", "accelerate", "datasets", "gguf")
-MANIFEST = "manifest.json"
-CHECKPOINTS = "checkpoints"
-
-
-def recorded_manifest(out: Path) -> dict[str, Any] | None:
-    path = out / MANIFEST
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def check_resumable(out: Path, settings: OracleTrainSettings) -> None:
-    """A UserError when `out` holds a run with other settings: its checkpoints would not fit this one."""
-    recorded = recorded_manifest(out)
-    changed = changed_settings(recorded["settings"], settings) if recorded else []
-    if changed:
-        raise UserError(
-            f"{out} holds a run with other {', '.join(changed)}; resume it with its settings "
-            f"(see {out / MANIFEST}) or choose another --out",
-            "--out",
-        )
-
-
-def finished_run(
-    recorded: dict[str, Any] | None, settings: OracleTrainSettings, export: bool, gguf: bool
-) -> dict[str, Any] | None:
-    """The recorded run when it already is this one, finished with every output asked; None otherwise.
-
-    Resuming a finished run is not a no-op in transformers: it trains one more step (at learning rate 0)."""
-    if (
-        not recorded
-        or recorded["status"] != "done"
-        or recorded["settings"] != settings.model_dump(mode="json")
-    ):
-        return None
-    wanted = {name for name, asked in (("merged", export), ("gguf", gguf)) if asked}
-    return recorded if wanted <= set(recorded["outputs"]) else None
+ADAPTER = "adapter"
 
 
 def device_facts() -> dict[str, Any]:
@@ -122,11 +99,53 @@ def load_base(settings: OracleTrainSettings, out: Path, device: dict[str, Any]):
     return model, tokenizer, str(template) if template else "the base's own"
 
 
-def last_checkpoint(out: Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
+def check_pairs_left(usable: dict[str, int], pairs: dict[str, int], max_length: int) -> None:
+    """A UserError when --max-length leaves a split no pair with an answer token to learn or measure on."""
+    if empty := [split for split, count in usable.items() if count == 0]:
+        raise UserError(
+            f"--max-length {max_length} cuts off the answer of every {' and every '.join(empty)} pair "
+            f"({', '.join(f'{split}: {pairs[split]:,}' for split in empty)}): its prompt, which holds the "
+            "patient's record, fills the tokens; raise --max-length",
+            "--max-length",
+        )
 
-    folder = out / CHECKPOINTS
-    return get_last_checkpoint(str(folder)) if folder.is_dir() else None
+
+def load_checkpoint(trainer, checkpoint: Path) -> None:
+    """The adapter weights and trainer state (step, log) of a checkpoint that ended the training, into the
+    trainer: what resuming from it gives, without the extra step resuming would train."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+    from transformers import TrainerState
+
+    set_peft_model_state_dict(trainer.model, load_file(str(checkpoint / "adapter_model.safetensors")))
+    trainer.state = TrainerState.load_from_json(str(checkpoint / TRAINER_STATE))
+
+
+def merge_trained_adapter(settings: OracleTrainSettings, out: Path) -> Path:
+    """OUT/merged from the base and the run's saved adapter, with no trainer (a finished run's export)."""
+    from peft import PeftModel
+
+    model, tokenizer, _ = load_base(settings, out, device_facts())
+    return save_merged(PeftModel.from_pretrained(model, str(out / ADAPTER)), tokenizer, out / MERGED)
+
+
+def export_outputs(
+    out: Path,
+    manifest: dict[str, Any],
+    wanted: frozenset[str],
+    merge: Callable[[], Path],
+    gguf_converter: Path | None,
+) -> dict[str, Any]:
+    """The asked outputs the manifest lacks: merged/ (written by `merge`), then oracle.gguf converted from it;
+    the manifest rewritten after each (the merged model is recorded even if the conversion fails)."""
+    outputs = manifest["outputs"]
+    if "merged" in wanted and "merged" not in outputs:
+        outputs["merged"] = merge().name
+        write_json_atomic(out / MANIFEST, manifest)
+    if "gguf" in wanted and "gguf" not in outputs and gguf_converter is not None:
+        outputs["gguf"] = convert_to_gguf(out / outputs["merged"], gguf_converter, out / GGUF_FILE).name
+        write_json_atomic(out / MANIFEST, manifest)
+    return manifest
 
 
 def train_oracle(
@@ -135,13 +154,25 @@ def train_oracle(
     settings: OracleTrainSettings,
     export: bool = True,
     gguf_converter: Path | None = None,
+    export_only: bool = False,
 ) -> dict[str, Any]:
-    """Fine-tune, evaluate, export; write OUT/manifest.json (every setting, data hashes, losses, outputs)."""
+    """Fine-tune, evaluate, export; write OUT/manifest.json (every setting, data hashes, losses, outputs).
+
+    A finished run of the same settings is not trained again: only the asked outputs it lacks are written
+    (`export_only` refuses to train). A run is never trained past --max-steps (see resume.py)."""
     files = chat_split_files(data_dir)
     check_resumable(out, settings)
-    if done := finished_run(recorded_manifest(out), settings, export, gguf_converter is not None):
-        return done
+    wanted = wanted_outputs(export, gguf_converter is not None)
+    recorded, checkpoint = recorded_manifest(out), last_checkpoint(out)
+    step = next_step(recorded, settings, wanted, export_only, training_ended_at(checkpoint, settings))
+    if step == "nothing":
+        return recorded  # type: ignore[return-value]
+    if step == "export":
+        merge = partial(merge_trained_adapter, settings, out)
+        return export_outputs(out, recorded, wanted, merge, gguf_converter)  # type: ignore[arg-type]
     out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out / MERGED, ignore_errors=True)  # the exports of an earlier, shorter training
+    (out / GGUF_FILE).unlink(missing_ok=True)
     started = time.monotonic()
     device = device_facts()
     manifest: dict[str, Any] = {
@@ -169,34 +200,36 @@ def train_oracle(
     )
     # Every trainer setting, the libraries' defaults too (optimizer, schedule, warmup, checkpointing).
     manifest["trainer_args"] = json.loads(trainer.args.to_json_string())
+    # TRL drops a pair whose answer --max-length cuts off whole (its prompt, the record, fills it).
+    usable = {"train": len(trainer.train_dataset), "validation": len(trainer.eval_dataset)}
+    manifest["data"]["pairs_within_max_length"] = usable
+    check_pairs_left(usable, manifest["data"]["pairs"], settings.max_length)
     # Before training the adapter adds nothing (LoRA's B starts at zero): this is the base model's loss.
     before = trainer.evaluate()["eval_loss"]
-    resumed_from = last_checkpoint(out)
-    trainer.train(resume_from_checkpoint=resumed_from)
+    if step == "finish":
+        load_checkpoint(trainer, checkpoint)  # type: ignore[arg-type]
+    else:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     after = trainer.evaluate()["eval_loss"]
-    trainer.save_model(str(out / "adapter"))
+    trainer.save_model(str(out / ADAPTER))
 
     rows = loss_rows(trainer.state.log_history, before)
     write_loss_csv(rows, out / "loss_curve.csv")
     plot_loss_curve(rows, out / "loss_curve.png", f"LoRA oracle on {settings.base}")
-    outputs = {
-        "adapter": "adapter",
-        "checkpoints": CHECKPOINTS,
-        "loss_curve": ["loss_curve.csv", "loss_curve.png"],
-    }
-    if export:
-        outputs["merged"] = save_merged(trainer.model, tokenizer, out / "merged").name
     manifest.update(
         status="done",
         finished_at=utc_now(),
         seconds=round(time.monotonic() - started, 1),
-        resumed_from=Path(resumed_from).name if resumed_from else None,
+        resumed_from=checkpoint.name if checkpoint else None,
         global_step=trainer.state.global_step,
+        steps_this_run=trainer.state.global_step - checkpoint_step(checkpoint),
         eval_loss={"before": before, "after": after},
-        outputs=outputs,
+        outputs={
+            "adapter": ADAPTER,
+            "checkpoints": CHECKPOINTS,
+            "loss_curve": ["loss_curve.csv", "loss_curve.png"],
+        },
     )
-    write_json_atomic(out / MANIFEST, manifest)  # the training is recorded even if the conversion fails
-    if export and gguf_converter:
-        outputs["gguf"] = convert_to_gguf(out / "merged", gguf_converter, out / "oracle.gguf").name
-        write_json_atomic(out / MANIFEST, manifest)
-    return manifest
+    write_json_atomic(out / MANIFEST, manifest)  # the training is recorded even if an export fails
+    merge = partial(save_merged, trainer.model, tokenizer, out / MERGED)
+    return export_outputs(out, manifest, wanted, merge, gguf_converter)

@@ -3,14 +3,14 @@ run, progress, manifest) makes its calls: the patients are the run's models, a c
 
 from functools import partial
 
-from tasks.benchmarks.protocol import Benchmark
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
 from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_ANSWERS, PATIENT_SCORES
 from tasks.benchmarks.snomed.patient_bench.plan import build_plan, estimate_job, load_cases
 from tasks.benchmarks.snomed.patient_bench.report import BenchReportSettings, bench_report
 from tasks.benchmarks.snomed.patient_bench.solver import ask_patient, score_answers
-from tasks.evals.outputs import EpisodeCounts, RunTables, summarize_by_epoch
+from tasks.evals.outputs import EpisodeCounts, RunTables, column_mean, summarize_by_epoch
+from tasks.evals.protocol import Benchmark
 from tasks.evals.verdicts import JUDGE_CUT
 
 ANSWERS = EpisodeCounts(
@@ -19,7 +19,7 @@ ANSWERS = EpisodeCounts(
         "failed": ("status", "failed"),
         "judge\ncut": ("judge_status", JUDGE_CUT),
     },
-    score_column="disclosed",
+    score=column_mean("disclosed"),
     score_label="disclosure %",
     score_note="share of positive questions answered with the record's fact, per asking (epoch)",
 )

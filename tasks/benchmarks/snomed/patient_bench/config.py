@@ -6,8 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from tasks.benchmarks.snomed.config import PROMPTS_DIR
-from tasks.benchmarks.snomed.oracle.config import ORACLE_PATIENT_PROMPT
+from tasks.benchmarks.snomed.config import ORACLE_PATIENT_PROMPT, PROMPTS_DIR
 from tasks.benchmarks.snomed.patient import Disclosure
 from tasks.evals.config import JudgeSpec, ModelSpec, RunConfig, RunOverrides
 

@@ -594,7 +594,7 @@ def test_report_folder_markdown_figures_and_stats(runs) -> None:
     assert "| 1.0 | 33.3 | 1 | 61.1 |" in markdown  # beta's diagnosis: length, unmatched, unparseable, stage
     # treatment: complete %, regimen cov. %, dose errors %, unverified %, unparseable, stage score
     assert "| 50.0 | 66.7 | 33.3 | 100.0 | 1 | 61.1 |" in markdown
-    # follow-up: FQR, DCSR, churn, revisions unparseable, graded, ungraded, judge, stage score
+    # follow-up: FQR, DCSR, churn, revisions unparsed, graded, ungraded, judge, stage score
     assert (
         "| alpha | 2 | 75.0 [50.0, 100.0] | 100.0 [100.0, 100.0] | 0.0 | 0 | 4 | 1 | 0 | "
         "threadmed/consult-judge (offline heuristic) | 87.5 |" in markdown
@@ -820,7 +820,7 @@ def test_a_model_with_no_fqr_grade_read_has_no_follow_up_stage_and_no_composite_
     assert (beta["fqr"]["mean"], beta["dcsr"]["mean"], beta["composite"]["follow_up"]) == (None, 0.5, None)
     assert beta["composite"]["score"] is None
     follow_up = next(table for table in build_tables(metrics) if table.key == "follow-up")
-    # FQR, DCSR, churn, revisions unparseable, graded, ungraded, judge cut, judge, stage score
+    # FQR, DCSR, churn, revisions unparsed, graded, ungraded, judge cut, judge, stage score
     assert follow_up.rows[0][2:] == [
         "—", "50.0 [0.0, 100.0]", "50.0", "1", "0", "3", "0", "threadmed/consult-judge (offline heuristic)",
         "—",

@@ -3,8 +3,16 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from tasks.benchmarks.snomed.config import CLINICIAN_PROMPT, OFFLINE_PATIENT, PATIENT_PROMPTS, SnomedConfig
+from tasks.benchmarks.snomed.config import (
+    CLINICIAN_PROMPT,
+    OFFLINE_PATIENT,
+    ORACLE_PATIENT_PROMPT,
+    PATIENT_PROMPTS,
+    SnomedConfig,
+    patient_prompt_file,
+)
 from tasks.benchmarks.snomed.interview import InterviewSettings
+from tasks.core.preflight import UserError
 from tasks.evals.config import ModelSpec, RunOverrides, load_config
 from tasks.evals.plan import run_id_for
 from tasks.llm.request import ProviderLimits
@@ -33,6 +41,37 @@ def test_the_named_patient_prompt_form_is_a_setting_with_its_own_prompt_file():
     assert chosen.patient_prompt_form == "named"
     assert chosen.prompt_files() == (CLINICIAN_PROMPT, PATIENT_PROMPTS["named"])
     assert PATIENT_PROMPTS["named"].name == "patient_v1.txt"
+
+
+@pytest.mark.parametrize(
+    ("given", "chosen"),
+    [
+        ("oracle_patient_v1", ORACLE_PATIENT_PROMPT),
+        ("patient_lay_v1", PATIENT_PROMPTS["lay"]),
+        ("patient_v1", PATIENT_PROMPTS["named"]),
+        (str(ORACLE_PATIENT_PROMPT), ORACLE_PATIENT_PROMPT),
+    ],
+)
+def test_a_patient_prompt_is_a_file_or_the_name_of_a_shipped_one(given, chosen):
+    assert patient_prompt_file(given) == chosen.resolve()
+
+
+def test_a_relative_patient_prompt_file_is_made_absolute_and_a_file_wins_over_a_shipped_name(
+    tmp_path, monkeypatch
+):
+    (tmp_path / "oracle_patient_v1").write_text("a prompt of the user's own")
+    monkeypatch.chdir(tmp_path)
+    assert patient_prompt_file("oracle_patient_v1") == tmp_path / "oracle_patient_v1"
+
+
+def test_a_patient_prompt_that_is_neither_a_file_nor_a_shipped_name_is_refused_listing_the_names():
+    with pytest.raises(UserError) as refused:
+        patient_prompt_file("clinician_v1")  # shipped, but no patient's
+    assert (str(refused.value), refused.value.option) == (
+        f"clinician_v1: no such file, nor the name of a patient prompt in {CLINICIAN_PROMPT.parent} "
+        "(oracle_patient_v1, patient_lay_v1, patient_v1)",
+        "--patient-prompt",
+    )
 
 
 def test_overrides_replace_the_patient_by_a_model_string_and_set_the_interview():

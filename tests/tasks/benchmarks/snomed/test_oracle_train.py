@@ -1,4 +1,5 @@
-"""The oracle fine-tuning's pure parts: pairs, settings a resume may change, the loss curve, inputs."""
+"""The oracle fine-tuning's pure parts: pairs, settings a resume may change, the loss curve, inputs (resuming
+and exporting: test_oracle_train_resume.py)."""
 
 import json
 
@@ -9,7 +10,7 @@ from tasks.benchmarks.snomed.oracle_train.curve import loss_rows, write_loss_csv
 from tasks.benchmarks.snomed.oracle_train.data import chat_split_files, load_pairs, prompt_completion
 from tasks.benchmarks.snomed.oracle_train.export import convert_to_gguf
 from tasks.benchmarks.snomed.oracle_train.settings import OracleTrainSettings, changed_settings
-from tasks.benchmarks.snomed.oracle_train.train import check_resumable, finished_run
+from tasks.benchmarks.snomed.oracle_train.train import check_pairs_left
 from tasks.core.preflight import UserError
 from tests.oracle_fixtures import write_oracle_data
 
@@ -46,33 +47,6 @@ def test_a_resume_may_train_longer_but_not_differently():
     ]
 
 
-def test_a_finished_run_is_not_trained_again_unless_longer_or_missing_an_asked_output():
-    settings = OracleTrainSettings(max_steps=6)
-    done = {"status": "done", "settings": settings.model_dump(mode="json"), "outputs": {"adapter": "adapter"}}
-    assert finished_run(done, settings, export=False, gguf=False) is done
-    assert finished_run(done, settings, export=True, gguf=False) is None  # the merged model is missing
-    assert (
-        finished_run({**done, "outputs": {"merged": "merged"}}, settings, export=True, gguf=False) is not None
-    )
-    assert finished_run(done, OracleTrainSettings(max_steps=9), export=False, gguf=False) is None
-    assert finished_run({**done, "status": "training"}, settings, export=False, gguf=False) is None
-    assert finished_run(None, settings, export=False, gguf=False) is None
-
-
-def test_a_folder_of_a_run_with_other_settings_is_refused(tmp_path):
-    (tmp_path / "manifest.json").write_text(
-        json.dumps({"settings": OracleTrainSettings().model_dump(mode="json")})
-    )
-    check_resumable(tmp_path, OracleTrainSettings(max_steps=10))
-    with pytest.raises(UserError) as refused:
-        check_resumable(tmp_path, OracleTrainSettings(lora_rank=4))
-    assert (str(refused.value), refused.value.option) == (
-        f"{tmp_path} holds a run with other lora_rank; resume it with its settings "
-        f"(see {tmp_path / 'manifest.json'}) or choose another --out",
-        "--out",
-    )
-
-
 def test_the_loss_curve_starts_at_the_loss_before_training_and_keeps_one_loss_per_step(tmp_path):
     log_history = [
         {"loss": 2.5, "step": 1, "epoch": 0.1, "learning_rate": 1e-3},
@@ -94,14 +68,48 @@ def test_the_loss_curve_starts_at_the_loss_before_training_and_keeps_one_loss_pe
     ]
 
 
-def test_a_data_folder_without_validation_pairs_names_the_missing_file(tmp_path):
+def test_a_folder_without_validation_pairs_nor_a_manifest_is_no_oracle_data_folder(tmp_path):
     write_oracle_data(tmp_path)
     (tmp_path / "chat" / "validation.jsonl").write_text("")
     with pytest.raises(UserError) as refused:
         chat_split_files(tmp_path)
     assert str(refused.value) == (
-        f"{tmp_path / 'chat' / 'validation.jsonl'}: no pairs; --data takes a folder written by "
-        "`threadmed snomed oracle-data`"
+        f"{tmp_path / 'chat' / 'validation.jsonl'} holds 0 pairs: {tmp_path} has no manifest.json either, so "
+        "it is no oracle data folder: --data takes the --out folder of `threadmed snomed oracle-data`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("manifest", "reason"),
+    [
+        (
+            {"counts": {"kept": {"validation": {"positive": 0, "negative": 0}},
+                        "cases": {"train": 2, "validation": 0, "test": 0}},
+             "split": {"train": 0.8, "validation": 0.1, "test": 0.1}},
+            "the data folder's split by patient (train 80%, validation 10%, test 10%) gave validation no "
+            "patient of its 2; rebuild it with `threadmed snomed oracle-data` from 3 or more patients (a "
+            "higher --limit, or a larger case set)",
+        ),
+        (
+            {"counts": {"kept": {"validation": {"positive": 3, "negative": 1}},
+                        "cases": {"train": 8, "validation": 1, "test": 1}},
+             "split": {"train": 0.8, "validation": 0.1, "test": 0.1}},
+            "its manifest.json counts 4 kept, so the folder is unfinished: re-run `threadmed snomed "
+            "oracle-data` into it",
+        ),
+        ({"counts": {}}, "its manifest.json cannot be read (KeyError: 'kept'); rebuild the folder with "
+                         "`threadmed snomed oracle-data`"),
+    ],
+)  # fmt: skip
+def test_a_data_folder_without_validation_pairs_says_why_from_its_manifest(tmp_path, manifest, reason):
+    write_oracle_data(tmp_path)
+    (tmp_path / "chat" / "validation.jsonl").unlink()
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UserError) as refused:
+        chat_split_files(tmp_path)
+    assert (str(refused.value), refused.value.option) == (
+        f"{tmp_path / 'chat' / 'validation.jsonl'} holds 0 pairs: {reason}",
+        "--data",
     )
 
 
@@ -134,4 +142,15 @@ def test_a_failed_gguf_conversion_quotes_the_converter_and_says_how_to_rerun_it(
     assert str(refused.value) == (
         f"{converter} exited 1 (No module named 'sentencepiece'); the merged model is in {merged}: "
         f"convert it with `python {converter} {merged} --outfile {outfile} --outtype f16`"
+    )
+
+
+def test_a_max_length_that_cuts_off_every_answer_of_a_split_is_refused_naming_it():
+    check_pairs_left({"train": 130, "validation": 1}, {"train": 137, "validation": 18}, max_length=256)
+    with pytest.raises(UserError) as refused:
+        check_pairs_left({"train": 130, "validation": 0}, {"train": 137, "validation": 18}, max_length=256)
+    assert (str(refused.value), refused.value.option) == (
+        "--max-length 256 cuts off the answer of every validation pair (validation: 18): its prompt, which "
+        "holds the patient's record, fills the tokens; raise --max-length",
+        "--max-length",
     )

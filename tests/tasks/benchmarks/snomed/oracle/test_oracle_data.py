@@ -5,10 +5,11 @@ import json
 import pytest
 
 from tasks.benchmarks.snomed.cases.loading import load_case_set
+from tasks.benchmarks.snomed.config import ORACLE_PATIENT_PROMPT
 from tasks.benchmarks.snomed.leak import find_leaks
 from tasks.benchmarks.snomed.oracle.answers import answer_stance
 from tasks.benchmarks.snomed.oracle.benchmark import ORACLE_DATA
-from tasks.benchmarks.snomed.oracle.config import ORACLE_PATIENT_PROMPT, OracleDataConfig
+from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
 from tasks.benchmarks.snomed.oracle.dataset import served_system_prompt, write_oracle_dataset
 from tasks.benchmarks.snomed.oracle.offline_teacher import OFFLINE_TEACHER, OFFLINE_TEACHER_LABEL
 from tasks.benchmarks.snomed.oracle.plan import run_vocabulary

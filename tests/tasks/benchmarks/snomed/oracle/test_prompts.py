@@ -1,7 +1,8 @@
 """The oracle's prompt files (teacher, served patient, patient-bench judge): each renders its golden file."""
 
+from tasks.benchmarks.snomed.config import ORACLE_PATIENT_PROMPT
 from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
-from tasks.benchmarks.snomed.oracle.config import ORACLE_PATIENT_PROMPT, TEACHER_PROMPT
+from tasks.benchmarks.snomed.oracle.config import TEACHER_PROMPT
 from tasks.benchmarks.snomed.oracle.dataset import served_system_prompt
 from tasks.benchmarks.snomed.oracle.plan import teacher_messages
 from tasks.benchmarks.snomed.oracle.topics import PairTopic

@@ -1,4 +1,4 @@
-"""The oracle data's rules: what an answer says, the teacher reply's parsing and validation, the split."""
+"""The oracle data's rules: what an answer says, the teacher reply's parsing and validation."""
 
 import json
 import re
@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from tasks.benchmarks.snomed.leak import MAX_CODE_DIGITS, MIN_CODE_DIGITS
 from tasks.benchmarks.snomed.oracle.answers import answer_stance
-from tasks.benchmarks.snomed.oracle.topics import split_by_patient
 from tasks.benchmarks.snomed.oracle.validation import (
     LeakNames,
     TeacherPair,
@@ -239,13 +238,3 @@ def test_inserting_any_digit_run_anywhere_makes_a_kept_answer_a_leak(answer, ind
     at = index % (len(answer) + 1)
     leaking = TeacherPair("Q?", answer[:at] + digits + answer[at:])
     assert rejection(leaking, "positive", disclosure, vocabulary()) == "leak"
-
-
-def test_the_split_is_by_patient_seeded_and_leaves_no_split_empty():
-    ids = [f"p{i}" for i in range(20)]
-    split = split_by_patient(ids, seed=3)
-    assert split == split_by_patient(list(reversed(ids)), seed=3)
-    assert sorted(split) == sorted(ids)
-    assert [sum(s == name for s in split.values()) for name in ("train", "validation", "test")] == [16, 2, 2]
-    assert sorted(split_by_patient(["a", "b", "c"], seed=0).values()) == ["test", "train", "validation"]
-    assert split_by_patient(["a"], seed=0) == {"a": "train"}

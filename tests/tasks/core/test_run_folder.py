@@ -8,7 +8,7 @@ from tasks.benchmarks.registry import BENCHMARKS
 from tasks.benchmarks.snomed.report import check_run_folder as check_snomed_run
 from tasks.benchmarks.threadmed.report import check_run_folder as check_threadmed_run
 from tasks.core.preflight import UserError
-from tasks.evals.run_folder import (
+from tasks.core.run_folder import (
     BENCHMARK_FILE,
     check_run_folder_benchmark,
     claim_run_folder,

@@ -4,7 +4,7 @@ A run of any benchmark has one shape (flows/evaluate_models.py): `plan` turns th
 the `solve` task runs once per job (one case x model x condition or epoch; every call through the
 ledger), the `score` task grades each solve output, the rows are written as the `tables`, then the
 summary, the manifest and the `report`. Everything a benchmark owns lives in its folder
-`tasks/benchmarks/<name>/`, its warehouse too; `registry.py` lists the benchmarks.
+`tasks/benchmarks/<name>/`, its warehouse too; `tasks/benchmarks/registry.py` lists the benchmarks.
 """
 
 from collections.abc import Callable
