@@ -189,4 +189,7 @@ class LedgerReader:
                 self._totals[model] = ModelCalls(
                     *(n - a + b for n, a, b in zip(now, less, more, strict=True))
                 )
+        # A model whose every call was counted out (another success of the same key became its outcome)
+        # has none left: every counted record adds a call done or failed.
+        self._totals = {model: calls for model, calls in self._totals.items() if calls.done or calls.failed}
         return dict(self._totals)

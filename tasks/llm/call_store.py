@@ -412,14 +412,27 @@ class CallStore:
         return self._successes, self._failures
 
     def _all_rows(self) -> pa.Table:
-        """Every source's rows in source order (CALL_ROWS), with each row's `location`."""
+        """Every source's rows in reading order (`_order`: CALL_ROWS), with each row's `location`."""
         tables = []
-        for number, source in enumerate(self._sources):
-            rows = source.rows()
+        for number in sorted(range(len(self._sources)), key=self._order):
+            rows = self._sources[number].rows()
             locations = (number << POSITION_BITS) + np.arange(rows.num_rows, dtype=np.int64)
             tables.append(rows.append_column(LOCATION, pa.array(locations)))
         schema = CALL_ROWS.append(pa.field(LOCATION, pa.int64()))
         return pa.concat_tables(tables) if tables else schema.empty_table()
+
+    def _order(self, number: int) -> tuple[int, str]:
+        """Where source `number` is read among the others, whenever each was found: the old layout, then
+        compacted files, then segments, each kind by name. Which of two successes of a key is its outcome
+        (and which of two failures at the same time) follows this order, so every reader, whatever it read
+        first, agrees with `outcome_indices` over `_all_rows`."""
+        source = self._sources[number]
+        if isinstance(source, _InPlace):
+            return (0, "")
+        return (1 if isinstance(source, _Compacted) else 2, source.path.name)
+
+    def _rank(self, location: int) -> tuple[tuple[int, str], int]:
+        return self._order(location >> POSITION_BITS), location & ((1 << POSITION_BITS) - 1)
 
     def _apply(
         self, number: int, position: int, key: str, status: str, at: int, record: CallRecord | None
@@ -428,18 +441,22 @@ class CallStore:
         if self._successes is None or self._failures is None:
             return
         location = (number << POSITION_BITS) | position
-        before = self._successes.get(key)
-        if before is not None:
-            return  # a key's first success stays its outcome; a later record changes nothing
+        rank = (self._order(number), position)
+        succeeded = self._successes.get(key)
         failed = self._failures.get(key)
-        if status == "ok":
-            self._successes[key] = location
-        elif failed is None or at >= failed[0]:
-            self._failures[key] = (at, location)
+        if succeeded is not None:
+            # A key's first success in reading order is its outcome (one found later may read earlier).
+            if status != "ok" or self._rank(succeeded) <= rank:
+                return
+            self._successes[key], replaced = location, succeeded
+        elif status == "ok":
+            self._successes[key], replaced = location, failed[1] if failed is not None else None
+        elif failed is None or (at, rank) > (failed[0], self._rank(failed[1])):
+            self._failures[key], replaced = (at, location), failed[1] if failed is not None else None
         else:
             return
         if self._followers:
-            previous = self.record_at(failed[1]) if failed is not None else None
+            previous = self.record_at(replaced) if replaced is not None else None
             change = Change(previous, record or self.record_at(location))
             if change.after is not None:
                 for follower in self._followers:

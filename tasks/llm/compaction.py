@@ -89,7 +89,8 @@ def compact(root: Path, sealed_here: Collection[Path]) -> Compaction | None:
         files = files if len(files) >= MAX_COMPACTED_FILES else []
         if not segments and not files:
             return None
-        inputs = [_SegmentInput(root, path) for path in segments] + [_FileInput(path) for path in files]
+        # In the order every reader reads them (call_store.CallStore._order): the same outcome of each key.
+        inputs = [_FileInput(path) for path in files] + [_SegmentInput(root, path) for path in segments]
         kept = _split(_kept_rows(inputs), [len(source.rows) for source in inputs])
         written = write_compacted(
             root, (batch for source, mask in zip(inputs, kept, strict=True) for batch in source.batches(mask))
