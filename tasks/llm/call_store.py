@@ -307,10 +307,12 @@ class CallStore:
             if status is not None:
                 outcomes = outcomes.filter(pc.equal(outcomes["status"], status))
             order = pc.sort_indices(outcomes, [("status", "descending"), ("key", "ascending")])
+            locations = outcomes[LOCATION].take(order).to_numpy()
+            records: list[CallRecord | None] = [None] * len(locations)
             try:
-                records = [
-                    self.record_at(location) for location in outcomes[LOCATION].take(order).to_pylist()
-                ]
+                # Read in the order they are stored (a compacted file's row group once), then put in order.
+                for index in np.argsort(locations, kind="stable").tolist():
+                    records[index] = self.record_at(int(locations[index]))
             except _Vanished:
                 self._reload()
                 continue

@@ -3,7 +3,7 @@
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 from tasks.llm.request import CallMode
 
@@ -50,10 +50,13 @@ class CallRecord(BaseModel):
     finished_at: datetime
 
     # After validation, not before: a model validator running first would make pydantic build a dict of
-    # every record it reads from JSON (twice the time of a ledger lookup), and JSON cannot carry a lone
-    # surrogate anyway (pydantic refuses one), so only records built in Python can need escaping.
+    # every record it reads from JSON (twice the time of a ledger lookup). And JSON cannot carry a lone
+    # surrogate (pydantic refuses one), so only records built in Python can need escaping: a record read
+    # from JSON (every ledger read) skips the walk over its fields.
     @model_validator(mode="after")
-    def _encodable(self) -> "CallRecord":
+    def _encodable(self, info: ValidationInfo) -> "CallRecord":
+        if info.mode == "json":
+            return self
         fields = {name: getattr(self, name) for name in _REPLY_FIELDS}
         if not any(_unencodable(value) for value in fields.values()):
             return self
