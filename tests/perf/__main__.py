@@ -2,10 +2,11 @@
 
 Usage: python -m tests.perf [build|evaluation|call-throughput|report|snomed-cases|snomed-evaluation|
 snomed-patient-leaks|snomed-oracle-leaks|consult-simulator|consult-mining|consult-evaluation|
-consult-critic|parsers ...]
-(default: all)
+consult-critic|parsers|ledger ...] [--calls N]
+(default: all; `--calls` sets the ledger benchmark's calls, 100,000 by default)
 """
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from tests.perf import (
     bench_consult_mining,
     bench_consult_simulator,
     bench_evaluation,
+    bench_ledger,
     bench_parsers,
     bench_report,
     bench_snomed_cases,
@@ -40,18 +42,22 @@ BENCHMARKS = {
     "consult-evaluation": bench_consult_evaluation,
     "consult-critic": bench_consult_critic,
     "parsers": bench_parsers,
+    "ledger": bench_ledger,
 }
 OUT = Path("data_lake/bench")
 
 
-def main(names: list[str]) -> None:
+def main(names: list[str], ledger_calls: int | None = None) -> None:
     unknown = sorted(set(names) - set(BENCHMARKS))
     if unknown:
         sys.exit(f"unknown benchmark(s) {unknown}; choose from {sorted(BENCHMARKS)}")
     results = {}
     for name in names or list(BENCHMARKS):
         print(f"== {name} ==", flush=True)
-        results[name] = BENCHMARKS[name].main(OUT / name)
+        if name == "ledger" and ledger_calls is not None:
+            results[name] = bench_ledger.main(OUT / name, ledger_calls)
+        else:
+            results[name] = BENCHMARKS[name].main(OUT / name)
         for line in BENCHMARKS[name].summary_lines(results[name]):
             print(f"  {line}", flush=True)
     path = OUT / "results.json"
@@ -61,4 +67,8 @@ def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    parser = argparse.ArgumentParser(prog="python -m tests.perf")
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--calls", type=int, help="calls the ledger benchmark records (default 100,000)")
+    arguments = parser.parse_args()
+    main(arguments.names, arguments.calls)
