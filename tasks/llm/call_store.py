@@ -32,12 +32,11 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from tasks.llm import compaction
-from tasks.llm.compaction import Compaction, compacted_files, read_compacted_rows
-from tasks.llm.ledger_rows import CALL_ROWS, RECORD_COLUMN, outcome_indices, rows_of_records
+from tasks.llm.compaction import Compaction, compacted_files
+from tasks.llm.ledger_rows import CALL_ROWS, outcome_indices
 from tasks.llm.legacy_ledger import has_legacy_files, migrate, migration_line, read_legacy
 from tasks.llm.record import CallRecord
 from tasks.llm.segments import (
@@ -50,6 +49,7 @@ from tasks.llm.segments import (
     read_cached_index,
     write_cached_index,
 )
+from tasks.llm.store_sources import CompactedFile, InPlace, Segment, Source, Vanished, source_name
 
 logger = logging.getLogger(__name__)
 
@@ -85,124 +85,6 @@ class Follower:
         return snapshot, changes
 
 
-class _Segment:
-    """A segment as indexed so far, and the lines this process appended to it since."""
-
-    def __init__(self, path: Path, index: SegmentIndex) -> None:
-        self.path = path
-        self.index = index
-        self.own: list[tuple[CallRecord, int, int]] = []  # (record, offset, length) written here
-        self._descriptor: int | None = None
-
-    @property
-    def size(self) -> int:
-        if self.own:
-            _, offset, length = self.own[-1]
-            return offset + length + 1
-        return self.index.size
-
-    def __len__(self) -> int:
-        return self.index.rows.num_rows + len(self.own)
-
-    def rows(self) -> pa.Table:
-        """CALL_ROWS of every line indexed (the lines written here folded into the index)."""
-        if self.own:
-            records, offsets, lengths = zip(*self.own, strict=True)
-            self.index = SegmentIndex(
-                pa.concat_tables([self.index.rows, rows_of_records(list(records))]),
-                np.concatenate([self.index.offsets, np.array(offsets, np.int64)]),
-                np.concatenate([self.index.lengths, np.array(lengths, np.int64)]),
-                self.size,
-                self.index.unreadable,
-            )
-            self.own = []
-        return self.index.rows
-
-    def line(self, position: int) -> bytes:
-        indexed = self.index.rows.num_rows
-        if position >= indexed:
-            _, offset, length = self.own[position - indexed]
-        else:
-            offset, length = int(self.index.offsets[position]), int(self.index.lengths[position])
-        if self._descriptor is None:
-            self._descriptor = os.open(self.path, os.O_RDONLY)
-        return os.pread(self._descriptor, length, offset)
-
-    def close(self) -> None:
-        if self._descriptor is not None:
-            os.close(self._descriptor)
-            self._descriptor = None
-
-
-class _Compacted:
-    """A compacted file: its rows, and its records read a row group at a time (the last few kept)."""
-
-    KEPT_GROUPS = 4
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._rows = read_compacted_rows(path)
-        self._file: pq.ParquetFile | None = None
-        self._groups: OrderedDict[int, pa.ChunkedArray] = OrderedDict()
-        self._group_starts: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return self._rows.num_rows
-
-    def rows(self) -> pa.Table:
-        return self._rows
-
-    def line(self, position: int) -> str:
-        if self._file is None:
-            self._file = pq.ParquetFile(self.path)
-            sizes = [self._file.metadata.row_group(i).num_rows for i in range(self._file.num_row_groups)]
-            self._group_starts = np.concatenate(([0], np.cumsum(sizes)))
-        assert self._group_starts is not None
-        group = int(np.searchsorted(self._group_starts, position, side="right")) - 1
-        records = self._groups.get(group)
-        if records is None:
-            records = self._file.read_row_group(group, columns=[RECORD_COLUMN])[RECORD_COLUMN]
-            self._groups[group] = records
-            if len(self._groups) > self.KEPT_GROUPS:
-                self._groups.popitem(last=False)
-        else:
-            self._groups.move_to_end(group)
-        return records[position - int(self._group_starts[group])].as_py()
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        self._groups.clear()
-
-
-class _InPlace:
-    """An old-layout ledger read as it is (its folder cannot be written, so it cannot be migrated)."""
-
-    def __init__(self, table: pa.Table) -> None:
-        self._rows = table.select(CALL_ROWS.names)
-        self._records = table[RECORD_COLUMN]
-
-    def __len__(self) -> int:
-        return self._rows.num_rows
-
-    def rows(self) -> pa.Table:
-        return self._rows
-
-    def line(self, position: int) -> str:
-        return self._records[position].as_py()
-
-    def close(self) -> None:
-        pass
-
-
-_Source = _Segment | _Compacted | _InPlace
-
-
-class _Vanished(Exception):
-    """A file the store had listed was removed (another process compacted the folder): read it again."""
-
-
 class CallStore:
     """One ledger folder's records for this process: see the module's docstring."""
 
@@ -211,7 +93,7 @@ class CallStore:
         self._lock = threading.RLock()
         self._writer = SegmentWriter(root / SEGMENTS_DIR)
         self._sealed: set[Path] = set()  # this process's segments it writes no more
-        self._sources: list[_Source] = []
+        self._sources: list[Source] = []
         self._segments: dict[Path, int] = {}
         self._files: dict[Path, int] = {}
         self._in_place: pa.Table | None = None
@@ -233,9 +115,9 @@ class CallStore:
                 return  # read with the rest when the store is first read
             number = self._segments.get(path)
             if number is None:
-                number = self._add(_Segment(path, SegmentIndex.empty()), self._segments, path)
+                number = self._add(Segment(path, SegmentIndex.empty()), self._segments, path)
             segment = self._sources[number]
-            assert isinstance(segment, _Segment)
+            assert isinstance(segment, Segment)
             if segment.size != offset:  # lines of this process the index has not read (never, but cheap)
                 self._read_segment(number, offset)
             segment.own.append((record, offset, len(line) - 1))
@@ -257,7 +139,7 @@ class CallStore:
                     return None
             try:
                 return self.record_at(location)
-            except _Vanished:
+            except Vanished:
                 self._reload()
         raise RuntimeError(f"{self.root}: the ledger's files keep changing while they are read")
 
@@ -273,7 +155,7 @@ class CallStore:
                 _, location = failures[key]
             try:
                 return self.record_at(location)
-            except _Vanished:
+            except Vanished:
                 self._reload()
         raise RuntimeError(f"{self.root}: the ledger's files keep changing while they are read")
 
@@ -285,7 +167,7 @@ class CallStore:
             try:
                 line = source.line(position)
             except FileNotFoundError:
-                raise _Vanished from None
+                raise Vanished from None
         try:
             return CallRecord.model_validate_json(line)
         except ValidationError as error:
@@ -313,7 +195,7 @@ class CallStore:
                 # Read in the order they are stored (a compacted file's row group once), then put in order.
                 for index in np.argsort(locations, kind="stable").tolist():
                     records[index] = self.record_at(int(locations[index]))
-            except _Vanished:
+            except Vanished:
                 self._reload()
                 continue
             return [record for record in records if record is not None]
@@ -342,14 +224,14 @@ class CallStore:
                 return
             for path in files:
                 if path not in self._files:
-                    number = self._add(_Compacted(path), self._files, path)
+                    number = self._add(CompactedFile(path), self._files, path)
                     self._apply_rows(number, 0)
             for path, size in segments.items():
                 number = self._segments.get(path)
                 if number is None:
-                    number = self._add(_Segment(path, SegmentIndex.empty()), self._segments, path)
+                    number = self._add(Segment(path, SegmentIndex.empty()), self._segments, path)
                 segment = self._sources[number]
-                assert isinstance(segment, _Segment)
+                assert isinstance(segment, Segment)
                 if size > segment.size:
                     self._read_segment(number, size)
             self._read_at = time.monotonic()
@@ -429,9 +311,9 @@ class CallStore:
         (and which of two failures at the same time) follows this order, so every reader, whatever it read
         first, agrees with `outcome_indices` over `_all_rows`."""
         source = self._sources[number]
-        if isinstance(source, _InPlace):
+        if isinstance(source, InPlace):
             return (0, "")
-        return (1 if isinstance(source, _Compacted) else 2, source.path.name)
+        return (1 if isinstance(source, CompactedFile) else 2, source.path.name)
 
     def _rank(self, location: int) -> tuple[tuple[int, str], int]:
         return self._order(location >> POSITION_BITS), location & ((1 << POSITION_BITS) - 1)
@@ -478,12 +360,12 @@ class CallStore:
     def _read_segment(self, number: int, size: int) -> None:
         """Index the lines segment `number` holds up to `size` bytes that are not indexed yet."""
         segment = self._sources[number]
-        assert isinstance(segment, _Segment)
+        assert isinstance(segment, Segment)
         start = len(segment.rows())
         try:
             new = index_segment(segment.path, SegmentIndex.empty()._replace(size=segment.size), size)
         except FileNotFoundError:
-            raise _Vanished from None
+            raise Vanished from None
         segment.index = SegmentIndex(
             pa.concat_tables([segment.index.rows, new.rows]),
             np.concatenate([segment.index.offsets, new.offsets]),
@@ -501,7 +383,7 @@ class CallStore:
             try:
                 self._load_once()
                 return
-            except _Vanished:
+            except Vanished:
                 continue
         raise RuntimeError(f"{self.root}: the ledger's files keep changing while they are read")
 
@@ -514,14 +396,14 @@ class CallStore:
         segments, files = _listing(self.root)  # segments first: a compaction between reads both, not neither
         try:
             if self._in_place is not None:
-                self._sources.append(_InPlace(self._in_place))
+                self._sources.append(InPlace(self._in_place))
             for path in files:
-                self._add(_Compacted(path), self._files, path)
+                self._add(CompactedFile(path), self._files, path)
         except FileNotFoundError:
-            raise _Vanished from None
+            raise Vanished from None
         for path, size in segments.items():
             cached = read_cached_index(self.root, path, size)
-            number = self._add(_Segment(path, cached), self._segments, path)
+            number = self._add(Segment(path, cached), self._segments, path)
             if size > cached.size:
                 self._read_segment(number, size)
                 if size - cached.size >= CACHE_MIN_BYTES:
@@ -554,11 +436,11 @@ class CallStore:
         """Cache the index of every segment this store has read whole (compaction then parses none again)."""
         for path, number in self._segments.items():
             segment = self._sources[number]
-            assert isinstance(segment, _Segment)
+            assert isinstance(segment, Segment)
             segment.rows()
             write_cached_index(self.root, path, segment.index)
 
-    def _add(self, source: _Source, names: dict[Path, int], path: Path) -> int:
+    def _add(self, source: Source, names: dict[Path, int], path: Path) -> int:
         self._sources.append(source)
         names[path] = len(self._sources) - 1
         return names[path]
@@ -590,10 +472,6 @@ def _listing(root: Path) -> tuple[dict[Path, int], list[Path]]:
 def _micros(record: CallRecord) -> int:
     """`finished_at` in µs since the epoch, as Arrow holds it."""
     return (record.finished_at - EPOCH) // timedelta(microseconds=1)
-
-
-def source_name(source: _Source) -> str:
-    return source.path.name if isinstance(source, _Segment | _Compacted) else "the old layout"
 
 
 _stores: OrderedDict[str, CallStore] = OrderedDict()
