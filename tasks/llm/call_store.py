@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import ValidationError
 
+from tasks.core.gc_pause import garbage_collection_paused
 from tasks.llm import compaction
 from tasks.llm.compaction import Compaction, compacted_files
 from tasks.llm.ledger_rows import CALL_ROWS, outcome_indices
@@ -98,7 +99,7 @@ class CallStore:
         self._files: dict[Path, int] = {}
         self._in_place: pa.Table | None = None
         self._loaded = False
-        self._successes: dict[str, int] | None = None
+        self._successes: dict[str, tuple[int, int]] | None = None  # key -> (finished_at in µs, location)
         self._failures: dict[str, tuple[int, int]] | None = None  # key -> (finished_at in µs, location)
         self._read_at = float("-inf")
         self._followers: weakref.WeakSet[Follower] = weakref.WeakSet()
@@ -130,15 +131,14 @@ class CallStore:
         when the last read is older than REFRESH_S or `fresh` (the caller is about to make the call)."""
         for _ in range(3):
             with self._lock:
-                successes, _ = self._tables()
-                location = successes.get(key)
-                if location is None and (fresh or time.monotonic() - self._read_at >= REFRESH_S):
+                found = self._tables()[0].get(key)
+                if found is None and (fresh or time.monotonic() - self._read_at >= REFRESH_S):
                     self.refresh()
-                    location = self._tables()[0].get(key)
-                if location is None:
+                    found = self._tables()[0].get(key)
+                if found is None:
                     return None
             try:
-                return self.record_at(location)
+                return self.record_at(found[1])
             except Vanished:
                 self._reload()
         raise RuntimeError(f"{self.root}: the ledger's files keep changing while they are read")
@@ -193,8 +193,9 @@ class CallStore:
             records: list[CallRecord | None] = [None] * len(locations)
             try:
                 # Read in the order they are stored (a compacted file's row group once), then put in order.
-                for index in np.argsort(locations, kind="stable").tolist():
-                    records[index] = self.record_at(int(locations[index]))
+                with garbage_collection_paused():
+                    for index in np.argsort(locations, kind="stable").tolist():
+                        records[index] = self.record_at(int(locations[index]))
             except Vanished:
                 self._reload()
                 continue
@@ -269,7 +270,7 @@ class CallStore:
 
     # The index
 
-    def _tables(self) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
+    def _tables(self) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
         """The lookup tables, built from every source's rows on first use."""
         if not self._loaded:
             self._load()
@@ -278,9 +279,12 @@ class CallStore:
             locations = rows[LOCATION].to_numpy()
             ok = pc.equal(rows["status"], "ok").to_numpy(zero_copy_only=False)
             keys = rows["key"].to_numpy(zero_copy_only=False)
-            # The first success of a key is its success (as outcome_indices says): reversed, the last wins.
-            self._successes = dict(zip(keys[ok][::-1].tolist(), locations[ok][::-1].tolist(), strict=True))
-            finished = rows["finished_at"].cast(pa.int64()).to_numpy()[~ok]
+            at = rows["finished_at"].cast(pa.int64()).to_numpy()
+            # A key's earliest success is its success (as outcome_indices says): latest first, the last wins.
+            order = np.argsort(at[ok], kind="stable")[::-1]
+            columns = (keys[ok][order].tolist(), at[ok][order].tolist(), locations[ok][order].tolist())
+            self._successes = {key: (when, location) for key, when, location in zip(*columns, strict=True)}
+            finished = at[~ok]
             order = np.argsort(finished, kind="stable")  # the latest failure last, so it is the one kept
             failed_keys, failed_at, failed_at_location = (
                 keys[~ok][order],
@@ -307,8 +311,8 @@ class CallStore:
 
     def _order(self, number: int) -> tuple[int, str]:
         """Where source `number` is read among the others, whenever each was found: the old layout, then
-        compacted files, then segments, each kind by name. Which of two successes of a key is its outcome
-        (and which of two failures at the same time) follows this order, so every reader, whatever it read
+        compacted files, then segments, each kind by name. Which of two successes (or failures) of a key
+        finished at the same microsecond is its outcome follows this order, so every reader, whatever it read
         first, agrees with `outcome_indices` over `_all_rows`."""
         source = self._sources[number]
         if isinstance(source, InPlace):
@@ -329,12 +333,12 @@ class CallStore:
         succeeded = self._successes.get(key)
         failed = self._failures.get(key)
         if succeeded is not None:
-            # A key's first success in reading order is its outcome (one found later may read earlier).
-            if status != "ok" or self._rank(succeeded) <= rank:
+            # A key's earliest success is its outcome (one found later may have finished earlier).
+            if status != "ok" or (succeeded[0], self._rank(succeeded[1])) <= (at, rank):
                 return
-            self._successes[key], replaced = location, succeeded
+            self._successes[key], replaced = (at, location), succeeded[1]
         elif status == "ok":
-            self._successes[key], replaced = location, failed[1] if failed is not None else None
+            self._successes[key], replaced = (at, location), failed[1] if failed is not None else None
         elif failed is None or (at, rank) > (failed[0], self._rank(failed[1])):
             self._failures[key], replaced = (at, location), failed[1] if failed is not None else None
         else:

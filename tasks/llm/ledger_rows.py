@@ -117,24 +117,24 @@ def rows_of_records(records: list[CallRecord]) -> pa.Table:
 
 
 def outcome_indices(rows: pa.Table) -> np.ndarray:
-    """The row of each key's outcome, successes first: a success when it has one (two processes that made
-    the same call at once both recorded it: either is the call), else its latest failure (by `finished_at`,
-    the later row on a tie)."""
+    """The row of each key's outcome, successes first: its earliest success when it has one (two processes
+    that made the same call at once both recorded it: either is the call, and the one finished first stays
+    it, whatever files hold them), else its latest failure (by `finished_at`); the later row on a tie."""
     ok = pc.equal(rows["status"], "ok")
     positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
-    succeeded = pa.table({"key": rows["key"], "row": positions}).filter(ok)
-    first_success = succeeded.group_by("key", use_threads=False).aggregate([("row", "min")])["row_min"]
-    failed = pa.table({"key": rows["key"], "row": positions, "at": rows["finished_at"]}).filter(pc.invert(ok))
+    timed = pa.table({"key": rows["key"], "row": positions, "at": rows["finished_at"]})
+    succeeded, failed = timed.filter(ok), timed.filter(pc.invert(ok))
     failed = failed.filter(pc.invert(pc.is_in(failed["key"], value_set=succeeded["key"])))
-    latest = _latest_per_key(failed)
-    return np.concatenate([np.sort(first_success.to_numpy()), latest]).astype(np.int64)
+    earliest = _first_per_key(succeeded, "ascending")
+    return np.concatenate([earliest, _first_per_key(failed, "descending")]).astype(np.int64)
 
 
-def _latest_per_key(failed: pa.Table) -> np.ndarray:
-    if failed.num_rows == 0:
+def _first_per_key(rows: pa.Table, order: str) -> np.ndarray:
+    """The row of each key first by `at` in `order` (the earlier row first on a tie when ascending, the later
+    when descending), sorted."""
+    if rows.num_rows == 0:
         return np.empty(0, np.int64)
-    order = pc.sort_indices(failed, [("key", "ascending"), ("at", "descending"), ("row", "descending")])
-    ordered = failed.take(order)
+    ordered = rows.take(pc.sort_indices(rows, [("key", "ascending"), ("at", order), ("row", order)]))
     keys = ordered["key"]
     first = np.ones(len(keys), bool)
     first[1:] = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1)).to_numpy(zero_copy_only=False)
