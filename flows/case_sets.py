@@ -51,7 +51,7 @@ def case_set_evaluate_flow(bench: Benchmark, report_flow: Flow, module: str, des
             config_model=bench.config_model,
         )
         report_runs = (lambda run_dirs: report_flow(run_dirs=run_dirs)) if report else None
-        return evaluate_benchmark(bench, settings, runner, report_runs)
+        return evaluate_benchmark(bench, settings, runner, report_runs, input_parameter="cases_dir")
 
     return named_flow(evaluate, f"{bench.name}-evaluate", ("config", bench.config_model), module, description)
 

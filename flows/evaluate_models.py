@@ -53,6 +53,5 @@ def evaluate_models(
     settings = resolve_settings(
         dataset_dir=dataset_dir, run_dir=run_dir, config=config, config_file=config_file, overrides=overrides
     )
-    return evaluate_benchmark(
-        THREADMED, settings, runner, (lambda run_dirs: report_runs(run_dirs=run_dirs)) if report else None
-    )
+    write_report = (lambda run_dirs: report_runs(run_dirs=run_dirs)) if report else None
+    return evaluate_benchmark(THREADMED, settings, runner, write_report, input_parameter="dataset_dir")

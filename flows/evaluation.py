@@ -9,10 +9,11 @@ not Prefect's result cache: re-run the same parameters to finish a run.
 from collections.abc import Callable
 from typing import Any
 
-from prefect import unmapped
+from prefect import get_run_logger, unmapped
 from prefect.states import Completed, Failed, State
 from prefect.utilities.annotations import quote
 
+from tasks.core.preflight import UserError
 from tasks.core.run_folder import claim_run_folder
 from tasks.core.runners import RunnerSettings, make_task_runner
 from tasks.evals.batch_runs import AWAITING_BATCHES, batches_left_to_single_calls, make_batch_calls
@@ -20,6 +21,7 @@ from tasks.evals.call_totals import ledger_calls, run_calls, spent_usd
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.outputs import (
     RunSummary,
+    any_call_succeeded,
     follow_progress,
     job_outcomes,
     publish_run_summary,
@@ -39,10 +41,14 @@ def evaluate_benchmark(
     settings: EvaluationSettings,
     runner: RunnerSettings | None,
     report: Callable[[list[str]], str] | None,
+    input_parameter: str | None = None,
 ) -> RunSummary | State:
     """Write the benchmark's tables, manifest.json (and report/ by `report`) to the run folder.
 
-    Ends Failed (after writing every output) when calls failed; re-running the same settings finishes it.
+    An input folder that is not the benchmark's ends the run Failed before anything is written, naming the
+    flow parameter that gave it (`input_parameter`, if one did). Ends Failed (after writing every output)
+    when calls failed, its message naming each kind of failure with the provider's own error (also logged);
+    re-running the same settings finishes it. A run none of whose calls succeeded writes no report.
     The summary counts the run's calls and dollars (every invocation into the folder) beside this
     invocation's. Under a spending cap (`max_cost_usd`) the calls past it are not made: the summary's
     `cost_cap` says where it stopped and what the folder spent once every call in flight ended, and a re-run
@@ -51,6 +57,8 @@ def evaluate_benchmark(
     made first, in waves of provider batches; a run that stops waiting with batches in flight ends
     Completed as AwaitingBatches, writing no tables yet.
     """
+    if (refusal := input_refusal(bench, settings, input_parameter)) is not None:
+        return Failed(message=refusal)
     with hold_run_folder(settings.run_dir):  # one process per run folder, or every call is paid twice
         claim_run_folder(settings.run_dir, bench.name)
         cap = settings.config.max_cost_usd
@@ -82,7 +90,7 @@ def evaluate_benchmark(
             with task_runner as workers:
                 solved = workers.map(bench.solve, {"job": solve_jobs, "ledger_dir": ledger})
                 scored = workers.map(bench.score, {"job": score_jobs, "solved": solved, "ledger_dir": ledger})
-                follow_progress([*solved, *scored], plan.run_id)
+                follow_progress([*solved, *scored], plan.run_id, plan.run_dir)
                 # One job that raises fails alone: the tables hold every other job, the summary names it.
                 outcomes = job_outcomes([job.solve.label for job in plan.jobs], solved, scored)
                 summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
@@ -98,11 +106,37 @@ def evaluate_benchmark(
             )
             write_manifest(settings, plan, summary)
             publish_run_summary(summary)
-            if report is not None:
+            has_results = any_call_succeeded(plan.ledger_dir)  # else a report would show failures as scores
+            if report is not None and has_results:
                 report([str(settings.run_dir)])
     if summary.failed:
-        return Failed(message=summary.failure_message())
+        return Failed(
+            message=failed_run_message(summary, report_skipped=report is not None and not has_results)
+        )
     return summary
+
+
+def input_refusal(bench: Benchmark, settings: EvaluationSettings, input_parameter: str | None) -> str | None:
+    """Why the run's input folder is not one the benchmark reads (prefixed by the parameter that gave it), or
+    None; it is checked before the run folder is touched."""
+    if bench.check_inputs is None:
+        return None
+    try:
+        bench.check_inputs(settings.dataset_dir)
+    except UserError as error:
+        return f"{input_parameter}: {error}" if input_parameter else str(error)
+    return None
+
+
+def failed_run_message(summary: RunSummary, report_skipped: bool) -> str:
+    """The Failed state's message, also logged: what failed with the provider's error of each kind."""
+    logger = get_run_logger()
+    for line in summary.failure_lines():  # the flow run's logs hold what the ledger holds, one per kind
+        logger.error(line)
+    skipped = " No report was written: no call succeeded." if report_skipped else ""
+    if skipped:
+        logger.warning(skipped.strip())
+    return summary.outcome_message() + skipped
 
 
 def _as_is(job: Any) -> Any:

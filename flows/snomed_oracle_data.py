@@ -37,4 +37,5 @@ def snomed_oracle_data(
         lambda run_dirs: str(
             write_oracle_dataset(run_dir=Path(run_dirs[0]), cases_dir=Path(cases_dir), config=config)
         ),
+        input_parameter="cases_dir",
     )

@@ -30,5 +30,9 @@ def snomed_patient_eval(
         dataset_dir=Path(cases_dir), run_dir=Path(run_dir), config=config
     )
     return evaluate_benchmark(
-        PATIENT_BENCH, settings, runner, lambda run_dirs: PATIENT_BENCH.report(run_dirs, None, None)
+        PATIENT_BENCH,
+        settings,
+        runner,
+        lambda run_dirs: PATIENT_BENCH.report(run_dirs, None, None),
+        input_parameter="cases_dir",
     )

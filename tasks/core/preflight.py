@@ -65,6 +65,19 @@ def describe_os_error(error: OSError, writing: Sequence[Path] = ()) -> str | Non
     return f"{problem} while writing under {folders}; {fix}"
 
 
+def remedy(command: str, deployment: str) -> str:
+    """A fix as the user gives it: `deployment` (a deployment's parameters) in a flow run that a deployment
+    started, else `command` (the command line, or a flow called from Python)."""
+    return deployment if started_by_deployment() else command
+
+
+def started_by_deployment() -> bool:
+    """Whether this runs in a flow run that a deployment created (`prefect deployment run`, a schedule)."""
+    from prefect.runtime import deployment  # imported here: the command line starts without Prefect
+
+    return deployment.id is not None
+
+
 def validation_message(error: ValidationError) -> str:
     """A settings model's errors as one line: 'start (...) must be before end (...)', no pydantic dump."""
     parts = []

@@ -93,3 +93,19 @@ def write_run_manifest(lake_dir: str, flow_name: str, settings: dict[str, Any]) 
 def artifact_key(*parts: str) -> str:
     """A Prefect artifact key (lowercase letters, digits and dashes only, at most 100) from free text."""
     return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")[:100]
+
+
+# Hex digits of a folder's tag in artifact keys: two folders collide once in about four billion pairs.
+FOLDER_TAG_DIGITS = 8
+
+
+def folder_tag(folder: str | Path) -> str:
+    """The folder's absolute path, hashed short: the same folder gives the same tag however it is spelt."""
+    return hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:FOLDER_TAG_DIGITS]
+
+
+def run_artifact_key(kind: str, run_id: str, run_dir: str | Path, *parts: str) -> str:
+    """The key of a run's artifact: its run id and its folder's tag first, so that two run folders of the same
+    settings (one run id) never write over each other's artifacts, while a re-run into one folder adds a
+    version to the same key."""
+    return artifact_key(kind, run_id, folder_tag(run_dir), *parts)

@@ -8,10 +8,12 @@ switches engines without code changes, e.g. `--param runner='{"kind": "dask", "d
 from typing import Literal
 
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
+
+from tasks.core.strict import StrictModel
 
 
-class RunnerSettings(BaseModel):
+class RunnerSettings(StrictModel):
     """The task-runner choice of one flow run."""
 
     kind: Literal["threads", "dask"] = Field(

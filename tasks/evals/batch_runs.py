@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 from tasks.core.files import write_text_atomic
-from tasks.core.provenance import artifact_key
+from tasks.core.provenance import run_artifact_key
 from tasks.evals.batch_waves import BatchWaves, WaveCounts, WavesOutcome
 from tasks.evals.config import EvaluationSettings, RunConfig
 from tasks.evals.job_state import rows_of
@@ -80,7 +80,7 @@ def make_batch_calls(bench: Benchmark, plan: RunPlan[Any, Any], settings: Evalua
         config.batch,
         config.retry,
         config.worker_count(),
-        WaveArtifacts(plan.run_id).show,
+        WaveArtifacts(plan.run_id, plan.run_dir).show,
         get_run_logger(),  # expiries and provider errors shown with the run's logs, in the UI too
     )
     return waves.run()
@@ -89,8 +89,9 @@ def make_batch_calls(bench: Benchmark, plan: RunPlan[Any, Any], settings: Evalua
 class WaveArtifacts:
     """One Prefect progress artifact per wave of a run, updated as its batches move on."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, run_dir: Path) -> None:
         self.run_id = run_id
+        self.run_dir = run_dir
         self._artifacts: dict[int, tuple[UUID, WaveCounts]] = {}
 
     def show(self, counts: WaveCounts) -> None:
@@ -101,7 +102,7 @@ class WaveArtifacts:
         if shown is None:
             artifact = create_progress_artifact(
                 progress=100 * counts.done_share,
-                key=artifact_key("batch-wave", self.run_id, str(counts.wave)),
+                key=run_artifact_key("batch-wave", self.run_id, self.run_dir, str(counts.wave)),
                 description=description,
             )
         else:

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Generic, Literal, Self
 
 import yaml
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from typing_extensions import TypeVar
 
+from tasks.core.preflight import UserError, validation_message
+from tasks.core.strict import StrictModel, unknown_name
 from tasks.llm.batches import batch_capable, check_batch_capable
 from tasks.llm.offline import is_offline
 from tasks.llm.request import CallMode, CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
@@ -21,7 +23,7 @@ Condition = Literal["baseline", "oracle"]
 CostCap = Annotated[float | None, Field(ge=0, allow_inf_nan=False)]
 
 
-class ModelSpec(BaseModel):
+class ModelSpec(StrictModel):
     """One model under test: how litellm reaches it and what is sent. Every param is sent and recorded."""
 
     name: str = Field("", description="Label in the outputs; defaults to `model`.")
@@ -115,7 +117,7 @@ class JudgeSpec(ModelSpec):
     estimated_reply_tokens: int = 120
 
 
-class SampleSpec(BaseModel):
+class SampleSpec(StrictModel):
     """Which threads are evaluated: a split, optional per-stratum quotas drawn with a seed, a limit."""
 
     split: str = "test"
@@ -124,7 +126,7 @@ class SampleSpec(BaseModel):
     limit: int | None = Field(None, ge=1, description="Keep the first N threads of the seeded sample order.")
 
 
-class BatchSettings(BaseModel):
+class BatchSettings(StrictModel):
     """How the roles in batch mode wait for their batches (tasks/evals/batch_waves.py)."""
 
     poll_interval_s: float = Field(60.0, gt=0, description="Seconds between checks of batches in flight.")
@@ -144,7 +146,7 @@ class BatchSettings(BaseModel):
     max_file_mb: float = Field(190, gt=0, description="Input file size per batch (OpenAI's limit: 200 MB).")
 
 
-class RunConfig(BaseModel):
+class RunConfig(StrictModel):
     """What every benchmark's run config has: the models under test, a sample, call settings and limits.
 
     A benchmark's config adds its other roles (a judge, a patient) as `ModelSpec` fields named in
@@ -273,10 +275,12 @@ class RunConfig(BaseModel):
         A role given a new model keeps its own settings (a judge's rubric) but not the old model's
         name, endpoint or params. Raises ValueError for a role or setting this config does not have.
         """
-        if unknown := sorted(set(overrides.roles) - set(self.ROLE_FIELDS)):
-            raise ValueError(f"no role {unknown} in this benchmark; its roles: {list(self.ROLE_FIELDS)}")
-        if unknown := sorted(set(overrides.settings) - set(type(self).model_fields)):
-            raise ValueError(f"no setting {unknown} in this benchmark's config")
+        for field, names, kind in (
+            ("roles", self.ROLE_FIELDS, "role"),
+            ("settings", type(self).model_fields, "setting"),
+        ):
+            if unknown := sorted(set(getattr(overrides, field)) - set(names)):
+                raise ValueError(f"overrides.{field}.{unknown[0]}: {unknown_name(unknown[0], names, kind)}")
         known = {m.name: m for m in self.models}
         names = overrides.models
         models = [known.get(name) or ModelSpec(model=name) for name in names] if names else self.models
@@ -297,7 +301,8 @@ class RunConfig(BaseModel):
                 for role, spec in roles.items()
             }
         if unknown := sorted(set(overrides.batch) - {"model", *self.ROLE_FIELDS}):
-            raise ValueError(f"no role {unknown} to batch; roles: {['model', *self.ROLE_FIELDS]}")
+            refusal = unknown_name(unknown[0], ("model", *self.ROLE_FIELDS), "role")
+            raise ValueError(f"overrides.batch names {unknown[0]}: {refusal}")
         if "model" in overrides.batch:  # the models under test whose provider has a batch API
             models = [
                 m.model_copy(update={"mode": "batch"}) if batch_capable(m.model, m.api_base) else m
@@ -352,7 +357,10 @@ class EvalConfig(JudgedRunConfig):
     """ThReadMed-QA's run config: the models under test, the judge and the conditions."""
 
     judge: JudgeSpec = JudgeSpec(name="gpt-4o", model="openai/gpt-4o")
-    conditions: list[Condition] = ["baseline", "oracle"]
+    conditions: list[Condition] = Field(
+        ["baseline", "oracle"],
+        description="baseline: a model sees its own earlier answers; oracle: the physician's.",
+    )
 
     @field_validator("conditions")
     @classmethod
@@ -374,7 +382,7 @@ class EvalConfig(JudgedRunConfig):
 ConfigT = TypeVar("ConfigT", bound=RunConfig, default=EvalConfig)
 
 
-class EvaluationSettings(BaseModel, Generic[ConfigT]):
+class EvaluationSettings(StrictModel, Generic[ConfigT]):
     """The evaluation's input (a dataset or case set folder), its run directory and its config.
 
     `EvaluationSettings[SnomedConfig]` validates another benchmark's config; unparametrized it is
@@ -405,13 +413,20 @@ class EvaluationSettings(BaseModel, Generic[ConfigT]):
 
 
 def load_config(path: Path, config_model: type[ConfigT] = EvalConfig) -> ConfigT:  # type: ignore[assignment]
-    """Read a YAML config; relative paths of prompt files are taken relative to the config file."""
+    """Read a YAML config; relative paths of prompt files are taken relative to the config file.
+
+    Raises UserError naming the file and what is wrong in it, e.g. 'eval.yaml: condtions: not a setting;
+    did you mean conditions?': a misspelt key is refused before any work, never read as its default.
+    """
     raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    config = config_model.model_validate(raw)
+    try:
+        config = config_model.model_validate(raw)
+    except ValidationError as error:
+        raise UserError(f"{path}: {validation_message(error)}", "--config") from None
     return config.with_paths_from(Path(path).parent)
 
 
-class RunOverrides(BaseModel):
+class RunOverrides(StrictModel):
     """Per-run choices over a config (command-line flags, flow parameters); None or empty keeps it."""
 
     models: list[str] | None = Field(None, description="Model names from the config, or litellm strings.")

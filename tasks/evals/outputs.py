@@ -22,13 +22,14 @@ from prefect.states import State
 from pydantic import BaseModel
 
 from tasks.core.files import write_json_atomic, write_parquet_atomic
-from tasks.core.provenance import artifact_key, code_provenance, settings_sha256
+from tasks.core.provenance import code_provenance, run_artifact_key, settings_sha256
 from tasks.data.contracts import Contract
 from tasks.evals.call_totals import REUSED, ModeTotals
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.plan import RunPlan
 from tasks.llm.budget import CapStop
 from tasks.llm.errors import fix_for, is_permanent
+from tasks.llm.ledger import CallLedger
 from tasks.report.tables import Table, table_markdown
 
 PACKAGES = ("litellm", "prefect", "pyarrow", "pydantic", "rapidfuzz", "openai", "httpx")
@@ -122,6 +123,16 @@ class RunSummary(BaseModel):
         if not self.failed_calls:
             return self._jobs_message()
         return " ".join(filter(None, (self._calls_message(), self._jobs_message())))
+
+    def outcome_message(self) -> str:
+        """What failed, its fix, and the error of the first failure of each kind in the provider's own words:
+        the message of a failed run's state, which the UI, `prefect deployment run` and the CLI show."""
+        if not self.failure_examples:
+            return self.failure_message()
+        examples = " ".join(
+            f"[{_label(kind)}] {error}" for kind, error in sorted(self.failure_examples.items())
+        )
+        return f"{self.failure_message().rstrip('.')}. First error of each kind: {examples}"
 
     def _jobs_message(self) -> str:
         if not self.failed_jobs:
@@ -273,11 +284,17 @@ def _label(kind: str) -> str:
     return kind.replace("_", " ")
 
 
-def follow_progress(futures: list[PrefectFuture], run_id: str) -> None:
+def any_call_succeeded(ledger_dir: Path) -> bool:
+    """Whether a call of the run folder (of this run or an earlier one) has succeeded: without one, the run
+    has no result to report."""
+    return CallLedger(ledger_dir).count_succeeded() > 0
+
+
+def follow_progress(futures: list[PrefectFuture], run_id: str, run_dir: Path) -> None:
     """Wait for the thread tasks, keeping a progress artifact of the share done (about 50 updates)."""
     artifact = create_progress_artifact(
         progress=0.0,
-        key=artifact_key("evaluation-progress", run_id),
+        key=run_artifact_key("evaluation-progress", run_id, run_dir),
         description=f"Run {run_id}: thread tasks done",
     )
     step = max(1, len(futures) // 50)
@@ -288,9 +305,9 @@ def follow_progress(futures: list[PrefectFuture], run_id: str) -> None:
 
 @task(name="publish-run-summary", cache_policy=NO_CACHE)
 def publish_run_summary(summary: RunSummary) -> None:
-    """The run's counts, costs and failures -> a Markdown artifact (its key names the run)."""
+    """The run's counts, costs and failures -> a Markdown artifact (its key names the run and its folder)."""
     create_markdown_artifact(
-        key=artifact_key("evaluation-summary", summary.run_id),
+        key=run_artifact_key("evaluation-summary", summary.run_id, summary.run_dir),
         markdown=summary.markdown(),
         description="Calls answered, failed and judged per model and condition",
     )

@@ -72,8 +72,8 @@ class Benchmark:
     comparison: ComparisonSource | None = None
     # A finished run folder -> its samples, for `threadmed export` (tasks/export/); None: not exported.
     export: Callable[[Path], ExportedRun] | None = None
-    # Its input folder (a case set) -> None, or UserError naming what it lacks: a command runs it before any
-    # flow starts. None: only its flow checks it.
+    # Its input folder (a dataset build, a case set) -> None, or UserError naming what it lacks: a command
+    # runs it before any flow starts, the evaluate flow before it touches the run folder. None: not checked.
     check_inputs: Callable[[Path], None] | None = None
 
 

@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 from tasks.core.files import write_json_atomic
 from tasks.core.preflight import UserError
 from tasks.core.run_folder import BENCHMARK_FILE, check_run_folder_benchmark, run_folder_benchmark
+from tasks.core.strict import StrictModel
 from tasks.evals.config import CostCap, EvaluationSettings, JudgedRunConfig, RunConfig, RunOverrides
 from tasks.evals.estimate import EstimateTally
 from tasks.evals.outputs import RunSummary, Summarizer
@@ -55,7 +56,7 @@ class SourceRun(BaseModel):
     dataset_fingerprint: str
 
 
-class JudgeChoices(BaseModel):
+class JudgeChoices(StrictModel):
     """The judge that grades a stored run again, and how its calls are made. Unset: as in the source run."""
 
     model: str = Field(

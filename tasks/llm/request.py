@@ -6,8 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from tasks.core.strict import StrictModel
 
-class RetryPolicy(BaseModel, frozen=True):
+
+class RetryPolicy(StrictModel, frozen=True):
     """How transient failures are retried. None of this changes a reply, so none of it is in the key."""
 
     max_attempts: int = Field(6, ge=1, description="Attempts per call, the first one included.")
@@ -18,14 +20,14 @@ class RetryPolicy(BaseModel, frozen=True):
     )
 
 
-class ProviderLimits(BaseModel, frozen=True):
+class ProviderLimits(StrictModel, frozen=True):
     """Throttle shared by every call to one provider in this process."""
 
     max_concurrency: int = Field(8, ge=1, description="Calls in flight at once.")
     requests_per_minute: float | None = Field(None, gt=0, description="Start rate cap; none by default.")
 
 
-class Prices(BaseModel, frozen=True):
+class Prices(StrictModel, frozen=True):
     """USD per token, for models litellm's price table does not know (local servers, gateways)."""
 
     input_per_token: float = Field(0.0, ge=0)

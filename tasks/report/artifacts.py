@@ -1,10 +1,11 @@
 """Publish report tables and Markdown as Prefect artifacts (call from inside a task or a flow)."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from tasks.core.provenance import artifact_key
+from tasks.core.provenance import artifact_key, folder_tag
 from tasks.report.tables import Table, table_records
 
 
@@ -33,3 +34,11 @@ def publish_report(tables: Iterable[Table], markdown: str, prefix: str, descript
         *publish_tables(tables, prefix),
         publish_markdown(markdown, artifact_key(prefix, "summary"), description),
     ]
+
+
+def report_prefix(kind: str, run_ids: Sequence[str], report_dir: str | Path) -> str:
+    """The key prefix of a report's artifacts: its kind, its first run id (and how many more runs), and its
+    folder's tag, so that reports written to two folders never write over each other's artifacts (two run
+    folders of the same settings share a run id), while a report written again adds versions to its keys."""
+    more = [f"and-{len(run_ids) - 1}-more"] if len(run_ids) > 1 else []
+    return artifact_key(kind, *run_ids[:1], *more, folder_tag(report_dir))

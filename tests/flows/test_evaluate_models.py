@@ -15,8 +15,17 @@ import pyarrow.parquet as pq
 import pytest
 import typer
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+from prefect.client.schemas.filters import (
+    ArtifactCollectionFilter,
+    ArtifactCollectionFilterKey,
+    ArtifactFilter,
+    ArtifactFilterKey,
+    LogFilter,
+    LogFilterFlowRunId,
+)
 from prefect.client.schemas.sorting import ArtifactSort
+from prefect.logging.handlers import APILogWorker
+from prefect.states import State
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -25,11 +34,12 @@ from flows.cli.evaluate import evaluate
 from flows.evaluate_models import evaluate_models
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.core.files import write_text_atomic
-from tasks.core.provenance import artifact_key
+from tasks.core.provenance import run_artifact_key
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
 from tasks.llm import call_store
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
+from tasks.report.artifacts import report_prefix
 from tests.eval_fixtures import full_disk_for, write_dataset
 from tests.llm_server import JUDGE_REPLY, Action, LLMServer, default_reply
 
@@ -68,12 +78,12 @@ def parameters(run: EvaluationSettings) -> dict:
             "report": False}  # fmt: skip
 
 
-def summary_artifact(run_id: str) -> str:
+def summary_artifact(run_id: str, run_dir: Path) -> str:
     """The newest Markdown of the run's summary artifact, as the Prefect UI shows it."""
     with get_client(sync_client=True) as client:
         artifacts = client.read_artifacts(
             artifact_filter=ArtifactFilter(
-                key=ArtifactFilterKey(any_=[artifact_key("evaluation-summary", run_id)])
+                key=ArtifactFilterKey(any_=[run_artifact_key("evaluation-summary", run_id, run_dir)])
             ),
             sort=ArtifactSort.CREATED_DESC,
         )
@@ -147,7 +157,7 @@ def test_failed_calls_fail_the_run_after_writing_everything_and_a_rerun_finishes
         first_run_ok = server.stats()["ok"]
         assert len(server.requests) == first_run_ok + 2
         run_id = json.loads((tmp_path / "manifest.json").read_text())["run_id"]
-        assert summary_artifact(run_id).startswith(
+        assert summary_artifact(run_id, tmp_path).startswith(
             f"# Evaluation run {run_id}\n\n**2 calls failed: authentication 1"
         )
 
@@ -410,6 +420,81 @@ def test_a_run_stops_at_its_spending_cap_and_a_rerun_with_a_higher_cap_finishes_
         assert len(server.requests) == CALLS_PER_MODEL
         assert set(server.ok_counts().values()) == {1}  # no call paid twice
         assert json.loads((tmp_path / "manifest.json").read_text())["summary"]["cost_cap"] is None
+
+
+OFFLINE_CONFIG = {
+    "models": [{"model": "threadmed/deferral"}],
+    "judge": {"model": "threadmed/overlap-judge"},
+    "conditions": ["baseline"],
+    "sample": {"limit": 1},
+}
+
+
+def flow_run_logs(state: State) -> list[str]:
+    """The messages of a flow run's logs in the API (what the UI and `prefect flow-run logs` show)."""
+    APILogWorker.drain_all()  # the logs are sent in the background
+    with get_client(sync_client=True) as client:
+        logs = client.read_logs(
+            LogFilter(flow_run_id=LogFilterFlowRunId(any_=[state.state_details.flow_run_id]))
+        )
+    return [log.message for log in logs]
+
+
+def test_a_missing_dataset_folder_is_refused_before_anything_is_written_naming_the_parameter(
+    tmp_path, monkeypatch
+):
+    missing, run_dir = tmp_path / "build", tmp_path / "run"
+    parameters = {"dataset_dir": str(missing), "run_dir": str(run_dir), "config": OFFLINE_CONFIG}
+    state = evaluate_models(**parameters, return_state=True)
+    assert state.is_failed()
+    assert state.message == (
+        f"dataset_dir: {missing} is not a dataset build (no dataset/answered/threads.parquet); "
+        "pass the --out folder of `threadmed build`"
+    )
+    # Started from a deployment, the fix is told as its parameters, not a command-line option.
+    monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", "00000000-0000-0000-0000-000000000001")
+    state = evaluate_models(**parameters, return_state=True)
+    assert state.message.endswith(
+        "(no dataset/answered/threads.parquet); pass the out_dir of a build-dataset run"
+    )
+    assert not run_dir.exists()  # no benchmark.json, no lock, no ledger
+
+
+def test_a_run_whose_every_call_failed_names_the_providers_error_and_writes_no_report(dataset, tmp_path):
+    """litellm's own words were in the ledger alone; the report showed the failed calls as a run's results."""
+    parameters = {"dataset_dir": str(dataset), "run_dir": str(tmp_path), "models": ["nosuchprovider/model-x"],
+                  "judge": "threadmed/overlap-judge", "conditions": ["baseline"], "limit": 1}  # fmt: skip
+    state = evaluate_models(**parameters, return_state=True)
+    assert state.is_failed()
+    provider_error = (
+        "[bad request] nosuchprovider/model-x: litellm.BadRequestError: LLM Provider NOT provided."
+    )
+    assert state.message.startswith("1 call failed: bad request 1. A re-run alone will not help; fix first:")
+    assert f"(completed calls are kept). First error of each kind: {provider_error}" in state.message
+    assert state.message.endswith("No report was written: no call succeeded.")
+    logs = flow_run_logs(state)
+    assert [
+        m for m in logs if m.startswith("bad request (1), e.g. nosuchprovider/model-x: litellm.BadRequest")
+    ]
+    assert "No report was written: no call succeeded." in logs
+    assert (tmp_path / "manifest.json").is_file() and not (tmp_path / "report").exists()
+
+
+def test_two_run_folders_of_the_same_settings_keep_their_own_artifacts(dataset, tmp_path):
+    """One run id (the ledger's keys unchanged), two folders: neither's artifacts overwrite the other's."""
+    run_dirs = [tmp_path / "a", tmp_path / "b"]
+    for run_dir in run_dirs:
+        evaluate_models(dataset_dir=str(dataset), run_dir=str(run_dir), config=OFFLINE_CONFIG)
+    run_ids = {json.loads((run_dir / "manifest.json").read_text())["run_id"] for run_dir in run_dirs}
+    [run_id] = run_ids
+    keys = [run_artifact_key("evaluation-summary", run_id, run_dir) for run_dir in run_dirs]
+    keys += [f"{report_prefix('report', [run_id], run_dir / 'report')}-summary" for run_dir in run_dirs]
+    assert len(set(keys)) == 4
+    with get_client(sync_client=True) as client:
+        found = client.read_latest_artifacts(
+            artifact_filter=ArtifactCollectionFilter(key=ArtifactCollectionFilterKey(any_=keys))
+        )
+    assert sorted(artifact.key for artifact in found) == sorted(keys)
 
 
 def write_one_file_per_call(ledger_dir: Path) -> tuple[int, str]:

@@ -16,7 +16,7 @@ from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCol
 
 from flows.evaluate_models import evaluate_models
 from flows.resume_batch_runs import resume_batch_runs
-from tasks.core.provenance import artifact_key
+from tasks.core.provenance import run_artifact_key
 from tasks.evals.config import BatchSettings, EvalConfig, JudgeSpec, ModelSpec
 from tasks.llm.request import Prices, RetryPolicy
 from tests.eval_fixtures import outcomes, write_dataset
@@ -151,7 +151,7 @@ def test_a_run_that_stops_waiting_is_finished_by_the_poller_submitting_nothing_t
         # Each flow run that sees the wave adds a version of its artifact; the latest one is the wave now.
         (latest,) = client.read_latest_artifacts(
             artifact_filter=ArtifactCollectionFilter(
-                key=ArtifactCollectionFilterKey(any_=[artifact_key("batch-wave", run_id, "1")])
+                key=ArtifactCollectionFilterKey(any_=[run_artifact_key("batch-wave", run_id, run_dir, "1")])
             )
         )
     assert latest.data == 100.0

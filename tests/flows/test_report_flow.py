@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from flows.cli.report import report
 from flows.report import report_runs
 from tasks.benchmarks.threadmed.report import ReportSettings
+from tasks.core.provenance import folder_tag
 from tests.perf.bench_report import fabricate_run
 
 pytestmark = pytest.mark.slow
@@ -33,10 +34,11 @@ def test_flow_writes_the_report_and_its_artifacts(
     assert report_dir == run_dir / "report"
     for name in ("metrics.json", "report.md", "index.html", "fig_turn_scores.png", "fig_wrong_after.png"):
         assert (report_dir / name).stat().st_size > 0
+    prefix = f"report-bench-{folder_tag(report_dir)}"  # the report's run id, then its folder
     for table in TABLES:
-        artifact = Artifact.get(key=f"report-bench-{table}")
+        artifact = Artifact.get(key=f"{prefix}-{table}")
         assert artifact is not None and artifact.type == "table", table
-    summary = Artifact.get(key="report-bench-summary")
+    summary = Artifact.get(key=f"{prefix}-summary")
     assert summary is not None and "Conversational Consistency Score" in summary.data
     assert list((tmp_path / "lake" / "_runs" / "report").glob("*.json"))
 

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from tasks.benchmarks.consult.cases.case_set import CASES_FILE
 from tasks.benchmarks.consult.composite import composite, episodes_composite, metric_means
@@ -40,9 +40,9 @@ from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy
 from tasks.benchmarks.consult.judge import n_judge_cut
 from tasks.benchmarks.consult.tables import build_tables, render_html, render_markdown, run_summary
 from tasks.core.preflight import UserError
-from tasks.core.provenance import artifact_key
+from tasks.core.strict import StrictModel
 from tasks.llm.offline import is_offline
-from tasks.report.artifacts import publish_report
+from tasks.report.artifacts import publish_report, report_prefix
 from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the benchmark
 from tasks.report.files import write_stats_table
 from tasks.report.panel import (
@@ -78,7 +78,7 @@ RUN_FILES = ("manifest.json", "messages.parquet", "scores.parquet")
 INQUIRY_DATA = Path(__file__).parent / "inquiry" / "data"
 
 
-class ReportSettings(BaseModel):
+class ReportSettings(StrictModel):
     """How intervals are computed; recorded in metrics.json."""
 
     n_resamples: int = Field(N_RESAMPLES, ge=10, description="Bootstrap resamples per interval.")
@@ -763,7 +763,7 @@ def publish_report_artifacts(report_dir: str) -> list[str]:
     """A stored report -> one Prefect table artifact per table and a Markdown summary; returns their keys."""
     out = Path(report_dir)
     metrics = json.loads((out / "metrics.json").read_text())
-    prefix = artifact_key("consult-report", *(run["run_id"] for run in metrics["runs"]))
+    prefix = report_prefix("consult-report", [run["run_id"] for run in metrics["runs"]], out)
     return publish_report(
         build_tables(metrics), (out / "report.md").read_text(), prefix, run_summary(metrics)
     )

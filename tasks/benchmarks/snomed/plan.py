@@ -24,7 +24,7 @@ from tasks.benchmarks.snomed.offline_models import PATIENT, PREVALENCE
 from tasks.benchmarks.snomed.patient import lay_conditions, load_lexicon
 from tasks.benchmarks.snomed.scorer import ScoreJob
 from tasks.benchmarks.snomed.solver import InterviewJob, RoleSetup, interview_turns
-from tasks.core.preflight import UserError
+from tasks.core.preflight import UserError, remedy
 from tasks.core.tokens import count_tokens
 from tasks.evals.config import EvaluationSettings, ModelSpec
 from tasks.evals.estimate import EstimateTally
@@ -157,9 +157,13 @@ def _with_prevalence(spec: ModelSpec, case_set_dir: Path) -> ModelSpec:
         return spec
     table = prevalence_table(load_case_set(case_set_dir), split="train")
     if not table:
+        how = remedy(
+            "threadmed snomed cases --train-share 0.5",
+            """snomed-cases/adhoc --param settings='{"train_share": 0.5}'""",
+        )
         raise UserError(
             f"{PREVALENCE} needs train cases to count codes in: build the case set with a train share "
-            "(threadmed snomed cases --train-share 0.5)",
+            f"({how})",
             "--models",
         )
     return spec.model_copy(update={"params": {**spec.params, "prevalence": [list(row) for row in table]}})

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from tasks.benchmarks.snomed.cases.loading import case_set_fingerprint, load_case_set
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
@@ -28,8 +28,8 @@ from tasks.benchmarks.snomed.figures import STATS_SCHEMAS, draw_figures
 from tasks.benchmarks.snomed.scoring import CaseOutcome, RunMetrics, summarise_run
 from tasks.benchmarks.snomed.tables import build_tables, render_html, render_markdown, run_summary
 from tasks.core.preflight import UserError
-from tasks.core.provenance import artifact_key
-from tasks.report.artifacts import publish_report
+from tasks.core.strict import StrictModel
+from tasks.report.artifacts import publish_report, report_prefix
 from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the benchmark
 from tasks.report.files import write_stats_table
 from tasks.report.runs import check_mergeable, model_name, ordered_models, read_rows
@@ -40,7 +40,7 @@ from tasks.report.stats import LEVEL, N_RESAMPLES, BootstrapCI, seeded_rng
 RUN_FILES = ("manifest.json", "conversations.parquet", "predictions.parquet", "scores.parquet")
 
 
-class ReportSettings(BaseModel):
+class ReportSettings(StrictModel):
     """How intervals are computed and how much the tables show; recorded in metrics.json."""
 
     n_resamples: int = Field(N_RESAMPLES, ge=10, description="Bootstrap resamples per interval.")
@@ -471,7 +471,7 @@ def publish_report_artifacts(report_dir: str) -> list[str]:
     """A stored report -> one Prefect table artifact per table and a Markdown summary; returns their keys."""
     out = Path(report_dir)
     metrics = json.loads((out / "metrics.json").read_text())
-    prefix = artifact_key("snomed-report", *(run["run_id"] for run in metrics["runs"]))
+    prefix = report_prefix("snomed-report", [run["run_id"] for run in metrics["runs"]], out)
     return publish_report(
         build_tables(metrics, metrics["settings"]["top_conditions"]),
         (out / "report.md").read_text(),

@@ -1,10 +1,12 @@
 """Settings of the judge agreement (agreement.py), apart so that the command line reads its defaults without
 importing the statistics."""
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from tasks.core.strict import StrictModel
 
 
-class AgreementSettings(BaseModel):
+class AgreementSettings(StrictModel):
     """How the intervals are computed."""
 
     # Fewer than the report's 10,000: each alpha resample is one call of the krippendorff package.

@@ -1,6 +1,6 @@
 """ThReadMed-QA as a `Benchmark`: the record the registry lists and the evaluate-models flow runs."""
 
-from tasks.benchmarks.threadmed.cases import load_sample
+from tasks.benchmarks.threadmed.cases import check_dataset_build, load_sample
 from tasks.benchmarks.threadmed.compare import COMPARISON
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES, THREADS
 from tasks.benchmarks.threadmed.export import exported_run
@@ -34,4 +34,5 @@ THREADMED = Benchmark(
     rejudging=Rejudging(solved_key=InferenceJob.row_key, estimate_scoring=estimate_scoring),
     warehouse=WAREHOUSE,
     comparison=COMPARISON,
+    check_inputs=check_dataset_build,
 )

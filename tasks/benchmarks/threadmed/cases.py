@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
-from tasks.core.preflight import UserError
+from tasks.core.preflight import UserError, remedy
 from tasks.evals.config import SampleSpec
 
 
@@ -33,9 +33,13 @@ def check_dataset_build(dataset_dir: Path) -> None:
     missing = next((path for path in files if not path.is_file()), None)
     if missing is None:
         return
-    fix = "pass the --out folder of `threadmed build`"
+    fix = remedy("pass the --out folder of `threadmed build`", "pass the out_dir of a build-dataset run")
     if answered_dir(dataset_dir / "latest").is_dir():
-        fix = f"pass {Path(dataset_dir) / 'latest'} (the newest version of a --versioned build)"
+        latest = Path(dataset_dir) / "latest"
+        fix = remedy(
+            f"pass {latest} (the newest version of a --versioned build)",
+            f"pass {latest} (the newest version of a build with versioned: true)",
+        )
     relative = missing.relative_to(dataset_dir)
     raise UserError(f"{dataset_dir} is not a dataset build (no {relative}); {fix}", "--dataset")
 

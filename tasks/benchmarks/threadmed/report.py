@@ -50,7 +50,7 @@ from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
 from tasks.core.run_folder import REPORT_FIX, check_run_folder_benchmark
 from tasks.evals.verdicts import JUDGE_CUT
-from tasks.report.artifacts import publish_markdown, publish_tables
+from tasks.report.artifacts import publish_markdown, publish_tables, report_prefix
 from tasks.report.files import write_stats_table
 from tasks.report.panel import (
     CONSENSUS_RULE,
@@ -1014,7 +1014,7 @@ def publish_report_artifacts(report_dir: str) -> list[str]:
     """A stored report → one Prefect table artifact per table and a Markdown summary; returns their keys."""
     out = Path(report_dir)
     metrics = json.loads((out / "metrics.json").read_text())
-    prefix = artifact_key("report", *(run["run_id"] for run in metrics["runs"]))
+    prefix = report_prefix("report", [run["run_id"] for run in metrics["runs"]], out)
     keys = publish_tables(build_tables(metrics), prefix)
     summary_key = publish_markdown(
         (out / "report.md").read_text(), artifact_key(prefix, "summary"), run_summary(metrics)

@@ -3,12 +3,13 @@
 from datetime import date
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
+from tasks.core.strict import StrictModel
 from tasks.data.reddit.pseudonym_salt import SALT_VARIABLE
 
 
-class BuildSettings(BaseModel):
+class BuildSettings(StrictModel):
     """Every rule threshold of the dataset build (shared/spec/dataset.md); the defaults are the paper's."""
 
     subreddit: str = Field("AskDocs", description="Subreddit to keep, compared case-insensitively.")
@@ -53,7 +54,7 @@ class BuildSettings(BaseModel):
         return self
 
 
-class ReportSettings(BaseModel):
+class ReportSettings(StrictModel):
     """How intervals are computed; the defaults are evaluation.md's."""
 
     n_resamples: int = Field(10_000, ge=100, description="Bootstrap resamples per interval.")

@@ -11,6 +11,7 @@ from tasks.core.preflight import (
     check_readable_files,
     check_writable_folder,
     describe_os_error,
+    remedy,
     validation_message,
 )
 
@@ -78,3 +79,11 @@ def test_a_folder_given_as_a_dump_is_refused(tmp_path):
         f"{tmp_path}: a folder, not a file; give a file",
         "--comments",
     )
+
+
+def test_a_fix_is_told_as_a_command_line_unless_a_deployment_started_the_flow_run(monkeypatch):
+    command, deployment = "threadmed build --out b", "build-dataset/adhoc --param out_dir=b"
+    monkeypatch.delenv("PREFECT__RUNTIME__DEPLOYMENT__ID", raising=False)
+    assert remedy(command, deployment) == command
+    monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", "00000000-0000-0000-0000-000000000001")
+    assert remedy(command, deployment) == deployment

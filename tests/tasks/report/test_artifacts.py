@@ -4,7 +4,8 @@ import pytest
 from prefect import flow
 from prefect.artifacts import Artifact
 
-from tasks.report.artifacts import publish_markdown, publish_report, publish_tables
+from tasks.core.provenance import folder_tag
+from tasks.report.artifacts import publish_markdown, publish_report, publish_tables, report_prefix
 from tasks.report.tables import Table
 
 
@@ -36,3 +37,15 @@ def test_a_report_publishes_its_tables_then_its_markdown_summary():
     assert keys == ["report-run-8-overall", "report-run-8-summary"]
     summary = Artifact.get(key="report-run-8-summary")
     assert summary is not None and summary.data == "# Report" and summary.description == "Runs: 8."
+
+
+def test_report_prefixes_name_the_first_run_how_many_more_and_the_report_folder(tmp_path):
+    """Two report folders of runs with one run id (two run folders of the same settings) never share keys."""
+    first, second = tmp_path / "a" / "report", tmp_path / "b" / "report"
+    assert report_prefix("report", ["0123456789ab"], first) == f"report-0123456789ab-{folder_tag(first)}"
+    assert report_prefix("report", ["0123456789ab"], second) == f"report-0123456789ab-{folder_tag(second)}"
+    assert folder_tag(first) != folder_tag(second)
+    runs = ["0123456789ab", "ba9876543210", "00ff00ff00ff"]
+    assert report_prefix("snomed-report", runs, first) == (
+        f"snomed-report-0123456789ab-and-2-more-{folder_tag(first)}"
+    )

@@ -26,7 +26,7 @@ from tasks.benchmarks.consult.critic import (
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
 from tasks.benchmarks.consult.kb.names import unknown_name
 from tasks.core.files import read_verified_bytes, write_bytes_atomic, write_text_atomic
-from tasks.core.preflight import UserError
+from tasks.core.preflight import UserError, remedy
 from tasks.evals.config import SampleSpec
 
 CASES_FILE, MANIFEST_FILE = "cases.jsonl", "manifest.json"
@@ -222,11 +222,11 @@ def check_case_set(case_set_dir: Path) -> None:
     """Raise UserError unless the folder holds a case set that `threadmed consult cases` wrote."""
     for name in (CASES_FILE, MANIFEST_FILE):
         if not (Path(case_set_dir) / name).is_file():
-            raise UserError(
-                f"{case_set_dir} is not a consultation case set (no {name}); "
+            fix = remedy(
                 "pass the --out folder of `threadmed consult cases`",
-                "--cases",
+                "pass the out_dir of a consult-cases run",
             )
+            raise UserError(f"{case_set_dir} is not a consultation case set (no {name}); {fix}", "--cases")
 
 
 def load_sample(case_set_dir: Path, sample: SampleSpec) -> list[ConsultCase]:

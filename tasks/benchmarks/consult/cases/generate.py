@@ -33,7 +33,7 @@ import random
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
 from tasks.benchmarks.consult.case import (
     AiuRole,
@@ -47,6 +47,7 @@ from tasks.benchmarks.consult.cases.values import TIME_PHRASES, VALUES
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.models import Condition, Department, Drug
 from tasks.benchmarks.consult.simulator import aiu_sentence, diagnosis_names, names_a_diagnosis
+from tasks.core.strict import StrictModel
 
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
@@ -90,7 +91,7 @@ class Demographics(NamedTuple):
     sex: str
 
 
-class CaseGenerationSettings(BaseModel, frozen=True, extra="forbid"):
+class CaseGenerationSettings(StrictModel, frozen=True):
     """Everything that changes the generated cases; recorded in the case set's manifest.
 
     `departments` and `difficulty` are relative weights; counts follow them exactly (largest remainder).
@@ -99,8 +100,8 @@ class CaseGenerationSettings(BaseModel, frozen=True, extra="forbid"):
 
     n: int = Field(default=40, ge=1)
     seed: int = 0
-    departments: dict[Department, float] = {}
-    difficulty: dict[Difficulty, float] = {"easy": 1.0, "medium": 1.0, "hard": 1.0}
+    departments: dict[Department, float] = Field({})
+    difficulty: dict[Difficulty, float] = Field({"easy": 1.0, "medium": 1.0, "hard": 1.0})
     kb_version: int = 1
     profiles_from: str | None = Field(
         None, description="A folder of Synthea FHIR bundles: patients' ages and sexes are taken from it."

@@ -1,13 +1,15 @@
 """The mining's settings, apart from the mining itself: the command line reads their defaults without
 importing scikit-learn, which every `threadmed` command would otherwise pay for at start-up."""
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from tasks.core.strict import StrictModel
 
 
-class MiningSettings(BaseModel):
+class MiningSettings(StrictModel):
     """Every choice of the mining; same corpora and settings, same output bytes."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
     k: int = Field(48, ge=1, description="k-means clusters of the physician questions")
     seed: int = Field(0, description="k-means seed")
     naming_threshold: float = Field(

@@ -13,7 +13,7 @@ from tasks.benchmarks.snomed.cases.case_set import CASES_FILE, MANIFEST_FILE, ca
 from tasks.benchmarks.snomed.contracts import cases_from_table
 from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
 from tasks.core.files import read_verified_bytes
-from tasks.core.preflight import UserError
+from tasks.core.preflight import UserError, remedy
 from tasks.evals.config import SampleSpec
 
 
@@ -27,15 +27,15 @@ def read_cases_bytes(case_set_dir: Path) -> bytes:
     interrupted under an old manifest is refused, never read as the manifest's."""
     for name in (CASES_FILE, MANIFEST_FILE):
         if not (Path(case_set_dir) / name).is_file():
-            raise UserError(
-                f"{case_set_dir} is not a SNOMED case set (no {name}); "
-                "pass the --out folder of `threadmed snomed cases`",
-                "--cases",
+            fix = remedy(
+                "pass the --out folder of `threadmed snomed cases`", "pass the out_dir of a snomed-cases run"
             )
+            raise UserError(f"{case_set_dir} is not a SNOMED case set (no {name}); {fix}", "--cases")
     try:
         return read_verified_bytes(Path(case_set_dir) / CASES_FILE, case_set_fingerprint(case_set_dir))
     except ValueError as error:
-        raise UserError(f"{error}: rebuild the case set with `threadmed snomed cases`", "--cases") from None
+        fix = remedy("with `threadmed snomed cases`", "with a snomed-cases run")
+        raise UserError(f"{error}: rebuild the case set {fix}", "--cases") from None
 
 
 def case_set_manifest(case_set_dir: Path) -> dict[str, Any]:

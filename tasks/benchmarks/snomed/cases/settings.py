@@ -3,7 +3,9 @@
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from tasks.core.strict import StrictModel
 
 SourceFormat = Literal["fhir", "synthea_csv", "omop", "reference"]
 
@@ -12,7 +14,7 @@ SourceFormat = Literal["fhir", "synthea_csv", "omop", "reference"]
 DEFAULT_MAX_OBSERVATIONS = 30
 
 
-class CaseSetSettings(BaseModel, frozen=True):
+class CaseSetSettings(StrictModel, frozen=True):
     """Every choice that changes the cases; all of it is recorded in the case set's manifest.
 
     - reference_date: the date the record is read at; None = each patient's last record date (the latest

@@ -7,14 +7,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
+from tasks.benchmarks.snomed.cases.loading import check_case_set
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
 from tasks.benchmarks.snomed.oracle.contracts import ORACLE_PAIRS, TEACHER_REPLIES
 from tasks.benchmarks.snomed.oracle.dataset import write_oracle_dataset
 from tasks.benchmarks.snomed.oracle.plan import build_plan, estimate_job, load_cases
 from tasks.benchmarks.snomed.oracle.solver import validate_pairs, write_pairs
+from tasks.core.strict import StrictModel
 from tasks.evals.outputs import EpisodeCounts, RunTables, column_mean, summarize_by_epoch
 from tasks.evals.protocol import Benchmark
 
@@ -26,7 +26,7 @@ PAIRS = EpisodeCounts(
 )
 
 
-class DatasetSettings(BaseModel):
+class DatasetSettings(StrictModel):
     """The oracle data folder has no settings of its own: the run's config says everything."""
 
 
@@ -55,4 +55,5 @@ ORACLE_DATA = Benchmark(
     report_settings=DatasetSettings,
     contracts=(TEACHER_REPLIES, ORACLE_PAIRS),
     prompts_dir=PROMPTS_DIR,
+    check_inputs=check_case_set,
 )

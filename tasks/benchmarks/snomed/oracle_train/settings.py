@@ -2,7 +2,9 @@
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from tasks.core.strict import StrictModel
 
 # The paper (shared/papers/snomed-prediction-benchmark.txt, "1.2 Model Fine Tuning") states the base model,
 # LoRA on attention projections, batch size 1 and sequences capped at 512 tokens. It gives no rank, alpha,
@@ -14,10 +16,10 @@ CHATML_TEMPLATE = Path(__file__).parent / "chatml.jinja"
 RESUMABLE_CHANGES = frozenset({"epochs", "max_steps"})
 
 
-class OracleTrainSettings(BaseModel):
+class OracleTrainSettings(StrictModel):
     """Every setting that changes the trained oracle."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True)
 
     base: str = Field(
         PAPER_BASE, description="Hugging Face model id, local model folder or .gguf file (dequantised)."

@@ -3,6 +3,7 @@ run, progress, manifest) makes its calls: the patients are the run's models, a c
 
 from functools import partial
 
+from tasks.benchmarks.snomed.cases.loading import check_case_set
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
 from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_ANSWERS, PATIENT_SCORES
@@ -39,4 +40,5 @@ PATIENT_BENCH = Benchmark(
     report_settings=BenchReportSettings,
     contracts=(PATIENT_ANSWERS, PATIENT_SCORES),
     prompts_dir=PROMPTS_DIR,
+    check_inputs=check_case_set,
 )

@@ -10,13 +10,13 @@ import pyarrow.parquet as pq
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel
 
 from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_SCORES
 from tasks.benchmarks.snomed.patient_bench.scoring import patient_metrics
 from tasks.core.files import write_json_atomic, write_text_atomic
-from tasks.core.provenance import artifact_key
+from tasks.core.provenance import artifact_key, folder_tag
 from tasks.core.safe_text import csv_text
+from tasks.core.strict import StrictModel
 from tasks.report.files import default_report_dir
 from tasks.report.tables import Table, format_number, format_percent, table_markdown
 
@@ -43,7 +43,7 @@ CAPTION = (
 )
 
 
-class BenchReportSettings(BaseModel):
+class BenchReportSettings(StrictModel):
     """The bench's report has no settings: every number is a share over the run's answers."""
 
 
@@ -99,7 +99,7 @@ def publish_bench_report(report_dir: str) -> None:
     """The report's table as a Markdown artifact."""
     metrics = json.loads((Path(report_dir) / "metrics.json").read_text())
     create_markdown_artifact(
-        key=artifact_key("patient-bench", Path(report_dir).parent.name),
+        key=artifact_key("patient-bench", Path(report_dir).parent.name, folder_tag(report_dir)),
         markdown=table_markdown(bench_table(metrics["patients"]), None),
         description="Patient simulators side by side",
     )

@@ -30,7 +30,7 @@ def test_a_run_may_name_another_judge_which_keeps_the_rubric_and_reasks_and_chan
     judged = config.with_overrides(RunOverrides(roles={"judge": "openai/gpt-4o-mini"}))
     assert judged.judge == JudgeSpec(model="openai/gpt-4o-mini", rubric=Path("r.txt"), max_reasks=2)
     assert run_id_for(judged, "cases") != run_id_for(config, "cases")
-    with pytest.raises(ValueError, match="no role"):
+    with pytest.raises(ValueError, match=r"^overrides\.roles\.patient: not a role; the roles here: judge$"):
         config.with_overrides(RunOverrides(roles={"patient": "openai/gpt-4o"}))
 
 

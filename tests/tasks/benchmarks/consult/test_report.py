@@ -25,6 +25,7 @@ from tasks.benchmarks.consult.report import (
 )
 from tasks.benchmarks.consult.tables import build_tables, cut_notes, report_notes, terminal_tables
 from tasks.core.preflight import UserError
+from tasks.core.provenance import folder_tag
 from tasks.evals.outputs import write_table
 from tasks.report.stats import bootstrap_mean, seeded_rng
 
@@ -801,8 +802,9 @@ def test_artifacts_are_published_from_the_stored_report(tmp_path: Path, runs) ->
     )
     keys = flow(publish_report_artifacts.fn)(report_dir=report_dir)
     names = ["history", "diagnosis", "treatment", "follow-up", "composite", "departments", "usage", "summary"]
-    assert keys == [f"consult-report-r1-r2-{name}" for name in names]
-    summary = Artifact.get(key="consult-report-r1-r2-summary")
+    prefix = f"consult-report-r1-and-1-more-{folder_tag(report_dir)}"  # the first run, the others, the folder
+    assert keys == [f"{prefix}-{name}" for name in names]
+    summary = Artifact.get(key=f"{prefix}-summary")
     assert summary is not None and summary.data == (Path(report_dir) / "report.md").read_text()
 
 

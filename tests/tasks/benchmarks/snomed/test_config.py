@@ -94,8 +94,14 @@ def test_overrides_replace_the_patient_by_a_model_string_and_set_the_interview()
 @pytest.mark.parametrize(
     ("overrides", "error"),
     [
-        (RunOverrides(roles={"judge": "openai/gpt-4o"}), r"no role \['judge'\] in this benchmark"),
-        (RunOverrides(settings={"conditions": ["oracle"]}), r"no setting \['conditions'\]"),
+        (
+            RunOverrides(roles={"judge": "openai/gpt-4o"}),
+            "^overrides.roles.judge: not a role; the roles here: patient$",
+        ),
+        (
+            RunOverrides(settings={"epoch": 2}),
+            "^overrides.settings.epoch: not a setting; did you mean epochs\\?$",
+        ),
         (RunOverrides(settings={"disclosure": "everything"}), "disclosure"),
         (RunOverrides(settings={"patient_prompt_form": "verbatim"}), "patient_prompt_form"),
         (RunOverrides(settings={"epochs": 0}), "epochs"),
