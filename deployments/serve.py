@@ -5,6 +5,8 @@
 Names, parameters and schedules are read from prefect.yaml, so served and worker-run deployments never
 drift apart; only the work pool is left out: this process polls for runs and executes them itself.
 Serving replaces worker-run deployments of the same names. Ctrl-C stops it and pauses the schedules.
+Its flow runs send heartbeats as often as prefect.yaml's work pool says, so deployments/dead_runs.py
+finds dead ones here too.
 """
 
 import importlib
@@ -15,6 +17,8 @@ import yaml
 from prefect import Flow, serve
 from prefect.deployments.runner import RunnerDeployment
 from prefect.schedules import Cron
+
+from deployments.dead_runs import project_heartbeat_seconds
 
 PREFECT_YAML = Path(__file__).resolve().parents[1] / "prefect.yaml"
 
@@ -47,4 +51,4 @@ def project_deployments(prefect_yaml: Path = PREFECT_YAML) -> list[RunnerDeploym
 
 
 if __name__ == "__main__":
-    serve(*project_deployments())
+    serve(*project_deployments(), heartbeat_seconds=project_heartbeat_seconds())

@@ -1,9 +1,10 @@
 """The body every benchmark's evaluate flow shares: plan, solve and score each job, write, summarize, report.
 
 One Prefect task per job solves it (a thread, an interview), then one scores it, each score task starting
-as soon as its job's solve output exists. The calls inside are throttled per provider in-process
-(tasks/llm/call.py); the worker threads only need to outnumber the slots. Resuming is the ledger's job,
-not Prefect's result cache: re-run the same parameters to finish a run.
+as soon as its job's solve output exists. The calls inside are throttled per provider (tasks/llm/call.py),
+in this process or across the worker processes of a Dask cluster (tasks/llm/cluster.py), as is the spending
+cap; the worker threads only need to outnumber the slots. Resuming is the ledger's job, not Prefect's
+result cache: re-run the same parameters to finish a run.
 """
 
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from prefect.utilities.annotations import quote
 
 from tasks.core.preflight import UserError
 from tasks.core.run_folder import claim_run_folder
-from tasks.core.runners import RunnerSettings, make_task_runner
+from tasks.core.runners import RunnerSettings, make_task_runner, runner_for_calls
 from tasks.evals.batch_runs import AWAITING_BATCHES, batches_left_to_single_calls, make_batch_calls
 from tasks.evals.call_totals import ledger_calls, run_calls, spent_usd
 from tasks.evals.config import EvaluationSettings
@@ -32,7 +33,7 @@ from tasks.evals.plan import plan_evaluation
 from tasks.evals.protocol import Benchmark
 from tasks.evals.rejudge import rejudge_refusal
 from tasks.evals.run_lock import hold_run_folder
-from tasks.evals.spending import cap_refusal, capped_run, overspent_refusal
+from tasks.evals.spending import calls_shared_by, capped_run, overspent_refusal
 from tasks.llm.ledger import compact_ledger
 
 
@@ -64,11 +65,7 @@ def evaluate_benchmark(
         cap = settings.config.max_cost_usd
         before = ledger_calls(settings.run_dir / "ledger")  # what this invocation adds is counted from here
         spent = spent_usd(before)
-        refusal = (
-            rejudge_refusal(settings.run_dir, bench)
-            or cap_refusal(cap, runner)
-            or overspent_refusal(settings.run_dir, cap, spent)
-        )
+        refusal = rejudge_refusal(settings.run_dir, bench) or overspent_refusal(settings.run_dir, cap, spent)
         if refusal is not None:
             return Failed(message=refusal)
         with capped_run(settings.run_dir, cap, spent) as budget:  # counting what the folder spent already
@@ -79,15 +76,16 @@ def evaluate_benchmark(
                 waves = make_batch_calls(bench, plan, settings)
                 if not waves.finished:
                     return Completed(name=AWAITING_BATCHES, message=waves.message())
-            ledger = unmapped(plan.ledger_dir)
-            runner = runner or RunnerSettings(max_workers=settings.config.worker_count())
+            # Absolute: a Dask worker started in another folder writes the same ledger, under the same budget.
+            ledger = unmapped(plan.ledger_dir.absolute())
+            runner = runner_for_calls(runner, settings.config.worker_count())
             # quote(): jobs hold whole cases; Prefect's parameter introspection would cost ~1.5 ms per task.
             # Not on Dask: its runner rebuilds quoted parameters into bare tuples (prefect-dask 0.3).
             wrap = quote if runner.kind == "threads" else _as_is
             solve_jobs = [wrap(job.solve) for job in plan.jobs]
             score_jobs = [wrap(job.score) for job in plan.jobs]
             task_runner = make_task_runner(runner)
-            with task_runner as workers:
+            with task_runner as workers, calls_shared_by(workers, plan.ledger_dir, budget):
                 solved = workers.map(bench.solve, {"job": solve_jobs, "ledger_dir": ledger})
                 scored = workers.map(bench.score, {"job": score_jobs, "solved": solved, "ledger_dir": ledger})
                 follow_progress([*solved, *scored], plan.run_id, plan.run_dir)
@@ -117,12 +115,13 @@ def evaluate_benchmark(
 
 
 def input_refusal(bench: Benchmark, settings: EvaluationSettings, input_parameter: str | None) -> str | None:
-    """Why the run's input folder is not one the benchmark reads (prefixed by the parameter that gave it), or
-    None; it is checked before the run folder is touched."""
-    if bench.check_inputs is None:
-        return None
+    """Why the run's input folder is not one the benchmark reads, or the run's sample of it is empty (prefixed
+    by the parameter that gave the folder), or None; it is checked before the run folder is touched."""
     try:
-        bench.check_inputs(settings.dataset_dir)
+        if bench.check_inputs is not None:
+            bench.check_inputs(settings.dataset_dir)
+        if bench.check_sample is not None:
+            bench.check_sample(settings.dataset_dir, settings.config)
     except UserError as error:
         return f"{input_parameter}: {error}" if input_parameter else str(error)
     return None

@@ -21,7 +21,8 @@ after its retention period.
 `GET /stats` returns the counters as JSON, so a server started as a subprocess
 (`python -m tests.llm_server --latency 0.2 --batch-delay 1`) can be read from another process; `--reply`
 picks one of the named reply functions (`REPLIES`) for it, since a function cannot be passed to another
-process.
+process. `--fail-rate 0.3` makes it a flaky provider (`Faults`): about 3 unscripted chat requests in 10
+get a 500 (`--fail-status`), the same ones whatever the order of the requests (`--seed`).
 """
 
 import argparse
@@ -98,6 +99,29 @@ class Action:
 def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_0") -> dict[str, Any]:
     """One tool call of a reply, as an OpenAI-compatible provider sends it (arguments as a JSON string)."""
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Unscripted chat requests answered `status` at `rate`, as a flaky provider does. Which ones is a seeded
+    hash of the request's body and of how many times that body was asked before, so the same requests
+    fail whatever the order they come in, and a retry of one may succeed (at `rate` it fails again)."""
+
+    rate: float
+    status: int = 500
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"fail rate {self.rate}: give a share from 0 to 1")
+
+    def fails(self, body_hash: str, asked_before: int) -> bool:
+        digest = hashlib.sha256(f"{self.seed}/{body_hash}/{asked_before}".encode()).digest()
+        return int.from_bytes(digest[:8]) < self.rate * 2**64
+
+    def action(self) -> "Action":
+        error = {"message": f"injected fault: {self.rate:.0%} of requests fail", "type": "server_error"}
+        return Action(status=self.status, error=error, retry_after="0" if self.status == 429 else None)
 
 
 @dataclass(frozen=True)
@@ -255,12 +279,19 @@ class _State:
     batch_submissions: Counter[str] = field(default_factory=Counter)  # custom_id -> lines submitted
     # Requests answered at once; the others wait their turn, as on llama.cpp's `llama-server -np 1`.
     slots: threading.Semaphore | None = None
+    faults: Faults | None = None
+    asked: Counter[str] = field(default_factory=Counter)  # body hash -> chat requests with that body
 
-    def next_action(self, model: str) -> Action:
+    def next_action(self, model: str, body_hash: str) -> Action:
+        """The scripted action of the request, else a fault (`faults`), else a normal reply."""
         with self.lock:
+            asked_before = self.asked[body_hash]
+            self.asked[body_hash] += 1
             for queue_key in (model, None):
                 if self.scripts[queue_key]:
                     return self.scripts[queue_key].popleft()
+        if self.faults is not None and self.faults.fails(body_hash, asked_before):
+            return self.faults.action()
         return Action()
 
     def should_hold(self) -> bool:
@@ -530,7 +561,8 @@ class _Handler(BaseHTTPRequestHandler):
             # Too few came together in time: answered all the same, and the test sees the count.
             with contextlib.suppress(threading.BrokenBarrierError):
                 state.gate.wait()
-        action = state.next_action(request["model"])
+        body_hash = hashlib.sha256(body).hexdigest()
+        action = state.next_action(request["model"], body_hash)
         if action.hang:
             state.release.wait()
             self.close_connection = True
@@ -540,7 +572,7 @@ class _Handler(BaseHTTPRequestHandler):
             model=request["model"],
             messages=request["messages"],
             params={k: v for k, v in request.items() if k not in ("model", "messages")},
-            body_hash=hashlib.sha256(body).hexdigest(),
+            body_hash=body_hash,
             status=action.status,
             started=started,
             finished=time.monotonic(),
@@ -621,10 +653,14 @@ class LLMServer:
         port: int = 0,
         batch_delay_s: float = 0.0,
         parallel: int | None = None,
+        faults: Faults | None = None,
     ) -> None:
-        """`parallel`: how many chat requests are answered at once (None: all); the others queue."""
+        """`parallel`: how many chat requests are answered at once (None: all); the others queue.
+        `faults`: the share of unscripted requests that fail (None: none)."""
         slots = None if parallel is None else threading.Semaphore(parallel)
-        self.state = _State(latency_s=latency_s, reply=reply, batch_delay_s=batch_delay_s, slots=slots)
+        self.state = _State(
+            latency_s=latency_s, reply=reply, batch_delay_s=batch_delay_s, slots=slots, faults=faults
+        )
         self._http = _HTTPServer(("127.0.0.1", port), _Handler)
         self._http.owner = self
         self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
@@ -744,13 +780,20 @@ def main() -> None:
     parser.add_argument("--reply", choices=sorted(REPLIES), default="default", help="How to answer.")
     parser.add_argument("--batch-delay", type=float, default=0.0, help="Seconds before a batch finishes.")
     parser.add_argument("--parallel", type=int, help="Chat requests answered at once; the others queue.")
+    parser.add_argument(
+        "--fail-rate", type=float, default=0.0, help="Share of chat requests that fail, from 0 to 1."
+    )
+    parser.add_argument("--fail-status", type=int, default=500, help="The status a failed request gets.")
+    parser.add_argument("--seed", type=int, default=0, help="Which requests fail, for a given fail rate.")
     args = parser.parse_args()
+    faults = Faults(args.fail_rate, args.fail_status, args.seed) if args.fail_rate else None
     server = LLMServer(
         latency_s=args.latency,
         reply=REPLIES[args.reply],
         port=args.port,
         batch_delay_s=args.batch_delay,
         parallel=args.parallel,
+        faults=faults,
     )
     with server:
         print(server.url, flush=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Self
 
 import httpx
+import psutil
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 SERVER_START_TIMEOUT_S = 180.0
@@ -71,6 +72,12 @@ def _signal_group(group: int, signum: signal.Signals) -> None:
         os.killpg(group, signum)
 
 
+def deployment_run_args(name: str, parameters: dict[str, Any]) -> list[str]:
+    """`deployment run NAME --param k=<JSON> ... --watch`: the arguments of `prefect` a user would type."""
+    params = [arg for key, value in parameters.items() for arg in ("--param", f"{key}={json.dumps(value)}")]
+    return ["deployment", "run", name, *params, "--watch"]
+
+
 @dataclass(frozen=True)
 class FlowRunResult:
     """The state of a flow run when it was last read: its type (COMPLETED, FAILED, ...) and message."""
@@ -101,6 +108,8 @@ class PrefectStack:
             # Tests need neither the UI nor cron runs (which could fire mid-test on the 2nd of a month).
             "PREFECT_SERVER_UI_ENABLED": "false",
             "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
+            # Automations (deployments/dead_runs.py) are evaluated and acted on by these services.
+            "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
             "PREFECT_WORKER_QUERY_SECONDS": "1",
             "PREFECT_LOGGING_LEVEL": "INFO",
             "PREFECT_CLI_WRAP_LINES": "false",
@@ -157,13 +166,19 @@ class PrefectStack:
 
     def cli(self, *args: str, check: bool = True, timeout: float = CLI_TIMEOUT_S) -> str:
         """Run `prefect ARGS` against this server; return its standard output."""
+        return self._run([PREFECT, *args], check, timeout)
+
+    def python(self, *args: str) -> str:
+        """Run `python ARGS` (this interpreter) against this server; return its standard output."""
+        return self._run([sys.executable, *args], check=True, timeout=CLI_TIMEOUT_S)
+
+    def _run(self, command: list[str], check: bool, timeout: float) -> str:
         completed = subprocess.run(
-            [PREFECT, *args], cwd=self.project_root, env=self.env, capture_output=True, text=True,
-            timeout=timeout,
-        )  # fmt: skip
+            command, cwd=self.project_root, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
         if check and completed.returncode != 0:
             raise AssertionError(
-                f"prefect {' '.join(args)} exited with {completed.returncode}\n"
+                f"{' '.join(command)} exited with {completed.returncode}\n"
                 f"{completed.stdout}{completed.stderr}\n{self.logs()}"
             )
         return completed.stdout
@@ -178,14 +193,49 @@ class PrefectStack:
     def start_worker(self, pool: str) -> None:
         self._start("worker", [PREFECT, "worker", "start", "--pool", pool])
 
+    def kill_worker(self) -> list[list[str]]:
+        """kill -9 the worker and every process it started (its flow runs), as a lost machine would; return
+        their command lines, the worker's first. Nothing is left to tell the server the runs ended."""
+        worker = next(process for process in self.processes if process.name == "worker")
+        leader = psutil.Process(worker.popen.pid)
+        victims = [leader, *leader.children(recursive=True)]
+        command_lines = [victim.cmdline() for victim in victims]
+        for victim in victims:
+            with contextlib.suppress(psutil.NoSuchProcess):  # a flow run that ended meanwhile
+                victim.kill()
+        psutil.wait_procs(victims, timeout=STOP_TIMEOUT_S)
+        worker.popen.wait(timeout=STOP_TIMEOUT_S)
+        self.processes.remove(worker)
+        return command_lines
+
+    def watch_deployment(self, name: str, parameters: dict[str, Any]) -> ManagedProcess:
+        """Start `prefect deployment run NAME --param k=v ... --watch` (no time-out) and return at once."""
+        return self._start(f"watch-{len(self.processes)}", [PREFECT, *deployment_run_args(name, parameters)])
+
+    def flow_run_id(self, watch: ManagedProcess, deadline: float) -> str:
+        """The id of the flow run a `watch_deployment` created, once it has printed it."""
+        while (match := FLOW_RUN_ID.search(watch.log.read_text(errors="replace"))) is None:
+            if watch.popen.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"no flow run was created\n{watch.tail()}\n{self.logs()}")
+            time.sleep(0.5)
+        return match.group(1)
+
+    def flow_run(self, flow_run_id: str) -> dict[str, Any]:
+        """The flow run as the API stores it."""
+        return httpx.get(f"{self.api_url}/flow_runs/{flow_run_id}", timeout=30).raise_for_status().json()
+
+    def events(self, name: str, resource_id: str) -> list[dict[str, Any]]:
+        """The last 50 events `name` of the resource `resource_id` (`prefect.flow-run.<id>`), newest first."""
+        body = {"filter": {"event": {"name": [name]}, "resource": {"id": [resource_id]}, "order": "DESC"},
+                "limit": 50}  # fmt: skip
+        page = httpx.post(f"{self.api_url}/events/filter", json=body, timeout=30).raise_for_status().json()
+        return page["events"]
+
     def run_deployment(self, name: str, parameters: dict[str, Any], timeout_s: float = 300) -> FlowRunResult:
         """`prefect deployment run NAME --param k=v ... --watch`; return the run's final state."""
         deadline = time.monotonic() + timeout_s
-        params = [
-            arg for key, value in parameters.items() for arg in ("--param", f"{key}={json.dumps(value)}")
-        ]
         output = self.cli(
-            "deployment", "run", name, *params, "--watch", "--watch-timeout", str(int(timeout_s)),
+            *deployment_run_args(name, parameters), "--watch-timeout", str(int(timeout_s)),
             check=False, timeout=timeout_s + 60,
         )  # fmt: skip
         match = FLOW_RUN_ID.search(output)
@@ -207,11 +257,11 @@ class PrefectStack:
     def wait_for_flow_run(self, flow_run_id: str, deadline: float) -> FlowRunResult:
         """Poll the API until the run reaches a final state or the deadline; return its last state."""
         while True:
-            url = f"{self.api_url}/flow_runs/{flow_run_id}"
-            state = httpx.get(url, timeout=30).raise_for_status().json()["state"]
+            state = self.flow_run(flow_run_id)["state"]
             if state["type"] in FINAL_STATES or time.monotonic() > deadline:
                 return FlowRunResult(flow_run_id, state["type"], state["message"] or "")
-            if exited := [p.name for p in self.processes if p.popen.poll() is not None]:
+            servers = [p for p in self.processes if not p.name.startswith("watch-")]
+            if exited := [p.name for p in servers if p.popen.poll() is not None]:
                 raise AssertionError(f"{exited} exited before flow run {flow_run_id} ended\n{self.logs()}")
             time.sleep(1)
 

@@ -1,6 +1,8 @@
 """The test server's named replies: the SNOMED roles interview to an answer after a varied number of
 questions, the consultation agent takes a history of varied length then gives a differential the metrics
-read, and a server started as a subprocess serves them (`--reply snomed`). Its OpenAI Files and Batches
+read, and a server started as a subprocess serves them (`--reply snomed`). Its injected faults: the same
+requests fail whatever their order, about the given share of them, a retry may succeed, and
+`--fail-rate` sets them from the command line. Its OpenAI Files and Batches
 APIs, driven through litellm's own calls: a batch answers each line as a single call would, scripted lines
 fail, a batch expires with some lines answered, fails, is cancelled, is listed, and unknown ids are 404s."""
 
@@ -13,6 +15,8 @@ import httpx
 import litellm
 import openai
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tasks.benchmarks.consult.config import AGENT_PROMPT
 from tasks.benchmarks.consult.kb.loading import load_kb
@@ -28,7 +32,9 @@ from tests.llm_server import (
     CONSULT_JUDGE_VERDICT,
     SNOMED_FINAL,
     SNOMED_PATIENT,
+    Action,
     BatchScript,
+    Faults,
     LLMServer,
     consult_questions,
     consult_reply,
@@ -171,6 +177,77 @@ def test_a_server_started_as_a_subprocess_serves_the_named_reply():
 
 def chat_body(question: str) -> dict:
     return {"model": "m1", "messages": [{"role": "user", "content": question}]}
+
+
+SHARES = st.floats(min_value=0.0, max_value=1.0)
+
+
+@given(SHARES, SHARES, st.text(), st.integers(min_value=0), st.integers())
+def test_a_request_failing_at_a_rate_fails_at_every_higher_rate(low, high, body_hash, asked_before, seed):
+    low, high = sorted((low, high))
+    if Faults(low, seed=seed).fails(body_hash, asked_before):
+        assert Faults(high, seed=seed).fails(body_hash, asked_before)
+
+
+@given(st.text(), st.integers(min_value=0), st.integers())
+def test_at_rate_0_no_request_fails_and_at_rate_1_every_one(body_hash, asked_before, seed):
+    assert not Faults(0.0, seed=seed).fails(body_hash, asked_before)
+    assert Faults(1.0, seed=seed).fails(body_hash, asked_before)
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.3, 0.9])
+def test_about_the_rate_of_requests_fail_first_time_and_on_a_retry(rate):
+    faults = Faults(rate)
+    for asked_before in (0, 1):
+        share = sum(faults.fails(f"body {i}", asked_before) for i in range(10_000)) / 10_000
+        assert abs(share - rate) < 0.02, (asked_before, share)
+
+
+@pytest.mark.parametrize("rate", [-0.1, 1.5, float("nan")])
+def test_a_fail_rate_outside_0_to_1_is_refused(rate):
+    with pytest.raises(ValueError, match="give a share from 0 to 1"):
+        Faults(rate)
+
+
+def faulty_posts(url: str, bodies: list[bytes]) -> list[int]:
+    """The status of each chat request, sent one after the other with these raw bodies."""
+    headers = {"Content-Type": "application/json"}
+    return [
+        httpx.post(f"{url}/chat/completions", content=body, headers=headers).status_code for body in bodies
+    ]
+
+
+def predicted(faults: Faults, bodies: list[bytes], asked_before: int) -> list[int]:
+    chosen = [faults.fails(hashlib.sha256(body).hexdigest(), asked_before) for body in bodies]
+    return [faults.status if fails else 200 for fails in chosen]
+
+
+QUESTIONS = [json.dumps(chat_body(f"Question {i}?")).encode() for i in range(40)]
+
+
+def test_the_server_fails_the_requests_its_faults_choose_and_a_retry_is_asked_afresh():
+    faults = Faults(0.5, status=503, seed=7)
+    with LLMServer(faults=faults) as server:
+        server.script(Action(status=429), model="m2")  # a scripted action comes before a fault
+        scripted = json.dumps({**chat_body("Q"), "model": "m2"}).encode()
+        first = faulty_posts(server.url, [*QUESTIONS, scripted])
+        failed = [body for body, status in zip(QUESTIONS, first, strict=False) if status != 200]
+        again = faulty_posts(server.url, failed)
+        stats = server.stats()
+    assert first == [*predicted(faults, QUESTIONS, 0), 429]
+    assert again == predicted(faults, failed, 1)
+    assert 0 < len(failed) < len(QUESTIONS) and 200 in again
+    assert (stats["requests"], stats["ok"]) == (len(first) + len(again), first.count(200) + again.count(200))
+
+
+@pytest.mark.slow
+def test_a_server_started_with_a_fail_rate_fails_those_requests_with_that_status():
+    options = ("--fail-rate", "0.5", "--fail-status", "502", "--seed", "3")
+    with served(0.0, options=options) as url:
+        statuses = faulty_posts(url, QUESTIONS)
+        stats = httpx.get(url.removesuffix("/v1") + "/stats").json()
+    assert statuses == predicted(Faults(0.5, status=502, seed=3), QUESTIONS, 0)
+    assert (stats["requests"], stats["ok"]) == (len(QUESTIONS), statuses.count(200))
 
 
 BATCH_LINES = [

@@ -26,6 +26,12 @@ class RunnerSettings(StrictModel):
         "none: each flow run starts a local cluster on 127.0.0.1.",
     )
     dask_workers: int = Field(2, ge=1, description="Worker processes of that local cluster.")
+    dask_threads: int | None = Field(
+        None,
+        ge=1,
+        description="Threads of each worker process of that local cluster; none: 1 for a build (its tasks "
+        "parse), and for an evaluation enough to keep every provider busy (its tasks wait on calls).",
+    )
 
     @model_validator(mode="after")
     def _address_needs_dask(self) -> "RunnerSettings":
@@ -47,13 +53,23 @@ def make_task_runner(settings: RunnerSettings) -> TaskRunner:
 
     if settings.dask_address is not None:
         return DaskTaskRunner(address=settings.dask_address)
-    # One single-threaded process per worker: ingest parses JSON under the GIL. Loopback only, no dashboard.
+    # Single-threaded processes unless told: ingest parses JSON under the GIL. Loopback only, no dashboard.
     return DaskTaskRunner(
         cluster_kwargs={
             "n_workers": settings.dask_workers,
-            "threads_per_worker": 1,
+            "threads_per_worker": settings.dask_threads or 1,
             "processes": True,
             "host": "127.0.0.1",
             "dashboard_address": None,
         }
     )
+
+
+def runner_for_calls(settings: RunnerSettings | None, threads: int) -> RunnerSettings:
+    """The runner of tasks that mostly wait on model calls, with `threads` threads in all: a pool of them in
+    this process by default; on a local Dask cluster given no thread count, shared out over its processes."""
+    if settings is None:
+        return RunnerSettings(max_workers=threads)
+    if settings.kind == "dask" and settings.dask_address is None and settings.dask_threads is None:
+        return settings.model_copy(update={"dask_threads": -(-threads // settings.dask_workers)})
+    return settings

@@ -75,6 +75,9 @@ class Benchmark:
     # Its input folder (a dataset build, a case set) -> None, or UserError naming what it lacks: a command
     # runs it before any flow starts, the evaluate flow before it touches the run folder. None: not checked.
     check_inputs: Callable[[Path], None] | None = None
+    # (its input folder, the run's config) -> None, or UserError when the config's sample of that folder is
+    # empty (a split with no case): checked with the inputs, so no run ends Completed having done nothing.
+    check_sample: Callable[[Path, RunConfig], None] | None = None
 
 
 def published_report(

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tasks.core.runners import RunnerSettings
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+
 from tasks.llm.batches import BatchStore
 from tasks.llm.budget import SpendingBudget, spending_cap
 from tasks.llm.call import estimated_cost_usd
@@ -37,12 +38,19 @@ def capped_run(run_dir: Path, cap_usd: float | None, spent_usd: float) -> Iterat
         yield budget
 
 
-def cap_refusal(cap_usd: float | None, runner: RunnerSettings | None) -> str | None:
-    """Why a capped run cannot start on `runner`, or None: the budget is kept in the flow's process, and
-    the calls made in Dask's worker processes would not count against it."""
-    if cap_usd is None or runner is None or runner.kind == "threads":
-        return None
-    return "a spending cap (max_cost_usd, --max-cost) needs the threads runner: run it without Dask"
+@contextmanager
+def calls_shared_by(workers: TaskRunner, ledger_dir: Path, budget: SpendingBudget | None) -> Iterator[None]:
+    """In the body, every call the task runner `workers` makes goes through one set of provider limits and,
+    for the run writing to `ledger_dir`, one `budget`: across the worker processes of a Dask cluster
+    (tasks/llm/cluster.py), as the threads of this process do already."""
+    if isinstance(workers, ThreadPoolTaskRunner):
+        yield
+        return
+    # Imported here: distributed is optional (pip install 'threadmed-qa[dask]').
+    from tasks.llm.cluster import shared_by_cluster
+
+    with shared_by_cluster(workers.client, ledger_dir, budget):
+        yield
 
 
 def overspent_refusal(run_dir: Path, cap_usd: float | None, spent_usd: float) -> str | None:

@@ -10,15 +10,18 @@ and are paid, so what the run spent is read from the ledger once every one of th
 (`stop_after`). A call refused is never written to the ledger, so a re-run with a higher cap makes it,
 and pays nothing twice.
 
-The budget lives in this process (as the provider limiters do), so a capped run needs its calls made in
-the process that opened it: the threads runner, not Dask.
+The budget's state lives in the process that opened it, for its threads; a run on a Dask cluster keeps it
+on the cluster's scheduler while its workers make calls, one budget for all of them (`kept_in`,
+tasks/llm/cluster.py).
 """
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -44,70 +47,147 @@ class CapStop(BaseModel):
         )
 
 
-class SpendingBudget:
-    """The cap, the money spent and the reservations of calls in flight, by call key (thread-safe).
+@dataclass
+class BudgetState:
+    """What a budget knows, and its rules: the cap, the money spent, the reservations of calls in flight by
+    call key, and the estimate of the first call refused.
 
     A reservation remembers what the ledger recorded for its call before it was sent (the attempts of
-    earlier runs, already in `spent_usd`), so settling it adds only what the call cost since.
+    earlier runs, already in `spent_usd`), so settling it adds only what the call cost since. The rules
+    change the state in place: whoever keeps it applies them one at a time (`BudgetStore`).
     """
 
-    def __init__(self, cap_usd: float, spent_usd: float = 0.0) -> None:
-        self.cap_usd = cap_usd
-        self._spent_usd = spent_usd
-        self._reserved: dict[str, tuple[float, float]] = {}  # key -> (estimate, recorded before)
-        self._refused_usd: float | None = None  # the estimate of the first call refused
-        self._lock = threading.Lock()
+    cap_usd: float
+    spent_usd: float = 0.0
+    # call key -> (its estimate, what the ledger recorded for it before it was sent)
+    reserved: dict[str, tuple[float, float]] = field(default_factory=dict)
+    refused_usd: float | None = None
 
-    def reserve(self, key: str, estimate_usd: float, recorded_usd: float = 0.0) -> bool:
+    def reserve(self, key: str, estimate_usd: float, recorded_usd: float) -> bool:
         """Reserve `estimate_usd` for the call `key` unless that would pass the cap; False stops the budget
         (every later reservation is refused too)."""
-        with self._lock:
-            passes = self._spent_usd + self._reserved_usd() + estimate_usd > self.cap_usd
-            if self._refused_usd is None and passes:
-                self._refused_usd = estimate_usd
-            if self._refused_usd is not None:
-                return False
-            self._reserved[key] = (estimate_usd, recorded_usd)
-            return True
+        if self.refused_usd is None and self.spent_usd + self.reserved_usd + estimate_usd > self.cap_usd:
+            self.refused_usd = estimate_usd
+        if self.refused_usd is not None:
+            return False
+        self.reserved[key] = (estimate_usd, recorded_usd)
+        return True
 
-    def hold(self, key: str, estimate_usd: float, recorded_usd: float = 0.0) -> None:
+    def hold(self, key: str, estimate_usd: float, recorded_usd: float) -> None:
         """Reserve for a call already out (in a batch at the provider), whatever the cap says."""
-        with self._lock:
-            self._reserved[key] = (estimate_usd, recorded_usd)
+        self.reserved[key] = (estimate_usd, recorded_usd)
 
     def settle(self, key: str, recorded_usd: float | None) -> None:
         """The call `key` is back: its reservation gives way to what the ledger records for it now (None:
         unknown, e.g. the call raised; the estimate counts as spent)."""
-        with self._lock:
-            estimate_usd, before_usd = self._reserved.pop(key)
-            self._spent_usd += estimate_usd if recorded_usd is None else recorded_usd - before_usd
-
-    @property
-    def spent_usd(self) -> float:
-        with self._lock:
-            return self._spent_usd
+        estimate_usd, before_usd = self.reserved.pop(key)
+        self.spent_usd += estimate_usd if recorded_usd is None else recorded_usd - before_usd
 
     @property
     def reserved_usd(self) -> float:
+        return sum(estimate for estimate, _ in self.reserved.values())
+
+    def to_plain(self) -> dict[str, Any]:
+        """The state as plain data (msgpack-able: what a Dask Variable holds)."""
+        return {
+            "cap_usd": self.cap_usd,
+            "spent_usd": self.spent_usd,
+            "reserved": {key: list(reservation) for key, reservation in self.reserved.items()},
+            "refused_usd": self.refused_usd,
+        }
+
+    @classmethod
+    def from_plain(cls, plain: dict[str, Any]) -> "BudgetState":
+        reserved = {key: (estimate, before) for key, (estimate, before) in plain["reserved"].items()}
+        return cls(plain["cap_usd"], plain["spent_usd"], reserved, plain["refused_usd"])
+
+
+T = TypeVar("T")
+
+
+class BudgetStore(Protocol):
+    """Where a budget's state is kept: this process, or a Dask cluster's scheduler (tasks/llm/cluster.py)."""
+
+    def change(self, rule: Callable[[BudgetState], T]) -> T:
+        """Apply `rule` to the state, no other rule in between; its result."""
+        ...
+
+    def read(self) -> BudgetState:
+        """A copy of the state as it is now."""
+        ...
+
+
+class ProcessStore:
+    """A budget's state kept in this process, for its threads."""
+
+    def __init__(self, state: BudgetState) -> None:
+        self._state = state
+        self._lock = threading.Lock()
+
+    def change(self, rule: Callable[[BudgetState], T]) -> T:
         with self._lock:
-            return self._reserved_usd()
+            return rule(self._state)
+
+    def read(self) -> BudgetState:
+        with self._lock:
+            return replace(self._state, reserved=dict(self._state.reserved))
+
+
+class SpendingBudget:
+    """The cap, the money spent and the reservations of calls in flight (thread-safe): `BudgetState`'s
+    rules, applied to the state wherever it is kept (this process unless `store` says otherwise)."""
+
+    def __init__(self, cap_usd: float, spent_usd: float = 0.0, store: BudgetStore | None = None) -> None:
+        self.cap_usd = cap_usd
+        self._store = store or ProcessStore(BudgetState(cap_usd, spent_usd))
+
+    def reserve(self, key: str, estimate_usd: float, recorded_usd: float = 0.0) -> bool:
+        """Reserve `estimate_usd` for the call `key` unless that would pass the cap; False stops the budget
+        (every later reservation is refused too)."""
+        return self._store.change(lambda state: state.reserve(key, estimate_usd, recorded_usd))
+
+    def hold(self, key: str, estimate_usd: float, recorded_usd: float = 0.0) -> None:
+        """Reserve for a call already out (in a batch at the provider), whatever the cap says."""
+        self._store.change(lambda state: state.hold(key, estimate_usd, recorded_usd))
+
+    def settle(self, key: str, recorded_usd: float | None) -> None:
+        """The call `key` is back: its reservation gives way to what the ledger records for it now (None:
+        unknown, e.g. the call raised; the estimate counts as spent)."""
+        self._store.change(lambda state: state.settle(key, recorded_usd))
+
+    @property
+    def spent_usd(self) -> float:
+        return self._store.read().spent_usd
+
+    @property
+    def reserved_usd(self) -> float:
+        return self._store.read().reserved_usd
 
     @property
     def stopped(self) -> bool:
         """Whether a call was refused (so every later one is)."""
-        with self._lock:
-            return self._refused_usd is not None
+        return self._store.read().refused_usd is not None
 
     def stop_after(self, spent_usd: float) -> CapStop | None:
         """Where the cap stopped the run, with `spent_usd` what its ledger records once every call in flight
         has ended; None when every call asked for fitted."""
-        with self._lock:
-            if self._refused_usd is None:
-                return None
-            return CapStop(cap_usd=self.cap_usd, spent_usd=spent_usd, refused_usd=self._refused_usd)
+        refused_usd = self._store.read().refused_usd
+        if refused_usd is None:
+            return None
+        return CapStop(cap_usd=self.cap_usd, spent_usd=spent_usd, refused_usd=refused_usd)
 
-    def _reserved_usd(self) -> float:
-        return sum(estimate for estimate, _ in self._reserved.values())
+    def state(self) -> BudgetState:
+        return self._store.read()
+
+    @contextmanager
+    def kept_in(self, store: BudgetStore) -> Iterator[None]:
+        """Keep the state in `store` in the body (which holds a copy of it: tasks/llm/cluster.py), then in
+        this process again, as `store` left it."""
+        self._store = store
+        try:
+            yield
+        finally:
+            self._store = ProcessStore(store.read())
 
 
 # The budget of each capped run in this process, by its ledger folder: every task of the run finds it
@@ -122,14 +202,22 @@ def spending_cap(ledger_dir: Path, budget: SpendingBudget | None) -> Iterator[Sp
     if budget is None:
         yield None
         return
-    folder = _folder(ledger_dir)
-    with _budgets_lock:
-        _budgets[folder] = budget
+    open_budget_for(ledger_dir, budget)
     try:
         yield budget
     finally:
-        with _budgets_lock:
-            _budgets.pop(folder, None)
+        close_budget_for(ledger_dir)
+
+
+def open_budget_for(ledger_dir: Path, budget: SpendingBudget) -> None:
+    """Make every call recorded in `ledger_dir` from now on go through `budget` (until `close_budget_for`)."""
+    with _budgets_lock:
+        _budgets[budget_folder(ledger_dir)] = budget
+
+
+def close_budget_for(ledger_dir: Path) -> None:
+    with _budgets_lock:
+        _budgets.pop(budget_folder(ledger_dir), None)
 
 
 def budget_for(ledger_dir: Path) -> SpendingBudget | None:
@@ -137,8 +225,9 @@ def budget_for(ledger_dir: Path) -> SpendingBudget | None:
     if not _budgets:  # the common case, without a lock
         return None
     with _budgets_lock:
-        return _budgets.get(_folder(ledger_dir))
+        return _budgets.get(budget_folder(ledger_dir))
 
 
-def _folder(ledger_dir: Path) -> Path:
+def budget_folder(ledger_dir: Path) -> Path:
+    """The ledger folder a budget is found by: absolute, as every task of the run spells it differently."""
     return Path(os.path.abspath(ledger_dir))

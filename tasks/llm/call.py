@@ -186,18 +186,29 @@ def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> 
     key = request.key()
     with in_flight.key_locks.hold(key):
         record = ledger.adopt(key)
-        budget = budget_for(ledger.root) if record is None else None
-        if record is None and options.mode == "batch":
-            record = batch_outcome(key, request, options, ledger)
-            if record.error_kind == NOT_SUBMITTED and budget is not None and budget.stopped:
-                record = capped_record(key, request, options, budget)  # the cap kept it from its batch
-        elif record is None and budget is not None:
-            record = _call_within(budget, key, request, options, ledger)
+        if record is None and (others := in_flight.other_processes) is not None:
+            with others.hold(key):
+                # Another worker may have made it while this one waited for the key.
+                record = ledger.adopt(key) or _outcome(key, request, options, ledger)
         elif record is None:
-            record = _call(key, request, options, ledger)
+            record = _outcome(key, request, options, ledger)
     if (outcomes := _outcomes.get()) is not None:
         outcomes[record.status] += 1
     return record
+
+
+def _outcome(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
+    """The outcome of a call the ledger has no success of: deferred to its batch, refused by the run's
+    spending cap, or made."""
+    budget = budget_for(ledger.root)
+    if options.mode == "batch":
+        record = batch_outcome(key, request, options, ledger)
+        if record.error_kind == NOT_SUBMITTED and budget is not None and budget.stopped:
+            record = capped_record(key, request, options, budget)  # the cap kept it from its batch
+        return record
+    if budget is not None:
+        return _call_within(budget, key, request, options, ledger)
+    return _call(key, request, options, ledger)
 
 
 def _call_within(

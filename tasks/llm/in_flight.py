@@ -3,12 +3,14 @@ open per model (what progress shows), and whether calls may still be sent, with 
 (Ctrl-C stops sending, then waits a bounded time for those: flows/cli/process.py).
 
 Process-wide by nature, as the provider limiters are (tasks/llm/limits.py): they count what the threads of
-this process do, and a run's calls are all made in it (the threads runner).
+this process do. In a Dask worker process, a call key is also held across the cluster's processes
+(`other_processes`, tasks/llm/cluster.py), so identical requests in two workers are made once too.
 """
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from typing import Protocol
 
 
 class KeyLocks:
@@ -105,9 +107,23 @@ class Sending:
             return self._making
 
 
+class KeyHolder(Protocol):
+    def hold(self, key: str) -> AbstractContextManager[None]:
+        """Held while the call `key` is looked up and made: no other holder makes it meanwhile."""
+        ...
+
+
 key_locks = KeyLocks()
 open_requests = OpenRequests()
 sending = Sending()
+# The key locks of the other processes making this run's calls (a Dask cluster's workers); None: none.
+other_processes: KeyHolder | None = None
+
+
+def hold_keys_with(holder: KeyHolder) -> None:
+    """Hold every call key across processes with `holder` from now on (a Dask worker's: its cluster's)."""
+    global other_processes
+    other_processes = holder
 
 
 def calls_in_flight() -> dict[str, int]:

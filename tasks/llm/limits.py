@@ -1,11 +1,27 @@
-"""Per-provider throttles shared by every call of the process: calls in flight, start rate, Retry-After."""
+"""Per-provider throttles shared by every call of the process: calls in flight, start rate, Retry-After.
+
+In a Dask worker process they are the cluster's instead, shared by every worker (tasks/llm/cluster.py).
+"""
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Protocol
 
 from tasks.llm.request import ProviderLimits
+
+
+class Limiter(Protocol):
+    """What a call asks of its provider's throttle."""
+
+    def slot(self) -> AbstractContextManager[None]:
+        """Held while an attempt is made: within the calls in flight, after its turn to start."""
+        ...
+
+    def pause(self, seconds: float) -> None:
+        """Let no call start for `seconds` from now."""
+        ...
 
 
 class ProviderLimiter:
@@ -36,14 +52,30 @@ class ProviderLimiter:
         time.sleep(max(0.0, start - time.monotonic()))
 
 
+LimiterMaker = Callable[[str, ProviderLimits], Limiter]
+
+
+def process_limiter(provider: str, limits: ProviderLimits) -> Limiter:
+    return ProviderLimiter(limits)
+
+
 # One limiter per (provider, limits) for the whole process: every worker thread of a run must share it,
 # the way they share litellm's HTTP connection pool.
-_limiters: dict[tuple[str, ProviderLimits], ProviderLimiter] = {}
+_limiters: dict[tuple[str, ProviderLimits], Limiter] = {}
 _limiters_lock = threading.Lock()
+_make_limiter: LimiterMaker = process_limiter
 
 
-def limiter_for(provider: str, limits: ProviderLimits) -> ProviderLimiter:
+def limiter_for(provider: str, limits: ProviderLimits) -> Limiter:
     with _limiters_lock:
         if (provider, limits) not in _limiters:
-            _limiters[(provider, limits)] = ProviderLimiter(limits)
+            _limiters[(provider, limits)] = _make_limiter(provider, limits)
         return _limiters[(provider, limits)]
+
+
+def make_limiters_with(make: LimiterMaker) -> None:
+    """Every limiter of this process from now on is made by `make` (a Dask worker's are its cluster's)."""
+    global _make_limiter
+    with _limiters_lock:
+        _make_limiter = make
+        _limiters.clear()

@@ -460,6 +460,19 @@ def test_a_missing_dataset_folder_is_refused_before_anything_is_written_naming_t
     assert not run_dir.exists()  # no benchmark.json, no lock, no ledger
 
 
+def test_a_sample_of_a_split_without_threads_is_refused_before_anything_is_written(dataset, tmp_path):
+    """A deployment's run on a small build whose test split was empty ended Completed, having done nothing."""
+    run_dir = tmp_path / "run"
+    config = {**OFFLINE_CONFIG, "sample": {"split": "holdout"}}
+    state = evaluate_models(dataset_dir=str(dataset), run_dir=str(run_dir), config=config, return_state=True)
+    assert state.is_failed()
+    assert state.message == (
+        f"dataset_dir: {dataset} has no thread in split 'holdout'; "
+        "choose one of: test (3 threads), train (2 threads), val (1 thread)"
+    )
+    assert not run_dir.exists()
+
+
 def test_a_run_whose_every_call_failed_names_the_providers_error_and_writes_no_report(dataset, tmp_path):
     """litellm's own words were in the ledger alone; the report showed the failed calls as a run's results."""
     parameters = {"dataset_dir": str(dataset), "run_dir": str(tmp_path), "models": ["nosuchprovider/model-x"],

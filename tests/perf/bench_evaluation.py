@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from flows.evaluate_models import evaluate_models
+from tasks.core.runners import RunnerSettings
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec, SampleSpec
 from tasks.llm.request import ProviderLimits
 from tests.eval_fixtures import write_dataset
@@ -52,7 +53,9 @@ def synthetic_threads(rng: random.Random) -> dict[str, tuple[str, list[tuple[str
     return {f"t{i:04d}": ("test", [(text(100), text(50)) for _ in range(n)]) for i, n in enumerate(lengths)}
 
 
-def settings(dataset: Path, run_dir: Path, url: str, limit: int | None = None) -> EvaluationSettings:
+def settings(
+    dataset: Path, run_dir: Path, url: str, limit: int | None = None, max_cost_usd: float | None = None
+) -> EvaluationSettings:
     return EvaluationSettings(
         dataset_dir=dataset,
         run_dir=run_dir,
@@ -63,16 +66,20 @@ def settings(dataset: Path, run_dir: Path, url: str, limit: int | None = None) -
             judge=JudgeSpec(name="judge", model="openai/judge", api_base=url),
             providers={"openai": ProviderLimits(max_concurrency=CONCURRENCY)},
             sample=SampleSpec(limit=limit),
+            max_cost_usd=max_cost_usd,
         ),
     )
 
 
-def main(out_dir: Path) -> dict[str, Any]:
+def main(
+    out_dir: Path, runner: RunnerSettings | None = None, max_cost_usd: float | None = None
+) -> dict[str, Any]:
+    """The run's timings on `runner` (threads by default), capped at `max_cost_usd` if given."""
     threads = synthetic_threads(random.Random(SEED))
     dataset = write_dataset(out_dir / "build", threads)
     run_dir = out_dir / f"run-{time.strftime('%Y%m%dT%H%M%S')}"
     with served(LATENCY_S) as url:
-        timings = timed_run(dataset, run_dir, url)
+        timings = timed_run(dataset, run_dir, url, runner, max_cost_usd)
     longest = max(len(turns) for _, turns in threads.values())
     bound_s = max(timings["calls"] * LATENCY_S / CONCURRENCY, 2 * longest * LATENCY_S)
     # Inference calls' own latencies, measured around litellm.completion inside the provider slot.
@@ -91,21 +98,27 @@ def main(out_dir: Path) -> dict[str, Any]:
     }
 
 
-def timed_run(dataset: Path, run_dir: Path, url: str) -> dict[str, Any]:
+def timed_run(
+    dataset: Path, run_dir: Path, url: str, runner: RunnerSettings | None, max_cost_usd: float | None
+) -> dict[str, Any]:
     """Warm up on one thread, then time the whole evaluation."""
     warm_up_dir = run_dir.with_name("warm-up")
     shutil.rmtree(warm_up_dir, ignore_errors=True)  # a warm-up replayed from its ledger would call nothing
     return timed_calls(
-        lambda: evaluate(settings(dataset, warm_up_dir, url, limit=1)),
-        lambda: evaluate(settings(dataset, run_dir, url)),
+        lambda: evaluate(settings(dataset, warm_up_dir, url, limit=1, max_cost_usd=max_cost_usd), runner),
+        lambda: evaluate(settings(dataset, run_dir, url, max_cost_usd=max_cost_usd), runner),
         url,
     )
 
 
-def evaluate(run: EvaluationSettings) -> None:
+def evaluate(run: EvaluationSettings, runner: RunnerSettings | None = None) -> None:
     """The evaluate-models flow without its report (timed by the report benchmark)."""
     evaluate_models(
-        dataset_dir=str(run.dataset_dir), run_dir=str(run.run_dir), config=run.config, report=False
+        dataset_dir=str(run.dataset_dir),
+        run_dir=str(run.run_dir),
+        config=run.config,
+        runner=runner,
+        report=False,
     )
 
 

@@ -17,10 +17,11 @@ import httpx
 
 
 @contextmanager
-def served(latency_s: float, reply: str = "default") -> Iterator[str]:
-    """`python -m tests.llm_server` answering with the named `reply` after `latency_s`; yields its URL."""
+def served(latency_s: float, reply: str = "default", options: tuple[str, ...] = ()) -> Iterator[str]:
+    """`python -m tests.llm_server` answering with the named `reply` after `latency_s`, given any other
+    command-line `options`; yields its URL."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "tests.llm_server", "--latency", str(latency_s), "--reply", reply],
+        [sys.executable, "-m", "tests.llm_server", "--latency", str(latency_s), "--reply", reply, *options],
         stdout=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).parents[2],

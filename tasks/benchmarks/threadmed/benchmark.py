@@ -1,6 +1,6 @@
 """ThReadMed-QA as a `Benchmark`: the record the registry lists and the evaluate-models flow runs."""
 
-from tasks.benchmarks.threadmed.cases import check_dataset_build, load_sample
+from tasks.benchmarks.threadmed.cases import check_dataset_build, check_sample_split, load_sample
 from tasks.benchmarks.threadmed.compare import COMPARISON
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES, THREADS
 from tasks.benchmarks.threadmed.export import exported_run
@@ -35,4 +35,5 @@ THREADMED = Benchmark(
     warehouse=WAREHOUSE,
     comparison=COMPARISON,
     check_inputs=check_dataset_build,
+    check_sample=check_sample_split,
 )

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from tasks.benchmarks.threadmed.contracts import QA_PAIRS, THREADS
 from tasks.core.preflight import UserError, remedy
-from tasks.evals.config import SampleSpec
+from tasks.evals.config import EvalConfig, SampleSpec
 
 
 class ThreadCase(BaseModel, frozen=True):
@@ -55,6 +55,11 @@ def check_split(dataset_dir: Path, split: str) -> None:
         f"{dataset_dir} has no thread in split '{split}'; choose one of: {choices or 'none, it is empty'}",
         "--split",
     )
+
+
+def check_sample_split(dataset_dir: Path, config: EvalConfig) -> None:
+    """Raise UserError when the run's sampled split holds no answered thread of the dataset."""
+    check_split(dataset_dir, config.sample.split)
 
 
 def draw_sample(threads: list[dict[str, Any]], spec: SampleSpec) -> list[str]:

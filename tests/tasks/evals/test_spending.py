@@ -1,7 +1,8 @@
 from datetime import UTC, datetime
 
-from tasks.core.runners import RunnerSettings
-from tasks.evals.spending import cap_exceeded_warning, cap_refusal, capped_run, overspent_refusal
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from tasks.evals.spending import calls_shared_by, cap_exceeded_warning, capped_run, overspent_refusal
 from tasks.llm.budget import budget_for
 from tasks.llm.ledger import CallLedger, CallRecord
 
@@ -43,10 +44,9 @@ def test_the_dry_run_warns_when_what_is_left_and_what_was_spent_pass_the_cap(tmp
     )
 
 
-def test_a_cap_needs_the_flow_s_own_process_to_make_the_calls():
-    assert cap_refusal(1.0, RunnerSettings(kind="dask")) == (
-        "a spending cap (max_cost_usd, --max-cost) needs the threads runner: run it without Dask"
-    )
-    assert cap_refusal(1.0, RunnerSettings(kind="threads")) is None
-    assert cap_refusal(1.0, None) is None
-    assert cap_refusal(None, RunnerSettings(kind="dask")) is None
+def test_the_threads_of_the_flow_s_process_share_its_budget_as_they_are(tmp_path):
+    with capped_run(tmp_path, 1.0, spent_usd=0.25) as budget, ThreadPoolTaskRunner() as threads:
+        with calls_shared_by(threads, tmp_path / "ledger", budget):
+            assert budget_for(tmp_path / "ledger") is budget
+            assert budget.reserve("a", 0.5)
+        assert (budget.spent_usd, budget.reserved_usd) == (0.25, 0.5)

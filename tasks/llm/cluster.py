@@ -1,0 +1,343 @@
+"""Provider limits, the spending cap and the call keys being made, shared by every process of a Dask cluster.
+
+A Dask run makes its calls in the cluster's worker processes, on one machine or several. What one process
+keeps for its threads (tasks/llm/limits.py, budget.py, in_flight.py) is then kept on the cluster's
+scheduler, with Dask's own primitives, so that it holds across all the workers:
+
+- a provider's calls in flight (`max_concurrency`): a `distributed.Semaphore` with that many leases, one
+  held by each attempt while it is made;
+- the start of its calls (`requests_per_minute`) and its Retry-After pauses: the earliest time the next
+  call may start (wall clock: the machines' clocks must agree, e.g. by NTP), a value kept on the scheduler
+  by `ValuesOnScheduler` and changed there in one round trip. A start claims its turn there when the
+  provider has a rate; otherwise a process reads it at most every `PAUSE_READ_S`, to learn of pauses;
+- a run's spending cap: its budget's state (tasks/llm/budget.py), a value kept there likewise, one budget
+  for every worker (reserve before a call, settle after: a round trip each);
+- identical requests in flight at once: a `Lock` per shard of call keys, held while a call the ledger
+  does not have is made, so a worker asked the same request waits, then reads it from the ledger.
+
+A lease held by a worker that dies (kill -9, a lost machine) is given back by the scheduler after Dask's
+`distributed.scheduler.locks.lease-timeout` (30 s by default): until then its provider slot and its key's
+shard stay taken; what its calls in flight reserved stays reserved in the run's budget (so the cap errs
+on the side of stopping). The calls it had in flight are lost, and made again when their tasks are (the
+ledger has no record of them).
+
+`shared_by_cluster` turns this on for a run from the flow: the scheduler gets `ValuesOnScheduler` (so it
+must import this project, as Dask expects the same software on every machine), every worker process of
+the cluster (those that join later included) gets `SharedCalls`, and a capped run's workers its
+`SharedBudget`.
+"""
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from distributed import Client, Lock, SchedulerPlugin, Semaphore, WorkerPlugin
+from distributed.protocol import pickle
+from distributed.utils import sync
+
+from tasks.llm import in_flight, limits
+from tasks.llm.budget import (
+    BudgetState,
+    SpendingBudget,
+    budget_folder,
+    close_budget_for,
+    open_budget_for,
+)
+from tasks.llm.request import ProviderLimits
+
+T = TypeVar("T")
+
+# How stale a worker's view of a provider's pause may be (providers without a rate): reading it is a round
+# trip to the scheduler, made at most this often per process and provider instead of once per call.
+PAUSE_READ_S = 0.25
+# Call keys are hex digests: their first 3 digits name one of 4,096 locks. Two different calls in the same
+# shard at once wait for each other (rarely: with 64 calls in flight, 1.5% of them); a lock per key would
+# leave state on the scheduler for every call ever made.
+KEY_SHARD_DIGITS = 3
+NAME_PREFIX = "threadmed"
+
+
+@dataclass(frozen=True)
+class SchedulerLink:
+    """How a process reaches its cluster's scheduler: a worker through its own connection, the flow through
+    its client."""
+
+    scheduler: Any  # an rpc to the scheduler
+    loop: Any  # the event loop that rpc runs on
+
+    @classmethod
+    def of_worker(cls, worker: Any) -> "SchedulerLink":
+        return cls(worker.scheduler, worker.loop)
+
+    @classmethod
+    def of_client(cls, client: Client) -> "SchedulerLink":
+        return cls(client.scheduler, client.loop)
+
+    def lock(self, name: str) -> Lock:
+        return Lock(name, scheduler_rpc=self.scheduler, loop=self.loop)
+
+    def ask(self, handler: str, **arguments: Any) -> Any:
+        """Call one of the scheduler's handlers from this thread (not the loop's) and wait for its answer."""
+        return sync(self.loop, getattr(self.scheduler, handler), **arguments)
+
+
+class ValuesOnScheduler(SchedulerPlugin):
+    """Named plain values kept on the scheduler, each change a rule run there whole: the scheduler runs one
+    handler at a time on its event loop, so a change is one round trip and needs no lock. Rules come
+    pickled, as Dask's own `run_on_scheduler` functions do: the scheduler runs this project's code."""
+
+    name = f"{NAME_PREFIX}-values"
+    idempotent = True  # registered by every run on the cluster: the first one keeps the values of all
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+
+    def start(self, scheduler: Any) -> None:
+        scheduler.handlers[CHANGE_HANDLER] = self._change
+        scheduler.handlers[READ_HANDLER] = self._read
+        scheduler.handlers[SET_HANDLER] = self._set
+
+    def _change(self, name: str, rule: bytes, unset: Any) -> Any:
+        value, result = pickle.loads(rule)(self._values.get(name, unset))
+        self._values[name] = value
+        return result
+
+    def _read(self, name: str, unset: Any) -> Any:
+        return self._values.get(name, unset)
+
+    def _set(self, name: str, value: Any) -> None:
+        """Set `name` to `value`; None forgets it."""
+        if value is None:
+            self._values.pop(name, None)
+        else:
+            self._values[name] = value
+
+
+CHANGE_HANDLER = f"{NAME_PREFIX}_change_value"
+READ_HANDLER = f"{NAME_PREFIX}_read_value"
+SET_HANDLER = f"{NAME_PREFIX}_set_value"
+
+
+class SchedulerValue:
+    """A plain (msgpack-able) value on the cluster's scheduler that its processes change one at a time
+    (`ValuesOnScheduler`)."""
+
+    def __init__(self, link: SchedulerLink, name: str) -> None:
+        self.name = name
+        self._link = link
+
+    def read(self, unset: Any) -> Any:
+        """The value now; `unset` if it was never set."""
+        return self._link.ask(READ_HANDLER, name=self.name, unset=unset)
+
+    def change(self, rule: Callable[[Any], tuple[Any, T]], unset: Any) -> T:
+        """Set the value to `rule(value)[0]` (`unset` stands for a value never set), no other change in
+        between, and return `rule(value)[1]`. `rule` runs on the scheduler: it must pickle (no lock, client
+        or limiter in its closure)."""
+        return self._link.ask(CHANGE_HANDLER, name=self.name, rule=pickle.dumps(rule), unset=unset)
+
+    def set(self, value: Any) -> None:
+        self._link.ask(SET_HANDLER, name=self.name, value=value)
+
+    def delete(self) -> None:
+        self.set(None)
+
+
+class ClusterLimiter:
+    """A provider's limits held across every process of the cluster (limits.ProviderLimiter's interface)."""
+
+    def __init__(self, link: SchedulerLink, provider: str, provider_limits: ProviderLimits) -> None:
+        rate = provider_limits.requests_per_minute
+        name = f"limits/{provider}/{provider_limits.max_concurrency}/{rate}"
+        # This process never waits on more leases than the cluster has.
+        self._in_process = threading.BoundedSemaphore(provider_limits.max_concurrency)
+        self._leases = Semaphore(
+            max_leases=provider_limits.max_concurrency,
+            name=f"{NAME_PREFIX}/{name}/in-flight",
+            scheduler_rpc=link.scheduler,
+            loop=link.loop,
+        )
+        self._next_start = SchedulerValue(link, f"{name}/next-start")
+        self._interval_s = 60.0 / rate if rate else 0.0
+        self._known_start = 0.0  # the next start as this process last read it
+        self._read_at = -PAUSE_READ_S  # time.monotonic() of that read
+        self._reading = threading.Lock()
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        with self._in_process:
+            self._leases.acquire()
+            try:
+                self._wait_for_turn()
+                yield
+            finally:
+                self._leases.release()
+
+    def pause(self, seconds: float) -> None:
+        """Let no call of any worker start for `seconds` from now."""
+        until = time.time() + seconds
+
+        def push_back(next_start: float) -> tuple[float, float]:
+            later = max(next_start, until)
+            return later, later
+
+        self._known_start = self._next_start.change(push_back, unset=0.0)
+
+    def turn(self) -> float:
+        """When the next call of this process may start (wall clock): the turn it claims among every
+        worker's calls when the provider has a rate, else the end of the provider's pause, if any."""
+        if not self._interval_s:
+            return self._paused_until()
+        interval_s = self._interval_s
+
+        def claim(next_start: float) -> tuple[float, float]:
+            # The scheduler's clock, read as the claim is applied: a start claimed earlier could be past.
+            return claim_start(next_start, time.time(), interval_s)
+
+        return self._next_start.change(claim, unset=0.0)
+
+    def _wait_for_turn(self) -> None:
+        time.sleep(max(0.0, self.turn() - time.time()))
+
+    def _paused_until(self) -> float:
+        """The next start as this process knows it, read again when older than PAUSE_READ_S (by one thread:
+        the others go on with what it knew)."""
+        if time.monotonic() - self._read_at > PAUSE_READ_S and self._reading.acquire(blocking=False):
+            try:
+                self._known_start = self._next_start.read(unset=0.0)
+                self._read_at = time.monotonic()
+            finally:
+                self._reading.release()
+        return self._known_start
+
+
+def claim_start(next_start: float, now: float, interval_s: float) -> tuple[float, float]:
+    """A call's turn, claimed at `now`: it starts at the next start or now, whichever is later, and the call
+    after it `interval_s` later. (The next start after it, its start.)"""
+    start = max(now, next_start)
+    return start + interval_s, start
+
+
+class ClusterKeyLocks:
+    """A call key held across every process of the cluster while the call is made (in_flight.KeyHolder)."""
+
+    def __init__(self, link: SchedulerLink) -> None:
+        self._link = link
+        self._locks: dict[str, Lock] = {}
+        self._guard = threading.Lock()
+
+    @contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        lock = self._lock_of(key[:KEY_SHARD_DIGITS])
+        lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _lock_of(self, shard: str) -> Lock:
+        with self._guard:
+            if shard not in self._locks:
+                self._locks[shard] = self._link.lock(f"{NAME_PREFIX}/keys/{shard}")
+            return self._locks[shard]
+
+
+class BudgetGone(RuntimeError):
+    """A capped run's budget is not on the scheduler: no call of the run may be made without it."""
+
+
+class ClusterBudgetStore:
+    """A budget's state kept on the cluster's scheduler, one for every process (budget.BudgetStore)."""
+
+    def __init__(self, value: SchedulerValue) -> None:
+        self._value = value
+
+    def change(self, rule: Callable[[BudgetState], T]) -> T:
+        return self._value.change(partial(_apply_to_budget, rule, self._value.name), unset=None)
+
+    def read(self) -> BudgetState:
+        return BudgetState.from_plain(_existing(self._value.name, self._value.read(unset=None)))
+
+
+def _apply_to_budget(
+    rule: Callable[[BudgetState], T], name: str, plain: dict[str, Any] | None
+) -> tuple[dict[str, Any], T]:
+    """`rule` applied to the budget `name` as plain data, on the scheduler: its new state and result."""
+    state = BudgetState.from_plain(_existing(name, plain))
+    result = rule(state)
+    return state.to_plain(), result
+
+
+def _existing(name: str, plain: dict[str, Any] | None) -> dict[str, Any]:
+    if plain is None:
+        raise BudgetGone(
+            f"the spending cap's budget {name} is not on the Dask scheduler (its run has ended, or the "
+            "scheduler restarted): the call is not made"
+        )
+    return plain
+
+
+def share_with(link: SchedulerLink) -> None:
+    """From now on, every call of this process is throttled, and holds its key, across the cluster."""
+    limits.make_limiters_with(
+        lambda provider, provider_limits: ClusterLimiter(link, provider, provider_limits)
+    )
+    in_flight.hold_keys_with(ClusterKeyLocks(link))
+
+
+class SharedCalls(WorkerPlugin):
+    """Every call of a worker process shares the cluster's provider limits and key locks."""
+
+    name = f"{NAME_PREFIX}-shared-calls"
+    idempotent = True  # registered by every run on the cluster: the first one sets each worker up
+
+    def setup(self, worker: Any) -> None:
+        share_with(SchedulerLink.of_worker(worker))
+
+
+class SharedBudget(WorkerPlugin):
+    """Every call a worker process records in a capped run's ledger goes through the run's shared budget."""
+
+    def __init__(self, ledger_dir: Path, cap_usd: float, value_name: str) -> None:
+        self.ledger_dir, self.cap_usd, self.value_name = ledger_dir, cap_usd, value_name
+        self.name = f"{NAME_PREFIX}-budget:{ledger_dir}"
+
+    def setup(self, worker: Any) -> None:
+        store = ClusterBudgetStore(SchedulerValue(SchedulerLink.of_worker(worker), self.value_name))
+        open_budget_for(self.ledger_dir, SpendingBudget(self.cap_usd, store=store))
+
+    def teardown(self, worker: Any) -> None:
+        close_budget_for(self.ledger_dir)
+
+
+@contextmanager
+def shared_by_cluster(client: Client, ledger_dir: Path, budget: SpendingBudget | None) -> Iterator[None]:
+    """In the body, every worker of `client`'s cluster shares its provider limits and key locks, and the run
+    writing to `ledger_dir` has one budget for all its workers: `budget`, whose state is on the scheduler
+    until the body ends, then back in this process as the workers left it."""
+    client.register_plugin(ValuesOnScheduler())
+    client.register_plugin(SharedCalls())
+    if budget is None:
+        yield
+        return
+    folder = budget_folder(ledger_dir)
+    value = SchedulerValue(
+        SchedulerLink.of_client(client), f"{NAME_PREFIX}/budget/{folder}/{uuid.uuid4().hex}"
+    )
+    value.set(budget.state().to_plain())
+    plugin = SharedBudget(folder, budget.cap_usd, value.name)
+    try:
+        with budget.kept_in(ClusterBudgetStore(value)):
+            client.register_plugin(plugin)
+            try:
+                yield
+            finally:
+                client.unregister_worker_plugin(plugin.name)
+    finally:
+        value.delete()

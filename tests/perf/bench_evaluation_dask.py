@@ -1,0 +1,46 @@
+"""The evaluation benchmark (bench_evaluation.py) on a local Dask cluster of two worker processes, with the
+provider limit and a spending cap held across both on the cluster's scheduler (tasks/llm/cluster.py).
+
+The same 17,260 calls, server, latency and limit C, so the same bound; the cap is far above what the run
+costs (the models have no prices), so it never stops a call, but every call reserves and settles in the
+one budget. Target: wall within 1.10x of the bound.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from prefect.server.api.server import SubprocessASGIServer
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
+from tasks.core.runners import RunnerSettings
+from tests.perf import bench_evaluation
+
+WORKERS = 2
+RUNNER = RunnerSettings(kind="dask", dask_workers=WORKERS)
+CAP_USD = 1000.0
+TARGET_RATIO = 1.10
+
+
+def main(out_dir: Path) -> dict[str, Any]:
+    # A Prefect server the workers report to: left to Prefect's ephemeral mode, each worker process would
+    # start a server of its own.
+    server = SubprocessASGIServer()
+    server.start(timeout=600)  # a liveness bound only: under load it takes minutes
+    try:
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            results = bench_evaluation.main(out_dir, RUNNER, CAP_USD)
+    finally:
+        server.stop()
+    return {**results, "dask_workers": WORKERS, "cap_usd": CAP_USD, "target_ratio": TARGET_RATIO}
+
+
+def summary_lines(results: dict[str, Any]) -> list[str]:
+    heading = f"Dask, {results['dask_workers']} worker processes, shared limit and cap:"
+    return [heading, *bench_evaluation.summary_lines(results)]
+
+
+if __name__ == "__main__":
+    outcome = main(Path("data_lake/bench/evaluation-dask"))
+    print(json.dumps(outcome, indent=2))
+    print("\n".join(summary_lines(outcome)))
