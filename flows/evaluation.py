@@ -34,6 +34,7 @@ from tasks.evals.protocol import Benchmark
 from tasks.evals.rejudge import rejudge_refusal
 from tasks.evals.run_lock import hold_run_folder
 from tasks.evals.spending import calls_shared_by, capped_run, overspent_refusal
+from tasks.llm.ledger import compact_ledger
 
 
 def evaluate_benchmark(
@@ -93,6 +94,7 @@ def evaluate_benchmark(
                 summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
             # Every call has ended (the runner waited for them): the ledger now says what was spent.
             calls = run_calls(plan.ledger_dir, before)
+            compact_ledger(plan.ledger_dir)  # the run's segments into one file: what the next run reads fast
             summary = summary.model_copy(
                 update={
                     "calls_by_mode": calls.run,

@@ -27,7 +27,6 @@ from tasks.evals.progress import (
     duration,
     progress_line,
     role_progress,
-    tally_records,
 )
 from tasks.llm.in_flight import calls_in_flight
 
@@ -46,7 +45,6 @@ class RunProgress:
         console: Console = default_console,
         log_interval_s: float = LOG_INTERVAL_S,
     ) -> None:
-        self._reader = LedgerReader(run_dir / "ledger")
         self._plan_tracks = tracks
         self._console = console
         self._log_interval_s = log_interval_s
@@ -54,6 +52,7 @@ class RunProgress:
         self._stop_lock = threading.Lock()
         self._started = time.monotonic()
         self._since = datetime.now(UTC)
+        self._reader = LedgerReader(run_dir / "ledger", self._since)
         self._bars: Progress | None = None
         self._restore_logs: Callable[[], None] | None = None
         self._bar_ids: dict[str, TaskID] = {}
@@ -88,7 +87,7 @@ class RunProgress:
 
     def _show(self) -> None:
         tracks = self._replan()  # the dry run's walk, here so the flow starts without waiting for it
-        at_start = tally_records(self._reader.records(), self._since)
+        at_start = self._reader.tally()
         if self._console.is_terminal:
             self._bars = Progress(
                 TextColumn("{task.description}"),
@@ -134,7 +133,7 @@ class RunProgress:
         return lines
 
     def _rows(self, tracks: list[Track], at_start: dict) -> list[RoleProgress]:
-        now = tally_records(self._reader.records(), self._since)
+        now = self._reader.tally()
         elapsed_s = time.monotonic() - self._started
         return role_progress(tracks, now, at_start, calls_in_flight(), elapsed_s)
 

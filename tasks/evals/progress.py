@@ -12,10 +12,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from tasks.evals.config import RunConfig
 from tasks.evals.estimate import CallEstimate, JobEstimator, estimate_plan
 from tasks.evals.plan import RunPlan
-from tasks.llm.ledger import CallRecord, read_record
+from tasks.llm.call_store import Follower
+from tasks.llm.ledger import CallLedger, CallRecord
 
 
 class Track(NamedTuple):
@@ -134,35 +138,58 @@ def duration(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+def tally_outcomes(outcomes: pa.Table, since: datetime) -> dict[str, ModelCalls]:
+    """`tally_records` over a ledger's outcomes as columns (`CallLedger.outcomes`): no record is read."""
+    counted = outcomes.filter(
+        pc.or_(pc.equal(outcomes["status"], "ok"), pc.greater_equal(outcomes["finished_at"], since))
+    )
+    ok = pc.equal(counted["status"], "ok")
+    columns = pa.table(
+        {
+            "model": counted["model"],
+            "done": pc.cast(ok, pa.int64()),
+            "failed": pc.cast(pc.invert(ok), pa.int64()),
+            "tokens": pc.add(counted["prompt_tokens"], counted["completion_tokens"]),
+            "cost": pc.add(counted["input_cost_usd"], counted["output_cost_usd"]),
+        }
+    )
+    sums = columns.group_by("model", use_threads=False).aggregate(
+        [("done", "sum"), ("failed", "sum"), ("tokens", "sum"), ("cost", "sum")]
+    )
+    return {
+        row["model"]: ModelCalls(row["done_sum"], row["failed_sum"], row["tokens_sum"], row["cost_sum"])
+        for row in sums.to_pylist()
+    }
+
+
 class LedgerReader:
-    """Reads a ledger folder again and again cheaply: a success is read once (it never changes), a
-    failure again only when its file was replaced (records are written by rename: a new inode)."""
+    """Follows a ledger folder's calls cheaply, however many: counted once from its columns, then each
+    change of a call's outcome (a new record, here or in another process) adds what it changed."""
 
-    def __init__(self, ledger_dir: Path) -> None:
-        self.root = ledger_dir
-        self._records: dict[Path, tuple[tuple[int, int], CallRecord]] = {}
+    def __init__(self, ledger_dir: Path, since: datetime) -> None:
+        self._ledger = CallLedger(ledger_dir)
+        self._since = since
+        self._follower: Follower | None = None
+        self._totals: dict[str, ModelCalls] = {}
 
-    def records(self) -> list[CallRecord]:
-        """Every readable record now: successes, and failures of calls that have not succeeded."""
-        succeeded: dict[Path, tuple[tuple[int, int], CallRecord]] = {}
-        for path in self.root.glob("ok/*/*.json"):
-            kept = self._records.get(path)
-            if kept is None and (record := read_record(path)) is not None:
-                kept = ((0, 0), record)
-            if kept is not None:
-                succeeded[path] = kept
-        keys = {record.key for _, record in succeeded.values()}
-        failed: dict[Path, tuple[tuple[int, int], CallRecord]] = {}
-        for path in self.root.glob("failed/*/*.json"):
-            try:
-                stat = path.stat()
-                changed = (stat.st_ino, stat.st_mtime_ns)
-            except FileNotFoundError:  # the call succeeded since the glob
-                continue
-            kept = self._records.get(path)
-            if (kept is None or kept[0] != changed) and (record := read_record(path)) is not None:
-                kept = (changed, record)
-            if kept is not None and kept[1].key not in keys:
-                failed[path] = kept
-        self._records = {**succeeded, **failed}
-        return [record for _, record in self._records.values()]
+    def tally(self) -> dict[str, ModelCalls]:
+        """`tally_records` of the ledger's outcomes now."""
+        if self._follower is None:
+            self._follower = self._ledger.follow()
+        self._ledger.refresh()
+        snapshot, changes = self._follower.take()
+        if snapshot is not None:
+            self._totals = tally_outcomes(snapshot, self._since)
+        for change in changes:
+            removed = tally_records([change.before] if change.before else [], self._since)
+            added = tally_records([change.after], self._since)
+            for model in {*removed, *added}:
+                now = self._totals.get(model, ModelCalls())
+                less, more = removed.get(model, ModelCalls()), added.get(model, ModelCalls())
+                self._totals[model] = ModelCalls(
+                    *(n - a + b for n, a, b in zip(now, less, more, strict=True))
+                )
+        # A model whose every call was counted out (another success of the same key became its outcome)
+        # has none left: every counted record adds a call done or failed.
+        self._totals = {model: calls for model, calls in self._totals.items() if calls.done or calls.failed}
+        return dict(self._totals)

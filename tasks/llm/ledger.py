@@ -1,16 +1,15 @@
 """The call ledger: every LLM call of a run directory, stored by its call key.
 
-Layout under `<run_dir>/ledger/`:
+Records are appended as JSON Lines, one file per writing process, and compacted into Parquet once their
+writers are done (tasks/llm/call_store.py has the layout; segments.py and compaction.py how each file is
+written). A kill -9 at any moment loses at most the calls in flight and never a recorded one; every
+finished call is found by its key on resume, whichever run, process or machine made it; several processes
+and machines sharing the run folder each append to files of their own, with nothing to lock. A run folder
+written one file per call (`ok/<k[:2]>/<key>.json`) is migrated once when first opened
+(tasks/llm/legacy_ledger.py).
 
-    ok/<k[:2]>/<key>.json       a call that succeeded: "done" means "this file exists"
-    failed/<k[:2]>/<key>.json   the latest failure of a call that has not succeeded yet
-    sources.json                other ledgers whose successful calls this one reuses (optional)
-
-One file per call key, written to a unique temporary name in the same folder and then renamed, so a
-reader sees a whole record or nothing: a kill -9 at any point leaves at most a stray `*.tmp`, never a
-partial success. Each file has exactly one writer at a time (the task making that call); there is no
-shared database file, so parallel tasks and processes never contend for a lock, and a re-run finds
-every finished call by its key, whichever task, condition or earlier run made it.
+A key's outcome is its success, or else its latest failure: a success retires the call's failures, whose
+attempts and costs it carries (tasks/llm/call.py adds every attempt up).
 
 A ledger may name source ledgers (`reuse_calls_of`; a re-judge names the runs it re-judges): a call one of
 them holds a success for is that success, never made again. `complete()` copies it into this ledger
@@ -18,113 +17,25 @@ them holds a success for is that success, never made again. `complete()` copies 
 """
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from tasks.core.files import write_text_atomic
-from tasks.llm.request import CallMode
+from tasks.llm.call_store import Follower, store_for
+from tasks.llm.compaction import Compaction
+from tasks.llm.record import CallRecord
 
+__all__ = ["SOURCES_FILE", "CallLedger", "CallRecord", "compact_ledger"]
 
-class CallRecord(BaseModel):
-    """The outcome of one call key. Tokens, costs and attempts add up every attempt ever made for it.
-
-    `tool_calls` holds the reply's tool calls (OpenAI's shape: id, type, function name and arguments
-    string); `structured` the reply parsed as JSON when the request asked for JSON; `mode` how the call
-    was made (tasks/llm/batches.py makes batch calls). Records written before these fields existed read
-    with their defaults.
-
-    A reply is paid for, so it is always stored: text that UTF-8 cannot hold (a lone surrogate such as
-    `\\ud83d`, which JSON lets a server send) is kept with those characters backslash-escaped, and
-    `escaped` says so.
-    """
-
-    key: str
-    model: str
-    status: Literal["ok", "failed"]
-    text: str | None = None
-    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-    structured: Any = None
-    finish_reason: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    input_cost_usd: float = 0.0
-    output_cost_usd: float = 0.0
-    latency_s: float | None = None
-    attempts: int = 0
-    error_kind: str | None = None
-    error: str | None = None
-    retryable: bool | None = None
-    response_id: str | None = None
-    mode: CallMode = "single"
-    batch_id: str | None = Field(None, description="The provider's batch that answered a batch-mode call.")
-    escaped: bool = Field(False, description="Characters UTF-8 cannot encode were stored as \\uXXXX.")
-    reused_from: str | None = Field(
-        None,
-        description="The ledger this success was read from, where it was made and paid; the attempts, "
-        "tokens and costs here are only this ledger's own failed attempts of it, if any.",
-    )
-    started_at: datetime
-    finished_at: datetime
-
-    @model_validator(mode="before")
-    @classmethod
-    def _encodable(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        fields = {name: data[name] for name in _REPLY_FIELDS if name in data}
-        encodable = utf8_encodable(fields)
-        if encodable == fields:
-            return data
-        return {**data, **encodable, "escaped": True}
-
-    @property
-    def cost_usd(self) -> float:
-        return self.input_cost_usd + self.output_cost_usd
-
-    @classmethod
-    def not_made(
-        cls, key: str, model: str, kind: str, reason: str, *, retryable: bool, mode: CallMode
-    ) -> "CallRecord":
-        """The outcome of a call that was not made (a batch call not answered yet, one a spending cap kept
-        back): failed with `kind`, nothing paid; the ledger never holds it."""
-        now = datetime.now(UTC)
-        return cls(
-            key=key,
-            model=model,
-            status="failed",
-            error_kind=kind,
-            error=f"{model}: {reason}",
-            retryable=retryable,
-            mode=mode,
-            started_at=now,
-            finished_at=now,
-        )
-
+logger = logging.getLogger(__name__)
 
 # What the attempts of a call consumed: a reused call's are this ledger's own, not its source's.
 _SPENDING_FIELDS = ("attempts", "prompt_tokens", "completion_tokens", "input_cost_usd", "output_cost_usd")
-# The fields holding what a provider sent (its reply or its error message).
-_REPLY_FIELDS = ("text", "tool_calls", "structured", "error")
-
-
-def utf8_encodable(value: Any) -> Any:
-    """`value` with every string UTF-8 cannot encode backslash-escaped (`\\ud83d`), in lists and dicts too."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "backslashreplace").decode("utf-8")
-        return value
-    if isinstance(value, list | tuple):
-        return type(value)(utf8_encodable(item) for item in value)
-    if isinstance(value, dict):
-        return {utf8_encodable(key): utf8_encodable(item) for key, item in value.items()}
-    return value
 
 
 SOURCES_FILE = "sources.json"
@@ -136,6 +47,7 @@ class CallLedger:
     def __init__(self, root: Path, sources: Sequence[Path] | None = None) -> None:
         """`sources`: the ledgers whose successes this one reuses; None reads them from its SOURCES_FILE."""
         self.root = Path(root)
+        self._store = store_for(self.root)
         if sources is not None:
             self.sources = [Path(source) for source in sources]
 
@@ -156,12 +68,13 @@ class CallLedger:
     def lookup(self, key: str) -> CallRecord | None:
         """The successful record of `key`: this ledger's, else the first source ledger's (as `adopt` would
         copy it); None if the call has not succeeded in any."""
-        return read_record(self._path("ok", key)) or self._reused(key)
+        return self._store.lookup(key) or self._reused(key)
 
     def adopt(self, key: str) -> CallRecord | None:
-        """`lookup`, a source ledger's success written into this ledger: the folder then holds every call its
-        outputs rest on, and a re-run reads it here."""
-        record = read_record(self._path("ok", key))
+        """`lookup` just before a call would be made (what other processes recorded is read first), a source
+        ledger's success written into this ledger: the folder then holds every call its outputs rest on, and
+        a re-run reads it here."""
+        record = self._store.lookup(key, fresh=True)
         if record is None and (record := self._reused(key)) is not None:
             self.write(record)
         return record
@@ -170,7 +83,7 @@ class CallLedger:
         """The first source ledger's success of `key`, as this ledger records it: reused, made and paid
         there; its attempts, tokens and costs are this ledger's own failed attempts of it (none, mostly)."""
         for source in self.sources:
-            found = read_record(source / "ok" / key[:2] / f"{key}.json")
+            found = store_for(source).lookup(key)
             if found is not None:
                 own = self.last_failure(key)
                 spent_here = {name: getattr(own, name) if own else 0 for name in _SPENDING_FIELDS}
@@ -179,27 +92,26 @@ class CallLedger:
         return None
 
     def last_failure(self, key: str) -> CallRecord | None:
-        """The latest failed record of `key` (its attempts and costs carry over into the next try)."""
-        return read_record(self._path("failed", key))
+        """The latest failed record of `key`, unless it has succeeded (its attempts and costs carry over
+        into the next try)."""
+        return self._store.last_failure(key)
 
     def write(self, record: CallRecord) -> None:
-        """Store `record` atomically; a success also retires the call's failure record."""
-        write_text_atomic(self._path(record.status, record.key), record.model_dump_json())
-        if record.status == "ok":
-            self._path("failed", record.key).unlink(missing_ok=True)
+        """Record `record`; a success retires the call's failures."""
+        self._store.write(record)
 
     def records(self) -> Iterator[CallRecord]:
-        """Every readable record: successes, then failures of calls that never succeeded."""
-        for path in sorted(self.root.glob("ok/*/*.json")):
-            if (record := read_record(path)) is not None:
-                yield record
-        yield from self.failures()
+        """Every readable outcome: successes, then failures of calls that never succeeded; each by key."""
+        yield from self._store.outcome_records()
 
     def failures(self) -> Iterator[CallRecord]:
         """The latest failure of every call that has not succeeded (reads no success)."""
-        for path in sorted(self.root.glob("failed/*/*.json")):
-            if (record := read_record(path)) is not None and self.lookup(record.key) is None:
-                yield record
+        yield from self._store.outcome_records("failed")
+
+    def outcomes(self) -> pa.Table:
+        """Each call's outcome as columns (tasks/llm/ledger_rows.py CALL_ROWS): what totals read, without
+        reading the records themselves."""
+        return self._store.outcomes()
 
     def recorded_cost_usd(self, key: str) -> float:
         """What the ledger records `key` has cost so far: its success, else its latest failure, else 0."""
@@ -207,22 +119,34 @@ class CallLedger:
         return 0.0 if record is None else record.cost_usd
 
     def total_cost_usd(self) -> float:
-        """What every call in the ledger has cost, every attempt counted."""
-        return sum(record.cost_usd for record in self.records())
+        """What every call in the ledger has cost, every attempt counted (the spend recorded so far by every
+        process writing to it)."""
+        outcomes = self.outcomes()
+        return float(pc.sum(pc.add(outcomes["input_cost_usd"], outcomes["output_cost_usd"])).as_py() or 0.0)
 
     def count_succeeded(self) -> int:
-        """How many calls have succeeded (cheap: counts files, reads none)."""
-        return sum(1 for _ in self.root.glob("ok/*/*.json"))
+        """How many calls have succeeded (reads no record)."""
+        return pc.sum(pc.equal(self.outcomes()["status"], "ok")).as_py() or 0
 
-    def _path(self, status: str, key: str) -> Path:
-        return self.root / status / key[:2] / f"{key}.json"
+    def follow(self) -> Follower:
+        """Every change of a call's outcome from now on, from the outcomes now (what progress reads)."""
+        return self._store.follow()
+
+    def refresh(self) -> None:
+        """Read what other processes recorded since this process last read the folder."""
+        self._store.refresh()
+
+    def compact(self) -> Compaction | None:
+        """Merge the segments no process writes any more into one compacted file (end of a run)."""
+        return self._store.compact()
 
 
-def read_record(path: Path) -> CallRecord | None:
+def compact_ledger(ledger_dir: Path) -> Compaction | None:
+    """At the end of a run: merge its ledger's segments that no process writes any more into one compacted
+    file (tasks/llm/compaction.py). A failure to (a full disk) is said, and changes nothing: the records
+    stay in their segments, read as before."""
     try:
-        return CallRecord.model_validate_json(path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except ValidationError:
-        # Only reachable after an OS crash (rename without fsync): treat the call as not made.
+        return CallLedger(ledger_dir).compact()
+    except OSError as error:
+        logger.warning("ledger %s was not compacted (its records stay where they are): %s", ledger_dir, error)
         return None

@@ -1,10 +1,13 @@
 import json
+import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import prefect.settings
@@ -30,8 +33,10 @@ from flows.cli import evaluate as cli_evaluate
 from flows.cli.evaluate import evaluate
 from flows.evaluate_models import evaluate_models
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
+from tasks.core.files import write_text_atomic
 from tasks.core.provenance import run_artifact_key
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
+from tasks.llm import call_store
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
 from tasks.report.artifacts import report_prefix
@@ -250,7 +255,7 @@ evaluate_models(dataset_dir=str(run.dataset_dir), run_dir=str(run.run_dir), conf
 
 def test_a_kill_9_mid_run_then_a_rerun_repeats_no_successful_call(dataset, tmp_path):
     def recorded() -> int:
-        return len(list(tmp_path.glob("ledger/ok/*/*.json")))
+        return CallLedger(tmp_path / "ledger").count_succeeded()  # what the child has written so far
 
     def only_held_requests_in_flight() -> bool:
         state = server.state
@@ -503,3 +508,44 @@ def test_two_run_folders_of_the_same_settings_keep_their_own_artifacts(dataset, 
             artifact_filter=ArtifactCollectionFilter(key=ArtifactCollectionFilterKey(any_=keys))
         )
     assert sorted(artifact.key for artifact in found) == sorted(keys)
+
+
+def write_one_file_per_call(ledger_dir: Path) -> tuple[int, str]:
+    """Lay the ledger out as the first ledger wrote it (`ok/<k[:2]>/<key>.json` and `failed/...`: one record
+    per file, written as it wrote them), the segment store's files gone, with a stray temporary file a kill
+    left behind: (the record files, the stray file's path in the ledger)."""
+    records = list(CallLedger(ledger_dir).records())
+    for name in ("segments", "compacted", "index"):
+        shutil.rmtree(ledger_dir / name, ignore_errors=True)
+    for record in records:
+        path = ledger_dir / record.status / record.key[:2] / f"{record.key}.json"
+        write_text_atomic(path, record.model_dump_json())
+    stray = f"ok/{records[0].key[:2]}/{records[0].key}.json.1.2.tmp"
+    (ledger_dir / stray).write_text('{"key": "')
+    return len(records), stray
+
+
+def test_a_run_folder_of_the_one_file_per_call_ledger_resumes_with_no_call_made(
+    dataset, tmp_path, caplog, monkeypatch
+):
+    with LLMServer() as server:
+        run = settings(dataset, tmp_path, server.url)
+        evaluate_models(**parameters(run))
+        responses, judgments = read(tmp_path, "responses"), read(tmp_path, "judgments")
+        made = len(server.requests)
+        files, stray = write_one_file_per_call(tmp_path / "ledger")
+        assert files == made == 2 * CALLS_PER_MODEL
+        monkeypatch.setattr(call_store, "_stores", OrderedDict())  # as a new process: no store read yet
+
+        with caplog.at_level(logging.WARNING, logger="tasks.llm.legacy_ledger"):
+            evaluate_models(**parameters(run))  # migrated once, then every call found by its key
+        assert len(server.requests) == made
+        assert read(tmp_path, "responses") == responses and read(tmp_path, "judgments") == judgments
+    (line,) = [record.getMessage() for record in caplog.records if record.name == "tasks.llm.legacy_ledger"]
+    (compacted,) = (tmp_path / "ledger" / "compacted").glob("*.parquet")
+    assert line == (
+        f"ledger {tmp_path / 'ledger'}: {made} calls ({made} succeeded) read from the old layout (one JSON "
+        f"file per call) into compacted/{compacted.name}; 1 files were not whole records and read as calls "
+        f"not made: {stray}"
+    )
+    assert sorted(path.name for path in (tmp_path / "ledger").iterdir()) == [".compaction.lock", "compacted"]

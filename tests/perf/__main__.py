@@ -2,10 +2,11 @@
 
 Usage: python -m tests.perf [build|evaluation|evaluation-dask|call-throughput|cluster-limits|report|
 snomed-cases|snomed-evaluation|snomed-patient-leaks|snomed-oracle-leaks|consult-simulator|consult-mining|
-consult-evaluation|consult-critic|parsers|startup ...]
-(default: all but evaluation-dask)
+consult-evaluation|consult-critic|parsers|ledger|startup ...] [--calls N]
+(default: all but evaluation-dask; `--calls` sets the ledger benchmark's calls, 100,000 by default)
 """
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from tests.perf import (
     bench_consult_simulator,
     bench_evaluation,
     bench_evaluation_dask,
+    bench_ledger,
     bench_parsers,
     bench_report,
     bench_snomed_cases,
@@ -45,6 +47,7 @@ BENCHMARKS = {
     "consult-evaluation": bench_consult_evaluation,
     "consult-critic": bench_consult_critic,
     "parsers": bench_parsers,
+    "ledger": bench_ledger,
     "startup": bench_startup,
 }
 # Run only when named: the evaluation on Dask would take about 40 minutes at load 15-20 (Prefect's task
@@ -53,14 +56,17 @@ ON_REQUEST = {"evaluation-dask"}
 OUT = Path("data_lake/bench")
 
 
-def main(names: list[str]) -> None:
+def main(names: list[str], ledger_calls: int | None = None) -> None:
     unknown = sorted(set(names) - set(BENCHMARKS))
     if unknown:
         sys.exit(f"unknown benchmark(s) {unknown}; choose from {sorted(BENCHMARKS)}")
     results = {}
     for name in names or [name for name in BENCHMARKS if name not in ON_REQUEST]:
         print(f"== {name} ==", flush=True)
-        results[name] = BENCHMARKS[name].main(OUT / name)
+        if name == "ledger" and ledger_calls is not None:
+            results[name] = bench_ledger.main(OUT / name, ledger_calls)
+        else:
+            results[name] = BENCHMARKS[name].main(OUT / name)
         for line in BENCHMARKS[name].summary_lines(results[name]):
             print(f"  {line}", flush=True)
     path = OUT / "results.json"
@@ -70,4 +76,8 @@ def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    parser = argparse.ArgumentParser(prog="python -m tests.perf")
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--calls", type=int, help="calls the ledger benchmark records (default 100,000)")
+    arguments = parser.parse_args()
+    main(arguments.names, arguments.calls)

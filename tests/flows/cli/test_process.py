@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tasks.llm.ledger import CallLedger
 from tasks.synth.generator import generate_dumps
 from tests.eval_fixtures import write_dataset
 from tests.flows.cli.terminal import COMMAND_TIMEOUT_S
@@ -129,7 +130,7 @@ def test_ctrl_c_waits_a_bounded_time_for_calls_in_flight_then_exits_130_in_one_l
     os.killpg(process.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
     # A liveness bound: the held calls are never answered, so it waits INTERRUPT_WAIT_S (15 s) for them.
     assert process.wait(timeout=600) == 130
-    kept = len(list((run_dir / "ledger" / "ok").glob("*/*.json")))
+    kept = CallLedger(run_dir / "ledger").count_succeeded()
     assert kept == llm.stats()["ok"] >= 1
     held = llm.stats()["held"]
     calls = "1 call" if held == 1 else f"{held} calls"
@@ -180,7 +181,7 @@ def test_ctrl_c_during_a_rerun_records_every_reply_that_comes_and_the_resume_pay
                     process.kill()
                     process.wait()
         asked = [request for request in llm.requests if request.model == "judge2"]
-        kept = len(list((rejudged / "ledger" / "ok").glob("*/*.json")))
+        kept = CallLedger(rejudged / "ledger").count_succeeded()
         assert kept == len(asked) == sum(request.ok for request in asked) > 3
         assert all(request.started < interrupted_at for request in asked)  # none sent after Ctrl-C
         assert interrupt_lines(output, printed) == [

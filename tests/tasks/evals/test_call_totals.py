@@ -1,11 +1,13 @@
 from datetime import UTC, datetime
+from typing import NamedTuple
 
+import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tasks.evals.call_totals import (
+    CALL_STATES,
     REUSED,
-    CallState,
     ModeTotals,
     RunCalls,
     calls_added,
@@ -51,6 +53,17 @@ def test_an_invocation_counts_the_calls_it_attempted_at_what_they_added_and_thos
     assert run_calls(tmp_path / "ledger", ledger_calls(tmp_path / "ledger")).invocation == {}
 
 
+class CallState(NamedTuple):
+    mode: str
+    attempts: int
+    cost_usd: float
+
+
+def states(calls: dict[str, CallState]) -> pa.Table:
+    """A ledger's calls as `ledger_calls` reads them."""
+    return pa.Table.from_pylist([{"key": key, **call._asdict()} for key, call in calls.items()], CALL_STATES)
+
+
 # Costs in 1/1024 USD steps: their sums are exact, so totals compare whole.
 COST = st.integers(0, 4096).map(lambda steps: steps / 1024)
 MADE = st.builds(CallState, st.sampled_from(["single", "batch"]), st.integers(1, 6), COST)
@@ -78,11 +91,11 @@ def invocations(draw) -> tuple[dict[str, CallState], dict[str, CallState]]:
 
 
 @given(invocations())
-def test_what_an_invocation_added_is_the_difference_between_the_run_s_totals_after_and_before_it(states):
-    before, after = states
+def test_what_an_invocation_added_is_the_difference_between_the_run_s_totals_after_and_before_it(invocation):
+    before, after = (states(calls) for calls in invocation)
     added = totals_by_mode(calls_added(before, after))
     assert sum(totals.cost_usd for totals in added.values()) == spent_usd(after) - spent_usd(before)
-    run = totals_by_mode(after.values())
+    run = totals_by_mode(after)
     assert all(totals.calls <= run[mode].calls for mode, totals in added.items())
-    assert list(calls_added(after, after)) == []  # an invocation that did nothing added nothing
+    assert calls_added(after, after).num_rows == 0  # an invocation that did nothing added nothing
     assert list(run) == sorted(run, key=["single", "batch", REUSED].index)

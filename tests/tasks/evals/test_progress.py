@@ -1,4 +1,9 @@
+import tempfile
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tasks.evals.estimate import CallEstimate
 from tasks.evals.progress import (
@@ -9,9 +14,11 @@ from tasks.evals.progress import (
     duration,
     progress_line,
     role_progress,
+    tally_outcomes,
     tally_records,
     tracks_from_estimates,
 )
+from tasks.llm.call_store import CallStore
 from tasks.llm.ledger import CallLedger, CallRecord
 
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -80,24 +87,44 @@ def test_a_plain_line_says_at_most_until_the_role_is_done():
     assert (duration(59.6), duration(61), duration(3600)) == ("1:00", "1:01", "1:00:00")
 
 
-def test_the_reader_sees_new_records_rereads_changed_failures_and_drops_retired_ones(tmp_path):
+def test_the_reader_counts_new_records_a_retry_s_failure_and_a_retired_failure(tmp_path):
     ledger = CallLedger(tmp_path)
-    reader = LedgerReader(tmp_path)
+    reader = LedgerReader(tmp_path, since=START)
     ledger.write(record("aa1", "m"))
     ledger.write(record("bb2", "m", "failed", tokens=(1, 0)))
-    assert sorted((r.key, r.status, r.prompt_tokens) for r in reader.records()) == [
-        ("aa1", "ok", 10),
-        ("bb2", "failed", 1),
-    ]
-    ledger.write(record("bb2", "m", "failed", tokens=(2, 0)))  # within the same mtime tick, maybe
-    assert sorted((r.key, r.status, r.prompt_tokens) for r in reader.records()) == [
-        ("aa1", "ok", 10),
-        ("bb2", "failed", 2),
-    ]
+    assert reader.tally() == {"m": ModelCalls(done=1, failed=1, tokens=16, cost_usd=0.0)}
+    ledger.write(record("bb2", "m", "failed", tokens=(2, 0)))  # the retry's failure is the call's now
+    assert reader.tally() == {"m": ModelCalls(done=1, failed=1, tokens=17, cost_usd=0.0)}
     ledger.write(record("bb2", "m"))
     ledger.write(record("cc3", "m"))
-    assert sorted((r.key, r.status) for r in reader.records()) == [
-        ("aa1", "ok"),
-        ("bb2", "ok"),
-        ("cc3", "ok"),
-    ]
+    assert reader.tally() == {"m": ModelCalls(done=3, failed=0, tokens=45, cost_usd=0.0)}
+
+
+# Costs in 1/1024 USD steps and whole seconds: sums are exact, so tallies compare whole.
+WRITES = st.lists(
+    st.tuples(
+        st.sampled_from(["aa", "bb", "cc", "dd"]),
+        st.sampled_from(["m", "n"]),
+        st.sampled_from(["ok", "failed"]),
+        st.integers(-3, 3),  # seconds from the reader's start: earlier failures are not this run's
+        st.integers(0, 64),
+        st.booleans(),  # written by this process, or by another one (its own segment)
+        st.booleans(),  # the reader looks now
+    ),
+    max_size=25,
+)
+
+
+@given(WRITES)
+def test_the_reader_s_running_tally_is_the_tally_of_the_ledger_s_outcomes_whoever_wrote_them(writes):
+    with tempfile.TemporaryDirectory() as folder:
+        ledger, other_process = CallLedger(Path(folder)), CallStore(Path(folder))
+        reader = LedgerReader(Path(folder), since=START)
+        for key, model, status, seconds, cost, here, look in writes:
+            written = record(key, model, status, at=START + timedelta(seconds=seconds), cost=cost / 1024)
+            (ledger.write if here else other_process.write)(written)
+            if look:
+                reader.tally()
+        ledger.refresh()
+        expected = tally_records(ledger.records(), since=START)
+        assert reader.tally() == expected == tally_outcomes(ledger.outcomes(), since=START)

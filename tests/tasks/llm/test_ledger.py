@@ -1,3 +1,4 @@
+import json
 import os
 import signal
 import subprocess
@@ -15,12 +16,16 @@ def record(key: str, status: str = "ok", **fields) -> CallRecord:
     return CallRecord(key=key, model="openai/m", status=status, started_at=NOW, finished_at=NOW, **fields)
 
 
-def test_a_success_is_found_by_its_key(tmp_path):
+def test_a_success_is_found_by_its_key_and_stored_as_one_json_line_any_reader_reads(tmp_path):
     ledger = CallLedger(tmp_path)
-    ledger.write(record("ab12", text="rest and ice", attempts=1))
+    written = record("ab12", text="rest and ice", attempts=1)
+    ledger.write(written)
     assert ledger.lookup("ab12").text == "rest and ice"
     assert ledger.lookup("cd34") is None
-    assert (tmp_path / "ok" / "ab" / "ab12.json").exists()
+    (segment,) = (tmp_path / "segments").glob("*.jsonl")
+    assert [json.loads(line) for line in segment.read_text().splitlines()] == [
+        written.model_dump(mode="json")
+    ]
 
 
 def test_a_failure_is_kept_apart_and_retired_by_a_later_success(tmp_path):
@@ -42,17 +47,6 @@ def test_records_lists_successes_and_calls_still_failing(tmp_path):
         ("aa01", "ok"),
         ("bb02", "failed"),
     ]
-
-
-def test_stray_temporary_and_torn_files_read_as_missing(tmp_path):
-    ledger = CallLedger(tmp_path)
-    folder = tmp_path / "ok" / "ab"
-    folder.mkdir(parents=True)
-    (folder / "ab12.json.123.456.tmp").write_text(record("ab12", text="x").model_dump_json())
-    (folder / "ab34.json").write_text('{"key": "ab34", "model": "openai/m", "sta')
-    assert ledger.lookup("ab12") is None
-    assert ledger.lookup("ab34") is None
-    assert list(ledger.records()) == []
 
 
 # A record as the ledger wrote it before tool calls and JSON output were stored.
@@ -80,6 +74,7 @@ def test_tool_calls_and_structured_output_round_trip(tmp_path):
     )
 
 
+# Writes far more than the test waits for, but bounded (200 MB) should the kill never come.
 WRITER = """
 import sys
 from datetime import UTC, datetime
@@ -87,25 +82,34 @@ from pathlib import Path
 from tasks.llm.ledger import CallLedger, CallRecord
 ledger = CallLedger(Path(sys.argv[1]))
 now = datetime.now(UTC)
-for i in range(100_000):
+for i in range(1_000):
     ledger.write(CallRecord(key=f"{i:08x}", model="m", status="ok", text="x" * 200_000,
                             started_at=now, finished_at=now))
 """
 
 
-def test_kill_9_while_writing_leaves_only_whole_records(tmp_path):
+def test_kill_9_while_writing_leaves_only_whole_records_and_a_torn_line_is_never_read(tmp_path):
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], cwd=Path(__file__).parents[3])
-    while len(list(tmp_path.glob("ok/*/*.json"))) < 20:  # however slowly: it writes far more than 20
+    while _segment_bytes(tmp_path) < 20 * 200_000:  # however slowly: it writes far more than 20 records
         assert writer.poll() is None, "the writer stopped"
         time.sleep(0.05)
     os.kill(writer.pid, signal.SIGKILL)
     writer.wait()
 
-    files = list(tmp_path.glob("ok/*/*.json"))
-    assert len(files) >= 20
+    (segment,) = (tmp_path / "segments").glob("*.jsonl")
+    data = segment.read_bytes()
     records = list(CallLedger(tmp_path).records())
-    assert len(records) == len(files)
+    assert len(records) == data.count(b"\n") >= 20  # every whole line is a record, and only those
     assert all(len(r.text) == 200_000 for r in records)
+    compaction = CallLedger(tmp_path).compact()  # its writer is gone: the segment is sealed
+    whole = data.rfind(b"\n") + 1
+    torn = [f"{segment.name}@{whole}"] if whole < len(data) else []
+    assert (compaction.records, compaction.unreadable) == (len(records), torn)
+    assert list(CallLedger(tmp_path).records()) == records
+
+
+def _segment_bytes(ledger_dir: Path) -> int:
+    return sum(path.stat().st_size for path in ledger_dir.glob("segments/*.jsonl"))
 
 
 def test_the_cost_recorded_for_a_call_is_its_success_else_its_latest_failure(tmp_path):

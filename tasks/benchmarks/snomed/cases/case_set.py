@@ -1,11 +1,9 @@
 """A case set: cases from any source, split and sampled by seeded hashes, written as `cases.parquet` plus
 `manifest.json`. Same input and settings, same bytes: cases are sorted by id and nothing holds a clock."""
 
-import gc
 import hashlib
 import itertools
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ from tasks.benchmarks.snomed.vocabulary import (
     vocabulary_fingerprint,
 )
 from tasks.core.files import check_replaceable_folder, write_folder_atomic
+from tasks.core.gc_pause import garbage_collection_paused
 from tasks.data.patients.records import SourceError
 
 READERS = {
@@ -169,23 +168,6 @@ def case_set_manifest(
             "synthea_version": synthea_version(),
         },
     }
-
-
-@contextmanager
-def garbage_collection_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector inside the block (if it was running), restoring it on exit.
-
-    Reading a source allocates some 10^5 containers per FHIR bundle, and 10^5 records and query rows for
-    Eunomia; as they pile up the collector traverses them again and again, which took half the reading
-    time. They hold no cycles, so reference counting frees them all the same.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def check_gold(cases: list[Case], source: Path) -> None:
