@@ -190,7 +190,9 @@ def test_an_infinite_cap_in_a_config_file_is_refused_as_not_finite(tmp_path):
     result = threadmed_before_any_flow(
         "evaluate", "--dataset", "build", "--out", "run", "--config", "eval.yaml", cwd=tmp_path
     )
-    assert_usage_error(result, "Invalid value: max_cost_usd: Input should be a finite number")
+    assert_usage_error(
+        result, "Invalid value for '--config': eval.yaml: max_cost_usd: Input should be a finite number"
+    )
 
 
 PRICED_CONFIG = """\
