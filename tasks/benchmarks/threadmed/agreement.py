@@ -28,7 +28,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks.benchmarks.threadmed import metrics as m
 from tasks.benchmarks.threadmed.agreement_settings import AgreementSettings
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, LABEL_ITEMS, RATINGS, RESPONSES
-from tasks.benchmarks.threadmed.report import check_run_folder
+from tasks.benchmarks.threadmed.run_data import check_run_folder
 from tasks.core.preflight import UserError
 from tasks.core.safe_text import markdown_text, read_csv_rows, write_csv_rows
 from tasks.data.contracts import Contract

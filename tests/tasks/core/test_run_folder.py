@@ -6,7 +6,7 @@ import pytest
 from tasks.benchmarks.consult.report import check_run_folder as check_consult_run
 from tasks.benchmarks.registry import BENCHMARKS
 from tasks.benchmarks.snomed.report import check_run_folder as check_snomed_run
-from tasks.benchmarks.threadmed.report import check_run_folder as check_threadmed_run
+from tasks.benchmarks.threadmed.run_data import check_run_folder as check_threadmed_run
 from tasks.core.preflight import UserError
 from tasks.core.run_folder import (
     BENCHMARK_FILE,
