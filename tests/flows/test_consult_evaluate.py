@@ -19,7 +19,8 @@ from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
 from tasks.benchmarks.consult.critic import constraint_satisfied, critique, patient_facts, with_constraint
 from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.benchmarks.consult.reading import read_plan
-from tasks.benchmarks.consult.report import ReportSettings, build_report
+from tasks.benchmarks.consult.report import build_report
+from tasks.benchmarks.consult.report_metrics import ReportSettings
 from tasks.benchmarks.consult.scorer import episode_from_messages
 from tasks.benchmarks.consult.simulator import replay
 from tasks.evals.config import JudgeSpec, ModelSpec, RunOverrides

@@ -15,14 +15,13 @@ from prefect.artifacts import Artifact
 from tasks.benchmarks.consult.composite import composite
 from tasks.benchmarks.consult.contracts import MESSAGES, PRIMARY_METRICS, SCORES, SECONDARY_METRICS
 from tasks.benchmarks.consult.report import (
-    INQUIRY_DATA,
-    ReportSettings,
     build_report,
     compute_metrics,
     default_report_dir,
-    load_runs,
     publish_report_artifacts,
 )
+from tasks.benchmarks.consult.report_metrics import ReportSettings
+from tasks.benchmarks.consult.run_data import INQUIRY_DATA, load_runs
 from tasks.benchmarks.consult.tables import build_tables, cut_notes, report_notes, terminal_tables
 from tasks.core.preflight import UserError
 from tasks.core.provenance import folder_tag

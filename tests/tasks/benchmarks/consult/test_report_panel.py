@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
-from tasks.benchmarks.consult.report import build_report, compute_metrics, load_runs
+from tasks.benchmarks.consult.report import build_report, compute_metrics
+from tasks.benchmarks.consult.run_data import load_runs
 from tasks.benchmarks.consult.tables import build_tables
 from tasks.core.preflight import UserError
 from tasks.evals.outputs import write_table
