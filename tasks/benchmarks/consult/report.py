@@ -39,8 +39,9 @@ from tasks.benchmarks.consult.report_metrics import (
     primary_rows,
     runs_entry,
 )
+from tasks.benchmarks.consult.report_page import render_html, render_markdown, run_summary
 from tasks.benchmarks.consult.run_data import RunData, load_runs
-from tasks.benchmarks.consult.tables import build_tables, render_html, render_markdown, run_summary
+from tasks.benchmarks.consult.tables import build_tables
 from tasks.report.artifacts import publish_report, report_prefix
 from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the benchmark
 from tasks.report.files import write_stats_table

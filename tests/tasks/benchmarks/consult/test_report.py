@@ -14,6 +14,7 @@ from prefect.artifacts import Artifact
 
 from tasks.benchmarks.consult.composite import composite
 from tasks.benchmarks.consult.contracts import MESSAGES, PRIMARY_METRICS, SCORES, SECONDARY_METRICS
+from tasks.benchmarks.consult.notes import cut_notes, report_notes
 from tasks.benchmarks.consult.report import (
     build_report,
     compute_metrics,
@@ -22,7 +23,8 @@ from tasks.benchmarks.consult.report import (
 )
 from tasks.benchmarks.consult.report_metrics import ReportSettings
 from tasks.benchmarks.consult.run_data import INQUIRY_DATA, load_runs
-from tasks.benchmarks.consult.tables import build_tables, cut_notes, report_notes, terminal_tables
+from tasks.benchmarks.consult.tables import build_tables
+from tasks.benchmarks.consult.terminal import terminal_tables
 from tasks.core.preflight import UserError
 from tasks.core.provenance import folder_tag
 from tasks.evals.outputs import write_table
