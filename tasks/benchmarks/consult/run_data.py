@@ -37,8 +37,6 @@ from tasks.report.runs import (
 from tasks.report.runs import check_run_folder as check_run_files
 
 RUN_FILES = ("manifest.json", "messages.parquet", "scores.parquet")
-
-
 INQUIRY_DATA = Path(__file__).parent / "inquiry" / "data"
 
 

@@ -16,8 +16,6 @@ from tasks.data.contracts import Contract
 from tasks.report.runs import read_rows, read_run_id
 
 ITEM_KEY = ("model", "condition", "thread_id", "turn")
-
-
 SIMULATED = "simulated"
 
 

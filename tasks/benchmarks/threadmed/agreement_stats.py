@@ -17,11 +17,7 @@ from tasks.report.panel import consensus_grades
 from tasks.report.stats import BootstrapCI, bootstrap_mean, seeded_rng, spearman, statistic_columns
 
 SCALE = (m.WRONG, m.PARTIAL, m.CORRECT)
-
-
 STATISTICS = ("exact", "kappa", "kappa_linear", "kappa_quadratic", "alpha_ordinal")
-
-
 POSITION_NOTE = (
     "Position check: not applicable. It tests whether a pairwise judge prefers the answer shown first; "
     "ThReadMed's rubric grades one answer at a time, so there is no position to swap."

@@ -13,8 +13,6 @@ from tasks.report.tables import Table, format_statistic, legend, short_keys, tab
 AGREEMENT_COLUMNS = [
     "n", *(f"{name}{end}" for name in STATISTICS for end in ("", "_low", "_high", "_undefined"))
 ]  # fmt: skip
-
-
 TABLE_COLUMNS: dict[str, list[str]] = {
     "judge_vs_raters": ["judge", "versus", "versus_kind", *AGREEMENT_COLUMNS],
     "confusion": ["judge", "versus", "judge_grade", "human_grade", "count"],

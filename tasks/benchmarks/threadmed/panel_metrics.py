@@ -166,8 +166,6 @@ PANEL_STATS = pa.schema(
         ("differ_pct_undefined", pa.string()),
     ]
 )
-
-
 PAIR_STATS = pa.schema(
     [
         *((name, pa.string()) for name in ("model", "condition", "judge_a", "judge_b")),

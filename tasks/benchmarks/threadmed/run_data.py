@@ -30,8 +30,6 @@ from tasks.report.panel import (
 from tasks.report.runs import PanelRuns, check_each_unit_once, check_one_case_set, check_same_graded
 
 RUN_KEY = ["run_id", "model", "condition", "thread_id", "turn"]
-
-
 TURN_KEY = RUN_KEY[1:]
 
 
