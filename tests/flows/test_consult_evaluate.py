@@ -27,7 +27,9 @@ from tasks.evals.config import JudgeSpec, ModelSpec, RunOverrides
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
 from tests.eval_fixtures import full_disk_for, outcomes, run_single_then_batch
-from tests.llm_server import CONSULT_JUDGE_NOTES, Action, LLMServer, consult_reply
+from tests.llm_replies import CONSULT_JUDGE_NOTES, consult_reply
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.synth.generator import generate_dumps
-from tests.llm_server import Action, LLMServer
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action
 from tests.prefect_server import PrefectStack
 
 pytestmark = pytest.mark.slow
