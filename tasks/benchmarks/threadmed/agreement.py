@@ -29,8 +29,8 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.benchmarks.threadmed.agreement_inputs import load_judges, load_labels
 from tasks.benchmarks.threadmed.agreement_settings import AgreementSettings
-from tasks.benchmarks.threadmed.agreement_stats import compute_agreement
-from tasks.benchmarks.threadmed.agreement_tables import TABLE_COLUMNS, render_markdown
+from tasks.benchmarks.threadmed.agreement_stats import TABLE_COLUMNS, compute_agreement
+from tasks.benchmarks.threadmed.agreement_tables import render_markdown
 from tasks.benchmarks.threadmed.run_data import check_run_folder
 from tasks.core.safe_text import read_csv_rows, write_csv_rows
 from tasks.report.figures import plain_text

@@ -1,6 +1,6 @@
 """agreement.json's content: each judge against each rater and the raters' consensus, rater against rater
 (the ceiling), by group, the paper's metrics on human and judge grades, the length check and each judge's
-drift; with the notes a reader needs.
+drift; with the notes a reader needs and each table's columns (one CSV each).
 """
 
 from collections import defaultdict
@@ -11,7 +11,6 @@ import numpy as np
 from tasks.benchmarks.threadmed import metrics as m
 from tasks.benchmarks.threadmed.agreement_inputs import SIMULATED, Judge, Labels, judge_name, sample_name
 from tasks.benchmarks.threadmed.agreement_settings import AgreementSettings
-from tasks.benchmarks.threadmed.agreement_tables import AGREEMENT_COLUMNS
 from tasks.evals.agreement import PairAgreement, drift, ordinal_alpha, pair_agreement
 from tasks.report.panel import consensus_grades
 from tasks.report.stats import BootstrapCI, bootstrap_mean, seeded_rng, spearman, statistic_columns
@@ -277,6 +276,27 @@ def drift_rows(context: Context, judges: list[Judge]) -> list[dict[str, Any]]:
         rows.append({"judge": name, "samples": "; ".join(samples), "runs": runs,
                      "n": result.n, **statistic_columns("drift", result)})  # fmt: skip
     return rows
+
+
+AGREEMENT_COLUMNS = [
+    "n", *(f"{name}{end}" for name in STATISTICS for end in ("", "_low", "_high", "_undefined"))
+]  # fmt: skip
+TABLE_COLUMNS: dict[str, list[str]] = {
+    "judge_vs_raters": ["judge", "versus", "versus_kind", *AGREEMENT_COLUMNS],
+    "confusion": ["judge", "versus", "judge_grade", "human_grade", "count"],
+    "rater_vs_rater": ["first", "second", *AGREEMENT_COLUMNS],
+    "by_group": ["judge", "versus", "breakdown", "group", *AGREEMENT_COLUMNS],
+    "paper_metrics": [
+        "judge", "versus", "model", "condition", "metric", "n", "judge_value", "judge_low", "judge_high",
+        "human_value", "human_low", "human_high", "difference",
+    ],
+    "length_check": [
+        "judge", "versus", "human_grade", "median_words", "n_short", "judge_short", "n_long", "judge_long",
+        "difference",
+    ],
+    "length_correlation": ["judge", "versus", "n", "spearman_r", "p"],
+    "drift": ["judge", "samples", "runs", "n", "drift", "drift_low", "drift_high", "drift_undefined"],
+}  # fmt: skip
 
 
 def notes(labels: Labels, drift_table: list[dict[str, Any]]) -> list[str]:

@@ -1,5 +1,5 @@
-"""agreement.json's tables: their columns (one CSV each), the Tables of agreement.md, the terminal's
-summary table and agreement.md itself.
+"""agreement.json's tables as the Tables of agreement.md, the terminal's summary table and agreement.md
+itself.
 """
 
 from collections import defaultdict
@@ -9,26 +9,6 @@ from tasks.benchmarks.threadmed.agreement_stats import SCALE, STATISTICS
 from tasks.core.safe_text import markdown_text
 from tasks.report.stats import MIN_INTERVAL_ITEMS
 from tasks.report.tables import Table, format_statistic, legend, short_keys, table_markdown
-
-AGREEMENT_COLUMNS = [
-    "n", *(f"{name}{end}" for name in STATISTICS for end in ("", "_low", "_high", "_undefined"))
-]  # fmt: skip
-TABLE_COLUMNS: dict[str, list[str]] = {
-    "judge_vs_raters": ["judge", "versus", "versus_kind", *AGREEMENT_COLUMNS],
-    "confusion": ["judge", "versus", "judge_grade", "human_grade", "count"],
-    "rater_vs_rater": ["first", "second", *AGREEMENT_COLUMNS],
-    "by_group": ["judge", "versus", "breakdown", "group", *AGREEMENT_COLUMNS],
-    "paper_metrics": [
-        "judge", "versus", "model", "condition", "metric", "n", "judge_value", "judge_low", "judge_high",
-        "human_value", "human_low", "human_high", "difference",
-    ],
-    "length_check": [
-        "judge", "versus", "human_grade", "median_words", "n_short", "judge_short", "n_long", "judge_long",
-        "difference",
-    ],
-    "length_correlation": ["judge", "versus", "n", "spearman_r", "p"],
-    "drift": ["judge", "samples", "runs", "n", "drift", "drift_low", "drift_high", "drift_undefined"],
-}  # fmt: skip
 
 
 def _number(value: float | None, digits: int = 2) -> str:
