@@ -52,11 +52,8 @@ def agreement(
     length check; and each judge's drift between its samples (runs at other params or epochs).
     """
     from flows.judge_agreement import judge_agreement
-    from tasks.benchmarks.threadmed.agreement import (
-        check_agreement_inputs,
-        default_out_dir,
-        summary_table,
-    )
+    from tasks.benchmarks.threadmed.agreement import check_agreement_inputs, default_out_dir
+    from tasks.benchmarks.threadmed.agreement_tables import summary_table
     from tasks.report.tables import table_rich
 
     check_agreement_inputs(run_dirs, labels)
