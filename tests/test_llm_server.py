@@ -24,23 +24,21 @@ from tasks.benchmarks.consult.metrics import is_ready, parse_differential
 from tasks.benchmarks.consult.treatment import parse_plan
 from tasks.benchmarks.snomed.interview import InterviewPrompts, InterviewSettings, Reply, run_interview
 from tasks.llm.prompts import load_prompt
-from tests.llm_server import (
-    BATCH_EXPIRED,
+from tests.llm_batches import BATCH_EXPIRED
+from tests.llm_replies import (
     CONSULT_ANSWER,
     CONSULT_DIFFERENTIAL,
     CONSULT_JUDGE_NOTES,
     CONSULT_JUDGE_VERDICT,
     SNOMED_FINAL,
     SNOMED_PATIENT,
-    Action,
-    BatchScript,
-    Faults,
-    LLMServer,
     consult_questions,
     consult_reply,
     snomed_questions,
     snomed_reply,
 )
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action, BatchScript, Faults
 from tests.perf.calls import served
 from tests.snomed_fixtures import CASES
 

@@ -53,8 +53,8 @@ class CaseSetCommand(NamedTuple):
 BENCHMARK = "tasks.benchmarks.{name}.benchmark:{NAME}"
 EVALUATE_FLOW = "flows.{name}_evaluate:{name}_evaluate"
 REPORT_FLOW = "flows.{name}_report:{name}_report"
-CHECK_RUN_FOLDER = "tasks.benchmarks.{name}.report:check_run_folder"
-LOAD_RUNS = "tasks.benchmarks.{name}.report:load_runs"
+CHECK_RUN_FOLDER = "tasks.benchmarks.{name}.run_data:check_run_folder"
+LOAD_RUNS = "tasks.benchmarks.{name}.run_data:load_runs"
 PRINT_REPORT = "flows.cli.{name}:print_{name}_report"
 
 # A benchmark's own evaluate options: a function of them returning the roles (patient, judge) and the settings

@@ -192,7 +192,8 @@ def evaluate_options(
 def print_consult_report(report_dir: Path) -> None:
     """The report's four stage tables beside the composite, and where its files are."""
     from flows.cli.render import print_benchmark_report
-    from tasks.benchmarks.consult.tables import report_notes, terminal_tables
+    from tasks.benchmarks.consult.notes import report_notes
+    from tasks.benchmarks.consult.terminal import terminal_tables
 
     print_benchmark_report(report_dir, terminal_tables, report_notes, console)
 

@@ -53,11 +53,8 @@ def agreement(
     """
     from flows.cli.render import print_table
     from flows.judge_agreement import judge_agreement
-    from tasks.benchmarks.threadmed.agreement import (
-        check_agreement_inputs,
-        default_out_dir,
-        summary_table,
-    )
+    from tasks.benchmarks.threadmed.agreement import check_agreement_inputs, default_out_dir
+    from tasks.benchmarks.threadmed.agreement_tables import summary_table
 
     check_agreement_inputs(run_dirs, labels)
     check_writable_folder(out or default_out_dir(labels), "--out")

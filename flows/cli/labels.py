@@ -48,7 +48,7 @@ def sample(
     """
     from tasks.benchmarks.threadmed.labels.sample import build_sample
     from tasks.benchmarks.threadmed.labels.store import check_same_sample, write_sample
-    from tasks.benchmarks.threadmed.report import check_run_folder
+    from tasks.benchmarks.threadmed.run_data import check_run_folder
 
     try:
         check_run_folder(run_dir)

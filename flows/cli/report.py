@@ -63,7 +63,7 @@ def report(
     self-contained page) under the report folder, and publishes the tables as Prefect artifacts.
     """
     from flows.report import report_runs
-    from tasks.benchmarks.threadmed.report import check_run_folder
+    from tasks.benchmarks.threadmed.run_data import check_run_folder
 
     settings = ReportSettings(n_resamples=resamples, seed=seed, level=level, clustered=clustered)
     report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, report_runs, settings)

@@ -19,14 +19,17 @@ from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
 from tasks.benchmarks.consult.critic import constraint_satisfied, critique, patient_facts, with_constraint
 from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.benchmarks.consult.reading import read_plan
-from tasks.benchmarks.consult.report import ReportSettings, build_report
+from tasks.benchmarks.consult.report import build_report
+from tasks.benchmarks.consult.report_metrics import ReportSettings
 from tasks.benchmarks.consult.scorer import episode_from_messages
 from tasks.benchmarks.consult.simulator import replay
 from tasks.evals.config import JudgeSpec, ModelSpec, RunOverrides
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
 from tests.eval_fixtures import full_disk_for, outcomes, run_single_then_batch
-from tests.llm_server import CONSULT_JUDGE_NOTES, Action, LLMServer, consult_reply
+from tests.llm_replies import CONSULT_JUDGE_NOTES, consult_reply
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 

@@ -23,7 +23,8 @@ import pytest
 
 from deployments.dead_runs import AUTOMATION_NAME
 from tasks.synth.generator import generate_dumps
-from tests.llm_server import Action, LLMServer
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action
 from tests.prefect_server import CLI_TIMEOUT_S, FLOW_RUN_ID, ManagedProcess, PrefectStack, free_port
 
 pytestmark = pytest.mark.slow

@@ -41,7 +41,9 @@ from tasks.llm.ledger import CallLedger
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
 from tasks.report.artifacts import report_prefix
 from tests.eval_fixtures import full_disk_for, write_dataset
-from tests.llm_server import JUDGE_REPLY, Action, LLMServer, default_reply
+from tests.llm_replies import JUDGE_REPLY, default_reply
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 

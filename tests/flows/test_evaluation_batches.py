@@ -20,7 +20,8 @@ from tasks.core.provenance import run_artifact_key
 from tasks.evals.config import BatchSettings, EvalConfig, JudgeSpec, ModelSpec
 from tasks.llm.request import Prices, RetryPolicy
 from tests.eval_fixtures import outcomes, write_dataset
-from tests.llm_server import BatchScript, LLMServer
+from tests.llm_server import LLMServer
+from tests.llm_server_state import BatchScript
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 

@@ -23,7 +23,9 @@ from tasks.llm.request import Prices, RetryPolicy
 from tests.eval_fixtures import write_dataset
 from tests.flows.test_consult_evaluate import SETTINGS, agent_reply, cases
 from tests.flows.test_consult_evaluate import config as consult_config
-from tests.llm_server import Action, LLMServer, consult_reply
+from tests.llm_replies import consult_reply
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 

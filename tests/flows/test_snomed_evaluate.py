@@ -17,7 +17,8 @@ from tasks.evals.config import ModelSpec, RunOverrides
 from tasks.llm.prompts import load_prompt
 from tasks.llm.request import RetryPolicy
 from tests.eval_fixtures import full_disk_for, outcomes, run_single_then_batch
-from tests.llm_server import Action, LLMServer
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action
 from tests.snomed_fixtures import CASES, replay_calls, write_case_set
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]

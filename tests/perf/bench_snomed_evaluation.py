@@ -34,7 +34,7 @@ from tasks.benchmarks.snomed.patient import load_lexicon
 from tasks.evals.config import ModelSpec, SampleSpec
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import ProviderLimits
-from tests.llm_server import SNOMED_PATIENT
+from tests.llm_replies import SNOMED_PATIENT
 from tests.perf.calls import served, slot_split, slot_split_line, timed_calls
 from tests.snomed_fixtures import case, write_case_set
 

@@ -6,7 +6,8 @@ from tasks.benchmarks.consult.config import PROMPTS_DIR, ConsultConfig
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
 from tasks.benchmarks.consult.export import exported_run
 from tasks.benchmarks.consult.plan import build_plan, estimate_job, estimate_scoring
-from tasks.benchmarks.consult.report import ReportSettings, build_report, publish_report_artifacts
+from tasks.benchmarks.consult.report import build_report, publish_report_artifacts
+from tasks.benchmarks.consult.report_metrics import ReportSettings
 from tasks.benchmarks.consult.scorer import score_episode
 from tasks.benchmarks.consult.solver import EpisodeJob, consult_episode
 from tasks.benchmarks.consult.summary import summarize

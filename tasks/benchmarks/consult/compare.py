@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from tasks.benchmarks.consult.browser import browser_data
 from tasks.benchmarks.consult.composite import Composite, completed, composite_scores
 from tasks.benchmarks.consult.contracts import PRIMARY_METRICS, STAGE_METRICS
-from tasks.benchmarks.consult.report import browser_data, check_run_folder, load_runs
+from tasks.benchmarks.consult.run_data import check_run_folder, load_runs
 from tasks.report.compare import (
     STATISTIC,
     Comparison,

@@ -19,7 +19,7 @@ from tasks.benchmarks.consult.cases.case_set import CASES_FILE
 from tasks.benchmarks.consult.composite import Composite, episodes_composite
 from tasks.benchmarks.consult.config import ConsultConfig
 from tasks.benchmarks.consult.contracts import MESSAGES, PRIMARY_METRICS, SCORES, STAGE_METRICS
-from tasks.benchmarks.consult.report import check_run_folder
+from tasks.benchmarks.consult.run_data import check_run_folder
 from tasks.benchmarks.consult.solver import EpisodePrompts
 from tasks.export.samples import (
     ExportedRun,

@@ -6,11 +6,7 @@ from tasks.benchmarks.snomed.config import PROMPTS_DIR, SnomedConfig
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.export import exported_run
 from tasks.benchmarks.snomed.plan import build_plan, estimate_job
-from tasks.benchmarks.snomed.report import (
-    ReportSettings,
-    build_report,
-    publish_report_artifacts,
-)
+from tasks.benchmarks.snomed.report import ReportSettings, build_report, publish_report_artifacts
 from tasks.benchmarks.snomed.scorer import score_interview
 from tasks.benchmarks.snomed.solver import interview_case
 from tasks.benchmarks.snomed.summary import summarize

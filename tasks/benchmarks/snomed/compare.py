@@ -3,7 +3,8 @@ scored by F1 and exact match as the report scores it, and resampled by case."""
 
 from pathlib import Path
 
-from tasks.benchmarks.snomed.report import browser_data, check_run_folder, load_runs, outcomes_of
+from tasks.benchmarks.snomed.report import browser_data, outcomes_of
+from tasks.benchmarks.snomed.run_data import check_run_folder, load_runs
 from tasks.benchmarks.snomed.scoring import score_outcome
 from tasks.report.compare import (
     GRADED,

@@ -12,7 +12,7 @@ from typing import Any
 
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.interview import Turn, messages_for
-from tasks.benchmarks.snomed.report import check_run_folder
+from tasks.benchmarks.snomed.run_data import check_run_folder
 from tasks.export.samples import (
     ExportedRun,
     ExportSample,

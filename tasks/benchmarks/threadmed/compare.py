@@ -8,7 +8,8 @@ from urllib.parse import urlencode
 import numpy as np
 
 from tasks.benchmarks.threadmed import metrics as m
-from tasks.benchmarks.threadmed.report import browser_data, check_run_folder, load_runs
+from tasks.benchmarks.threadmed.browser import browser_data
+from tasks.benchmarks.threadmed.run_data import check_run_folder, load_runs
 from tasks.report.compare import GRADED, PASS_FAIL, Comparison, ComparisonSource, Metric, item_scores
 from tasks.report.html import browser_parts, data_parts
 

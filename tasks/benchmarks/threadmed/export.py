@@ -12,7 +12,7 @@ from typing import Any
 
 from tasks.benchmarks.threadmed.cases import answered_dir
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
-from tasks.benchmarks.threadmed.report import RUN_KEY, check_run_folder, read_manifest
+from tasks.benchmarks.threadmed.run_data import RUN_KEY, check_run_folder, read_manifest
 from tasks.core.preflight import UserError
 from tasks.evals.dialogue import run_dialogue, scripted
 from tasks.export.samples import (

@@ -25,7 +25,8 @@ from tests.flows.cli.terminal import (
     threadmed_here,
     threadmed_until_its_flow,
 )
-from tests.llm_server import Action, LLMServer
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action
 
 
 def test_evaluate_on_a_folder_that_is_not_a_build(tmp_path):

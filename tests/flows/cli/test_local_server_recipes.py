@@ -26,7 +26,8 @@ import pytest
 
 from tests.eval_fixtures import write_dataset
 from tests.flows.cli.terminal import COMMAND_TIMEOUT_S
-from tests.llm_server import SNOMED_ORACLE, LLMServer, default_reply, snomed_reply
+from tests.llm_replies import SNOMED_ORACLE, default_reply, snomed_reply
+from tests.llm_server import LLMServer
 from tests.snomed_fixtures import write_case_set
 from tests.test_docs import ROOT, code_and_prose
 

@@ -11,7 +11,8 @@ from tasks.benchmarks.snomed.config import ORACLE_PATIENT_PROMPT, PROMPTS_DIR
 from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
 from tasks.llm.prompts import load_prompt
 from tests.flows.cli.terminal import assert_usage_error, error_lines, threadmed, threadmed_here
-from tests.llm_server import SNOMED_ORACLE, LLMServer, snomed_reply
+from tests.llm_replies import SNOMED_ORACLE, snomed_reply
+from tests.llm_server import LLMServer
 from tests.snomed_fixtures import CASES, write_case_set
 from tests.tasks.benchmarks.snomed.test_report import make_run
 

@@ -3,10 +3,10 @@ refuse it, in one line naming the folder and its benchmark."""
 
 import pytest
 
-from tasks.benchmarks.consult.report import check_run_folder as check_consult_run
+from tasks.benchmarks.consult.run_data import check_run_folder as check_consult_run
 from tasks.benchmarks.registry import BENCHMARKS
-from tasks.benchmarks.snomed.report import check_run_folder as check_snomed_run
-from tasks.benchmarks.threadmed.report import check_run_folder as check_threadmed_run
+from tasks.benchmarks.snomed.run_data import check_run_folder as check_snomed_run
+from tasks.benchmarks.threadmed.run_data import check_run_folder as check_threadmed_run
 from tasks.core.preflight import UserError
 from tasks.core.run_folder import (
     BENCHMARK_FILE,

@@ -12,7 +12,8 @@ from tasks.llm.budget import SpendingBudget, spending_cap
 from tasks.llm.call import complete, estimated_cost_usd
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices, RetryPolicy
-from tests.llm_server import BatchScript, LLMServer
+from tests.llm_server import LLMServer
+from tests.llm_server_state import BatchScript
 
 # Priced by input tokens, at half price in batches: a spending cap has something to count.
 BATCH = CallOptions(provider="openai", mode="batch", prices=Prices(input_per_token=1e-3))

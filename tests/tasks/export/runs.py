@@ -4,7 +4,7 @@ benchmark as an evaluate command claims its folder."""
 from pathlib import Path
 
 from tasks.core.run_folder import claim_run_folder
-from tests.tasks.benchmarks.consult.test_report import make_run as make_consult_run
+from tests.tasks.benchmarks.consult.report_fixtures import make_run as make_consult_run
 from tests.tasks.benchmarks.snomed.test_report import make_run as make_snomed_run
 from tests.tasks.benchmarks.threadmed.test_report import make_run as make_threadmed_run
 

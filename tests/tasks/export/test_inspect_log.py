@@ -120,7 +120,9 @@ def test_a_threadmed_sample_keeps_its_turn_history_judge_reason_and_usage(logs) 
 def test_a_consultation_logs_results_are_the_reports_composite_and_stage_scores(runs, logs) -> None:
     from inspect_ai.log import read_eval_log
 
-    from tasks.benchmarks.consult.report import ReportSettings, compute_metrics, load_runs
+    from tasks.benchmarks.consult.report import compute_metrics
+    from tasks.benchmarks.consult.report_metrics import ReportSettings
+    from tasks.benchmarks.consult.run_data import load_runs
 
     report = compute_metrics(load_runs([runs["consult"]]), ReportSettings(n_resamples=10))[0]["models"]
     for model in ("alpha", "beta"):

@@ -18,7 +18,8 @@ from tasks.llm.batches import (
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices
-from tests.llm_server import BatchScript, LLMServer
+from tests.llm_server import LLMServer
+from tests.llm_server_state import BatchScript
 
 PRICES = Prices(input_per_token=1e-6, output_per_token=3e-6)
 BATCH = CallOptions(provider="openai", mode="batch", prices=PRICES, batch_discount=0.5)

@@ -13,7 +13,8 @@ from tasks.llm.call import batch_token_costs, complete, estimated_cost_usd, retr
 from tasks.llm.errors import FIXES
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
-from tests.llm_server import Action, LLMServer, tool_call
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action, tool_call
 
 TRICKLE_S = 60.0
 FAST = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=0.05, max_retry_after_s=5)

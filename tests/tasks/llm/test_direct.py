@@ -10,7 +10,8 @@ from tasks.llm.direct import direct_route, send_direct
 from tasks.llm.errors import CallError, classify_error
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, RetryPolicy
-from tests.llm_server import Action, LLMServer, tool_call
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action, tool_call
 
 MESSAGES = ({"role": "user", "content": "My ankle is swollen. X-ray?"},)
 ONE_TRY = CallOptions(provider="test", retry=RetryPolicy(max_attempts=1))

@@ -23,7 +23,7 @@ import numpy as np
 
 from tasks.benchmarks.threadmed.labels.folder import PAGE_FILE, grade_text, utc_text
 from tasks.benchmarks.threadmed.metrics import TURN_GROUPS
-from tasks.benchmarks.threadmed.report import load_runs, read_manifest
+from tasks.benchmarks.threadmed.run_data import load_runs, read_manifest
 from tasks.benchmarks.threadmed.scorer import DEFAULT_RUBRIC
 from tasks.core.preflight import UserError
 from tasks.llm.prompts import PromptTemplate, load_prompt

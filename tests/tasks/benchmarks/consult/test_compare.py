@@ -8,9 +8,10 @@ import pytest
 
 from tasks.benchmarks.compare import compare_models
 from tasks.benchmarks.consult.composite import episodes_composite
-from tasks.benchmarks.consult.report import compute_metrics, load_runs
+from tasks.benchmarks.consult.report import compute_metrics
+from tasks.benchmarks.consult.run_data import load_runs
 from tasks.report.settings import CompareSettings
-from tests.tasks.benchmarks.consult.test_report import SETTINGS, make_run
+from tests.tasks.benchmarks.consult.report_fixtures import SETTINGS, make_run
 
 FIELDS = {"composite": "score", "history": "history", "diagnosis": "diagnosis"}
 FIELDS |= {"treatment": "treatment", "follow_up": "follow_up"}

@@ -4,7 +4,7 @@ SCORES columns the report and the run summary count (test_report.EPISODES: beta'
 from pathlib import Path
 
 from tasks.benchmarks.consult.export import exported_run
-from tests.tasks.benchmarks.consult.test_report import PARSE_ERROR, make_run
+from tests.tasks.benchmarks.consult.report_fixtures import PARSE_ERROR, make_run
 
 
 def test_each_sample_says_which_outputs_did_not_parse_and_what_a_parser_raised(tmp_path: Path) -> None:

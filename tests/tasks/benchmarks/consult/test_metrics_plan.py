@@ -17,7 +17,7 @@ from tasks.benchmarks.consult.metrics_plan import (
     score_follow_up,
     score_treatment,
 )
-from tests.tasks.benchmarks.consult.test_critic import KB
+from tests.tasks.benchmarks.consult.critic_fixtures import KB
 
 
 def case(condition="otitis", follow_ups=(), **profile):

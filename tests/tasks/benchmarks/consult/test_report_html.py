@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tasks.benchmarks.consult.report import ReportSettings, build_report
-from tests.tasks.benchmarks.consult.test_report import PARSE_ERROR, make_run
+from tasks.benchmarks.consult.report import build_report
+from tasks.benchmarks.consult.report_metrics import ReportSettings
+from tests.tasks.benchmarks.consult.report_fixtures import PARSE_ERROR, make_run
 from tests.tasks.benchmarks.threadmed.test_report_html import Page, _chromium
 
 

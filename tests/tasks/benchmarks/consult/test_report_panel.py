@@ -10,11 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
-from tasks.benchmarks.consult.report import build_report, compute_metrics, load_runs
+from tasks.benchmarks.consult.report import build_report, compute_metrics
+from tasks.benchmarks.consult.run_data import load_runs
 from tasks.benchmarks.consult.tables import build_tables
 from tasks.core.preflight import UserError
 from tasks.evals.outputs import write_table
-from tests.tasks.benchmarks.consult.test_report import FOLLOW_UP, SETTINGS, make_run
+from tests.tasks.benchmarks.consult.report_fixtures import FOLLOW_UP, SETTINGS, make_run
 
 # alpha's completed episodes (c1, c2): per follow-up, (core, verdict of each judge). Core concerns weigh 2.
 CORE = {"c1": [True, False, False], "c2": [True, False]}

@@ -12,13 +12,8 @@ from tasks.benchmarks.snomed.case import Case
 from tasks.benchmarks.snomed.cases.loading import case_set_fingerprint, run_case_set_facts
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
-from tasks.benchmarks.snomed.report import (
-    ReportSettings,
-    build_report,
-    compute_metrics,
-    default_report_dir,
-    load_runs,
-)
+from tasks.benchmarks.snomed.report import ReportSettings, build_report, compute_metrics, default_report_dir
+from tasks.benchmarks.snomed.run_data import load_runs
 from tasks.benchmarks.snomed.scoring import CaseOutcome, summarise_run
 from tasks.benchmarks.snomed.tables import build_tables, report_notes, run_summary
 from tasks.core.preflight import UserError

@@ -12,18 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from tasks.benchmarks.threadmed.agreement import (
-    POSITION_NOTE,
-    STATISTICS,
-    build_tables,
-    check_agreement_inputs,
-    compute_agreement,
-    load_judges,
-    load_labels,
-    summary_table,
-    write_agreement,
-)
+from tasks.benchmarks.threadmed.agreement import check_agreement_inputs, write_agreement
+from tasks.benchmarks.threadmed.agreement_inputs import load_judges, load_labels
 from tasks.benchmarks.threadmed.agreement_settings import AgreementSettings
+from tasks.benchmarks.threadmed.agreement_stats import POSITION_NOTE, STATISTICS, compute_agreement
+from tasks.benchmarks.threadmed.agreement_tables import build_tables, summary_table
 from tasks.benchmarks.threadmed.contracts import RATINGS
 from tasks.core.preflight import UserError
 from tasks.core.safe_text import read_csv_rows

@@ -11,16 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from tasks.benchmarks.threadmed import report as threadmed_report
+from tasks.benchmarks.threadmed import browser as threadmed_browser
 from tasks.benchmarks.threadmed.contracts import RESPONSES
-from tasks.benchmarks.threadmed.report import (
-    ReportSettings,
-    build_report,
-    check_run_folder,
-    compute_metrics,
-    load_runs,
-    read_manifest,
-)
+from tasks.benchmarks.threadmed.report import ReportSettings, build_report, compute_metrics
+from tasks.benchmarks.threadmed.run_data import check_run_folder, load_runs, read_manifest
 from tasks.benchmarks.threadmed.tables import build_tables
 from tasks.core.preflight import UserError
 from tasks.report.html import PACKED_DATA_TYPE, unpack_json
@@ -477,7 +471,7 @@ def _expected_page_data(per_chunk: int) -> list[Any]:
 
 
 def test_the_page_packs_every_turn_and_loads_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(threadmed_report, "CONVERSATIONS_PER_CHUNK", 3)
+    monkeypatch.setattr(threadmed_browser, "CONVERSATIONS_PER_CHUNK", 3)
     run = make_run(tmp_path)
     report_dir = Path(
         build_report.fn(run_dirs=[str(run)], out_dir=str(tmp_path / "report"), settings=SETTINGS)

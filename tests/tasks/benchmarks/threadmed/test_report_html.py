@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tasks.benchmarks.threadmed import report as threadmed_report
+from tasks.benchmarks.threadmed import browser as threadmed_browser
 from tasks.benchmarks.threadmed.report import ReportSettings, build_report
 from tasks.report.html import unpack_json
 from tests.chromium import Page  # also imported from here by the SNOMED and consultation page tests
@@ -90,7 +90,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
     run_dir = write_run(root / "run", manifest, responses, judgments)
     with pytest.MonkeyPatch.context() as patch:
         # 48 conversations in chunks of 5: the later pages' answers come from later chunks.
-        patch.setattr(threadmed_report, "CONVERSATIONS_PER_CHUNK", 5)
+        patch.setattr(threadmed_browser, "CONVERSATIONS_PER_CHUNK", 5)
         report_dir = build_report.fn(
             run_dirs=[str(run_dir)], out_dir=str(root / "report"), settings=ReportSettings(n_resamples=200)
         )

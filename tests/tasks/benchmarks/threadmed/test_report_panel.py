@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
-from tasks.benchmarks.threadmed.report import ReportSettings, build_report, compute_metrics, load_runs
+from tasks.benchmarks.threadmed.report import ReportSettings, build_report, compute_metrics
+from tasks.benchmarks.threadmed.run_data import load_runs
 from tasks.benchmarks.threadmed.tables import panel_summary_table
 from tasks.core.preflight import UserError
 from tasks.report.html import PACKED_DATA_TYPE, unpack_json

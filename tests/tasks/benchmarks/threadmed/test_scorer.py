@@ -18,7 +18,9 @@ from tasks.llm.prompts import load_prompt
 from tasks.llm.request import CallOptions, ChatRequest, RetryPolicy
 from tests.eval_fixtures import write_dataset
 from tests.golden_files import assert_matches_golden, render_sections
-from tests.llm_server import JUDGE_REPLY, Action, LLMServer
+from tests.llm_replies import JUDGE_REPLY
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action
 
 EXAMPLE = {
     "question": "Rolled my ankle, it's swollen. Do I need an x-ray? (cost me $40 last time)",

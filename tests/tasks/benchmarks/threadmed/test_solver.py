@@ -7,7 +7,8 @@ from tasks.benchmarks.threadmed.solver import InferenceJob, answer_thread
 from tasks.evals.config import EvalConfig, ModelSpec, SampleSpec
 from tasks.llm.request import RetryPolicy
 from tests.eval_fixtures import THREAD_TEXTS, write_dataset
-from tests.llm_server import Action, LLMServer
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action
 
 FAST = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.02)
 

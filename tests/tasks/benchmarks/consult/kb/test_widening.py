@@ -13,7 +13,7 @@ from tasks.benchmarks.consult.kb.widening import (
     load_mcp_brand_names,
     load_mcp_pairs,
 )
-from tests.tasks.benchmarks.consult.test_critic import KB
+from tests.tasks.benchmarks.consult.critic_fixtures import KB
 
 
 def test_mcp_pairs_keep_every_name_and_map_severities():

@@ -16,7 +16,8 @@ from tasks.benchmarks.snomed.patient_bench.report import build_bench_report, met
 from tasks.benchmarks.snomed.patient_bench.scoring import clinical_terms_in, consistent, mentions_fact
 from tasks.evals.config import JudgeSpec, ModelSpec, SampleSpec
 from tasks.llm.offline import register_offline_model
-from tests.llm_server import Action, LLMServer
+from tests.llm_server import LLMServer
+from tests.llm_server_state import Action
 from tests.snomed_fixtures import write_case_set
 from tests.snomed_oracle_fixtures import run_inline
 
