@@ -281,13 +281,6 @@ def run_or_estimate(
     if (refusal := overspent_refusal(out, settings.config.max_cost_usd, spent)) is not None:
         console.print(refusal, style="red", markup=False, soft_wrap=True)
         raise typer.Exit(COST_CAP_EXIT_CODE)
-    # What the run will do, before the flow and any Prefect server start: the first line of its output.
-    console.print(
-        f"{bench.title}. Run {plan.run_id} of {models}: {len(plan.jobs):,} jobs into {out} (calls its "
-        "ledger holds are not made again)",
-        markup=False,
-        soft_wrap=True,
-    )
     from flows.cli.process import abandoned_words, on_interrupt
     from flows.cli.progress import showing_progress
     from tasks.evals.progress import Track, plan_tracks
@@ -301,10 +294,18 @@ def run_or_estimate(
         return interrupted_line(out, abandoned_words(abandoned))
 
     try:
-        # The folder is held (refused here, before the Prefect server starts), then its progress shown.
-        with hold_run_folder(out), showing_progress(out, tracks) as progress:
-            on_interrupt(last_words)
-            state = run_flow()
+        # The folder is held first (a busy one is refused in one line, before anything else is said), then
+        # what the run will do is the first line, before the flow and any Prefect server start.
+        with hold_run_folder(out):
+            console.print(
+                f"{bench.title}. Run {plan.run_id} of {models}: {len(plan.jobs):,} jobs into {out} (calls "
+                "its ledger holds are not made again)",
+                markup=False,
+                soft_wrap=True,
+            )
+            with showing_progress(out, tracks) as progress:
+                on_interrupt(last_words)
+                state = run_flow()
     except RunFolderBusy as error:
         console.print(str(error), style="red", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
