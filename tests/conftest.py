@@ -1,9 +1,11 @@
 """Session-wide test isolation: Prefect state, result storage and offline settings live in a tmp dir."""
 
 import atexit
+import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,10 @@ os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = str(SERVER_STARTUP_TIMEOUT_S)
 os.environ.pop("PREFECT_API_URL", None)
 (_PREFECT_STATE / "home").mkdir(parents=True, exist_ok=True)
+# Local Dask clusters (read from the environment by every process they start): a loaded machine may take
+# longer than Dask's 30 s to connect a worker, which then never joins and its tasks wait for good.
+os.environ.setdefault("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT", "600s")
+os.environ.setdefault("DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP", "600s")
 # Property tests: every failing example hypothesis finds is kept in the repository and replayed first on
 # every later run; no deadline, as the suite must pass on a machine three times busier than a quiet one
 # (time bounds are checked by counting work, not by the clock). HYPOTHESIS_MAX_EXAMPLES raises the count.
@@ -47,6 +53,30 @@ def prefect_harness() -> Iterator[None]:
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=SERVER_STARTUP_TIMEOUT_S):
+        yield
+
+
+@contextmanager
+def dask_cluster_turn() -> Iterator[None]:
+    """Hold the test run's one turn to run local Dask clusters (a file lock shared by the xdist workers):
+    a full run once hung with two clusters of two tests started at once, one of whose workers never came."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
+    with (Path(tempfile.gettempdir()) / f"threadmed-tests-dask-{run}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its process dies
+        yield
+
+
+@pytest.fixture
+def one_dask_cluster_at_a_time() -> Iterator[None]:
+    """A test starting a local Dask cluster runs while no other test's cluster does."""
+    with dask_cluster_turn():
+        yield
+
+
+@pytest.fixture(scope="module")
+def one_dask_cluster_at_a_time_in_module() -> Iterator[None]:
+    """A module whose tests start local Dask clusters (or share one) runs while no other's cluster does."""
+    with dask_cluster_turn():
         yield
 
 

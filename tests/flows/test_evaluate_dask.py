@@ -21,7 +21,10 @@ from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
 from tests.eval_fixtures import write_dataset
 from tests.llm_server import LLMServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.usefixtures("prefect_harness", "one_dask_cluster_at_a_time_in_module"),
+]
 
 ROOT = Path(__file__).parents[2]
 PRICES = Prices(input_per_token=1e-6, output_per_token=3e-6)

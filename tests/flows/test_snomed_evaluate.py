@@ -248,6 +248,7 @@ def test_epochs_are_separate_calls_and_a_rerun_of_all_epochs_calls_nothing(cases
     assert keys[("p1", 0, 1, "clinician")] != keys[("p1", 1, 1, "clinician")]
 
 
+@pytest.mark.usefixtures("one_dask_cluster_at_a_time")
 def test_a_dask_cluster_writes_the_interviews_the_thread_runner_writes(cases_dir, tmp_path):
     """The offline clinicians and patient are registered in the Dask workers too (the solver imports them)."""
     offline = SnomedConfig(

@@ -41,7 +41,7 @@ THREADS = 8  # threads of each worker making calls at once
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Client]:
+def cluster(one_dask_cluster_at_a_time_in_module) -> Iterator[Client]:
     with (
         LocalCluster(
             n_workers=WORKERS,
