@@ -311,8 +311,11 @@ def test_the_cli_summary_shows_whole_names_at_80_columns_the_provider_message_an
         )  # fmt: skip
     print(done.stdout)
     assert done.returncode == 1, done.stderr
-    # Progress lines are log lines (the output is not a terminal): one per role, as long as they need.
-    lines = [line for line in done.stdout.splitlines() if not re.match(r"\[\d+:\d\d\] ", line)]
+    # The first line (what the run will do) and the progress lines are log lines when the output is not a
+    # terminal: each one line, as long as it needs (a terminal wraps them itself).
+    first, *rest = done.stdout.splitlines()
+    assert first.startswith("ThReadMed-QA: multi-turn medical questions") and " 2 jobs into " in first
+    lines = [line for line in rest if not re.match(r"\[\d+:\d\d\] ", line)]
     assert max(len(line) for line in lines) <= 80 and "…" not in "\n".join(lines)
     assert [line.strip() for line in lines if line.strip() in LONG_NAMES] == sorted(LONG_NAMES)
     headers = [line.split() for line in lines if line.lstrip().startswith("condition")]
