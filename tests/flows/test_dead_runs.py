@@ -103,6 +103,7 @@ def test_a_run_whose_worker_and_flow_process_died_is_crashed_then_retried_paying
 
         def only_held_calls_in_flight() -> bool:
             state = llm.state
+            ledger.refresh()  # what the flow run's process recorded since this one last read the folder
             recorded = ledger.count_succeeded() if ledger.root.exists() else 0
             return state.held > 0 and state.in_flight == state.held and recorded == ANSWERED_BEFORE_KILL
 
