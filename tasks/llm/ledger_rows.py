@@ -121,6 +121,9 @@ def outcome_indices(rows: pa.Table) -> np.ndarray:
     that made the same call at once both recorded it: either is the call, and the one finished first stays
     it, whatever files hold them), else its latest failure (by `finished_at`); the later row on a tie."""
     ok = pc.equal(rows["status"], "ok")
+    if pc.count_distinct(rows["key"]).as_py() == rows.num_rows:  # one row a key (a compacted store): its own
+        mask = ok.to_numpy(zero_copy_only=False)
+        return np.concatenate([np.flatnonzero(mask), np.flatnonzero(~mask)]).astype(np.int64)
     positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
     timed = pa.table({"key": rows["key"], "row": positions, "at": rows["finished_at"]})
     succeeded, failed = timed.filter(ok), timed.filter(pc.invert(ok))

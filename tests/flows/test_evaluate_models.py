@@ -36,6 +36,7 @@ from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.core.files import write_text_atomic
 from tasks.core.provenance import run_artifact_key
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
+from tasks.evals.receipts import ReceiptBook
 from tasks.llm import call_store
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
@@ -384,6 +385,9 @@ def test_the_demo_config_runs_offline_from_the_command_line(cli, dataset, tmp_pa
     assert {r["model"] for r in responses} == {"retrieval", "deferral"}
     scores = {j["model"]: j["score"] for j in read(tmp_path, "judgments") if j["model"] == "deferral"}
     assert scores == {"deferral": 0.0}
+    # Every job ended with all its calls made: each has a receipt, so the dry run below walks none.
+    jobs = {(r["model"], r["condition"], r["thread_id"]) for r in responses}
+    assert len(ReceiptBook(CallLedger(tmp_path / "ledger"))) == len(jobs)
 
     again = CliRunner().invoke(cli, [*args, "--dry-run"])
     assert again.exit_code == 0 and "total: 0 calls" in again.output
