@@ -20,13 +20,17 @@ timed. The store's size on disk (allocated blocks) is printed before and after c
 compared with the one-file-per-call ledger it replaces (`write_text_atomic` per call, as it wrote them) on
 the first 20,000 records. Last, the run's tables as a re-run of the finished run makes them (every job's
 answer and judge task over the ledger, every call found, no Prefect), then its report (metrics with their
-bootstraps, figures, HTML) and its Inspect export, each timed.
+bootstraps, figures, HTML) and its export, each timed: the samples read from the run, written as one
+Parquet table, and as the Inspect log of the first model alone (inspect_ai's writer buffers a log's
+samples in a list it filters whole at each sample added, so a log's time grows with the square of its
+samples: at a million calls one model's log takes minutes, the twenty of them hours).
 """
 
 import argparse
 import json
 import random
 import shutil
+import sys
 import time
 from collections import OrderedDict
 from datetime import UTC, datetime
@@ -192,12 +196,16 @@ def as_a_new_process() -> None:
     call_store._stores = OrderedDict()
 
 
-def timed(action: Any, new_process: bool = True) -> tuple[float, Any]:
+def timed(step: str, action: Any, new_process: bool = True) -> tuple[float, Any]:
+    """Seconds `action` took, and its value; the step and its time are printed as soon as it ends (a run at
+    a million calls takes a while)."""
     if new_process:
         as_a_new_process()
     start = time.perf_counter()
     value = action()
-    return time.perf_counter() - start, value
+    seconds = time.perf_counter() - start
+    print(f"  {step}: {seconds:.1f} s", file=sys.stderr, flush=True)
+    return seconds, value
 
 
 def main(out_dir: Path, calls: int = 100_000) -> dict[str, Any]:
@@ -216,25 +224,50 @@ def main(out_dir: Path, calls: int = 100_000) -> dict[str, Any]:
     segments_bytes = disk_bytes(ledger_dir)
 
     # By the process that wrote the segment, as at the end of a run (its segment is sealed then).
-    receipts_s, receipts = timed(lambda: record_receipts(plan, bench.estimate_job), new_process=False)
-    compact_s, compaction = timed(lambda: compact_ledger(ledger_dir), new_process=False)
+    receipts_s, receipts = timed(
+        "end of run: receipts", lambda: record_receipts(plan, bench.estimate_job), new_process=False
+    )
+    compact_s, compaction = timed(
+        "end of run: compaction", lambda: compact_ledger(ledger_dir), new_process=False
+    )
     store_bytes = disk_bytes(ledger_dir)
-    resume_s, _ = timed(lambda: run_or_estimate(bench, run, run_dir, True, lambda: None))
-    _, estimates = timed(lambda: estimate_plan(bench.plan(run), bench.estimate_job))  # what it found
+    resume_s, _ = timed(
+        "resume (--dry-run)", lambda: run_or_estimate(bench, run, run_dir, True, lambda: None)
+    )
+    _, estimates = timed(
+        "estimate again (what it found)", lambda: estimate_plan(bench.plan(run), bench.estimate_job)
+    )  # what it found
     found = sum(estimate.cached for estimate in estimates)
     to_make = sum(estimate.calls for estimate in estimates)
-    read_all_s, records = timed(lambda: sum(1 for _ in CallLedger(ledger_dir).records()))
-    lookup_s, looked_up = timed(lambda: found_keys(CallLedger(ledger_dir), recorder.keys))
+    read_all_s, records = timed("every record read", lambda: sum(1 for _ in CallLedger(ledger_dir).records()))
+    lookup_s, looked_up = timed(
+        "every key looked up", lambda: found_keys(CallLedger(ledger_dir), recorder.keys)
+    )
     totals_s, totals = timed(
-        lambda: (run_calls(ledger_dir, ledger_calls(ledger_dir)), CallLedger(ledger_dir).total_cost_usd())
+        "ledger totals",
+        lambda: (run_calls(ledger_dir, ledger_calls(ledger_dir)), CallLedger(ledger_dir).total_cost_usd()),
     )
 
-    tables_s, rows = timed(lambda: write_tables(bench, plan, run))
+    tables_s, rows = timed("the run's tables", lambda: write_tables(bench, plan, run))
     report_dir = out_dir / "report"
     report_s, _ = timed(
-        lambda: build_report.fn(run_dirs=[str(run_dir)], out_dir=str(report_dir), settings=ReportSettings())
+        "report",
+        lambda: build_report.fn(run_dirs=[str(run_dir)], out_dir=str(report_dir), settings=ReportSettings()),
     )
-    export_s, exported = timed(lambda: write_export(bench.export(run_dir), out_dir / "inspect", "inspect"))
+    read_export_s, exported = timed("export: samples read", lambda: bench.export(run_dir))
+    flat_s, _ = timed(
+        "export: Parquet table",
+        lambda: write_export(exported, out_dir / "flat", "parquet"),
+        new_process=False,
+    )
+    one_model = exported.model_copy(update={"models": exported.models[:1]})
+    inspect_s, _ = timed(
+        "export: one model's Inspect log",
+        lambda: write_export(one_model, out_dir / "inspect", "inspect"),
+        new_process=False,
+    )
+    samples = sum(len(model_samples) for model_samples in exported.samples.values())
+    first_model_samples = len(exported.samples[exported.models[0].name])
 
     old_dir = out_dir / "old-layout"
     old_write_s = old_layout_write_s(recorder.records, old_dir)
@@ -266,8 +299,11 @@ def main(out_dir: Path, calls: int = 100_000) -> dict[str, Any]:
         "tables_s": tables_s,
         "table_rows": rows,
         "report_s": report_s,
-        "export_s": export_s,
-        "export_files": len(exported),
+        "export_read_s": read_export_s,
+        "export_samples": samples,
+        "export_parquet_s": flat_s,
+        "export_inspect_one_model_s": inspect_s,
+        "export_inspect_one_model_samples": first_model_samples,
         "targets": TARGETS,
     }
 
@@ -290,8 +326,11 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         f"spending cap): {results['totals_s']:.1f} s",
         f"the run's tables as a re-run writes them ({results['table_rows']:,} rows, every call found): "
         f"{results['tables_s']:.1f} s; report {results['report_s']:.1f} s (target < "
-        f"{TARGETS['report_s']:.0f} s at 1M); Inspect export ({results['export_files']} logs) "
-        f"{results['export_s']:.1f} s",
+        f"{TARGETS['report_s']:.0f} s at 1M)",
+        f"export: the run's {results['export_samples']:,} samples read in {results['export_read_s']:.1f} s, "
+        f"written as one Parquet table in {results['export_parquet_s']:.1f} s; one model's Inspect log "
+        f"({results['export_inspect_one_model_samples']:,} samples) in "
+        f"{results['export_inspect_one_model_s']:.1f} s",
     ]
 
 
