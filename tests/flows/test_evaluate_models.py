@@ -557,4 +557,8 @@ def test_a_run_folder_of_the_one_file_per_call_ledger_resumes_with_no_call_made(
         f"file per call) into compacted/{compacted.name}; 1 files were not whole records and read as calls "
         f"not made: {stray}"
     )
-    assert sorted(path.name for path in (tmp_path / "ledger").iterdir()) == [".compaction.lock", "compacted"]
+    assert sorted(path.name for path in (tmp_path / "ledger").iterdir()) == [
+        ".compaction.lock",
+        "compacted",
+        "receipts",
+    ]
