@@ -55,7 +55,8 @@ class ModelSpec(StrictModel):
 
     @model_validator(mode="after")
     def _default_name(self) -> "ModelSpec":
-        self.name = self.name or self.model
+        if not self.name:  # an assignment is validated: set only what is missing (plans build many jobs)
+            self.name = self.model
         return self
 
     @field_validator("api_base")
