@@ -17,9 +17,7 @@ import litellm
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 from litellm.types.utils import ModelResponse
 
-# The provider prefix predates other benchmarks; it stays, so that model strings in configs and the
-# call keys of recorded runs stay valid.
-PROVIDER = "threadmed"
+from tasks.llm.offline_names import PROVIDER
 
 Reply = Callable[[list[dict[str, Any]], dict[str, Any]], str]
 """An offline model: (messages, request params) -> reply text."""
@@ -47,11 +45,6 @@ def register_offline_model(name: str, reply: Reply) -> str:
 
 def _qualified_name(reply: Reply) -> str:
     return f"{reply.__module__}.{reply.__qualname__}"
-
-
-def is_offline(model: str) -> bool:
-    """Whether `model` is served by this module (registered or not: an unknown name fails when called)."""
-    return model.startswith(f"{PROVIDER}/")
 
 
 def offline_reply(name: str) -> Reply:

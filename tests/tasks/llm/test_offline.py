@@ -6,7 +6,8 @@ import pytest
 from tasks.llm import offline
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger
-from tasks.llm.offline import OfflineBadRequest, is_offline, register_offline_model
+from tasks.llm.offline import OfflineBadRequest, register_offline_model
+from tasks.llm.offline_names import is_offline
 from tasks.llm.request import CallOptions, ChatRequest
 
 OPTIONS = CallOptions(provider=offline.PROVIDER)
