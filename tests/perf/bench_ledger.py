@@ -201,7 +201,7 @@ def main(out_dir: Path, calls: int = 100_000) -> dict[str, Any]:
     # By the process that wrote the segment, as at the end of a run (its segment is sealed then).
     compact_s, compaction = timed(lambda: compact_ledger(ledger_dir), new_process=False)
     store_bytes = disk_bytes(ledger_dir)
-    resume_s, _ = timed(lambda: run_or_estimate(bench, run, run_dir, True, lambda: None))
+    resume_s, _ = timed(lambda: run_or_estimate(bench.card, lambda: bench, run, run_dir, True, lambda: None))
     _, estimates = timed(lambda: estimate_plan(bench.plan(run), bench.estimate_job))  # what it found
     found = sum(estimate.cached for estimate in estimates)
     to_make = sum(estimate.calls for estimate in estimates)

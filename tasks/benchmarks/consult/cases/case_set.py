@@ -27,7 +27,7 @@ from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
 from tasks.benchmarks.consult.kb.names import unknown_name
 from tasks.core.files import read_verified_bytes, write_bytes_atomic, write_text_atomic
 from tasks.core.preflight import UserError, remedy
-from tasks.evals.config import SampleSpec
+from tasks.evals.config import RunConfig, SampleSpec
 
 CASES_FILE, MANIFEST_FILE = "cases.jsonl", "manifest.json"
 
@@ -244,6 +244,11 @@ def load_sample(case_set_dir: Path, sample: SampleSpec) -> list[ConsultCase]:
         case.case_id: hashlib.sha256(f"{sample.seed}:{case.case_id}".encode()).digest() for case in chosen
     }
     return sorted(chosen, key=lambda case: order[case.case_id])[: sample.limit]
+
+
+def check_sample_split(case_set_dir: Path, config: RunConfig) -> None:
+    """Raise UserError when the run's sampled split holds no case of the case set."""
+    load_sample(case_set_dir, config.sample)
 
 
 @task(name="build-consult-case-set")

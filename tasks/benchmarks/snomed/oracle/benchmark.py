@@ -15,6 +15,7 @@ from tasks.benchmarks.snomed.oracle.dataset import write_oracle_dataset
 from tasks.benchmarks.snomed.oracle.plan import build_plan, estimate_job, load_cases
 from tasks.benchmarks.snomed.oracle.solver import validate_pairs, write_pairs
 from tasks.core.strict import StrictModel
+from tasks.evals.card import BenchmarkCard
 from tasks.evals.outputs import EpisodeCounts, RunTables, column_mean, summarize_by_epoch
 from tasks.evals.protocol import Benchmark
 
@@ -41,9 +42,12 @@ def rewrite_dataset(run_dirs: list[str], out_dir: str | None, settings: Any) -> 
 
 
 ORACLE_DATA = Benchmark(
-    name="snomed-oracle-data",
-    title="SNOMED patient oracle: teacher-written question/answer pairs per case, validated",
-    config_model=OracleDataConfig,
+    card=BenchmarkCard(
+        name="snomed-oracle-data",
+        title="SNOMED patient oracle: teacher-written question/answer pairs per case, validated",
+        config_model=OracleDataConfig,
+        check_inputs=check_case_set,
+    ),
     load_cases=load_cases,
     plan=build_plan,
     solve=write_pairs,
@@ -55,5 +59,4 @@ ORACLE_DATA = Benchmark(
     report_settings=DatasetSettings,
     contracts=(TEACHER_REPLIES, ORACLE_PAIRS),
     prompts_dir=PROMPTS_DIR,
-    check_inputs=check_case_set,
 )

@@ -10,6 +10,7 @@ from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_ANSWERS, PAT
 from tasks.benchmarks.snomed.patient_bench.plan import build_plan, estimate_job, load_cases
 from tasks.benchmarks.snomed.patient_bench.report import BenchReportSettings, bench_report
 from tasks.benchmarks.snomed.patient_bench.solver import ask_patient, score_answers
+from tasks.evals.card import BenchmarkCard
 from tasks.evals.outputs import EpisodeCounts, RunTables, column_mean, summarize_by_epoch
 from tasks.evals.protocol import Benchmark
 from tasks.evals.verdicts import JUDGE_CUT
@@ -26,9 +27,12 @@ ANSWERS = EpisodeCounts(
 )
 
 PATIENT_BENCH = Benchmark(
-    name="snomed-patient-bench",
-    title="SNOMED patient bench: patient simulators answer fixed questions about their records, scored",
-    config_model=PatientBenchConfig,
+    card=BenchmarkCard(
+        name="snomed-patient-bench",
+        title="SNOMED patient bench: patient simulators answer fixed questions about their records, scored",
+        config_model=PatientBenchConfig,
+        check_inputs=check_case_set,
+    ),
     load_cases=load_cases,
     plan=build_plan,
     solve=ask_patient,
@@ -40,5 +44,4 @@ PATIENT_BENCH = Benchmark(
     report_settings=BenchReportSettings,
     contracts=(PATIENT_ANSWERS, PATIENT_SCORES),
     prompts_dir=PROMPTS_DIR,
-    check_inputs=check_case_set,
 )
