@@ -28,14 +28,15 @@ from typing import Any, TypeVar
 import litellm
 
 from tasks.core.tokens import count_tokens
-from tasks.llm import in_flight, offline
+from tasks.llm import in_flight
 from tasks.llm.budget import COST_CAP, SpendingBudget, budget_for
 from tasks.llm.deferral import NOT_SUBMITTED, batch_outcome
 from tasks.llm.direct import direct_route, send_direct
 from tasks.llm.errors import CallError, classify_error, permanent_error
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.limits import limiter_for
-from tasks.llm.offline_names import is_offline
+from tasks.llm.offline import is_offline
+from tasks.llm.offline_provider import install_provider
 from tasks.llm.request import CallOptions, ChatRequest, Prices, RetryPolicy
 
 # litellm prints a "Give Feedback / Get Help" banner on every provider error; our records carry the error.
@@ -327,7 +328,7 @@ def _final(error: CallError, attempts: int, policy: RetryPolicy, interrupted: bo
 def _attempt(request: ChatRequest, options: CallOptions, tally: CallTally) -> tuple[Any, CallError | None]:
     """Make one HTTP call; return the response, or the classified reason it cannot be used."""
     if is_offline(request.model):
-        offline.install_provider()
+        install_provider()
     try:
         api_key = api_key_for(request, options)
     except MissingCredentials as exc:

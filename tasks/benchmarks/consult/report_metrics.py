@@ -14,7 +14,7 @@ from tasks.benchmarks.consult.contracts import PRIMARY_METRICS, SECONDARY_METRIC
 from tasks.benchmarks.consult.judge import n_judge_cut
 from tasks.benchmarks.consult.run_data import RunData, episode_key
 from tasks.core.strict import StrictModel
-from tasks.llm.offline_names import is_offline
+from tasks.llm.offline import is_offline
 from tasks.report.runs import model_runs
 from tasks.report.stats import N_RESAMPLES, BootstrapCI, bootstrap_mean, seeded_rng
 

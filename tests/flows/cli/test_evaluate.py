@@ -8,7 +8,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from unittest import mock
@@ -283,27 +282,6 @@ def test_a_dry_run_says_what_it_will_do_before_it_walks_the_plan(tmp_path):
         [DRY_RUN_FIRST_LINE, PLAN_WALKED],
         "",
     )
-
-
-# litellm and the benchmark's planner, as `python -X importtime` names them when their import ends.
-HEAVY_IMPORT = re.compile(r"import time: .*\| +(litellm|openai|tasks\.benchmarks\.threadmed\.plan)(\.\S+)?$")
-
-
-def test_a_dry_run_prints_its_first_line_before_importing_litellm_or_the_planner(tmp_path):
-    """litellm takes seconds to import: what the command will do comes first, then the plan and estimate.
-    Rich flushes each line it prints, Python's import timing is written as each import ends, both into one
-    pipe: their order is the order they happened in."""
-    write_dataset(tmp_path / "build")
-    merged = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "flows.cli", "evaluate", *DRY_RUN],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        cwd=tmp_path, env={**os.environ, "COLUMNS": "200"}, timeout=COMMAND_TIMEOUT_S,
-    )  # fmt: skip
-    lines = merged.stdout.splitlines()
-    assert merged.returncode == 0, lines[-20:]
-    first = lines.index(DRY_RUN_FIRST_LINE)
-    heavy = [index for index, line in enumerate(lines) if HEAVY_IMPORT.match(line)]
-    assert heavy and min(heavy) > first, [lines[index] for index in heavy if index < first]
 
 
 LONG_NAMES = ["openai/a-model-under-test-with-a-long-name", "openai/a-judge-with-a-long-name-too"]
