@@ -193,8 +193,6 @@ def run_case_set_evaluate(
             config_model=card.config_model,
         )
     )
-    if card.check_sample is not None:
-        card.check_sample(cases_dir, resolved.config)
 
     def run_flow() -> "State":
         return command.part(EVALUATE_FLOW)(

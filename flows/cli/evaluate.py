@@ -175,7 +175,7 @@ def evaluate(
     # Imported here: the benchmark's modules import litellm (seconds), and every `threadmed` command, this
     # one's first line too, would pay for it; its card and config are light.
     from tasks.benchmarks.threadmed.card import THREADMED_CARD
-    from tasks.benchmarks.threadmed.cases import check_dataset_build, check_split
+    from tasks.benchmarks.threadmed.cases import check_dataset_build
     from tasks.evals.config import RunOverrides, resolve_settings
 
     check_dataset_build(dataset)
@@ -191,7 +191,6 @@ def evaluate(
     settings = checked_settings(
         lambda: resolve_settings(dataset_dir=dataset, run_dir=out, config_file=config, overrides=overrides)
     )
-    check_split(dataset, settings.config.sample.split)
 
     def run_flow() -> "State":
         from flows.evaluate_models import evaluate_models
@@ -262,13 +261,16 @@ def run_or_estimate(
     evaluate flow holding the run folder and print its summary; exit 1 when calls failed, 3 when the cap
     stopped the run.
 
-    The caller has checked the inputs and the settings of `card`'s benchmark; the run folder is checked
-    here. The dry run's first line comes next, before `benchmark()` imports the benchmark's solvers (and
-    litellm) and its plan is walked: what it will do is said in a second, the estimate follows."""
+    The caller has checked the input folder and the settings of `card`'s benchmark; the run folder and the
+    run's sample of the inputs (`card.check_sample`) are checked here. The dry run's first line comes
+    next, before `benchmark()` imports the benchmark's solvers (and litellm) and its plan is walked: what
+    it will do is said in a second, the estimate follows."""
     from tasks.core.run_folder import check_run_folder_benchmark
 
     # The flow claims the folder; refused here, before it starts: another benchmark's folder is a bad --out.
     check_run_folder_benchmark(out, card.name, option="--out")
+    if card.check_sample is not None:
+        card.check_sample(settings.dataset_dir, settings.config)
     models = ", ".join(spec.name or spec.model for spec in settings.config.models)
     if dry_run:
         console.print(

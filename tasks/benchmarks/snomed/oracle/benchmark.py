@@ -12,7 +12,12 @@ from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
 from tasks.benchmarks.snomed.oracle.contracts import ORACLE_PAIRS, TEACHER_REPLIES
 from tasks.benchmarks.snomed.oracle.dataset import write_oracle_dataset
-from tasks.benchmarks.snomed.oracle.plan import build_plan, estimate_job, load_cases
+from tasks.benchmarks.snomed.oracle.plan import (
+    build_plan,
+    check_every_split_has_pairs,
+    estimate_job,
+    load_cases,
+)
 from tasks.benchmarks.snomed.oracle.solver import validate_pairs, write_pairs
 from tasks.core.strict import StrictModel
 from tasks.evals.card import BenchmarkCard
@@ -47,6 +52,7 @@ ORACLE_DATA = Benchmark(
         title="SNOMED patient oracle: teacher-written question/answer pairs per case, validated",
         config_model=OracleDataConfig,
         check_inputs=check_case_set,
+        check_sample=check_every_split_has_pairs,
     ),
     load_cases=load_cases,
     plan=build_plan,

@@ -7,7 +7,12 @@ from tasks.benchmarks.snomed.cases.loading import check_case_set
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
 from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_ANSWERS, PATIENT_SCORES
-from tasks.benchmarks.snomed.patient_bench.plan import build_plan, estimate_job, load_cases
+from tasks.benchmarks.snomed.patient_bench.plan import (
+    build_plan,
+    check_bench_sample,
+    estimate_job,
+    load_cases,
+)
 from tasks.benchmarks.snomed.patient_bench.report import BenchReportSettings, bench_report
 from tasks.benchmarks.snomed.patient_bench.solver import ask_patient, score_answers
 from tasks.evals.card import BenchmarkCard
@@ -32,6 +37,7 @@ PATIENT_BENCH = Benchmark(
         title="SNOMED patient bench: patient simulators answer fixed questions about their records, scored",
         config_model=PatientBenchConfig,
         check_inputs=check_case_set,
+        check_sample=check_bench_sample,
     ),
     load_cases=load_cases,
     plan=build_plan,
