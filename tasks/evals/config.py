@@ -13,8 +13,8 @@ from typing_extensions import TypeVar
 
 from tasks.core.preflight import UserError, validation_message
 from tasks.core.strict import StrictModel, unknown_name
-from tasks.llm.batches import batch_capable, check_batch_capable
 from tasks.llm.offline import is_offline
+from tasks.llm.providers import batch_capable, check_batch_capable
 from tasks.llm.request import CallMode, CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
 
 Condition = Literal["baseline", "oracle"]

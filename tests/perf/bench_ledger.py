@@ -232,7 +232,8 @@ def main(out_dir: Path, calls: int = 100_000) -> dict[str, Any]:
     )
     store_bytes = disk_bytes(ledger_dir)
     resume_s, _ = timed(
-        "resume (--dry-run)", lambda: run_or_estimate(bench, run, run_dir, True, lambda: None)
+        "resume (--dry-run)",
+        lambda: run_or_estimate(bench.card, lambda: bench, run, run_dir, True, lambda: None),
     )
     _, estimates = timed(
         "estimate again (what it found)", lambda: estimate_plan(bench.plan(run), bench.estimate_job)
