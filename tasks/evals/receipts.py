@@ -95,36 +95,42 @@ def estimator_name(estimate_job: Callable[..., Any]) -> str | None:
 
 
 class JobDigests:
-    """Each job's digest in one plan under one estimator. A model object shared by many jobs (a thread, a
-    model's spec, a prompt) is serialised once: the digest of a job costs a few microseconds."""
+    """Each job's digest in one plan under one estimator. A value shared by many jobs (a thread, a model's
+    spec, a prompt, the run id) is serialised once: the digest of a job costs a few microseconds."""
 
     def __init__(self, estimator: str) -> None:
         self._prefix = hashlib.sha256(code_digest() + estimator.encode()).digest()
-        self._parts: dict[int, tuple[BaseModel, bytes]] = {}  # by id; the object kept so its id stays its
-        self._fields: dict[type, tuple[str, tuple[str, ...]]] = {}  # each job type's name and field names
+        self._parts: dict[int, tuple[Any, bytes]] = {}  # by id; the object kept so its id stays its
+        self._layouts: dict[type, tuple[bytes, tuple[str, ...]]] = {}
 
     def of(self, job: Job[Any, Any]) -> str:
         parts = [self._prefix]
         for side in (job.solve, job.score):
-            fields = self._fields.get(type(side))
-            if fields is None:
-                fields = self._fields[type(side)] = (type(side).__qualname__, tuple(type(side).model_fields))
-            parts.append(fields[0].encode())
+            layout = self._layouts.get(type(side))
+            if layout is None:  # the type's name and its fields' names, in the order their values follow
+                names = tuple(type(side).model_fields)
+                layout = self._layouts[type(side)] = (
+                    "\0".join((type(side).__qualname__, *names)).encode(),
+                    names,
+                )
+            parts.append(layout[0])
             values = side.__dict__  # the fields' values: where pydantic keeps them
-            for name in fields[1]:
-                parts += (name.encode(), self._value(values[name]))
+            parts += [self._value(values[name]) for name in layout[1]]
         return hashlib.sha256(b"\0".join(parts)).hexdigest()
 
     def _value(self, value: Any) -> bytes:
-        if type(value) is str:
-            return b"s" + value.encode()
-        if not isinstance(value, BaseModel):
-            return b"j" + pydantic_core.to_json(value)
         known = self._parts.get(id(value))
-        if known is None or known[0] is not value:
-            serialised = hashlib.sha256(value.model_dump_json().encode()).digest()
-            known = self._parts[id(value)] = (value, serialised)
-        return b"m" + known[1]
+        if known is not None and known[0] is value:
+            return known[1]
+        if isinstance(value, BaseModel):
+            serialised = b"m" + hashlib.sha256(value.model_dump_json().encode()).digest()
+        elif type(value) is str:
+            serialised = b"s" + value.encode()
+        else:
+            serialised = b"j" + pydantic_core.to_json(value)
+        if isinstance(value, BaseModel | str | int | float | tuple):  # never changes: kept for the next job
+            self._parts[id(value)] = (value, serialised)
+        return serialised
 
 
 class ReceiptBook:
