@@ -70,6 +70,7 @@ def main(names: list[str], ledger_calls: int | None = None) -> None:
         for line in BENCHMARKS[name].summary_lines(results[name]):
             print(f"  {line}", flush=True)
     path = OUT / "results.json"
+    path.parent.mkdir(parents=True, exist_ok=True)  # a benchmark that writes no files leaves none
     existing = json.loads(path.read_text()) if path.exists() else {}
     path.write_text(json.dumps({**existing, **results}, indent=2, default=str))
     print(f"numbers written to {path}")
