@@ -50,8 +50,7 @@ BENCHMARKS = {
     "ledger": bench_ledger,
     "startup": bench_startup,
 }
-# Run only when named: the evaluation on Dask would take about 40 minutes at load 15-20 (Prefect's task
-# submission to Dask, not the calls, sets its pace: README.md).
+# Run only when named: the evaluation on Dask took 17 minutes at load 10-18 (README.md).
 ON_REQUEST = {"evaluation-dask"}
 OUT = Path("data_lake/bench")
 
