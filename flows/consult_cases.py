@@ -2,7 +2,8 @@
 
 from prefect import flow
 
-from tasks.benchmarks.consult.cases import CaseGenerationSettings, build_case_set
+from tasks.benchmarks.consult.cases import CaseGenerationSettings
+from tasks.benchmarks.consult.cases.build import build_case_set
 
 
 @flow(name="consult-cases")

@@ -20,6 +20,7 @@ from tasks.core.runners import RunnerSettings, make_task_runner, runner_for_call
 from tasks.evals.batch_runs import AWAITING_BATCHES, batches_left_to_single_calls, make_batch_calls
 from tasks.evals.call_totals import ledger_calls, run_calls, spent_usd
 from tasks.evals.config import EvaluationSettings
+from tasks.evals.estimate import record_receipts
 from tasks.evals.outputs import (
     RunSummary,
     any_call_succeeded,
@@ -94,6 +95,7 @@ def evaluate_benchmark(
                 summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
             # Every call has ended (the runner waited for them): the ledger now says what was spent.
             calls = run_calls(plan.ledger_dir, before)
+            record_receipts(plan, bench.estimate_job)  # the jobs done whole: a dry run counts them unwalked
             compact_ledger(plan.ledger_dir)  # the run's segments into one file: what the next run reads fast
             summary = summary.model_copy(
                 update={

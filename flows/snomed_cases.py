@@ -2,7 +2,7 @@
 
 from prefect import flow
 
-from tasks.benchmarks.snomed.cases.case_set import build_case_set
+from tasks.benchmarks.snomed.cases.build import build_case_set
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 
 

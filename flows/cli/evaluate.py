@@ -18,6 +18,7 @@ from tasks.core.preflight import check_writable_folder, validation_message
 if TYPE_CHECKING:  # importing them at run time costs every command the seconds litellm takes
     from prefect.states import State
 
+    from tasks.evals.card import BenchmarkCard
     from tasks.evals.config import EvaluationSettings
     from tasks.evals.protocol import Benchmark
 
@@ -171,9 +172,10 @@ def evaluate(
     outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed, 75
     if batches (--batch) are still in flight, 3 if the spending cap (--max-cost) stopped it.
     """
-    # Imported here: litellm takes seconds to import, and every `threadmed` command would pay for it.
-    from tasks.benchmarks.threadmed.benchmark import THREADMED
-    from tasks.benchmarks.threadmed.cases import check_dataset_build, check_split
+    # Imported here: the benchmark's modules import litellm (seconds), and every `threadmed` command, this
+    # one's first line too, would pay for it; its card and config are light.
+    from tasks.benchmarks.threadmed.card import THREADMED_CARD
+    from tasks.benchmarks.threadmed.cases import check_dataset_build
     from tasks.evals.config import RunOverrides, resolve_settings
 
     check_dataset_build(dataset)
@@ -189,7 +191,6 @@ def evaluate(
     settings = checked_settings(
         lambda: resolve_settings(dataset_dir=dataset, run_dir=out, config_file=config, overrides=overrides)
     )
-    check_split(dataset, settings.config.sample.split)
 
     def run_flow() -> "State":
         from flows.evaluate_models import evaluate_models
@@ -202,7 +203,13 @@ def evaluate(
             return_state=True,
         )
 
-    run_or_estimate(THREADMED, settings, out, dry_run, run_flow)
+    run_or_estimate(THREADMED_CARD, threadmed_benchmark, settings, out, dry_run, run_flow)
+
+
+def threadmed_benchmark() -> "Benchmark":
+    from tasks.benchmarks.threadmed.benchmark import THREADMED
+
+    return THREADMED
 
 
 CALL_OPTIONS = ("api_base", "api_key_env", "max_concurrency", "max_tokens", "timeout", "max_cost")
@@ -243,7 +250,8 @@ def checked_settings(resolve: Callable[[], "EvaluationSettings"]) -> "Evaluation
 
 
 def run_or_estimate(
-    bench: "Benchmark",
+    card: "BenchmarkCard",
+    benchmark: Callable[[], "Benchmark"],
     settings: "EvaluationSettings",
     out: Path,
     dry_run: bool,
@@ -251,30 +259,34 @@ def run_or_estimate(
 ) -> None:
     """Print the dry run's estimate (warning when it passes the spending cap), or run the benchmark's
     evaluate flow holding the run folder and print its summary; exit 1 when calls failed, 3 when the cap
-    stopped the run."""
+    stopped the run.
+
+    The caller has checked the input folder and the settings of `card`'s benchmark; the run folder and the
+    run's sample of the inputs (`card.check_sample`) are checked here. The dry run's first line comes
+    next, before `benchmark()` imports the benchmark's solvers (and litellm) and its plan is walked: what
+    it will do is said in a second, the estimate follows."""
     from tasks.core.run_folder import check_run_folder_benchmark
-    from tasks.evals.batch_runs import AWAITING_BATCHES
-    from tasks.evals.estimate import estimate_plan
-    from tasks.evals.spending import cap_exceeded_warning, overspent_refusal
-    from tasks.llm.ledger import CallLedger
 
     # The flow claims the folder; refused here, before it starts: another benchmark's folder is a bad --out.
-    check_run_folder_benchmark(out, bench.name, option="--out")
-    plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
+    check_run_folder_benchmark(out, card.name, option="--out")
+    if card.check_sample is not None:
+        card.check_sample(settings.dataset_dir, settings.config)
     models = ", ".join(spec.name or spec.model for spec in settings.config.models)
-    if dry_run:  # its first line once the plan has checked the inputs, before the estimate (seconds)
+    if dry_run:
         console.print(
-            f"{bench.title}. Dry run of {models} into {out}: the calls still to make, estimated (none is "
-            "made)",
+            f"{card.title}. Dry run of {models} into {out}: planning the calls still to make and "
+            "estimating them (none is made)",
             markup=False,
             soft_wrap=True,
         )
-        estimates = estimate_plan(plan, bench.estimate_job)
-        print_table(estimate_table(estimates), console)
-        expected = sum(estimate.cost_usd or 0.0 for estimate in estimates)
-        if (warning := cap_exceeded_warning(out, settings.config.max_cost_usd, expected)) is not None:
-            warn(warning)
+        print_estimate(benchmark(), settings, out)
         return
+    from tasks.evals.batch_runs import AWAITING_BATCHES
+    from tasks.evals.spending import overspent_refusal
+    from tasks.llm.ledger import CallLedger
+
+    bench = benchmark()
+    plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
     check_writable_folder(out, "--out")
     # Before the server starts: one line, and the exit of a run the cap stopped.
     spent = CallLedger(out / "ledger").total_cost_usd() if settings.config.max_cost_usd is not None else 0.0
@@ -324,6 +336,19 @@ def run_or_estimate(
         console.print(f"[red]{escape(state.message or '')}[/red]")
         raise typer.Exit(1)
     console.print(f"[green]Run {manifest['run_id']} written to[/green] {out}")
+
+
+def print_estimate(bench: "Benchmark", settings: "EvaluationSettings", out: Path) -> None:
+    """The dry run's table: the plan's calls still to make, their tokens and dollars per model and role; a
+    warning when they would pass the spending cap."""
+    from tasks.evals.estimate import estimate_plan
+    from tasks.evals.spending import cap_exceeded_warning
+
+    estimates = estimate_plan(bench.plan(settings), bench.estimate_job)
+    print_table(estimate_table(estimates), console)
+    expected = sum(estimate.cost_usd or 0.0 for estimate in estimates)
+    if (warning := cap_exceeded_warning(out, settings.config.max_cost_usd, expected)) is not None:
+        warn(warning)
 
 
 def interrupted_line(run_dir: Path, abandoned: str = "") -> str:

@@ -125,7 +125,8 @@ def rerun(
         )
 
     # The run's notes (printed with its summary) say that the answers were replayed, and from which run.
-    run_or_estimate(rejudging(bench, source), settings, out, dry_run, run_flow)
+    rejudge = rejudging(bench, source)
+    run_or_estimate(rejudge.card, lambda: rejudge, settings, out, dry_run, run_flow)
 
 
 app.command()(agreement)

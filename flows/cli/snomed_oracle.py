@@ -170,7 +170,7 @@ def run_command(
     if check_out is not None:
         check_run_folder_benchmark(out, bench.name, option="--out")  # before check_out: named as such
         check_out(settings.config)
-    run_or_estimate(bench, settings, out, dry_run, lambda: run_flow(settings.config))
+    run_or_estimate(bench.card, lambda: bench, settings, out, dry_run, lambda: run_flow(settings.config))
     return not dry_run
 
 

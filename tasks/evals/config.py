@@ -13,8 +13,8 @@ from typing_extensions import TypeVar
 
 from tasks.core.preflight import UserError, validation_message
 from tasks.core.strict import StrictModel, unknown_name
-from tasks.llm.batches import batch_capable, check_batch_capable
 from tasks.llm.offline import is_offline
+from tasks.llm.providers import batch_capable, check_batch_capable
 from tasks.llm.request import CallMode, CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
 
 Condition = Literal["baseline", "oracle"]
@@ -55,7 +55,8 @@ class ModelSpec(StrictModel):
 
     @model_validator(mode="after")
     def _default_name(self) -> "ModelSpec":
-        self.name = self.name or self.model
+        if not self.name:  # an assignment is validated: set only what is missing (plans build many jobs)
+            self.name = self.model
         return self
 
     @field_validator("api_base")

@@ -3,19 +3,27 @@
 The benchmark walks each job (its `estimate_job`), counting into one `CallEstimate` per model and role:
 a call already in the ledger is `cached` and free; an unknown one counts its prompt tokens (cl100k,
 tasks/core/tokens.py) and the role's `estimated_reply_tokens`. A role in batch mode is priced at batch
-prices, beside what its calls would cost one by one (the saving the dry run shows).
+prices, beside what its calls would cost one by one (the saving the dry run shows). A job the ledger holds
+whole is counted from its receipt, not walked (tasks/evals/receipts.py); the end of a run writes them
+(`record_receipts`).
 """
 
+import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tasks.core.gc_pause import garbage_collection_paused
 from tasks.evals.config import ModelSpec
 from tasks.evals.plan import Job, RunPlan
+from tasks.evals.receipts import CachedCount, Counted, JobDigests, ReceiptBook, estimator_name
 from tasks.llm.call import batch_token_costs, token_costs
-from tasks.llm.ledger import CallLedger
+from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.request import CallMode, CallOptions
+
+logger = logging.getLogger(__name__)
 
 
 class CallEstimate(BaseModel):
@@ -52,9 +60,28 @@ class EstimateTally:
         self._pricing[key] = (spec, options)
         return self._estimates.setdefault(key, CallEstimate(model=spec.name, role=role, mode=options.mode))
 
+    def add_cached(self, count: Counted) -> None:
+        """Count calls a job's receipt says the ledger holds."""
+        model, role, mode, cached = count
+        estimate = self._estimates.get((model, role))
+        if estimate is None:
+            estimate = self._estimates[(model, role)] = CallEstimate(model=model, role=role, mode=mode)
+        estimate.cached += cached
+
+    def cached_counts(self) -> list[CachedCount] | None:
+        """What this tally counted as cached calls, or None when it counted a call still to make."""
+        estimates = self._estimates.values()
+        if any(estimate.calls for estimate in estimates):
+            return None
+        return [CachedCount(e.model, e.role, e.mode, e.cached) for e in estimates]
+
     def priced(self) -> list[CallEstimate]:
-        """Every estimate in first-counted order, with its dollars (None when the model has no price)."""
+        """Every estimate in first-counted order, with its dollars (None when the model has no price; 0 when
+        no call is left to make)."""
         for key, estimate in self._estimates.items():
+            if estimate.calls == 0:  # nothing to pay, whatever the model's price
+                estimate.cost_usd = estimate.single_cost_usd = 0.0
+                continue
             spec, options = self._pricing[key]
             tokens = (options.price_model or spec.model, estimate.prompt_tokens, estimate.completion_tokens)
             single = token_costs(*tokens, options.prices)
@@ -71,9 +98,63 @@ JobEstimator = Callable[[Job[Any, Any], CallLedger, EstimateTally], None]
 
 
 def estimate_plan(plan: RunPlan[Any, Any], estimate_job: JobEstimator) -> list[CallEstimate]:
-    """Calls still to make in `plan`, their tokens and dollars, per model and role; reads only the ledger."""
+    """Calls still to make in `plan`, their tokens and dollars, per model and role; reads only the ledger.
+    A job with a valid receipt is counted from it; the others are walked by `estimate_job`."""
     ledger = CallLedger(plan.ledger_dir)
     tally = EstimateTally()
-    for job in plan.jobs:
-        estimate_job(job, ledger, tally)
+    name = estimator_name(estimate_job)
+    if name is None:
+        for job in plan.jobs:
+            estimate_job(job, ledger, tally)
+        return tally.priced()
+    with garbage_collection_paused():  # digests and counts of 10^5 jobs: no cycle among them
+        book, digests = ReceiptBook(ledger), JobDigests(name)
+        for job in plan.jobs:
+            counts = book.counts(digests.of(job))
+            if counts is None:
+                estimate_job(job, ledger, tally)
+            else:
+                for count in counts:
+                    tally.add_cached(count)
     return tally.priced()
+
+
+class _KeysFound(CallLedger):
+    """A ledger that notes each key a lookup found (what a job's walk read)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.found: list[str] = []
+
+    def lookup(self, key: str) -> CallRecord | None:
+        record = super().lookup(key)
+        if record is not None:
+            self.found.append(key)
+        return record
+
+
+def record_receipts(plan: RunPlan[Any, Any], estimate_job: JobEstimator) -> int:
+    """At the end of a run: a receipt for each job of `plan` the ledger now holds whole and that has none
+    yet (one walk of each such job, as a dry run's). Returns how many were written; a failure to write them
+    (a full disk) is said and changes nothing else (the next dry run walks those jobs)."""
+    name = estimator_name(estimate_job)
+    if name is None:
+        return 0
+    ledger = _KeysFound(plan.ledger_dir)
+    ledger.refresh()  # what every worker process recorded
+    book, digests = ReceiptBook(ledger), JobDigests(name)
+    receipts = []
+    for job in plan.jobs:
+        digest = digests.of(job)
+        if book.counts(digest) is not None:
+            continue
+        ledger.found, walked = [], EstimateTally()
+        estimate_job(job, ledger, walked)
+        if (counts := walked.cached_counts()) is not None:
+            receipts.append((digest, counts, ledger.found))
+    try:
+        book.write(receipts)
+    except OSError as error:
+        logger.warning("receipts of %s not written (a dry run walks its jobs): %s", plan.ledger_dir, error)
+        return 0
+    return len(receipts)

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from tasks.data.contracts import Contract
 from tasks.data.sources import BenchmarkWarehouse
+from tasks.evals.card import BenchmarkCard
 from tasks.evals.config import RunConfig, SampleSpec
 from tasks.evals.estimate import EstimateTally, JobEstimator
 from tasks.evals.outputs import RunTables, Summarizer
@@ -42,10 +43,8 @@ class Rejudging(NamedTuple):
 class Benchmark:
     """One benchmark's pieces; the shared run machinery (tasks/evals/) calls nothing else of it."""
 
-    name: str
-    title: str
-    # The run config: roles (model under test, judge, ...), conditions, sample, limits.
-    config_model: type[RunConfig]
+    # Its name, title, config and input checks: what a command needs before it plans (tasks/evals/card.py).
+    card: BenchmarkCard
     # (dataset folder, sample spec) -> the cases of a run, in their seeded order.
     load_cases: Callable[[Path, SampleSpec], list[Any]]
     plan: Planner
@@ -72,12 +71,26 @@ class Benchmark:
     comparison: ComparisonSource | None = None
     # A finished run folder -> its samples, for `threadmed export` (tasks/export/); None: not exported.
     export: Callable[[Path], ExportedRun] | None = None
-    # Its input folder (a dataset build, a case set) -> None, or UserError naming what it lacks: a command
-    # runs it before any flow starts, the evaluate flow before it touches the run folder. None: not checked.
-    check_inputs: Callable[[Path], None] | None = None
-    # (its input folder, the run's config) -> None, or UserError when the config's sample of that folder is
-    # empty (a split with no case): checked with the inputs, so no run ends Completed having done nothing.
-    check_sample: Callable[[Path, RunConfig], None] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.card.name
+
+    @property
+    def title(self) -> str:
+        return self.card.title
+
+    @property
+    def config_model(self) -> type[RunConfig]:
+        return self.card.config_model
+
+    @property
+    def check_inputs(self) -> Callable[[Path], None] | None:
+        return self.card.check_inputs
+
+    @property
+    def check_sample(self) -> Callable[[Path, RunConfig], None] | None:
+        return self.card.check_sample
 
 
 def published_report(

@@ -34,12 +34,11 @@ from tasks.core.files import write_bytes_atomic, write_text_atomic
 from tasks.llm.call import CallTally, api_key_for, call_record, unusable_reply
 from tasks.llm.errors import CallError, batch_line_error, permanent_error
 from tasks.llm.ledger import CallLedger, CallRecord
+from tasks.llm.providers import provider_of
 from tasks.llm.request import CallOptions, ChatRequest
 
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
-# Providers whose litellm route takes OpenAI's batch JSONL as it is.
-BATCH_PROVIDERS = ("openai", "azure")
 # Our status of a batch whose id (or results) the provider answers with a 404: gone after its retention.
 VANISHED = "vanished"
 FINISHED = ("completed", "failed", "expired", "cancelled", VANISHED)
@@ -126,29 +125,6 @@ class BatchStore:
 
     def _requests_path(self, record: BatchRecord) -> Path:
         return self.root / f"{record.local_id}.requests.json"
-
-
-def provider_of(model: str, api_base: str | None) -> str:
-    """The litellm provider `model` is routed to (its prefix when litellm does not know it)."""
-    try:
-        return litellm.get_llm_provider(model=model, api_base=api_base)[1]
-    except litellm.BadRequestError:
-        return model.split("/", 1)[0]
-
-
-def batch_capable(model: str, api_base: str | None) -> bool:
-    """Whether `model` is reached through a provider with an OpenAI-style batch API."""
-    return provider_of(model, api_base) in BATCH_PROVIDERS
-
-
-def check_batch_capable(model: str, api_base: str | None) -> None:
-    """Raise ValueError when `model` is reached through a provider without an OpenAI-style batch API."""
-    if not batch_capable(model, api_base):
-        provider = provider_of(model, api_base)
-        raise ValueError(
-            f"{model}: batch mode needs an OpenAI-style batch API (providers {', '.join(BATCH_PROVIDERS)}, "
-            f"or any OpenAI-compatible endpoint as openai/<model> with api_base); {provider} has none here"
-        )
 
 
 def request_lines(calls: dict[str, ChatRequest]) -> bytes:

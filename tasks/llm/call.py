@@ -28,13 +28,15 @@ from typing import Any, TypeVar
 import litellm
 
 from tasks.core.tokens import count_tokens
-from tasks.llm import in_flight, offline
+from tasks.llm import in_flight
 from tasks.llm.budget import COST_CAP, SpendingBudget, budget_for
 from tasks.llm.deferral import NOT_SUBMITTED, batch_outcome
 from tasks.llm.direct import direct_route, send_direct
 from tasks.llm.errors import CallError, classify_error, permanent_error
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.limits import limiter_for
+from tasks.llm.offline import is_offline
+from tasks.llm.offline_provider import install_provider
 from tasks.llm.request import CallOptions, ChatRequest, Prices, RetryPolicy
 
 # litellm prints a "Give Feedback / Get Help" banner on every provider error; our records carry the error.
@@ -120,7 +122,7 @@ def token_costs(
     """(input, output) USD from configured prices, else litellm's price table; None if unpriced."""
     if prices is not None:
         return prompt_tokens * prices.input_per_token, completion_tokens * prices.output_per_token
-    if offline.is_offline(model):
+    if is_offline(model):
         return 0.0, 0.0
     if not _in_price_table(model):
         return None
@@ -137,7 +139,7 @@ def batch_token_costs(
     litellm's batch prices where its table has them (OpenAI's models), else the single-call prices
     times `discount` (configured prices included).
     """
-    batch_prices = _batch_prices(model) if prices is None and not offline.is_offline(model) else None
+    batch_prices = _batch_prices(model) if prices is None and not is_offline(model) else None
     if batch_prices is not None:
         return prompt_tokens * batch_prices[0], completion_tokens * batch_prices[1]
     costs = token_costs(model, prompt_tokens, completion_tokens, prices)
@@ -325,8 +327,8 @@ def _final(error: CallError, attempts: int, policy: RetryPolicy, interrupted: bo
 
 def _attempt(request: ChatRequest, options: CallOptions, tally: CallTally) -> tuple[Any, CallError | None]:
     """Make one HTTP call; return the response, or the classified reason it cannot be used."""
-    if offline.is_offline(request.model):
-        offline.install_provider()
+    if is_offline(request.model):
+        install_provider()
     try:
         api_key = api_key_for(request, options)
     except MissingCredentials as exc:
@@ -455,7 +457,7 @@ def api_key_for(request: ChatRequest, options: CallOptions) -> str | None:
         if key := os.environ.get(options.api_key_env):
             return key
         raise MissingCredentials(f"{options.api_key_env} is not set")
-    if offline.is_offline(request.model):
+    if is_offline(request.model):
         return None
     if request.api_base:
         # A custom endpoint gets a key only when named for it: the provider's own (OPENAI_API_KEY) is a

@@ -8,6 +8,7 @@ Layout of `RUN_DIR/ledger/`:
     compacted/*.parquet   the records of sealed segments, one row per call key (tasks/llm/compaction.py)
     index/*.arrow         each segment's cached index (derived: deleting it costs one re-read)
     sources.json          the ledgers whose successes this one reuses (tasks/llm/ledger.py)
+    receipts/*.parquet    the jobs whose every call a run found here (tasks/evals/receipts.py; derived)
 
 A key's outcome is its success if it has one, else its latest failure (`ledger_rows.outcome_indices`).
 Every CallLedger of a folder in a process shares one CallStore (`store_for`), so a task looks a key up in
@@ -180,6 +181,14 @@ class CallStore:
             self.refresh()
             rows = self._all_rows()
             return rows.take(outcome_indices(rows))
+
+    def succeeded_keys(self) -> pa.Array:
+        """The key of every success recorded (a key twice when two processes made it at once), after a
+        refresh: what a membership test reads, without computing each key's outcome."""
+        with self._lock:
+            self.refresh()
+            rows = self._all_rows()
+            return rows["key"].filter(pc.equal(rows["status"], "ok")).combine_chunks()
 
     def outcome_records(self, status: str | None = None) -> list[CallRecord]:
         """The record of each key's outcome (only those of `status`, if given): successes first, each

@@ -113,6 +113,10 @@ class CallLedger:
         reading the records themselves."""
         return self._store.outcomes()
 
+    def succeeded_keys(self) -> pa.Array:
+        """The key of every success recorded here (not in the source ledgers), as one Arrow array."""
+        return self._store.succeeded_keys()
+
     def recorded_cost_usd(self, key: str) -> float:
         """What the ledger records `key` has cost so far: its success, else its latest failure, else 0."""
         record = self.lookup(key) or self.last_failure(key)

@@ -120,6 +120,14 @@ def outcome_indices(rows: pa.Table) -> np.ndarray:
     """The row of each key's outcome, successes first: its earliest success when it has one (two processes
     that made the same call at once both recorded it: either is the call, and the one finished first stays
     it, whatever files hold them), else its latest failure (by `finished_at`); the later row on a tie."""
+    if pc.count_distinct(rows["key"]).as_py() == rows.num_rows:  # one row a key (a compacted store): its own
+        ok = pc.equal(rows["status"], "ok").to_numpy(zero_copy_only=False)
+        return np.concatenate([np.flatnonzero(ok), np.flatnonzero(~ok)]).astype(np.int64)
+    return outcome_indices_by_sorting(rows)
+
+
+def outcome_indices_by_sorting(rows: pa.Table) -> np.ndarray:
+    """`outcome_indices` of any rows, keys repeated or not: by sorting each status's rows by key and time."""
     ok = pc.equal(rows["status"], "ok")
     positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
     timed = pa.table({"key": rows["key"], "row": positions, "at": rows["finished_at"]})

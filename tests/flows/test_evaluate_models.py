@@ -36,6 +36,7 @@ from tasks.benchmarks.threadmed.contracts import JUDGMENTS, RESPONSES
 from tasks.core.files import write_text_atomic
 from tasks.core.provenance import run_artifact_key
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
+from tasks.evals.receipts import ReceiptBook
 from tasks.llm import call_store
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
@@ -384,6 +385,9 @@ def test_the_demo_config_runs_offline_from_the_command_line(cli, dataset, tmp_pa
     assert {r["model"] for r in responses} == {"retrieval", "deferral"}
     scores = {j["model"]: j["score"] for j in read(tmp_path, "judgments") if j["model"] == "deferral"}
     assert scores == {"deferral": 0.0}
+    # Every job ended with all its calls made: each has a receipt, so the dry run below walks none.
+    jobs = {(r["model"], r["condition"], r["thread_id"]) for r in responses}
+    assert len(ReceiptBook(CallLedger(tmp_path / "ledger"))) == len(jobs)
 
     again = CliRunner().invoke(cli, [*args, "--dry-run"])
     assert again.exit_code == 0 and "total: 0 calls" in again.output
@@ -553,4 +557,8 @@ def test_a_run_folder_of_the_one_file_per_call_ledger_resumes_with_no_call_made(
         f"file per call) into compacted/{compacted.name}; 1 files were not whole records and read as calls "
         f"not made: {stray}"
     )
-    assert sorted(path.name for path in (tmp_path / "ledger").iterdir()) == [".compaction.lock", "compacted"]
+    assert sorted(path.name for path in (tmp_path / "ledger").iterdir()) == [
+        ".compaction.lock",
+        "compacted",
+        "receipts",
+    ]

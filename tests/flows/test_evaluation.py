@@ -27,7 +27,8 @@ def never(*arguments, **options):
 @pytest.mark.parametrize("name", sorted(BENCHMARKS))
 def test_every_evaluate_refuses_a_run_folder_of_another_benchmark_before_planning(tmp_path, name):
     # Its inputs are not checked here (that comes first, tested with each flow): only the run folder is.
-    never_plans = dataclasses.replace(BENCHMARKS[name], plan=never, check_inputs=None, check_sample=None)
+    unchecked = dataclasses.replace(BENCHMARKS[name].card, check_inputs=None, check_sample=None)
+    never_plans = dataclasses.replace(BENCHMARKS[name], card=unchecked, plan=never)
     for owner in sorted(set(BENCHMARKS) - {name}):
         run_dir = tmp_path / owner
         claim_run_folder(run_dir, owner)
@@ -36,7 +37,7 @@ def test_every_evaluate_refuses_a_run_folder_of_another_benchmark_before_plannin
         )
         for dry_run in (True, False):  # the command line, estimating or running
             with pytest.raises(UserError) as error:
-                run_or_estimate(never_plans, SimpleNamespace(), run_dir, dry_run, never)
+                run_or_estimate(unchecked, never, SimpleNamespace(), run_dir, dry_run, never)
             assert str(error.value) == message
         with pytest.raises(UserError) as error:  # the flow itself, as a deployment runs it
             evaluate_benchmark(never_plans, SimpleNamespace(run_dir=run_dir), None, None)

@@ -15,16 +15,22 @@ finds it, not counting interpreter start-up and imports):
   (`lookup`), the issue's own measures of the one-file-per-call ledger;
 - the ledger totals a run's summary and the spending cap read (`run_calls`, `total_cost_usd`).
 
-The store's size on disk (allocated blocks) is printed before and after compaction. Writing a call is
+The end of the run also writes its job receipts (what the dry run reads instead of walking each job),
+timed. The store's size on disk (allocated blocks) is printed before and after compaction. Writing a call is
 compared with the one-file-per-call ledger it replaces (`write_text_atomic` per call, as it wrote them) on
-the first 20,000 records. The report and the Inspect export read the run's Parquet tables, not the ledger,
-so the store does not change them (tests/perf/bench_report.py times the report).
+the first 20,000 records. Last, the run's tables as a re-run of the finished run makes them (every job's
+answer and judge task over the ledger, every call found, no Prefect), then its report (metrics with their
+bootstraps, figures, HTML) and its export, each timed: the samples read from the run, written as one
+Parquet table, and as the Inspect log of the first model alone (inspect_ai's writer buffers a log's
+samples in a list it filters whole at each sample added, so a log's time grows with the square of its
+samples: at a million calls one model's log takes minutes, the twenty of them hours).
 """
 
 import argparse
 import json
 import random
 import shutil
+import sys
 import time
 from collections import OrderedDict
 from datetime import UTC, datetime
@@ -33,12 +39,15 @@ from typing import Any
 
 from flows.cli.evaluate import run_or_estimate
 from tasks.benchmarks.registry import BENCHMARKS
+from tasks.benchmarks.threadmed.report import ReportSettings, build_report
 from tasks.benchmarks.threadmed.scorer import render_judge_messages
 from tasks.benchmarks.threadmed.solver import ask_turns
 from tasks.core.files import write_text_atomic
 from tasks.evals.call_totals import ledger_calls, run_calls
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
-from tasks.evals.estimate import estimate_plan
+from tasks.evals.estimate import estimate_plan, record_receipts
+from tasks.evals.outputs import JobOutcomes, write_manifest, write_run_outputs
+from tasks.export.exports import write_export
 from tasks.llm import call_store
 from tasks.llm.ledger import CallLedger, CallRecord, compact_ledger
 from tasks.llm.request import Prices
@@ -54,7 +63,7 @@ PRICES = Prices(input_per_token=1e-6, output_per_token=3e-6)
 # The one-file-per-call ledger is timed on this many records (it needs a file, and an inode, each).
 OLD_LAYOUT_SAMPLE = 20_000
 UNREACHABLE = "http://127.0.0.1:9/v1"  # nothing is called: every call is written by the benchmark
-TARGETS = {"resume_s": 10.0, "store_bytes": 2**30}  # at 1,000,000 calls
+TARGETS = {"resume_s": 10.0, "report_s": 60.0, "store_bytes": 2**30}  # at 1,000,000 calls
 
 
 def calls_of_thread(turns: int) -> int:
@@ -163,6 +172,18 @@ def found_keys(ledger: CallLedger, keys: list[str]) -> int:
     return sum(ledger.lookup(key) is not None for key in keys)
 
 
+def write_tables(bench: Any, plan: Any, run: EvaluationSettings) -> int:
+    """The run's tables and manifest as a re-run of the finished run writes them: each job's answer and judge
+    task over the ledger (every call found, none made), without Prefect. Returns the rows written."""
+    outcomes = JobOutcomes([], [], [])
+    for job in plan.jobs:
+        solved = bench.solve.fn(job.solve, plan.ledger_dir)
+        outcomes.solved_rows.extend(solved)
+        outcomes.scored_rows.extend(bench.score.fn(job.score, solved, plan.ledger_dir))
+    write_manifest.fn(run, plan, write_run_outputs.fn(plan, outcomes, bench.tables, bench.summarize))
+    return len(outcomes.solved_rows) + len(outcomes.scored_rows)
+
+
 def disk_bytes(folder: Path) -> int:
     """Bytes allocated on disk to the files under `folder` (blocks, as `du` counts them)."""
     return sum(path.stat().st_blocks * 512 for path in folder.rglob("*") if path.is_file())
@@ -175,12 +196,16 @@ def as_a_new_process() -> None:
     call_store._stores = OrderedDict()
 
 
-def timed(action: Any, new_process: bool = True) -> tuple[float, Any]:
+def timed(step: str, action: Any, new_process: bool = True) -> tuple[float, Any]:
+    """Seconds `action` took, and its value; the step and its time are printed as soon as it ends (a run at
+    a million calls takes a while)."""
     if new_process:
         as_a_new_process()
     start = time.perf_counter()
     value = action()
-    return time.perf_counter() - start, value
+    seconds = time.perf_counter() - start
+    print(f"  {step}: {seconds:.1f} s", file=sys.stderr, flush=True)
+    return seconds, value
 
 
 def main(out_dir: Path, calls: int = 100_000) -> dict[str, Any]:
@@ -199,17 +224,51 @@ def main(out_dir: Path, calls: int = 100_000) -> dict[str, Any]:
     segments_bytes = disk_bytes(ledger_dir)
 
     # By the process that wrote the segment, as at the end of a run (its segment is sealed then).
-    compact_s, compaction = timed(lambda: compact_ledger(ledger_dir), new_process=False)
+    receipts_s, receipts = timed(
+        "end of run: receipts", lambda: record_receipts(plan, bench.estimate_job), new_process=False
+    )
+    compact_s, compaction = timed(
+        "end of run: compaction", lambda: compact_ledger(ledger_dir), new_process=False
+    )
     store_bytes = disk_bytes(ledger_dir)
-    resume_s, _ = timed(lambda: run_or_estimate(bench, run, run_dir, True, lambda: None))
-    _, estimates = timed(lambda: estimate_plan(bench.plan(run), bench.estimate_job))  # what it found
+    resume_s, _ = timed(
+        "resume (--dry-run)",
+        lambda: run_or_estimate(bench.card, lambda: bench, run, run_dir, True, lambda: None),
+    )
+    _, estimates = timed(
+        "estimate again (what it found)", lambda: estimate_plan(bench.plan(run), bench.estimate_job)
+    )  # what it found
     found = sum(estimate.cached for estimate in estimates)
     to_make = sum(estimate.calls for estimate in estimates)
-    read_all_s, records = timed(lambda: sum(1 for _ in CallLedger(ledger_dir).records()))
-    lookup_s, looked_up = timed(lambda: found_keys(CallLedger(ledger_dir), recorder.keys))
-    totals_s, totals = timed(
-        lambda: (run_calls(ledger_dir, ledger_calls(ledger_dir)), CallLedger(ledger_dir).total_cost_usd())
+    read_all_s, records = timed("every record read", lambda: sum(1 for _ in CallLedger(ledger_dir).records()))
+    lookup_s, looked_up = timed(
+        "every key looked up", lambda: found_keys(CallLedger(ledger_dir), recorder.keys)
     )
+    totals_s, totals = timed(
+        "ledger totals",
+        lambda: (run_calls(ledger_dir, ledger_calls(ledger_dir)), CallLedger(ledger_dir).total_cost_usd()),
+    )
+
+    tables_s, rows = timed("the run's tables", lambda: write_tables(bench, plan, run))
+    report_dir = out_dir / "report"
+    report_s, _ = timed(
+        "report",
+        lambda: build_report.fn(run_dirs=[str(run_dir)], out_dir=str(report_dir), settings=ReportSettings()),
+    )
+    read_export_s, exported = timed("export: samples read", lambda: bench.export(run_dir))
+    flat_s, _ = timed(
+        "export: Parquet table",
+        lambda: write_export(exported, out_dir / "flat", "parquet"),
+        new_process=False,
+    )
+    one_model = exported.model_copy(update={"models": exported.models[:1]})
+    inspect_s, _ = timed(
+        "export: one model's Inspect log",
+        lambda: write_export(one_model, out_dir / "inspect", "inspect"),
+        new_process=False,
+    )
+    samples = sum(len(model_samples) for model_samples in exported.samples.values())
+    first_model_samples = len(exported.samples[exported.models[0].name])
 
     old_dir = out_dir / "old-layout"
     old_write_s = old_layout_write_s(recorder.records, old_dir)
@@ -223,6 +282,8 @@ def main(out_dir: Path, calls: int = 100_000) -> dict[str, Any]:
         "old_layout_write_ms_per_call": old_write_s / sample * 1000,
         "old_layout_bytes_per_call": old_bytes / sample,
         "segments_bytes": segments_bytes,
+        "receipts_s": receipts_s,
+        "receipts": receipts,
         "compact_s": compact_s,
         "compacted_records": compaction.records if compaction else 0,
         "store_bytes": store_bytes,
@@ -236,6 +297,14 @@ def main(out_dir: Path, calls: int = 100_000) -> dict[str, Any]:
         "totals_s": totals_s,
         "run_calls": totals[0].run["single"].calls,
         "spent_usd": totals[1],
+        "tables_s": tables_s,
+        "table_rows": rows,
+        "report_s": report_s,
+        "export_read_s": read_export_s,
+        "export_samples": samples,
+        "export_parquet_s": flat_s,
+        "export_inspect_one_model_s": inspect_s,
+        "export_inspect_one_model_samples": first_model_samples,
         "targets": TARGETS,
     }
 
@@ -246,6 +315,7 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         f"{calls:,} calls ({results['threads']:,} threads x {MODELS} models x 2 conditions, answered and "
         f"judged) recorded in {results['record_s']:.1f} s; a write {results['write_ms_per_call']:.3f} ms "
         f"(one file per call: {results['old_layout_write_ms_per_call']:.3f} ms)",
+        f"end of run: {results['receipts']:,} job receipts written in {results['receipts_s']:.1f} s",
         f"store on disk: {results['segments_bytes'] / 2**20:,.0f} MiB of segments, "
         f"{results['store_bytes'] / 2**20:,.0f} MiB compacted in {results['compact_s']:.1f} s "
         f"(one file per call: {results['old_layout_bytes_per_call'] * calls / 2**20:,.0f} MiB) "
@@ -255,6 +325,13 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         f"every record read: {results['read_all_s']:.1f} s; every key looked up: "
         f"{results['lookup_every_key_s']:.1f} s ({results['looked_up']:,} found); ledger totals (summary, "
         f"spending cap): {results['totals_s']:.1f} s",
+        f"the run's tables as a re-run writes them ({results['table_rows']:,} rows, every call found): "
+        f"{results['tables_s']:.1f} s; report {results['report_s']:.1f} s (target < "
+        f"{TARGETS['report_s']:.0f} s at 1M)",
+        f"export: the run's {results['export_samples']:,} samples read in {results['export_read_s']:.1f} s, "
+        f"written as one Parquet table in {results['export_parquet_s']:.1f} s; one model's Inspect log "
+        f"({results['export_inspect_one_model_samples']:,} samples) in "
+        f"{results['export_inspect_one_model_s']:.1f} s",
     ]
 
 

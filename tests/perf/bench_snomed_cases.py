@@ -22,7 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tasks.benchmarks.snomed.cases.case_set import build_case_set, build_cases
+from tasks.benchmarks.snomed.cases.build import build_case_set
+from tasks.benchmarks.snomed.cases.case_set import build_cases
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
 from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
 from tasks.data.patients.omop import eunomia_duckdb_path

@@ -1,8 +1,9 @@
 """The full-cycle consultation benchmark as a `Benchmark`: the record the registry lists and its flows run."""
 
-from tasks.benchmarks.consult.cases.case_set import check_case_set, load_sample
+from tasks.benchmarks.consult.card import CONSULT_CARD
+from tasks.benchmarks.consult.cases.case_set import load_sample
 from tasks.benchmarks.consult.compare import COMPARISON
-from tasks.benchmarks.consult.config import PROMPTS_DIR, ConsultConfig
+from tasks.benchmarks.consult.config import PROMPTS_DIR
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
 from tasks.benchmarks.consult.export import exported_run
 from tasks.benchmarks.consult.plan import build_plan, estimate_job, estimate_scoring
@@ -15,9 +16,7 @@ from tasks.evals.outputs import RunTables
 from tasks.evals.protocol import Benchmark, Rejudging, published_report
 
 CONSULT = Benchmark(
-    name="consult",
-    title="Full-cycle consultation: history, diagnosis, treatment and follow-up with a simulated patient",
-    config_model=ConsultConfig,
+    card=CONSULT_CARD,
     load_cases=load_sample,
     plan=build_plan,
     solve=consult_episode,
@@ -32,5 +31,4 @@ CONSULT = Benchmark(
     export=exported_run,
     rejudging=Rejudging(solved_key=EpisodeJob.row_key, estimate_scoring=estimate_scoring),
     comparison=COMPARISON,
-    check_inputs=check_case_set,
 )

@@ -1,8 +1,9 @@
 """The SNOMED diagnosis benchmark as a `Benchmark`: the record the registry lists and its flows run."""
 
-from tasks.benchmarks.snomed.cases.loading import check_case_set, load_sample
+from tasks.benchmarks.snomed.card import SNOMED_CARD
+from tasks.benchmarks.snomed.cases.loading import load_sample
 from tasks.benchmarks.snomed.compare import COMPARISON
-from tasks.benchmarks.snomed.config import PROMPTS_DIR, SnomedConfig
+from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.export import exported_run
 from tasks.benchmarks.snomed.plan import build_plan, estimate_job
@@ -14,9 +15,7 @@ from tasks.evals.outputs import RunTables
 from tasks.evals.protocol import Benchmark, published_report
 
 SNOMED = Benchmark(
-    name="snomed",
-    title="SNOMED diagnosis: a clinician model interviews a simulated patient and names its conditions",
-    config_model=SnomedConfig,
+    card=SNOMED_CARD,
     load_cases=load_sample,
     plan=build_plan,
     solve=interview_case,
@@ -30,5 +29,4 @@ SNOMED = Benchmark(
     prompts_dir=PROMPTS_DIR,
     comparison=COMPARISON,
     export=exported_run,
-    check_inputs=check_case_set,
 )

@@ -4,15 +4,14 @@ dry run."""
 from pathlib import Path
 from typing import Any
 
+from tasks.benchmarks.snomed.card import train_prevalence_table
 from tasks.benchmarks.snomed.case import Case
 from tasks.benchmarks.snomed.cases.loading import (
     case_set_fingerprint,
     check_case_set,
-    load_case_set,
     load_sample,
     run_case_set_facts,
 )
-from tasks.benchmarks.snomed.clinicians import prevalence_table
 from tasks.benchmarks.snomed.config import SnomedConfig
 from tasks.benchmarks.snomed.interview import (
     DISCLOSURE_RULES,
@@ -24,7 +23,6 @@ from tasks.benchmarks.snomed.offline_models import PATIENT, PREVALENCE
 from tasks.benchmarks.snomed.patient import lay_conditions, load_lexicon
 from tasks.benchmarks.snomed.scorer import ScoreJob
 from tasks.benchmarks.snomed.solver import InterviewJob, RoleSetup, interview_turns
-from tasks.core.preflight import UserError, remedy
 from tasks.core.tokens import count_tokens
 from tasks.evals.config import EvaluationSettings, ModelSpec
 from tasks.evals.estimate import EstimateTally
@@ -155,17 +153,7 @@ def _with_prevalence(spec: ModelSpec, case_set_dir: Path) -> ModelSpec:
     """The prevalence baseline predicts from the train split of the case set under evaluation."""
     if spec.model != PREVALENCE or "prevalence" in spec.params:
         return spec
-    table = prevalence_table(load_case_set(case_set_dir), split="train")
-    if not table:
-        how = remedy(
-            "threadmed snomed cases --train-share 0.5",
-            """snomed-cases/adhoc --param settings='{"train_share": 0.5}'""",
-        )
-        raise UserError(
-            f"{PREVALENCE} needs train cases to count codes in: build the case set with a train share "
-            f"({how})",
-            "--models",
-        )
+    table = train_prevalence_table(case_set_dir)
     return spec.model_copy(update={"params": {**spec.params, "prevalence": [list(row) for row in table]}})
 
 

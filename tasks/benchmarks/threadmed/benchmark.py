@@ -1,6 +1,7 @@
 """ThReadMed-QA as a `Benchmark`: the record the registry lists and the evaluate-models flow runs."""
 
-from tasks.benchmarks.threadmed.cases import check_dataset_build, check_sample_split, load_sample
+from tasks.benchmarks.threadmed.card import THREADMED_CARD
+from tasks.benchmarks.threadmed.cases import load_sample
 from tasks.benchmarks.threadmed.compare import COMPARISON
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES, THREADS
 from tasks.benchmarks.threadmed.export import exported_run
@@ -11,14 +12,11 @@ from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.benchmarks.threadmed.solver import InferenceJob, answer_thread
 from tasks.benchmarks.threadmed.summary import summarize
 from tasks.benchmarks.threadmed.warehouse import WAREHOUSE
-from tasks.evals.config import EvalConfig
 from tasks.evals.outputs import RunTables
 from tasks.evals.protocol import Benchmark, Rejudging, published_report
 
 THREADMED = Benchmark(
-    name="threadmed",
-    title="ThReadMed-QA: multi-turn medical questions from r/AskDocs, judged against physician answers",
-    config_model=EvalConfig,
+    card=THREADMED_CARD,
     load_cases=load_sample,
     plan=build_plan,
     solve=answer_thread,
@@ -34,6 +32,4 @@ THREADMED = Benchmark(
     rejudging=Rejudging(solved_key=InferenceJob.row_key, estimate_scoring=estimate_scoring),
     warehouse=WAREHOUSE,
     comparison=COMPARISON,
-    check_inputs=check_dataset_build,
-    check_sample=check_sample_split,
 )

@@ -13,6 +13,7 @@ from tasks.benchmarks.threadmed.scorer import (
     render_judge_messages,
 )
 from tasks.benchmarks.threadmed.solver import InferenceJob, ask_turns
+from tasks.core.gc_pause import garbage_collection_paused
 from tasks.core.tokens import count_tokens
 from tasks.evals.config import EvaluationSettings, ModelSpec
 from tasks.evals.estimate import CallEstimate, EstimateTally
@@ -34,32 +35,36 @@ def build_plan(settings: EvaluationSettings) -> ThreadmedPlan:
     judge = config.resolved(config.judge)
     models = [_with_corpus(config.resolved(m), settings.dataset_dir) for m in config.models]
     threads = load_sample(settings.dataset_dir, config.sample)
+    # One options object per model, shared by its jobs (built once, serialised once for their digests).
+    model_options = [(model, config.call_options(model)) for model in models]
+    judge_options = config.call_options(judge)
     # Thread-major order: the tasks running at any moment are spread over every model and provider.
-    jobs = [
-        ThreadmedJob(
-            solve=InferenceJob(
-                run_id=run_id,
-                model=model,
-                options=config.call_options(model),
-                condition=condition,
-                thread=thread,
-            ),
-            score=JudgeJob(
-                run_id=run_id,
-                judge=judge,
-                options=config.call_options(judge),
-                rubric=rubric,
-                reask=reask,
-                model_name=model.name,
-                condition=condition,
-                thread=thread,
-                truncated=config.truncated,
-            ),
-        )
-        for thread in threads
-        for model in models
-        for condition in config.conditions
-    ]
+    with garbage_collection_paused():  # 10^5 jobs, no cycle among them: the collector would rescan them all
+        jobs = [
+            ThreadmedJob(
+                solve=InferenceJob(
+                    run_id=run_id,
+                    model=model,
+                    options=options,
+                    condition=condition,
+                    thread=thread,
+                ),
+                score=JudgeJob(
+                    run_id=run_id,
+                    judge=judge,
+                    options=judge_options,
+                    rubric=rubric,
+                    reask=reask,
+                    model_name=model.name,
+                    condition=condition,
+                    thread=thread,
+                    truncated=config.truncated,
+                ),
+            )
+            for thread in threads
+            for model, options in model_options
+            for condition in config.conditions
+        ]
     return ThreadmedPlan(
         run_id=run_id,
         run_dir=settings.run_dir,

@@ -3,15 +3,19 @@ stops a run with its own exit status, saying what the folder spent once its call
 summary says what this invocation made and paid beside the run's totals; it says what it will do before its
 flow starts (a dry run, before its estimate); a piped dry run's table names every model whole."""
 
+import dataclasses
 import json
 import os
 import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
+from unittest import mock
 
 import pytest
+import typer
 
+from tasks.benchmarks.threadmed import benchmark
 from tasks.llm.ledger import CallLedger, CallRecord
 from tests.eval_fixtures import write_dataset
 from tests.flows.cli.terminal import (
@@ -255,6 +259,31 @@ def test_a_run_says_what_it_will_do_before_its_flow_and_prefect_s_server_start(t
     assert FLOW_STARTS in lines[1:]
 
 
+DRY_RUN = ["--dataset", "build", "--out", "run", *OFFLINE_MODELS, "--dry-run"]
+DRY_RUN_FIRST_LINE = (
+    f"{THREADMED_TITLE}. Dry run of threadmed/deferral into run: planning the calls still to make and "
+    "estimating them (none is made)"
+)
+PLAN_WALKED = "<the plan is walked here>"
+
+
+def test_a_dry_run_says_what_it_will_do_before_it_walks_the_plan(tmp_path):
+    write_dataset(tmp_path / "build")
+
+    def plan_stops(settings):
+        print(PLAN_WALKED)
+        raise typer.Exit(0)
+
+    planless = dataclasses.replace(benchmark.THREADMED, plan=plan_stops)
+    with mock.patch.object(benchmark, "THREADMED", planless):
+        result = threadmed_here("evaluate", *DRY_RUN, cwd=tmp_path)
+    assert (result.returncode, result.stdout.splitlines(), result.stderr) == (
+        0,
+        [DRY_RUN_FIRST_LINE, PLAN_WALKED],
+        "",
+    )
+
+
 LONG_NAMES = ["openai/a-model-under-test-with-a-long-name", "openai/a-judge-with-a-long-name-too"]
 
 
@@ -270,8 +299,8 @@ def test_a_piped_dry_run_names_every_model_whole(tmp_path):
     )  # fmt: skip
     assert (piped.returncode, piped.stderr) == (0, "")
     assert piped.stdout.splitlines()[0] == (
-        f"{THREADMED_TITLE}. Dry run of {LONG_NAMES[0]}, threadmed/deferral into run: the calls still to "
-        "make, estimated (none is made)"
+        f"{THREADMED_TITLE}. Dry run of {LONG_NAMES[0]}, threadmed/deferral into run: planning the calls "
+        "still to make and estimating them (none is made)"
     )  # before its estimate
     rows = [
         [cell.strip() for cell in line.split("│")[1:-1]]

@@ -100,10 +100,12 @@ def test_evaluate_on_a_folder_that_is_not_a_case_set(tmp_path):
     )
 
 
-def test_prevalence_needs_a_train_split(tmp_path):
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])  # the dry run checks it before its first line
+def test_prevalence_needs_a_train_split(tmp_path, dry_run):
     write_case_set(tmp_path / "cases", [case for case in CASES if case.split == "test"])
+    arguments = ["--cases", "cases", "--out", "run", *OFFLINE, *dry_run]
     assert_usage_error(
-        threadmed_here("snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, cwd=tmp_path),
+        threadmed_here("snomed", "evaluate", *arguments, cwd=tmp_path),
         "Invalid value for '--models': threadmed/prevalence needs train cases to count codes in: build the "
         "case set with a train share (threadmed snomed cases --train-share 0.5)",
     )

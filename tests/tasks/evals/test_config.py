@@ -1,3 +1,5 @@
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -254,3 +256,28 @@ def test_a_spending_cap_that_is_not_finite_is_refused_in_a_config_its_overrides_
         assert [(error["loc"], error["type"]) for error in raised.value.errors()] == [
             (("max_cost_usd",), "finite_number")
         ]
+
+
+# Resolves a run's settings in a fresh interpreter and prints which of litellm and openai it imported.
+RESOLVE_AND_LIST_IMPORTS = """
+import sys
+from tasks.evals.config import RunOverrides, resolve_settings
+overrides = RunOverrides(models=["threadmed/retrieval", "openai/gpt-4o"], batch=sys.argv[1:])
+resolve_settings(dataset_dir="build", run_dir="run", overrides=overrides)
+print("\\n" + ",".join(name for name in ("litellm", "openai") if name in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(("batch", "imported"), [([], ""), (["model"], "litellm,openai")])
+def test_resolving_settings_imports_litellm_only_for_a_batch_role(batch, imported):
+    """Every command resolves its settings before its first line: litellm (seconds to import) waits until
+    a role in batch mode needs its provider table."""
+    resolved = subprocess.run(
+        [sys.executable, "-c", RESOLVE_AND_LIST_IMPORTS, *batch],
+        cwd=Path(__file__).parents[3],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    # litellm prints a line of its own for a model string it does not know (threadmed/...): the last is ours
+    assert resolved.stdout.splitlines()[-1] == imported

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tasks.core.files import write_text_atomic
-from tasks.llm import call_store
+from tasks.llm import call_store, segments
 from tasks.llm.call_store import CallStore
 from tasks.llm.ledger import CallLedger, CallRecord
 
@@ -95,3 +95,28 @@ def test_an_old_one_file_per_call_ledger_is_migrated_once_with_a_line_naming_wha
         "ok/aa/aa11.json.123.456.tmp"
     ]
     assert sorted(path.name for path in tmp_path.iterdir()) == [".compaction.lock", "compacted"]
+
+
+def test_a_segment_another_machine_writes_in_the_shared_folder_is_read_and_never_compacted_from_here(
+    tmp_path, monkeypatch
+):
+    """Two machines sharing a run folder (a network file system): each appends to its own segment; this one
+    reads the other's records as they come, and its compaction leaves the other's segment alone (its writer
+    may still be writing: only a process of this machine's boot is known to be gone)."""
+    monkeypatch.setattr(segments, "this_machine", lambda: ("other-host", "0f0f0f0f", "4026531836"))
+    elsewhere = CallStore(tmp_path)
+    elsewhere.write(record("aa", "ok", 0, "from the other machine", order=0))
+    monkeypatch.undo()
+    here = CallStore(tmp_path)
+    here.write(record("bb", "ok", 1, "from this machine", order=1))
+
+    here.compact()
+    (other_segment,) = (tmp_path / "segments").glob("*.jsonl")
+    assert other_segment.name.startswith("other-host_0f0f0f0f_4026531836_")
+    elsewhere.write(record("cc", "failed", 2, None, order=2))  # it goes on writing after the compaction
+    reader = fresh(tmp_path)
+    assert [(r.key, r.text) for r in reader.records()] == [
+        ("aa", "from the other machine"),
+        ("bb", "from this machine"),
+        ("cc", None),
+    ]

@@ -3,7 +3,7 @@ import re
 import litellm
 import pytest
 
-from tasks.llm import offline
+from tasks.llm import offline, offline_provider
 from tasks.llm.call import complete
 from tasks.llm.ledger import CallLedger
 from tasks.llm.offline import OfflineBadRequest, is_offline, register_offline_model
@@ -75,8 +75,8 @@ def test_a_request_the_reply_cannot_answer_is_a_bad_request(tmp_path):
 
 
 def test_the_provider_is_installed_into_litellm_once():
-    offline.install_provider()
-    offline.install_provider()
+    offline_provider.install_provider()
+    offline_provider.install_provider()
     assert [p["provider"] for p in litellm.custom_provider_map].count(offline.PROVIDER) == 1
     reply = litellm.completion(model=ECHO, messages=[{"role": "user", "content": "hi"}])
     assert reply.choices[0].message.content == "hi"

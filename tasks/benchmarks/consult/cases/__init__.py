@@ -1,7 +1,6 @@
 """Consultation cases: seeded generation from the KB, hand-written files, case sets on disk."""
 
 from tasks.benchmarks.consult.cases.case_set import (
-    build_case_set,
     case_set_fingerprint,
     case_set_manifest,
     check_case,
@@ -13,7 +12,6 @@ from tasks.benchmarks.consult.cases.generate import CaseGenerationSettings, gene
 
 __all__ = [
     "CaseGenerationSettings",
-    "build_case_set",
     "case_set_fingerprint",
     "case_set_manifest",
     "check_case",

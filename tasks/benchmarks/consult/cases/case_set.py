@@ -11,12 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from prefect import task
 from pydantic import BaseModel, ValidationError
 
 from tasks.benchmarks.consult.case import ConsultCase, FollowUp, PatientProfile
-from tasks.benchmarks.consult.cases.generate import CaseGenerationSettings, generate_cases
-from tasks.benchmarks.consult.cases.synthea_profiles import read_synthea_demographics
 from tasks.benchmarks.consult.critic import (
     CONSTRAINT_FORMS,
     allergy_problem,
@@ -27,7 +24,7 @@ from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
 from tasks.benchmarks.consult.kb.names import unknown_name
 from tasks.core.files import read_verified_bytes, write_bytes_atomic, write_text_atomic
 from tasks.core.preflight import UserError, remedy
-from tasks.evals.config import SampleSpec
+from tasks.evals.config import RunConfig, SampleSpec
 
 CASES_FILE, MANIFEST_FILE = "cases.jsonl", "manifest.json"
 
@@ -246,16 +243,6 @@ def load_sample(case_set_dir: Path, sample: SampleSpec) -> list[ConsultCase]:
     return sorted(chosen, key=lambda case: order[case.case_id])[: sample.limit]
 
 
-@task(name="build-consult-case-set")
-def build_case_set(out_dir: str, settings: CaseGenerationSettings, from_file: str | None = None) -> str:
-    """Generated cases (or a hand-written file's) -> `<out_dir>/cases.jsonl` + `manifest.json`; out_dir."""
-    kb = load_kb(settings.kb_version)
-    if from_file is None:
-        demographics = (
-            read_synthea_demographics(Path(settings.profiles_from)) if settings.profiles_from else []
-        )
-        cases, recorded = generate_cases(kb, settings, demographics), settings.model_dump(mode="json")
-    else:
-        cases = load_case_file(Path(from_file), kb)
-        recorded = {"from_file": Path(from_file).name, "kb_version": settings.kb_version}
-    return str(write_case_set(cases, Path(out_dir), recorded, kb_version=settings.kb_version))
+def check_sample_split(case_set_dir: Path, config: RunConfig) -> None:
+    """Raise UserError when the run's sampled split holds no case of the case set."""
+    load_sample(case_set_dir, config.sample)

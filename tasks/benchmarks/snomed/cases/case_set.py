@@ -9,7 +9,6 @@ from typing import Any
 
 import orjson
 import pyarrow.parquet as pq
-from prefect import task
 
 from tasks.benchmarks.snomed.case import Case
 from tasks.benchmarks.snomed.cases.records import (
@@ -24,11 +23,10 @@ from tasks.benchmarks.snomed.contracts import cases_to_table
 from tasks.benchmarks.snomed.vocabulary import (
     Vocabulary,
     add_case_set_codes,
-    derive_synthea_vocabulary,
     synthea_version,
     vocabulary_fingerprint,
 )
-from tasks.core.files import check_replaceable_folder, write_folder_atomic
+from tasks.core.files import write_folder_atomic
 from tasks.core.gc_pause import garbage_collection_paused
 from tasks.data.patients.records import SourceError
 
@@ -194,27 +192,3 @@ def build_cases(
     if not allow_empty:
         check_gold(cases, source)
     return SourceCases(cases, read.skipped)
-
-
-@task(name="build-snomed-case-set")
-def build_case_set(
-    source: str,
-    out_dir: str,
-    settings: CaseSetSettings,
-    source_format: SourceFormat | None = None,
-    allow_empty: bool = False,
-) -> str:
-    """Source records -> `<out_dir>/cases.parquet` and `manifest.json`, written together; return out_dir."""
-    source_path, out_path = Path(source).resolve(), Path(out_dir)
-    check_replaceable_folder(out_path, CASE_SET_FILES)  # before the work, not after it
-    source_format = source_format or detect_source_format(source_path)
-    modules_vocabulary = derive_synthea_vocabulary()
-    cases, skipped = build_cases(source_path, source_format, settings, modules_vocabulary, allow_empty)
-    vocabulary = case_set_vocabulary(cases, modules_vocabulary)
-
-    def manifest(cases_sha256: str) -> dict[str, Any]:
-        built = case_set_manifest(cases, source_path, source_format, settings, vocabulary, cases_sha256)
-        return {**built, "skipped": dict(sorted(skipped.items()))}
-
-    write_case_set(cases, manifest, out_path)
-    return str(out_path)

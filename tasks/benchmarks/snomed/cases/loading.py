@@ -14,7 +14,7 @@ from tasks.benchmarks.snomed.contracts import cases_from_table
 from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
 from tasks.core.files import read_verified_bytes
 from tasks.core.preflight import UserError, remedy
-from tasks.evals.config import SampleSpec
+from tasks.evals.config import RunConfig, SampleSpec
 
 
 def check_case_set(case_set_dir: Path) -> None:
@@ -66,6 +66,11 @@ def load_sample(case_set_dir: Path, sample: SampleSpec) -> list[Case]:
         raise UserError(f"the case set has no {sample.split!r} cases; its splits: {splits}", "--split")
     ordered = sorted(cases, key=lambda case: unit_hash(sample.seed, "run-sample", case.case_id))
     return ordered[: sample.limit]
+
+
+def check_sample_split(case_set_dir: Path, config: RunConfig) -> None:
+    """Raise UserError when the run's sampled split holds no case of the case set."""
+    load_sample(case_set_dir, config.sample)
 
 
 def vocabulary_codes(case_set_dir: Path) -> frozenset[str]:

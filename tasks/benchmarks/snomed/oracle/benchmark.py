@@ -12,9 +12,15 @@ from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
 from tasks.benchmarks.snomed.oracle.contracts import ORACLE_PAIRS, TEACHER_REPLIES
 from tasks.benchmarks.snomed.oracle.dataset import write_oracle_dataset
-from tasks.benchmarks.snomed.oracle.plan import build_plan, estimate_job, load_cases
+from tasks.benchmarks.snomed.oracle.plan import (
+    build_plan,
+    check_every_split_has_pairs,
+    estimate_job,
+    load_cases,
+)
 from tasks.benchmarks.snomed.oracle.solver import validate_pairs, write_pairs
 from tasks.core.strict import StrictModel
+from tasks.evals.card import BenchmarkCard
 from tasks.evals.outputs import EpisodeCounts, RunTables, column_mean, summarize_by_epoch
 from tasks.evals.protocol import Benchmark
 
@@ -41,9 +47,13 @@ def rewrite_dataset(run_dirs: list[str], out_dir: str | None, settings: Any) -> 
 
 
 ORACLE_DATA = Benchmark(
-    name="snomed-oracle-data",
-    title="SNOMED patient oracle: teacher-written question/answer pairs per case, validated",
-    config_model=OracleDataConfig,
+    card=BenchmarkCard(
+        name="snomed-oracle-data",
+        title="SNOMED patient oracle: teacher-written question/answer pairs per case, validated",
+        config_model=OracleDataConfig,
+        check_inputs=check_case_set,
+        check_sample=check_every_split_has_pairs,
+    ),
     load_cases=load_cases,
     plan=build_plan,
     solve=write_pairs,
@@ -55,5 +65,4 @@ ORACLE_DATA = Benchmark(
     report_settings=DatasetSettings,
     contracts=(TEACHER_REPLIES, ORACLE_PAIRS),
     prompts_dir=PROMPTS_DIR,
-    check_inputs=check_case_set,
 )

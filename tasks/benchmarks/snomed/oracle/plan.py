@@ -1,5 +1,6 @@
 """oracle-data's run plan: every case of the case set, its topics and the teacher's messages; its dry run."""
 
+from pathlib import Path
 from typing import Any
 
 from tasks.benchmarks.snomed.case import Case
@@ -61,6 +62,13 @@ def load_cases(case_set_dir: Any, sample: SampleSpec) -> list[Case]:
     return sorted(load_case_set(case_set_dir), key=lambda case: case.case_id)[: sample.limit]
 
 
+def check_every_split_has_pairs(case_set_dir: Path, config: OracleDataConfig) -> None:
+    """UserError naming the fix when the run's patients (the first `limit`) leave a split of the pairs
+    without one: checked before any call, and by the command line before the dry run's first line."""
+    cases, available = load_cases(case_set_dir, config.sample), len(load_case_set(case_set_dir))
+    check_every_split_has_a_patient(len(cases), config.split, config.sample.limit, available)
+
+
 def run_vocabulary(cases: list[Case]) -> Vocabulary:
     """The run's vocabulary: every condition code the Synthea modules emit, plus every condition of the
     cases (so the records' conditions and the negative topics are all in the leak check's names)."""
@@ -109,9 +117,8 @@ def build_plan(settings: EvaluationSettings[OracleDataConfig]) -> OraclePlan:
     setup = RoleSetup(
         spec=teacher, options=config.call_options(teacher), prompt_version=teacher_prompt.version
     )
+    check_every_split_has_pairs(case_set_dir, config)
     cases = load_cases(case_set_dir, config.sample)
-    available = len(load_case_set(case_set_dir))
-    check_every_split_has_a_patient(len(cases), config.split, config.sample.limit, available)
     lexicon = load_lexicon()
     vocabulary = run_vocabulary(cases)
     leak_names = vocabulary_leak_names(vocabulary, leak_names_by_code(lexicon))

@@ -7,9 +7,15 @@ from tasks.benchmarks.snomed.cases.loading import check_case_set
 from tasks.benchmarks.snomed.config import PROMPTS_DIR
 from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
 from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_ANSWERS, PATIENT_SCORES
-from tasks.benchmarks.snomed.patient_bench.plan import build_plan, estimate_job, load_cases
+from tasks.benchmarks.snomed.patient_bench.plan import (
+    build_plan,
+    check_bench_sample,
+    estimate_job,
+    load_cases,
+)
 from tasks.benchmarks.snomed.patient_bench.report import BenchReportSettings, bench_report
 from tasks.benchmarks.snomed.patient_bench.solver import ask_patient, score_answers
+from tasks.evals.card import BenchmarkCard
 from tasks.evals.outputs import EpisodeCounts, RunTables, column_mean, summarize_by_epoch
 from tasks.evals.protocol import Benchmark
 from tasks.evals.verdicts import JUDGE_CUT
@@ -26,9 +32,13 @@ ANSWERS = EpisodeCounts(
 )
 
 PATIENT_BENCH = Benchmark(
-    name="snomed-patient-bench",
-    title="SNOMED patient bench: patient simulators answer fixed questions about their records, scored",
-    config_model=PatientBenchConfig,
+    card=BenchmarkCard(
+        name="snomed-patient-bench",
+        title="SNOMED patient bench: patient simulators answer fixed questions about their records, scored",
+        config_model=PatientBenchConfig,
+        check_inputs=check_case_set,
+        check_sample=check_bench_sample,
+    ),
     load_cases=load_cases,
     plan=build_plan,
     solve=ask_patient,
@@ -40,5 +50,4 @@ PATIENT_BENCH = Benchmark(
     report_settings=BenchReportSettings,
     contracts=(PATIENT_ANSWERS, PATIENT_SCORES),
     prompts_dir=PROMPTS_DIR,
-    check_inputs=check_case_set,
 )

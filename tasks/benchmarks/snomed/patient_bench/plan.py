@@ -51,6 +51,16 @@ def bench_cases(case_set_dir: Path, sample: SampleSpec, oracle_data: Path | None
     return cases[: sample.limit]
 
 
+def check_bench_sample(case_set_dir: Path, config: PatientBenchConfig) -> None:
+    """UserError when the oracle data folder is none, or holds no test-split patient of the case set:
+    checked before any call, and by the command line before the dry run's first line."""
+    if config.oracle_data is not None and not (config.oracle_data / "chat" / "test.jsonl").is_file():
+        raise UserError(
+            f"{config.oracle_data} is no oracle data folder (no chat/test.jsonl)", "--oracle-data"
+        )
+    bench_cases(case_set_dir, config.sample, config.oracle_data)
+
+
 def load_cases(case_set_dir: Path, sample: SampleSpec) -> list[Case]:
     return bench_cases(case_set_dir, sample)
 
@@ -67,10 +77,7 @@ def build_plan(settings: EvaluationSettings[PatientBenchConfig]) -> BenchPlan:
     """Cases x patients -> one job each. Reads the case set (and oracle data); calls nothing."""
     config, case_set_dir = settings.config, settings.dataset_dir
     check_case_set(case_set_dir)
-    if config.oracle_data is not None and not (config.oracle_data / "chat" / "test.jsonl").is_file():
-        raise UserError(
-            f"{config.oracle_data} is no oracle data folder (no chat/test.jsonl)", "--oracle-data"
-        )
+    check_bench_sample(case_set_dir, config)
     fingerprint = case_set_fingerprint(case_set_dir)
     run_id = run_id_for(config, fingerprint)
     prompt = load_prompt(config.prompt_file())

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.benchmarks.snomed.case import Case, RecordCondition
+from tasks.benchmarks.snomed.cases.build import build_case_set
 from tasks.benchmarks.snomed.cases.case_set import (
-    build_case_set,
     build_cases,
     case_set_vocabulary,
     detect_source_format,
