@@ -49,12 +49,13 @@ def make_task_runner(settings: RunnerSettings) -> TaskRunner:
     """The task runner that `settings` describe. prefect-dask is imported only when Dask is chosen."""
     if settings.kind == "threads":
         return ThreadPoolTaskRunner(max_workers=settings.max_workers)
-    from prefect_dask import DaskTaskRunner  # optional: pip install 'threadmed-qa[dask]'
+    # prefect-dask's runner, its submissions made cheap. Optional: pip install 'threadmed-qa[dask]'
+    from tasks.core.dask_runner import FastSubmitDaskTaskRunner
 
     if settings.dask_address is not None:
-        return DaskTaskRunner(address=settings.dask_address)
+        return FastSubmitDaskTaskRunner(address=settings.dask_address)
     # Single-threaded processes unless told: ingest parses JSON under the GIL. Loopback only, no dashboard.
-    return DaskTaskRunner(
+    return FastSubmitDaskTaskRunner(
         cluster_kwargs={
             "n_workers": settings.dask_workers,
             "threads_per_worker": settings.dask_threads or 1,

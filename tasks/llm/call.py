@@ -187,13 +187,13 @@ def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> 
     tasks/llm/deferral.py)."""
     key = request.key()
     with in_flight.key_locks.hold(key):
-        record = ledger.adopt(key)
-        if record is None and (others := in_flight.other_processes) is not None:
+        if (others := in_flight.other_processes) is None:
+            record = ledger.adopt(key) or _outcome(key, request, options, ledger)
+        # Across processes, the ledger as last read first (a call it has needs no key held, and no read
+        # of what the others appended); then, holding the key, what they appended too.
+        elif (record := ledger.lookup(key) and ledger.adopt(key)) is None:
             with others.hold(key):
-                # Another worker may have made it while this one waited for the key.
                 record = ledger.adopt(key) or _outcome(key, request, options, ledger)
-        elif record is None:
-            record = _outcome(key, request, options, ledger)
     if (outcomes := _outcomes.get()) is not None:
         outcomes[record.status] += 1
     return record

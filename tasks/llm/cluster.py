@@ -4,8 +4,12 @@ A Dask run makes its calls in the cluster's worker processes, on one machine or 
 keeps for its threads (tasks/llm/limits.py, budget.py, in_flight.py) is then kept on the cluster's
 scheduler, with Dask's own primitives, so that it holds across all the workers:
 
-- a provider's calls in flight (`max_concurrency`): a `distributed.Semaphore` with that many leases, one
-  held by each attempt while it is made;
+- a provider's calls in flight (`max_concurrency`): a `distributed.Semaphore` with that many leases. A
+  process leases them in blocks (`LeasedSlots`): it asks for as many as its threads wait for, each attempt
+  holds one while it is made, and a lease whose call ended goes to a thread of the process that waits
+  for one, with no round trip; it goes back to the scheduler as soon as no thread of its own waits for
+  it, or once it has served `LEASE_TURNS` calls (so that the other processes waiting get their turn). The
+  calls in flight of a process never outnumber its leases, nor the leases of all processes the limit;
 - the start of its calls (`requests_per_minute`) and its Retry-After pauses: the earliest time the next
   call may start (wall clock: the machines' clocks must agree, e.g. by NTP), a value kept on the scheduler
   by `ValuesOnScheduler` and changed there in one round trip. A start claims its turn there when the
@@ -32,7 +36,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -61,6 +65,10 @@ PAUSE_READ_S = 0.25
 # leave state on the scheduler for every call ever made.
 KEY_SHARD_DIGITS = 3
 NAME_PREFIX = "threadmed"
+# How many calls of one process a provider lease serves, one after another, before it goes back to the
+# scheduler: a lease taken and given back is two round trips, shared by this many calls; a process whose
+# threads always wait for a slot still gives each lease back this often, for the other processes waiting.
+LEASE_TURNS = 8
 
 
 @dataclass(frozen=True)
@@ -155,14 +163,13 @@ class ClusterLimiter:
     def __init__(self, link: SchedulerLink, provider: str, provider_limits: ProviderLimits) -> None:
         rate = provider_limits.requests_per_minute
         name = f"limits/{provider}/{provider_limits.max_concurrency}/{rate}"
-        # This process never waits on more leases than the cluster has.
-        self._in_process = threading.BoundedSemaphore(provider_limits.max_concurrency)
-        self._leases = Semaphore(
+        leases = Semaphore(
             max_leases=provider_limits.max_concurrency,
             name=f"{NAME_PREFIX}/{name}/in-flight",
             scheduler_rpc=link.scheduler,
             loop=link.loop,
         )
+        self.slots = LeasedSlots(leases, provider_limits.max_concurrency, link.loop)
         self._next_start = SchedulerValue(link, f"{name}/next-start")
         self._interval_s = 60.0 / rate if rate else 0.0
         self._known_start = 0.0  # the next start as this process last read it
@@ -171,13 +178,9 @@ class ClusterLimiter:
 
     @contextmanager
     def slot(self) -> Iterator[None]:
-        with self._in_process:
-            self._leases.acquire()
-            try:
-                self._wait_for_turn()
-                yield
-            finally:
-                self._leases.release()
+        with self.slots.lease():
+            self._wait_for_turn()
+            yield
 
     def pause(self, seconds: float) -> None:
         """Let no call of any worker start for `seconds` from now."""
@@ -215,6 +218,135 @@ class ClusterLimiter:
             finally:
                 self._reading.release()
         return self._known_start
+
+
+@dataclass
+class LeaseBook:
+    """What one process holds of a provider's leases, and its rules: `LeasedSlots` applies them one at a time
+    (under its lock) and does what they return. A lease is idle only while a thread of the process waits
+    to take it; one no thread waits for goes back to the scheduler at once."""
+
+    limit: int  # leases of the whole cluster
+    turns: int = LEASE_TURNS
+    held: int = 0  # leases this process holds, idle or serving a call
+    asking: int = 0  # leases asked of the scheduler and not granted yet
+    waiting: int = 0  # threads waiting for a lease
+    idle: list[int] = field(default_factory=list)  # of each idle lease, the calls it has served
+
+    def want(self) -> int:
+        """A thread waits for a lease: how many more to ask the scheduler for now."""
+        self.waiting += 1
+        return self._asks()
+
+    def take(self) -> int | None:
+        """A waiting thread takes an idle lease: the calls it has served; None if no lease is idle."""
+        if not self.idle:
+            return None
+        self.waiting -= 1
+        return self.idle.pop()
+
+    def give_up(self) -> None:
+        """A waiting thread stops waiting without a lease (its lease could not be had)."""
+        self.waiting -= 1
+
+    def done(self, served: int) -> tuple[bool, int]:
+        """A call ended on a lease that has now served `served` calls: whether the lease goes back to the
+        scheduler (else a waiting thread takes it), and how many more to ask for now."""
+        if served < self.turns and self.waiting > len(self.idle):
+            self.idle.append(served)
+            return False, 0
+        self.held -= 1
+        return True, self._asks()
+
+    def granted(self) -> bool:
+        """The scheduler granted a lease asked for: whether it is kept for a waiting thread (else it goes
+        back: a lease that ended a call served the thread meanwhile)."""
+        self.asking -= 1
+        if self.waiting <= len(self.idle):
+            return False
+        self.held += 1
+        self.idle.append(0)
+        return True
+
+    def refused(self) -> bool:
+        """Asking for a lease failed: whether a waiting thread is left without one (and is told)."""
+        self.asking -= 1
+        return self.waiting > len(self.idle) + self.asking
+
+    def _asks(self) -> int:
+        """Ask for a lease for each waiting thread no idle lease or lease asked for covers, as far as the
+        cluster has leases this process does not hold or ask for."""
+        missing = self.waiting - len(self.idle) - self.asking
+        room = self.limit - self.held - self.asking
+        asks = max(0, min(missing, room))
+        self.asking += asks
+        return asks
+
+
+class LeasedSlots:
+    """A provider's calls in flight in this process, within the leases it holds of the cluster's
+    `distributed.Semaphore` (`LeaseBook`'s rules). Leases are asked for and given back on the process's
+    event loop: a thread waits only when no lease is idle for it. The semaphore refreshes the leases held,
+    so that those of a process that dies go back after Dask's lease time-out."""
+
+    def __init__(self, semaphore: Semaphore, limit: int, loop: Any) -> None:
+        self.book = LeaseBook(limit)
+        self._semaphore = semaphore
+        self._loop = loop
+        self._changed = threading.Condition()
+        self._failures: list[BaseException] = []  # of leases asked for, for the threads waiting
+
+    @contextmanager
+    def lease(self) -> Iterator[None]:
+        """Held while a call is made: one of this process's leases."""
+        served = self._take()
+        try:
+            yield
+        finally:
+            self._done(served + 1)
+
+    def _take(self) -> int:
+        with self._changed:
+            self._ask(self.book.want())
+            while (served := self.book.take()) is None:
+                if self._failures:
+                    self.book.give_up()
+                    raise self._failures.pop()
+                self._changed.wait()
+            return served
+
+    def _done(self, served: int) -> None:
+        with self._changed:
+            back, asks = self.book.done(served)
+            if not back:
+                self._changed.notify()
+            self._ask(asks)
+        if back:
+            self._loop.add_callback(self._give_back)
+
+    def _ask(self, asks: int) -> None:
+        for _ in range(asks):
+            self._loop.add_callback(self._acquire)
+
+    async def _acquire(self) -> None:
+        """On the event loop: one lease from the scheduler, waiting as long as it takes."""
+        try:
+            await self._semaphore.acquire()
+        except Exception as error:  # the scheduler is gone or refused: a waiting thread raises it
+            with self._changed:
+                if self.book.refused():
+                    self._failures.append(error)
+                    self._changed.notify()
+            return
+        with self._changed:
+            kept = self.book.granted()
+            if kept:
+                self._changed.notify()
+        if not kept:
+            await self._give_back()
+
+    async def _give_back(self) -> None:
+        await self._semaphore.release()
 
 
 def claim_start(next_start: float, now: float, interval_s: float) -> tuple[float, float]:

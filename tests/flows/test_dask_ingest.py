@@ -11,6 +11,7 @@ from prefect import flow, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect_dask import DaskTaskRunner
 
+from tasks.core.dask_runner import FastSubmitDaskTaskRunner
 from tasks.core.runners import RunnerSettings, make_task_runner
 from tasks.data.reddit.contracts import RAW_COMMENTS, RAW_REJECTS, RAW_SUBMISSIONS
 from tasks.data.reddit.ingest import DEFAULT_WORKERS, ingest_dump_file
@@ -84,6 +85,8 @@ def test_runner_settings_choose_the_engine():
     remote = RunnerSettings(kind="dask", dask_address="tcp://10.0.0.5:8786")
     assert make_task_runner(remote) == DaskTaskRunner(address="tcp://10.0.0.5:8786")
     local = make_task_runner(RunnerSettings(kind="dask", dask_workers=3))
+    # prefect-dask's runner, its submissions made cheap (tasks/core/dask_runner.py)
+    assert type(make_task_runner(remote)) is type(local) is FastSubmitDaskTaskRunner
     assert (local.cluster_kwargs["n_workers"], local.cluster_kwargs["host"]) == (3, "127.0.0.1")
     assert not RunnerSettings(kind="dask").can_spawn_processes
     with pytest.raises(ValueError, match="kind is 'threads'"):

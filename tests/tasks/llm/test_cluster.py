@@ -23,6 +23,7 @@ from tasks.llm.budget import BudgetState, SpendingBudget
 from tasks.llm.call import complete
 from tasks.llm.cluster import (
     KEY_SHARD_DIGITS,
+    LEASE_TURNS,
     NAME_PREFIX,
     BudgetGone,
     ValuesOnScheduler,
@@ -112,6 +113,47 @@ def test_the_calls_in_flight_of_every_worker_stay_within_the_provider_s_limit(cl
     assert (held, outcomes) == (limit, [[None] * len(questions)] * WORKERS)
     made = WORKERS * len(questions)
     assert (stats["ok"], stats["max_in_flight"], stats["max_ok_per_body"]) == (made, limit, 1)
+
+
+def test_a_worker_s_leases_serve_its_calls_in_turn_and_all_go_back_once_they_end(cluster, tmp_path):
+    limit = 2
+    options = CallOptions(provider="openai", limits=ProviderLimits(max_concurrency=limit))
+    questions = [f"worker {{worker}}, question {i}" for i in range(6 * THREADS)]
+    slots = slots_of("openai", limit)
+    with LLMServer(latency_s=0.01) as server, shared_by_cluster(cluster, tmp_path / "ledger", None):
+        outcomes = on_each_worker(cluster, ask, server.url, tmp_path / "ledger", questions, options)
+        # A lease no thread waits for goes back at once, on the worker's event loop: wait for the last.
+        deadline = time.monotonic() + 600  # a liveness bound only
+        while leases_held(cluster, slots):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        books = on_each_worker(cluster, lease_book, options.limits)
+        stats = server.stats()
+    calls = WORKERS * len(questions)
+    answered = [[None] * len(questions)] * WORKERS
+    assert (outcomes, stats["ok"], stats["max_in_flight"]) == (answered, calls, limit)
+    assert books == [(0, 0, 0, [])] * WORKERS  # nothing held, asked for or waited for
+    # Threads waiting in the same worker took the leases of calls that ended, with no round trip.
+    assert calls / LEASE_TURNS <= acquisitions(cluster, slots) < calls
+
+
+def lease_book(limits: ProviderLimits, worker: int) -> tuple[int, int, int, list[int]]:
+    """On a worker: what it holds of the provider's leases (held, asked for, threads waiting, idle)."""
+    book = limiter_for("openai", limits).slots.book
+    return book.held, book.asking, book.waiting, book.idle
+
+
+def leases_held(client: Client, semaphore: str) -> int:
+    return client.run_on_scheduler(
+        lambda dask_scheduler: len(dask_scheduler.extensions["semaphores"].leases[semaphore])
+    )
+
+
+def acquisitions(client: Client, semaphore: str) -> int:
+    """How many leases of the Dask semaphore `semaphore` the scheduler has granted."""
+    return client.run_on_scheduler(
+        lambda dask_scheduler: dask_scheduler.extensions["semaphores"].metrics["acquire_total"][semaphore]
+    )
 
 
 def slots_of(provider: str, limit: int) -> str:
