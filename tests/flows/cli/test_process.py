@@ -184,7 +184,10 @@ def test_ctrl_c_during_a_rerun_records_every_reply_that_comes_and_the_resume_pay
                     process.wait()
         asked = [request for request in llm.requests if request.model == "judge2"]
         kept = CallLedger(rejudged / "ledger").count_succeeded()
-        assert kept == len(asked) == sum(request.ok for request in asked) == 3 + 2
+        # Every grade asked was answered and kept: the 2 held, and those answered before the server began to
+        # hold (3, or one more that came while the third was being answered: it counts replies as they end).
+        assert kept == len(asked) == sum(request.ok for request in asked)
+        assert len(asked) - 2 in (3, 4)
         assert all(request.started < interrupted_at for request in asked)  # none sent after Ctrl-C
         assert interrupt_lines(output, printed) == [
             f"interrupted: {kept} calls kept in {rejudged}; re-run the same command to resume"
