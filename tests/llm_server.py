@@ -293,7 +293,9 @@ class LLMServer:
             del self.state.batches[batch_id]
 
     def hold_after(self, ok_replies: int) -> None:
-        """Once `ok_replies` requests have succeeded, hold every new request unanswered."""
+        """Once `ok_replies` requests have succeeded, hold every new request unanswered. Decided as each
+        request arrives, counting the replies that have ended: with several calls in flight, one that arrives
+        while the last of those replies is being answered passes too."""
         self.state.hold_after_ok = ok_replies
 
     def drop_held(self) -> None:
