@@ -37,6 +37,9 @@ class Rejudging(NamedTuple):
     solved_key: Callable[[Any], dict[str, Any]]
     # The dry run's walk of one score job over given solve rows: counts its judge calls still to make.
     estimate_scoring: Callable[[Any, list[dict[str, Any]], CallLedger, EstimateTally], None]
+    # Its input folder -> the fingerprint a run's manifest records of it: a re-judge checks the folder is
+    # the one the answers were given for before it says what it will do.
+    fingerprint: Callable[[Path], str]
 
 
 @dataclass(frozen=True)

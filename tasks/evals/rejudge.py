@@ -228,11 +228,29 @@ def rejudging(bench: Benchmark, source: SourceRun) -> Benchmark:
     ledgers = [run.ledger_dir for run in earlier_runs(source)]
     return replace(
         bench,
+        card=replace(bench.card, check_sample=partial(_check_replayable, bench, source)),
         plan=partial(replayed_plan, bench, bench.rejudging.solved_key, source),
         solve=replay_answers,
         summarize=partial(judge_summary, bench.summarize),
         estimate_job=partial(estimate_judging, bench.rejudging.estimate_scoring, ledgers),
     )
+
+
+def _check_replayable(bench: Benchmark, source: SourceRun, dataset_dir: Path, config: RunConfig) -> None:
+    """The re-judge's input check: its benchmark's, and the folder is the one the source run answered."""
+    check_unchanged_inputs(source, bench.rejudging.fingerprint(dataset_dir))
+    if bench.card.check_sample is not None:
+        bench.card.check_sample(dataset_dir, config)
+
+
+def check_unchanged_inputs(source: SourceRun, fingerprint: str) -> None:
+    """UserError unless `fingerprint` is that of the inputs the source run answered."""
+    if fingerprint != source.dataset_fingerprint:
+        raise UserError(
+            f"{source.dataset_dir} changed since run {source.run_id} answered it (its fingerprint differs): "
+            "its answers can only be re-judged against the questions they answered",
+            SOURCE,
+        )
 
 
 def replayed_plan(
@@ -248,12 +266,7 @@ def replayed_plan(
     run, or when the source holds answers its own plan has no job for (a run made by other code).
     """
     plan = bench.plan(settings)
-    if plan.dataset_fingerprint != source.dataset_fingerprint:
-        raise UserError(
-            f"{source.dataset_dir} changed since run {source.run_id} answered it (its fingerprint differs): "
-            "its answers can only be re-judged against the questions they answered",
-            SOURCE,
-        )
+    check_unchanged_inputs(source, plan.dataset_fingerprint)
     stored = pq.read_table(source.run_dir / f"{bench.tables.solved[0].name}.parquet").to_pylist()
     keys = [solved_key(job.solve) for job in plan.jobs]
     columns = list(keys[0]) if keys else []

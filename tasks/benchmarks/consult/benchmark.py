@@ -1,7 +1,7 @@
 """The full-cycle consultation benchmark as a `Benchmark`: the record the registry lists and its flows run."""
 
 from tasks.benchmarks.consult.card import CONSULT_CARD
-from tasks.benchmarks.consult.cases.case_set import load_sample
+from tasks.benchmarks.consult.cases.case_set import case_set_fingerprint, load_sample
 from tasks.benchmarks.consult.compare import COMPARISON
 from tasks.benchmarks.consult.config import PROMPTS_DIR
 from tasks.benchmarks.consult.contracts import MESSAGES, SCORES
@@ -29,6 +29,8 @@ CONSULT = Benchmark(
     contracts=(MESSAGES, SCORES),
     prompts_dir=PROMPTS_DIR,
     export=exported_run,
-    rejudging=Rejudging(solved_key=EpisodeJob.row_key, estimate_scoring=estimate_scoring),
+    rejudging=Rejudging(
+        solved_key=EpisodeJob.row_key, estimate_scoring=estimate_scoring, fingerprint=case_set_fingerprint
+    ),
     comparison=COMPARISON,
 )

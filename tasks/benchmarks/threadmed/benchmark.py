@@ -1,7 +1,7 @@
 """ThReadMed-QA as a `Benchmark`: the record the registry lists and the evaluate-models flow runs."""
 
 from tasks.benchmarks.threadmed.card import THREADMED_CARD
-from tasks.benchmarks.threadmed.cases import load_sample
+from tasks.benchmarks.threadmed.cases import dataset_fingerprint, load_sample
 from tasks.benchmarks.threadmed.compare import COMPARISON
 from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES, THREADS
 from tasks.benchmarks.threadmed.export import exported_run
@@ -29,7 +29,9 @@ THREADMED = Benchmark(
     contracts=(THREADS, QA_PAIRS, RESPONSES, JUDGMENTS),
     prompts_dir=PROMPTS_DIR,
     export=exported_run,
-    rejudging=Rejudging(solved_key=InferenceJob.row_key, estimate_scoring=estimate_scoring),
+    rejudging=Rejudging(
+        solved_key=InferenceJob.row_key, estimate_scoring=estimate_scoring, fingerprint=dataset_fingerprint
+    ),
     warehouse=WAREHOUSE,
     comparison=COMPARISON,
 )

@@ -78,7 +78,10 @@ def test_a_snomed_run_has_no_judge_to_rerun(source, tmp_path):
     )
 
 
-def test_a_run_whose_dataset_changed_is_refused(source, tmp_path):
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["run", "dry-run"])
+def test_a_run_whose_dataset_changed_is_refused_before_the_command_says_what_it_will_do(
+    source, tmp_path, dry_run
+):
     changed = {**THREAD_TEXTS, "ankle": ("test", [("Is my ankle broken?", "Get an x-ray.")])}
     build = write_dataset(tmp_path / "build", changed)
     run = tmp_path / "run"
@@ -88,10 +91,13 @@ def test_a_run_whose_dataset_changed_is_refused(source, tmp_path):
         json.dumps({**recorded, "dataset": {**recorded["dataset"], "dir": str(build)}})
     )
     assert_usage_error(
-        threadmed_before_any_flow("judge", "rerun", "run", "--judge", "m", "--out", "new", cwd=tmp_path),
+        result := threadmed_before_any_flow(
+            "judge", "rerun", "run", "--judge", "m", "--out", "new", *dry_run, cwd=tmp_path
+        ),
         f"Invalid value for 'RUN_DIR': {build} changed since run {recorded['run_id']} answered it (its "
         "fingerprint differs): its answers can only be re-judged against the questions they answered",
     )
+    assert result.stdout == ""
     assert not (tmp_path / "new").exists()
 
 
