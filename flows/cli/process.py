@@ -10,6 +10,9 @@
   Ctrl-C leaves at once. No half-written file counts.
 - At exit, Prefect's event-loop threads are stopped before the interpreter finalizes: left alive,
   they keep DuckDB objects alive past DuckDB's teardown, which then prints `nanobind: leaked ...`.
+- A command that ended (its exit status set) leaves once every exit hook has run, its output flushed,
+  without the interpreter's teardown of every module it imported: about 0.45 s of each command, for
+  Prefect's import graph mostly, that writes nothing.
 
 Signal handlers are process-wide, so what the interrupt line says is process-wide state too
 (`on_interrupt`).
@@ -69,7 +72,13 @@ def run(app: Callable[[], Any]) -> None:
     signal.signal(signal.SIGINT, interrupted)
     try:
         app()
-    except BaseException:  # Typer ends every command with SystemExit
+    except SystemExit as ended:  # Typer ends every command with SystemExit
+        if _Interrupt.received:
+            exit_interrupted()
+        if (status := exit_status(ended.code)) is None:
+            raise
+        leave_without_teardown(status)
+    except BaseException:
         if _Interrupt.received:
             exit_interrupted()
         raise
@@ -141,6 +150,31 @@ def exit_interrupted() -> None:
     sys.stderr.write(_Interrupt.describe(abandoned) + "\n")
     sys.stderr.flush()
     os._exit(INTERRUPTED_EXIT_CODE)
+
+
+def exit_status(code: object) -> int | None:
+    """The process's exit status for `SystemExit(code)`, or None when Python would print the code (a
+    message) and end with 1: that exit is left to the interpreter."""
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else None
+
+
+def leave_without_teardown(status: int) -> None:
+    """Exit with `status` as the interpreter would, less its teardown of the modules imported: wait for the
+    threads that are not daemons, run every exit hook, flush the output, then leave."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    main = threading.main_thread()
+    for thread in threading.enumerate():
+        if thread is not main and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()  # CPython's own exit step (the hooks, last registered first), run here
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: the interpreter's own exit says so
+        raise SystemExit(status) from None
+    os._exit(status)
 
 
 def use_detached_temporary_server(_: ModuleType) -> None:

@@ -248,3 +248,50 @@ def test_a_command_that_used_duckdb_exits_without_nanobind_leak_reports(tmp_path
     assert built.returncode == 0, built.stdout + built.stderr
     assert (tmp_path / "out" / "dataset.duckdb").exists()
     assert "nanobind" not in built.stdout + built.stderr
+
+
+# A command ending as `code` under `run`, with an object whose finalizer speaks only if the interpreter tears
+# the modules down (what a command's exit skips) and an exit hook that must still run.
+ENDING = """
+import atexit, sys
+from flows.cli.process import run
+
+class Noisy:
+    def __del__(self):
+        print("torn down")
+
+sys.modules["__main__"].kept = Noisy()
+atexit.register(print, "exit hook ran")
+
+def app():
+    print("the command's output", end="")  # left in the buffer: the exit must flush it
+    raise SystemExit(eval(sys.argv[1]))
+
+run(app)
+"""
+
+
+@pytest.mark.parametrize(("code", "status"), [("0", 0), ("None", 0), ("3", 3)])
+def test_an_ended_command_runs_its_exit_hooks_flushes_and_leaves_without_tearing_modules_down(code, status):
+    ended = subprocess.run(
+        [sys.executable, "-c", ENDING, code], capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S
+    )
+    assert (ended.returncode, ended.stdout, ended.stderr) == (
+        status,
+        "the command's outputexit hook ran\n",
+        "",
+    )
+
+
+def test_a_command_ending_with_a_message_is_left_to_the_interpreter():
+    ended = subprocess.run(
+        [sys.executable, "-c", ENDING, "'no such file'"],
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+    )
+    assert (ended.returncode, ended.stdout, ended.stderr) == (
+        1,
+        "the command's outputexit hook ran\ntorn down\n",
+        "no such file\n",
+    )
