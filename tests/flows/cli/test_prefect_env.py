@@ -51,9 +51,17 @@ def test_a_variable_the_user_set_is_kept_and_the_others_are_filled():
     assert applied == {name: value for name, value in DEFAULTS.items() if name not in user_set}
 
 
+# What an environment variable can hold: any text but NUL, which ends a C string (POSIX environ).
+ENVIRONMENT_TEXT = st.characters(exclude_characters="\x00")
+
+
 @given(
-    users=st.dictionaries(st.sampled_from(sorted(DEFAULTS)), st.text(min_size=1, max_size=8)),
-    others=st.dictionaries(st.sampled_from(["PATH", "LANG", "PREFECT_API_KEY"]), st.text(max_size=8)),
+    users=st.dictionaries(
+        st.sampled_from(sorted(DEFAULTS)), st.text(ENVIRONMENT_TEXT, min_size=1, max_size=8)
+    ),
+    others=st.dictionaries(
+        st.sampled_from(["PATH", "LANG", "PREFECT_API_KEY"]), st.text(ENVIRONMENT_TEXT, max_size=8)
+    ),
 )
 def test_every_default_fills_exactly_what_the_user_left_unset(users, others):
     users = {**users, HOME: users.get(HOME, "/nowhere/home")}  # a home with no profile in it
