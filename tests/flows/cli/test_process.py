@@ -251,10 +251,15 @@ def test_a_command_that_used_duckdb_exits_without_nanobind_leak_reports(tmp_path
 
 
 # A command ending as `code` under `run`, with an object whose finalizer speaks only if the interpreter tears
-# the modules down (what a command's exit skips) and an exit hook that must still run.
+# the modules down (what a command's exit skips), an exit hook that must still run and an idle thread pool
+# that must be told to end (the interpreter tells it, before it waits for threads that are not daemons).
 ENDING = """
 import atexit, sys
+from concurrent.futures import ThreadPoolExecutor
 from flows.cli.process import run
+
+pool = ThreadPoolExecutor(1)  # kept: its worker thread, not a daemon, stays idle until told to end
+pool.submit(print, end="")
 
 class Noisy:
     def __del__(self):
