@@ -21,6 +21,7 @@ def test_resuming_a_run_with_another_rank_is_a_usage_error(tmp_path):
     (tmp_path / "oracle").mkdir()
     recorded = {"settings": OracleTrainSettings().model_dump(mode="json")}
     (tmp_path / "oracle" / "manifest.json").write_text(json.dumps(recorded))
+    (tmp_path / "oracle" / "checkpoints" / "checkpoint-2").mkdir(parents=True)  # it trained 2 steps
     assert_usage_error(
         threadmed_here(
             "snomed", "oracle-train", "--data", "data", "--out", "oracle", "--lora-rank", "4", cwd=tmp_path
