@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from flows.cli.errors import reports_errors
-from flows.cli.render import print_report_summary
+from flows.cli.render import console, print_report_summary
 from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.core.preflight import check_writable_folder
 
@@ -86,8 +86,15 @@ def run_report_flow(
     for run_dir in run_dirs:
         check_run_folder(run_dir)
     check_each_run_once([(read_run_id(run_dir), run_dir) for run_dir in run_dirs])
-    check_writable_folder(out or Path(default_report_dir([str(r) for r in run_dirs])), "--out")
+    report_dir = out or Path(default_report_dir([str(r) for r in run_dirs]))
+    check_writable_folder(report_dir, "--out")
     check_writable_folder(lake, "--lake")
+    console.print(
+        f"Report of {', '.join(map(str, run_dirs))} into {report_dir}: recomputed from the stored runs, "
+        "no model called",
+        markup=False,
+        soft_wrap=True,
+    )
     return Path(
         report_flow(
             run_dirs=[str(r) for r in run_dirs],
