@@ -4,6 +4,7 @@ both: a benchmark names what it has of its own in a `CaseSetCommand`, and adds i
 import importlib
 import inspect
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
@@ -237,7 +238,8 @@ def case_set_report_command(command: CaseSetCommand) -> Callable[..., None]:
     ) -> None:
         command.part(LOAD_RUNS)(run_dirs)  # before the flow: runs that do not merge are one line
         settings = bootstrap_settings(command.part(BENCHMARK).report_settings, resamples, seed)
-        check_run_folder, report_flow = command.part(CHECK_RUN_FOLDER), command.part(REPORT_FLOW)
+        check_run_folder = command.part(CHECK_RUN_FOLDER)
+        report_flow = partial(command.part, REPORT_FLOW)  # imported after the command's first line
         report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, report_flow, settings)
         command.part(PRINT_REPORT)(report_dir)
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from flows.cli.errors import reports_errors
-from flows.cli.render import print_report_summary
+from flows.cli.render import console, print_report_summary
 from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.core.preflight import check_writable_folder
 
@@ -62,11 +62,15 @@ def report(
     tables the figures are drawn from, and index.html (tables, figures and a conversation browser in one
     self-contained page) under the report folder, and publishes the tables as Prefect artifacts.
     """
-    from flows.report import report_runs
     from tasks.benchmarks.threadmed.run_data import check_run_folder
 
+    def report_flow() -> Callable[..., str]:
+        from flows.report import report_runs
+
+        return report_runs
+
     settings = ReportSettings(n_resamples=resamples, seed=seed, level=level, clustered=clustered)
-    report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, report_runs, settings)
+    report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, report_flow, settings)
     print_report_summary(report_dir, Console())
 
 
@@ -75,21 +79,29 @@ def run_report_flow(
     out: Path | None,
     lake: Path,
     check_run_folder: Callable[[Path], None],
-    report_flow: Callable[..., str],
+    report_flow: Callable[[], Callable[..., str]],
     settings: BaseModel,
 ) -> Path:
-    """Check the run folders (each a run, each run once) and the output folders, then run a benchmark's report
-    flow; the report folder."""
+    """Check the run folders (each a run, each run once) and the output folders, say what will be done, then
+    run a benchmark's report flow (`report_flow()` imports it: Prefect and the plotting libraries take
+    seconds, after the first line); the report folder."""
     from tasks.report.files import default_report_dir
     from tasks.report.runs import check_each_run_once, read_run_id
 
     for run_dir in run_dirs:
         check_run_folder(run_dir)
     check_each_run_once([(read_run_id(run_dir), run_dir) for run_dir in run_dirs])
-    check_writable_folder(out or Path(default_report_dir([str(r) for r in run_dirs])), "--out")
+    report_dir = out or Path(default_report_dir([str(r) for r in run_dirs]))
+    check_writable_folder(report_dir, "--out")
     check_writable_folder(lake, "--lake")
+    console.print(
+        f"Report of {', '.join(map(str, run_dirs))} into {report_dir}: recomputed from the stored runs, "
+        "no model called",
+        markup=False,
+        soft_wrap=True,
+    )
     return Path(
-        report_flow(
+        report_flow()(
             run_dirs=[str(r) for r in run_dirs],
             out_dir=None if out is None else str(out),
             lake_dir=str(lake),

@@ -22,6 +22,13 @@ TRAINING_DONE = {
     "finish": "The last checkpoint had ended the training: nothing trained; losses and outputs written.",
     "train": "Trained.",
 }
+# What this run will do, said first (before the minute or more that torch and the base take to load).
+TRAINING_PLAN = {
+    "nothing": "the run is finished, with every output asked: nothing to train or write",
+    "export": "the run is finished: writing the outputs it lacks, training nothing",
+    "finish": "its last checkpoint ended the training: writing losses and outputs, training nothing",
+    "train": "training {length}{resuming}; loading torch and the base takes a minute or more",
+}
 ORACLE_EXTRA_MODULES = ("torch", "transformers", "peft", "trl", "datasets", "gguf")
 
 
@@ -129,6 +136,15 @@ def oracle_train(
     ended = training_ended_at(last_checkpoint(out), settings)
     step = next_step(recorded_manifest(out), settings, wanted, export_only, ended)
     check_oracle_extra()
+    checkpoint = last_checkpoint(out)
+    length = f"to step {settings.max_steps}" if settings.max_steps else f"{settings.epochs:g} epochs"
+    resuming = f", resuming from {checkpoint.name}" if checkpoint else ""
+    console.print(
+        f"SNOMED patient oracle: LoRA fine-tuning of {settings.base} on {data} into {out}: "
+        + TRAINING_PLAN[step].format(length=length, resuming=resuming),
+        markup=False,
+        soft_wrap=True,
+    )
     manifest = train_oracle(
         data, out, settings, export=export, gguf_converter=gguf_converter, export_only=export_only
     )

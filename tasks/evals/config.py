@@ -15,7 +15,15 @@ from tasks.core.preflight import UserError, validation_message
 from tasks.core.strict import StrictModel, unknown_name
 from tasks.llm.offline import is_offline
 from tasks.llm.providers import batch_capable, check_batch_capable
-from tasks.llm.request import CallMode, CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
+from tasks.llm.request import (
+    CallMode,
+    CallOptions,
+    ChatRequest,
+    Prices,
+    ProviderLimits,
+    RetryPolicy,
+    assumed_reply_tokens,
+)
 
 Condition = Literal["baseline", "oracle"]
 # A spending cap in USD: a finite amount, none below 0. An infinite cap (`inf`, `1e400`) would be no cap at
@@ -68,6 +76,12 @@ class ModelSpec(StrictModel):
     @property
     def provider_name(self) -> str:
         return self.provider or self.model.split("/", 1)[0]
+
+    @property
+    def assumed_reply_tokens(self) -> int:
+        """The reply length the dry run and the progress bound assume: `estimated_reply_tokens`, at most the
+        `max_tokens` the params send."""
+        return assumed_reply_tokens(self.estimated_reply_tokens, self.params)
 
     def request(
         self,

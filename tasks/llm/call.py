@@ -37,7 +37,7 @@ from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.limits import limiter_for
 from tasks.llm.offline import is_offline
 from tasks.llm.offline_provider import install_provider
-from tasks.llm.request import CallOptions, ChatRequest, Prices, RetryPolicy
+from tasks.llm.request import CallOptions, ChatRequest, Prices, RetryPolicy, assumed_reply_tokens
 
 # litellm prints a "Give Feedback / Get Help" banner on every provider error; our records carry the error.
 litellm.suppress_debug_info = True
@@ -99,9 +99,7 @@ def estimated_cost_usd(request: ChatRequest, options: CallOptions) -> float:
     (cl100k) and the role's `estimated_reply_tokens` (at most its max_tokens); 0 for an unpriced model,
     which the ledger records at 0 too."""
     prompt = sum(count_tokens(text) for message in request.messages for text in message_texts(message))
-    reply = options.estimated_reply_tokens
-    if isinstance(max_tokens := request.params.get("max_tokens"), int):
-        reply = min(reply, max_tokens)
+    reply = assumed_reply_tokens(options.estimated_reply_tokens, request.params)
     return sum(call_costs(request, options, prompt, reply) or (0.0, 0.0))
 
 

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -58,6 +59,15 @@ class CallOptions(BaseModel, frozen=True):
     estimated_reply_tokens: int = Field(
         400, ge=0, description="Reply length a spending cap reserves for the call (tasks/llm/budget.py)."
     )
+
+
+def assumed_reply_tokens(estimated_reply_tokens: int, params: Mapping[str, Any]) -> int:
+    """The reply length an estimate assumes for a call (the dry run, progress, a spending cap's reserve):
+    the role's `estimated_reply_tokens`, at most the `max_tokens` its params send (no reply is longer)."""
+    max_tokens = params.get("max_tokens")
+    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
+        return min(estimated_reply_tokens, max_tokens)
+    return estimated_reply_tokens
 
 
 # Fields added to the key after calls were recorded: left out while at their default, so every key made

@@ -130,15 +130,15 @@ def estimate_job(job: ConsultJob, ledger: CallLedger, tally: EstimateTally) -> N
         return
     follow_ups = len(episode.case.follow_ups)
     calls = max(0, episode.max_questions + (1 + episode.max_reasks) * (2 + follow_ups) - made)
-    growth = 2 * episode.agent.estimated_reply_tokens
+    growth = 2 * episode.agent.assumed_reply_tokens
     estimate.calls += calls
     estimate.prompt_tokens += calls * prompt + growth * calls * (calls - 1) // 2
-    estimate.completion_tokens += calls * episode.agent.estimated_reply_tokens
+    estimate.completion_tokens += calls * episode.agent.assumed_reply_tokens
     rubric = job.score.judge.rubric
     judged = sum(count_tokens(rubric.sections[name]) for name in ("system", "user")) + growth
     judging.calls += follow_ups
     judging.prompt_tokens += follow_ups * judged
-    judging.completion_tokens += follow_ups * job.score.judge.spec.estimated_reply_tokens
+    judging.completion_tokens += follow_ups * job.score.judge.spec.assumed_reply_tokens
 
 
 def estimate_scoring(
@@ -163,7 +163,7 @@ def _estimate_judging(
             return record
         estimate.calls += 1
         estimate.prompt_tokens += sum(count_tokens(str(m["content"])) for m in request.messages)
-        estimate.completion_tokens += job.judge.spec.estimated_reply_tokens
+        estimate.completion_tokens += job.judge.spec.assumed_reply_tokens
         now = datetime.now(UTC)  # an assumed verdict, so the walk goes on to the next follow-up
         return CallRecord(key=request.key(), model=request.model, status="ok", text=ASSUMED_VERDICT,
                           started_at=now, finished_at=now)  # fmt: skip

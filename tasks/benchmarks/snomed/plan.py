@@ -208,9 +208,9 @@ def estimate_job(job: SnomedJob, ledger: CallLedger, tally: EstimateTally) -> No
         "clinician": settings.max_turns + 1 + settings.max_reasks - made["clinician"],
         "patient": settings.max_turns - made["patient"],
     }
-    growth = interview.clinician.spec.estimated_reply_tokens + interview.patient.spec.estimated_reply_tokens
+    growth = interview.clinician.spec.assumed_reply_tokens + interview.patient.spec.assumed_reply_tokens
     for role, calls in remaining.items():
         estimate = estimates[role]
         estimate.calls += calls
         estimate.prompt_tokens += calls * prompt + growth * calls * (calls - 1) // 2
-        estimate.completion_tokens += calls * interview.setup(role).spec.estimated_reply_tokens
+        estimate.completion_tokens += calls * interview.setup(role).spec.assumed_reply_tokens

@@ -136,7 +136,7 @@ def _walk_answers(
             continue
         estimate.calls += 1
         estimate.prompt_tokens += _prompt_tokens(job, turn, answers)
-        estimate.completion_tokens += job.model.estimated_reply_tokens
+        estimate.completion_tokens += job.model.assumed_reply_tokens
         turns.append((turn, None))
     return turns
 
@@ -146,7 +146,7 @@ def _prompt_tokens(job: InferenceJob, turn: int, known_answers: list[str]) -> in
     questions = sum(count_tokens(q) for q in job.thread.questions[: turn + 1])
     if job.condition == "oracle":
         return questions + sum(count_tokens(a) for a in job.thread.answers[:turn])
-    assumed = (turn - len(known_answers)) * job.model.estimated_reply_tokens
+    assumed = (turn - len(known_answers)) * job.model.assumed_reply_tokens
     return questions + sum(count_tokens(a) for a in known_answers) + assumed
 
 
@@ -163,6 +163,6 @@ def _estimate_judging(
     placeholder = render_judge_messages(job.rubric, job.thread.questions[turn], job.thread.answers[turn], "")
     estimate.calls += 1
     estimate.prompt_tokens += sum(count_tokens(m["content"]) for m in placeholder) + (
-        count_tokens(answer) if answer is not None else job.judge.estimated_reply_tokens
+        count_tokens(answer) if answer is not None else job.judge.assumed_reply_tokens
     )
-    estimate.completion_tokens += job.judge.estimated_reply_tokens
+    estimate.completion_tokens += job.judge.assumed_reply_tokens

@@ -36,6 +36,18 @@ def test_the_dry_run_counts_calls_and_drops_the_ones_already_made(dataset, tmp_p
     assert after[("threadmed/overlap-judge", "judge")] == (25, 1)
 
 
+def test_the_dry_run_assumes_no_reply_longer_than_the_max_tokens_sent(dataset, tmp_path):
+    # --max-tokens 64: each reply is at most 64 tokens, fewer than the roles' estimates (400, judge 120)
+    config = OFFLINE.model_copy(update={"conditions": ["baseline"], "max_tokens": 64})
+    plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=config))
+    estimates = {(e.model, e.role): (e.calls, e.completion_tokens) for e in estimate_plan(plan, estimate_job)}
+    assert estimates == {
+        ("retrieval", "inference"): (13, 13 * 64),
+        ("threadmed/deferral", "inference"): (13, 13 * 64),
+        ("threadmed/overlap-judge", "judge"): (26, 26 * 64),
+    }
+
+
 def test_the_dry_run_prices_known_models_and_flags_unknown_ones(dataset, tmp_path):
     config = EvalConfig(
         models=[ModelSpec(model="openai/gpt-4o"), ModelSpec(model="openai/local")],

@@ -1,4 +1,7 @@
-from tasks.llm.request import ChatRequest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tasks.llm.request import ChatRequest, assumed_reply_tokens
 
 MESSAGES = ({"role": "user", "content": "My ankle is swollen. X-ray?"},)
 
@@ -62,3 +65,27 @@ def test_a_request_asks_for_json_through_its_response_format():
     assert asks({"response_format": {"type": "json_schema", "json_schema": {"name": "verdict"}}})
     assert not asks({"response_format": {"type": "text"}})
     assert not asks({"temperature": 0})
+
+
+@given(
+    estimated=st.integers(min_value=0, max_value=10**6),
+    max_tokens=st.one_of(st.none(), st.booleans(), st.integers(min_value=1, max_value=10**6), st.text()),
+)
+def test_the_reply_an_estimate_assumes_is_the_role_s_estimate_never_past_the_max_tokens_sent(
+    estimated, max_tokens
+):
+    params = {} if max_tokens is None else {"max_tokens": max_tokens}
+    capped = isinstance(max_tokens, int) and not isinstance(max_tokens, bool)
+    assert assumed_reply_tokens(estimated, params) == (min(estimated, max_tokens) if capped else estimated)
+
+
+def test_the_reply_an_estimate_assumes_in_examples():
+    examples = [
+        (400, {}, 400),
+        (400, {"max_tokens": 64}, 64),
+        (30, {"max_tokens": 64}, 30),
+        (400, {"n": 1}, 400),
+    ]
+    assert [assumed_reply_tokens(estimated, params) for estimated, params, _ in examples] == [
+        assumed for _, _, assumed in examples
+    ]

@@ -180,4 +180,4 @@ def estimate_job(job: Job[PairsJob, ValidateJob], ledger: CallLedger, tally: Est
             continue
         estimate.calls += 1
         estimate.prompt_tokens += sum(count_tokens(message["content"]) for message in call.messages)
-        estimate.completion_tokens += teacher.spec.estimated_reply_tokens
+        estimate.completion_tokens += teacher.spec.assumed_reply_tokens

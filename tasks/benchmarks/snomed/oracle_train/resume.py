@@ -15,6 +15,8 @@ MANIFEST = "manifest.json"
 CHECKPOINTS = "checkpoints"
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")  # transformers' checkpoint folders, named by their step
 TRAINER_STATE = "trainer_state.json"  # in each checkpoint: its step and the run's planned steps
+# The setting OUT/base is made from (a GGUF base, dequantised once and kept for every re-run).
+UNPACKED_BASE_SETTING = "base"
 # nothing: the run is finished with every output asked; export: finished, some asked output missing;
 # finish: its last checkpoint ended the training, the rest (losses, adapter, outputs) is missing; train.
 NextStep = Literal["nothing", "export", "finish", "train"]
@@ -48,16 +50,19 @@ def trained_steps(out: Path) -> int:
 
 def check_resumable(out: Path, settings: OracleTrainSettings) -> None:
     """A UserError when `out` holds a run with other settings (its checkpoints would not fit this one), or
-    one trained past --max-steps (a run is not untrained)."""
+    one trained past --max-steps (a run is not untrained). A run that trained nothing (refused, e.g. by its
+    --max-length, or stopped before its first checkpoint) binds only its base: `base/` is all it kept."""
     recorded = recorded_manifest(out)
     changed = changed_settings(recorded["settings"], settings) if recorded else []
+    trained = trained_steps(out)
+    if not trained:
+        changed = [name for name in changed if name == UNPACKED_BASE_SETTING]
     if changed:
         raise UserError(
             f"{out} holds a run with other {', '.join(changed)}; resume it with its settings "
             f"(see {out / MANIFEST}) or choose another --out",
             "--out",
         )
-    trained = trained_steps(out)
     if settings.max_steps is not None and trained > settings.max_steps:
         raise UserError(
             f"{out} holds a run trained {trained} steps, past --max-steps {settings.max_steps}: give "

@@ -147,7 +147,7 @@ def estimate_job(job: Job[AskJob, BenchScoreJob], ledger: CallLedger, tally: Est
             if record is None:
                 patient.calls += 1
                 patient.prompt_tokens += sum(count_tokens(m["content"]) for m in request.messages)
-                patient.completion_tokens += ask.patient.spec.estimated_reply_tokens
+                patient.completion_tokens += ask.patient.spec.assumed_reply_tokens
             else:
                 patient.cached += 1
             if judge is None or score.judge is None:
@@ -159,4 +159,4 @@ def estimate_job(job: Job[AskJob, BenchScoreJob], ledger: CallLedger, tally: Est
                 continue
             judge.calls += 1
             judge.prompt_tokens += sum(count_tokens(m["content"]) for m in messages)
-            judge.completion_tokens += score.judge.spec.estimated_reply_tokens
+            judge.completion_tokens += score.judge.spec.assumed_reply_tokens

@@ -124,11 +124,30 @@ def test_a_folder_of_a_run_with_other_settings_is_refused(tmp_path):
     (tmp_path / "manifest.json").write_text(
         json.dumps({"settings": OracleTrainSettings().model_dump(mode="json")})
     )
+    write_checkpoint(tmp_path, 2, max_steps=10)
     check_resumable(tmp_path, OracleTrainSettings(max_steps=10))
     with pytest.raises(UserError) as refused:
         check_resumable(tmp_path, OracleTrainSettings(lora_rank=4))
     assert (str(refused.value), refused.value.option) == (
         f"{tmp_path} holds a run with other lora_rank; resume it with its settings "
+        f"(see {tmp_path / 'manifest.json'}) or choose another --out",
+        "--out",
+    )
+
+
+@pytest.mark.parametrize("status", ["training", "done"])
+def test_a_folder_whose_run_trained_nothing_binds_only_its_unpacked_base(tmp_path, status):
+    # A run refused by its --max-length after the base was unpacked: its manifest, no checkpoint, no step.
+    refused = OracleTrainSettings(base="smollm2.gguf", max_length=128, max_steps=1)
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({"status": status, "settings": refused.model_dump(mode="json")})
+    )
+    (tmp_path / "base").mkdir()
+    check_resumable(tmp_path, refused.model_copy(update={"max_length": 512, "lora_rank": 4}))
+    with pytest.raises(UserError) as refused_base:
+        check_resumable(tmp_path, refused.model_copy(update={"base": "other.gguf", "max_length": 512}))
+    assert (str(refused_base.value), refused_base.value.option) == (
+        f"{tmp_path} holds a run with other base; resume it with its settings "
         f"(see {tmp_path / 'manifest.json'}) or choose another --out",
         "--out",
     )
