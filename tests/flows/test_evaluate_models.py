@@ -391,7 +391,7 @@ def test_the_demo_config_runs_offline_from_the_command_line(cli, dataset, tmp_pa
     assert len(ReceiptBook(CallLedger(tmp_path / "ledger"))) == len(jobs)
 
     again = CliRunner().invoke(cli, [*args, "--dry-run"])
-    assert again.exit_code == 0 and "total: 0 calls" in again.output
+    assert again.exit_code == 0 and "total: 0 calls at most" in again.output
 
 
 def test_a_run_stops_at_its_spending_cap_and_a_rerun_with_a_higher_cap_finishes_paying_no_call_twice(
