@@ -282,7 +282,6 @@ def run_or_estimate(
         )
         print_estimate(benchmark(), settings, out)
         return
-    from tasks.evals.batch_runs import AWAITING_BATCHES
     from tasks.evals.run_lock import RunFolderBusy, check_not_held, hold_run_folder
 
     try:
@@ -306,6 +305,8 @@ def run_or_estimate(
     except RunFolderBusy as error:
         console.print(str(error), style="red", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
+    from tasks.evals.batch_runs import AWAITING_BATCHES  # with the call layer: litellm
+
     if state.name == AWAITING_BATCHES:
         console.print(state.message or "", style="yellow", markup=False, soft_wrap=True)
         raise typer.Exit(AWAITING_BATCHES_EXIT_CODE)
@@ -325,7 +326,7 @@ def run_or_estimate(
 
 def refuse_overspent_run(out: Path, settings: "EvaluationSettings") -> None:
     """Exit 3 in one line when the run folder's ledger has spent the spending cap already."""
-    from tasks.evals.spending import overspent_refusal
+    from tasks.evals.cap_checks import overspent_refusal
     from tasks.llm.ledger import CallLedger
 
     spent = CallLedger(out / "ledger").total_cost_usd() if settings.config.max_cost_usd is not None else 0.0
@@ -361,8 +362,8 @@ def run_with_progress(
 def print_estimate(bench: "Benchmark", settings: "EvaluationSettings", out: Path) -> None:
     """The dry run's table: the plan's calls still to make, their tokens and dollars per model and role; a
     warning when they would pass the spending cap."""
+    from tasks.evals.cap_checks import cap_exceeded_warning
     from tasks.evals.estimate import estimate_plan
-    from tasks.evals.spending import cap_exceeded_warning
 
     estimates = estimate_plan(bench.plan(settings), bench.estimate_job)
     print_table(estimate_table(estimates), console)

@@ -1,8 +1,5 @@
 """The SNOMED and consultation commands are built by one function: the same shared options, each its own."""
 
-import subprocess
-import sys
-
 import pytest
 import typer
 
@@ -11,7 +8,7 @@ from flows.cli.consult import CONSULT_COMMANDS
 from flows.cli.consult import app as consult_app
 from flows.cli.snomed import SNOMED_COMMANDS
 from flows.cli.snomed import app as snomed_app
-from tests.flows.cli.terminal import COMMAND_TIMEOUT_S
+from tests.flows.cli.terminal import LITELLM_IMPORTED, threadmed_until_litellm
 from tests.tasks.benchmarks.consult.report_fixtures import make_run as make_consult_run
 from tests.tasks.benchmarks.snomed.test_report import make_run as make_snomed_run
 
@@ -49,23 +46,6 @@ def test_every_part_named_after_a_benchmark_exists():
             assert callable(command.part(getattr(case_sets, part))), (command.name, part)
 
 
-# The command as a new process, stopped (exit 0) when it first imports litellm (the audit event of an import,
-# not of a lookup): what it printed before.
-STOPPED_AT_LITELLM = """
-import os, sys
-
-def stop_at_litellm(event, arguments):
-    if event == "import" and arguments[0] == "litellm":
-        print("<litellm imported>", flush=True)
-        os._exit(0)
-
-sys.addaudithook(stop_at_litellm)
-sys.argv = ["threadmed", *sys.argv[1:]]
-from flows.cli import main
-main()
-"""
-
-
 @pytest.mark.parametrize(
     ("benchmark", "make_run"), [("snomed", make_snomed_run), ("consult", make_consult_run)]
 )
@@ -73,14 +53,7 @@ def test_a_report_says_what_it_will_do_before_it_imports_the_benchmark_s_solvers
     tmp_path, benchmark, make_run
 ):
     make_run(tmp_path, "r1", ["alpha"])
-    said = subprocess.run(
-        [sys.executable, "-c", STOPPED_AT_LITELLM, benchmark, "report", "r1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
-    )  # fmt: skip
-    assert (said.returncode, said.stdout.splitlines()) == (
-        0,
-        [
-            "Report of r1 into r1/report: recomputed from the stored runs, no model called",
-            "<litellm imported>",
-        ],
-    ), said.stderr
+    assert threadmed_until_litellm(benchmark, "report", "r1", cwd=tmp_path) == [
+        "Report of r1 into r1/report: recomputed from the stored runs, no model called",
+        LITELLM_IMPORTED,
+    ]
