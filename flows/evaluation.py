@@ -19,6 +19,7 @@ from tasks.core.run_folder import claim_run_folder
 from tasks.core.runners import RunnerSettings, make_task_runner, runner_for_calls
 from tasks.evals.batch_runs import AWAITING_BATCHES, batches_left_to_single_calls, make_batch_calls
 from tasks.evals.call_totals import ledger_calls, run_calls, spent_usd
+from tasks.evals.cap_checks import overspent_refusal
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.estimate import record_receipts
 from tasks.evals.outputs import (
@@ -34,7 +35,7 @@ from tasks.evals.plan import plan_evaluation
 from tasks.evals.protocol import Benchmark
 from tasks.evals.rejudge import rejudge_refusal
 from tasks.evals.run_lock import hold_run_folder
-from tasks.evals.spending import calls_shared_by, capped_run, overspent_refusal
+from tasks.evals.spending import calls_shared_by, capped_run
 from tasks.llm.ledger import compact_ledger
 
 

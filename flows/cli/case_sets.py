@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
+from pydantic import BaseModel
 
 from flows.cli.errors import reports_errors
 from flows.cli.evaluate import (
@@ -237,7 +238,10 @@ def case_set_report_command(command: CaseSetCommand) -> Callable[..., None]:
         ] = None,
     ) -> None:
         command.part(LOAD_RUNS)(run_dirs)  # before the flow: runs that do not merge are one line
-        settings = bootstrap_settings(command.part(BENCHMARK).report_settings, resamples, seed)
+
+        def settings() -> BaseModel:  # after the first line: the benchmark's import takes seconds (litellm)
+            return bootstrap_settings(command.part(BENCHMARK).report_settings, resamples, seed)
+
         check_run_folder = command.part(CHECK_RUN_FOLDER)
         report_flow = partial(command.part, REPORT_FLOW)  # imported after the command's first line
         report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, report_flow, settings)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # importing them at run time costs every command the seconds 
 
     from tasks.evals.card import BenchmarkCard
     from tasks.evals.config import EvaluationSettings
+    from tasks.evals.plan import RunPlan
     from tasks.evals.protocol import Benchmark
 
 
@@ -262,9 +263,9 @@ def run_or_estimate(
     stopped the run.
 
     The caller has checked the input folder and the settings of `card`'s benchmark; the run folder and the
-    run's sample of the inputs (`card.check_sample`) are checked here. The dry run's first line comes
-    next, before `benchmark()` imports the benchmark's solvers (and litellm) and its plan is walked: what
-    it will do is said in a second, the estimate follows."""
+    run's sample of the inputs (`card.check_sample`) are checked here. The first line comes next, before
+    `benchmark()` imports the benchmark's solvers (and litellm) and its plan is walked: what it will do is
+    said in a second; the estimate, or the run's id and jobs, follow."""
     from tasks.core.run_folder import check_run_folder_benchmark
 
     # The flow claims the folder; refused here, before it starts: another benchmark's folder is a bad --out.
@@ -281,46 +282,31 @@ def run_or_estimate(
         )
         print_estimate(benchmark(), settings, out)
         return
-    from tasks.evals.batch_runs import AWAITING_BATCHES
-    from tasks.evals.spending import overspent_refusal
-    from tasks.llm.ledger import CallLedger
-
-    bench = benchmark()
-    plan = bench.plan(settings)  # here too, so what the user must fix is one line, not a failed flow run
-    check_writable_folder(out, "--out")
-    # Before the server starts: one line, and the exit of a run the cap stopped.
-    spent = CallLedger(out / "ledger").total_cost_usd() if settings.config.max_cost_usd is not None else 0.0
-    if (refusal := overspent_refusal(out, settings.config.max_cost_usd, spent)) is not None:
-        console.print(refusal, style="red", markup=False, soft_wrap=True)
-        raise typer.Exit(COST_CAP_EXIT_CODE)
-    from flows.cli.process import abandoned_words, on_interrupt
-    from flows.cli.progress import showing_progress
-    from tasks.evals.progress import Track, plan_tracks
-    from tasks.evals.run_lock import RunFolderBusy, hold_run_folder
-
-    def tracks() -> list[Track]:
-        return plan_tracks(plan, bench.estimate_job, settings.config)
-
-    def last_words(abandoned: int) -> str:
-        progress.stop(last_lines=False)  # the terminal's cursor back; nothing printed before the line
-        return interrupted_line(out, abandoned_words(abandoned))
+    from tasks.evals.run_lock import RunFolderBusy, check_not_held, hold_run_folder
 
     try:
-        # The folder is held first (a busy one is refused in one line, before anything else is said), then
-        # what the run will do is the first line, before the flow and any Prefect server start.
+        # A busy, unwritable or overspent folder is refused in one line, before anything else is said; then
+        # what the run will do is the first line, before the benchmark's solvers (and litellm) are imported
+        # and its plan is made (seconds).
+        check_not_held(out)
+        check_writable_folder(out, "--out")
+        refuse_overspent_run(out, settings)
+        console.print(
+            f"{card.title}. Run of {models} into {out}: planning its jobs (calls its ledger holds are not "
+            "made again)",
+            markup=False,
+            soft_wrap=True,
+        )
+        bench = benchmark()
+        plan = bench.plan(settings)  # here, so what the user must fix is said, not a failed flow run
         with hold_run_folder(out):
-            console.print(
-                f"{bench.title}. Run {plan.run_id} of {models}: {len(plan.jobs):,} jobs into {out} (calls "
-                "its ledger holds are not made again)",
-                markup=False,
-                soft_wrap=True,
-            )
-            with showing_progress(out, tracks) as progress:
-                on_interrupt(last_words)
-                state = run_flow()
+            console.print(f"Run {plan.run_id}: {len(plan.jobs):,} jobs", markup=False, soft_wrap=True)
+            state = run_with_progress(bench, plan, settings, out, run_flow)
     except RunFolderBusy as error:
         console.print(str(error), style="red", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
+    from tasks.evals.batch_runs import AWAITING_BATCHES  # with the call layer: litellm
+
     if state.name == AWAITING_BATCHES:
         console.print(state.message or "", style="yellow", markup=False, soft_wrap=True)
         raise typer.Exit(AWAITING_BATCHES_EXIT_CODE)
@@ -338,11 +324,46 @@ def run_or_estimate(
     console.print(f"[green]Run {manifest['run_id']} written to[/green] {out}")
 
 
+def refuse_overspent_run(out: Path, settings: "EvaluationSettings") -> None:
+    """Exit 3 in one line when the run folder's ledger has spent the spending cap already."""
+    from tasks.evals.cap_checks import overspent_refusal
+    from tasks.llm.ledger import CallLedger
+
+    spent = CallLedger(out / "ledger").total_cost_usd() if settings.config.max_cost_usd is not None else 0.0
+    if (refusal := overspent_refusal(out, settings.config.max_cost_usd, spent)) is not None:
+        console.print(refusal, style="red", markup=False, soft_wrap=True)
+        raise typer.Exit(COST_CAP_EXIT_CODE)
+
+
+def run_with_progress(
+    bench: "Benchmark",
+    plan: "RunPlan[Any, Any]",
+    settings: "EvaluationSettings",
+    out: Path,
+    run_flow: Callable[[], "State"],
+) -> "State":
+    """Run the flow under the live progress of the plan's calls; Ctrl-C prints one line of what was left."""
+    from flows.cli.process import abandoned_words, on_interrupt
+    from flows.cli.progress import showing_progress
+    from tasks.evals.progress import Track, plan_tracks
+
+    def tracks() -> list[Track]:
+        return plan_tracks(plan, bench.estimate_job, settings.config)
+
+    def last_words(abandoned: int) -> str:
+        progress.stop(last_lines=False)  # the terminal's cursor back; nothing printed before the line
+        return interrupted_line(out, abandoned_words(abandoned))
+
+    with showing_progress(out, tracks) as progress:
+        on_interrupt(last_words)
+        return run_flow()
+
+
 def print_estimate(bench: "Benchmark", settings: "EvaluationSettings", out: Path) -> None:
     """The dry run's table: the plan's calls still to make, their tokens and dollars per model and role; a
     warning when they would pass the spending cap."""
+    from tasks.evals.cap_checks import cap_exceeded_warning
     from tasks.evals.estimate import estimate_plan
-    from tasks.evals.spending import cap_exceeded_warning
 
     estimates = estimate_plan(bench.plan(settings), bench.estimate_job)
     print_table(estimate_table(estimates), console)

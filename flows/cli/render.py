@@ -101,14 +101,15 @@ def estimate_table(estimates: "list[CallEstimate]") -> Table:
         counts = (e.calls, e.cached, e.prompt_tokens, e.completion_tokens)
         rows.append([e.model, e.role, e.mode, *(f"{count:,}" for count in counts), cost])
     priced = [e.cost_usd for e in estimates if e.cost_usd is not None]
-    total = f"total: {sum(e.calls for e in estimates):,} calls, about {sum(priced):,.2f} USD"
+    total = f"total: {sum(e.calls for e in estimates):,} calls at most, about {sum(priced):,.2f} USD"
     if any(e.mode == "batch" for e in estimates):
         saving = sum(e.batch_saving_usd for e in estimates)
         total += f"; batch mode saves about {saving:,.2f} USD against single calls"
     columns = ["model", "role", "mode", "calls", "already done", "prompt tokens", "completion tokens", "USD"]
     return Table(
         "dry-run",
-        "Dry run: calls still to make, per model and role (tokens estimated with cl100k)",
+        "Dry run: calls still to make at most, per model and role (a dialogue's turns and a judge's re-asks "
+        "that may not be needed are counted; tokens estimated with cl100k)",
         columns,
         rows,
         total,

@@ -1,6 +1,7 @@
 """`threadmed report`: the paper's metrics, tables, figures and a browsable page, from stored judgments."""
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -69,7 +70,7 @@ def report(
 
         return report_runs
 
-    settings = ReportSettings(n_resamples=resamples, seed=seed, level=level, clustered=clustered)
+    settings = partial(ReportSettings, n_resamples=resamples, seed=seed, level=level, clustered=clustered)
     report_dir = run_report_flow(run_dirs, out, lake, check_run_folder, report_flow, settings)
     print_report_summary(report_dir, Console())
 
@@ -80,11 +81,12 @@ def run_report_flow(
     lake: Path,
     check_run_folder: Callable[[Path], None],
     report_flow: Callable[[], Callable[..., str]],
-    settings: BaseModel,
+    settings: Callable[[], BaseModel],
 ) -> Path:
     """Check the run folders (each a run, each run once) and the output folders, say what will be done, then
-    run a benchmark's report flow (`report_flow()` imports it: Prefect and the plotting libraries take
-    seconds, after the first line); the report folder."""
+    run a benchmark's report flow with its `settings()`; the report folder. `report_flow()` imports the flow
+    and `settings()` may import the benchmark: Prefect, litellm and the plotting libraries take seconds,
+    after the first line."""
     from tasks.report.files import default_report_dir
     from tasks.report.runs import check_each_run_once, read_run_id
 
@@ -105,6 +107,6 @@ def run_report_flow(
             run_dirs=[str(r) for r in run_dirs],
             out_dir=None if out is None else str(out),
             lake_dir=str(lake),
-            settings=settings,
+            settings=settings(),
         )
     )

@@ -2,8 +2,8 @@
 
 The ledger is the one record every runner shares (threads, Dask workers, an earlier run), so progress
 read from it is right whichever process makes the calls. What a role has still to do comes from the dry
-run's walk of the plan (tasks/evals/estimate.py): for interviews and consultations it is an upper bound,
-since a dialogue may end before its last allowed turn.
+run's walk of the plan (tasks/evals/estimate.py), an upper bound: a dialogue may end before its last
+allowed turn, and a judge's or a model's re-asks may not be needed.
 """
 
 from collections import defaultdict

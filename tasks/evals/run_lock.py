@@ -50,6 +50,15 @@ def hold_run_folder(run_dir: str | Path) -> Iterator[Path]:
         os.close(descriptor)  # releases the flock
 
 
+def check_not_held(run_dir: str | Path) -> None:
+    """Raise RunFolderBusy if another process holds `run_dir` now; create nothing. A look, not a hold: the
+    command line looks before its first line (a busy folder is then refused in one line) and holds the
+    folder once its plan is made, refusing it again if another process took it in between."""
+    if (Path(run_dir) / LOCK_NAME).is_file():
+        with hold_run_folder(run_dir):
+            pass
+
+
 def this_process() -> dict[str, object]:
     return {
         "pid": os.getpid(),

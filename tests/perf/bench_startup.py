@@ -1,12 +1,12 @@
 """Start-up benchmark: how soon a `threadmed` command prints its first line, what it costs beyond its work.
 
-Runs `threadmed synth --posts 200`, `threadmed build` on the demo's dump (12,000 posts, seed 7) and an
-`evaluate --dry-run` of two baselines and a judge on that build, as a user would (a new process each, its
-output piped), first with no Prefect server running (each command starts a temporary one), then with one
-kept running by `threadmed server start`. For each it records the time from launch to the first line on
-stdout or stderr, the total wall time, and the overhead: the wall time less the time its flow run took
-(start to end, as the Prefect server recorded it; a dry run starts no flow, so all of it is overhead). The
-machine's load average is recorded beside each command.
+Runs `threadmed synth --posts 200`, `threadmed build` on the demo's dump (12,000 posts, seed 7), an
+`evaluate --dry-run` of two baselines and a judge on that build and the same evaluation run on two threads
+(`--limit 2`), as a user would (a new process each, its output piped), first with no Prefect server running
+(each command starts a temporary one), then with one kept running by `threadmed server start`. For each it
+records the time from launch to the first line on stdout or stderr, the total wall time, and the overhead:
+the wall time less the time its flow run took (start to end, as the Prefect server recorded it; a dry run
+starts no flow, so all of it is overhead). The machine's load average is recorded beside each command.
 
 The commands share one PREFECT_HOME made beforehand by one command (a new home's database is migrated by
 its first command: seconds, once) and a port of their own, so no other server on the machine is used.
@@ -47,6 +47,12 @@ COMMANDS = (
         ["evaluate", "--dataset", "build", "--out", "run", "--models", BASELINES,
          "--judge", "threadmed/overlap-judge", "--dry-run"],
         None,
+    ),
+    (
+        "evaluate --limit 2",
+        ["evaluate", "--dataset", "build", "--out", "run", "--models", BASELINES,
+         "--judge", "threadmed/overlap-judge", "--limit", "2", "--no-report"],
+        "evaluate-models",
     ),
 )  # fmt: skip
 

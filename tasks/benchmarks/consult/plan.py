@@ -105,8 +105,8 @@ class _NotInLedger(Exception):
 def estimate_job(job: ConsultJob, ledger: CallLedger, tally: EstimateTally) -> None:
     """Count one episode's agent and judge calls still to make, at most: the agent's replayed from the
     ledger up to its first unknown call, then assumed to ask every question and need every re-ask (later
-    prompts grow by one assumed question and answer per turn); one judge call per follow-up, judge re-asks
-    not counted."""
+    prompts grow by one assumed question and answer per turn); the judge's calls per follow-up, each re-ask
+    too, at most."""
     episode = job.solve
     estimate = tally.of(episode.agent, episode.options, "agent")
     judging = tally.of(job.score.judge.spec, job.score.judge.options, "judge")
@@ -136,9 +136,11 @@ def estimate_job(job: ConsultJob, ledger: CallLedger, tally: EstimateTally) -> N
     estimate.completion_tokens += calls * episode.agent.assumed_reply_tokens
     rubric = job.score.judge.rubric
     judged = sum(count_tokens(rubric.sections[name]) for name in ("system", "user")) + growth
-    judging.calls += follow_ups
-    judging.prompt_tokens += follow_ups * judged
-    judging.completion_tokens += follow_ups * job.score.judge.spec.assumed_reply_tokens
+    judge = job.score.judge.spec
+    asks = 1 + judge.max_reasks  # each re-ask sends the judge's reply and the re-ask besides
+    judging.calls += follow_ups * asks
+    judging.prompt_tokens += follow_ups * (asks * judged + judge.assumed_reply_tokens * asks * (asks - 1))
+    judging.completion_tokens += follow_ups * asks * judge.assumed_reply_tokens
 
 
 def estimate_scoring(
@@ -153,17 +155,24 @@ def estimate_scoring(
 def _estimate_judging(
     job: ScoreJob, rows: list[dict[str, Any]], ledger: CallLedger, estimate: CallEstimate
 ) -> None:
-    """Count the judge calls of an episode the ledger holds whole: each follow-up's first judge request."""
+    """Count the judge calls of an episode the ledger holds whole, as its scoring would make them: those the
+    ledger holds are cached; from a follow-up's first call it lacks, that call and every re-ask the judge
+    may still need (`max_reasks`), at most."""
     episode = episode_from_messages(job.case, rows, load_kb(job.kb_version), job.diagnosis_match_threshold)
+    judge = job.judge.spec
 
     def lookup(request: ChatRequest) -> CallRecord:
         record = ledger.lookup(request.key())
         if record is not None:
             estimate.cached += 1
             return record
-        estimate.calls += 1
-        estimate.prompt_tokens += sum(count_tokens(str(m["content"])) for m in request.messages)
-        estimate.completion_tokens += job.judge.spec.assumed_reply_tokens
+        # A follow-up's judging starts with its 2 messages (rubric, answer); each re-ask adds 2.
+        asks_left = 1 + judge.max_reasks - (len(request.messages) - 2) // 2
+        prompt = sum(count_tokens(str(m["content"])) for m in request.messages)
+        growth = judge.assumed_reply_tokens  # and the re-ask's own few tokens
+        estimate.calls += asks_left
+        estimate.prompt_tokens += asks_left * prompt + growth * asks_left * (asks_left - 1)
+        estimate.completion_tokens += asks_left * judge.assumed_reply_tokens
         now = datetime.now(UTC)  # an assumed verdict, so the walk goes on to the next follow-up
         return CallRecord(key=request.key(), model=request.model, status="ok", text=ASSUMED_VERDICT,
                           started_at=now, finished_at=now)  # fmt: skip

@@ -10,6 +10,7 @@ from tasks.benchmarks.threadmed.scorer import (
     REASK_PROMPT,
     JudgeJob,
     is_judged,
+    judge_replies,
     render_judge_messages,
 )
 from tasks.benchmarks.threadmed.solver import InferenceJob, ask_turns
@@ -96,7 +97,8 @@ def _sent_settings(models: list[ModelSpec], judge: ModelSpec) -> dict[str, Any]:
 
 
 def estimate_job(job: ThreadmedJob, ledger: CallLedger, tally: EstimateTally) -> None:
-    """Count one job's answer and judge calls still to make; judge re-asks are not counted.
+    """Count one job's answer and judge calls still to make, the judge's re-asks at most (see
+    `_estimate_judging`).
 
     Unknown answers (not in the ledger yet) count `estimated_reply_tokens`.
     """
@@ -109,8 +111,8 @@ def estimate_job(job: ThreadmedJob, ledger: CallLedger, tally: EstimateTally) ->
 def estimate_scoring(
     job: JudgeJob, solved: list[dict[str, Any]], ledger: CallLedger, tally: EstimateTally
 ) -> None:
-    """Count the judge calls still to make over answers already given (a re-judged run's response rows);
-    judge re-asks are not counted."""
+    """Count the judge calls still to make over answers already given (a re-judged run's response rows), the
+    judge's re-asks at most."""
     judgments = tally.of(job.judge, job.options, "judge")
     for row in solved:
         if is_judged(job, row):
@@ -153,16 +155,24 @@ def _prompt_tokens(job: InferenceJob, turn: int, known_answers: list[str]) -> in
 def _estimate_judging(
     job: JudgeJob, turn: int, answer: str | None, ledger: CallLedger, estimate: CallEstimate
 ) -> None:
+    """Count one turn's judge calls as `judge_turn` would make them: those the ledger holds are cached; from
+    the first it lacks (all of them for an answer not given yet), every call the judge may still need, the
+    first ask and each re-ask (`max_reasks`): an upper bound, as the other benchmarks' dry runs give."""
+    attempts = job.judge.max_reasks + 1
+    found = 0
     if answer is not None:
-        messages = render_judge_messages(
-            job.rubric, job.thread.questions[turn], job.thread.answers[turn], answer
-        )
-        if ledger.lookup(job.request(messages).key()) is not None:
-            estimate.cached += 1
+        replies = list(judge_replies(job, turn, answer, lambda request: ledger.lookup(request.key())))
+        found = sum(record is not None for record, _ in replies)
+        estimate.cached += found
+        if replies[-1][0] is not None:  # a valid score, or the last re-ask: nothing left to ask
             return
     placeholder = render_judge_messages(job.rubric, job.thread.questions[turn], job.thread.answers[turn], "")
-    estimate.calls += 1
-    estimate.prompt_tokens += sum(count_tokens(m["content"]) for m in placeholder) + (
+    first_prompt = sum(count_tokens(m["content"]) for m in placeholder) + (
         count_tokens(answer) if answer is not None else job.judge.assumed_reply_tokens
     )
-    estimate.completion_tokens += job.judge.assumed_reply_tokens
+    # Each re-ask sends the conversation so far, the judge's reply and the re-ask prompt added to it.
+    reask_growth = job.judge.assumed_reply_tokens + count_tokens(job.reask.render("user"))
+    for attempt in range(found, attempts):
+        estimate.calls += 1
+        estimate.prompt_tokens += first_prompt + attempt * reask_growth
+        estimate.completion_tokens += job.judge.assumed_reply_tokens

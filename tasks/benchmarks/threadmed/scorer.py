@@ -8,6 +8,7 @@ After that the turn is 'unparseable', or 'judge_cut' when the last reply was cut
 every metric and counted, never 0.
 """
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -104,24 +105,36 @@ def is_truncated(response: dict[str, Any]) -> bool:
 
 def judge_turn(job: JudgeJob, turn: int, model_answer: str, ledger: CallLedger) -> dict[str, Any]:
     """Ask the judge about one turn, re-asking while its reply has no valid score."""
+    replies = list(
+        judge_replies(job, turn, model_answer, lambda request: complete(request, job.options, ledger))
+    )
+    records = [record for record, _ in replies if record is not None]  # complete() always gives one
+    return judgment_row(job, turn, records, replies[-1][1])
+
+
+def judge_replies(
+    job: JudgeJob, turn: int, model_answer: str, reply: Callable[[ChatRequest], CallRecord | None]
+) -> Iterator[tuple[CallRecord | None, Verdict | Unparseable | None]]:
+    """The judge's replies about one turn with their reading, `reply` giving each request's record: the
+    first ask, then a re-ask while a reply has no valid score, `max_reasks` at most. It ends after a valid
+    score, a failed call or no record (None: a dry run's walk of a call not made yet)."""
     messages = render_judge_messages(
         job.rubric, job.thread.questions[turn], job.thread.answers[turn], model_answer
     )
-    records: list[CallRecord] = []
     for _ in range(job.judge.max_reasks + 1):
-        record = complete(job.request(messages), job.options, ledger)
-        records.append(record)
-        if record.status != "ok":
-            return judgment_row(job, turn, records, None)
+        record = reply(job.request(messages))
+        if record is None or record.status != "ok":
+            yield record, None
+            return
         verdict = read_verdict(record.text, SCORE_SCALE, record.finish_reason)
+        yield record, verdict
         if isinstance(verdict, Verdict):
-            break
+            return
         messages = [
             *messages,
             {"role": "assistant", "content": record.text or ""},
             {"role": "user", "content": job.reask.render("user")},
         ]
-    return judgment_row(job, turn, records, verdict)
 
 
 def judgment_row(

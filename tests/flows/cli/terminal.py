@@ -140,3 +140,33 @@ def threadmed_until_its_flow(*arguments: object, cwd: Path) -> list[str]:
         result = threadmed_here(*arguments, cwd=cwd)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout.splitlines()
+
+
+LITELLM_IMPORTED = "<litellm imported>"
+# `threadmed` in a new process that stops (exit 0) when it first imports litellm: the audit event of an
+# import, not of a lookup (tasks/__init__.py looks litellm up without importing it).
+STOPPED_AT_LITELLM = f"""
+import os, sys
+
+def stop_at_litellm(event, arguments):
+    if event == "import" and arguments[0] == "litellm":
+        print({LITELLM_IMPORTED!r}, flush=True)
+        os._exit(0)
+
+sys.addaudithook(stop_at_litellm)
+sys.argv = ["threadmed", *sys.argv[1:]]
+from flows.cli import main
+main()
+"""
+
+
+def threadmed_until_litellm(*arguments: object, cwd: Path) -> list[str]:
+    """The lines `threadmed` prints before it imports litellm (seconds of imports), then LITELLM_IMPORTED;
+    fails if it exits otherwise."""
+    said = subprocess.run(
+        [sys.executable, "-c", STOPPED_AT_LITELLM, *map(str, arguments)],
+        cwd=cwd, env={**os.environ, "COLUMNS": "200"}, capture_output=True, text=True,
+        timeout=COMMAND_TIMEOUT_S,
+    )  # fmt: skip
+    assert said.returncode == 0 and said.stdout.endswith(LITELLM_IMPORTED + "\n"), said.stdout + said.stderr
+    return said.stdout.splitlines()

@@ -1,5 +1,6 @@
 """The SNOMED and consultation commands are built by one function: the same shared options, each its own."""
 
+import pytest
 import typer
 
 from flows.cli import case_sets
@@ -7,6 +8,9 @@ from flows.cli.consult import CONSULT_COMMANDS
 from flows.cli.consult import app as consult_app
 from flows.cli.snomed import SNOMED_COMMANDS
 from flows.cli.snomed import app as snomed_app
+from tests.flows.cli.terminal import LITELLM_IMPORTED, threadmed_until_litellm
+from tests.tasks.benchmarks.consult.report_fixtures import make_run as make_consult_run
+from tests.tasks.benchmarks.snomed.test_report import make_run as make_snomed_run
 
 FUNCTIONS = ("EVALUATE_FLOW", "REPORT_FLOW", "CHECK_RUN_FOLDER", "LOAD_RUNS", "PRINT_REPORT")
 SHARED_HEAD = ["cases_dir", "out", "config", "models", "epochs"]
@@ -40,3 +44,16 @@ def test_every_part_named_after_a_benchmark_exists():
         assert (bench.name, callable(bench.check_inputs)) == (command.name, True)
         for part in FUNCTIONS:
             assert callable(command.part(getattr(case_sets, part))), (command.name, part)
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "make_run"), [("snomed", make_snomed_run), ("consult", make_consult_run)]
+)
+def test_a_report_says_what_it_will_do_before_it_imports_the_benchmark_s_solvers(
+    tmp_path, benchmark, make_run
+):
+    make_run(tmp_path, "r1", ["alpha"])
+    assert threadmed_until_litellm(benchmark, "report", "r1", cwd=tmp_path) == [
+        "Report of r1 into r1/report: recomputed from the stored runs, no model called",
+        LITELLM_IMPORTED,
+    ]

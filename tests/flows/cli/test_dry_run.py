@@ -1,6 +1,6 @@
 """Every benchmark's `evaluate --dry-run` says what it will do, its inputs, options and run folder checked,
 before it imports litellm (seconds) or its planner: the command's first line comes within a second or so,
-the plan and the estimate after it."""
+the plan and the estimate after it. So does its `evaluate` without --dry-run, a spending cap set."""
 
 import os
 import re
@@ -18,7 +18,7 @@ from tasks.benchmarks.snomed.card import SNOMED_CARD
 from tasks.benchmarks.threadmed.card import THREADMED_CARD
 from tasks.evals.card import BenchmarkCard
 from tests.eval_fixtures import write_dataset
-from tests.flows.cli.terminal import COMMAND_TIMEOUT_S
+from tests.flows.cli.terminal import COMMAND_TIMEOUT_S, LITELLM_IMPORTED, threadmed_until_litellm
 from tests.snomed_fixtures import write_case_set as write_snomed_case_set
 
 
@@ -77,3 +77,15 @@ def test_a_dry_run_prints_its_first_line_before_importing_litellm_or_its_planner
     heavy = [index for index, line in enumerate(lines) if heavy_import(benchmark).match(line)]
     assert heavy and min(heavy) > first, [lines[index] for index in heavy if index < first]
     assert "Dry run: calls still to make" in "\n".join(lines[first:])  # the estimate follows
+
+
+@pytest.mark.parametrize("benchmark", sorted(DRY_RUNS))
+def test_a_run_prints_its_first_line_before_importing_litellm(tmp_path, benchmark):
+    write_inputs, options, model, card = DRY_RUNS[benchmark]
+    write_inputs(tmp_path / "inputs")
+    arguments = [*options, "--models", model, "--out", "run", "--max-cost", "1"]
+    assert threadmed_until_litellm(*arguments, cwd=tmp_path) == [
+        f"{card.title}. Run of {model} into run: planning its jobs (calls its ledger holds are not made "
+        "again)",
+        LITELLM_IMPORTED,
+    ]

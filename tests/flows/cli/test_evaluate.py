@@ -243,20 +243,21 @@ def test_the_spend_a_cap_stop_records_and_prints_is_the_ledger_s_once_the_calls_
 THREADMED_TITLE = (
     "ThReadMed-QA: multi-turn medical questions from r/AskDocs, judged against physician answers"
 )
+RUN_FIRST_LINE = (
+    f"{THREADMED_TITLE}. Run of threadmed/deferral into run: planning its jobs (calls its ledger holds are "
+    "not made again)"
+)
 
 
 def test_a_run_says_what_it_will_do_before_its_flow_and_prefect_s_server_start(tmp_path):
     write_dataset(tmp_path / "build")
     arguments = ["--dataset", "build", "--out", "run", *OFFLINE_MODELS, "--conditions", "oracle"]
     lines = threadmed_until_its_flow("evaluate", *arguments, cwd=tmp_path)
-    first = re.fullmatch(
-        rf"{re.escape(THREADMED_TITLE)}\. Run (\S+) of threadmed/deferral: (\d+) jobs into run \(calls its "
-        r"ledger holds are not made again\)",
-        lines[0],
-    )
-    assert first is not None, lines
-    assert int(first[2]) > 0
-    assert FLOW_STARTS in lines[1:]
+    assert lines[0] == RUN_FIRST_LINE, lines
+    planned = re.fullmatch(r"Run (\S+): (\d+) jobs", lines[1])
+    assert planned is not None, lines
+    assert int(planned[2]) > 0
+    assert FLOW_STARTS in lines[2:]
 
 
 DRY_RUN = ["--dataset", "build", "--out", "run", *OFFLINE_MODELS, "--dry-run"]
@@ -267,7 +268,10 @@ DRY_RUN_FIRST_LINE = (
 PLAN_WALKED = "<the plan is walked here>"
 
 
-def test_a_dry_run_says_what_it_will_do_before_it_walks_the_plan(tmp_path):
+@pytest.mark.parametrize(
+    ("arguments", "first_line"), [(DRY_RUN, DRY_RUN_FIRST_LINE), (DRY_RUN[:-1], RUN_FIRST_LINE)]
+)
+def test_a_run_and_a_dry_run_say_what_they_will_do_before_the_plan_is_walked(tmp_path, arguments, first_line):
     write_dataset(tmp_path / "build")
 
     def plan_stops(settings):
@@ -276,10 +280,10 @@ def test_a_dry_run_says_what_it_will_do_before_it_walks_the_plan(tmp_path):
 
     planless = dataclasses.replace(benchmark.THREADMED, plan=plan_stops)
     with mock.patch.object(benchmark, "THREADMED", planless):
-        result = threadmed_here("evaluate", *DRY_RUN, cwd=tmp_path)
+        result = threadmed_here("evaluate", *arguments, cwd=tmp_path)
     assert (result.returncode, result.stdout.splitlines(), result.stderr) == (
         0,
-        [DRY_RUN_FIRST_LINE, PLAN_WALKED],
+        [first_line, PLAN_WALKED],
         "",
     )
 

@@ -51,8 +51,12 @@ def test_a_variable_the_user_set_is_kept_and_the_others_are_filled():
     assert applied == {name: value for name, value in DEFAULTS.items() if name not in user_set}
 
 
-# What an environment variable can hold: any text but NUL, which ends a C string (POSIX environ).
-ENVIRONMENT_TEXT = st.characters(exclude_characters="\x00")
+# What an environment variable holds as Python reads it: any bytes but NUL (which ends a C string), decoded
+# as UTF-8 with the bytes that are not UTF-8 as the lone surrogates U+DC80-U+DCFF (surrogateescape); no other
+# lone surrogate can come from the environment.
+ENVIRONMENT_TEXT = st.characters(codec="utf-8", exclude_characters="\x00") | st.characters(
+    min_codepoint=0xDC80, max_codepoint=0xDCFF
+)
 
 
 @given(

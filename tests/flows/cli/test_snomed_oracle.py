@@ -35,7 +35,7 @@ def test_oracle_data_dry_run_run_then_the_patient_bench_on_its_held_out_pairs(tm
     ]
     estimate = threadmed(*data, "--dry-run", cwd=tmp_path)
     assert estimate.returncode == 0, estimate.stderr
-    assert "teacher" in estimate.stdout and "total: 9 calls" in estimate.stdout
+    assert "teacher" in estimate.stdout and "total: 9 calls at most" in estimate.stdout
     assert not (tmp_path / "oracle").exists()
 
     made = threadmed(*data, cwd=tmp_path)

@@ -1,12 +1,15 @@
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from tasks.benchmarks.threadmed.plan import build_plan, estimate_job
-from tasks.benchmarks.threadmed.scorer import judge_thread
+from tasks.benchmarks.threadmed.scorer import judge_thread, render_judge_messages
 from tasks.benchmarks.threadmed.solver import answer_thread
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
 from tasks.evals.estimate import EstimateTally, estimate_plan
+from tasks.llm.ledger import CallLedger
+from tasks.llm.record import CallRecord
 from tasks.llm.request import Prices
 from tests.eval_fixtures import OFFLINE, write_dataset
 
@@ -23,7 +26,7 @@ def test_the_dry_run_counts_calls_and_drops_the_ones_already_made(dataset, tmp_p
     assert {key: (e.calls, e.cached) for key, e in before.items()} == {
         ("retrieval", "inference"): (13, 0),
         ("threadmed/deferral", "inference"): (13, 0),
-        ("threadmed/overlap-judge", "judge"): (26, 0),
+        ("threadmed/overlap-judge", "judge"): (26 * 3, 0),  # each answer asked, and re-asked twice at most
     }
     assert before[("retrieval", "inference")].completion_tokens == 13 * 400
     assert before[("retrieval", "inference")].cost_usd == 0.0
@@ -33,7 +36,7 @@ def test_the_dry_run_counts_calls_and_drops_the_ones_already_made(dataset, tmp_p
     judge_thread.fn(deferral.score, rows[:1], plan.ledger_dir)
     after = {(e.model, e.role): (e.calls, e.cached) for e in estimate_plan(plan, estimate_job)}
     assert after[("threadmed/deferral", "inference")] == (13 - len(rows), len(rows))
-    assert after[("threadmed/overlap-judge", "judge")] == (25, 1)
+    assert after[("threadmed/overlap-judge", "judge")] == (25 * 3, 1)  # its one reply held a valid score
 
 
 def test_the_dry_run_assumes_no_reply_longer_than_the_max_tokens_sent(dataset, tmp_path):
@@ -44,8 +47,29 @@ def test_the_dry_run_assumes_no_reply_longer_than_the_max_tokens_sent(dataset, t
     assert estimates == {
         ("retrieval", "inference"): (13, 13 * 64),
         ("threadmed/deferral", "inference"): (13, 13 * 64),
-        ("threadmed/overlap-judge", "judge"): (26, 26 * 64),
+        ("threadmed/overlap-judge", "judge"): (26 * 3, 26 * 3 * 64),
     }
+
+
+def test_the_dry_run_follows_a_judge_s_re_asks_through_the_ledger(dataset, tmp_path):
+    """A recorded judge reply with no grade: its re-asks, two at most, are still to make."""
+    config = OFFLINE.model_copy(update={"conditions": ["baseline"]})
+    plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=config))
+    deferral = next(job for job in plan.jobs if job.solve.model.name == "threadmed/deferral")
+    [first, *_] = answer_thread.fn(deferral.solve, plan.ledger_dir)
+    judge = deferral.score
+    thread, turn = judge.thread, first["turn"]
+    asked = render_judge_messages(
+        judge.rubric, thread.questions[turn], thread.answers[turn], first["response"]
+    )
+    now = datetime.now(UTC)
+    ungraded = CallRecord(
+        key=judge.request(asked).key(), model=judge.judge.model, status="ok", text="Hard to say.",
+        started_at=now, finished_at=now,
+    )  # fmt: skip
+    CallLedger(plan.ledger_dir).write(ungraded)
+    estimates = {(e.model, e.role): (e.calls, e.cached) for e in estimate_plan(plan, estimate_job)}
+    assert estimates[("threadmed/overlap-judge", "judge")] == (25 * 3 + 2, 1)
 
 
 def test_the_dry_run_prices_known_models_and_flags_unknown_ones(dataset, tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.evals.run_lock import RunFolderBusy, hold_run_folder
+from tasks.evals.run_lock import RunFolderBusy, check_not_held, hold_run_folder
 
 HOLDER = """
 import sys
@@ -58,3 +58,13 @@ def test_the_process_holding_the_lock_may_take_it_again(tmp_path):
         pass
     with hold_run_folder(tmp_path / "run"):  # and released it
         pass
+
+
+def test_a_look_refuses_a_held_folder_and_creates_nothing_for_a_new_one(tmp_path, holder):
+    with pytest.raises(RunFolderBusy):
+        check_not_held(tmp_path / "run")
+    check_not_held(tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    check_not_held(tmp_path / "run")  # a dead holder's lock file holds nothing
