@@ -30,6 +30,18 @@ GGUF = Path(SMOLLM2.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1
 TINY = {"max_length": 128, "learning_rate": 2e-3, "lora_rank": 8, "lora_alpha": 16, "logging_steps": 1}
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Torch on one thread. Beside the suite's other workers its OpenMP threads wait for each other: this
+    test took 404 s with torch's 2 threads and 141 s with 1, each beside three busy loops (57 s alone)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.mark.slow
 def test_a_real_fine_tune_lowers_the_held_out_loss_and_resumes_at_its_checkpoint(tmp_path):
     data = write_oracle_data(tmp_path / "data")
