@@ -69,6 +69,7 @@ def run(app: Callable[[], Any]) -> None:
     """Run the Typer `app` as the `threadmed` process."""
     atexit.register(stop_prefect_threads)  # registered first, so it runs after Prefect's own exit hooks
     sys.meta_path.insert(0, AfterImport("prefect.server.api.server", use_detached_temporary_server))
+    sys.meta_path.insert(0, AfterImport("prefect", without_flow_heartbeats))
     signal.signal(signal.SIGINT, interrupted)
     try:
         app()
@@ -178,6 +179,19 @@ def leave_without_teardown(status: int) -> None:
 
 def use_detached_temporary_server(_: ModuleType) -> None:
     importlib.import_module("flows.cli.temporary_server")
+
+
+def without_flow_heartbeats(prefect: ModuleType) -> None:
+    """The command's flow runs send no heartbeat unless the user set their frequency
+    (PREFECT_FLOWS_HEARTBEAT_FREQUENCY, in the environment or a profile).
+
+    Only deployment runs are watched for missed heartbeats (deployments/dead_runs.py; prefect.yaml gives them
+    30 s), and Prefect 3.8.8's heartbeat thread, which sleeps in steps of one second, held the end of every
+    flow run for up to a second (`_send_heartbeats` joins it): half a second of a short command, on average.
+    """
+    flows = prefect.context.GLOBAL_SETTINGS_CONTEXT.settings.flows
+    if "heartbeat_frequency" not in flows.model_fields_set:
+        flows.heartbeat_frequency = None
 
 
 def stop_prefect_threads() -> None:

@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
+import prefect.settings
 import psutil
 import pytest
 
@@ -248,6 +250,36 @@ def test_a_command_that_used_duckdb_exits_without_nanobind_leak_reports(tmp_path
     assert built.returncode == 0, built.stdout + built.stderr
     assert (tmp_path / "out" / "dataset.duckdb").exists()
     assert "nanobind" not in built.stdout + built.stderr
+
+
+def flow_run_events(api: str, flow_run_id: str, name: str) -> list[dict[str, object]]:
+    body = {"filter": {"event": {"name": [name]}, "resource": {"id": [f"prefect.flow-run.{flow_run_id}"]}}}
+    return httpx.post(f"{api}/events/filter", json=body, timeout=30).raise_for_status().json()["events"]
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_command_s_flow_run_sends_no_heartbeat_unless_the_user_sets_their_frequency(tmp_path):
+    """Prefect's heartbeat thread held the end of each flow run for up to a second; only deployment runs
+    are watched for missed heartbeats."""
+    api = prefect.settings.PREFECT_API_URL.value()
+    runs = {"default": {}, "user's": {"PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30"}}
+    for name, env in runs.items():
+        done = subprocess.run(
+            [THREADMED, "synth", "--posts", "5", "--out", str(tmp_path / name)],
+            env={**os.environ, "PREFECT_API_URL": api, **env}, capture_output=True, text=True,
+            timeout=COMMAND_TIMEOUT_S,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+    body = {"flows": {"name": {"any_": ["synthesize-dumps"]}}}
+    flow_runs = httpx.post(f"{api}/flow_runs/filter", json=body, timeout=30).raise_for_status().json()
+    ids = {Path(run["parameters"]["out_dir"]).name: run["id"] for run in flow_runs
+           if Path(run["parameters"]["out_dir"]).parent == tmp_path}  # fmt: skip
+    deadline = time.monotonic() + 600  # the server stores events a few seconds late; a liveness bound only
+    while not all(flow_run_events(api, ids[name], "prefect.flow-run.Completed") for name in runs):
+        assert time.monotonic() < deadline, "the flow runs' Completed events were never stored"
+        time.sleep(0.5)
+    beats = {name: len(flow_run_events(api, ids[name], "prefect.flow-run.heartbeat")) for name in runs}
+    assert (beats["default"], beats["user's"] >= 1) == (0, True), beats  # the first beat comes at the start
 
 
 # A command ending as `code` under `run`, with an object whose finalizer speaks only if the interpreter tears
