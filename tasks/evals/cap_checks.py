@@ -21,14 +21,16 @@ def overspent_refusal(run_dir: Path, cap_usd: float | None, spent_usd: float) ->
 
 
 def cap_exceeded_warning(run_dir: Path, cap_usd: float | None, estimate_usd: float) -> str | None:
-    """The dry run's warning when the calls still to make, on top of what the run folder has spent, are
-    expected to pass the cap; None when they fit (or there is no cap)."""
+    """The dry run's warning when the calls still to make, at most (its estimate counts every re-ask and
+    turn that may be needed), on top of what the run folder has spent, pass the cap; None when they fit (or
+    there is no cap)."""
     if cap_usd is None:
         return None
     spent = CallLedger(run_dir / "ledger").total_cost_usd()
     if spent + estimate_usd <= cap_usd:
         return None
     return (
-        f"the estimate (USD {estimate_usd:,.4f} still to spend, USD {spent:,.4f} spent) exceeds the spending "
-        f"cap of USD {cap_usd:,.4f}: the run will stop at the cap; raise --max-cost to finish it"
+        f"the estimate (USD {estimate_usd:,.4f} still to spend at most, USD {spent:,.4f} spent) exceeds the "
+        f"spending cap of USD {cap_usd:,.4f}: the run stops at the cap if it needs that much; raise "
+        "--max-cost to be sure it finishes"
     )

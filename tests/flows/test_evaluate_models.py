@@ -369,8 +369,9 @@ def test_dry_run_warns_when_its_estimate_passes_the_spending_cap(cli, dataset, t
     assert result.exit_code == roomy.exit_code == 0, result.output
     warning = " ".join(result.output.split())
     assert re.search(
-        r"Warning: the estimate \(USD [0-9.]+ still to spend, USD 0\.0000 spent\) exceeds the spending cap "
-        r"of USD 0\.0010: the run will stop at the cap; raise --max-cost to finish it",
+        r"Warning: the estimate \(USD [0-9.]+ still to spend at most, USD 0\.0000 spent\) exceeds the "
+        r"spending cap of USD 0\.0010: the run stops at the cap if it needs that much; raise --max-cost to "
+        r"be sure it finishes",
         warning,
     ), warning
     assert "Warning" not in roomy.output

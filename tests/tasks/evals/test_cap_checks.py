@@ -29,6 +29,6 @@ def test_the_dry_run_warns_when_what_is_left_and_what_was_spent_pass_the_cap(tmp
     assert cap_exceeded_warning(tmp_path, None, 100.0) is None
     assert cap_exceeded_warning(tmp_path, 1.0, 0.75) is None  # exactly at the cap
     assert cap_exceeded_warning(tmp_path, 1.0, 0.8) == (
-        "the estimate (USD 0.8000 still to spend, USD 0.2500 spent) exceeds the spending cap of USD 1.0000: "
-        "the run will stop at the cap; raise --max-cost to finish it"
+        "the estimate (USD 0.8000 still to spend at most, USD 0.2500 spent) exceeds the spending cap of USD "
+        "1.0000: the run stops at the cap if it needs that much; raise --max-cost to be sure it finishes"
     )
