@@ -25,9 +25,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import litellm
-import openai
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from tasks.core.files import write_bytes_atomic, write_text_atomic
@@ -36,6 +33,7 @@ from tasks.llm.errors import CallError, batch_line_error, permanent_error
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.providers import provider_of
 from tasks.llm.request import CallOptions, ChatRequest
+from tasks.llm.sdk import litellm_sdk
 
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -133,7 +131,7 @@ def request_lines(calls: dict[str, ChatRequest]) -> bytes:
 
 
 def request_line(key: str, request: ChatRequest) -> bytes:
-    model = litellm.get_llm_provider(model=request.model, api_base=request.api_base)[0]
+    model = litellm_sdk().get_llm_provider(model=request.model, api_base=request.api_base)[0]
     body = {"model": model, "messages": list(request.messages), **request.params}
     line = {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}
     return (json.dumps(line, ensure_ascii=False) + "\n").encode()
@@ -157,18 +155,20 @@ def split_into_batches(
 
 def advance(record: BatchRecord, store: BatchStore, ledger: CallLedger) -> BatchRecord:
     """Take the batch one step on (upload, create, check, collect); each step is recorded as it is done."""
+    import openai  # the SDK litellm sends batches through, imported with it: see sdk.py
+
     access = _access(record)
     uploading = record.input_file_id is None
     if uploading:
         upload = io.BytesIO(request_lines(store.requests(record)))
         upload.name = f"{record.local_id}.jsonl"
-        created = litellm.create_file(file=upload, purpose="batch", **access)
+        created = litellm_sdk().create_file(file=upload, purpose="batch", **access)
         record = store.write(record.model_copy(update={"input_file_id": created.id, "status": "uploaded"}))
     if record.batch_id is None:
         # No batch can be made yet from a file uploaded just now; from an older one, a crash may have
         # come between the batch's creation and this record.
         made = None if uploading else _find_created(record, access)
-        batch = made or litellm.create_batch(
+        batch = made or litellm_sdk().create_batch(
             completion_window=COMPLETION_WINDOW,
             endpoint=ENDPOINT,
             input_file_id=record.input_file_id,
@@ -178,7 +178,7 @@ def advance(record: BatchRecord, store: BatchStore, ledger: CallLedger) -> Batch
         record = store.write(_with_status(record.model_copy(update={"batch_id": batch.id}), batch))
     try:
         if not record.finished:
-            checked = _with_status(record, litellm.retrieve_batch(batch_id=record.batch_id, **access))
+            checked = _with_status(record, litellm_sdk().retrieve_batch(batch_id=record.batch_id, **access))
             record = store.write(checked) if checked != record else record
         if record.finished and not record.collected:
             record = store.write(collect(record, store.requests(record), ledger, access))
@@ -206,10 +206,10 @@ def _find_created(record: BatchRecord, access: dict[str, Any]) -> Any:
     The account's batches are listed newest first, page by page, down to the first one older than the
     record's input file: none of those can have been made from it.
     """
-    uploaded_at = litellm.file_retrieve(file_id=record.input_file_id, **access).created_at
+    uploaded_at = litellm_sdk().file_retrieve(file_id=record.input_file_id, **access).created_at
     after = None
     while True:
-        page = litellm.list_batches(after=after, limit=LIST_PAGE_SIZE, **access)
+        page = litellm_sdk().list_batches(after=after, limit=LIST_PAGE_SIZE, **access)
         batches = page.data or []
         for batch in batches:
             if (batch.metadata or {}).get(METADATA_KEY) == record.local_id:
@@ -264,7 +264,7 @@ def collect(
 def _file_lines(file_id: str | None, access: dict[str, Any]) -> Iterator[dict[str, Any]]:
     if file_id is None:
         return
-    content = litellm.file_content(file_id=file_id, **access).content
+    content = litellm_sdk().file_content(file_id=file_id, **access).content
     for line in content.splitlines():
         if line.strip():
             yield json.loads(line)
@@ -289,6 +289,8 @@ def line_record(
     status = int(response.get("status_code") or 0)
     if status != 200 or "error" in body:
         return _failure(record, request, batch_line_error(status, body.get("error"), record.model), previous)
+    from openai.types.chat import ChatCompletion  # see sdk.py
+
     try:
         completion = ChatCompletion.model_validate(body)
     except ValidationError as invalid:

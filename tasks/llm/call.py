@@ -23,24 +23,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any, TypeVar
-
-import litellm
 
 from tasks.core.tokens import count_tokens
 from tasks.llm import in_flight
 from tasks.llm.budget import COST_CAP, SpendingBudget, budget_for
 from tasks.llm.deferral import NOT_SUBMITTED, batch_outcome
-from tasks.llm.direct import direct_route, send_direct
 from tasks.llm.errors import CallError, classify_error, permanent_error
 from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.limits import limiter_for
 from tasks.llm.offline import is_offline
-from tasks.llm.offline_provider import install_provider
 from tasks.llm.request import CallOptions, ChatRequest, Prices, RetryPolicy, assumed_reply_tokens
-
-# litellm prints a "Give Feedback / Get Help" banner on every provider error; our records carry the error.
-litellm.suppress_debug_info = True
+from tasks.llm.sdk import litellm_sdk
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +119,7 @@ def token_costs(
         return 0.0, 0.0
     if not _in_price_table(model):
         return None
-    return litellm.cost_per_token(
+    return litellm_sdk().cost_per_token(
         model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
     )
 
@@ -149,7 +144,7 @@ def _batch_prices(model: str) -> tuple[float, float] | None:
     """litellm's (input, output) batch price per token of `model`, if its table has both."""
     if not _in_price_table(model):
         return None
-    info = litellm.get_model_info(model=model)
+    info = litellm_sdk().get_model_info(model=model)
     prices = (info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches"))
     return None if None in prices else prices
 
@@ -157,6 +152,7 @@ def _batch_prices(model: str) -> tuple[float, float] | None:
 @functools.lru_cache(maxsize=1024)
 def _in_price_table(model: str) -> bool:
     """Asked once per model: for a model it does not know, litellm searches name variants on every call."""
+    litellm = litellm_sdk()
     try:
         litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1)
     except (litellm.exceptions.ModelNotMappedError, litellm.BadRequestError):
@@ -258,6 +254,7 @@ def _attempt_until_done(
 ) -> CallRecord | None:
     """The call's recorded outcome; None when sending stopped before its first attempt (nothing to record)."""
     tally = CallTally.resume(ledger.last_failure(key))
+    _sending_modules()  # litellm's import, once per process, is neither a call's latency nor held in its slot
     limiter = limiter_for(options.provider, options.limits)
     rng = random.Random()
     started_at = datetime.now(UTC)
@@ -326,7 +323,7 @@ def _final(error: CallError, attempts: int, policy: RetryPolicy, interrupted: bo
 def _attempt(request: ChatRequest, options: CallOptions, tally: CallTally) -> tuple[Any, CallError | None]:
     """Make one HTTP call; return the response, or the classified reason it cannot be used."""
     if is_offline(request.model):
-        install_provider()
+        _sending_modules().offline_provider.install_provider()
     try:
         api_key = api_key_for(request, options)
     except MissingCredentials as exc:
@@ -343,15 +340,25 @@ def _attempt(request: ChatRequest, options: CallOptions, tally: CallTally) -> tu
     return response, unusable_reply(request.model, response)
 
 
+@functools.cache
+def _sending_modules() -> SimpleNamespace:
+    """The modules that send a request, imported at a process's first call: they import litellm (sdk.py)."""
+    from tasks.llm import direct, offline_provider
+
+    return SimpleNamespace(direct=direct, offline_provider=offline_provider)
+
+
 def _sender(request: ChatRequest, options: CallOptions, api_key: str | None) -> Callable[[], Any]:
     """The HTTP call of one attempt: the direct route when litellm resolves the request to one, else
     `litellm.completion`. Either way the SDK's time-out is per read (a trickled reply would never end), so
     `within_deadline` bounds the whole reply."""
-    route = direct_route(request.model, request.api_base, request.params)
+    direct = _sending_modules().direct
+    route = direct.direct_route(request.model, request.api_base, request.params)
     if route is not None:
         key = api_key or PLACEHOLDER_API_KEY  # a route has an api_base: see api_key_for
-        return lambda: send_direct(route, list(request.messages), request.params, key, options.timeout_s)
-    return lambda: litellm.completion(
+        messages = list(request.messages)
+        return lambda: direct.send_direct(route, messages, request.params, key, options.timeout_s)
+    return lambda: litellm_sdk().completion(
         model=request.model,
         messages=list(request.messages),
         api_base=request.api_base,
@@ -461,7 +468,7 @@ def api_key_for(request: ChatRequest, options: CallOptions) -> str | None:
         # A custom endpoint gets a key only when named for it: the provider's own (OPENAI_API_KEY) is a
         # secret of that provider, and litellm would send it to any api_base.
         return PLACEHOLDER_API_KEY
-    environment = litellm.validate_environment(model=request.model)
+    environment = litellm_sdk().validate_environment(model=request.model)
     if environment["keys_in_environment"]:
         return None
     raise MissingCredentials(f"{' or '.join(environment['missing_keys'])} is not set")

@@ -7,7 +7,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import httpx
-import litellm
+
+from tasks.llm.sdk import litellm_sdk
 
 FIXES = {
     "authentication": "set the provider's key variable (e.g. OPENAI_API_KEY) or `api_key_env` in the config",
@@ -57,6 +58,7 @@ def classify_error(exc: Exception, model: str) -> CallError:
 
 def _error_kind(exc: Exception) -> str:
     status = getattr(exc, "status_code", None)
+    litellm = litellm_sdk()  # imported already by the call that raised `exc`
     if isinstance(exc, litellm.ContextWindowExceededError):
         return "context_length"
     if isinstance(exc, litellm.ContentPolicyViolationError):

@@ -142,31 +142,38 @@ def threadmed_until_its_flow(*arguments: object, cwd: Path) -> list[str]:
     return result.stdout.splitlines()
 
 
-LITELLM_IMPORTED = "<litellm imported>"
-# `threadmed` in a new process that stops (exit 0) when it first imports litellm: the audit event of an
+def imported(module: str) -> str:
+    """What `threadmed_until_import` prints when `module` is first imported."""
+    return f"<{module} imported>"
+
+
+# `threadmed` in a new process that stops (exit 0) when it first imports a module: the audit event of an
 # import, not of a lookup (tasks/__init__.py looks litellm up without importing it).
-STOPPED_AT_LITELLM = f"""
+STOPPED_AT_IMPORT = """
 import os, sys
 
-def stop_at_litellm(event, arguments):
-    if event == "import" and arguments[0] == "litellm":
-        print({LITELLM_IMPORTED!r}, flush=True)
+module = sys.argv[1]
+
+def stop_at_import(event, arguments):
+    if event == "import" and arguments[0] == module:
+        print(f"<{module} imported>", flush=True)
         os._exit(0)
 
-sys.addaudithook(stop_at_litellm)
-sys.argv = ["threadmed", *sys.argv[1:]]
+sys.addaudithook(stop_at_import)
+sys.argv = ["threadmed", *sys.argv[2:]]
 from flows.cli import main
 main()
 """
 
 
-def threadmed_until_litellm(*arguments: object, cwd: Path) -> list[str]:
-    """The lines `threadmed` prints before it imports litellm (seconds of imports), then LITELLM_IMPORTED;
-    fails if it exits otherwise."""
+def threadmed_until_import(module: str, *arguments: object, cwd: Path) -> list[str]:
+    """The lines `threadmed` prints before it first imports `module`, then `imported(module)`; fails if it
+    exits otherwise."""
     said = subprocess.run(
-        [sys.executable, "-c", STOPPED_AT_LITELLM, *map(str, arguments)],
+        [sys.executable, "-c", STOPPED_AT_IMPORT, module, *map(str, arguments)],
         cwd=cwd, env={**os.environ, "COLUMNS": "200"}, capture_output=True, text=True,
         timeout=COMMAND_TIMEOUT_S,
     )  # fmt: skip
-    assert said.returncode == 0 and said.stdout.endswith(LITELLM_IMPORTED + "\n"), said.stdout + said.stderr
+    marker = imported(module)
+    assert said.returncode == 0 and said.stdout.endswith(marker + "\n"), said.stdout + said.stderr
     return said.stdout.splitlines()

@@ -8,7 +8,7 @@ from flows.cli.consult import CONSULT_COMMANDS
 from flows.cli.consult import app as consult_app
 from flows.cli.snomed import SNOMED_COMMANDS
 from flows.cli.snomed import app as snomed_app
-from tests.flows.cli.terminal import LITELLM_IMPORTED, threadmed_until_litellm
+from tests.flows.cli.terminal import imported, threadmed_until_import
 from tests.tasks.benchmarks.consult.report_fixtures import make_run as make_consult_run
 from tests.tasks.benchmarks.snomed.test_report import make_run as make_snomed_run
 
@@ -53,7 +53,8 @@ def test_a_report_says_what_it_will_do_before_it_imports_the_benchmark_s_solvers
     tmp_path, benchmark, make_run
 ):
     make_run(tmp_path, "r1", ["alpha"])
-    assert threadmed_until_litellm(benchmark, "report", "r1", cwd=tmp_path) == [
+    solvers = f"tasks.benchmarks.{benchmark}.solver"
+    assert threadmed_until_import(solvers, benchmark, "report", "r1", cwd=tmp_path) == [
         "Report of r1 into r1/report: recomputed from the stored runs, no model called",
-        LITELLM_IMPORTED,
+        imported(solvers),
     ]

@@ -177,21 +177,14 @@ def test_a_full_disk_names_the_folder_being_written(tmp_path):
     )
 
 
-@pytest.fixture(scope="module")
-def run_build(tmp_path_factory):
-    """Run the real `threadmed build` in a subprocess (one Prefect home for the module's runs)."""
-    prefect_home = tmp_path_factory.mktemp("prefect-home")
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    env |= {"PREFECT_HOME": str(prefect_home), "COLUMNS": "500"}  # COLUMNS: rich wraps at 80 otherwise
-
-    def run(folder: Path, submissions: Path, comments: Path, *options: str) -> subprocess.CompletedProcess:
-        arguments = ["--submissions", str(submissions), "--comments", str(comments), "--out", "out"]
-        return subprocess.run(
-            [THREADMED, "build", *arguments, "--lake", "lake", *options],
-            cwd=folder, env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
-        )  # fmt: skip
-
-    return run
+def run_build(folder: Path, submissions: Path, comments: Path, *options: str) -> subprocess.CompletedProcess:
+    """The real `threadmed build` in a subprocess, against the worker's Prefect API (conftest.py)."""
+    arguments = ["--submissions", str(submissions), "--comments", str(comments), "--out", "out"]
+    return subprocess.run(
+        [THREADMED, "build", *arguments, "--lake", "lake", *options],
+        cwd=folder, env={**os.environ, "COLUMNS": "500"},  # COLUMNS: rich wraps at 80 otherwise
+        capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
+    )  # fmt: skip
 
 
 def write_ndjson(path: Path, subreddit: str) -> Path:
@@ -200,7 +193,7 @@ def write_ndjson(path: Path, subreddit: str) -> Path:
 
 
 @pytest.mark.slow
-def test_an_empty_dump_fails_the_build_naming_it(tmp_path, run_build):
+def test_an_empty_dump_fails_the_build_naming_it(tmp_path):
     comments = write_ndjson(tmp_path / "RC.ndjson", "AskDocs")
     (tmp_path / "RS.zst").write_bytes(b"")
     result = run_build(tmp_path, tmp_path / "RS.zst", comments)
@@ -217,7 +210,7 @@ def test_an_empty_dump_fails_the_build_naming_it(tmp_path, run_build):
 
 
 @pytest.mark.slow
-def test_dumps_without_the_subreddit_fail_unless_an_empty_dataset_is_allowed(tmp_path, run_build):
+def test_dumps_without_the_subreddit_fail_unless_an_empty_dataset_is_allowed(tmp_path):
     submissions = write_ndjson(tmp_path / "RS.ndjson", "AskReddit")
     comments = write_ndjson(tmp_path / "RC.ndjson", "AskReddit")
     result = run_build(tmp_path, submissions, comments)

@@ -18,7 +18,7 @@ from tasks.benchmarks.snomed.card import SNOMED_CARD
 from tasks.benchmarks.threadmed.card import THREADMED_CARD
 from tasks.evals.card import BenchmarkCard
 from tests.eval_fixtures import write_dataset
-from tests.flows.cli.terminal import COMMAND_TIMEOUT_S, LITELLM_IMPORTED, threadmed_until_litellm
+from tests.flows.cli.terminal import COMMAND_TIMEOUT_S, imported, threadmed_until_import
 from tests.snomed_fixtures import write_case_set as write_snomed_case_set
 
 
@@ -80,12 +80,14 @@ def test_a_dry_run_prints_its_first_line_before_importing_litellm_or_its_planner
 
 
 @pytest.mark.parametrize("benchmark", sorted(DRY_RUNS))
-def test_a_run_prints_its_first_line_before_importing_litellm(tmp_path, benchmark):
+def test_a_run_prints_its_first_line_before_importing_its_planner(tmp_path, benchmark):
+    """The planner imports the benchmark's solvers; litellm comes later still, with the first call."""
     write_inputs, options, model, card = DRY_RUNS[benchmark]
     write_inputs(tmp_path / "inputs")
     arguments = [*options, "--models", model, "--out", "run", "--max-cost", "1"]
-    assert threadmed_until_litellm(*arguments, cwd=tmp_path) == [
+    planner = f"tasks.benchmarks.{benchmark}.plan"
+    assert threadmed_until_import(planner, *arguments, cwd=tmp_path) == [
         f"{card.title}. Run of {model} into run: planning its jobs (calls its ledger holds are not made "
         "again)",
-        LITELLM_IMPORTED,
+        imported(planner),
     ]

@@ -4,7 +4,7 @@ import time
 import litellm
 import pytest
 
-from tasks.llm import call
+from tasks.llm import direct
 from tasks.llm.call import complete
 from tasks.llm.direct import direct_route, send_direct
 from tasks.llm.errors import CallError, classify_error
@@ -61,12 +61,12 @@ def test_the_direct_route_records_what_litellm_records(server, tmp_path, monkeyp
     params = {"temperature": 0, "tools": [TOOL], "response_format": {"type": "json_object"}}
     asked = ChatRequest(model="openai/m1", messages=MESSAGES, params=params, api_base=server.url)
     server.script(action)
-    direct = complete(asked, ONE_TRY, CallLedger(tmp_path / "direct"))
-    monkeypatch.setattr(call, "direct_route", lambda *_: None)
+    on_the_route = complete(asked, ONE_TRY, CallLedger(tmp_path / "direct"))
+    monkeypatch.setattr(direct, "direct_route", lambda *_: None)
     server.script(action)
     through_litellm = complete(asked, ONE_TRY, CallLedger(tmp_path / "litellm"))
     timing = {"latency_s", "started_at", "finished_at", "response_id"}
-    assert direct.model_dump(exclude=timing) == through_litellm.model_dump(exclude=timing)
+    assert on_the_route.model_dump(exclude=timing) == through_litellm.model_dump(exclude=timing)
     assert [r.params for r in server.requests] == [params, params]
     assert server.requests[0].messages == server.requests[1].messages == list(MESSAGES)
 
@@ -99,7 +99,7 @@ def sent_direct(monkeypatch):
         sent.append(args)
         return send_direct(*args)
 
-    monkeypatch.setattr(call, "send_direct", spy)
+    monkeypatch.setattr(direct, "send_direct", spy)
     return sent
 
 
