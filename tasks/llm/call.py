@@ -342,7 +342,9 @@ def _attempt(request: ChatRequest, options: CallOptions, tally: CallTally) -> tu
 
 @functools.cache
 def _sending_modules() -> SimpleNamespace:
-    """The modules that send a request, imported at a process's first call: they import litellm (sdk.py)."""
+    """The modules that send a request, imported at a process's first call: they import litellm, which is
+    configured first (sdk.py)."""
+    litellm_sdk()
     from tasks.llm import direct, offline_provider
 
     return SimpleNamespace(direct=direct, offline_provider=offline_provider)

@@ -1,9 +1,11 @@
 """Which provider a model string is routed to, and whether it has an OpenAI-style batch API.
 
 Small on purpose: the run config checks batch roles with it, and every command that reads a config imports
-that; litellm (seconds to import) is imported only when a provider is asked for, i.e. a role is in batch
-mode.
+that; litellm (seconds to import, sdk.py) is imported only when a provider is asked for, i.e. a role is in
+batch mode.
 """
+
+from tasks.llm.sdk import litellm_sdk
 
 # Providers whose litellm route takes OpenAI's batch JSONL as it is.
 BATCH_PROVIDERS = ("openai", "azure")
@@ -11,8 +13,7 @@ BATCH_PROVIDERS = ("openai", "azure")
 
 def provider_of(model: str, api_base: str | None) -> str:
     """The litellm provider `model` is routed to (its prefix when litellm does not know it)."""
-    import litellm
-
+    litellm = litellm_sdk()
     try:
         return litellm.get_llm_provider(model=model, api_base=api_base)[1]
     except litellm.BadRequestError:

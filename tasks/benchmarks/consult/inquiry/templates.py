@@ -10,6 +10,8 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
+from tasks.llm.sdk import litellm_sdk
+
 DATA_DIR = Path(__file__).parent / "data"
 # The ids shared with the knowledge base's AIUs; the catalogue must hold exactly these, in this order.
 TEMPLATE_IDS: tuple[str, ...] = (
@@ -133,9 +135,7 @@ def litellm_embedder(model: str) -> Embed:
     """Texts -> L2-normalised rows from an embedding model called through litellm (optional, online)."""
 
     def embed(texts: Sequence[str]) -> np.ndarray:
-        import litellm
-
-        response = litellm.embedding(model=model, input=list(texts))
+        response = litellm_sdk().embedding(model=model, input=list(texts))
         rows = np.array([item["embedding"] for item in response.data], dtype=np.float64)
         return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
