@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 class CaseSetCommand(NamedTuple):
     """What one case-set benchmark's commands have of their own besides its evaluate options: its name and
-    words. Its parts are named after it (below). Each is imported when a command runs: they import litellm,
-    and every `threadmed` command would pay for it."""
+    words. Its parts are named after it (below). Each is imported when a command runs: they import Prefect
+    and the plotting and statistics libraries (seconds), and every `threadmed` command would pay for it."""
 
     name: str  # the benchmark's, and its command group's: `threadmed <name>`
     solvers: str  # what its models play: clinicians, agents
@@ -239,7 +239,7 @@ def case_set_report_command(command: CaseSetCommand) -> Callable[..., None]:
     ) -> None:
         command.part(LOAD_RUNS)(run_dirs)  # before the flow: runs that do not merge are one line
 
-        def settings() -> BaseModel:  # after the first line: the benchmark's import takes seconds (litellm)
+        def settings() -> BaseModel:  # after the first line: the benchmark's import takes seconds
             return bootstrap_settings(command.part(BENCHMARK).report_settings, resamples, seed)
 
         check_run_folder = command.part(CHECK_RUN_FOLDER)

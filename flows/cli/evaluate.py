@@ -15,7 +15,7 @@ from flows.cli.errors import reports_errors, warn
 from flows.cli.render import console, estimate_table, print_run_summary, print_table
 from tasks.core.preflight import check_writable_folder, validation_message
 
-if TYPE_CHECKING:  # importing them at run time costs every command the seconds litellm takes
+if TYPE_CHECKING:  # importing them at run time costs every command the seconds Prefect takes
     from prefect.states import State
 
     from tasks.evals.card import BenchmarkCard
@@ -173,8 +173,9 @@ def evaluate(
     outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed, 75
     if batches (--batch) are still in flight, 3 if the spending cap (--max-cost) stopped it.
     """
-    # Imported here: the benchmark's modules import litellm (seconds), and every `threadmed` command, this
-    # one's first line too, would pay for it; its card and config are light.
+    # Imported here: the benchmark's modules import Prefect and the plotting and statistics libraries
+    # (seconds), and every `threadmed` command, this one's first line too, would pay for it; its card and
+    # config are light.
     from tasks.benchmarks.threadmed.card import THREADMED_CARD
     from tasks.benchmarks.threadmed.cases import check_dataset_build
     from tasks.evals.config import RunOverrides, resolve_settings
@@ -264,7 +265,7 @@ def run_or_estimate(
 
     The caller has checked the input folder and the settings of `card`'s benchmark; the run folder and the
     run's sample of the inputs (`card.check_sample`) are checked here. The first line comes next, before
-    `benchmark()` imports the benchmark's solvers (and litellm) and its plan is walked: what it will do is
+    `benchmark()` imports the benchmark's solvers (seconds) and its plan is walked: what it will do is
     said in a second; the estimate, or the run's id and jobs, follow."""
     from tasks.core.run_folder import check_run_folder_benchmark
 
@@ -286,8 +287,8 @@ def run_or_estimate(
 
     try:
         # A busy, unwritable or overspent folder is refused in one line, before anything else is said; then
-        # what the run will do is the first line, before the benchmark's solvers (and litellm) are imported
-        # and its plan is made (seconds).
+        # what the run will do is the first line, before the benchmark's solvers are imported and its plan
+        # is made (seconds).
         check_not_held(out)
         check_writable_folder(out, "--out")
         refuse_overspent_run(out, settings)
@@ -305,7 +306,7 @@ def run_or_estimate(
     except RunFolderBusy as error:
         console.print(str(error), style="red", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
-    from tasks.evals.batch_runs import AWAITING_BATCHES  # with the call layer: litellm
+    from tasks.evals.batch_runs import AWAITING_BATCHES  # with the call layer and Prefect: seconds
 
     if state.name == AWAITING_BATCHES:
         console.print(state.message or "", style="yellow", markup=False, soft_wrap=True)

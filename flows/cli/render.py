@@ -131,7 +131,7 @@ def print_run_summary(manifest: dict[str, Any], to: Console) -> "RunSummary":
     """A finished run as every command that calls models prints it, readable at 80 columns: compact tables
     under one title line; what this invocation made and paid, then the run's totals over every invocation
     (each labelled); one line per failure kind and failed job; the run's notes. Returns the summary."""
-    from tasks.evals.outputs import RunSummary  # the call layer behind it imports litellm: seconds
+    from tasks.evals.outputs import RunSummary  # it imports Prefect: a second
 
     run = RunSummary.model_validate(manifest["summary"])
     to.print(run.title())

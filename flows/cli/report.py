@@ -85,7 +85,7 @@ def run_report_flow(
 ) -> Path:
     """Check the run folders (each a run, each run once) and the output folders, say what will be done, then
     run a benchmark's report flow with its `settings()`; the report folder. `report_flow()` imports the flow
-    and `settings()` may import the benchmark: Prefect, litellm and the plotting libraries take seconds,
+    and `settings()` may import the benchmark: Prefect and the plotting libraries take seconds,
     after the first line."""
     from tasks.report.files import default_report_dir
     from tasks.report.runs import check_each_run_once, read_run_id

@@ -27,7 +27,7 @@ from flows.cli.evaluate import (
 )
 from flows.cli.render import console
 
-if TYPE_CHECKING:  # imported at run time only by the commands: litellm takes seconds to import
+if TYPE_CHECKING:  # imported at run time only by the commands: Prefect takes seconds to import
     from prefect.states import State
 
     from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
