@@ -17,7 +17,8 @@ import pytest
 from deployments.dead_runs import AUTOMATION_NAME
 from tests.prefect_server import CLI_TIMEOUT_S, FLOW_RUN_ID, ManagedProcess, free_port
 
-pytestmark = pytest.mark.slow
+# Minutes of tests one after another: started first, beside the suite's other long chains (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.starts_first]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 POOL = "threadmed-process"

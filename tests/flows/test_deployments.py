@@ -45,7 +45,8 @@ from tests.llm_server_state import Action
 from tests.prefect_server import PrefectStack
 from tests.snomed_fixtures import CASES, write_case_set
 
-pytestmark = pytest.mark.slow
+# Minutes of tests one after another: started first, beside the suite's other long chains (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.starts_first]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 POOL = "threadmed-process"
