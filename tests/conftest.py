@@ -89,18 +89,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = [item for run in worker_runs(items, workers) for item in run]
 
 
+def starts_later(file_items: list[pytest.Item]) -> bool:
+    return file_items[0].get_closest_marker("starts_first") is None
+
+
+def dealing_order(file_items: list[pytest.Item]) -> tuple[bool, int]:
+    return starts_later(file_items), -len(file_items)
+
+
+def run_order(file_items: list[pytest.Item]) -> tuple[bool, int]:
+    return starts_later(file_items), len(file_items)
+
+
 def worker_runs(items: list[pytest.Item], workers: int) -> list[list[pytest.Item]]:
     """`items` in `workers` runs of the sizes work stealing sends (N // workers, then a share of the rest).
-    The slow files are dealt out largest first to the run with the fewest slow tests; in each run the files
-    with fewest tests (the long single end-to-end tests) come first."""
+    The slow files are dealt out to the run with the fewest slow tests: first those marked `starts_first`
+    (tests that run one after another for minutes, on one shared server: the suite's longest chains, one per
+    run), then the others largest first. In each run the `starts_first` files come first, then the files with
+    fewest tests (the long single end-to-end tests)."""
     slow_files: dict[Path, list[pytest.Item]] = {}
     for item in items:
         if item.get_closest_marker("slow") is not None:
             slow_files.setdefault(item.path, []).append(item)
+
     dealt: list[list[list[pytest.Item]]] = [[] for _ in range(workers)]
-    for file_items in sorted(slow_files.values(), key=len, reverse=True):
+    for file_items in sorted(slow_files.values(), key=dealing_order):
         min(dealt, key=lambda files: sum(map(len, files))).append(file_items)
-    runs = [[item for file_items in sorted(files, key=len) for item in file_items] for files in dealt]
+    runs = [[item for file_items in sorted(files, key=run_order) for item in file_items] for files in dealt]
     others = [item for item in items if item.get_closest_marker("slow") is None]
     left = len(items)
     for index, run in enumerate(runs):

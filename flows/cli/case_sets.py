@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 class CaseSetCommand(NamedTuple):
     """What one case-set benchmark's commands have of their own besides its evaluate options: its name and
     words. Its parts are named after it (below). Each is imported when a command runs: they import Prefect
-    and the plotting and statistics libraries (seconds), and every `threadmed` command would pay for it."""
+    (over a second), and every `threadmed` command would pay for it."""
 
     name: str  # the benchmark's, and its command group's: `threadmed <name>`
     solvers: str  # what its models play: clinicians, agents

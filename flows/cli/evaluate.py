@@ -173,9 +173,8 @@ def evaluate(
     outage costs nothing already paid: re-run the same command to finish. Exits 1 if calls failed, 75
     if batches (--batch) are still in flight, 3 if the spending cap (--max-cost) stopped it.
     """
-    # Imported here: the benchmark's modules import Prefect and the plotting and statistics libraries
-    # (seconds), and every `threadmed` command, this one's first line too, would pay for it; its card and
-    # config are light.
+    # Imported here: the benchmark's modules import Prefect (over a second), and every `threadmed` command,
+    # this one's first line too, would pay for it; its card and config are light.
     from tasks.benchmarks.threadmed.card import THREADMED_CARD
     from tasks.benchmarks.threadmed.cases import check_dataset_build
     from tasks.evals.config import RunOverrides, resolve_settings

@@ -3,9 +3,8 @@
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from matplotlib.figure import Figure
 
-from tasks.report.figures import plain_text
+from tasks.report.figures import new_figure, plain_text
 
 FIGURE_ID = "fig_compare_differences"
 CAPTION = "Mean paired difference A − B per pair of models, score, condition and items, with its interval."
@@ -19,7 +18,7 @@ def _label(row: dict) -> str:
 def plot_differences(stats_path: Path, out_path: Path) -> None:
     """A forest plot: a row per stored difference (top to bottom in table order), its interval as a bar."""
     rows = [row for row in pq.read_table(stats_path).to_pylist() if row["difference"] is not None]
-    fig = Figure(figsize=(8, 1.2 + 0.28 * max(len(rows), 1)), layout="constrained")
+    fig = new_figure(figsize=(8, 1.2 + 0.28 * max(len(rows), 1)))
     ax = fig.subplots()
     positions = list(range(len(rows)))[::-1]
     for y, row in zip(positions, rows, strict=True):

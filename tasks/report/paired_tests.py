@@ -11,7 +11,6 @@ from statistics import fmean
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
 from tasks.report.settings import CompareSettings
 from tasks.report.stats import BootstrapCI, percentile_interval
@@ -31,6 +30,8 @@ def wilcoxon_test(a: np.ndarray, b: np.ndarray) -> PairedTest | None:
     None when no pair differs (the test is undefined)."""
     if not np.any(a != b):
         return None
+    from scipy import stats  # here, not at the top: importing scipy.stats takes most of a second
+
     result = stats.wilcoxon(a, b, alternative="two-sided")
     return PairedTest(WILCOXON, float(result.statistic), float(result.pvalue), len(a))
 
@@ -43,6 +44,8 @@ def mcnemar_test(a: np.ndarray, b: np.ndarray) -> PairedTest | None:
     only_b = int(np.sum((a == 0) & (b == 1)))
     if only_a + only_b == 0:
         return None
+    from scipy import stats  # as in wilcoxon_test
+
     result = stats.binomtest(only_a, only_a + only_b, 0.5, alternative="two-sided")
     return PairedTest(MCNEMAR, float(only_a), float(result.pvalue), len(a))
 

@@ -10,7 +10,6 @@ import hashlib
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
 from tasks.report.settings import LEVEL, N_RESAMPLES
 
@@ -178,6 +177,8 @@ def mann_whitney(x: np.ndarray, y: np.ndarray, *, alternative: str) -> RankTest 
     """Mann-Whitney U of x against y (scipy's tie and continuity corrections); None if either is empty."""
     if len(x) == 0 or len(y) == 0:
         return None
+    from scipy import stats  # here, not at the top: every run imports this module, few run a rank test
+
     result = stats.mannwhitneyu(x, y, alternative=alternative)
     return RankTest(float(result.statistic), float(result.pvalue), alternative, len(x), len(y))
 
@@ -187,6 +188,8 @@ def spearman(x: np.ndarray, y: np.ndarray) -> Correlation:
     n = len(x)
     if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return Correlation(None, None, n)
+    from scipy import stats  # as in mann_whitney
+
     result = stats.spearmanr(x, y)
     return Correlation(float(result.statistic), float(result.pvalue), n)
 

@@ -1,6 +1,6 @@
 """deployments/dead_runs.py: the heartbeat frequency read from prefect.yaml, fail closed; the automation it
 derives; making it idempotently on a real API. The crash itself is tested end to end in
-tests/flows/test_dead_runs.py (a real server and worker, kill -9)."""
+tests/flows/test_deployments.py (a real server and worker, kill -9)."""
 
 from datetime import timedelta
 from pathlib import Path

@@ -2,7 +2,7 @@
 name: every settings model reachable from a flow's parameters, every field of each, every example YAML.
 
 The Prefect server's side (a deployment's parameter schema refusing the key when a run is created) is
-tested with a real server in test_deployment_parameters.py.
+tested with a real server in tests/flows/test_deployments.py.
 """
 
 import typing

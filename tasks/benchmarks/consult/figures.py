@@ -5,12 +5,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from matplotlib import colormaps
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
 
-from tasks.report.figures import plain_text
+from tasks.report.figures import new_figure, plain_text, tab10
 
 # The stats tables the figures read, so an empty one still has its columns.
 STATS_SCHEMAS = {
@@ -92,10 +88,12 @@ def _models(rows: list[dict[str, Any]]) -> list[str]:
 
 def plot_mni_coverage(stats_path: Path, out_path: Path) -> None:
     """A line per model: mean MNI coverage by turn."""
+    from matplotlib.ticker import MaxNLocator  # with the figure: see tasks/report/figures.py
+
     rows = pq.read_table(stats_path).to_pylist()
-    fig = Figure(figsize=(7, 4.2), layout="constrained")
+    fig = new_figure(figsize=(7, 4.2))
     ax = fig.subplots()
-    palette = colormaps["tab10"]
+    palette = tab10()
     for index, model in enumerate(_models(rows)):
         points = [row for row in rows if row["model"] == model]
         ax.plot(
@@ -118,9 +116,9 @@ def plot_questions(stats_path: Path, out_path: Path) -> None:
     """A box per model over its episodes' questions asked, with the episodes as dots across the box."""
     rows = [row for row in pq.read_table(stats_path).to_pylist() if row["questions"] is not None]
     models = _models(rows)
-    fig = Figure(figsize=(1.4 * len(models) + 3, 4), layout="constrained")
+    fig = new_figure(figsize=(1.4 * len(models) + 3, 4))
     ax = fig.subplots()
-    palette = colormaps["tab10"]
+    palette = tab10()
     for index, model in enumerate(models):
         values = [row["questions"] for row in rows if row["model"] == model]
         ax.boxplot([values], positions=[index], widths=0.5, showfliers=False)
@@ -136,11 +134,13 @@ def plot_questions(stats_path: Path, out_path: Path) -> None:
 def plot_stages(stats_path: Path, out_path: Path) -> None:
     """A panel per stage: a group of bars per metric (then the stage score), a bar per model, with whiskers
     for the intervals."""
+    from matplotlib.patches import Patch  # with the figure: see tasks/report/figures.py
+
     rows = pq.read_table(stats_path).to_pylist()
     models = _models(rows)
-    fig = Figure(figsize=(11, 7.5), layout="constrained")
+    fig = new_figure(figsize=(11, 7.5))
     axes = fig.subplots(2, 2, sharey=True).flatten()
-    palette = colormaps["tab10"]
+    palette = tab10()
     width = 0.8 / max(len(models), 1)
     for ax, (stage, title) in zip(axes, STAGE_TITLES.items(), strict=True):
         metrics = list(dict.fromkeys(row["metric"] for row in rows if row["stage"] == stage))

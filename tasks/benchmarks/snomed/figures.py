@@ -5,10 +5,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from matplotlib import colormaps
-from matplotlib.figure import Figure
 
-from tasks.report.figures import plain_text
+from tasks.report.figures import new_figure, plain_text, tab10
 
 # The stats tables the figures read, so an empty one still has its columns.
 STATS_SCHEMAS = {
@@ -52,9 +50,9 @@ def plot_f1_distribution(stats_path: Path, out_path: Path) -> None:
     """A box per model over its interviews' F1, with the interviews as dots spread across the box."""
     rows = pq.read_table(stats_path).to_pylist()
     models = _models(rows)
-    fig = Figure(figsize=(1.4 * len(models) + 3, 4), layout="constrained")
+    fig = new_figure(figsize=(1.4 * len(models) + 3, 4))
     ax = fig.subplots()
-    palette = colormaps["tab10"]
+    palette = tab10()
     for index, model in enumerate(models):
         values = [row["f1"] for row in rows if row["model"] == model]
         ax.boxplot([values], positions=[index], widths=0.5, showfliers=False)
@@ -70,9 +68,9 @@ def plot_f1_distribution(stats_path: Path, out_path: Path) -> None:
 def plot_f1_questions(stats_path: Path, out_path: Path) -> None:
     """F1 against questions asked: a dot per interview, a colour per model."""
     rows = pq.read_table(stats_path).to_pylist()
-    fig = Figure(figsize=(7, 4.2), layout="constrained")
+    fig = new_figure(figsize=(7, 4.2))
     ax = fig.subplots()
-    palette = colormaps["tab10"]
+    palette = tab10()
     for index, model in enumerate(_models(rows)):
         points = [row for row in rows if row["model"] == model and row["questions_asked"] is not None]
         ax.scatter(
@@ -95,10 +93,10 @@ def plot_condition_recall(stats_path: Path, out_path: Path) -> None:
     rows = pq.read_table(stats_path).to_pylist()
     models = _models(rows)
     conditions = sorted({(row["rank"], row["code"], row["display"]) for row in rows})
-    fig = Figure(figsize=(8, 0.35 * len(conditions) * max(len(models), 1) + 1.5), layout="constrained")
+    fig = new_figure(figsize=(8, 0.35 * len(conditions) * max(len(models), 1) + 1.5))
     ax = fig.subplots()
     height = 0.8 / max(len(models), 1)
-    palette = colormaps["tab10"]
+    palette = tab10()
     for index, model in enumerate(models):
         bars = [row for row in rows if row["model"] == model]
         y = [row["rank"] + (index - (len(models) - 1) / 2) * height for row in bars]

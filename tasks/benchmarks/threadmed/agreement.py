@@ -23,7 +23,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from matplotlib.figure import Figure
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -33,7 +32,7 @@ from tasks.benchmarks.threadmed.agreement_stats import TABLE_COLUMNS, compute_ag
 from tasks.benchmarks.threadmed.agreement_tables import render_markdown
 from tasks.benchmarks.threadmed.run_data import check_run_folder
 from tasks.core.safe_text import read_csv_rows, write_csv_rows
-from tasks.report.figures import plain_text
+from tasks.report.figures import new_figure, plain_text
 from tasks.report.runs import check_each_run_once, read_run_id
 
 
@@ -44,7 +43,7 @@ def plot_agreement(judge_csv: Path, rater_csv: Path, out_path: Path) -> None:
     judge_rows, rater_rows = read_csv_rows(judge_csv), read_csv_rows(rater_csv)
     rows = [(f"{r['judge']}\nvs {r['versus']}", r, "tab:blue") for r in judge_rows]
     rows += [(f"{r['first']}\nvs {r['second'] or 'each other'}", r, "tab:gray") for r in rater_rows]
-    fig = Figure(figsize=(10, 1.2 + 0.55 * len(rows)), layout="constrained")
+    fig = new_figure(figsize=(10, 1.2 + 0.55 * len(rows)))
     axes = fig.subplots(1, 2, sharey=True)
     panels = (("kappa_quadratic", "Quadratic kappa"), ("alpha_ordinal", "Ordinal alpha"))
     for ax, (name, title) in zip(axes, panels, strict=True):

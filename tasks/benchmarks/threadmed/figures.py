@@ -1,14 +1,15 @@
 """The report's figures. Each function draws one figure from one stored stats_* table, nothing else."""
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
-from matplotlib import colormaps
-from matplotlib.figure import Figure
 
 from tasks.benchmarks.threadmed.metrics import SCORE_LABELS, SINGLE_TURNS
-from tasks.report.figures import plain_text
+from tasks.report.figures import new_figure, plain_text, tab10
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # Figure id (its file name without .png) -> caption.
 FIGURES = {
@@ -23,11 +24,13 @@ def _series(rows: list[dict[str, Any]], **match: Any) -> list[dict[str, Any]]:
     return [row for row in rows if all(row[k] == v for k, v in match.items())]
 
 
-def _condition_panels(rows: list[dict[str, Any]], width: float) -> tuple[Figure, list, list[str], list[str]]:
+def _condition_panels(
+    rows: list[dict[str, Any]], width: float
+) -> tuple["Figure", list, list[str], list[str]]:
     """A figure with one panel per condition (shared y), and the conditions and models in stored order."""
     conditions = list(dict.fromkeys(row["condition"] for row in rows))
     models = list(dict.fromkeys(row["model"] for row in rows))
-    fig = Figure(figsize=(width * len(conditions) + 2.5, 4.2), layout="constrained")
+    fig = new_figure(figsize=(width * len(conditions) + 2.5, 4.2))
     axes = fig.subplots(1, len(conditions), sharey=True, squeeze=False)[0]
     for ax, condition in zip(axes, conditions, strict=True):
         # A little headroom so that markers at 0 and 100 are not clipped.
@@ -36,7 +39,7 @@ def _condition_panels(rows: list[dict[str, Any]], width: float) -> tuple[Figure,
     return fig, list(axes), conditions, models
 
 
-def _finish(fig: Figure, axes: list, title: str, note: str | None, out_path: Path) -> None:
+def _finish(fig: "Figure", axes: list, title: str, note: str | None, out_path: Path) -> None:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize="small")
     fig.suptitle(title if note is None else f"{title}\n(overlap judge: not comparable to an LLM judge)")
@@ -47,7 +50,7 @@ def plot_turn_scores(stats_path: Path, out_path: Path, note: str | None) -> None
     """Mean score per turn with its CI band: a line per model, a panel per condition."""
     rows = pq.read_table(stats_path).to_pylist()
     fig, axes, conditions, models = _condition_panels(rows, width=4.5)
-    palette = colormaps["tab10"]
+    palette = tab10()
     for ax, condition in zip(axes, conditions, strict=True):
         for index, model in enumerate(models):
             points = [
@@ -68,7 +71,7 @@ def plot_wrong_after(stats_path: Path, out_path: Path, note: str | None) -> None
     rows = pq.read_table(stats_path).to_pylist()
     fig, axes, conditions, models = _condition_panels(rows, width=4.5)
     width = 0.8 / len(models)
-    palette = colormaps["tab10"]
+    palette = tab10()
     for ax, condition in zip(axes, conditions, strict=True):
         for index, model in enumerate(models):
             bars = [row for row in _series(rows, model=model, condition=condition) if row["n"]]
@@ -95,12 +98,12 @@ def plot_wrong_after(stats_path: Path, out_path: Path, note: str | None) -> None
 def plot_dataset_funnel(stats_path: Path, out_path: Path) -> None:
     """Rows kept after each dataset-build stage, top to bottom, on a log axis."""
     rows = pq.read_table(stats_path).to_pylist()
-    fig = Figure(figsize=(8, 0.45 * len(rows) + 1.2), layout="constrained")
+    fig = new_figure(figsize=(8, 0.45 * len(rows) + 1.2))
     ax = fig.subplots()
     bars = ax.barh(
         [plain_text(row["stage"]) for row in rows],
         [row["count_rows"] for row in rows],
-        color=colormaps["tab10"](0),
+        color=tab10()(0),
     )
     ax.bar_label(bars, labels=[f"{row['count_rows']:,}" for row in rows], padding=3, fontsize="small")
     ax.invert_yaxis()
@@ -116,10 +119,10 @@ def plot_judge_panel(stats_path: Path, out_path: Path, note: str | None) -> None
     rows = pq.read_table(stats_path).to_pylist()
     units = list(dict.fromkeys((row["model"], row["condition"]) for row in rows))
     judges = list(dict.fromkeys(row["judge"] for row in rows))
-    fig = Figure(figsize=(1.2 * len(units) * len(judges) / 2 + 4, 4.2), layout="constrained")
+    fig = new_figure(figsize=(1.2 * len(units) * len(judges) / 2 + 4, 4.2))
     ax = fig.subplots()
     width = 0.8 / len(judges)
-    palette = colormaps["tab10"]
+    palette = tab10()
     for index, judge in enumerate(judges):
         points = [row for row in _series(rows, judge=judge) if row["mean"] is not None]
         x = [

@@ -1,5 +1,7 @@
 """Every report figure draws text from data as written: a `$` never reaches matplotlib's mathtext."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +75,21 @@ def test_threadmed_figures_draw_dollars_from_data(tmp_path: Path) -> None:
 
 def test_plain_text_escapes_every_dollar() -> None:
     assert plain_text(DOLLARS) == r"Cost \$\oops\$ in 2020"
+
+
+def test_the_benchmarks_modules_import_neither_matplotlib_nor_scipy_until_a_figure_or_test_is_made():
+    """Every command imports its benchmark; most draw no figure and run no test (a dry run, --no-report, a
+    leaderboard), and importing both took most of a second."""
+    script = (
+        "import importlib, sys\n"
+        "for name in ('threadmed', 'snomed', 'consult'):\n"
+        "    importlib.import_module(f'tasks.benchmarks.{name}.benchmark')\n"
+        "print(sorted(m for m in ('matplotlib', 'scipy') if m in sys.modules))\n"
+        "import numpy as np\n"
+        "from tasks.report.figures import new_figure\n"
+        "from tasks.report.stats import spearman\n"
+        "new_figure(figsize=(1, 1)), spearman(np.arange(3.0), np.arange(3.0))\n"
+        "print(sorted(m for m in ('matplotlib', 'scipy') if m in sys.modules))\n"
+    )
+    imported = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert (imported.returncode, imported.stdout) == (0, "[]\n['matplotlib', 'scipy']\n"), imported.stderr

@@ -11,7 +11,7 @@ CURVE_COLUMNS = ("step", "epoch", "split", "loss")
 def loss_rows(log_history: list[dict[str, Any]], loss_before: float) -> list[dict[str, Any]]:
     """The training and held-out losses of a trainer's `state.log_history`, one per step and split in step
     order, after the held-out loss before training (step 0, which the trainer's log does not keep). A
-    step's last value wins: the evaluation after training repeats the one at a final `eval_steps`."""
+    step's last value wins."""
     rows = {(0, "validation"): {"step": 0, "epoch": 0.0, "split": "validation", "loss": loss_before}}
     for entry in log_history:
         for key, split in (("loss", "train"), ("eval_loss", "validation")):
@@ -23,6 +23,14 @@ def loss_rows(log_history: list[dict[str, Any]], loss_before: float) -> list[dic
                     "loss": entry[key],
                 }
     return [rows[key] for key in sorted(rows)]
+
+
+def held_out_loss_at(log_history: list[dict[str, Any]], step: int) -> float | None:
+    """The held-out loss the trainer logged at `step`, or None if it did not evaluate there. At a final
+    `eval_steps` the trainer evaluates the weights training ended with: evaluating them again gives the same
+    number for the cost of a pass over the validation split."""
+    logged = [entry["eval_loss"] for entry in log_history if "eval_loss" in entry and entry["step"] == step]
+    return logged[-1] if logged else None
 
 
 def write_loss_csv(rows: list[dict[str, Any]], path: Path) -> Path:

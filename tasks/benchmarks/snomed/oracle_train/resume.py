@@ -71,6 +71,20 @@ def check_resumable(out: Path, settings: OracleTrainSettings) -> None:
         )
 
 
+def recorded_loss_before(
+    recorded: dict[str, Any] | None, settings: OracleTrainSettings, data_sha256: dict[str, str]
+) -> float | None:
+    """The base model's held-out loss that the folder's earlier run recorded, if it was measured on the same
+    data files with the same settings (a resume may only train longer, which does not change it); else None,
+    and the run measures it. A resume thus skips a pass over the validation split (minutes for a 7B base)."""
+    if recorded is None or recorded.get("data", {}).get("sha256") != data_sha256:
+        return None
+    if changed_settings(recorded["settings"], settings):
+        return None
+    before = recorded.get("eval_loss", {}).get("before")
+    return before if isinstance(before, float) else None
+
+
 def wanted_outputs(export: bool, gguf: bool) -> frozenset[str]:
     """The exports asked: the merged model, and the GGUF converted from it."""
     if gguf and not export:

@@ -12,7 +12,12 @@ from typing import Any
 
 from tasks.benchmarks.snomed.cases.case_set import file_sha256
 from tasks.benchmarks.snomed.oracle_train.base import gguf_parts, unpack_gguf
-from tasks.benchmarks.snomed.oracle_train.curve import loss_rows, plot_loss_curve, write_loss_csv
+from tasks.benchmarks.snomed.oracle_train.curve import (
+    held_out_loss_at,
+    loss_rows,
+    plot_loss_curve,
+    write_loss_csv,
+)
 from tasks.benchmarks.snomed.oracle_train.data import chat_split_files, load_pairs
 from tasks.benchmarks.snomed.oracle_train.export import GGUF_FILE, MERGED, convert_to_gguf, save_merged
 from tasks.benchmarks.snomed.oracle_train.resume import (
@@ -23,6 +28,7 @@ from tasks.benchmarks.snomed.oracle_train.resume import (
     checkpoint_step,
     last_checkpoint,
     next_step,
+    recorded_loss_before,
     recorded_manifest,
     training_ended_at,
     wanted_outputs,
@@ -204,13 +210,20 @@ def train_oracle(
     usable = {"train": len(trainer.train_dataset), "validation": len(trainer.eval_dataset)}
     manifest["data"]["pairs_within_max_length"] = usable
     check_pairs_left(usable, manifest["data"]["pairs"], settings.max_length)
-    # Before training the adapter adds nothing (LoRA's B starts at zero): this is the base model's loss.
-    before = trainer.evaluate()["eval_loss"]
+    # Before training the adapter adds nothing (LoRA's B starts at zero): this is the base model's loss,
+    # kept in the manifest at once so that a resume of a run stopped mid-training reads it.
+    before = recorded_loss_before(recorded, settings, manifest["data"]["sha256"])
+    if before is None:
+        before = trainer.evaluate()["eval_loss"]
+    manifest["eval_loss"] = {"before": before}
+    write_json_atomic(out / MANIFEST, manifest)
     if step == "finish":
         load_checkpoint(trainer, checkpoint)  # type: ignore[arg-type]
     else:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    after = trainer.evaluate()["eval_loss"]
+    after = held_out_loss_at(trainer.state.log_history, trainer.state.global_step)
+    if after is None:
+        after = trainer.evaluate()["eval_loss"]
     trainer.save_model(str(out / ADAPTER))
 
     rows = loss_rows(trainer.state.log_history, before)

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tasks.benchmarks.snomed.oracle_train.base import gguf_parts
-from tasks.benchmarks.snomed.oracle_train.curve import loss_rows, write_loss_csv
+from tasks.benchmarks.snomed.oracle_train.curve import held_out_loss_at, loss_rows, write_loss_csv
 from tasks.benchmarks.snomed.oracle_train.data import chat_split_files, load_pairs, prompt_completion
 from tasks.benchmarks.snomed.oracle_train.export import convert_to_gguf
 from tasks.benchmarks.snomed.oracle_train.settings import OracleTrainSettings, changed_settings
@@ -66,6 +66,17 @@ def test_the_loss_curve_starts_at_the_loss_before_training_and_keeps_one_loss_pe
         "1,0.1,train,2.5",
         "1,0.1,validation,2.0",
     ]
+
+
+def test_the_held_out_loss_after_training_is_the_one_logged_at_the_last_step_if_any():
+    log_history = [
+        {"eval_loss": 3.0, "step": 0, "epoch": 0.0},  # before training
+        {"loss": 2.5, "step": 3, "epoch": 0.3, "learning_rate": 1e-3},
+        {"eval_loss": 2.2, "step": 3, "epoch": 0.3},
+        {"train_runtime": 9.0, "step": 4, "epoch": 0.4},
+    ]
+    assert [held_out_loss_at(log_history, step) for step in (0, 3, 4, 5)] == [3.0, 2.2, None, None]
+    assert held_out_loss_at([*log_history, {"eval_loss": 2.1, "step": 3}], 3) == 2.1  # the last one logged
 
 
 def test_a_folder_without_validation_pairs_nor_a_manifest_is_no_oracle_data_folder(tmp_path):

@@ -11,6 +11,7 @@ from tasks.benchmarks.snomed.oracle_train.resume import (
     check_resumable,
     last_checkpoint,
     next_step,
+    recorded_loss_before,
     training_ended_at,
     wanted_outputs,
 )
@@ -187,3 +188,25 @@ def test_adding_the_gguf_to_a_finished_run_converts_it_and_trains_nothing(tmp_pa
     assert manifest == {**finished, "outputs": {**finished["outputs"], "gguf": "oracle.gguf"}}
     assert sorted(path.name for path in (out / "checkpoints").iterdir()) == ["checkpoint-3"]
     assert train_oracle(data, out, SETTINGS, gguf_converter=converter, export_only=True) == manifest
+
+
+DATA = {"train": "a1", "validation": "b2"}
+MEASURED = {**TRAINED, "data": {"sha256": DATA}, "eval_loss": {"before": 2.5, "after": 1.5}}
+
+
+@pytest.mark.parametrize(
+    ("recorded", "settings", "data", "before"),
+    [
+        (MEASURED, OracleTrainSettings(max_steps=6), DATA, 2.5),  # trained longer: the same base loss
+        ({**MEASURED, "status": "training", "eval_loss": {"before": 2.5}}, SETTINGS, DATA, 2.5),  # stopped
+        (None, SETTINGS, DATA, None),
+        (MEASURED, SETTINGS, {**DATA, "validation": "c3"}, None),  # other held-out pairs
+        (MEASURED, OracleTrainSettings(max_steps=3, max_length=256), DATA, None),  # cut otherwise
+        ({**MEASURED, "eval_loss": {}}, SETTINGS, DATA, None),  # stopped before measuring it
+        ({**MEASURED, "eval_loss": {"before": "nan?"}}, SETTINGS, DATA, None),  # not a loss: measured again
+    ],
+)
+def test_a_resume_reads_the_base_loss_its_folder_measured_on_the_same_data_and_settings(
+    recorded, settings, data, before
+):
+    assert recorded_loss_before(recorded, settings, data) == before
