@@ -10,6 +10,7 @@
   Ctrl-C leaves at once. No half-written file counts.
 - At exit, Prefect's event-loop threads are stopped before the interpreter finalizes: left alive,
   they keep DuckDB objects alive past DuckDB's teardown, which then prints `nanobind: leaked ...`.
+- A command's last line is its own: Prefect's services, finishing at exit, log only their failures.
 - A command that ended (its exit status set) leaves once every exit hook has run, its output flushed,
   without the interpreter's teardown of every module it imported: about 0.45 s of each command, for
   Prefect's import graph mostly, that writes nothing.
@@ -39,6 +40,8 @@ INTERRUPT_WAIT_S = 15.0
 INTERRUPT_GRACE_S = 3.0  # for the server to record the crash
 SERVER_STOP_S = 2.0
 PREFECT_THREAD_JOIN_S = 5.0
+# Prefect's services sending events and logs to its server: their loggers are named after their classes.
+PREFECT_SERVICES = ("EventsWorker", "APILogWorker")
 
 
 def default_interrupt_line(abandoned: int) -> str:
@@ -74,6 +77,7 @@ def run(app: Callable[[], Any]) -> None:
     try:
         app()
     except SystemExit as ended:  # Typer ends every command with SystemExit
+        quiet_prefect_service_drain()
         if _Interrupt.received:
             exit_interrupted()
         if (status := exit_status(ended.code)) is None:
@@ -159,6 +163,15 @@ def exit_status(code: object) -> int | None:
     if code is None:
         return 0
     return code if isinstance(code, int) else None
+
+
+def quiet_prefect_service_drain() -> None:
+    """Below the command's last line, nothing from Prefect's services: at exit they finish sending the flow
+    run's events and logs to the server (for its UI; the command's results are written), and on a busy
+    machine logged "Still processing items: N items remaining..." as a WARNING there. Their failures are
+    logged at ERROR (and by prefect._internal.concurrency) and still show."""
+    for service in PREFECT_SERVICES:
+        logging.getLogger(service).setLevel(logging.ERROR)
 
 
 def leave_without_teardown(status: int) -> None:

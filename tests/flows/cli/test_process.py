@@ -320,6 +320,35 @@ def test_an_ended_command_runs_its_exit_hooks_flushes_and_leaves_without_tearing
     )
 
 
+DRAINING = """
+import logging, sys, threading
+from flows.cli.process import run
+
+logging.basicConfig(stream=sys.stderr)
+# As Prefect's EventsWorker does at exit with events still queued (prefect/_internal/concurrency/services.py).
+service = logging.getLogger("EventsWorker")
+threading._register_atexit(service.warning, "Still processing items: 2 items remaining...")
+threading._register_atexit(service.error, "Service failed with 2 pending items.")
+
+def app():
+    print("Error: the command's last line")
+    raise SystemExit(1)
+
+run(app)
+"""
+
+
+def test_below_an_ended_command_s_last_line_prefect_s_services_say_only_what_failed():
+    ended = subprocess.run(
+        [sys.executable, "-c", DRAINING], capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S
+    )
+    assert (ended.returncode, ended.stdout, ended.stderr) == (
+        1,
+        "Error: the command's last line\n",
+        "ERROR:EventsWorker:Service failed with 2 pending items.\n",
+    )
+
+
 def test_a_command_ending_with_a_message_is_left_to_the_interpreter():
     ended = subprocess.run(
         [sys.executable, "-c", ENDING, "'no such file'"],
