@@ -26,6 +26,9 @@ from tests.flows.cli.terminal import COMMAND_TIMEOUT_S, threadmed_here
 from tests.llm_server import LLMServer
 from tests.tasks.evals.test_run_lock import HOLDER
 
+# End to end: each case starts the command and its temporary server, and several wait on it for half a minute.
+pytestmark = pytest.mark.slow
+
 THREADMED = str(Path(sys.executable).with_name("threadmed"))
 
 
