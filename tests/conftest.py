@@ -105,16 +105,23 @@ def worker_runs(items: list[pytest.Item], workers: int) -> list[list[pytest.Item
     """`items` in `workers` runs of the sizes work stealing sends (N // workers, then a share of the rest).
     The slow files are dealt out to the run with the fewest slow tests: first those marked `starts_first`
     (tests that run one after another for minutes, on one shared server: the suite's longest chains, one per
-    run), then the others largest first. In each run the `starts_first` files come first, then the files with
-    fewest tests (the long single end-to-end tests)."""
+    run, each counted as its run's share of the slow tests), then the others largest first. In each run the
+    `starts_first` files come first, then the files with fewest tests (the long single end-to-end tests)."""
     slow_files: dict[Path, list[pytest.Item]] = {}
     for item in items:
         if item.get_closest_marker("slow") is not None:
             slow_files.setdefault(item.path, []).append(item)
 
+    # A chain weighs a run's whole share of the slow tests: it is minutes long, not its few tests' worth, and
+    # counting its tests gave its run the long single tests too.
+    share = sum(map(len, slow_files.values())) / workers
+
+    def weight(file_items: list[pytest.Item]) -> float:
+        return len(file_items) if starts_later(file_items) else max(share, len(file_items))
+
     dealt: list[list[list[pytest.Item]]] = [[] for _ in range(workers)]
     for file_items in sorted(slow_files.values(), key=dealing_order):
-        min(dealt, key=lambda files: sum(map(len, files))).append(file_items)
+        min(dealt, key=lambda files: sum(map(weight, files))).append(file_items)
     runs = [[item for file_items in sorted(files, key=run_order) for item in file_items] for files in dealt]
     others = [item for item in items if item.get_closest_marker("slow") is None]
     left = len(items)

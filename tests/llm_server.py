@@ -35,10 +35,11 @@ import copy
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
@@ -213,6 +214,15 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
     owner: "LLMServer"
+
+
+@contextlib.contextmanager
+def refusing_url() -> Iterator[str]:
+    """An OpenAI-compatible base URL whose port refuses every connection while it is held: bound here and
+    never listened on, so no other test's server can take it (a stopped server's port can be taken)."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{held.getsockname()[1]}/v1"
 
 
 class LLMServer:

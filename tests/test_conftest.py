@@ -25,9 +25,27 @@ def test_files_started_first_are_dealt_one_per_run_and_lead_it_then_single_long_
     chain, guide = items("chain", 3, "slow", "starts_first"), items("guide", 2, "slow", "starts_first")
     many, single = items("many", 4, "slow"), items("single", 1, "slow")
     fast = items("fast", 6)
-    # Eight items a run; the larger slow file goes to the run with fewer slow tests.
+    # Eight items a run; each chain weighs its run's share (5 of the 10 slow tests), so the larger slow file
+    # goes to the first run of the two tied, and the single test to the other.
     runs = worker_runs([*fast, *many, *single, *guide, *chain], workers=2)
     assert [[item.name for item in run] for run in runs] == [
-        ["chain0", "chain1", "chain2", "single0", "fast0", "fast1", "fast2", "fast3"],
-        ["guide0", "guide1", "many0", "many1", "many2", "many3", "fast4", "fast5"],
+        ["chain0", "chain1", "chain2", "many0", "many1", "many2", "many3", "fast0"],
+        ["guide0", "guide1", "single0", "fast1", "fast2", "fast3", "fast4", "fast5"],
+    ]
+
+
+def test_a_chain_weighs_its_run_s_share_of_the_slow_tests_so_the_long_single_ones_go_elsewhere():
+    chain, many, pair = (
+        items("chain", 3, "slow", "starts_first"),
+        items("many", 6, "slow"),
+        items("pair", 2, "slow"),
+    )
+    single, other = items("single", 1, "slow"), items("other", 1, "slow")
+    fast = items("fast", 8)
+    # 13 slow tests, a share of 4.3 each: counted as 3 tests, the chain's run took `single` too.
+    runs = worker_runs([*fast, *many, *pair, *single, *other, *chain], workers=3)
+    assert [[item.name for item in run] for run in runs] == [
+        ["chain0", "chain1", "chain2", "fast0", "fast1", "fast2", "fast3"],
+        ["many0", "many1", "many2", "many3", "many4", "many5", "fast4"],
+        ["single0", "other0", "pair0", "pair1", "fast5", "fast6", "fast7"],
     ]

@@ -94,7 +94,8 @@ def test_runner_settings_choose_the_engine():
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("one_dask_cluster_at_a_time")
+# On the worker's Prefect API: without one, the test process and each Dask worker start a server of their own.
+@pytest.mark.usefixtures("prefect_harness", "one_dask_cluster_at_a_time")
 def test_dask_cluster_ingests_the_same_rows_as_threads(monthly_dumps, tmp_path):
     threads = ingest_with(RunnerSettings(max_workers=2), monthly_dumps, tmp_path / "threads")
     dask = ingest_with(RunnerSettings(kind="dask", dask_workers=2), monthly_dumps, tmp_path / "dask")

@@ -42,6 +42,7 @@ from tasks.llm.ledger import CallLedger
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
 from tasks.report.artifacts import report_prefix
 from tests.eval_fixtures import full_disk_for, write_dataset
+from tests.flows.cli.terminal import threadmed_here
 from tests.llm_replies import JUDGE_REPLY, default_reply
 from tests.llm_server import LLMServer
 from tests.llm_server_state import Action
@@ -305,11 +306,7 @@ def test_the_cli_summary_shows_whole_names_at_80_columns_the_provider_message_an
         arguments = ["--dataset", str(dataset), "--out", str(tmp_path), "--models", ",".join(LONG_NAMES)]
         arguments += ["--judge", "openai/judge", "--api-base", server.url, "--conditions", "baseline"]
         arguments += ["--limit", "1", "--no-report"]
-        env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value(), "COLUMNS": "80"}
-        done = subprocess.run(
-            [str(Path(sys.executable).parent / "threadmed"), "evaluate", *arguments],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
+        done = threadmed_here("evaluate", *arguments, cwd=ROOT, columns=80)
     print(done.stdout)
     assert done.returncode == 1, done.stderr
     # The first line (what the run will do) and the progress lines are log lines when the output is not a

@@ -5,7 +5,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,12 +19,12 @@ from tasks.core.provenance import run_artifact_key
 from tasks.evals.config import BatchSettings, EvalConfig, JudgeSpec, ModelSpec
 from tasks.llm.request import Prices, RetryPolicy
 from tests.eval_fixtures import outcomes, write_dataset
+from tests.flows.cli.terminal import THREADMED, threadmed_here
 from tests.llm_server import LLMServer
 from tests.llm_server_state import BatchScript
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
-THREADMED = str(Path(sys.executable).with_name("threadmed"))
 PRICES = Prices(input_per_token=1e-6, output_per_token=3e-6)
 # 3 test threads of 3, 4 and 6 turns: 13 baseline and 10 oracle turns, each answered and judged.
 CALLS = 2 * (13 + 10)
@@ -238,9 +237,9 @@ def test_a_run_that_would_call_one_by_one_what_is_in_flight_in_batches_is_refuse
 
 
 def batch_command(dataset: Path, run_dir: Path, api_base: str) -> list[str]:
-    """`threadmed evaluate` of the oracle condition, model and judge in batch mode."""
+    """`threadmed evaluate`'s arguments: the oracle condition, model and judge in batch mode."""
     return [
-        THREADMED, "evaluate", "--dataset", str(dataset), "--out", str(run_dir), "--models", "openai/m",
+        "evaluate", "--dataset", str(dataset), "--out", str(run_dir), "--models", "openai/m",
         "--judge", "openai/judge", "--api-base", api_base, "--split", "test", "--conditions", "oracle",
         "--no-report", "--batch", "model,judge", "--batch-poll", "0.05",
     ]  # fmt: skip
@@ -249,14 +248,12 @@ def batch_command(dataset: Path, run_dir: Path, api_base: str) -> list[str]:
 def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_submitted_twice(
     dataset, tmp_path
 ):
-    """The real `threadmed evaluate` (on the tests' Prefect server): it stops waiting with exit 75, a
-    re-run is killed with kill -9 while its wave is at the provider, and a last run finishes."""
+    """`threadmed evaluate` (on the tests' Prefect server) stops waiting with exit 75, a re-run in a process
+    of its own is killed with kill -9 while its wave is at the provider, and a last run finishes."""
     env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
     with LLMServer(batch_delay_s=3600) as llm:  # a batch finishes when the test says so
         command = batch_command(dataset, tmp_path, llm.url)
-        waiting = subprocess.run(
-            [*command, "--batch-wait", "0"], env=env, capture_output=True, text=True, timeout=300
-        )
+        waiting = threadmed_here(*command, "--batch-wait", "0", cwd=tmp_path)
         assert waiting.returncode == 75, waiting.stdout + waiting.stderr
         assert (
             "1 batch (10 calls) still in flight at the provider (batch_1); re-run the same command later"
@@ -264,7 +261,9 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
         )
         assert not (tmp_path / "manifest.json").exists()
         llm.finish_batches()  # wave 1 only: wave 2 stays at the provider while the re-run is killed
-        killed = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        killed = subprocess.Popen(
+            [THREADMED, *command], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             deadline = time.monotonic() + 600  # a liveness bound only
             while llm.stats()["batches"] < 2:  # the re-run collected wave 1 (answers) and sent wave 2
@@ -274,7 +273,7 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
             killed.kill()
             killed.wait()
         llm.finish_batches()
-        finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        finished = threadmed_here(*command, cwd=tmp_path)
         assert finished.returncode == 0, finished.stdout + finished.stderr
         stats = llm.stats()
     assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 20, 0)
@@ -286,22 +285,15 @@ def test_batches_left_in_flight_by_exit_75_and_by_kill_9_are_collected_never_sub
 
 
 def test_an_endpoint_with_a_trailing_slash_is_the_same_endpoint_to_a_batch_run(dataset, tmp_path):
-    """`--api-base URL/` leaves a batch in flight; `--api-base URL` collects it (the real command)."""
-    env = {**os.environ, "PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
+    """`--api-base URL/` leaves a batch in flight; `--api-base URL` collects it (the command's options)."""
     with LLMServer() as llm:
         llm.script_batch(BatchScript(delay_s=3600))
-        waiting = subprocess.run(
-            [*batch_command(dataset, tmp_path, f"{llm.url}/"), "--batch-wait", "0"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
+        waiting = threadmed_here(
+            *batch_command(dataset, tmp_path, f"{llm.url}/"), "--batch-wait", "0", cwd=tmp_path
         )
         assert waiting.returncode == 75, waiting.stdout + waiting.stderr
         llm.finish_batches()
-        finished = subprocess.run(
-            batch_command(dataset, tmp_path, llm.url), env=env, capture_output=True, text=True, timeout=300
-        )
+        finished = threadmed_here(*batch_command(dataset, tmp_path, llm.url), cwd=tmp_path)
         assert finished.returncode == 0, finished.stdout + finished.stderr
         stats = llm.stats()
     assert (stats["max_submissions_per_custom_id"], stats["batch_requests"], stats["requests"]) == (1, 20, 0)

@@ -75,17 +75,18 @@ def run_in_terminal(command: list[str], cwd: Path, env: dict[str, str]) -> str:
     return TERMINAL_CODES.sub("", shown.decode(errors="replace")).replace("\r\n", "\n")
 
 
-def threadmed_here(*arguments: object, cwd: Path) -> subprocess.CompletedProcess:
-    """`threadmed(...)` run in this process: the same app, its output and its exit status.
+def threadmed_here(*arguments: object, cwd: Path, columns: int = 200) -> subprocess.CompletedProcess:
+    """`threadmed(...)` run in this process: the same app, its output and its exit status, `columns` wide.
 
-    A new interpreter pays every import again (seconds of CPU; `consult` commands also load the KB and the
-    drug libraries); here they are paid once per test worker. For a command that prints and exits: a
-    refusal, a usage error, a check. Keep the subprocess for a test that runs a flow or starts a server,
-    runs unprivileged, sets its own environment (Prefect reads its settings once, at import), or checks
-    signals or how the process exits. A crash raises here rather than exiting 1. Warnings the command
-    raises are added to its stderr (a new interpreter prints them there); log records are not.
+    A new interpreter pays every import again (seconds of CPU: litellm, scipy, Prefect's client; `consult`
+    commands also load the KB and the drug libraries); here they are paid once per test worker, and a flow
+    the command starts runs on the worker's Prefect API (conftest.py). Keep the subprocess for a test that
+    starts a server, runs unprivileged, sets its own environment (Prefect reads its settings once, at
+    import; `build --salt` sets the salt's variable), or checks signals or how the process exits. A crash
+    raises here rather than exiting 1. Warnings the command raises are added to its stderr (a new
+    interpreter prints them there); log records are not.
     """
-    runner = CliRunner(env={"COLUMNS": "200"})  # a wide terminal: one message, one line (rich reads it)
+    runner = CliRunner(env={"COLUMNS": str(columns)})  # rich reads it: one message, one line
     with contextlib.ExitStack() as stack:
         stack.enter_context(contextlib.chdir(cwd))
         for imported in IMPORTED_CONSOLES:

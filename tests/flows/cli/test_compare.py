@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_before_any_flow
+from tests.flows.cli.terminal import assert_usage_error, threadmed_before_any_flow, threadmed_here
 from tests.tasks.benchmarks.threadmed.test_compare import ALPHA, two_runs
 from tests.tasks.benchmarks.threadmed.test_report import make_run
 
@@ -19,7 +19,7 @@ def test_runs_over_other_threads_are_refused_in_one_line(tmp_path):
 @pytest.mark.slow
 def test_compare_prints_the_differences_and_writes_its_files(tmp_path):
     two_runs(tmp_path)
-    result = threadmed(
+    result = threadmed_here(
         "compare", "r1", "r2", "--models", "alpha,beta", "--out", "out", "--resamples", "200", cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr

@@ -17,7 +17,6 @@ from tasks.core.run_folder import claim_run_folder
 from tests.flows.cli.terminal import (
     assert_usage_error,
     error_lines,
-    threadmed,
     threadmed_before_any_flow,
     threadmed_here,
 )
@@ -28,7 +27,7 @@ from tests.tasks.benchmarks.consult.test_solver import FOLLOWED
 @pytest.mark.slow
 def test_mine_writes_the_outputs_and_a_summary(tmp_path):
     write_aci_csv(tmp_path / "corpus")
-    result = threadmed(
+    result = threadmed_here(
         "consult",
         "mine",
         "--corpora",
@@ -102,7 +101,7 @@ def test_a_corpus_without_speaker_tags_is_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_cases_writes_the_mix_asked_for(tmp_path):
-    result = threadmed(
+    result = threadmed_here(
         "consult", "cases", "--out", "cases", "--n", "6", "--seed", "1",
         "--departments", "ent=2,dermatology", "--difficulty", "easy,hard", cwd=tmp_path,
     )  # fmt: skip
@@ -127,17 +126,17 @@ def test_a_bad_case_file_is_one_line_naming_the_file_and_case(tmp_path):
 
 @pytest.mark.slow
 def test_evaluate_dry_run_run_and_report_with_the_reference_agents(tmp_path):
-    built = threadmed("consult", "cases", "--out", "cases", "--n", "9", "--seed", "3", cwd=tmp_path)
+    built = threadmed_here("consult", "cases", "--out", "cases", "--n", "9", "--seed", "3", cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     agents = ["--models", "threadmed/consult-silent,threadmed/consult-markov"]
 
-    estimate = threadmed(
+    estimate = threadmed_here(
         "consult", "evaluate", "--cases", "cases", "--out", "run", *agents, "--dry-run", cwd=tmp_path
     )
     assert estimate.returncode == 0, estimate.stderr
     assert "threadmed/consult-markov" in estimate.stdout and not (tmp_path / "run").exists()
 
-    run = threadmed("consult", "evaluate", "--cases", "cases", "--out", "run", *agents, cwd=tmp_path)
+    run = threadmed_here("consult", "evaluate", "--cases", "cases", "--out", "run", *agents, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "Treatment plan, % [95% CI]" in run.stdout and "Composite, %" in run.stdout
     assert "Traceback" not in run.stderr
@@ -146,7 +145,7 @@ def test_evaluate_dry_run_run_and_report_with_the_reference_agents(tmp_path):
     assert set(metrics["models"]) == {"threadmed/consult-silent", "threadmed/consult-markov"}
     assert metrics["models"]["threadmed/consult-silent"]["secondary"]["questions"] == 0.0
 
-    again = threadmed("consult", "report", "run", "--out", "again", "--resamples", "200", cwd=tmp_path)
+    again = threadmed_here("consult", "report", "run", "--out", "again", "--resamples", "200", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again" / "index.html").is_file()
 
@@ -156,7 +155,7 @@ def test_the_composite_is_one_number_in_the_report_summary_leaderboard_inspect_l
     """The demo's steps on a small run: every view shows the report's composite and stage scores."""
     from inspect_ai.log import read_eval_log
 
-    built = threadmed("consult", "cases", "--out", "cases", "--n", "9", "--seed", "3", cwd=tmp_path)
+    built = threadmed_here("consult", "cases", "--out", "cases", "--n", "9", "--seed", "3", cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     agents = "threadmed/consult-silent,threadmed/consult-markov,threadmed/consult-exhaustive"
     commands = [
@@ -166,7 +165,7 @@ def test_the_composite_is_one_number_in_the_report_summary_leaderboard_inspect_l
         ("export", "run", "--out", "logs", "--format", "inspect"),
     ]
     for command in commands:
-        done = threadmed(*command, cwd=tmp_path)
+        done = threadmed_here(*command, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "run" / "report" / "metrics.json").read_text())["models"]
     composite = {model: entry["composite"] for model, entry in report.items()}

@@ -18,7 +18,6 @@ from tasks.synth.generator import generate_dumps
 from tests.flows.cli.terminal import (
     COMMAND_TIMEOUT_S,
     FLOW_STARTS,
-    THREADMED,
     assert_usage_error,
     error_lines,
     threadmed,
@@ -168,7 +167,7 @@ def test_a_full_disk_names_the_folder_being_written(tmp_path):
     """/dev/full fails every write with ENOSPC, as a full disk would."""
     (tmp_path / "dumps").mkdir()
     (tmp_path / "dumps" / "AskDocs_submissions.zst").symlink_to("/dev/full")
-    result = threadmed("synth", "--out", "dumps", "--posts", "20", cwd=tmp_path)
+    result = threadmed_here("synth", "--out", "dumps", "--posts", "20", cwd=tmp_path)
     assert result.returncode == 1
     assert "Traceback (most recent call last) ─" not in result.stdout + result.stderr  # the CLI's own
     assert error_lines(result)[-1] == (
@@ -178,13 +177,9 @@ def test_a_full_disk_names_the_folder_being_written(tmp_path):
 
 
 def run_build(folder: Path, submissions: Path, comments: Path, *options: str) -> subprocess.CompletedProcess:
-    """The real `threadmed build` in a subprocess, against the worker's Prefect API (conftest.py)."""
+    """`threadmed build` on the worker's Prefect API (conftest.py), 500 columns wide: one error, one line."""
     arguments = ["--submissions", str(submissions), "--comments", str(comments), "--out", "out"]
-    return subprocess.run(
-        [THREADMED, "build", *arguments, "--lake", "lake", *options],
-        cwd=folder, env={**os.environ, "COLUMNS": "500"},  # COLUMNS: rich wraps at 80 otherwise
-        capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
-    )  # fmt: skip
+    return threadmed_here("build", *arguments, "--lake", "lake", *options, cwd=folder, columns=500)
 
 
 def write_ndjson(path: Path, subreddit: str) -> Path:
@@ -220,7 +215,9 @@ def test_dumps_without_the_subreddit_fail_unless_an_empty_dataset_is_allowed(tmp
         "--allow-empty to publish an empty dataset"
     ))  # fmt: skip
     assert not (tmp_path / "out").exists()
-    result = run_build(tmp_path, submissions, comments, "--allow-empty")
+    # In a process of its own: the warning is Prefect's log line, which this process's handlers keep.
+    arguments = ["--submissions", submissions, "--comments", comments, "--out", "out", "--lake", "lake"]
+    result = threadmed("build", *arguments, "--allow-empty", cwd=tmp_path, env={"COLUMNS": "500"})
     assert result.returncode == 0
     assert "publishing an empty dataset, as allowed: no submissions of r/AskDocs" in result.stderr
     assert (tmp_path / "out/dataset/full/threads.parquet").exists()

@@ -24,7 +24,6 @@ from tests.flows.cli.terminal import (
     OFFLINE_MODELS,
     THREADMED,
     assert_usage_error,
-    threadmed,
     threadmed_before_any_flow,
     threadmed_here,
     threadmed_until_its_flow,
@@ -62,7 +61,7 @@ def test_a_server_answering_one_request_at_a_time_gets_one_call_at_a_time_and_on
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
     monkeypatch.setenv("LOCAL_SERVER_KEY", "local-key")
     with LLMServer(parallel=1) as server:
-        result = threadmed(
+        result = threadmed_here(
             "evaluate", "--dataset", "build", "--out", "run", "--models", "openai/m",
             "--judge", "openai/judge", "--conditions", "oracle", "--limit", "1", "--no-report",
             "--api-base", server.url,
@@ -93,11 +92,11 @@ def test_a_run_stopped_by_its_spending_cap_exits_3_saying_so_and_a_higher_cap_fi
                  "--conditions", "oracle", "--limit", "1", "--no-report"]  # fmt: skip
     with LLMServer() as server:
         # gpt-4o at litellm's prices: a call's estimate (400 reply tokens) alone passes USD 0.001.
-        stopped = threadmed(
+        stopped = threadmed_here(
             "evaluate", *arguments, "--api-base", server.url, "--max-cost", "0.001", cwd=tmp_path
         )
         assert server.requests == []
-        finished = threadmed(
+        finished = threadmed_here(
             "evaluate", *arguments, "--api-base", server.url, "--max-cost", "1", cwd=tmp_path
         )
         assert finished.returncode == 0, finished.stdout + finished.stderr
@@ -134,13 +133,13 @@ def test_a_resume_says_what_it_made_and_paid_beside_the_run_s_totals_and_an_idle
                  "--conditions", "oracle", "--limit", "1", "--no-report"]  # fmt: skip
     with LLMServer() as server:
         server.script(Action(status=400), Action(status=400), model="gpt-4o")  # two answers fail for good
-        first = threadmed("evaluate", *arguments, "--api-base", server.url, cwd=tmp_path)
+        first = threadmed_here("evaluate", *arguments, "--api-base", server.url, cwd=tmp_path)
         assert first.returncode == 1, first.stdout + first.stderr
         before, sent = ledger_state(tmp_path / "run"), len(server.requests)
-        resumed = threadmed("evaluate", *arguments, "--api-base", server.url, cwd=tmp_path)
+        resumed = threadmed_here("evaluate", *arguments, "--api-base", server.url, cwd=tmp_path)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         made, after = len(server.requests) - sent, ledger_state(tmp_path / "run")
-        idle = threadmed("evaluate", *arguments, "--api-base", server.url, cwd=tmp_path)
+        idle = threadmed_here("evaluate", *arguments, "--api-base", server.url, cwd=tmp_path)
         assert idle.returncode == 0 and len(server.requests) == sent + made
     assert made == 4  # the two answers again, and their two verdicts
     paid = sum(cost for _, cost in after.values()) - sum(cost for _, cost in before.values())
@@ -223,7 +222,7 @@ def test_the_spend_a_cap_stop_records_and_prints_is_the_ledger_s_once_the_calls_
     (tmp_path / "eval.yaml").write_text(PRICED_CONFIG)
     with LLMServer() as server:
         server.answer_in_groups(3, timeout_s=20)  # the third never comes: the two are answered after 20 s
-        stopped = threadmed(
+        stopped = threadmed_here(
             "evaluate", "--dataset", "build", "--out", "run", "--config", "eval.yaml", "--split", "test",
             "--no-report", "--api-base", server.url, "--max-cost", "0.01", cwd=tmp_path,
         )  # fmt: skip

@@ -4,13 +4,12 @@ import json
 import shutil
 from pathlib import Path
 
-import prefect.settings
 import pytest
 
 from flows.evaluate_models import evaluate_models
 from tasks.llm.ledger import CallLedger
 from tests.eval_fixtures import OFFLINE, THREAD_TEXTS, write_dataset
-from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_before_any_flow
+from tests.flows.cli.terminal import assert_usage_error, threadmed_before_any_flow, threadmed_here
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +30,9 @@ def manifest(run_dir: Path) -> dict:
 
 def test_rerun_writes_a_run_of_the_new_judges_grades_and_says_the_answers_were_replayed(source, tmp_path):
     source_calls = CallLedger(source / "ledger").count_succeeded()
-    api = {"PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
-    result = threadmed(
+    result = threadmed_here(
         "judge", "rerun", source, "--judge", "threadmed/coverage-judge", "--out", "rejudged",
-        cwd=tmp_path, env=api,
+        cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     output = " ".join(result.stdout.split())
@@ -122,9 +120,8 @@ def test_an_out_folder_inside_the_run_being_rejudged_is_a_usage_error(source, tm
 
 def test_a_rerun_with_the_run_s_own_judge_reads_its_grades_says_so_and_reports_in_its_place(source, tmp_path):
     grades = [record for record in CallLedger(source / "ledger").records() if "judge" in record.model]
-    api = {"PREFECT_API_URL": prefect.settings.PREFECT_API_URL.value()}
-    result = threadmed(
-        "judge", "rerun", source, "--judge", "threadmed/overlap-judge", "--out", "same", cwd=tmp_path, env=api
+    result = threadmed_here(
+        "judge", "rerun", source, "--judge", "threadmed/overlap-judge", "--out", "same", cwd=tmp_path
     )
     assert result.returncode == 0, result.stdout + result.stderr
     reused = f"{len(grades)} reused from earlier runs' ledgers (USD 0.0000)"

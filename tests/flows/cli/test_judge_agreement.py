@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.flows.cli.terminal import assert_usage_error, threadmed, threadmed_before_any_flow
+from tests.flows.cli.terminal import assert_usage_error, threadmed_before_any_flow, threadmed_here
 from tests.tasks.benchmarks.threadmed.agreement_fixtures import (
     JUDGE,
     judge_grades,
@@ -40,7 +40,7 @@ def test_agreement_prints_the_table_and_writes_its_files(tmp_path):
     write_labels(tmp_path / "labels", {"ann": "clinician", "sim": "simulated"})
     write_judged_run(tmp_path / "r1", "r1", judge_grades())
     write_judged_run(tmp_path / "r2", "r2", judge_grades(), judge={**JUDGE, "epoch": 1})
-    result = threadmed(
+    result = threadmed_here(
         "judge", "agreement", "r1", "r2", "--labels", "labels", "--resamples", "200", "--seed", "3",
         cwd=tmp_path,
     )  # fmt: skip

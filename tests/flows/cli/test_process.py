@@ -1,6 +1,7 @@
 """The `threadmed` process as a user's terminal sees it: a busy run folder, Ctrl-C, kill -9, a quiet exit.
 
-Every case runs the real command in a subprocess, with the temporary Prefect server it starts itself.
+Every case runs the real command in a subprocess, with the temporary Prefect server it starts itself; the
+runs a case needs before or after it, in this process.
 """
 
 import os
@@ -21,9 +22,12 @@ import pytest
 from tasks.llm.ledger import CallLedger
 from tasks.synth.generator import generate_dumps
 from tests.eval_fixtures import write_dataset
-from tests.flows.cli.terminal import COMMAND_TIMEOUT_S
+from tests.flows.cli.terminal import COMMAND_TIMEOUT_S, threadmed_here
 from tests.llm_server import LLMServer
 from tests.tasks.evals.test_run_lock import HOLDER
+
+# End to end: each case starts the command and its temporary server, and several wait on it for half a minute.
+pytestmark = pytest.mark.slow
 
 THREADMED = str(Path(sys.executable).with_name("threadmed"))
 
@@ -143,18 +147,18 @@ def test_ctrl_c_waits_a_bounded_time_for_calls_in_flight_then_exits_130_in_one_l
     assert still_running(children, timeout=60) == []
 
 
+@pytest.mark.usefixtures("prefect_harness")
 def test_ctrl_c_during_a_rerun_records_every_reply_that_comes_and_the_resume_pays_no_call_twice(
     dataset, tmp_path
 ):
     """Ctrl-C with judge calls in flight: no call is sent after it, the replies that come (paid for) are
-    recorded before the one line, and the resume makes exactly the calls still missing. Without the test
-    suite's quiet server logs, as a user's terminal has it."""
+    recorded before the one line, and the resume makes exactly the calls still missing. The interrupted
+    command runs without the test suite's quiet server logs, as a user's terminal has it; the evaluation
+    before it and the resume run in this process, on the worker's Prefect API."""
     source, rejudged, output = tmp_path / "source", tmp_path / "rejudged", tmp_path / "output.txt"
     environment = {k: v for k, v in os.environ.items() if k != "PREFECT_SERVER_LOGGING_LEVEL"}
     with LLMServer() as llm:
-        evaluated = subprocess.run(
-            evaluate_command(dataset, source, llm.url), capture_output=True, timeout=COMMAND_TIMEOUT_S
-        )
+        evaluated = threadmed_here(*evaluate_command(dataset, source, llm.url)[1:], cwd=tmp_path)
         assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
         grades = sum(request.model == "judge" for request in llm.requests)
         # Two calls in flight at most: once both are held at the server, no call can be sent before Ctrl-C is
@@ -194,9 +198,7 @@ def test_ctrl_c_during_a_rerun_records_every_reply_that_comes_and_the_resume_pay
         assert interrupt_lines(output, printed) == [
             f"interrupted: {kept} calls kept in {rejudged}; re-run the same command to resume"
         ]
-        resumed = subprocess.run(
-            rerun, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, env=environment
-        )
+        resumed = threadmed_here(*rerun[1:], cwd=tmp_path)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         asked_in_all = [request for request in llm.requests if request.model == "judge2"]
     assert len(asked_in_all) == grades  # the resume asked exactly the grades still missing

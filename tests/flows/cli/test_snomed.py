@@ -10,7 +10,7 @@ import pytest
 from tasks.benchmarks.snomed.config import ORACLE_PATIENT_PROMPT, PROMPTS_DIR
 from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
 from tasks.llm.prompts import load_prompt
-from tests.flows.cli.terminal import assert_usage_error, error_lines, threadmed, threadmed_here
+from tests.flows.cli.terminal import assert_usage_error, error_lines, threadmed_here
 from tests.llm_replies import SNOMED_ORACLE, snomed_reply
 from tests.llm_server import LLMServer
 from tests.snomed_fixtures import CASES, write_case_set
@@ -35,7 +35,7 @@ PROGRESS_LINE = re.compile(
 
 def test_cases_evaluate_dry_run_run_and_report_from_a_reference_json(tmp_path):
     (tmp_path / "reference.json").write_text(json.dumps(REFERENCE))
-    built = threadmed(
+    built = threadmed_here(
         "snomed", "cases", "reference.json", "--out", "cases", "--train-share", "0.9", cwd=tmp_path
     )
     assert built.returncode == 0, built.stderr
@@ -43,14 +43,14 @@ def test_cases_evaluate_dry_run_run_and_report_from_a_reference_json(tmp_path):
     assert (manifest["counts"]["train"], manifest["counts"]["test"]) == (5, 1)
     assert "6 cases (5 train, 1 test; 12 gold codes, 2 distinct) written to cases" in built.stdout
 
-    estimate = threadmed(
+    estimate = threadmed_here(
         "snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, "--dry-run", cwd=tmp_path
     )
     assert estimate.returncode == 0, estimate.stderr
     assert "threadmed/checklist" in estimate.stdout and "offline-patient" in estimate.stdout
     assert not (tmp_path / "run").exists()
 
-    run = threadmed(
+    run = threadmed_here(
         "snomed", "evaluate", "--cases", "cases", "--out", "run", *OFFLINE, "--patient-prompt-form", "named",
         cwd=tmp_path,
     )  # fmt: skip
@@ -86,7 +86,7 @@ def test_cases_evaluate_dry_run_run_and_report_from_a_reference_json(tmp_path):
     )
     assert "Patient prompt form: named." in (tmp_path / "run" / "report" / "report.md").read_text()
 
-    again = threadmed("snomed", "report", "run", "--out", "again", "--resamples", "200", cwd=tmp_path)
+    again = threadmed_here("snomed", "report", "run", "--out", "again", "--resamples", "200", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again" / "index.html").is_file()
 
@@ -123,7 +123,7 @@ def test_an_unknown_patient_prompt_form_is_a_usage_error(tmp_path):
 def test_a_served_oracle_named_on_the_command_line_is_sent_the_prompt_it_was_trained_on(tmp_path):
     write_case_set(tmp_path / "cases")
     with LLMServer(reply=snomed_reply) as server:
-        run = threadmed(
+        run = threadmed_here(
             "snomed", "evaluate", "--cases", "cases", "--out", "run", "--models", "openai/doc",
             "--patient", f"openai/{SNOMED_ORACLE}", "--patient-prompt", "oracle_patient_v1",
             "--api-base", server.url, "--max-concurrency", "1", "--no-report", cwd=tmp_path,
@@ -247,7 +247,7 @@ def test_fhir_bundles_without_a_snomed_condition_warn_and_fail_unless_allowed(tm
     )
     assert not (tmp_path / "cases").exists()
 
-    allowed = threadmed("snomed", "cases", "fhir", "--out", "cases", "--allow-empty", cwd=tmp_path)
+    allowed = threadmed_here("snomed", "cases", "fhir", "--out", "cases", "--allow-empty", cwd=tmp_path)
     assert allowed.returncode == 0, allowed.stderr
     # Only our warnings: Prefect's log lines are not the command's to assert.
     warnings = [line for line in allowed.stderr.splitlines() if line.startswith("Warning: ")]

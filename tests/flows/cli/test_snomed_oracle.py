@@ -12,7 +12,6 @@ from tasks.benchmarks.snomed.vocabulary import add_case_set_codes, derive_synthe
 from tasks.core.run_folder import claim_run_folder
 from tests.flows.cli.terminal import (
     assert_usage_error,
-    threadmed,
     threadmed_before_any_flow,
     threadmed_here,
 )
@@ -33,12 +32,12 @@ def test_oracle_data_dry_run_run_then_the_patient_bench_on_its_held_out_pairs(tm
         "--teacher",
         "threadmed/oracle-teacher",
     ]
-    estimate = threadmed(*data, "--dry-run", cwd=tmp_path)
+    estimate = threadmed_here(*data, "--dry-run", cwd=tmp_path)
     assert estimate.returncode == 0, estimate.stderr
     assert "teacher" in estimate.stdout and "total: 9 calls at most" in estimate.stdout
     assert not (tmp_path / "oracle").exists()
 
-    made = threadmed(*data, cwd=tmp_path)
+    made = threadmed_here(*data, cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     assert "offline teacher: deterministic, from the lay lexicon" in made.stdout
     for split in ("train", "validation", "test"):
@@ -74,7 +73,7 @@ def test_oracle_data_dry_run_run_then_the_patient_bench_on_its_held_out_pairs(tm
     for again in ([*data, "--dry-run"], [*other, "--replace", "--dry-run"]):
         assert threadmed_before_any_flow(*again, cwd=tmp_path).returncode == 0
 
-    bench = threadmed(
+    bench = threadmed_here(
         "snomed", "patient-eval", "--cases", "cases", "--out", "bench", "--oracle-data", "oracle",
         "--patients", "threadmed/patient", cwd=tmp_path,
     )  # fmt: skip

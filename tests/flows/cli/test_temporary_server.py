@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from flows.cli.temporary_server import STARTING_LINE
 from tests.flows.cli.terminal import COMMAND_TIMEOUT_S, error_lines, threadmed
 
@@ -60,6 +62,7 @@ print(started.get("PREFECT_SERVER_LOGGING_LEVEL"))
 """
 
 
+@pytest.mark.slow
 def test_the_temporary_server_logs_only_critical_errors_unless_the_user_sets_its_level():
     """Stopped while events are queued (every exit; at once on Ctrl-C), it would log tracebacks of cancelled
     writes on the user's terminal, before the interrupt's one line."""

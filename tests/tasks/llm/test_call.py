@@ -13,7 +13,7 @@ from tasks.llm.call import batch_token_costs, complete, estimated_cost_usd, retr
 from tasks.llm.errors import FIXES
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
-from tests.llm_server import LLMServer
+from tests.llm_server import LLMServer, refusing_url
 from tests.llm_server_state import Action, tool_call
 
 TRICKLE_S = 60.0
@@ -316,10 +316,9 @@ def test_identical_requests_in_flight_together_are_made_once(tmp_path):
 
 
 def test_a_provider_outage_is_retried_then_recorded(tmp_path):
-    with LLMServer() as gone:
-        url = gone.url
-    outage = ChatRequest(model="openai/m1", messages=MESSAGES, api_base=url)
-    outcome = complete(outage, options(), CallLedger(tmp_path))
+    with refusing_url() as url:
+        outage = ChatRequest(model="openai/m1", messages=MESSAGES, api_base=url)
+        outcome = complete(outage, options(), CallLedger(tmp_path))
     assert (outcome.status, outcome.error_kind, outcome.attempts) == ("failed", "connection", 4)
     assert outcome.retryable and "re-run to retry" in outcome.error
 

@@ -10,7 +10,7 @@ from tasks.llm.direct import direct_route, send_direct
 from tasks.llm.errors import CallError, classify_error
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, RetryPolicy
-from tests.llm_server import LLMServer
+from tests.llm_server import LLMServer, refusing_url
 from tests.llm_server_state import Action, tool_call
 
 MESSAGES = ({"role": "user", "content": "My ankle is swollen. X-ray?"},)
@@ -81,12 +81,9 @@ def test_sdk_failures_reach_classify_error_as_litellm_exceptions_with_their_retr
 
 
 def test_a_refused_connection_on_the_direct_route_is_a_connection_error():
-    with LLMServer() as gone:
-        url = gone.url
-    route = direct_route("openai/m1", url, {})
-    # As on litellm's route: a 500 whose cause is the transport error.
-    with pytest.raises(litellm.InternalServerError) as raised:
-        send_direct(route, list(MESSAGES), {}, "no-key", timeout_s=5)
+    with refusing_url() as url, pytest.raises(litellm.InternalServerError) as raised:
+        # As on litellm's route: a 500 whose cause is the transport error.
+        send_direct(direct_route("openai/m1", url, {}), list(MESSAGES), {}, "no-key", timeout_s=5)
     assert classify_error(raised.value, "openai/m1").kind == "connection"
 
 
