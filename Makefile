@@ -49,8 +49,8 @@ test: $(STAMP) browser
 	# The project's bytecode, once (a second): the suite starts about 250 Python processes, and where
 	# PYTHONDONTWRITEBYTECODE is set each compiled every module it imports again (0.3 s of CPU a process).
 	$(BIN)/python -m compileall -q -j 0 flows tasks deployments tests
-	# Five workers on two cores: many tests wait on servers, subprocesses and Chromium (the same tree, one
-	# run after another on a quiet machine: 4 workers 622-640 s, 5 581 s, 6 604 s). Work stealing, each
+	# Five workers on two cores: many tests wait on servers, subprocesses and Chromium. The same tree, one run
+	# after another: 4 workers 642 s, 5 workers 583-659 s (three runs), 6 workers 606 s. Work stealing, each
 	# worker starting with its share of the end-to-end test files (tests/conftest.py), the long ones first.
 	$(BIN)/python -m pytest -q -n 5 --dist worksteal
 
