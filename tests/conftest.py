@@ -3,12 +3,15 @@
 import atexit
 import fcntl
 import os
+import random
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import websockets.asyncio.connection
+import websockets.client
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -42,6 +45,12 @@ settings.register_profile(
     max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "100")),
 )
 settings.load_profile("threadmed")
+# websockets draws its ping payloads and reconnect delays from the global `random`. Prefect's events client
+# keeps a websocket open in a background thread of every worker that ran a flow, and a ping landing while
+# hypothesis generated an example changed that state: hypothesis then warned "Do not use the `random` module
+# inside strategies". A generator of their own changes nothing else.
+for websockets_module in (websockets.asyncio.connection, websockets.client):
+    websockets_module.random = random.Random()
 # Registered before Prefect's own exit hooks, so it runs after them, as in the `threadmed` command: Prefect's
 # loop threads alive at exit would keep DuckDB objects alive and make DuckDB print `nanobind: leaked`.
 atexit.register(stop_prefect_threads)

@@ -1,7 +1,13 @@
-"""How tests/conftest.py orders the collection for xdist's work stealing: the longest chains start at once."""
+"""What tests/conftest.py sets up: how it orders the collection for xdist's work stealing (the longest chains
+start at once), and websockets' pings kept off the global `random` that hypothesis watches."""
 
+import asyncio
+import random
 from pathlib import Path
 from typing import NamedTuple
+
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import ServerConnection, serve
 
 from tests.conftest import worker_runs
 
@@ -49,3 +55,21 @@ def test_a_chain_weighs_its_run_s_share_of_the_slow_tests_so_the_long_single_one
         ["many0", "many1", "many2", "many3", "many4", "many5", "fast4"],
         ["single0", "other0", "pair0", "pair1", "fast5", "fast6", "fast7"],
     ]
+
+
+def test_a_websocket_ping_leaves_the_global_random_state_as_it_was():
+    """Prefect's events client pings its server from a background thread; hypothesis warns when the global
+    `random` state moves while it generates an example."""
+
+    async def stays_open(connection: ServerConnection) -> None:
+        await connection.wait_closed()
+
+    async def ping_moves_the_global_state() -> bool:
+        async with serve(stays_open, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            async with connect(f"ws://127.0.0.1:{port}") as client:
+                before = random.getstate()
+                await (await client.ping())
+                return random.getstate() != before
+
+    assert asyncio.run(ping_moves_the_global_state()) is False
