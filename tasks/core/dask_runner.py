@@ -1,40 +1,53 @@
-"""prefect-dask's task runner, its submissions made cheap enough for thousands of tasks from one flow.
+"""prefect-dask's task runner, its submissions made cheap enough for thousands of tasks from one flow, and
+its task runs on the workers cheap enough for thousands of short tasks.
 
-Submitting a task to Dask, prefect-dask (0.3) spends most of the flow process's CPU on two things the run
-does not need, measured with cProfile on the evaluation benchmark (2-core machine, load 4-6):
+Submitting a task to Dask, prefect-dask (0.3) spends most of the flow process's CPU on what the run does not
+need, measured with cProfile and py-spy on the evaluation benchmark (2-core machine, load 4-6):
 
 - it serializes the submitting flow's whole Prefect context with each task (`prefect.context.
   serialize_context`: the settings, the flow run, tags; Prefect issue #18191), about 150 ms a task;
 - it submits each task as pure, so Dask names it by a token of the function and its arguments: the
-  task, its parameters (a job holds a whole case) and the context, pickled once more to be hashed.
+  task, its parameters (a job holds a whole case) and the context, pickled once more to be hashed;
+- it wraps each task in a new local function, which only cloudpickle can pickle, by value, scanning every
+  imported module for each one;
+- it sends each task of a `map` to the scheduler as a graph of its own. The scheduler reads no more of the
+  client's messages while it unpacks one (in its offload thread), so thousands of them, each carrying the
+  whole context, queued up in the connection: once the scheduler (in the flow's process, sharing its GIL
+  with the submitting thread) fell 30 s behind, the kernel timed the connection out (`distributed.comm.
+  timeouts.tcp`, TCP_USER_TIMEOUT), Dask's client failed to reconnect ("dictionary changed size during
+  iteration", its futures changing under it) and the flow waited for its tasks forever.
 
-An evaluation of 4,800 tasks then spent longer submitting than its calls take, and the Dask workers ran only
-the few tasks submitted so far (6-7 of 16 threads each). `FastSubmitDaskTaskRunner` submits every task as
-impure (each task run is new: Prefect gives it a new id anyway), and `serialize_context_once` gives prefect-
-dask the same dictionary as Prefect's own, the contexts serialized again only when one of them is another
-object (a `tags()` block, another flow run, changed settings); each task still gets an asset context of its
-own.
+`FastSubmitDaskTaskRunner` submits the tasks of a `map` in one graph (`Client.map`), each task as impure
+(each task run is new: Prefect gives it a new id anyway) to `run_task_on_worker`, a module-level function
+pickled by reference. The flow's context is serialized once while its contexts are the same objects
+(`shared_context`: a `tags()` block, another flow run or changed settings serialize it again) and goes once
+in the graph, shared by its tasks; each task gets an asset context of its own.
 
 On the workers, Prefect's task engine rebuilds the submitting flow's context for every task run
 (`prefect.context.hydrated_context`): it validates the whole settings model again (pydantic-settings reading
 the environment and `.env` files) and opens two new API clients (each a new SSL context, connection and API
 version check). Measured with py-spy on a worker of the same benchmark, that was half of the worker's CPU,
-against 14% for the task itself. `run_task_sync_on_worker` runs each task with the settings hydrated once
-per process (for each distinct serialized settings) and one API client per worker thread, which Prefect's
+against 14% for the task itself. `run_task_on_worker` runs each task with the settings hydrated once per
+process (for each distinct serialized settings) and one API client per worker thread, which Prefect's
 `get_client` then returns, as it does to every task run in a flow's own thread pool.
 """
 
+import asyncio
 import pickle
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, TypeVar
+from uuid import UUID, uuid4
 
-import prefect_dask.client
+from distributed import Future
 from prefect import context as prefect_context
-from prefect.task_engine import run_task_sync
+from prefect.futures import PrefectFutureList
+from prefect.task_engine import run_task_async, run_task_sync
 from prefect.tasks import Task
+from prefect.utilities.engine import collect_task_run_inputs_sync
 from prefect_dask import DaskTaskRunner
 from prefect_dask.task_runners import PrefectDaskFuture
 
@@ -59,23 +72,27 @@ def current_contexts() -> tuple[Any, ...]:
     )
 
 
-def serialize_context_once(asset_ctx_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`prefect.context.serialize_context(asset_ctx_kwargs)`, reusing the serialized contexts while they are
-    the same objects as last time."""
+def shared_context() -> dict[str, Any]:
+    """`prefect.context.serialize_context()` less its asset context: the same dictionary while the contexts
+    are the same objects as last time, serialized again when one of them is another."""
     global _last
     contexts = current_contexts()
     with _lock:
         last = _last
     if last is None or any(seen is not now for seen, now in zip(last[0], contexts, strict=True)):
-        last = (contexts, prefect_context.serialize_context())
+        serialized = prefect_context.serialize_context()
+        del serialized["asset_context"]
+        last = (contexts, serialized)
         with _lock:
             _last = last
-    asset_context = (
-        prefect_context.AssetContext.from_task_and_inputs(**asset_ctx_kwargs).serialize()
-        if asset_ctx_kwargs
-        else {}
-    )
-    return {**last[1], "asset_context": asset_context}
+    return last[1]
+
+
+def asset_context(task: Task[Any, Any], task_run_id: UUID, inputs: dict[str, set[Any]]) -> dict[str, Any]:
+    """The serialized asset context of one task run, as `prefect.context.serialize_context` makes it."""
+    return prefect_context.AssetContext.from_task_and_inputs(
+        task=task, task_run_id=task_run_id, task_inputs=inputs, copy_to_child_ctx=True
+    ).serialize()
 
 
 # On a worker process: the settings contexts hydrated so far, by their serialized form, and each thread's
@@ -84,16 +101,38 @@ _settings_contexts: dict[bytes, prefect_context.SettingsContext] = {}
 _thread_clients = threading.local()
 
 
-def run_task_sync_on_worker(*arguments: Any, context: dict[str, Any], **options: Any) -> Any:
-    """`prefect.task_engine.run_task_sync(*arguments, context=context, **options)` with the context's settings
-    hydrated once per process and this thread's API client, made once, in place of new ones."""
-    serialized = dict(context)
+def run_task_on_worker(
+    task: Task[Any, Any],
+    context: dict[str, Any],
+    task_asset_context: dict[str, Any],
+    task_run_id: UUID,
+    parameters: dict[str, Any],
+    wait_for: Any,
+    dependencies: dict[str, set[Any]],
+    *,
+    return_type: str,
+) -> Any:
+    """Prefect's run of `task` (`run_task_sync`, or `run_task_async` for an async task) under the submitting
+    flow's `context` and the task's own asset context, the context's settings hydrated once per process and
+    this thread's API client made once."""
+    serialized = {**context, "asset_context": task_asset_context}
     settings = _hydrated_settings(serialized.pop("settings_context", None))
+    run = {
+        "task": task,
+        "task_run_id": task_run_id,
+        "parameters": parameters,
+        "wait_for": wait_for,
+        "return_type": return_type,
+        "dependencies": dependencies,
+        "context": serialized,
+    }
     with (
         _set(prefect_context.SettingsContext.__var__, settings),
         _set(prefect_context.SyncClientContext.__var__, _thread_client(settings)),
     ):
-        return run_task_sync(*arguments, context=serialized, **options)
+        if task.isasync:
+            return asyncio.run(run_task_async(**run))
+        return run_task_sync(**run)
 
 
 def _hydrated_settings(serialized: dict[str, Any] | None) -> prefect_context.SettingsContext:
@@ -127,33 +166,87 @@ def _set(variable: ContextVar[Any], value: Any) -> Iterator[None]:
         variable.reset(token)
 
 
-class FastSubmitDaskTaskRunner(DaskTaskRunner):
-    """prefect-dask's runner, each task submitted as impure with the flow's context serialized once, and run
-    on its worker with the settings and API client that worker already has."""
+def task_run_inputs(parameters: dict[str, Any], dependencies: dict[str, set[Any]]) -> dict[str, set[Any]]:
+    """Each parameter's upstream task runs (the futures in it, by their `task_run_id`) and those `map` found
+    for it, as prefect-dask's client records them."""
+    return {
+        name: collect_task_run_inputs_sync(value, future_cls=Future) | dependencies.get(name, set())
+        for name, value in parameters.items()
+    }
 
-    def __init__(self, **settings: Any) -> None:
-        super().__init__(**settings)
-        # prefect-dask's client calls these by their module-level names for every task it submits; its task
-        # wrapper, pickled to the worker, takes the second with it (by reference: this module's function).
-        prefect_dask.client.serialize_context = serialize_context_once
-        prefect_dask.client.run_task_sync = run_task_sync_on_worker
+
+@dataclass(frozen=True)
+class Submission:
+    """One task run asked of the runner: what `TaskRunner.submit` is given."""
+
+    task: Task[Any, Any]
+    parameters: dict[str, Any]
+    wait_for: Any
+    dependencies: dict[str, set[Any]] | None
+
+
+# The submissions a `map` running in this context has asked for so far (not an attribute of the runner: the
+# runner is pickled with the flow, in the context sent to the workers).
+_mapped: ContextVar[list[Submission] | None] = ContextVar("mapped_submissions", default=None)
+
+
+class FastSubmitDaskTaskRunner(DaskTaskRunner):
+    """prefect-dask's runner, the tasks of a `map` sent in one graph to `run_task_on_worker` with the flow's
+    context serialized once, and run on their worker with the settings and API client it already has."""
 
     def submit(
         self,
         task: Task[Any, R],
         parameters: dict[str, Any],
         wait_for: Any = None,
-        dependencies: Any = None,
+        dependencies: dict[str, set[Any]] | None = None,
     ) -> PrefectDaskFuture[R]:
-        """As `DaskTaskRunner.submit`, with `pure=False`: no token of the task and its arguments."""
+        """As `DaskTaskRunner.submit`; within `map`, the submission is kept for the map's one graph."""
         if not self._started:
             raise RuntimeError("The task runner must be started before submitting work.")
-        future = self.client.submit(
-            task,
-            parameters=self._optimize_futures(parameters),
-            wait_for=self._optimize_futures(wait_for) if wait_for else None,
-            dependencies=dependencies,
-            return_type="state",
+        submission = Submission(task, parameters, wait_for, dependencies)
+        if (mapped := _mapped.get()) is not None:
+            mapped.append(submission)
+            return None  # type: ignore[return-value]  # `map` returns the futures of the whole graph
+        return self._submit_graph([submission])[0]
+
+    def map(
+        self, task: Task[Any, R], parameters: dict[str, Any], wait_for: Any = None
+    ) -> PrefectFutureList[PrefectDaskFuture[R]]:
+        """As `DaskTaskRunner.map` (Prefect's own mapping of the parameters), its tasks sent in one graph."""
+        submissions: list[Submission] = []
+        token = _mapped.set(submissions)
+        try:
+            super().map(task, parameters, wait_for)
+        finally:
+            _mapped.reset(token)
+        return PrefectFutureList(self._submit_graph(submissions))
+
+    def _submit_graph(self, submissions: list[Submission]) -> list[PrefectDaskFuture[Any]]:
+        """The submissions as impure tasks of one Dask graph, each with the task-run inputs and asset context
+        prefect-dask's client gives it, sharing the flow's serialized context."""
+        if not submissions:  # a map over nothing
+            return []
+        # The context (some 100 KB: the flow run, its parameters, the settings) as data the graph's tasks
+        # depend on: each worker gets it once, not once per task, and Dask's scheduler never unpacks it.
+        context = self.client.scatter(shared_context(), broadcast=True, hash=False)
+        runs: list[tuple[Any, ...]] = []
+        for submission in submissions:
+            task_run_id = uuid4()
+            parameters = self._optimize_futures(submission.parameters)
+            inputs = task_run_inputs(parameters, submission.dependencies or {})
+            wait_for = self._optimize_futures(submission.wait_for) if submission.wait_for else None
+            asset = asset_context(submission.task, task_run_id, inputs)
+            runs.append((submission.task, context, asset, task_run_id, parameters, wait_for, inputs))
+        futures = self.client.map(
+            run_task_on_worker,
+            *zip(*runs, strict=True),
+            key=[f"{task.name}-{task_run_id}" for task, _, _, task_run_id, *_ in runs],  # names in Dask
             pure=False,
+            return_type="state",
         )
-        return PrefectDaskFuture[R](wrapped_future=future, task_run_id=future.task_run_id)
+        prefect_futures = []
+        for future, (_, _, _, task_run_id, *_) in zip(futures, runs, strict=True):
+            future.task_run_id = task_run_id  # how a task given this future as a parameter names its input
+            prefect_futures.append(PrefectDaskFuture[Any](wrapped_future=future, task_run_id=task_run_id))
+        return prefect_futures

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from prefect.events.worker import EventsWorker
+from prefect.logging.handlers import APILogWorker
 from prefect.server.api.server import SubprocessASGIServer
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -30,6 +32,10 @@ def main(out_dir: Path) -> dict[str, Any]:
     try:
         with temporary_settings({PREFECT_API_URL: server.api_url}):
             results = bench_evaluation.main(out_dir, RUNNER, CAP_USD)
+            # The flow's last logs and events go to the server while it runs: left for the exit, they
+            # were retried against the stopped server, and the benchmark did not end.
+            APILogWorker.drain_all()
+            EventsWorker.drain_all()
     finally:
         server.stop()
     return {**results, "dask_workers": WORKERS, "cap_usd": CAP_USD, "target_ratio": TARGET_RATIO}

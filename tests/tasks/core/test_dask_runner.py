@@ -1,13 +1,15 @@
-"""The Prefect context sent with each task submitted to Dask: serialized once while the contexts are the same
-objects, whole and as Prefect's own `serialize_context` gives it; hydrated on a worker once, with one API
-client per worker thread (tasks/core/dask_runner.py)."""
+"""The Prefect context sent with the tasks submitted to Dask: serialized once while the contexts are the same
+objects, as Prefect's own `serialize_context` gives it, with each task's asset context; hydrated on a worker
+once, with one API client per worker thread; a map's tasks sent in one graph (tasks/core/dask_runner.py)."""
 
 import os
 import threading
 from uuid import uuid4
 
+import dask
 import prefect
 import pytest
+from distributed import Client
 from prefect import context as prefect_context
 from prefect import flow, task
 from prefect.client.orchestration import get_client
@@ -37,27 +39,36 @@ def serializations(monkeypatch) -> list[int]:
     return runs
 
 
-def asset_kwargs() -> dict:
-    return {"task": a_task, "task_run_id": uuid4(), "task_inputs": {"x": set()}, "copy_to_child_ctx": True}
+def prefect_s_own(asset_kwargs: dict | None = None) -> dict:
+    """Prefect's own serialization of the current context, less the task's asset context."""
+    serialized = prefect_context.serialize_context(asset_kwargs)
+    del serialized["asset_context"]
+    return serialized
 
 
-def test_the_context_is_prefect_s_own_and_serialized_once_while_the_same(serializations):
-    first, second = asset_kwargs(), asset_kwargs()
-    expected = [prefect_context.serialize_context(kwargs) for kwargs in (first, second)]
+def test_the_shared_context_is_prefect_s_own_and_serialized_once_while_the_same(serializations):
+    expected = prefect_s_own()
     serializations.clear()
-    assert [dask_runner.serialize_context_once(kwargs) for kwargs in (first, second)] == expected
-    assert serializations == [1]
+    first, second = dask_runner.shared_context(), dask_runner.shared_context()
+    assert (first, second is first, serializations) == (expected, True, [1])
 
 
 def test_a_context_that_changes_is_serialized_again(serializations):
-    outside = dask_runner.serialize_context_once()
+    outside = dask_runner.shared_context()
     with prefect.tags("nightly"):
-        tagged = dask_runner.serialize_context_once()
-        expected_tagged = prefect_context.serialize_context()
-    again = dask_runner.serialize_context_once()
+        tagged = dask_runner.shared_context()
+        expected_tagged = prefect_s_own()
+    again = dask_runner.shared_context()
     assert (tagged, again) == (expected_tagged, outside)
     assert tagged["tags_context"] != outside["tags_context"]
     assert len(serializations) == 4  # outside, in the tags block (and the expected one), outside again
+
+
+def test_each_task_s_asset_context_is_the_one_prefect_serializes_for_it():
+    task_run_id = uuid4()
+    asset_kwargs = {"task": a_task, "task_run_id": task_run_id, "task_inputs": {"x": set()}}
+    expected = prefect_context.serialize_context({**asset_kwargs, "copy_to_child_ctx": True})["asset_context"]
+    assert dask_runner.asset_context(a_task, task_run_id, {"x": set()}) == expected
 
 
 @task
@@ -70,15 +81,47 @@ def where_it_ran(_: int) -> tuple[int, int, str, str | None]:
     return os.getpid(), threading.get_ident(), client.test_mark, PREFECT_API_URL.value()
 
 
+@task
+def plus_one(x: int) -> int:
+    return x + 1
+
+
+@task
+def profiling_on() -> bool:
+    """Whether Dask's statistical profiler samples this worker's threads."""
+    return dask.config.get("distributed.worker.profile.enabled")
+
+
 @flow(task_runner=make_task_runner(RunnerSettings(kind="dask", dask_workers=1, dask_threads=2)))
-def twelve_tasks_on_one_worker() -> list[tuple[int, int, str, str | None]]:
-    return [future.result() for future in where_it_ran.map(range(12))]
+def tasks_on_one_worker() -> tuple[list[tuple[int, int, str, str | None]], list[int], int, bool]:
+    """Twelve mapped tasks; then a map over the futures of a map, a map over nothing, and tasks submitted
+    alone."""
+    runs = [future.result() for future in where_it_ran.map(range(12))]
+    given = [future.result() for future in [*plus_one.map(plus_one.map([10, 20, 30])), *plus_one.map([])]]
+    return runs, given, plus_one.submit(41).result(), profiling_on.submit().result()
+
+
+@pytest.fixture
+def graph_sizes(monkeypatch) -> list[int]:
+    """The number of tasks in each graph a Dask client sends to its scheduler."""
+    sizes: list[int] = []
+    original = Client._graph_to_futures
+
+    def counted(self, dsk, keys, *arguments, **options):
+        sizes.append(len(keys))
+        return original(self, dsk, keys, *arguments, **options)
+
+    monkeypatch.setattr(Client, "_graph_to_futures", counted)
+    return sizes
 
 
 @pytest.mark.usefixtures("prefect_harness", "one_dask_cluster_at_a_time")
-def test_a_worker_runs_each_task_under_the_flow_s_settings_with_its_thread_s_one_api_client():
-    runs = twelve_tasks_on_one_worker()
+def test_a_worker_runs_each_task_under_the_flow_s_settings_with_its_thread_s_one_api_client(graph_sizes):
+    runs, mapped_twice, alone, profiling = tasks_on_one_worker()
     threads = {(process, thread) for process, thread, _, _ in runs}
     clients = {(process, thread, client) for process, thread, client, _ in runs}
     assert (len(runs), len({process for process, *_ in runs}), len(clients)) == (12, 1, len(threads))
     assert {api for *_, api in runs} == {PREFECT_API_URL.value()}  # the harness's server, not the default
+    # Each map's tasks went to the scheduler in one graph, the futures of one map resolved in the next; the
+    # worker does not profile (no dashboard shows it).
+    assert (mapped_twice, alone, profiling, graph_sizes) == ([12, 22, 32], 42, False, [12, 3, 3, 1, 1])
