@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import websockets.asyncio.connection
@@ -16,6 +17,7 @@ from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from flows.cli.process import stop_prefect_threads
+from tests.prefect_db import TEMPLATE_VARIABLE, seed, start_template
 
 # How long a temporary Prefect server (the harness's, and each `threadmed` command's in a subprocess) may
 # take to start: a guard against a hang, not a speed bound. At a load average of 9.5 on two cores the
@@ -56,12 +58,34 @@ for websockets_module in (websockets.asyncio.connection, websockets.client):
 atexit.register(stop_prefect_threads)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's first process starts making the migrated Prefect database its servers' databases copy."""
+    if not hasattr(config, "workerinput") and TEMPLATE_VARIABLE not in os.environ:
+        start_template(_PREFECT_STATE / "template")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def seeded_prefect_home() -> None:
+    """This process's Prefect home holds the migrated database before a server is started on it."""
+    seed(_PREFECT_STATE / "home" / "prefect.db")
+
+
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
-    """A temporary Prefect API for tests that run flows (started once per session)."""
+    """A temporary Prefect API for tests that run flows (started once per session), its database a copy of
+    the migrated one: Prefect's harness puts its database in a new folder made by its module's `mkdtemp`."""
+    from prefect.testing import utilities
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=SERVER_STARTUP_TIMEOUT_S):
+    def seeded_folder() -> str:
+        folder = tempfile.mkdtemp()
+        seed(Path(folder) / "prefect-test.db")
+        return folder
+
+    with (
+        mock.patch.object(utilities, "mkdtemp", seeded_folder),
+        prefect_test_harness(server_startup_timeout=SERVER_STARTUP_TIMEOUT_S),
+    ):
         yield
 
 

@@ -23,6 +23,8 @@ from typing import Any, Self
 import httpx
 import psutil
 
+from tests.prefect_db import seed
+
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 SERVER_START_TIMEOUT_S = 180.0
 CLI_TIMEOUT_S = 180.0
@@ -145,6 +147,7 @@ class PrefectStack:
         return process
 
     def _start_server(self) -> None:
+        seed(Path(self.env["PREFECT_HOME"]) / "prefect.db")
         server = self._start(
             "server", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
         )

@@ -11,6 +11,7 @@ import pytest
 from flows.cli.server import is_running
 from flows.cli.temporary_server import STARTING_LINE
 from tests.flows.cli.terminal import threadmed, threadmed_here
+from tests.prefect_db import seed
 
 
 def free_port() -> int:
@@ -37,6 +38,7 @@ def flow_runs(api_url: str) -> list[tuple[str, str]]:
 @pytest.mark.slow
 def test_a_started_server_is_used_by_every_command_until_it_is_stopped(tmp_path):
     home, port = tmp_path / "home", free_port()
+    seed(home / "prefect.db")
     env = {"PREFECT_HOME": str(home), "PREFECT_SERVER_API_PORT": str(port)}
     api_url, dashboard = f"http://127.0.0.1:{port}/api", f"http://127.0.0.1:{port}"
     started = threadmed("server", "start", cwd=tmp_path, env=env)
