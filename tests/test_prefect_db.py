@@ -3,6 +3,7 @@ database, never over one that exists, and not at all when there is none or makin
 
 import os
 import sqlite3
+import subprocess
 from contextlib import closing
 from pathlib import Path
 
@@ -26,6 +27,7 @@ def template(tmp_path, monkeypatch) -> Path:
         connection.execute("insert into alembic_version values ('abc123')")
         connection.commit()
     (folder / prefect_db.OUTCOME).write_text("ok")
+    (folder / prefect_db.MAKER).write_text(str(os.getpid()))
     monkeypatch.setenv(prefect_db.TEMPLATE_VARIABLE, str(folder))
     return folder
 
@@ -50,6 +52,25 @@ def test_without_a_made_template_nothing_is_copied(template, tmp_path, monkeypat
         (template / prefect_db.OUTCOME).write_text(outcome)
     copy = tmp_path / "prefect.db"
     assert (prefect_db.seed(copy), copy.exists()) == (False, False)
+
+
+def test_a_template_whose_maker_ended_without_an_outcome_is_not_waited_for(template, tmp_path, monkeypatch):
+    monkeypatch.setattr(prefect_db, "sleep", never_called)
+    (template / prefect_db.OUTCOME).unlink()
+    (template / prefect_db.MAKER).write_text(str(ended_process()))
+    copy = tmp_path / "prefect.db"
+    assert (prefect_db.seed(copy), copy.exists()) == (False, False)
+
+
+def never_called(_: float) -> None:
+    raise AssertionError("waited for a template no process is making")
+
+
+def ended_process() -> int:
+    """The pid of a process that has ended."""
+    with subprocess.Popen(["true"]) as process:
+        process.wait()
+    return process.pid
 
 
 def test_this_run_made_its_template_and_this_process_s_prefect_home_is_a_copy_of_it():
