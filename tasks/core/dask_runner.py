@@ -20,8 +20,9 @@ need, measured with cProfile and py-spy on the evaluation benchmark (2-core mach
 `FastSubmitDaskTaskRunner` submits the tasks of a `map` in one graph (`Client.map`), each task as impure
 (each task run is new: Prefect gives it a new id anyway) to `run_task_on_worker`, a module-level function
 pickled by reference. The flow's context is serialized once while its contexts are the same objects
-(`shared_context`: a `tags()` block, another flow run or changed settings serialize it again) and goes once
-in the graph, shared by its tasks; each task gets an asset context of its own.
+(`shared_context`: a `tags()` block, another flow run or changed settings serialize it again) and is
+scattered to the workers once per graph, as data its tasks depend on (each worker reads it once; the
+scheduler never unpacks it); each task gets an asset context of its own.
 
 On the workers, Prefect's task engine rebuilds the submitting flow's context for every task run
 (`prefect.context.hydrated_context`): it validates the whole settings model again (pydantic-settings reading
