@@ -1,7 +1,7 @@
 """The body every benchmark's evaluate flow shares: plan, solve and score each job, write, summarize, report.
 
-One Prefect task per job solves it (a thread, an interview), then one scores it, each score task starting
-as soon as its job's solve output exists. The calls inside are throttled per provider (tasks/llm/call.py),
+One Prefect task per job (a thread, an interview) solves it, then scores what it solved
+(tasks/evals/jobs.py). The calls inside are throttled per provider (tasks/llm/call.py),
 in this process or across the worker processes of a Dask cluster (tasks/llm/cluster.py), as is the spending
 cap; the worker threads only need to outnumber the slots. Resuming is the ledger's job, not Prefect's
 result cache: re-run the same parameters to finish a run.
@@ -22,11 +22,11 @@ from tasks.evals.call_totals import ledger_calls, run_calls, spent_usd
 from tasks.evals.cap_checks import overspent_refusal
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.estimate import record_receipts
+from tasks.evals.jobs import evaluate_job, job_outcomes
 from tasks.evals.outputs import (
     RunSummary,
     any_call_succeeded,
     follow_progress,
-    job_outcomes,
     publish_run_summary,
     write_manifest,
     write_run_outputs,
@@ -84,15 +84,14 @@ def evaluate_benchmark(
             # quote(): jobs hold whole cases; Prefect's parameter introspection would cost ~1.5 ms per task.
             # Not on Dask: its runner rebuilds quoted parameters into bare tuples (prefect-dask 0.3).
             wrap = quote if runner.kind == "threads" else _as_is
-            solve_jobs = [wrap(job.solve) for job in plan.jobs]
-            score_jobs = [wrap(job.score) for job in plan.jobs]
+            steps = {"solve": unmapped(bench.solve), "score": unmapped(bench.score)}
+            jobs = [wrap(job) for job in plan.jobs]
             task_runner = make_task_runner(runner)
             with task_runner as workers, calls_shared_by(workers, plan.ledger_dir, budget):
-                solved = workers.map(bench.solve, {"job": solve_jobs, "ledger_dir": ledger})
-                scored = workers.map(bench.score, {"job": score_jobs, "solved": solved, "ledger_dir": ledger})
-                follow_progress([*solved, *scored], plan.run_id, plan.run_dir)
+                done = workers.map(evaluate_job, {**steps, "job": jobs, "ledger_dir": ledger})
+                follow_progress(done, plan.run_id, plan.run_dir)
                 # One job that raises fails alone: the tables hold every other job, the summary names it.
-                outcomes = job_outcomes([job.solve.label for job in plan.jobs], solved, scored)
+                outcomes = job_outcomes([job.solve.label for job in plan.jobs], done)
                 summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
             # Every call has ended (the runner waited for them): the ledger now says what was spent.
             calls = run_calls(plan.ledger_dir, before)

@@ -2,7 +2,7 @@
 
 For every benchmark with a judge (ThReadMed-QA's turn judge, the consultation's FQR judge; the folder's
 benchmark.json says which): the source run's answers are replayed, never asked again, and the benchmark's
-own score task judges them through the new folder's ledger (tasks/evals/rejudge.py), with batch mode and
+own score step judges them through the new folder's ledger (tasks/evals/rejudge.py), with batch mode and
 resume as in any run: re-run the same parameters to finish.
 """
 

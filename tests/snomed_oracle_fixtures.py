@@ -18,9 +18,9 @@ def run_inline(
     plan = bench.plan(settings)
     solved, scored = [], []
     for job in plan.jobs:
-        rows = rows_of(bench.solve.fn(job=job.solve, ledger_dir=plan.ledger_dir))
+        rows = rows_of(bench.solve(job=job.solve, ledger_dir=plan.ledger_dir))
         solved += rows
-        scored += rows_of(bench.score.fn(job=job.score, solved=rows, ledger_dir=plan.ledger_dir))
+        scored += rows_of(bench.score(job=job.score, solved=rows, ledger_dir=plan.ledger_dir))
     for rows, contracts in ((solved, bench.tables.solved), (scored, bench.tables.scored)):
         for contract in contracts:
             write_table(rows, contract, run_dir / f"{contract.name}.parquet")

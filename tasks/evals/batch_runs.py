@@ -18,7 +18,7 @@ from tasks.core.files import write_text_atomic
 from tasks.core.provenance import run_artifact_key
 from tasks.evals.batch_waves import BatchWaves, WaveCounts, WavesOutcome
 from tasks.evals.config import EvaluationSettings, RunConfig
-from tasks.evals.job_state import rows_of
+from tasks.evals.jobs import solve_and_score
 from tasks.evals.plan import RunPlan
 from tasks.evals.protocol import Benchmark
 from tasks.llm.batches import BatchStore
@@ -69,8 +69,7 @@ def make_batch_calls(bench: Benchmark, plan: RunPlan[Any, Any], settings: Evalua
     write_text_atomic(batches_dir / RUN_FILE, BatchRun.of(bench.name, settings).model_dump_json(indent=1))
 
     def walk(job: Any, ledger_dir: Path) -> None:
-        solved = rows_of(bench.solve.fn(job=job.solve, ledger_dir=ledger_dir))
-        bench.score.fn(job=job.score, solved=solved, ledger_dir=ledger_dir)
+        solve_and_score(bench.solve, bench.score, job, ledger_dir)
 
     config = settings.config
     waves = BatchWaves(

@@ -1,4 +1,4 @@
-"""What a solve or score task returns: its rows, in a state whose name says when calls of the job failed.
+"""What a solve or score step returns: its rows, in a state whose name says when calls of the job failed.
 
 A job whose calls failed still finishes: its failures are rows (a re-run retries them) and the flow writes
 them with the others. Returned as plain rows, Prefect would log and show it as `Completed`; returned in a
@@ -23,5 +23,5 @@ def job_result(rows: list[dict[str, Any]], outcomes: Counter[str]) -> list[dict[
 
 
 def rows_of(result: list[dict[str, Any]] | State) -> list[dict[str, Any]]:
-    """The rows a job task returned, whatever its state (for callers of the task's `.fn`)."""
+    """The rows a solve or score step returned, whatever its state."""
     return result.data if isinstance(result, State) else result

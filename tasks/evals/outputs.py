@@ -18,7 +18,6 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture, as_completed
-from prefect.states import State
 from pydantic import BaseModel
 
 from tasks.core.files import write_json_atomic, write_parquet_atomic
@@ -36,8 +35,8 @@ PACKAGES = ("litellm", "prefect", "pyarrow", "pydantic", "rapidfuzz", "openai", 
 
 
 class RunTables(NamedTuple):
-    """The contracts of a run's tables: those written from the solve tasks' rows, and from the score
-    tasks' rows. Each contract takes its own columns from the rows, so one row can feed two tables."""
+    """The contracts of a run's tables: those written from the solve steps' rows, and from the score
+    steps' rows. Each contract takes its own columns from the rows, so one row can feed two tables."""
 
     solved: tuple[Contract, ...]
     scored: tuple[Contract, ...]
@@ -54,10 +53,11 @@ class GroupSummary(BaseModel):
 
 
 class JobFailure(BaseModel):
-    """A job whose solve or score task raised (a full disk, a bad case file): its rows are missing."""
+    """A job whose solve or score step raised (a full disk, a bad case file), or whose task crashed: its rows
+    are missing (its solved rows kept when scoring raised)."""
 
     job: str
-    stage: Literal["solve", "score"]
+    stage: Literal["solve", "score", "job"]  # "job": the task ended without a step raising (crashed)
     error: str  # the exception as raised, e.g. "OSError: [Errno 28] No space left on device"
 
     def line(self) -> str:
@@ -291,11 +291,11 @@ def any_call_succeeded(ledger_dir: Path) -> bool:
 
 
 def follow_progress(futures: list[PrefectFuture], run_id: str, run_dir: Path) -> None:
-    """Wait for the thread tasks, keeping a progress artifact of the share done (about 50 updates)."""
+    """Wait for the job tasks, keeping a progress artifact of the share done (about 50 updates)."""
     artifact = create_progress_artifact(
         progress=0.0,
         key=run_artifact_key("evaluation-progress", run_id, run_dir),
-        description=f"Run {run_id}: thread tasks done",
+        description=f"Run {run_id}: job tasks done",
     )
     step = max(1, len(futures) // 50)
     for done, _ in enumerate(as_completed(futures), start=1):
@@ -314,40 +314,12 @@ def publish_run_summary(summary: RunSummary) -> None:
 
 
 class JobOutcomes(NamedTuple):
-    """What the solve and score tasks of a run returned: the rows of the jobs that finished, and the
-    failure of each job that raised."""
+    """What the job tasks of a run returned (tasks/evals/jobs.py): the rows of the jobs that finished, the
+    solved rows of those whose scoring raised, and the failure of each job that raised."""
 
     solved_rows: list[dict[str, Any]]
     scored_rows: list[dict[str, Any]]
     failures: list[JobFailure]
-
-
-def job_outcomes(labels: list[str], solved: list[PrefectFuture], scored: list[PrefectFuture]) -> JobOutcomes:
-    """Wait for every job's solve and score task; one that raised is a `JobFailure`, others' rows are kept.
-
-    A job whose solve task failed has no score task run (Prefect leaves it NotReady).
-    """
-    outcomes = JobOutcomes([], [], [])
-    for label, solve, score in zip(labels, solved, scored, strict=True):
-        for stage, future, rows in (
-            ("solve", solve, outcomes.solved_rows),
-            ("score", score, outcomes.scored_rows),
-        ):
-            future.wait()
-            state = future.state
-            if not state.is_completed():
-                outcomes.failures.append(JobFailure(job=label, stage=stage, error=_raised(state)))
-                break
-            rows.extend(future.result())
-    return outcomes
-
-
-def _raised(state: State) -> str:
-    """The exception a failed task run raised, as `Type: message`; else the state's own message."""
-    raised = state.result(raise_on_failure=False) if state.is_final() else None
-    if isinstance(raised, BaseException):
-        return f"{type(raised).__name__}: {raised}"
-    return state.message or state.name or str(state.type)
 
 
 @task(name="write-run-outputs", cache_policy=NO_CACHE)

@@ -1,7 +1,8 @@
-"""The plan of one evaluation run: its id, its folder, and its jobs (what each solve and score task gets).
+"""The plan of one evaluation run: its id, its folder, and its jobs (what their solve and score steps get).
 
-A benchmark's planner (tasks/benchmarks/<name>/) turns the settings into a `RunPlan`; the flow maps the
-benchmark's solve task over `job.solve` and its score task over `job.score` with the solve output.
+A benchmark's planner (tasks/benchmarks/<name>/) turns the settings into a `RunPlan`; the flow runs one
+task per job (tasks/evals/jobs.py): the benchmark's solve step over `job.solve`, then its score step over
+`job.score` with the solve output.
 """
 
 import hashlib
@@ -21,7 +22,7 @@ ScoreJobT = TypeVar("ScoreJobT", bound=BaseModel)
 
 
 class Job(BaseModel, Generic[SolveJobT, ScoreJobT], frozen=True):
-    """One unit of a run: the solve task's input, and the score task's input beside the solve output."""
+    """One unit of a run: the solve step's input, and the score step's input beside the solve output."""
 
     solve: SolveJobT
     score: ScoreJobT

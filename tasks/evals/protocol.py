@@ -1,9 +1,9 @@
 """What a benchmark is: a frozen record of its pieces, in the spirit of inspect_ai's task/solver/scorer.
 
-A run of any benchmark has one shape (flows/evaluate_models.py): `plan` turns the settings into jobs,
-the `solve` task runs once per job (one case x model x condition or epoch; every call through the
-ledger), the `score` task grades each solve output, the rows are written as the `tables`, then the
-summary, the manifest and the `report`. Everything a benchmark owns lives in its folder
+A run of any benchmark has one shape (flows/evaluation.py): `plan` turns the settings into jobs, one
+Prefect task per job (one case x model x condition or epoch; tasks/evals/jobs.py) runs `solve` on it
+(every call through the ledger), then `score` on what it solved, the rows are written as the `tables`,
+then the summary, the manifest and the `report`. Everything a benchmark owns lives in its folder
 `tasks/benchmarks/<name>/`, its warehouse too; `tasks/benchmarks/registry.py` lists the benchmarks.
 """
 
@@ -20,6 +20,7 @@ from tasks.data.sources import BenchmarkWarehouse
 from tasks.evals.card import BenchmarkCard
 from tasks.evals.config import RunConfig, SampleSpec
 from tasks.evals.estimate import EstimateTally, JobEstimator
+from tasks.evals.jobs import Step
 from tasks.evals.outputs import RunTables, Summarizer
 from tasks.evals.plan import Planner
 from tasks.export.samples import ExportedRun
@@ -51,10 +52,10 @@ class Benchmark:
     # (dataset folder, sample spec) -> the cases of a run, in their seeded order.
     load_cases: Callable[[Path, SampleSpec], list[Any]]
     plan: Planner
-    # solve(job=..., ledger_dir=...) -> rows of `tables.solved`, one Prefect task per job.
-    solve: Task[..., list[dict[str, Any]]]
-    # score(job=..., solved=<the solve rows>, ledger_dir=...) -> rows of `tables.scored`.
-    score: Task[..., list[dict[str, Any]]]
+    # solve(job=..., ledger_dir=...) -> rows of `tables.solved` (in a CallsFailed state if calls failed).
+    solve: Step
+    # score(job=..., solved=<the solve rows>, ledger_dir=...) -> rows of `tables.scored` (likewise).
+    score: Step
     tables: RunTables
     # (run id, run folder, solve rows, score rows) -> the run's summary: counts, score, cost, failures.
     summarize: Summarizer

@@ -3,8 +3,8 @@ epoch, into a new run folder, asking no answer again.
 
 A re-judge is a run of the source run's benchmark with the source's config (its `manifest.json`), the judge
 replaced. Its plan is the benchmark's own over the same dataset (checked by fingerprint), each job's solve
-replaced by a replay of the source's solve rows for that job (`replay-answers`, their run_id the new run's):
-an answer the source lacks (failed, not run) stays as recorded, never asked. The benchmark's score task then
+replaced by a replay of the source's solve rows for that job (`replay_answers`, their run_id the new run's):
+an answer the source lacks (failed, not run) stays as recorded, never asked. The benchmark's score step then
 judges them through the new folder's ledger, with batch mode and resume as in any run. The summary counts
 the judge's calls, costs and failures alone: the answers were paid for by the source run.
 The folder names its source in `rejudge.json` from the start, so the resume-batch-runs poller, too, goes on
@@ -181,13 +181,12 @@ def _absolute(path: Path | None) -> Path | None:
 
 
 class ReplayedAnswers(BaseModel, frozen=True):
-    """A job's solve rows from the source run: the input of `replay-answers` in place of the solve task's."""
+    """A job's solve rows from the source run: the input of `replay_answers` in place of the solve step's."""
 
     label: str
     rows: list[dict[str, Any]]
 
 
-@task(name="replay-answers", cache_policy=NO_CACHE, task_run_name="replay {job.label}")
 def replay_answers(job: ReplayedAnswers, ledger_dir: Path) -> list[dict[str, Any]]:
     """The source run's solve rows of one job, as stored (run_id the new run's); calls nothing."""
     return job.rows

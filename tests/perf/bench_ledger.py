@@ -19,7 +19,7 @@ The end of the run also writes its job receipts (what the dry run reads instead 
 timed. The store's size on disk (allocated blocks) is printed before and after compaction. Writing a call is
 compared with the one-file-per-call ledger it replaces (`write_text_atomic` per call, as it wrote them) on
 the first 20,000 records. Last, the run's tables as a re-run of the finished run makes them (every job's
-answer and judge task over the ledger, every call found, no Prefect), then its report (metrics with their
+answer and judge step over the ledger, every call found, no Prefect), then its report (metrics with their
 bootstraps, figures, HTML) and its export, each timed: the samples read from the run, written as one
 Parquet table, and as the Inspect log of the first model alone (inspect_ai's writer buffers a log's
 samples in a list it filters whole at each sample added, so a log's time grows with the square of its
@@ -174,12 +174,12 @@ def found_keys(ledger: CallLedger, keys: list[str]) -> int:
 
 def write_tables(bench: Any, plan: Any, run: EvaluationSettings) -> int:
     """The run's tables and manifest as a re-run of the finished run writes them: each job's answer and judge
-    task over the ledger (every call found, none made), without Prefect. Returns the rows written."""
+    step over the ledger (every call found, none made), without Prefect. Returns the rows written."""
     outcomes = JobOutcomes([], [], [])
     for job in plan.jobs:
-        solved = bench.solve.fn(job.solve, plan.ledger_dir)
+        solved = bench.solve(job.solve, plan.ledger_dir)
         outcomes.solved_rows.extend(solved)
-        outcomes.scored_rows.extend(bench.score.fn(job.score, solved, plan.ledger_dir))
+        outcomes.scored_rows.extend(bench.score(job.score, solved, plan.ledger_dir))
     write_manifest.fn(run, plan, write_run_outputs.fn(plan, outcomes, bench.tables, bench.summarize))
     return len(outcomes.solved_rows) + len(outcomes.scored_rows)
 

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
 from tasks.benchmarks.consult.case import ConsultCase
@@ -56,7 +54,6 @@ class ScoreJob(BaseModel, frozen=True):
     truncated: TruncatedAnswers = "judge"  # a follow-up answer cut at max_tokens (ConsultConfig.truncated)
 
 
-@task(name="score-episode", cache_policy=NO_CACHE, task_run_name="score {job.model}/{job.case.case_id}")
 def score_episode(job: ScoreJob, solved: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
     """The episode's messages → its SCORES row; the judge's calls go to the ledger."""
     ledger = CallLedger(ledger_dir)

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 # Imported for its side effect: the scripted reference agents are registered wherever this module's
@@ -195,7 +193,6 @@ class _Conversation:
         return text
 
 
-@task(name="run-episode", cache_policy=NO_CACHE, task_run_name="episode {job.label}")
 def consult_episode(job: EpisodeJob, ledger_dir: Path) -> list[dict[str, Any]]:
     """Run the case's episode → one MESSAGES row per message; every agent call through the ledger."""
     ledger = CallLedger(ledger_dir)

@@ -8,8 +8,6 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 from tasks.benchmarks.snomed.cases.loading import vocabulary_codes
@@ -34,7 +32,6 @@ class ScoreJob(BaseModel, frozen=True):
     case_set_dir: Path
 
 
-@task(name="score-interview", cache_policy=NO_CACHE, task_run_name="score {job.model}/{job.case_id}")
 def score_interview(job: ScoreJob, solved: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
     """The interview's messages → one row holding both its PREDICTIONS and its SCORES columns."""
     return [interview_result(job, solved, vocabulary_codes(job.case_set_dir))]

@@ -9,8 +9,6 @@ step and the summary can say what failed.
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 # Imported for its side effect: the offline clinicians and patient are registered wherever this module's
@@ -85,7 +83,6 @@ def interview_turns(job: InterviewJob, call: Any) -> tuple[Interview, list[tuple
     return run_interview(job.case, job.prompts, ask, job.settings), calls
 
 
-@task(name="interview-case", cache_policy=NO_CACHE, task_run_name="interview {job.label}")
 def interview_case(job: InterviewJob, ledger_dir: Path) -> list[dict[str, Any]]:
     """Interview the case's patient → one CONVERSATIONS row per message, plus the failed call if any."""
     ledger = CallLedger(ledger_dir)

@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 # Imported for its side effect: the offline models are registered wherever this module's jobs run
@@ -79,7 +77,6 @@ class JudgeJob(BaseModel, frozen=True):
         return self.judge.request(messages, self.rubric.version, epoch=self.judge.epoch)
 
 
-@task(name="judge-thread", cache_policy=NO_CACHE, task_run_name="judge {job.label}")
 def judge_thread(job: JudgeJob, solved: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
     """Judge each answered turn of `solved` (response rows) → a judgment row each; calls go to the ledger."""
     ledger = CallLedger(ledger_dir)

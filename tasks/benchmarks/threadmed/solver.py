@@ -10,8 +10,6 @@ so they are reported as not run. Oracle turns do not depend on the model's answe
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 # Imported for its side effect: the offline models are registered wherever this module's jobs run
@@ -54,7 +52,6 @@ def ask_turns(job: InferenceJob, reply: Reply) -> list[Exchange]:
     return run_dialogue(job.turns, scripted(job.thread.questions), reply, given_replies=given)
 
 
-@task(name="answer-thread", cache_policy=NO_CACHE, task_run_name="answer {job.label}")
 def answer_thread(job: InferenceJob, ledger_dir: Path) -> list[dict[str, Any]]:
     """Ask the job's turns in order → one response row per turn; every call goes through the ledger."""
     ledger = CallLedger(ledger_dir)

@@ -32,8 +32,8 @@ def test_the_dry_run_counts_calls_and_drops_the_ones_already_made(dataset, tmp_p
     assert before[("retrieval", "inference")].cost_usd == 0.0
 
     deferral = next(job for job in plan.jobs if job.solve.model.name == "threadmed/deferral")
-    rows = answer_thread.fn(deferral.solve, plan.ledger_dir)
-    judge_thread.fn(deferral.score, rows[:1], plan.ledger_dir)
+    rows = answer_thread(deferral.solve, plan.ledger_dir)
+    judge_thread(deferral.score, rows[:1], plan.ledger_dir)
     after = {(e.model, e.role): (e.calls, e.cached) for e in estimate_plan(plan, estimate_job)}
     assert after[("threadmed/deferral", "inference")] == (13 - len(rows), len(rows))
     assert after[("threadmed/overlap-judge", "judge")] == (25 * 3, 1)  # its one reply held a valid score
@@ -56,7 +56,7 @@ def test_the_dry_run_follows_a_judge_s_re_asks_through_the_ledger(dataset, tmp_p
     config = OFFLINE.model_copy(update={"conditions": ["baseline"]})
     plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=config))
     deferral = next(job for job in plan.jobs if job.solve.model.name == "threadmed/deferral")
-    [first, *_] = answer_thread.fn(deferral.solve, plan.ledger_dir)
+    [first, *_] = answer_thread(deferral.solve, plan.ledger_dir)
     judge = deferral.score
     thread, turn = judge.thread, first["turn"]
     asked = render_judge_messages(

@@ -45,7 +45,7 @@ def every_call(dataset, tmp_path_factory) -> list:
     run_dir = tmp_path_factory.mktemp("all")
     plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=run_dir, config=CONFIG))
     for job in plan.jobs:
-        judge_thread.fn(job.score, answer_thread.fn(job.solve, plan.ledger_dir), plan.ledger_dir)
+        judge_thread(job.score, answer_thread(job.solve, plan.ledger_dir), plan.ledger_dir)
     return list(CallLedger(plan.ledger_dir).records())
 
 
@@ -55,7 +55,7 @@ def plan_in(dataset: Path, run_dir: Path):
 
 def run_jobs(plan, jobs) -> None:
     for job in jobs:
-        judge_thread.fn(job.score, answer_thread.fn(job.solve, plan.ledger_dir), plan.ledger_dir)
+        judge_thread(job.score, answer_thread(job.solve, plan.ledger_dir), plan.ledger_dir)
 
 
 def test_a_dry_run_counts_the_jobs_done_whole_from_their_receipts_and_walks_only_the_others(

@@ -4,8 +4,6 @@ then each reply is validated. One Prefect task per case for each step, never one
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 # Imported for its side effect: the offline teacher is registered wherever these jobs run.
@@ -76,7 +74,6 @@ def _pair_key(job: PairsJob, index: int, topic: PairTopic) -> dict[str, Any]:
     }
 
 
-@task(name="write-oracle-pairs", cache_policy=NO_CACHE, task_run_name="pairs {job.label}")
 def write_pairs(job: PairsJob, ledger_dir: Path) -> list[dict[str, Any]]:
     """Ask the teacher for every pair of the case → one TEACHER_REPLIES row per pair."""
     ledger = CallLedger(ledger_dir)
@@ -88,7 +85,6 @@ def write_pairs(job: PairsJob, ledger_dir: Path) -> list[dict[str, Any]]:
     return job_result(rows, outcomes)
 
 
-@task(name="validate-oracle-pairs", cache_policy=NO_CACHE, task_run_name="validate {job.case_id}")
 def validate_pairs(job: ValidateJob, solved: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
     """The case's teacher replies → one ORACLE_PAIRS row per pair: kept, rejected (why) or failed."""
     return [validated_pair(job, row) for row in solved]

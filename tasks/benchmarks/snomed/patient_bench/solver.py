@@ -7,8 +7,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 # Imported for their side effect: the offline patient and teacher are registered wherever these jobs run.
@@ -99,7 +97,6 @@ def _answer_key(
     }
 
 
-@task(name="ask-patient", cache_policy=NO_CACHE, task_run_name="ask {job.label}")
 def ask_patient(job: AskJob, ledger_dir: Path) -> list[dict[str, Any]]:
     """Every question of the case to the patient, `askings` times → one PATIENT_ANSWERS row each."""
     ledger = CallLedger(ledger_dir)
@@ -115,9 +112,6 @@ def ask_patient(job: AskJob, ledger_dir: Path) -> list[dict[str, Any]]:
     return job_result(rows, outcomes)
 
 
-@task(
-    name="score-patient-answers", cache_policy=NO_CACHE, task_run_name="score {job.model}/{job.case.case_id}"
-)
 def score_answers(job: BenchScoreJob, solved: list[dict[str, Any]], ledger_dir: Path) -> list[dict[str, Any]]:
     """The case's answers → one PATIENT_SCORES row per asking (rule verdicts, consistency, the judge's)."""
     ledger = CallLedger(ledger_dir)

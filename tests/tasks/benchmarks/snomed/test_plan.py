@@ -251,7 +251,7 @@ def test_the_dry_run_counts_the_upper_bound_then_nothing_once_the_calls_are_made
         ("prevalence", "clinician"): (3 * 5, 0),
     }
     for job in plan.jobs:
-        interview_case.fn(job.solve, plan.ledger_dir)
+        interview_case(job.solve, plan.ledger_dir)
     after = {(e.model, e.role): (e.calls, e.cached) for e in estimate_plan(plan, estimate_job)}
     # checklist: 3 questions and the forced final answer; prevalence answers at once.
     assert after == {
@@ -284,7 +284,7 @@ def test_the_demo_config_plans_both_offline_clinicians_with_the_offline_patient(
 def test_the_dry_run_replays_an_interview_up_to_its_first_call_not_in_the_ledger(case_set, tmp_path):
     short = plan_for(case_set, tmp_path, SnomedConfig(models=[CHECKLIST], max_turns=3))
     for job in short.jobs:
-        interview_case.fn(job.solve, short.ledger_dir)
+        interview_case(job.solve, short.ledger_dir)
     longer = plan_for(case_set, tmp_path, SnomedConfig(models=[CHECKLIST], max_turns=5))
     estimates = {(e.model, e.role): (e.calls, e.cached) for e in estimate_plan(longer, estimate_job)}
     # The 3 questions and answers are known; the 4th question is not (the short run asked for the answer).

@@ -69,7 +69,7 @@ FAILED_CALL = {"status": "failed", "prompt_tokens": 0, "completion_tokens": 0, "
 
 
 def rows_of(interview_job: InterviewJob, provider: Provider) -> list[dict[str, Any]]:
-    """The CONVERSATIONS rows of an interview, as the solve task makes them."""
+    """The CONVERSATIONS rows of an interview, as the solve step makes them."""
     return interview_rows(interview_job, *interview_turns(interview_job, provider))
 
 

@@ -196,7 +196,7 @@ def test_a_judge_reply_parses_to_a_rubric_score_or_to_nothing(reply, expected):
 
 
 def test_each_answered_turn_is_judged_against_its_physician_answer(server, ankle, tmp_path):
-    rows = judge_thread.fn(job(server, ankle), responses(ankle, "ok", "ok", "ok"), tmp_path)
+    rows = judge_thread(job(server, ankle), responses(ankle, "ok", "ok", "ok"), tmp_path)
     assert [(row["turn"], row["score"], row["parse_status"]) for row in rows] == [
         (t, 1.0, "ok") for t in range(3)
     ]
@@ -209,7 +209,7 @@ def test_each_answered_turn_is_judged_against_its_physician_answer(server, ankle
 
 def test_a_broken_reply_is_asked_again_with_the_judges_own_reply(server, ankle, tmp_path):
     server.script(Action(content='{"SCORE": "high", "REASON": "fine"}'))
-    [row] = judge_thread.fn(job(server, ankle), responses(ankle, "ok"), tmp_path)
+    [row] = judge_thread(job(server, ankle), responses(ankle, "ok"), tmp_path)
     assert (row["score"], row["parse_status"], row["attempts"]) == (1.0, "ok", 2)
     reask = server.requests[1].messages
     assert reask[:2] == server.requests[0].messages
@@ -220,7 +220,7 @@ def test_a_broken_reply_is_asked_again_with_the_judges_own_reply(server, ankle, 
 
 def test_a_reply_never_parsed_is_unparseable_never_zero(server, ankle, tmp_path):
     server.script(*[Action(content="I would rather not grade this.")] * 3)
-    [row] = judge_thread.fn(job(server, ankle, max_reasks=2), responses(ankle, "ok"), tmp_path)
+    [row] = judge_thread(job(server, ankle, max_reasks=2), responses(ankle, "ok"), tmp_path)
     assert (row["score"], row["parse_status"], row["attempts"]) == (None, "unparseable", 3)
     assert row["raw_reply"] == "I would rather not grade this." and row["error"] is None
     assert len(server.requests) == 3
@@ -229,7 +229,7 @@ def test_a_reply_never_parsed_is_unparseable_never_zero(server, ankle, tmp_path)
 def test_a_judge_reply_cut_at_max_tokens_is_asked_again_never_read_as_a_grade(server, ankle, tmp_path):
     # Through litellm: the provider says finish_reason 'length'. The cut reply reads as 0.5 by its text.
     server.script(Action(content='{"SCORE": 0.5, "REASON": "The AI', finish_reason="length"))
-    [row] = judge_thread.fn(job(server, ankle), responses(ankle, "ok"), tmp_path)
+    [row] = judge_thread(job(server, ankle), responses(ankle, "ok"), tmp_path)
     assert (row["score"], row["parse_status"], row["attempts"]) == (1.0, "ok", 2)
     assert server.requests[1].messages[2] == {
         "role": "assistant",
@@ -239,7 +239,7 @@ def test_a_judge_reply_cut_at_max_tokens_is_asked_again_never_read_as_a_grade(se
 
 def test_a_judge_reply_cut_at_every_asking_is_judge_cut_unscored(server, ankle, tmp_path):
     server.script(*[Action(content='{"SCORE": 1.0, "REASON": "Same', finish_reason="length")] * 3)
-    [row] = judge_thread.fn(job(server, ankle, max_reasks=2), responses(ankle, "ok"), tmp_path)
+    [row] = judge_thread(job(server, ankle, max_reasks=2), responses(ankle, "ok"), tmp_path)
     assert (row["score"], row["reason"], row["parse_status"], row["attempts"]) == (None, None, "judge_cut", 3)
     assert (row["raw_reply"], row["error"], len(server.requests)) == (
         '{"SCORE": 1.0, "REASON": "Same',
@@ -250,7 +250,7 @@ def test_a_judge_reply_cut_at_every_asking_is_judge_cut_unscored(server, ankle, 
 
 def test_a_failed_judge_call_is_a_failure_not_a_score(server, ankle, tmp_path):
     server.script(Action(status=401))
-    state = judge_thread.fn(job(server, ankle), responses(ankle, "ok"), tmp_path)
+    state = judge_thread(job(server, ankle), responses(ankle, "ok"), tmp_path)
     assert (state.name, state.message) == (
         "CallsFailed",
         "1 of 1 calls failed (recorded; a re-run retries them)",
@@ -261,7 +261,7 @@ def test_a_failed_judge_call_is_a_failure_not_a_score(server, ankle, tmp_path):
 
 
 def test_turns_without_an_answer_are_not_judged(server, ankle, tmp_path):
-    rows = judge_thread.fn(job(server, ankle), responses(ankle, "ok", "failed", "not_run"), tmp_path)
+    rows = judge_thread(job(server, ankle), responses(ankle, "ok", "failed", "not_run"), tmp_path)
     assert [row["parse_status"] for row in rows] == ["ok", "not_run", "not_run"]
     assert len(server.requests) == 1
     table = pa.Table.from_pylist(rows, schema=JUDGMENTS.schema)
@@ -269,8 +269,8 @@ def test_turns_without_an_answer_are_not_judged(server, ankle, tmp_path):
 
 
 def test_judgments_are_resumed_from_the_ledger(server, ankle, tmp_path):
-    first = judge_thread.fn(job(server, ankle), responses(ankle, "ok", "ok"), tmp_path)
-    again = judge_thread.fn(job(server, ankle), responses(ankle, "ok", "ok"), tmp_path)
+    first = judge_thread(job(server, ankle), responses(ankle, "ok", "ok"), tmp_path)
+    again = judge_thread(job(server, ankle), responses(ankle, "ok", "ok"), tmp_path)
     assert again == first and len(server.requests) == 2
 
 

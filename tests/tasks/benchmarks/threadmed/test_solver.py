@@ -39,7 +39,7 @@ def conversation(*texts: str) -> list[dict[str, str]]:
 
 
 def test_baseline_builds_each_turn_on_the_models_own_answers(server, headache, tmp_path):
-    rows = answer_thread.fn(job(server, headache, "baseline"), tmp_path)
+    rows = answer_thread(job(server, headache, "baseline"), tmp_path)
     q, own = headache.questions, [row["response"] for row in rows]
     assert [r.messages for r in server.requests] == [
         conversation(q[0]),
@@ -53,7 +53,7 @@ def test_baseline_builds_each_turn_on_the_models_own_answers(server, headache, t
 
 
 def test_oracle_builds_turns_from_one_on_the_physicians_answers(server, headache, tmp_path):
-    rows = answer_thread.fn(job(server, headache, "oracle"), tmp_path)
+    rows = answer_thread(job(server, headache, "oracle"), tmp_path)
     q, a = headache.questions, THREAD_TEXTS["headache"][1]
     doc = [answer for _, answer in a]
     assert [r.messages for r in server.requests] == [
@@ -66,7 +66,7 @@ def test_oracle_builds_turns_from_one_on_the_physicians_answers(server, headache
 
 def test_a_failed_baseline_turn_stops_its_thread(server, headache, tmp_path):
     server.script(Action(), Action(status=400))
-    state = answer_thread.fn(job(server, headache, "baseline"), tmp_path)
+    state = answer_thread(job(server, headache, "baseline"), tmp_path)
     # Its state says so (the rows ride in it): Prefect shows the task as CallsFailed, not Completed.
     assert (state.name, state.message, state.is_completed()) == (
         "CallsFailed",
@@ -87,7 +87,7 @@ def test_a_failed_baseline_turn_stops_its_thread(server, headache, tmp_path):
 
 def test_an_oracle_turn_failure_does_not_stop_later_turns(server, headache, tmp_path):
     server.script(Action(status=400))
-    state = answer_thread.fn(job(server, headache, "oracle"), tmp_path)
+    state = answer_thread(job(server, headache, "oracle"), tmp_path)
     assert state.message == "1 of 3 calls failed (recorded; a re-run retries them)"
     rows = state.data
     assert [(row["turn"], row["status"]) for row in rows] == [(1, "failed"), (2, "ok"), (3, "ok")]
@@ -95,11 +95,11 @@ def test_an_oracle_turn_failure_does_not_stop_later_turns(server, headache, tmp_
 
 def test_a_rerun_makes_only_the_missing_calls(server, headache, tmp_path):
     server.script(Action(), *[Action(status=503)] * 2)
-    first = answer_thread.fn(job(server, headache, "baseline"), tmp_path).data
+    first = answer_thread(job(server, headache, "baseline"), tmp_path).data
     assert [row["status"] for row in first] == ["ok", "failed", "not_run", "not_run"]
     assert len(server.requests) == 3
 
-    second = answer_thread.fn(job(server, headache, "baseline"), tmp_path)
+    second = answer_thread(job(server, headache, "baseline"), tmp_path)
     assert [row["status"] for row in second] == ["ok"] * 4
     assert second[0] == first[0]
     assert second[1]["attempts"] == 3  # two failed attempts in the first run, one success now
@@ -109,6 +109,6 @@ def test_a_rerun_makes_only_the_missing_calls(server, headache, tmp_path):
 
 def test_rows_follow_the_responses_contract(server, headache, tmp_path):
     server.script(Action(status=401))
-    rows = answer_thread.fn(job(server, headache, "baseline"), tmp_path).data
+    rows = answer_thread(job(server, headache, "baseline"), tmp_path).data
     table = pa.Table.from_pylist(rows, schema=RESPONSES.schema)
     assert table.num_rows == 4 and set(rows[0]) == set(RESPONSES.columns)
