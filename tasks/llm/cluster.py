@@ -18,16 +18,17 @@ scheduler, with Dask's own primitives, so that it holds across all the workers:
   for every worker: a call reserves its estimate before it is sent (a round trip) and settles it after,
   told on the worker's stream to the scheduler, not waited for;
 - identical requests in flight at once: the call keys being made, kept by `KeysOnScheduler`. A worker
-  holds a call's key while it makes a call the ledger does not have (a round trip, waiting there while
-  another worker holds it, which then reads the call from the ledger) and lets go of it on its stream.
-  One worker's stream keeps its messages in order, so the scheduler has settled a call's budget before
-  another worker may hold its key and reserve for it again.
+  holds a call's key while it makes a call the ledger does not have (a round trip; while another worker
+  holds it, it waits there, then reads the call from the ledger) and lets go of it on its stream. One
+  worker's stream keeps its messages in order, so the scheduler has settled a call's budget before another
+  worker may hold its key and reserve for it again.
 
-When a worker dies (kill -9, a lost machine), the keys it held go back as soon as the scheduler removes it;
-a provider lease it held goes back after Dask's `distributed.scheduler.locks.lease-timeout` (30 s by
-default), and until then its slot stays taken; what its calls in flight reserved stays reserved in the
-run's budget (so the cap errs on the side of stopping). The calls it had in flight are lost, and made
-again when their tasks are (the ledger has no record of them).
+When a worker dies (kill -9, a lost machine), the keys it held go back as soon as the scheduler removes it
+(at once when its connection drops, else after Dask's `distributed.scheduler.worker-ttl`); a provider
+lease it held goes back after Dask's `distributed.scheduler.locks.lease-timeout` (30 s by default), and
+until then its slot stays taken; what its calls in flight reserved stays reserved in the run's budget (so
+the cap errs on the side of stopping). The calls it had in flight are lost, and made again when their
+tasks are (the ledger has no record of them).
 
 `shared_by_cluster` turns this on for a run from the flow: the scheduler gets `ValuesOnScheduler` and
 `KeysOnScheduler` (so it must import this project, as Dask expects the same software on every machine),
