@@ -112,6 +112,11 @@ class BudgetStore(Protocol):
         """Apply `rule` to the state, no other rule in between; its result."""
         ...
 
+    def apply(self, rule: Callable[[BudgetState], object]) -> None:
+        """`change`, perhaps not waited for (a Dask worker tells the scheduler): applied after every change
+        this process made before it."""
+        ...
+
     def read(self) -> BudgetState:
         """A copy of the state as it is now."""
         ...
@@ -127,6 +132,9 @@ class ProcessStore:
     def change(self, rule: Callable[[BudgetState], T]) -> T:
         with self._lock:
             return rule(self._state)
+
+    def apply(self, rule: Callable[[BudgetState], object]) -> None:
+        self.change(rule)
 
     def read(self) -> BudgetState:
         with self._lock:
@@ -152,8 +160,9 @@ class SpendingBudget:
 
     def settle(self, key: str, recorded_usd: float | None) -> None:
         """The call `key` is back: its reservation gives way to what the ledger records for it now (None:
-        unknown, e.g. the call raised; the estimate counts as spent)."""
-        self._store.change(lambda state: state.settle(key, recorded_usd))
+        unknown, e.g. the call raised; the estimate counts as spent). Not waited for on a Dask worker: the
+        scheduler settles it before the worker lets go of the call's key (tasks/llm/cluster.py)."""
+        self._store.apply(lambda state: state.settle(key, recorded_usd))
 
     @property
     def spent_usd(self) -> float:

@@ -15,25 +15,33 @@ scheduler, with Dask's own primitives, so that it holds across all the workers:
   by `ValuesOnScheduler` and changed there in one round trip. A start claims its turn there when the
   provider has a rate; otherwise a process reads it at most every `PAUSE_READ_S`, to learn of pauses;
 - a run's spending cap: its budget's state (tasks/llm/budget.py), a value kept there likewise, one budget
-  for every worker (reserve before a call, settle after: a round trip each);
-- identical requests in flight at once: a `Lock` per shard of call keys, held while a call the ledger
-  does not have is made, so a worker asked the same request waits, then reads it from the ledger.
+  for every worker: a call reserves its estimate before it is sent (a round trip) and settles it after,
+  told on the worker's stream to the scheduler, not waited for;
+- identical requests in flight at once: the call keys being made, kept by `KeysOnScheduler`. A worker
+  holds a call's key while it makes a call the ledger does not have (a round trip; while another worker
+  holds it, it waits there, then reads the call from the ledger) and lets go of it on its stream. One
+  worker's stream keeps its messages in order, so the scheduler has settled a call's budget before another
+  worker may hold its key and reserve for it again.
 
-A lease held by a worker that dies (kill -9, a lost machine) is given back by the scheduler after Dask's
-`distributed.scheduler.locks.lease-timeout` (30 s by default): until then its provider slot and its key's
-shard stay taken; what its calls in flight reserved stays reserved in the run's budget (so the cap errs
-on the side of stopping). The calls it had in flight are lost, and made again when their tasks are (the
-ledger has no record of them).
+When a worker dies (kill -9, a lost machine), the keys it held go back as soon as the scheduler removes it
+(at once when its connection drops, else after Dask's `distributed.scheduler.worker-ttl`); a provider
+lease it held goes back after Dask's `distributed.scheduler.locks.lease-timeout` (30 s by default), and
+until then its slot stays taken; what its calls in flight reserved stays reserved in the run's budget (so
+the cap errs on the side of stopping). The calls it had in flight are lost, and made again when their
+tasks are (the ledger has no record of them).
 
-`shared_by_cluster` turns this on for a run from the flow: the scheduler gets `ValuesOnScheduler` (so it
-must import this project, as Dask expects the same software on every machine), every worker process of
-the cluster (those that join later included) gets `SharedCalls`, and a capped run's workers its
-`SharedBudget`.
+`shared_by_cluster` turns this on for a run from the flow: the scheduler gets `ValuesOnScheduler` and
+`KeysOnScheduler` (so it must import this project, as Dask expects the same software on every machine),
+every worker process of the cluster (those that join later included) gets `SharedCalls`, and a capped
+run's workers its `SharedBudget`.
 """
 
+import asyncio
+import logging
 import threading
 import time
 import uuid
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,7 +49,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from distributed import Client, Lock, SchedulerPlugin, Semaphore, WorkerPlugin
+from distributed import Client, SchedulerPlugin, Semaphore, WorkerPlugin
 from distributed.protocol import pickle
 from distributed.utils import sync
 
@@ -56,14 +64,11 @@ from tasks.llm.budget import (
 from tasks.llm.request import ProviderLimits
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 # How stale a worker's view of a provider's pause may be (providers without a rate): reading it is a round
 # trip to the scheduler, made at most this often per process and provider instead of once per call.
 PAUSE_READ_S = 0.25
-# Call keys are hex digests: their first 3 digits name one of 4,096 locks. Two different calls in the same
-# shard at once wait for each other (rarely: with 64 calls in flight, 1.5% of them); a lock per key would
-# leave state on the scheduler for every call ever made.
-KEY_SHARD_DIGITS = 3
 NAME_PREFIX = "threadmed"
 # How many calls of one process a provider lease serves, one after another, before it goes back to the
 # scheduler: a lease taken and given back is two round trips, shared by this many calls; a process whose
@@ -78,21 +83,25 @@ class SchedulerLink:
 
     scheduler: Any  # an rpc to the scheduler
     loop: Any  # the event loop that rpc runs on
+    worker: Any = None  # the worker of this process; None: the flow's client
 
     @classmethod
     def of_worker(cls, worker: Any) -> "SchedulerLink":
-        return cls(worker.scheduler, worker.loop)
+        return cls(worker.scheduler, worker.loop, worker)
 
     @classmethod
     def of_client(cls, client: Client) -> "SchedulerLink":
         return cls(client.scheduler, client.loop)
 
-    def lock(self, name: str) -> Lock:
-        return Lock(name, scheduler_rpc=self.scheduler, loop=self.loop)
-
     def ask(self, handler: str, **arguments: Any) -> Any:
         """Call one of the scheduler's handlers from this thread (not the loop's) and wait for its answer."""
         return sync(self.loop, getattr(self.scheduler, handler), **arguments)
+
+    def tell(self, handler: str, **arguments: Any) -> None:
+        """Send one of the scheduler's stream handlers a message from this thread, not waiting for it: the
+        worker's stream to the scheduler (Dask's own, batched) keeps the order of what the worker tells,
+        and the scheduler handles each message with the worker's address as `worker`."""
+        self.loop.add_callback(self.worker.batched_send, {"op": handler, **arguments})
 
 
 class ValuesOnScheduler(SchedulerPlugin):
@@ -110,11 +119,20 @@ class ValuesOnScheduler(SchedulerPlugin):
         scheduler.handlers[CHANGE_HANDLER] = self._change
         scheduler.handlers[READ_HANDLER] = self._read
         scheduler.handlers[SET_HANDLER] = self._set
+        scheduler.stream_handlers[CHANGE_TOLD_HANDLER] = self._change_told
 
     def _change(self, name: str, rule: bytes, unset: Any) -> Any:
         value, result = pickle.loads(rule)(self._values.get(name, unset))
         self._values[name] = value
         return result
+
+    def _change_told(self, name: str, rule: bytes, unset: Any, worker: str) -> None:
+        """A change a worker told on its stream: what goes wrong is logged, as no one waits for it (and an
+        error raised here would close the worker's stream)."""
+        try:
+            self._change(name, rule, unset)
+        except Exception:
+            logger.exception("a change of %s told by the worker %s failed", name, worker)
 
     def _read(self, name: str, unset: Any) -> Any:
         return self._values.get(name, unset)
@@ -128,6 +146,7 @@ class ValuesOnScheduler(SchedulerPlugin):
 
 
 CHANGE_HANDLER = f"{NAME_PREFIX}_change_value"
+CHANGE_TOLD_HANDLER = f"{NAME_PREFIX}_change_value_told"
 READ_HANDLER = f"{NAME_PREFIX}_read_value"
 SET_HANDLER = f"{NAME_PREFIX}_set_value"
 
@@ -149,6 +168,14 @@ class SchedulerValue:
         between, and return `rule(value)[1]`. `rule` runs on the scheduler: it must pickle (no lock, client
         or limiter in its closure)."""
         return self._link.ask(CHANGE_HANDLER, name=self.name, rule=pickle.dumps(rule), unset=unset)
+
+    def change_later(self, rule: Callable[[Any], tuple[Any, Any]], unset: Any) -> None:
+        """`change`, not waiting for it from a worker: the scheduler applies it after every change this worker
+        asked for before (the flow's client waits for it)."""
+        if self._link.worker is None:
+            self.change(rule, unset)
+        else:
+            self._link.tell(CHANGE_TOLD_HANDLER, name=self.name, rule=pickle.dumps(rule), unset=unset)
 
     def set(self, value: Any) -> None:
         self._link.ask(SET_HANDLER, name=self.name, value=value)
@@ -356,28 +383,85 @@ def claim_start(next_start: float, now: float, interval_s: float) -> tuple[float
     return start + interval_s, start
 
 
-class ClusterKeyLocks:
-    """A call key held across every process of the cluster while the call is made (in_flight.KeyHolder)."""
+class KeysOnScheduler(SchedulerPlugin):
+    """The call keys being made in the cluster, each held by one worker at a time. A worker asks to hold a
+    key and waits here while another holds it; it lets go on its stream (`SchedulerLink.tell`); the keys of
+    a worker the scheduler removes (it died, or stopped answering) go back at once."""
+
+    name = f"{NAME_PREFIX}-keys"
+    idempotent = True  # registered by every run on the cluster: the first one keeps the keys of all
+
+    def __init__(self) -> None:
+        self._scheduler: Any = None
+        self.holders: dict[str, str] = {}  # key -> the address of the worker holding it
+        self._keys_of: defaultdict[str, set[str]] = defaultdict(set)  # worker address -> keys it holds
+        self._freed: dict[str, asyncio.Event] = {}  # key -> set when it goes back, if a worker waits
+        self.waiting: Counter[str] = Counter()  # key -> workers waiting for it
+
+    def start(self, scheduler: Any) -> None:
+        self._scheduler = scheduler
+        scheduler.handlers[HOLD_KEY_HANDLER] = self._hold
+        scheduler.stream_handlers[LET_GO_KEY_HANDLER] = self._let_go
+
+    async def _hold(self, key: str, worker: str) -> bool:
+        """Hold `key` for `worker` once no other worker does; False if `worker` has left the cluster (the
+        scheduler would never give back what it held)."""
+        self.waiting[key] += 1
+        try:
+            while key in self.holders:
+                await self._freed.setdefault(key, asyncio.Event()).wait()
+        finally:
+            self.waiting[key] -= 1
+            if not self.waiting[key]:
+                del self.waiting[key]
+        if worker not in self._scheduler.workers:
+            return False
+        self.holders[key] = worker
+        self._keys_of[worker].add(key)
+        return True
+
+    def _let_go(self, key: str, worker: str) -> None:
+        if self.holders.get(key) == worker:
+            self._keys_of[worker].discard(key)
+            self._free(key)
+
+    def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
+        for key in self._keys_of.pop(worker, ()):
+            self._free(key)
+
+    def _free(self, key: str) -> None:
+        del self.holders[key]
+        if (freed := self._freed.pop(key, None)) is not None:
+            freed.set()
+
+
+HOLD_KEY_HANDLER = f"{NAME_PREFIX}_hold_key"
+LET_GO_KEY_HANDLER = f"{NAME_PREFIX}_let_go_key"
+
+
+class WorkerLeftCluster(RuntimeError):
+    """The scheduler removed this worker (it stopped answering) while it waited for a call key."""
+
+
+class ClusterKeys:
+    """A call key held across every worker of the cluster while the call is made (in_flight.KeyHolder), on
+    the scheduler (`KeysOnScheduler`): a round trip to hold it, a message on the stream to let go."""
 
     def __init__(self, link: SchedulerLink) -> None:
         self._link = link
-        self._locks: dict[str, Lock] = {}
-        self._guard = threading.Lock()
 
     @contextmanager
     def hold(self, key: str) -> Iterator[None]:
-        lock = self._lock_of(key[:KEY_SHARD_DIGITS])
-        lock.acquire()
+        address = self._link.worker.address
+        if not self._link.ask(HOLD_KEY_HANDLER, key=key, worker=address):
+            raise WorkerLeftCluster(
+                f"the Dask scheduler removed the worker {address} while it waited to make the call {key}: "
+                "the call is not made (a re-run makes it)"
+            )
         try:
             yield
         finally:
-            lock.release()
-
-    def _lock_of(self, shard: str) -> Lock:
-        with self._guard:
-            if shard not in self._locks:
-                self._locks[shard] = self._link.lock(f"{NAME_PREFIX}/keys/{shard}")
-            return self._locks[shard]
+            self._link.tell(LET_GO_KEY_HANDLER, key=key)
 
 
 class BudgetGone(RuntimeError):
@@ -392,6 +476,9 @@ class ClusterBudgetStore:
 
     def change(self, rule: Callable[[BudgetState], T]) -> T:
         return self._value.change(partial(_apply_to_budget, rule, self._value.name), unset=None)
+
+    def apply(self, rule: Callable[[BudgetState], object]) -> None:
+        self._value.change_later(partial(_apply_to_budget, rule, self._value.name), unset=None)
 
     def read(self) -> BudgetState:
         return BudgetState.from_plain(_existing(self._value.name, self._value.read(unset=None)))
@@ -420,7 +507,7 @@ def share_with(link: SchedulerLink) -> None:
     limits.make_limiters_with(
         lambda provider, provider_limits: ClusterLimiter(link, provider, provider_limits)
     )
-    in_flight.hold_keys_with(ClusterKeyLocks(link))
+    in_flight.hold_keys_with(ClusterKeys(link))
 
 
 class SharedCalls(WorkerPlugin):
@@ -454,6 +541,7 @@ def shared_by_cluster(client: Client, ledger_dir: Path, budget: SpendingBudget |
     writing to `ledger_dir` has one budget for all its workers: `budget`, whose state is on the scheduler
     until the body ends, then back in this process as the workers left it."""
     client.register_plugin(ValuesOnScheduler())
+    client.register_plugin(KeysOnScheduler())
     client.register_plugin(SharedCalls())
     if budget is None:
         yield

@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from tasks.llm.budget import BudgetState, SpendingBudget
 from tasks.llm.call import complete
 from tasks.llm.cluster import (
-    KEY_SHARD_DIGITS,
     LEASE_TURNS,
     NAME_PREFIX,
     BudgetGone,
+    KeysOnScheduler,
     ValuesOnScheduler,
     claim_start,
     shared_by_cluster,
@@ -102,7 +102,7 @@ def test_the_calls_in_flight_of_every_worker_stay_within_the_provider_s_limit(cl
         deadline = time.monotonic() + 600  # a liveness bound only
         while not (
             server.state.held > limit
-            or (server.state.held == limit and waiting_for(cluster, slots_of("openai", limit)) == limit)
+            or (server.state.held == limit and waiting_for_lease(cluster, slots_of("openai", limit)) == limit)
         ):
             assert time.monotonic() < deadline and asking.is_alive()
             time.sleep(0.02)
@@ -141,6 +141,13 @@ def lease_book(limits: ProviderLimits, worker: int) -> tuple[int, int, int, list
     """On a worker: what it holds of the provider's leases (held, asked for, threads waiting, idle)."""
     book = limiter_for("openai", limits).slots.book
     return book.held, book.asking, book.waiting, book.idle
+
+
+def waiting_for_lease(client: Client, semaphore: str) -> int:
+    """How many leases of the Dask semaphore `semaphore` are waited for at the scheduler."""
+    return client.run_on_scheduler(
+        lambda dask_scheduler: dask_scheduler.extensions["semaphores"].metrics["pending"].get(semaphore, 0)
+    )
 
 
 def leases_held(client: Client, semaphore: str) -> int:
@@ -183,7 +190,7 @@ def test_one_budget_for_every_worker_stops_the_calls_before_the_cap_is_passed(cl
 def test_an_identical_request_in_two_workers_at_once_is_made_once(cluster, tmp_path):
     question = "the same question for both workers"
     with LLMServer() as server, shared_by_cluster(cluster, tmp_path / "ledger", None):
-        shard = request(server.url, question).key()[:KEY_SHARD_DIGITS]
+        key = request(server.url, question).key()
         server.hold_after(ok_replies=0)  # every request is held unanswered until the test lets it go
         arguments = (server.url, tmp_path / "ledger", [question], CallOptions(provider="openai"))
         answered = threading.Thread(target=lambda: outcomes.extend(on_each_worker(cluster, ask, *arguments)))
@@ -191,10 +198,7 @@ def test_an_identical_request_in_two_workers_at_once_is_made_once(cluster, tmp_p
         answered.start()
         # Held while the other worker waits for the key at the scheduler; without it, both would be held.
         deadline = time.monotonic() + 600  # a liveness bound only
-        while not (
-            server.state.held > 1
-            or (server.state.held == 1 and waiting_for(cluster, f"{NAME_PREFIX}/keys/{shard}") == 1)
-        ):
+        while not (server.state.held > 1 or (server.state.held == 1 and waiting_for(cluster, key) == 1)):
             assert time.monotonic() < deadline and answered.is_alive()
             time.sleep(0.02)
         held = server.state.held
@@ -203,10 +207,10 @@ def test_an_identical_request_in_two_workers_at_once_is_made_once(cluster, tmp_p
         assert (held, outcomes, len(server.requests)) == (1, [[None], [None]], 1)
 
 
-def waiting_for(client: Client, lock: str) -> int:
-    """How many holders wait at the scheduler for the Dask lock `lock`."""
+def waiting_for(client: Client, key: str) -> int:
+    """How many workers wait at the scheduler to hold the call key `key`."""
     return client.run_on_scheduler(
-        lambda dask_scheduler: dask_scheduler.extensions["semaphores"].metrics["pending"].get(lock, 0)
+        lambda dask_scheduler: dask_scheduler.plugins[KeysOnScheduler.name].waiting[key]
     )
 
 
