@@ -3,8 +3,8 @@
 One Prefect task per job (a thread, an interview) solves it, then scores what it solved
 (tasks/evals/jobs.py). The calls inside are throttled per provider (tasks/llm/call.py),
 in this process or across the worker processes of a Dask cluster (tasks/llm/cluster.py), as is the spending
-cap; the worker threads only need to outnumber the slots. Resuming is the ledger's job, not Prefect's
-result cache: re-run the same parameters to finish a run.
+cap; the worker threads need to outnumber the slots (twice, in each process: tasks/core/runners.py).
+Resuming is the ledger's job, not Prefect's result cache: re-run the same parameters to finish a run.
 """
 
 from collections.abc import Callable

@@ -22,7 +22,10 @@ need, measured with cProfile and py-spy on the evaluation benchmark (2-core mach
 pickled by reference. The flow's context is serialized once while its contexts are the same objects
 (`shared_context`: a `tags()` block, another flow run or changed settings serialize it again) and is
 scattered to the workers once per graph, as data its tasks depend on (each worker reads it once; the
-scheduler never unpacks it); each task gets an asset context of its own.
+scheduler never unpacks it); each task gets an asset context of its own. A quoted parameter (`quote()`, as
+the evaluation passes each job, a whole case) is left unwalked, as Prefect's engine leaves it: the runner
+does not look inside it for futures, and it travels as a `Quoted`, which Dask does not walk either, to be
+quoted again on the worker (a `quote()` does not survive pickling).
 
 On the workers, Prefect's task engine rebuilds the submitting flow's context for every task run
 (`prefect.context.hydrated_context`): it validates the whole settings model again (pydantic-settings reading
