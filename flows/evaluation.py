@@ -3,12 +3,11 @@
 One Prefect task per job (a thread, an interview) solves it, then scores what it solved
 (tasks/evals/jobs.py). The calls inside are throttled per provider (tasks/llm/call.py),
 in this process or across the worker processes of a Dask cluster (tasks/llm/cluster.py), as is the spending
-cap; the worker threads only need to outnumber the slots. Resuming is the ledger's job, not Prefect's
-result cache: re-run the same parameters to finish a run.
+cap; the worker threads need to outnumber the slots (twice, in each process: tasks/core/runners.py).
+Resuming is the ledger's job, not Prefect's result cache: re-run the same parameters to finish a run.
 """
 
 from collections.abc import Callable
-from typing import Any
 
 from prefect import get_run_logger, unmapped
 from prefect.states import Completed, Failed, State
@@ -82,10 +81,8 @@ def evaluate_benchmark(
             ledger = unmapped(plan.ledger_dir.absolute())
             runner = runner_for_calls(runner, settings.config.worker_count())
             # quote(): jobs hold whole cases; Prefect's parameter introspection would cost ~1.5 ms per task.
-            # Not on Dask: its runner rebuilds quoted parameters into bare tuples (prefect-dask 0.3).
-            wrap = quote if runner.kind == "threads" else _as_is
             steps = {"solve": unmapped(bench.solve), "score": unmapped(bench.score)}
-            jobs = [wrap(job) for job in plan.jobs]
+            jobs = [quote(job) for job in plan.jobs]
             task_runner = make_task_runner(runner)
             with task_runner as workers, calls_shared_by(workers, plan.ledger_dir, budget):
                 done = workers.map(evaluate_job, {**steps, "job": jobs, "ledger_dir": ledger})
@@ -138,7 +135,3 @@ def failed_run_message(summary: RunSummary, report_skipped: bool) -> str:
     if skipped:
         logger.warning(skipped.strip())
     return summary.outcome_message() + skipped
-
-
-def _as_is(job: Any) -> Any:
-    return job

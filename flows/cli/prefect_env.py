@@ -21,6 +21,7 @@ from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 HOME, API_URL = "PREFECT_HOME", "PREFECT_API_URL"
+RECORDER_BATCH = "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", "4200"  # Prefect's own (PREFECT_SERVER_API_HOST, _PORT)
 # How long a running server may take to say whose state it holds: a loaded machine answers in tens of ms.
 PROBE_TIMEOUT_S = 5.0
@@ -43,6 +44,9 @@ def project_defaults(root: Path) -> dict[str, str]:
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",  # a loaded machine starts it slowly
         "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(root / "data_lake" / ".prefect_results"),  # not ~/.prefect
         "PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS": "16",  # Prefect's default pool is unbounded
+        # The server records task runs' states 50 to an insert, not one (Prefect's default): a third of its
+        # CPU per task run (tests/perf/README.md#the-prefect-servers-task-run-recorder).
+        RECORDER_BATCH: "50",
     }
 
 

@@ -2,10 +2,11 @@
 every job's rows and failures.
 
 One task run per job rather than one per step: every task run costs the Prefect server a recording of its
-states (about 36 ms of its CPU on the reference machine) and the workers a pass through Prefect's task
-engine. With the two steps in one task, the Dask evaluation benchmark used a sixth less CPU and wall time
-(tests/perf/README.md). A step that raises is named by the exception the task raises (`StepRaised`), so the
-summary still says which step failed, and a job whose scoring raised keeps its solved rows.
+states (about 16 ms of its CPU on the reference machine, 50 to an insert; 58 ms one by one) and the
+workers a pass through Prefect's task engine. With the two steps in one task, the Dask evaluation benchmark
+used a sixth less CPU and wall time (tests/perf/README.md). A step that raises is named by the exception
+the task raises (`StepRaised`), so the summary still says which step failed, and a job whose scoring raised
+keeps its solved rows.
 """
 
 from collections.abc import Callable

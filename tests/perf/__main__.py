@@ -2,7 +2,7 @@
 
 Usage: python -m tests.perf [build|evaluation|evaluation-dask|call-throughput|cluster-limits|report|
 snomed-cases|snomed-evaluation|snomed-patient-leaks|snomed-oracle-leaks|consult-simulator|consult-mining|
-consult-evaluation|consult-critic|parsers|ledger|startup ...] [--calls N]
+consult-evaluation|consult-critic|parsers|ledger|startup|task-runs ...] [--calls N]
 (default: all but evaluation-dask; `--calls` sets the ledger benchmark's calls, 100,000 by default)
 """
 
@@ -29,6 +29,7 @@ from tests.perf import (
     bench_snomed_oracle_leaks,
     bench_snomed_patient_leaks,
     bench_startup,
+    bench_task_runs,
 )
 
 BENCHMARKS = {
@@ -49,6 +50,7 @@ BENCHMARKS = {
     "parsers": bench_parsers,
     "ledger": bench_ledger,
     "startup": bench_startup,
+    "task-runs": bench_task_runs,
 }
 # Run only when named: the evaluation on Dask took 17 minutes at load 10-18 (README.md).
 ON_REQUEST = {"evaluation-dask"}

@@ -3,7 +3,9 @@ objects, as Prefect's own `serialize_context` gives it, with each task's asset c
 once, with one API client per worker thread; a map's tasks sent in one graph (tasks/core/dask_runner.py)."""
 
 import os
+import pickle
 import threading
+from typing import Any
 from uuid import uuid4
 
 import dask
@@ -14,6 +16,8 @@ from prefect import context as prefect_context
 from prefect import flow, task
 from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL
+from prefect.utilities.annotations import quote
+from prefect_dask.task_runners import PrefectDaskFuture
 
 from tasks.core import dask_runner
 from tasks.core.runners import RunnerSettings, make_task_runner
@@ -87,18 +91,24 @@ def plus_one(x: int) -> int:
 
 
 @task
+def given_as(value: Any) -> Any:
+    return value
+
+
+@task
 def profiling_on() -> bool:
     """Whether Dask's statistical profiler samples this worker's threads."""
     return dask.config.get("distributed.worker.profile.enabled")
 
 
 @flow(task_runner=make_task_runner(RunnerSettings(kind="dask", dask_workers=1, dask_threads=2)))
-def tasks_on_one_worker() -> tuple[list[tuple[int, int, str, str | None]], list[int], int, bool]:
-    """Twelve mapped tasks; then a map over the futures of a map, a map over nothing, and tasks submitted
-    alone."""
+def tasks_on_one_worker() -> tuple[list[tuple[int, int, str, str | None]], list[int], int, list[Any], bool]:
+    """Twelve mapped tasks; then a map over the futures of a map, a map over nothing, a map over quoted values
+    and tasks submitted alone."""
     runs = [future.result() for future in where_it_ran.map(range(12))]
     given = [future.result() for future in [*plus_one.map(plus_one.map([10, 20, 30])), *plus_one.map([])]]
-    return runs, given, plus_one.submit(41).result(), profiling_on.submit().result()
+    quoted = [future.result() for future in given_as.map([quote({"job": (1, 2)}), quote(["a", "b"])])]
+    return runs, given, plus_one.submit(41).result(), quoted, profiling_on.submit().result()
 
 
 @pytest.fixture
@@ -117,11 +127,32 @@ def graph_sizes(monkeypatch) -> list[int]:
 
 @pytest.mark.usefixtures("prefect_harness", "one_dask_cluster_at_a_time")
 def test_a_worker_runs_each_task_under_the_flow_s_settings_with_its_thread_s_one_api_client(graph_sizes):
-    runs, mapped_twice, alone, profiling = tasks_on_one_worker()
+    runs, mapped_twice, alone, quoted, profiling = tasks_on_one_worker()
     threads = {(process, thread) for process, thread, _, _ in runs}
     clients = {(process, thread, client) for process, thread, client, _ in runs}
     assert (len(runs), len({process for process, *_ in runs}), len(clients)) == (12, 1, len(threads))
     assert {api for *_, api in runs} == {PREFECT_API_URL.value()}  # the harness's server, not the default
-    # Each map's tasks went to the scheduler in one graph, the futures of one map resolved in the next; the
-    # worker does not profile (no dashboard shows it).
-    assert (mapped_twice, alone, profiling, graph_sizes) == ([12, 22, 32], 42, False, [12, 3, 3, 1, 1])
+    # Each map's tasks went to the scheduler in one graph, the futures of one map resolved in the next; a
+    # quoted value reached its task as it was; the worker does not profile (no dashboard shows it).
+    assert (mapped_twice, alone, quoted, profiling, graph_sizes) == (
+        [12, 22, 32],
+        42,
+        [{"job": (1, 2)}, ["a", "b"]],
+        False,
+        [12, 3, 3, 2, 1, 1],
+    )
+
+
+def test_a_quoted_value_goes_to_dask_unwalked_and_a_prefect_future_as_its_dask_future():
+    inside, outside = PrefectDaskFuture(object(), uuid4()), PrefectDaskFuture(object(), uuid4())
+    job = quote([inside, {"turns": ["a"]}])
+    given = dask_runner.dask_futures({"job": job, "upstream": [outside], "n": 3})
+    assert given == {"job": job, "upstream": [outside.wrapped_future], "n": 3}
+    assert given["job"] is job and given["job"][0][0] is inside
+
+
+def test_a_quoted_parameter_reaches_the_worker_quoted_as_it_was():
+    parameters = {"job": quote({"turns": ("a", "b")}), "solve": len, "n": 3}
+    assert pickle.loads(pickle.dumps(parameters))["job"] == quote(({"turns": ("a", "b")},))  # Prefect's own
+    sent = pickle.loads(pickle.dumps(dask_runner.shipped(parameters)))
+    assert dask_runner.received(sent) == parameters
