@@ -28,6 +28,10 @@ from tests.prefect_db import seed
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 SERVER_START_TIMEOUT_S = 180.0
 CLI_TIMEOUT_S = 180.0
+# A liveness bound: `deploy --all` loads each deployment's flow module in turn. The deployment tests' set-up,
+# the server's start included, took 60 s on a quiet machine; the deploy alone passed 180 s in a full suite at
+# load 9 on 2 cores.
+DEPLOY_TIMEOUT_S = 600.0
 STOP_TIMEOUT_S = 15.0
 FLOW_RUN_ID = re.compile(r"UUID: ([0-9a-f-]{36})")
 FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -191,7 +195,7 @@ class PrefectStack:
 
     def deploy(self) -> None:
         """`PROJECT_ROOT=<project root> prefect --no-prompt deploy --all`: all of prefect.yaml."""
-        self.cli("--no-prompt", "deploy", "--all")
+        self.cli("--no-prompt", "deploy", "--all", timeout=DEPLOY_TIMEOUT_S)
 
     def start_worker(self, pool: str) -> None:
         self._start("worker", [PREFECT, "worker", "start", "--pool", pool])
