@@ -44,8 +44,8 @@ def project_defaults(root: Path) -> dict[str, str]:
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",  # a loaded machine starts it slowly
         "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(root / "data_lake" / ".prefect_results"),  # not ~/.prefect
         "PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS": "16",  # Prefect's default pool is unbounded
-        # The server records task runs' states 50 to an insert, not one (Prefect's default): a third of its
-        # CPU per task run (tests/perf/README.md#the-prefect-servers-task-run-recorder).
+        # The server records task runs' states 50 to an insert, not one (Prefect's default): about a quarter
+        # of its CPU per task run (tests/perf/README.md#the-prefect-servers-task-run-recorder).
         RECORDER_BATCH: "50",
     }
 
