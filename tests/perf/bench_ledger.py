@@ -21,9 +21,8 @@ compared with the one-file-per-call ledger it replaces (`write_text_atomic` per 
 the first 20,000 records. Last, the run's tables as a re-run of the finished run makes them (every job's
 answer and judge step over the ledger, every call found, no Prefect), then its report (metrics with their
 bootstraps, figures, HTML) and its export, each timed: the samples read from the run, written as one
-Parquet table, and as the Inspect log of the first model alone (inspect_ai's writer buffers a log's
-samples in a list it filters whole at each sample added, so a log's time grows with the square of its
-samples: at a million calls one model's log takes minutes, the twenty of them hours).
+Parquet table, and as the Inspect log of the first model alone (a twentieth of the Inspect export: its time
+grows with a log's samples, tasks/export/inspect_log.py).
 """
 
 import argparse

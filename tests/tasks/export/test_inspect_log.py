@@ -85,6 +85,21 @@ def test_every_log_reads_back_with_each_stored_sample_and_score(runs, logs) -> N
     )
 
 
+def test_a_log_flushed_in_blocks_reads_back_as_inspects_own_writer_writes_it(runs, tmp_path) -> None:
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from tasks.export.inspect_log import _write_log, eval_log
+
+    run = BENCHMARKS["threadmed"].export(runs["threadmed"])
+    log = eval_log(run, run.models[0])
+    assert len(log.samples) > 4  # more than two blocks of two, and a part block
+    _write_log(log, tmp_path / "blocks.eval", samples_per_flush=2)
+    write_eval_log(log, str(tmp_path / "whole.eval"), format="eval")
+    blocks, whole = (read_eval_log(str(tmp_path / f"{name}.eval")) for name in ("blocks", "whole"))
+    assert blocks.model_dump(exclude={"location", "etag"}) == whole.model_dump(exclude={"location", "etag"})
+    assert sorted(s.id for s in blocks.samples) == sorted(s.id for s in log.samples)  # each one once
+
+
 def test_a_threadmed_sample_keeps_its_turn_history_judge_reason_and_usage(logs) -> None:
     from inspect_ai.log import read_eval_log
 
