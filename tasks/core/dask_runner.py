@@ -46,7 +46,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
-from distributed import Future
+import dask
+from distributed import Future, LocalCluster
 from prefect import context as prefect_context
 from prefect.futures import PrefectFutureList
 from prefect.task_engine import run_task_async, run_task_sync
@@ -58,6 +59,14 @@ from prefect_dask import DaskTaskRunner
 from prefect_dask.task_runners import PrefectDaskFuture
 
 R = TypeVar("R")
+
+
+def local_cluster(**cluster_kwargs: Any) -> LocalCluster:
+    """A `LocalCluster` whose `config`, which Dask sends to its worker processes, holds for its scheduler and
+    nannies in this process too."""
+    with dask.config.set(cluster_kwargs.get("config", {})):
+        return LocalCluster(**cluster_kwargs)
+
 
 # Of the contexts last serialized: the objects they were (compared by identity, and kept alive so that no
 # other object takes their id), and what they serialized to, less the task's asset context.

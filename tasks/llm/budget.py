@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from operator import methodcaller
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -143,7 +144,9 @@ class ProcessStore:
 
 class SpendingBudget:
     """The cap, the money spent and the reservations of calls in flight (thread-safe): `BudgetState`'s
-    rules, applied to the state wherever it is kept (this process unless `store` says otherwise)."""
+    rules, applied to the state wherever it is kept (this process unless `store` says otherwise). A rule
+    goes to the store as a `methodcaller`, which pickles by name for a Dask scheduler: a lambda went by
+    value through cloudpickle, 6% of a worker's time in the Dask evaluation benchmark."""
 
     def __init__(self, cap_usd: float, spent_usd: float = 0.0, store: BudgetStore | None = None) -> None:
         self.cap_usd = cap_usd
@@ -152,17 +155,17 @@ class SpendingBudget:
     def reserve(self, key: str, estimate_usd: float, recorded_usd: float = 0.0) -> bool:
         """Reserve `estimate_usd` for the call `key` unless that would pass the cap; False stops the budget
         (every later reservation is refused too)."""
-        return self._store.change(lambda state: state.reserve(key, estimate_usd, recorded_usd))
+        return self._store.change(methodcaller("reserve", key, estimate_usd, recorded_usd))
 
     def hold(self, key: str, estimate_usd: float, recorded_usd: float = 0.0) -> None:
         """Reserve for a call already out (in a batch at the provider), whatever the cap says."""
-        self._store.change(lambda state: state.hold(key, estimate_usd, recorded_usd))
+        self._store.change(methodcaller("hold", key, estimate_usd, recorded_usd))
 
     def settle(self, key: str, recorded_usd: float | None) -> None:
         """The call `key` is back: its reservation gives way to what the ledger records for it now (None:
         unknown, e.g. the call raised; the estimate counts as spent). Not waited for on a Dask worker: the
         scheduler settles it before the worker lets go of the call's key (tasks/llm/cluster.py)."""
-        self._store.apply(lambda state: state.settle(key, recorded_usd))
+        self._store.apply(methodcaller("settle", key, recorded_usd))
 
     @property
     def spent_usd(self) -> float:

@@ -235,7 +235,7 @@ class CallStore:
             for path in files:
                 if path not in self._files:
                     number = self._add(CompactedFile(path), self._files, path)
-                    self._apply_rows(number, 0)
+                    self._apply_rows(number, 0, self._sources[number].rows())
             for path, size in segments.items():
                 number = self._segments.get(path)
                 if number is None:
@@ -359,11 +359,10 @@ class CallStore:
                 for follower in self._followers:
                     follower.changes.append(change)
 
-    def _apply_rows(self, number: int, start: int) -> None:
-        """Take the rows of source `number` from `start` on into the lookup tables."""
+    def _apply_rows(self, number: int, start: int, rows: pa.Table) -> None:
+        """Take `rows`, those of source `number` from `start` on, into the lookup tables."""
         if self._successes is None:
             return
-        rows = self._sources[number].rows().slice(start)
         at = rows["finished_at"].cast(pa.int64()).to_pylist()
         for offset, (key, status) in enumerate(
             zip(rows["key"].to_pylist(), rows["status"].to_pylist(), strict=True)
@@ -379,16 +378,10 @@ class CallStore:
             new = index_segment(segment.path, SegmentIndex.empty()._replace(size=segment.size), size)
         except FileNotFoundError:
             raise Vanished from None
-        segment.index = SegmentIndex(
-            pa.concat_tables([segment.index.rows, new.rows]),
-            np.concatenate([segment.index.offsets, new.offsets]),
-            np.concatenate([segment.index.lengths, new.lengths]),
-            new.size,
-            segment.index.unreadable + new.unreadable,
-        )
+        segment.index = segment.index.extended(new)
         for offset in new.unreadable:
             self._name_unreadable(f"{segment.path.name}@{offset}", "not a record")
-        self._apply_rows(number, start)
+        self._apply_rows(number, start, new.rows)
 
     def _load(self) -> None:
         """Read the folder: its compacted files, then its segments (their cached index, then new bytes)."""

@@ -40,12 +40,14 @@ class Segment:
         """CALL_ROWS of every line indexed (the lines written here folded into the index)."""
         if self.own:
             records, offsets, lengths = zip(*self.own, strict=True)
-            self.index = SegmentIndex(
-                pa.concat_tables([self.index.rows, rows_of_records(list(records))]),
-                np.concatenate([self.index.offsets, np.array(offsets, np.int64)]),
-                np.concatenate([self.index.lengths, np.array(lengths, np.int64)]),
-                self.size,
-                self.index.unreadable,
+            self.index = self.index.extended(
+                SegmentIndex(
+                    rows_of_records(list(records)),
+                    np.array(offsets, np.int64),
+                    np.array(lengths, np.int64),
+                    self.size,
+                    [],
+                )
             )
             self.own = []
         return self.index.rows

@@ -20,7 +20,7 @@ from prefect.utilities.annotations import quote
 from prefect_dask.task_runners import PrefectDaskFuture
 
 from tasks.core import dask_runner
-from tasks.core.runners import RunnerSettings, make_task_runner
+from tasks.core.runners import LOCAL_CLUSTER_CONFIG, RunnerSettings, make_task_runner
 
 
 @task
@@ -96,19 +96,22 @@ def given_as(value: Any) -> Any:
 
 
 @task
-def profiling_on() -> bool:
-    """Whether Dask's statistical profiler samples this worker's threads."""
-    return dask.config.get("distributed.worker.profile.enabled")
+def worker_config() -> tuple[bool, str]:
+    """Whether Dask's statistical profiler samples this worker's threads; how often its event loop's health
+    is checked."""
+    return dask.config.get("distributed.worker.profile.enabled"), dask.config.get(
+        "distributed.admin.tick.interval"
+    )
 
 
 @flow(task_runner=make_task_runner(RunnerSettings(kind="dask", dask_workers=1, dask_threads=2)))
-def tasks_on_one_worker() -> tuple[list[tuple[int, int, str, str | None]], list[int], int, list[Any], bool]:
+def tasks_on_one_worker() -> tuple[list[tuple[int, int, str, str | None]], list[int], int, list[Any], Any]:
     """Twelve mapped tasks; then a map over the futures of a map, a map over nothing, a map over quoted values
     and tasks submitted alone."""
     runs = [future.result() for future in where_it_ran.map(range(12))]
     given = [future.result() for future in [*plus_one.map(plus_one.map([10, 20, 30])), *plus_one.map([])]]
     quoted = [future.result() for future in given_as.map([quote({"job": (1, 2)}), quote(["a", "b"])])]
-    return runs, given, plus_one.submit(41).result(), quoted, profiling_on.submit().result()
+    return runs, given, plus_one.submit(41).result(), quoted, worker_config.submit().result()
 
 
 @pytest.fixture
@@ -127,20 +130,29 @@ def graph_sizes(monkeypatch) -> list[int]:
 
 @pytest.mark.usefixtures("prefect_harness", "one_dask_cluster_at_a_time")
 def test_a_worker_runs_each_task_under_the_flow_s_settings_with_its_thread_s_one_api_client(graph_sizes):
-    runs, mapped_twice, alone, quoted, profiling = tasks_on_one_worker()
+    runs, mapped_twice, alone, quoted, config = tasks_on_one_worker()
     threads = {(process, thread) for process, thread, _, _ in runs}
     clients = {(process, thread, client) for process, thread, client, _ in runs}
     assert (len(runs), len({process for process, *_ in runs}), len(clients)) == (12, 1, len(threads))
     assert {api for *_, api in runs} == {PREFECT_API_URL.value()}  # the harness's server, not the default
     # Each map's tasks went to the scheduler in one graph, the futures of one map resolved in the next; a
-    # quoted value reached its task as it was; the worker does not profile (no dashboard shows it).
-    assert (mapped_twice, alone, quoted, profiling, graph_sizes) == (
+    # quoted value reached its task as it was; the worker does not profile (no dashboard shows it) and
+    # checks its event loop every second.
+    assert (mapped_twice, alone, quoted, config, graph_sizes) == (
         [12, 22, 32],
         42,
         [{"job": (1, 2)}, ["a", "b"]],
-        False,
+        (False, "1s"),
         [12, 3, 3, 2, 1, 1],
     )
+
+
+def test_a_local_cluster_s_config_holds_for_its_scheduler_in_this_process_and_only_there():
+    with dask_runner.local_cluster(
+        n_workers=0, processes=False, dashboard_address=None, config=LOCAL_CLUSTER_CONFIG
+    ) as cluster:
+        assert cluster.scheduler.periodic_callbacks["tick"].callback_time == 1000  # ms
+    assert dask.config.get("distributed.admin.tick.interval") == "20ms"  # Dask's default, left as it was
 
 
 def test_a_quoted_value_goes_to_dask_unwalked_and_a_prefect_future_as_its_dask_future():

@@ -11,6 +11,7 @@ from tasks.core.files import write_text_atomic
 from tasks.llm import call_store, segments
 from tasks.llm.call_store import CallStore
 from tasks.llm.ledger import CallLedger, CallRecord
+from tasks.llm.store_sources import Segment
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -75,6 +76,20 @@ def test_every_reader_agrees_on_each_key_s_outcome_whoever_wrote_it_and_after_co
         for key in ("aa", "bb", "cc"):
             success = next((r for r in outcomes if r.key == key and r.status == "ok"), None)
             assert fresh(folder).lookup(key) == success
+
+
+def test_a_reader_that_reads_each_line_another_process_appends_finds_every_record(tmp_path) -> None:
+    writer, follower = CallStore(tmp_path), CallStore(tmp_path)
+    follower.refresh()
+    lines = 3 * segments.MAX_INDEX_CHUNKS  # its index of the writer's segment is combined along the way
+    written = [record(f"k{index:03d}", "ok", index, f"reply {index}") for index in range(lines)]
+    for line in written:
+        writer.write(line)
+        follower.refresh()
+        assert follower.lookup(line.key) == line
+    assert follower.outcome_records() == written
+    [segment] = [source for source in follower._sources if isinstance(source, Segment)]
+    assert segment.rows().column(0).num_chunks <= segments.MAX_INDEX_CHUNKS
 
 
 def test_an_old_one_file_per_call_ledger_is_migrated_once_with_a_line_naming_what_did_not_read(
