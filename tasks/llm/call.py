@@ -15,11 +15,9 @@ import functools
 import json
 import logging
 import os
-import queue
 import random
 import threading
 import time
-import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -400,64 +398,29 @@ class DeadlinePassed(Exception):
 def within_deadline(seconds: float, call: Callable[[], T]) -> T:
     """`call()`'s result, or DeadlinePassed once `seconds` have gone by.
 
-    The call runs on this thread's attempt thread (`AttemptThread`), which is abandoned at the deadline,
-    since a blocking HTTP read cannot be cancelled: it ends by itself (at the latest on the SDK's read
-    time-out), and a late reply is dropped without its tokens reaching the ledger's costs. Meanwhile its
-    connection is outside the provider's concurrency limit.
+    The call runs in a daemon thread that is abandoned at the deadline, since a blocking HTTP read cannot
+    be cancelled: it ends by itself (at the latest on the SDK's read time-out), and a late reply is dropped
+    without its tokens reaching the ledger's costs. Meanwhile its connection is outside the provider's
+    concurrency limit.
     """
-    attempts = getattr(_attempt_threads, "current", None)
-    if attempts is None:
-        attempts = _attempt_threads.current = AttemptThread()
-    try:
-        return attempts.run(seconds, call)
-    except DeadlinePassed:
-        _attempt_threads.current = None  # the next attempt of this thread gets a new one
-        raise
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+    context = contextvars.copy_context()
 
+    def run() -> None:
+        try:
+            outcome["value"] = context.run(call)
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+        finally:
+            finished.set()
 
-# Each calling thread's attempt thread, made at its first attempt.
-_attempt_threads = threading.local()
-
-
-class AttemptThread:
-    """A daemon thread that makes one calling thread's attempts, one at a time, each in the caller's context.
-    A thread of its own for each attempt cost two more hand-overs of the interpreter lock per call (starting
-    it, and its end), inside the provider's slot: 11 ms a call under load in a micro-benchmark (32 calling
-    threads, two busy ones), out of the 34 ms that a thread of its own cost against no thread at all."""
-
-    def __init__(self) -> None:
-        self._attempts: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        threading.Thread(target=_serve, args=(self._attempts,), name="llm-attempts", daemon=True).start()
-        # Its calling thread ended (its thread-locals went with it): so does this thread.
-        weakref.finalize(self, self._attempts.put, None)
-
-    def run(self, seconds: float, call: Callable[[], T]) -> T:
-        """`call()`'s result, or DeadlinePassed (this thread is then abandoned: it ends after the call)."""
-        outcome: dict[str, Any] = {}
-        finished = threading.Event()
-        context = contextvars.copy_context()
-
-        def attempt() -> None:
-            try:
-                outcome["value"] = context.run(call)
-            except BaseException as exc:  # handed to the caller's thread below
-                outcome["error"] = exc
-            finally:
-                finished.set()
-
-        self._attempts.put(attempt)
-        if not finished.wait(seconds):
-            self._attempts.put(None)  # served after the late call: the thread ends
-            raise DeadlinePassed
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["value"]
-
-
-def _serve(attempts: "queue.SimpleQueue[Callable[[], None] | None]") -> None:
-    """An attempt thread's life: the attempts it is given, until it is given None."""
-    while (attempt := attempts.get()) is not None:
-        attempt()
+    threading.Thread(target=run, name="llm-attempt", daemon=True).start()
+    if not finished.wait(seconds):
+        raise DeadlinePassed
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def unusable_reply(model: str, response: Any) -> CallError | None:

@@ -9,15 +9,7 @@ import pytest
 
 from tasks.llm import in_flight
 from tasks.llm.budget import CapStop, SpendingBudget, spending_cap
-from tasks.llm.call import (
-    DeadlinePassed,
-    batch_token_costs,
-    complete,
-    estimated_cost_usd,
-    retry_delay,
-    token_costs,
-    within_deadline,
-)
+from tasks.llm.call import batch_token_costs, complete, estimated_cost_usd, retry_delay, token_costs
 from tasks.llm.errors import FIXES
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
@@ -594,36 +586,3 @@ def test_once_sending_stops_no_attempt_is_sent_and_every_reply_on_its_way_is_rec
     unsent.join(0.5)
     assert unsent.is_alive() and never == {}  # m3 waits for the process to exit: nothing to record
     assert in_flight.wait_for_calls(0) == 0
-
-
-def test_a_thread_s_attempts_share_one_attempt_thread_which_ends_with_it():
-    def two_attempts() -> list[threading.Thread]:
-        return [within_deadline(30, threading.current_thread) for _ in range(2)]
-
-    made: list[list[threading.Thread]] = []
-    caller = threading.Thread(target=lambda: made.append(two_attempts()))
-    caller.start()
-    caller.join()
-    ((first, second),) = made
-    first.join(timeout=60)  # a liveness bound only: it ends once the caller's thread-locals are gone
-    assert (first is second, first.name, first.daemon, first.is_alive()) == (
-        True,
-        "llm-attempts",
-        True,
-        False,
-    )
-
-
-def test_an_attempt_past_its_deadline_is_abandoned_and_its_thread_ends_after_the_call():
-    release, hung = threading.Event(), []
-
-    def hang() -> None:
-        hung.append(threading.current_thread())
-        release.wait()
-
-    with pytest.raises(DeadlinePassed):
-        within_deadline(0.05, hang)
-    late = within_deadline(30, threading.current_thread)  # on a new attempt thread: the other is busy
-    release.set()
-    hung[0].join(timeout=60)  # a liveness bound only
-    assert (hung[0] is late, hung[0].is_alive(), late.is_alive()) == (False, False, True)
