@@ -17,15 +17,18 @@ need, measured with cProfile and py-spy on the evaluation benchmark (2-core mach
   timeouts.tcp`, TCP_USER_TIMEOUT), Dask's client failed to reconnect ("dictionary changed size during
   iteration", its futures changing under it) and the flow waited for its tasks forever.
 
-`FastSubmitDaskTaskRunner` submits the tasks of a `map` in one graph (`Client.map`), each task as impure
-(each task run is new: Prefect gives it a new id anyway) to `run_task_on_worker`, a module-level function
-pickled by reference. The flow's context is serialized once while its contexts are the same objects
+`FastSubmitDaskTaskRunner` submits the tasks of a `map` in a few graphs (`Client.map`: the first 64 tasks
+alone, so that the workers start on them while the flow sends the rest), each task as impure (each task
+run is new: Prefect gives it a new id anyway) to `run_task_on_worker`, a module-level function pickled by
+reference. The flow's context is serialized once while its contexts are the same objects
 (`shared_context`: a `tags()` block, another flow run or changed settings serialize it again) and is
-scattered to the workers once per graph, as data its tasks depend on (each worker reads it once; the
+scattered to the workers once per map, as data its tasks depend on (each worker reads it once; the
 scheduler never unpacks it); each task gets an asset context of its own. A quoted parameter (`quote()`, as
 the evaluation passes each job, a whole case) is left unwalked, as Prefect's engine leaves it: the runner
-does not look inside it for futures, and it travels as a `Quoted`, which Dask does not walk either, to be
-quoted again on the worker (a `quote()` does not survive pickling).
+does not look inside it for futures, and it travels pickled ahead as a `Quoted`, which Dask does not walk
+either, to be quoted again on the worker (a `quote()` does not survive pickling). Waiting for one task
+run of a map, or for its result, fetches the final states of every finished task run of the map in one
+gather (`GraphFuture`), not one round trip each.
 
 On the workers, Prefect's task engine rebuilds the submitting flow's context for every task run
 (`prefect.context.hydrated_context`): it validates the whole settings model again (pydantic-settings reading
