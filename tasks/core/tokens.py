@@ -13,6 +13,11 @@ def _encoding() -> tiktoken.Encoding:
     return tiktoken.get_encoding(TOKENIZER)
 
 
+def load_tokenizer() -> None:
+    """Load the tokenizer (about a second of CPU) ahead of its first count."""
+    _encoding()
+
+
 @lru_cache(maxsize=65536)
 def count_tokens(text: str) -> int:
     """Tokens of one text; special-token strings count as ordinary text."""

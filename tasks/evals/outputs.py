@@ -298,8 +298,11 @@ def follow_progress(futures: list[PrefectFuture], run_id: str, run_dir: Path) ->
         description=f"Run {run_id}: job tasks done",
     )
     step = max(1, len(futures) // 50)
-    for done, _ in enumerate(as_completed(futures), start=1):
+    for done, future in enumerate(as_completed(futures), start=1):
         if done % step == 0 or done == len(futures):
+            # Done already: on Dask, waiting fetches the final states of every job done so far in one gather
+            # (tasks/core/dask_runner.py), while the flow waits anyway, for `job_outcomes` to find here.
+            future.wait()
             update_progress_artifact(artifact_id=artifact, progress=100 * done / len(futures))
 
 

@@ -53,6 +53,7 @@ from distributed import Client, SchedulerPlugin, Semaphore, WorkerPlugin
 from distributed.protocol import pickle
 from distributed.utils import sync
 
+from tasks.core.tokens import load_tokenizer
 from tasks.llm import in_flight, limits
 from tasks.llm.budget import (
     BudgetState,
@@ -61,6 +62,7 @@ from tasks.llm.budget import (
     close_budget_for,
     open_budget_for,
 )
+from tasks.llm.call import import_sending_modules
 from tasks.llm.request import ProviderLimits
 
 T = TypeVar("T")
@@ -511,13 +513,15 @@ def share_with(link: SchedulerLink) -> None:
 
 
 class SharedCalls(WorkerPlugin):
-    """Every call of a worker process shares the cluster's provider limits and key locks."""
+    """Every call of a worker process shares the cluster's provider limits and key locks; the process
+    imports what its calls need as it joins, in the background (the flow is still sending the tasks)."""
 
     name = f"{NAME_PREFIX}-shared-calls"
     idempotent = True  # registered by every run on the cluster: the first one sets each worker up
 
     def setup(self, worker: Any) -> None:
         share_with(SchedulerLink.of_worker(worker))
+        in_background("import-sending-modules", import_sending_modules)
 
 
 class SharedBudget(WorkerPlugin):
@@ -530,9 +534,17 @@ class SharedBudget(WorkerPlugin):
     def setup(self, worker: Any) -> None:
         store = ClusterBudgetStore(SchedulerValue(SchedulerLink.of_worker(worker), self.value_name))
         open_budget_for(self.ledger_dir, SpendingBudget(self.cap_usd, store=store))
+        in_background("load-tokenizer", load_tokenizer)  # each call's estimate counts its tokens
 
     def teardown(self, worker: Any) -> None:
         close_budget_for(self.ledger_dir)
+
+
+def in_background(name: str, work: Callable[[], object]) -> None:
+    """Start `work` on a daemon thread of its own: a worker plugin's setup does not wait for it (Dask waits
+    for every worker's setup before the flow goes on), and a task that needs it first waits for its import
+    or its lock instead."""
+    threading.Thread(target=work, name=f"{NAME_PREFIX}-{name}", daemon=True).start()
 
 
 @contextmanager

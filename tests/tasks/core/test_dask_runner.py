@@ -1,6 +1,7 @@
 """The Prefect context sent with the tasks submitted to Dask: serialized once while the contexts are the same
 objects, as Prefect's own `serialize_context` gives it, with each task's asset context; hydrated on a worker
-once, with one API client per worker thread; a map's tasks sent in one graph (tasks/core/dask_runner.py)."""
+once, with one API client per worker process; a map's tasks sent in few graphs, their final states fetched
+together (tasks/core/dask_runner.py)."""
 
 import os
 import pickle
@@ -108,7 +109,10 @@ def worker_config() -> tuple[bool, str]:
 def tasks_on_one_worker() -> tuple[list[tuple[int, int, str, str | None]], list[int], int, list[Any], Any]:
     """Twelve mapped tasks; then a map over the futures of a map, a map over nothing, a map over quoted values
     and tasks submitted alone."""
-    runs = [future.result() for future in where_it_ran.map(range(12))]
+    mapped = where_it_ran.map(range(12))
+    for future in mapped:
+        future.wrapped_future.exception()  # waits for the task, fetching no result
+    runs = [future.result() for future in mapped]
     given = [future.result() for future in [*plus_one.map(plus_one.map([10, 20, 30])), *plus_one.map([])]]
     quoted = [future.result() for future in given_as.map([quote({"job": (1, 2)}), quote(["a", "b"])])]
     return runs, given, plus_one.submit(41).result(), quoted, worker_config.submit().result()
@@ -128,12 +132,27 @@ def graph_sizes(monkeypatch) -> list[int]:
     return sizes
 
 
+@pytest.fixture
+def gathers(monkeypatch) -> list[int]:
+    """The number of futures each gather of a Dask client fetches (a future's result is a gather of one)."""
+    sizes: list[int] = []
+    original = Client._gather
+
+    async def counted(self, futures, *arguments, **options):
+        sizes.append(len(futures))
+        return await original(self, futures, *arguments, **options)
+
+    monkeypatch.setattr(Client, "_gather", counted)
+    return sizes
+
+
 @pytest.mark.usefixtures("prefect_harness", "one_dask_cluster_at_a_time")
-def test_a_worker_runs_each_task_under_the_flow_s_settings_with_its_thread_s_one_api_client(graph_sizes):
+def test_a_worker_runs_each_task_under_the_flow_s_settings_with_its_process_s_one_api_client(
+    graph_sizes, gathers
+):
     runs, mapped_twice, alone, quoted, config = tasks_on_one_worker()
-    threads = {(process, thread) for process, thread, _, _ in runs}
-    clients = {(process, thread, client) for process, thread, client, _ in runs}
-    assert (len(runs), len({process for process, *_ in runs}), len(clients)) == (12, 1, len(threads))
+    processes, _, clients, _ = (set(column) for column in zip(*runs, strict=True))
+    assert (len(runs), len(processes), len(clients)) == (12, 1, 1)
     assert {api for *_, api in runs} == {PREFECT_API_URL.value()}  # the harness's server, not the default
     # Each map's tasks went to the scheduler in one graph, the futures of one map resolved in the next; a
     # quoted value reached its task as it was; the worker does not profile (no dashboard shows it) and
@@ -145,6 +164,15 @@ def test_a_worker_runs_each_task_under_the_flow_s_settings_with_its_thread_s_one
         (False, "1s"),
         [12, 3, 3, 2, 1, 1],
     )
+    assert gathers[0] == 12  # the first result fetched those of its whole map, all done
+
+
+@pytest.mark.parametrize(
+    ("tasks", "sizes"),
+    [(1, [1]), (64, [64]), (65, [64, 1]), (2400, [64, 512, 512, 512, 512, 288]), (64 + 1024, [64, 512, 512])],
+)
+def test_a_map_goes_to_the_scheduler_in_a_first_graph_of_64_then_in_graphs_of_512(tasks, sizes):
+    assert dask_runner.graph_sizes(tasks) == sizes
 
 
 def test_a_local_cluster_s_config_holds_for_its_scheduler_in_this_process_and_only_there():
