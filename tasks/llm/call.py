@@ -184,10 +184,11 @@ def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> 
         if (others := in_flight.other_processes) is None:
             record = ledger.adopt(key) or _outcome(key, request, options, ledger)
         # Across processes, the ledger as last read first (a call it has needs no key held, and no read
-        # of what the others appended); then, holding the key, what they appended too.
+        # of what the others appended); then, holding the key, what they recorded of it too (the holder
+        # reads the ledger when they may have).
         elif (record := ledger.lookup(key) and ledger.adopt(key)) is None:
-            with others.hold(key):
-                record = ledger.adopt(key) or _outcome(key, request, options, ledger)
+            with others.hold(key, ledger):
+                record = ledger.adopt(key, fresh=False) or _outcome(key, request, options, ledger)
     if (outcomes := _outcomes.get()) is not None:
         outcomes[record.status] += 1
     return record

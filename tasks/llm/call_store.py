@@ -15,7 +15,8 @@ Every CallLedger of a folder in a process shares one CallStore (`store_for`), so
 a dict instead of on disk, and the folder is read once: compacted files by their typed columns, segments
 from their cached index and then only the bytes appended since. A lookup that misses reads what other
 processes (Dask workers, other machines) appended since, at most once a second (`REFRESH_S`), or at once
-when about to make the call (`fresh`). Totals (`outcomes`) are computed over Arrow columns, never one
+when about to make the call (`fresh`; a Dask worker's key holder reads instead, when another worker may
+have recorded the call: tasks/llm/cluster.py). Totals (`outcomes`) are computed over Arrow columns, never one
 Python object per record.
 """
 

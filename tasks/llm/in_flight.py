@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
 
+from tasks.llm.ledger import CallLedger
+
 
 class KeyLocks:
     """One lock per call key in use, so identical requests in flight at once are made (and paid) once."""
@@ -108,8 +110,9 @@ class Sending:
 
 
 class KeyHolder(Protocol):
-    def hold(self, key: str) -> AbstractContextManager[None]:
-        """Held while the call `key` is looked up and made: no other holder makes it meanwhile."""
+    def hold(self, key: str, ledger: CallLedger) -> AbstractContextManager[None]:
+        """Held while the call `key` is looked up in `ledger` and made: no other holder makes it meanwhile,
+        and on entry `ledger` has read what other holders recorded of `key`."""
         ...
 
 

@@ -70,11 +70,12 @@ class CallLedger:
         copy it); None if the call has not succeeded in any."""
         return self._store.lookup(key) or self._reused(key)
 
-    def adopt(self, key: str) -> CallRecord | None:
-        """`lookup` just before a call would be made (what other processes recorded is read first), a source
-        ledger's success written into this ledger: the folder then holds every call its outputs rest on, and
-        a re-run reads it here."""
-        record = self._store.lookup(key, fresh=True)
+    def adopt(self, key: str, fresh: bool = True) -> CallRecord | None:
+        """`lookup` just before a call would be made, a source ledger's success written into this ledger: the
+        folder then holds every call its outputs rest on, and a re-run reads it here. `fresh`: what other
+        processes recorded is read first (not when the caller's key holder has read what they recorded of
+        `key`: in_flight.KeyHolder)."""
+        record = self._store.lookup(key, fresh=fresh)
         if record is None and (record := self._reused(key)) is not None:
             self.write(record)
         return record

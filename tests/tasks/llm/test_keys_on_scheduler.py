@@ -1,14 +1,19 @@
 """The call keys a Dask cluster's workers hold on its scheduler (tasks/llm/cluster.py's `KeysOnScheduler`),
-its handlers driven on an event loop of the test's own, the scheduler a stand-in with the workers it knows.
-tests/tasks/llm/test_cluster.py runs them on a real cluster."""
+its handlers driven on an event loop of the test's own, the scheduler a stand-in with the workers it knows;
+and when a worker holding a key reads the ledger (`ClusterKeys`). tests/tasks/llm/test_cluster.py runs
+them on a real cluster."""
 
 import asyncio
+from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
+from unittest.mock import patch
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tasks.llm.cluster import HOLD_KEY_HANDLER, LET_GO_KEY_HANDLER, KeysOnScheduler
+from tasks.llm import cluster
+from tasks.llm.cluster import HOLD_KEY_HANDLER, LET_GO_KEY_HANDLER, ClusterKeys, KeyHeld, KeysOnScheduler
 
 
 def started(*workers: str) -> tuple[KeysOnScheduler, SimpleNamespace]:
@@ -35,9 +40,11 @@ def test_a_key_another_worker_holds_is_waited_for_until_that_worker_lets_go():
         let_go(key="k", worker="b")  # not its key: nothing changes
         await settled()
         let_go(key="k", worker="a")
-        return [first, waited, await second, keys.holders, dict(keys.waiting)]
+        return [first, waited, await second, keys.holders, dict(keys.waiting), keys.epoch]
 
-    assert asyncio.run(scenario()) == [True, (False, {"k": 1}), True, {"k": "b"}, {}]
+    *outcome, epoch = asyncio.run(scenario())
+    first, second = KeyHeld(epoch, 0, 0)._asdict(), KeyHeld(epoch, 1, 1)._asdict()
+    assert outcome == [first, (False, {"k": 1}), second, {"k": "b"}, {}]
 
 
 def test_the_keys_of_a_worker_the_scheduler_removes_go_back_at_once():
@@ -49,9 +56,11 @@ def test_the_keys_of_a_worker_the_scheduler_removes_go_back_at_once():
         await settled()
         del scheduler.workers["a"]
         keys.remove_worker(scheduler, "a", stimulus_id="killed")
-        return [held, await waiting, keys.holders]
+        after = KeyHeld(**await waiting)
+        return [[held["returned_at"] for held in held], (after.returns, after.returned_at > 0), keys.holders]
 
-    assert asyncio.run(scenario()) == [[True, True], True, {"k1": "b"}]
+    # Both keys went back with the worker (it may have recorded their calls before it died), k1 among them.
+    assert asyncio.run(scenario()) == [[0, 0], (2, True), {"k1": "b"}]
 
 
 def test_a_worker_the_scheduler_no_longer_knows_holds_no_key():
@@ -69,7 +78,27 @@ def test_a_worker_the_scheduler_no_longer_knows_holds_no_key():
         let_go(key="k", worker="a")
         return [gone_at_once, await waiting, keys.holders]
 
-    assert asyncio.run(scenario()) == [False, False, {}]
+    assert asyncio.run(scenario()) == [None, None, {}]
+
+
+def test_a_hold_is_answered_with_the_number_of_the_key_s_last_return_or_the_last_one_forgotten(monkeypatch):
+    monkeypatch.setattr(cluster, "REMEMBERED_KEYS", 2)
+
+    async def scenario() -> list[tuple[int, int]]:
+        _, scheduler = started("a")
+        hold, let_go = scheduler.handlers[HOLD_KEY_HANDLER], scheduler.stream_handlers[LET_GO_KEY_HANDLER]
+        for key in ["x", "y", "x", "z"]:  # returns 1 to 4: y (2) is then the oldest remembered, and forgotten
+            await hold(key=key, worker="a")
+            let_go(key=key, worker="a")
+        answers = []
+        for key in ["x", "z", "y", "never held"]:
+            held = KeyHeld(**await hold(key=key, worker="a"))
+            answers.append((held.returned_at, held.returns))
+            let_go(key=key, worker="a")
+        return answers
+
+    # y's return (7) pushes out x's (5): a key never held is then answered with 5.
+    assert asyncio.run(scenario()) == [(3, 4), (4, 5), (2, 6), (5, 7)]
 
 
 operations = st.lists(
@@ -96,7 +125,7 @@ def test_a_key_is_held_by_one_worker_at_most_and_never_free_while_a_worker_waits
                 scheduler.workers.pop(worker, None)
                 keys.remove_worker(scheduler, worker, stimulus_id="test")
             await settled()
-            granted = {(worker, key) for worker, key, ask in asks if ask.done() and ask.result()}
+            granted = {(worker, key) for worker, key, ask in asks if ask.done() and ask.result() is not None}
             assert set(keys.holders.items()) <= {(key, worker) for worker, key in granted}
             assert all(key in keys.holders for key in keys.waiting)
             assert all(ask.done() or key in keys.holders for _, key, ask in asks)
@@ -104,3 +133,90 @@ def test_a_key_is_held_by_one_worker_at_most_and_never_free_while_a_worker_waits
             ask.cancel()
 
     asyncio.run(scenario())
+
+
+class Link:
+    """A worker's link to the stand-in scheduler: each ask runs its handler to the end (no key is held by
+    another worker when these tests ask), each tell at once."""
+
+    def __init__(self, scheduler: SimpleNamespace, address: str) -> None:
+        self.scheduler, self.worker = scheduler, SimpleNamespace(address=address)
+
+    def ask(self, handler: str, **arguments: Any) -> Any:
+        return asyncio.run(self.scheduler.handlers[handler](**arguments))
+
+    def tell(self, handler: str, **arguments: Any) -> None:
+        self.scheduler.stream_handlers[handler](**arguments, worker=self.worker.address)
+
+
+class Ledger:
+    """What one worker's ledger has read of the calls every worker recorded (`written`)."""
+
+    def __init__(self, written: set[str]) -> None:
+        self.root, self.written, self.read, self.reads = Path("ledger"), written, set[str](), 0
+
+    def refresh(self) -> None:
+        self.read, self.reads = set(self.written), self.reads + 1
+
+    def make(self, key: str) -> bool:
+        """Look `key` up, else record its call (a worker's own records are read as it writes them);
+        whether it was made."""
+        if key in self.read:
+            return False
+        self.written.add(key)
+        self.read.add(key)
+        return True
+
+
+def test_a_holder_reads_the_ledger_only_when_its_key_went_back_since_its_last_read():
+    _, scheduler = started("a", "b")
+    written: set[str] = set()
+    ledgers = {worker: Ledger(written) for worker in "ab"}
+    holders = {worker: ClusterKeys(Link(scheduler, worker)) for worker in "ab"}
+
+    def make(worker: str, key: str) -> tuple[bool, int]:
+        with holders[worker].hold(key, ledgers[worker]):
+            made = ledgers[worker].make(key)
+        return made, ledgers[worker].reads
+
+    steps = [("a", "k1"), ("a", "k2"), ("b", "k3"), ("b", "k1"), ("b", "k4"), ("a", "k3"), ("a", "k5")]
+    # a reads at its first hold, then not for keys no one has let go since; b reads at its first hold
+    # (after k1 and k2 went back), then not for k1 (read) nor k4; a reads again for k3, b's since a's read.
+    assert [make(worker, key) for worker, key in steps] == [
+        (True, 1),
+        (True, 1),
+        (True, 1),
+        (False, 1),
+        (True, 1),
+        (False, 2),
+        (True, 2),
+    ]
+
+
+calls = st.lists(
+    st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["x", "y", "z", "w"]), st.booleans()), max_size=40
+)
+
+
+@given(calls, st.integers(min_value=1, max_value=3), st.sets(st.integers(min_value=0, max_value=39)))
+def test_no_call_is_made_twice_whatever_the_order_of_the_workers_the_forgotten_keys_and_restarts(
+    steps, remembered, restarts
+):
+    """Two workers make calls one after another (some read the ledger beforehand, as a lookup does after
+    call_store.REFRESH_S); the scheduler remembers `remembered` returns and restarts before the steps in
+    `restarts`: each key is made once."""
+    _, scheduler = started("a", "b")
+    written: set[str] = set()
+    ledgers = {worker: Ledger(written) for worker in "ab"}
+    holders = {worker: ClusterKeys(Link(scheduler, worker)) for worker in "ab"}
+    made: list[str] = []
+    with patch.object(cluster, "REMEMBERED_KEYS", remembered):
+        for index, (worker, key, read_before) in enumerate(steps):
+            if index in restarts:
+                KeysOnScheduler().start(scheduler)  # a new scheduler: its numbers start again
+            if read_before:
+                ledgers[worker].refresh()
+            with holders[worker].hold(key, ledgers[worker]):
+                if ledgers[worker].make(key):
+                    made.append(key)
+    assert sorted(made) == sorted({key for _, key, _ in steps})
