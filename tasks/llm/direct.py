@@ -146,9 +146,10 @@ def _post(api_base: str, api_key: str, body: dict[str, Any], timeout_s: float) -
     return response
 
 
-# One connection pool for the whole process, with the SDK's limits, as litellm caches its own client: it is
-# shared by every worker thread, so a call reuses a kept-alive connection instead of opening one.
-_http = httpx.Client(limits=openai.DEFAULT_CONNECTION_LIMITS)
+# One connection pool for the whole process, as litellm caches its own client: it is shared by every worker
+# thread, so a call reuses a kept-alive connection instead of opening one. The SDK's defaults (its public
+# `DefaultHttpxClient`): its connection limits, and redirects followed.
+_http = openai.DefaultHttpxClient()
 
 # The SDK's client of an (api_base, key), for its status errors only: each status as its own exception.
 _clients: dict[tuple[str, str], openai.OpenAI] = {}
