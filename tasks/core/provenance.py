@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import os
 import platform
 import re
 import subprocess
@@ -100,8 +101,10 @@ FOLDER_TAG_DIGITS = 8
 
 
 def folder_tag(folder: str | Path) -> str:
-    """The folder's absolute path, hashed short: the same folder gives the same tag however it is spelt."""
-    return hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:FOLDER_TAG_DIGITS]
+    """The folder's absolute path, hashed short: the same folder gives the same tag however it is spelt. The
+    path is hashed as the file system's bytes: a name that is not UTF-8 reaches Python with its bytes
+    escaped as lone surrogates (os.fsdecode), which `str.encode` refuses."""
+    return hashlib.sha256(os.fsencode(Path(folder).resolve())).hexdigest()[:FOLDER_TAG_DIGITS]
 
 
 def run_artifact_key(kind: str, run_id: str, run_dir: str | Path, *parts: str) -> str:
