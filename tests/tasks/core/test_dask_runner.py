@@ -81,9 +81,10 @@ def where_it_ran(_: int) -> tuple[int, int, str, str | None]:
     """The worker process and thread, a mark of the API client the task got (set by the first task that got
     that client object), and the API address of the settings it ran under."""
     client = get_client(sync_client=True)
-    if getattr(client, "test_mark", None) is None:
-        client.test_mark = uuid4().hex
-    return os.getpid(), threading.get_ident(), client.test_mark, PREFECT_API_URL.value()
+    # Two worker threads may get the same new client at once: one atomic `setdefault`, so only the first
+    # marks it (a check then a set let both mark it).
+    mark = vars(client).setdefault("test_mark", uuid4().hex)
+    return os.getpid(), threading.get_ident(), mark, PREFECT_API_URL.value()
 
 
 @task
