@@ -16,14 +16,19 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import httpx
 import psutil
 
 from tests.prefect_db import seed
+
+if TYPE_CHECKING:
+    from prefect.server.api.server import SubprocessASGIServer
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 SERVER_START_TIMEOUT_S = 180.0
@@ -41,6 +46,34 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def server_on_new_database(
+    database_dir: Path, settings: dict[str, Any] | None = None
+) -> Iterator["SubprocessASGIServer"]:
+    """Prefect's own subprocess server on a new SQLite database in `database_dir` (which must not exist; left
+    for inspection), started with `settings` on top of the environment's; stopped at the end.
+
+    For benchmarks: the server's CPU per task run grows with its tables (their indexes' inserts), so one
+    measured against the long-lived database of PREFECT_HOME is not comparable from one run to the next.
+    """
+    # Imported here: Prefect's server modules take 7 s of CPU to import, and every test process imports
+    # this file.
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import temporary_settings
+
+    database_dir.mkdir(parents=True)
+    database = database_dir.absolute() / "prefect.db"
+    server = SubprocessASGIServer(port=free_port())
+    with temporary_settings(
+        {**(settings or {}), "server.database.connection_url": f"sqlite+aiosqlite:///{database}"}
+    ):
+        server.start(timeout=600)  # a liveness bound only: under load it takes minutes
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @dataclass

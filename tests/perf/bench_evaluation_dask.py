@@ -7,37 +7,38 @@ one budget. Target: wall within 1.10x of the bound.
 """
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 from prefect.events.worker import EventsWorker
 from prefect.logging.handlers import APILogWorker
-from prefect.server.api.server import SubprocessASGIServer
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from tasks.core.runners import RunnerSettings
 from tests.perf import bench_evaluation
+from tests.prefect_server import server_on_new_database
 
 WORKERS = 2
 RUNNER = RunnerSettings(kind="dask", dask_workers=WORKERS)
 CAP_USD = 1000.0
 TARGET_RATIO = 1.10
+PREFECT_DATABASE_DIR = "prefect"
 
 
 def main(out_dir: Path) -> dict[str, Any]:
     # A Prefect server the workers report to: left to Prefect's ephemeral mode, each worker process would
     # start a server of its own.
-    server = SubprocessASGIServer()
-    server.start(timeout=600)  # a liveness bound only: under load it takes minutes
-    try:
-        with temporary_settings({PREFECT_API_URL: server.api_url}):
-            results = bench_evaluation.main(out_dir, RUNNER, CAP_USD)
-            # The flow's last logs and events go to the server while it runs: left for the exit, they
-            # were retried against the stopped server, and the benchmark did not end.
-            APILogWorker.drain_all()
-            EventsWorker.drain_all()
-    finally:
-        server.stop()
+    shutil.rmtree(out_dir / PREFECT_DATABASE_DIR, ignore_errors=True)
+    with (
+        server_on_new_database(out_dir / PREFECT_DATABASE_DIR) as server,
+        temporary_settings({PREFECT_API_URL: server.api_url}),
+    ):
+        results = bench_evaluation.main(out_dir, RUNNER, CAP_USD)
+        # The flow's last logs and events go to the server while it runs: left for the exit, they were
+        # retried against the stopped server, and the benchmark did not end.
+        APILogWorker.drain_all()
+        EventsWorker.drain_all()
     return {**results, "dask_workers": WORKERS, "cap_usd": CAP_USD, "target_ratio": TARGET_RATIO}
 
 

@@ -19,12 +19,11 @@ import httpx
 import psutil
 from prefect import flow, task
 from prefect.events.worker import EventsWorker
-from prefect.server.api.server import SubprocessASGIServer
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.cli.prefect_env import RECORDER_BATCH, project_defaults
-from tests.prefect_server import free_port
+from tests.prefect_server import server_on_new_database
 
 TASK_RUNS = 2_400  # the evaluation benchmark's jobs: 5 models x 240 threads x 2 conditions
 ROUNDS = 2
@@ -64,27 +63,20 @@ def main(out_dir: Path) -> dict[str, Any]:
 def recorded_round(batch: str, database_dir: Path) -> dict[str, float]:
     """One flow of TASK_RUNS tasks against a new server, with a new database in `database_dir`, recording
     `batch` events to an insert."""
-    database_dir.mkdir(parents=True)
-    server_settings = {
-        "server.services.task_run_recorder.batch_size": int(batch),
-        "server.database.connection_url": f"sqlite+aiosqlite:///{database_dir.absolute() / 'prefect.db'}",
-    }
-    server = SubprocessASGIServer(port=free_port())
-    try:
-        with temporary_settings(server_settings):  # what the server process is started with
-            server.start(timeout=600)  # a liveness bound only: under load it takes minutes
-        with temporary_settings({PREFECT_API_URL: server.api_url}):
-            many_tasks(10)  # the flow, its task and the API's first requests, not timed
-            EventsWorker.drain_all()
-            process = psutil.Process(server.server_process.pid)
-            cpu_before, start = _cpu_s(process), time.perf_counter()
-            state = many_tasks(TASK_RUNS, return_state=True)
-            EventsWorker.drain_all()
-            _wait_until_recorded(server.api_url, state.state_details.flow_run_id)
-            recorded_after_s = time.perf_counter() - start
-            return {"server_cpu_s": _cpu_s(process) - cpu_before, "recorded_after_s": recorded_after_s}
-    finally:
-        server.stop()
+    recorder = {"server.services.task_run_recorder.batch_size": int(batch)}
+    with (
+        server_on_new_database(database_dir, recorder) as server,
+        temporary_settings({PREFECT_API_URL: server.api_url}),
+    ):
+        many_tasks(10)  # the flow, its task and the API's first requests, not timed
+        EventsWorker.drain_all()
+        process = psutil.Process(server.server_process.pid)
+        cpu_before, start = _cpu_s(process), time.perf_counter()
+        state = many_tasks(TASK_RUNS, return_state=True)
+        EventsWorker.drain_all()
+        _wait_until_recorded(server.api_url, state.state_details.flow_run_id)
+        recorded_after_s = time.perf_counter() - start
+        return {"server_cpu_s": _cpu_s(process) - cpu_before, "recorded_after_s": recorded_after_s}
 
 
 def _cpu_s(process: psutil.Process) -> float:
