@@ -1,7 +1,7 @@
-"""The call keys a Dask cluster's workers hold on its scheduler (tasks/llm/cluster.py's `KeysOnScheduler`),
-its handlers driven on an event loop of the test's own, the scheduler a stand-in with the workers it knows;
-and when a worker holding a key reads the ledger (`ClusterKeys`). tests/tasks/llm/test_cluster.py runs
-them on a real cluster."""
+"""The call keys a Dask cluster's workers hold on its scheduler (`KeysOnScheduler`,
+tasks/llm/cluster_keys.py), its handlers driven on an event loop of the test's own, the scheduler a stand-in
+with the workers it knows; and when a worker holding a key reads the ledger (`ClusterKeys`).
+tests/tasks/llm/test_cluster.py runs them on a real cluster."""
 
 import asyncio
 from pathlib import Path
@@ -12,8 +12,8 @@ from unittest.mock import patch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tasks.llm import cluster
-from tasks.llm.cluster import HOLD_KEY_HANDLER, LET_GO_KEY_HANDLER, ClusterKeys, KeyHeld, KeysOnScheduler
+from tasks.llm import cluster_keys
+from tasks.llm.cluster_keys import HOLD_KEY_HANDLER, LET_GO_KEY_HANDLER, ClusterKeys, KeyHeld, KeysOnScheduler
 
 
 def started(*workers: str) -> tuple[KeysOnScheduler, SimpleNamespace]:
@@ -82,7 +82,7 @@ def test_a_worker_the_scheduler_no_longer_knows_holds_no_key():
 
 
 def test_a_hold_is_answered_with_the_number_of_the_key_s_last_return_or_the_last_one_forgotten(monkeypatch):
-    monkeypatch.setattr(cluster, "REMEMBERED_KEYS", 2)
+    monkeypatch.setattr(cluster_keys, "REMEMBERED_KEYS", 2)
 
     async def scenario() -> list[tuple[int, int]]:
         _, scheduler = started("a")
@@ -210,7 +210,7 @@ def test_no_call_is_made_twice_whatever_the_order_of_the_workers_the_forgotten_k
     ledgers = {worker: Ledger(written) for worker in "ab"}
     holders = {worker: ClusterKeys(Link(scheduler, worker)) for worker in "ab"}
     made: list[str] = []
-    with patch.object(cluster, "REMEMBERED_KEYS", remembered):
+    with patch.object(cluster_keys, "REMEMBERED_KEYS", remembered):
         for index, (worker, key, read_before) in enumerate(steps):
             if index in restarts:
                 KeysOnScheduler().start(scheduler)  # a new scheduler: its numbers start again
