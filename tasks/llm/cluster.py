@@ -15,15 +15,17 @@ scheduler, with Dask's own primitives, so that it holds across all the workers:
   by `ValuesOnScheduler` and changed there in one round trip. A start claims its turn there when the
   provider has a rate; otherwise a process reads it at most every `PAUSE_READ_S`, to learn of pauses;
 - a run's spending cap: its budget's state (tasks/llm/budget.py), a value kept there likewise, one budget
-  for every worker: a call reserves its estimate before it is sent (a round trip) and settles it after,
-  told on the worker's stream to the scheduler, not waited for;
-- identical requests in flight at once: the call keys being made, kept by `KeysOnScheduler`. A worker
-  holds a call's key while it makes a call the ledger does not have (a round trip; while another worker
-  holds it, it waits there, then reads the call from the ledger) and lets go of it on its stream. The
-  ledger is read again only for a key that went back since the worker's last read of it (the scheduler
-  numbers the keys going back), not before every call. One
-  worker's stream keeps its messages in order, so the scheduler has settled a call's budget before another
-  worker may hold its key and reserve for it again.
+  for every worker: a call reserves its estimate before it is sent and settles it after, told on the
+  worker's stream to the scheduler, not waited for;
+- identical requests in flight at once: the call keys being made, kept by `KeysOnScheduler`
+  (tasks/llm/cluster_keys.py). A worker holds a call's key while it makes a call the ledger does not have
+  (a round trip; while another worker holds it, it waits there, then reads the call from the ledger) and
+  lets go of it on its stream. The ledger is read again only for a key that went back since the worker's
+  last read of it (the scheduler numbers the keys going back), not before every call. The call's
+  reservation rides on the hold, made by the scheduler in the same round trip once the key is held, when
+  the worker's ledger has read what the key's earlier holders recorded (else the worker reads it, then
+  reserves: a second round trip). One worker's stream keeps its messages in order, so the scheduler has
+  settled a call's budget before another worker may hold its key and reserve for it again.
 
 When a worker dies (kill -9, a lost machine), the keys it held go back as soon as the scheduler removes it
 (at once when its connection drops, else after Dask's `distributed.scheduler.worker-ttl`); a provider
@@ -60,7 +62,13 @@ from tasks.llm.budget import (
 from tasks.llm.call import import_sending_modules
 from tasks.llm.cluster_keys import ClusterKeys, KeysOnScheduler
 from tasks.llm.cluster_limits import ClusterLimiter
-from tasks.llm.scheduler_values import NAME_PREFIX, SchedulerLink, SchedulerValue, ValuesOnScheduler
+from tasks.llm.scheduler_values import (
+    NAME_PREFIX,
+    SchedulerLink,
+    SchedulerValue,
+    ValueChange,
+    ValuesOnScheduler,
+)
 
 T = TypeVar("T")
 
@@ -80,6 +88,9 @@ class ClusterBudgetStore:
 
     def apply(self, rule: Callable[[BudgetState], object]) -> None:
         self._value.change_later(partial(_apply_to_budget, rule, self._value.name), unset=None)
+
+    def change_message(self, rule: Callable[[BudgetState], object]) -> ValueChange:
+        return self._value.change_of(partial(_apply_to_budget, rule, self._value.name), unset=None)
 
     def read(self) -> BudgetState:
         return BudgetState.from_plain(_existing(self._value.name, self._value.read(unset=None)))

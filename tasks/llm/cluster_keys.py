@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from distributed import SchedulerPlugin
 
 from tasks.llm.ledger import CallLedger
-from tasks.llm.scheduler_values import NAME_PREFIX, SchedulerLink
+from tasks.llm.scheduler_values import CHANGE_HANDLER, NAME_PREFIX, SchedulerLink, ValueChange
 
 
 class KeysOnScheduler(SchedulerPlugin):
@@ -24,7 +24,13 @@ class KeysOnScheduler(SchedulerPlugin):
     Each key going back is numbered, and a hold is answered with the number of the key's last return
     (`KeyHeld`): a worker whose ledger is read through that number has read whatever the key's earlier
     holders recorded of it, and does not read the ledger again for it. The numbers of the latest
-    REMEMBERED_KEYS keys are kept; an older key is answered with the last number forgotten."""
+    REMEMBERED_KEYS keys are kept; an older key is answered with the last number forgotten.
+
+    A hold may carry a change of a value on the scheduler (`ValuesOnScheduler`: a call's reservation in the
+    run's budget) and how far the worker has read the ledger: once the key is held, the change is made in the
+    same round trip if that read covers the key's last return, and its result comes with the answer. A
+    worker whose read does not cover it reads the ledger first (the call may be recorded there), then makes
+    the change itself."""
 
     name = f"{NAME_PREFIX}-keys"
     idempotent = True  # registered by every run on the cluster: the first one keeps the keys of all
@@ -45,9 +51,14 @@ class KeysOnScheduler(SchedulerPlugin):
         scheduler.handlers[HOLD_KEY_HANDLER] = self._hold
         scheduler.stream_handlers[LET_GO_KEY_HANDLER] = self._let_go
 
-    async def _hold(self, key: str, worker: str) -> dict[str, Any] | None:
-        """Hold `key` for `worker` once no other worker does (a `KeyHeld`, as a dict); None if `worker` has
-        left the cluster (the scheduler would never give back what it held)."""
+    async def _hold(
+        self, key: str, worker: str, change: dict[str, Any] | None = None, read_through: Any = None
+    ) -> dict[str, Any] | None:
+        """Hold `key` for `worker` once no other worker does (a `KeyHeld`, as a dict, with the result of
+        `change` as "changed" when it was made: a `ValueChange` as a dict, made when `read_through`, the
+        worker's (epoch, returns) read of the ledger, covers the key's last return); None if `worker` has
+        left the cluster (the scheduler would never give back what it held). A change that raises lets go
+        of the key: the worker gets the error, not the key."""
         self.waiting[key] += 1
         try:
             while key in self.holders:
@@ -61,7 +72,15 @@ class KeysOnScheduler(SchedulerPlugin):
         self.holders[key] = worker
         self._keys_of[worker].add(key)
         returned_at = self._returned_at.get(key, self._forgotten_through)
-        return KeyHeld(self.epoch, returned_at, self.returns)._asdict()
+        held = KeyHeld(self.epoch, returned_at, self.returns)
+        answer = held._asdict()
+        if change is not None and read_through is not None and held.read_by(*read_through):
+            try:
+                answer["changed"] = self._scheduler.handlers[CHANGE_HANDLER](**change)
+            except Exception:
+                self._let_go(key, worker)
+                raise
+        return answer
 
     def _let_go(self, key: str, worker: str) -> None:
         if self.holders.get(key) == worker:
@@ -98,6 +117,11 @@ class KeyHeld(NamedTuple):
     returned_at: int
     returns: int
 
+    def read_by(self, epoch: str, returns: int) -> bool:
+        """Whether a ledger read after the scheduler `epoch` had counted `returns` returns has read what the
+        key's earlier holders recorded of it."""
+        return epoch == self.epoch and self.returned_at <= returns
+
 
 class WorkerLeftCluster(RuntimeError):
     """The scheduler removed this worker (it stopped answering) while it waited for a call key."""
@@ -105,7 +129,8 @@ class WorkerLeftCluster(RuntimeError):
 
 class ClusterKeys:
     """A call key held across every worker of the cluster while the call is made (in_flight.KeyHolder), on
-    the scheduler (`KeysOnScheduler`): a round trip to hold it, a message on the stream to let go.
+    the scheduler (`KeysOnScheduler`): a round trip to hold it (a change of a scheduler value, the call's
+    reservation, carried along), a message on the stream to let go.
 
     A holder reads the ledger (what the other workers appended) only when the key went back since its last
     read of it: a worker lets go of a key after recording its call. Other processes writing the same ledger
@@ -117,28 +142,34 @@ class ClusterKeys:
         self._read_through: dict[Path, tuple[str, int]] = {}  # ledger -> (epoch, returns) read before
 
     @contextmanager
-    def hold(self, key: str, ledger: CallLedger) -> Iterator[None]:
+    def hold(self, key: str, ledger: CallLedger, change: ValueChange | None = None) -> Iterator[Any]:
+        """Hold `key`; yields the result of `change` if the scheduler made it with the hold, else None (its
+        results are never None)."""
         address = self._link.worker.address
-        answer = self._link.ask(HOLD_KEY_HANDLER, key=key, worker=address)
+        carried: dict[str, Any] = {}
+        if change is not None:
+            carried = {"change": change._asdict(), "read_through": self._read_of(ledger)}
+        answer = self._link.ask(HOLD_KEY_HANDLER, key=key, worker=address, **carried)
         if answer is None:
             raise WorkerLeftCluster(
                 f"the Dask scheduler removed the worker {address} while it waited to make the call {key}: "
                 "the call is not made (a re-run makes it)"
             )
+        changed = answer.pop("changed", None)
         held = KeyHeld(**answer)
         try:
-            if self._unread(ledger.root, held):
+            if not held.read_by(*self._read_of(ledger)):
                 ledger.refresh()
                 self._read(ledger.root, held)
-            yield
+            yield changed
         finally:
             self._link.tell(LET_GO_KEY_HANDLER, key=key)
 
-    def _unread(self, root: Path, held: KeyHeld) -> bool:
-        """Whether the key went back since this process last read the ledger (or may have)."""
+    def _read_of(self, ledger: CallLedger) -> tuple[str, int]:
+        """How far this process has read `ledger`: the scheduler's epoch and returns counted at its last
+        read (none yet: no epoch)."""
         with self._lock:
-            epoch, returns = self._read_through.get(root, ("", -1))
-        return epoch != held.epoch or held.returned_at > returns
+            return self._read_through.get(ledger.root, ("", -1))
 
     def _read(self, root: Path, held: KeyHeld) -> None:
         """The ledger was read after the hold's answer: through every return it counted."""

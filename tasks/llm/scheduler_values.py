@@ -4,7 +4,7 @@ process changes one at a time (tasks/llm/cluster.py says what is kept there and 
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from distributed import Client, SchedulerPlugin
 from distributed.protocol import pickle
@@ -91,6 +91,16 @@ READ_HANDLER = f"{NAME_PREFIX}_read_value"
 SET_HANDLER = f"{NAME_PREFIX}_set_value"
 
 
+class ValueChange(NamedTuple):
+    """A change of a value on the scheduler, to be made by another of its handlers in the same round trip
+    (`KeysOnScheduler` holding a call's key): the value's name, its rule pickled, what stands for the value
+    never set (`ValuesOnScheduler`'s change handler takes it as it is)."""
+
+    name: str
+    rule: bytes
+    unset: Any
+
+
 class SchedulerValue:
     """A plain (msgpack-able) value on the cluster's scheduler that its processes change one at a time
     (`ValuesOnScheduler`)."""
@@ -107,7 +117,11 @@ class SchedulerValue:
         """Set the value to `rule(value)[0]` (`unset` stands for a value never set), no other change in
         between, and return `rule(value)[1]`. `rule` runs on the scheduler: it must pickle (no lock, client
         or limiter in its closure)."""
-        return self._link.ask(CHANGE_HANDLER, name=self.name, rule=pickle.dumps(rule), unset=unset)
+        return self._link.ask(CHANGE_HANDLER, **self.change_of(rule, unset)._asdict())
+
+    def change_of(self, rule: Callable[[Any], tuple[Any, Any]], unset: Any) -> ValueChange:
+        """`change`, as a message another request to the scheduler carries."""
+        return ValueChange(self.name, pickle.dumps(rule), unset)
 
     def change_later(self, rule: Callable[[Any], tuple[Any, Any]], unset: Any) -> None:
         """`change`, not waiting for it from a worker: the scheduler applies it after every change this worker
@@ -115,7 +129,7 @@ class SchedulerValue:
         if self._link.worker is None:
             self.change(rule, unset)
         else:
-            self._link.tell(CHANGE_TOLD_HANDLER, name=self.name, rule=pickle.dumps(rule), unset=unset)
+            self._link.tell(CHANGE_TOLD_HANDLER, **self.change_of(rule, unset)._asdict())
 
     def set(self, value: Any) -> None:
         self._link.ask(SET_HANDLER, name=self.name, value=value)
