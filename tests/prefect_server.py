@@ -38,6 +38,9 @@ CLI_TIMEOUT_S = 180.0
 # load 9 on 2 cores.
 DEPLOY_TIMEOUT_S = 600.0
 STOP_TIMEOUT_S = 15.0
+# A liveness bound on one read of the API: in a full suite (5 test workers on 2 cores), the stack's server
+# once took more than 30 s to answer a flow run's state.
+API_TIMEOUT_S = 300.0
 FLOW_RUN_ID = re.compile(r"UUID: ([0-9a-f-]{36})")
 FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
@@ -262,14 +265,14 @@ class PrefectStack:
 
     def flow_run(self, flow_run_id: str) -> dict[str, Any]:
         """The flow run as the API stores it."""
-        return httpx.get(f"{self.api_url}/flow_runs/{flow_run_id}", timeout=30).raise_for_status().json()
+        return self._read(f"/flow_runs/{flow_run_id}")
 
     def events(self, name: str, resource_id: str) -> list[dict[str, Any]]:
         """The last 50 events `name` of the resource `resource_id` (`prefect.flow-run.<id>`), newest first."""
         body = {"filter": {"event": {"name": [name]}, "resource": {"id": [resource_id]}, "order": "DESC"},
                 "limit": 50}  # fmt: skip
-        page = httpx.post(f"{self.api_url}/events/filter", json=body, timeout=30).raise_for_status().json()
-        return page["events"]
+        page = httpx.post(f"{self.api_url}/events/filter", json=body, timeout=API_TIMEOUT_S)
+        return page.raise_for_status().json()["events"]
 
     def run_deployment(self, name: str, parameters: dict[str, Any], timeout_s: float = 300) -> FlowRunResult:
         """`prefect deployment run NAME --param k=v ... --watch`; return the run's final state."""
@@ -292,7 +295,10 @@ class PrefectStack:
 
     def read_deployment(self, name: str) -> dict[str, Any]:
         """The deployment `flow-name/deployment-name` as the API stores it."""
-        return httpx.get(f"{self.api_url}/deployments/name/{name}", timeout=30).raise_for_status().json()
+        return self._read(f"/deployments/name/{name}")
+
+    def _read(self, path: str) -> dict[str, Any]:
+        return httpx.get(f"{self.api_url}{path}", timeout=API_TIMEOUT_S).raise_for_status().json()
 
     def wait_for_flow_run(self, flow_run_id: str, deadline: float) -> FlowRunResult:
         """Poll the API until the run reaches a final state or the deadline; return its last state."""

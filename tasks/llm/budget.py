@@ -78,6 +78,11 @@ class BudgetState:
         """Reserve for a call already out (in a batch at the provider), whatever the cap says."""
         self.reserved[key] = (estimate_usd, recorded_usd)
 
+    def release(self, key: str) -> None:
+        """The call `key` was reserved for but not made (another process recorded it meanwhile): its
+        reservation goes, nothing spent."""
+        del self.reserved[key]
+
     def settle(self, key: str, recorded_usd: float | None) -> None:
         """The call `key` is back: its reservation gives way to what the ledger records for it now (None:
         unknown, e.g. the call raised; the estimate counts as spent)."""
@@ -122,6 +127,11 @@ class BudgetStore(Protocol):
         """A copy of the state as it is now."""
         ...
 
+    def change_message(self, rule: Callable[[BudgetState], object]) -> Any:
+        """`change`, as a message another request to where the state is kept can carry (a Dask worker's
+        hold of a call key: tasks/llm/cluster_keys.py); None when it is kept in this process."""
+        ...
+
 
 class ProcessStore:
     """A budget's state kept in this process, for its threads."""
@@ -141,6 +151,9 @@ class ProcessStore:
         with self._lock:
             return replace(self._state, reserved=dict(self._state.reserved))
 
+    def change_message(self, rule: Callable[[BudgetState], object]) -> None:
+        return None
+
 
 class SpendingBudget:
     """The cap, the money spent and the reservations of calls in flight (thread-safe): `BudgetState`'s
@@ -157,9 +170,19 @@ class SpendingBudget:
         (every later reservation is refused too)."""
         return self._store.change(methodcaller("reserve", key, estimate_usd, recorded_usd))
 
+    def reservation(self, key: str, estimate_usd: float, recorded_usd: float = 0.0) -> Any:
+        """`reserve`, as a message another request to where the state is kept carries, its result coming back
+        with that request's answer (in_flight.KeyHolder); None when the state is kept in this process."""
+        return self._store.change_message(methodcaller("reserve", key, estimate_usd, recorded_usd))
+
     def hold(self, key: str, estimate_usd: float, recorded_usd: float = 0.0) -> None:
         """Reserve for a call already out (in a batch at the provider), whatever the cap says."""
         self._store.change(methodcaller("hold", key, estimate_usd, recorded_usd))
+
+    def release(self, key: str) -> None:
+        """The call `key` was reserved for but not made (another process recorded it meanwhile): its
+        reservation goes, nothing spent. Not waited for on a Dask worker, as `settle`."""
+        self._store.apply(methodcaller("release", key))
 
     def settle(self, key: str, recorded_usd: float | None) -> None:
         """The call `key` is back: its reservation gives way to what the ledger records for it now (None:

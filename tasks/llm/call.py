@@ -187,16 +187,35 @@ def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> 
         # of what the others appended); then, holding the key, what they recorded of it too (the holder
         # reads the ledger when they may have).
         elif (record := ledger.lookup(key) and ledger.adopt(key)) is None:
-            with others.hold(key, ledger):
-                record = ledger.adopt(key, fresh=False) or _outcome(key, request, options, ledger)
+            # The call's reservation rides on the hold (one round trip, not two).
+            budget = budget_for(ledger.root)
+            reservation = _reservation(budget, key, request, options, ledger)
+            with others.hold(key, ledger, reservation) as reserved:
+                if (record := ledger.adopt(key, fresh=False)) is None:
+                    record = _outcome(key, request, options, ledger, reserved)
+                elif reserved:  # recorded meanwhile by a process outside the cluster
+                    budget.release(key)
     if (outcomes := _outcomes.get()) is not None:
         outcomes[record.status] += 1
     return record
 
 
-def _outcome(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
+def _reservation(
+    budget: SpendingBudget | None, key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger
+) -> Any:
+    """The call's reservation in the run's budget, for the holder of its key to carry (in_flight.KeyHolder);
+    None without a cap, or for a batch call (reserved with its batch)."""
+    if budget is None or options.mode == "batch":
+        return None
+    return budget.reservation(key, estimated_cost_usd(request, options), ledger.recorded_cost_usd(key))
+
+
+def _outcome(
+    key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger, reserved: bool | None = None
+) -> CallRecord:
     """The outcome of a call the ledger has no success of: deferred to its batch, refused by the run's
-    spending cap, or made."""
+    spending cap, or made. `reserved`: the answer to its reservation, if it was made already (with the hold
+    of its key)."""
     budget = budget_for(ledger.root)
     if options.mode == "batch":
         record = batch_outcome(key, request, options, ledger)
@@ -204,16 +223,23 @@ def _outcome(key: str, request: ChatRequest, options: CallOptions, ledger: CallL
             record = capped_record(key, request, options, budget)  # the cap kept it from its batch
         return record
     if budget is not None:
-        return _call_within(budget, key, request, options, ledger)
+        return _call_within(budget, key, request, options, ledger, reserved)
     return _call(key, request, options, ledger)
 
 
 def _call_within(
-    budget: SpendingBudget, key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger
+    budget: SpendingBudget,
+    key: str,
+    request: ChatRequest,
+    options: CallOptions,
+    ledger: CallLedger,
+    reserved: bool | None = None,
 ) -> CallRecord:
     """The call made if its estimate fits the budget (its recorded cost then replaces the estimate), else
-    its refusal, which is not written to the ledger."""
-    if not reserve_call(budget, key, request, options, ledger):
+    its refusal, which is not written to the ledger. `reserved`: as `_outcome`'s."""
+    if reserved is None:
+        reserved = reserve_call(budget, key, request, options, ledger)
+    if not reserved:
         return capped_record(key, request, options, budget)
     record = None
     try:

@@ -10,7 +10,7 @@ this process do. In a Dask worker process, a call key is also held across the cl
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
 from tasks.llm.ledger import CallLedger
 
@@ -110,9 +110,11 @@ class Sending:
 
 
 class KeyHolder(Protocol):
-    def hold(self, key: str, ledger: CallLedger) -> AbstractContextManager[None]:
+    def hold(self, key: str, ledger: CallLedger, change: Any = None) -> AbstractContextManager[Any]:
         """Held while the call `key` is looked up in `ledger` and made: no other holder makes it meanwhile,
-        and on entry `ledger` has read what other holders recorded of `key`."""
+        and on entry `ledger` has read what other holders recorded of `key`. `change`: a change of the run's
+        budget as its keeper takes it (`SpendingBudget.reservation`), made with the hold when the holder
+        can tell that `ledger` has no record of the call it has not read; yields its result, else None."""
         ...
 
 

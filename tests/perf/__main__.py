@@ -1,8 +1,9 @@
 """`make bench`: run every benchmark side by side and write their numbers to data_lake/bench/.
 
-Usage: python -m tests.perf [build|evaluation|evaluation-dask|call-throughput|cluster-limits|report|
-snomed-cases|snomed-evaluation|snomed-patient-leaks|snomed-oracle-leaks|consult-simulator|consult-mining|
-consult-evaluation|consult-critic|parsers|ledger|startup|task-runs ...] [--calls N]
+Usage: python -m tests.perf [build|evaluation|evaluation-dask|call-throughput|cluster-limits|
+cluster-round-trips|report|snomed-cases|snomed-evaluation|snomed-patient-leaks|snomed-oracle-leaks|
+consult-simulator|consult-mining|consult-evaluation|consult-critic|parsers|ledger|startup|task-runs ...]
+[--calls N]
 (default: all but evaluation-dask; `--calls` sets the ledger benchmark's calls, 100,000 by default)
 """
 
@@ -15,6 +16,7 @@ from tests.perf import (
     bench_build,
     bench_call_throughput,
     bench_cluster_limits,
+    bench_cluster_round_trips,
     bench_consult_critic,
     bench_consult_evaluation,
     bench_consult_mining,
@@ -38,6 +40,7 @@ BENCHMARKS = {
     "evaluation-dask": bench_evaluation_dask,
     "call-throughput": bench_call_throughput,
     "cluster-limits": bench_cluster_limits,
+    "cluster-round-trips": bench_cluster_round_trips,
     "report": bench_report,
     "snomed-cases": bench_snomed_cases,
     "snomed-evaluation": bench_snomed_evaluation,

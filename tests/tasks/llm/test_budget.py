@@ -47,6 +47,18 @@ def test_a_call_that_raised_counts_its_estimate_as_spent():
     assert (budget.spent_usd, budget.reserved_usd) == (0.4, 0.0)
 
 
+def test_a_call_released_gives_its_reservation_back_and_spends_nothing():
+    budget = SpendingBudget(1.0, spent_usd=0.5)
+    assert budget.reserve("a", 0.5)
+    budget.release("a")  # another process recorded the call meanwhile: it is not made here
+    assert (budget.spent_usd, budget.reserved_usd, budget.stopped) == (0.5, 0.0, False)
+    assert budget.reserve("b", 0.5)
+
+
+def test_a_budget_kept_in_this_process_has_no_reservation_for_another_request_to_carry():
+    assert SpendingBudget(1.0).reservation("a", 0.1) is None
+
+
 def test_a_batch_already_at_the_provider_is_held_whatever_the_cap_and_counts_until_collected():
     budget = SpendingBudget(1.0, spent_usd=0.2)
     budget.hold("in-batch-1", 0.5, recorded_usd=0.1)

@@ -3,15 +3,16 @@ import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import litellm
 import pytest
 
 from tasks.llm import in_flight
-from tasks.llm.budget import CapStop, SpendingBudget, spending_cap
+from tasks.llm.budget import BudgetState, CapStop, ProcessStore, SpendingBudget, spending_cap
 from tasks.llm.call import batch_token_costs, complete, estimated_cost_usd, retry_delay, token_costs
 from tasks.llm.errors import FIXES
-from tasks.llm.ledger import CallLedger
+from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits, RetryPolicy
 from tests.llm_server import LLMServer, refusing_url
 from tests.llm_server_state import Action, tool_call
@@ -539,6 +540,52 @@ def test_a_batch_call_the_cap_kept_from_its_batch_reads_as_stopped_by_the_cap(se
         assert not budget.reserve("too-dear", 0.01)
         assert complete(request(server), batch, CallLedger(tmp_path)).error_kind == "cost_cap"
     assert server.requests == []
+
+
+class CarryingStore(ProcessStore):
+    """A budget kept in this process whose changes another request can carry, as a Dask scheduler's can: the
+    message is the rule itself."""
+
+    def change_message(self, rule):
+        return rule
+
+
+class OtherProcesses:
+    """A Dask worker's holder of call keys across the cluster (in_flight.KeyHolder), stood in: it makes the
+    change a hold carries, and may have another process record the call first (`recorded_meanwhile`)."""
+
+    def __init__(self, store: CarryingStore, recorded_meanwhile: CallRecord | None = None) -> None:
+        self.store, self.recorded_meanwhile, self.carried = store, recorded_meanwhile, []
+
+    @contextmanager
+    def hold(self, key, ledger, change=None):
+        if self.recorded_meanwhile is not None:
+            ledger.write(self.recorded_meanwhile)
+        self.carried.append(change is not None)
+        yield None if change is None else self.store.change(change)
+
+
+def test_a_capped_call_in_a_cluster_worker_reserves_with_the_hold_of_its_key(server, tmp_path, monkeypatch):
+    store = CarryingStore(BudgetState(cap_usd=0.01))
+    monkeypatch.setattr(in_flight, "other_processes", holder := OtherProcesses(store))
+    budget = SpendingBudget(0.01, store=store)
+    with spending_cap(tmp_path, budget):
+        record = complete(request(server), options(prices=INPUT_PRICED), CallLedger(tmp_path))
+    assert (record.status, holder.carried, len(server.requests)) == ("ok", [True], 1)
+    assert (budget.reserved_usd, budget.spent_usd) == (0.0, record.cost_usd)
+
+
+def test_a_call_another_process_recorded_during_the_hold_gives_back_the_reservation_it_carried(
+    server, tmp_path, monkeypatch
+):
+    made_elsewhere = complete(request(server), options(prices=INPUT_PRICED), CallLedger(tmp_path / "other"))
+    store = CarryingStore(BudgetState(cap_usd=0.01))
+    monkeypatch.setattr(in_flight, "other_processes", holder := OtherProcesses(store, made_elsewhere))
+    budget = SpendingBudget(0.01, store=store)
+    with spending_cap(tmp_path / "run", budget):
+        record = complete(request(server), options(prices=INPUT_PRICED), CallLedger(tmp_path / "run"))
+    assert (record, holder.carried, len(server.requests)) == (made_elsewhere, [True], 1)
+    assert (budget.reserved_usd, budget.spent_usd, budget.stopped) == (0.0, 0.0, False)
 
 
 # --- Ctrl-C: no attempt sent once sending stops, every reply on its way recorded --------------------------

@@ -21,18 +21,13 @@ from hypothesis import strategies as st
 
 from tasks.llm.budget import BudgetState, SpendingBudget
 from tasks.llm.call import complete
-from tasks.llm.cluster import (
-    LEASE_TURNS,
-    NAME_PREFIX,
-    BudgetGone,
-    KeysOnScheduler,
-    ValuesOnScheduler,
-    claim_start,
-    shared_by_cluster,
-)
+from tasks.llm.cluster import BudgetGone, shared_by_cluster
+from tasks.llm.cluster_keys import KeysOnScheduler
+from tasks.llm.cluster_limits import LEASE_TURNS, claim_start
 from tasks.llm.ledger import CallLedger
 from tasks.llm.limits import limiter_for
 from tasks.llm.request import CallOptions, ChatRequest, Prices, ProviderLimits
+from tasks.llm.scheduler_values import NAME_PREFIX, ValuesOnScheduler
 from tests.llm_server import LLMServer
 
 pytestmark = pytest.mark.slow

@@ -1,23 +1,28 @@
-"""The call keys a Dask cluster's workers hold on its scheduler (tasks/llm/cluster.py's `KeysOnScheduler`),
-its handlers driven on an event loop of the test's own, the scheduler a stand-in with the workers it knows;
-and when a worker holding a key reads the ledger (`ClusterKeys`). tests/tasks/llm/test_cluster.py runs
-them on a real cluster."""
+"""The call keys a Dask cluster's workers hold on its scheduler (`KeysOnScheduler`,
+tasks/llm/cluster_keys.py), its handlers driven on an event loop of the test's own, the scheduler a stand-in
+with the workers it knows; and when a worker holding a key reads the ledger (`ClusterKeys`).
+tests/tasks/llm/test_cluster.py runs them on a real cluster."""
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 from unittest.mock import patch
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tasks.llm import cluster
-from tasks.llm.cluster import HOLD_KEY_HANDLER, LET_GO_KEY_HANDLER, ClusterKeys, KeyHeld, KeysOnScheduler
+from tasks.llm import cluster_keys
+from tasks.llm.cluster_keys import HOLD_KEY_HANDLER, LET_GO_KEY_HANDLER, ClusterKeys, KeyHeld, KeysOnScheduler
+from tasks.llm.scheduler_values import READ_HANDLER, SchedulerValue, ValueChange, ValuesOnScheduler
 
 
 def started(*workers: str) -> tuple[KeysOnScheduler, SimpleNamespace]:
+    """The plugin on a stand-in scheduler that knows `workers`, with the values a hold's change is made to."""
     scheduler = SimpleNamespace(handlers={}, stream_handlers={}, workers=dict.fromkeys(workers))
+    ValuesOnScheduler().start(scheduler)
     keys = KeysOnScheduler()
     keys.start(scheduler)
     return keys, scheduler
@@ -82,7 +87,7 @@ def test_a_worker_the_scheduler_no_longer_knows_holds_no_key():
 
 
 def test_a_hold_is_answered_with_the_number_of_the_key_s_last_return_or_the_last_one_forgotten(monkeypatch):
-    monkeypatch.setattr(cluster, "REMEMBERED_KEYS", 2)
+    monkeypatch.setattr(cluster_keys, "REMEMBERED_KEYS", 2)
 
     async def scenario() -> list[tuple[int, int]]:
         _, scheduler = started("a")
@@ -210,7 +215,7 @@ def test_no_call_is_made_twice_whatever_the_order_of_the_workers_the_forgotten_k
     ledgers = {worker: Ledger(written) for worker in "ab"}
     holders = {worker: ClusterKeys(Link(scheduler, worker)) for worker in "ab"}
     made: list[str] = []
-    with patch.object(cluster, "REMEMBERED_KEYS", remembered):
+    with patch.object(cluster_keys, "REMEMBERED_KEYS", remembered):
         for index, (worker, key, read_before) in enumerate(steps):
             if index in restarts:
                 KeysOnScheduler().start(scheduler)  # a new scheduler: its numbers start again
@@ -220,3 +225,80 @@ def test_no_call_is_made_twice_whatever_the_order_of_the_workers_the_forgotten_k
                 if ledgers[worker].make(key):
                     made.append(key)
     assert sorted(made) == sorted({key for _, key, _ in steps})
+
+
+def appended(key: str, made: list[str]) -> tuple[list[str], int]:
+    """A change of a scheduler value carried by a hold (as a call's reservation is): `key` appended to the
+    list; its result, how many there are now (never None)."""
+    return [*made, key], len(made) + 1
+
+
+def refused(value: object) -> tuple[object, object]:
+    raise ValueError("refused")
+
+
+def change_of(rule: Any, link: Link) -> ValueChange:
+    return SchedulerValue(link, "made").change_of(rule, unset=[])
+
+
+def test_a_change_rides_on_a_hold_when_the_holder_has_read_the_key_s_last_return_else_the_holder_reads():
+    _, scheduler = started("a", "b")
+    ledgers = {worker: Ledger(set()) for worker in "ab"}
+    links = {worker: Link(scheduler, worker) for worker in "ab"}
+    holders = {worker: ClusterKeys(links[worker]) for worker in "ab"}
+
+    def hold(worker: str, key: str) -> tuple[object, int]:
+        with holders[worker].hold(
+            key, ledgers[worker], change_of(partial(appended, key), links[worker])
+        ) as changed:
+            ledgers[worker].make(key)
+        return changed, ledgers[worker].reads
+
+    steps = [("a", "k1"), ("a", "k2"), ("b", "k1"), ("a", "k3"), ("a", "k1")]
+    # a has read nothing at its first hold; then k2 and k3 never went back; b has read nothing; k1 went back
+    # (b's return) after a's read.
+    assert [hold(worker, key) for worker, key in steps] == [(None, 1), (1, 1), (None, 1), (2, 1), (None, 2)]
+    assert scheduler.handlers[READ_HANDLER](name="made", unset=None) == ["k2", "k3"]
+
+
+def test_a_change_that_fails_with_the_hold_lets_go_of_the_key_and_the_worker_gets_its_error():
+    keys, scheduler = started("a")
+    link, ledger = Link(scheduler, "a"), Ledger(set())
+    holder = ClusterKeys(link)
+    with holder.hold("k0", ledger):  # a first read of the ledger: the next hold's change is made
+        pass
+    with pytest.raises(ValueError, match="refused"), holder.hold("k", ledger, change_of(refused, link)):
+        pass
+    assert (keys.holders, ledger.reads) == ({}, 1)
+
+
+@given(calls, st.integers(min_value=1, max_value=3), st.sets(st.integers(min_value=0, max_value=39)))
+def test_a_change_rides_on_a_hold_only_when_the_holder_has_read_every_record_of_its_key(
+    steps, remembered, restarts
+):
+    """Two workers make calls one after another, as in the test above, each hold carrying a change: either
+    the scheduler made it with the hold, and the holder's ledger had read every record of the key, or the
+    holder read the ledger (and would make the change itself); never both, never neither."""
+    _, scheduler = started("a", "b")
+    written: set[str] = set()
+    ledgers = {worker: Ledger(written) for worker in "ab"}
+    links = {worker: Link(scheduler, worker) for worker in "ab"}
+    holders = {worker: ClusterKeys(links[worker]) for worker in "ab"}
+    carried: list[str] = []
+    with patch.object(cluster_keys, "REMEMBERED_KEYS", remembered):
+        for index, (worker, key, read_before) in enumerate(steps):
+            if index in restarts:
+                KeysOnScheduler().start(scheduler)
+            if read_before:
+                ledgers[worker].refresh()
+            ledger, reads = ledgers[worker], ledgers[worker].reads
+            had_read = key not in written or key in ledger.read
+            with holders[worker].hold(
+                key, ledger, change_of(partial(appended, key), links[worker])
+            ) as changed:
+                assert (changed is not None, ledger.reads > reads) in {(True, False), (False, True)}
+                assert changed is None or had_read
+                if changed is not None:
+                    carried.append(key)
+                ledger.make(key)
+    assert scheduler.handlers[READ_HANDLER](name="made", unset=[]) == carried

@@ -1,14 +1,14 @@
-"""The rules of a process's block of provider leases (tasks/llm/cluster.py, `LeaseBook`), played out against a
-scheduler that grants what the cluster has free: the calls in flight never outnumber the leases held, nor
-these the limit; a lease is idle only for a waiting thread; every thread gets its calls made; and once they
-are, every lease is back at the scheduler."""
+"""The rules of a process's block of provider leases (`LeaseBook`, tasks/llm/cluster_limits.py), played out
+against a scheduler that grants what the cluster has free: the calls in flight never outnumber the leases
+held, nor these the limit; a lease is idle only for a waiting thread; every thread gets its calls made; and
+once they are, every lease is back at the scheduler."""
 
 from dataclasses import dataclass, field
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tasks.llm.cluster import LeaseBook
+from tasks.llm.cluster_limits import LeaseBook
 
 
 @dataclass
