@@ -10,6 +10,7 @@ benchmark; one per group rather than one per job (ThreadMed's two conditions of 
 failed, and a job whose scoring raised keeps its solved rows; the task then ends Failed.
 """
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,6 +24,8 @@ from tasks.evals.job_state import CALLS_FAILED, rows_of
 from tasks.evals.outputs import JobFailure, JobOutcomes
 from tasks.evals.plan import Job
 
+logger = logging.getLogger(__name__)
+
 Rows = list[dict[str, Any]]
 # A benchmark's step: solve(job=..., ledger_dir=...) or score(job=..., solved=..., ledger_dir=...) -> its
 # rows, in a CallsFailed state when calls of the job failed (tasks/evals/job_state.py).
@@ -30,7 +33,7 @@ Step = Callable[..., Rows | State]
 
 
 class JobRows(NamedTuple):
-    """What a job's task returns: the rows its solve step returned, and those of its score step."""
+    """What a job returns to its group's task: the rows its solve step returned, and its score step's."""
 
     solved: list[dict[str, Any]]
     scored: list[dict[str, Any]]
@@ -97,7 +100,8 @@ def solve_and_score_group(
     for job in group.jobs:
         try:
             outcome = solve_and_score(solve, score, job, ledger_dir)
-        except StepRaised as error:
+        except StepRaised as error:  # logged with its traceback, as Prefect logs a task that raises
+            logger.error("%s: %s", job.solve.label, error, exc_info=error.__cause__)
             results.append(error)
             raised.append(f"{job.solve.label}: {error}")
             continue

@@ -1,6 +1,7 @@
 """A group's one task: each job's solve step, then its score step over the solved rows; and the flow's
 collection of every job's rows and failures."""
 
+import logging
 import pickle
 from pathlib import Path
 from typing import Any
@@ -135,7 +136,7 @@ def test_every_job_is_in_exactly_one_group_of_its_task_label_in_its_order(labell
     assert len({group.label for group in groups}) == len(groups)
 
 
-def test_a_group_runs_every_job_though_one_raises_and_ends_failed_naming_it():
+def test_a_group_runs_every_job_though_one_raises_and_ends_failed_naming_it(caplog):
     def solve_or_raise(job: Step, ledger_dir: Path) -> list[dict[str, Any]]:
         if job.label == "t1/own":
             raise ValueError("bad case")
@@ -143,9 +144,15 @@ def test_a_group_runs_every_job_though_one_raises_and_ends_failed_naming_it():
 
     group = JobGroup("t1", [job("t1/own", "t1"), job("t1/oracle", "t1")])
 
-    state = solve_and_score_group(solve_or_raise, score, group, LEDGER)
+    with caplog.at_level(logging.ERROR, logger="tasks.evals.jobs"):
+        state = solve_and_score_group(solve_or_raise, score, group, LEDGER)
 
     raised, done = state.data
+    [logged] = caplog.records
+    assert (logged.getMessage(), logged.exc_info[1].args) == (
+        "t1/own: solve: ValueError: bad case",
+        ("bad case",),
+    )
     assert (state.type, state.message) == (Failed().type, "t1/own: solve: ValueError: bad case")
     assert (type(raised), raised.stage, raised.solved, raised.error) == (
         StepRaised,
