@@ -1,10 +1,10 @@
 """consult-evaluate: every agent runs a consultation episode with every sampled case's simulated patient
 (each epoch), then the episodes are scored.
 
-One Prefect task per (agent, case, epoch) runs the episode, one scores it (flows/evaluation.py). Re-run the
-same parameters to finish a run: the ledger makes only the calls still missing. Its parameters are the
-SNOMED flow's (flows/case_sets.py): `overrides` names the judge (`roles`) and `epochs` or `max_questions`
-(`settings`).
+One Prefect task per (agent, case) runs the episode of each epoch and scores it (flows/evaluation.py).
+Re-run the same parameters to finish a run: the ledger makes only the calls still missing. Its parameters are
+the SNOMED flow's (flows/case_sets.py): `overrides` names the judge (`roles`) and `epochs` or
+`max_questions` (`settings`).
 """
 
 from flows.case_sets import case_set_evaluate_flow

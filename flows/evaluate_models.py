@@ -1,6 +1,6 @@
 """evaluate-models: answer and judge ThReadMed-QA's sampled threads with every model, then report.
 
-One Prefect task per (model, condition, thread) answers the thread's turns, then one judges them
+One Prefect task per (model, thread) answers the thread's turns in each condition, judging each
 (flows/evaluation.py). Re-run the same parameters to finish a run: the ledger makes only missing calls.
 """
 

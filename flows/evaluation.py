@@ -1,7 +1,7 @@
 """The body every benchmark's evaluate flow shares: plan, solve and score each job, write, summarize, report.
 
-One Prefect task per job (a thread, an interview) solves it, then scores what it solved
-(tasks/evals/jobs.py). The calls inside are throttled per provider (tasks/llm/call.py),
+One Prefect task per group of jobs (a model's conditions of a thread, its epochs of a case) solves each, then
+scores what it solved (tasks/evals/jobs.py). The calls inside are throttled per provider (tasks/llm/call.py),
 in this process or across the worker processes of a Dask cluster (tasks/llm/cluster.py), as is the spending
 cap; the worker threads need to outnumber the slots (twice, in each process: tasks/core/runners.py).
 Resuming is the ledger's job, not Prefect's result cache: re-run the same parameters to finish a run.
@@ -21,7 +21,7 @@ from tasks.evals.call_totals import ledger_calls, run_calls, spent_usd
 from tasks.evals.cap_checks import overspent_refusal
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.estimate import record_receipts
-from tasks.evals.jobs import evaluate_job, job_outcomes
+from tasks.evals.jobs import evaluate_jobs, job_groups, job_outcomes
 from tasks.evals.outputs import (
     RunSummary,
     any_call_succeeded,
@@ -82,13 +82,14 @@ def evaluate_benchmark(
             runner = runner_for_calls(runner, settings.config.worker_count())
             # quote(): jobs hold whole cases; Prefect's parameter introspection would cost ~1.5 ms per task.
             steps = {"solve": unmapped(bench.solve), "score": unmapped(bench.score)}
-            jobs = [quote(job) for job in plan.jobs]
+            groups = job_groups(plan.jobs)
             task_runner = make_task_runner(runner)
             with task_runner as workers, calls_shared_by(workers, plan.ledger_dir, budget):
-                done = workers.map(evaluate_job, {**steps, "job": jobs, "ledger_dir": ledger})
+                quoted = [quote(group) for group in groups]
+                done = workers.map(evaluate_jobs, {**steps, "group": quoted, "ledger_dir": ledger})
                 follow_progress(done, plan.run_id, plan.run_dir)
                 # One job that raises fails alone: the tables hold every other job, the summary names it.
-                outcomes = job_outcomes([job.solve.label for job in plan.jobs], done)
+                outcomes = job_outcomes(groups, done)
                 summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
             # Every call has ended (the runner waited for them): the ledger now says what was spent.
             calls = run_calls(plan.ledger_dir, before)

@@ -1,6 +1,6 @@
 """snomed-evaluate: every clinician interviews every sampled case's patient (each epoch), then scoring.
 
-One Prefect task per (clinician, case, epoch) runs the interview, one scores it (flows/evaluation.py).
+One Prefect task per (clinician, case) runs the interview of each epoch and scores it (flows/evaluation.py).
 Re-run the same parameters to finish a run: the ledger makes only the calls still missing. Its parameters
 are the consultation flow's (flows/case_sets.py): `overrides` names the patient (`roles`) and `epochs`,
 `max_turns`, `disclosure` or `patient_prompt_form` (`settings`).

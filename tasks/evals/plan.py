@@ -1,8 +1,9 @@
 """The plan of one evaluation run: its id, its folder, and its jobs (what their solve and score steps get).
 
-A benchmark's planner (tasks/benchmarks/<name>/) turns the settings into a `RunPlan`; the flow runs one
-task per job (tasks/evals/jobs.py): the benchmark's solve step over `job.solve`, then its score step over
-`job.score` with the solve output.
+A benchmark's planner (tasks/benchmarks/<name>/) turns the settings into a `RunPlan`; the flow runs each job
+(tasks/evals/jobs.py): the benchmark's solve step over `job.solve`, then its score step over `job.score` with
+the solve output. A solve job names itself (`label`) and the Prefect task it shares with others
+(`task_label`: a model's conditions of a thread, its epochs of a case).
 """
 
 import hashlib

@@ -1,10 +1,11 @@
 """What a benchmark is: a frozen record of its pieces, in the spirit of inspect_ai's task/solver/scorer.
 
-A run of any benchmark has one shape (flows/evaluation.py): `plan` turns the settings into jobs, one
-Prefect task per job (one case x model x condition or epoch; tasks/evals/jobs.py) runs `solve` on it
-(every call through the ledger), then `score` on what it solved, the rows are written as the `tables`,
-then the summary, the manifest and the `report`. Everything a benchmark owns lives in its folder
-`tasks/benchmarks/<name>/`, its warehouse too; `tasks/benchmarks/registry.py` lists the benchmarks.
+A run of any benchmark has one shape (flows/evaluation.py): `plan` turns the settings into jobs (one case x
+model x condition or epoch), one Prefect task per group of them (a model's conditions or epochs of one case;
+tasks/evals/jobs.py) runs `solve` on each (every call through the ledger), then `score` on what it solved, the
+rows are written as the `tables`, then the summary, the manifest and the `report`. Everything a benchmark
+owns lives in its folder `tasks/benchmarks/<name>/`, its warehouse too; `tasks/benchmarks/registry.py` lists
+the benchmarks.
 """
 
 from collections.abc import Callable

@@ -184,6 +184,7 @@ class ReplayedAnswers(BaseModel, frozen=True):
     """A job's solve rows from the source run: the input of `replay_answers` in place of the solve step's."""
 
     label: str
+    task_label: str  # the source job's: the jobs a task runs are grouped as in the source run
     rows: list[dict[str, Any]]
 
 
@@ -274,7 +275,13 @@ def replayed_plan(
         by_job.setdefault(tuple(row[column] for column in columns), []).append({**row, "run_id": plan.run_id})
     jobs: list[Job[Any, Any]] = [
         job.model_copy(
-            update={"solve": ReplayedAnswers(label=job.solve.label, rows=by_job.pop(tuple(key.values()), []))}
+            update={
+                "solve": ReplayedAnswers(
+                    label=job.solve.label,
+                    task_label=job.solve.task_label,
+                    rows=by_job.pop(tuple(key.values()), []),
+                )
+            }
         )
         for job, key in zip(plan.jobs, keys, strict=True)
     ]

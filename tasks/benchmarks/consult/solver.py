@@ -64,7 +64,7 @@ class SimulatorSettings(BaseModel, frozen=True):
 
 
 class EpisodeJob(BaseModel, frozen=True):
-    """One agent, one case, one epoch: the unit of one Prefect task."""
+    """One agent, one case, one epoch; an agent's epochs of a case share one Prefect task."""
 
     run_id: str
     agent: ModelSpec
@@ -80,6 +80,10 @@ class EpisodeJob(BaseModel, frozen=True):
     @property
     def label(self) -> str:
         return f"{self.agent.name}/{self.case.case_id}/epoch {self.epoch}"
+
+    @property
+    def task_label(self) -> str:
+        return f"{self.agent.name}/{self.case.case_id}"
 
     def row_key(self) -> dict[str, Any]:
         """The columns and values that mark this job's MESSAGES rows."""

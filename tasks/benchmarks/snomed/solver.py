@@ -42,7 +42,7 @@ class RoleSetup(BaseModel, frozen=True):
 
 
 class InterviewJob(BaseModel, frozen=True):
-    """One clinician, one case, one epoch: the unit of one Prefect task."""
+    """One clinician, one case, one epoch; a clinician's epochs of a case share one Prefect task."""
 
     run_id: str
     clinician: RoleSetup
@@ -55,6 +55,10 @@ class InterviewJob(BaseModel, frozen=True):
     @property
     def label(self) -> str:
         return f"{self.clinician.spec.name}/{self.case.case_id}/epoch {self.epoch}"
+
+    @property
+    def task_label(self) -> str:
+        return f"{self.clinician.spec.name}/{self.case.case_id}"
 
     def setup(self, role: Role) -> RoleSetup:
         return self.clinician if role == "clinician" else self.patient

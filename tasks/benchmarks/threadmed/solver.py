@@ -25,7 +25,7 @@ from tasks.llm.request import CallOptions
 
 
 class InferenceJob(BaseModel, frozen=True):
-    """One model, one condition, one thread: the unit of one Prefect task."""
+    """One model, one condition, one thread; a model's conditions of a thread share one Prefect task."""
 
     run_id: str
     model: ModelSpec
@@ -40,6 +40,10 @@ class InferenceJob(BaseModel, frozen=True):
     @property
     def label(self) -> str:
         return f"{self.model.name}/{self.condition}/{self.thread.thread_id}"
+
+    @property
+    def task_label(self) -> str:
+        return f"{self.model.name}/{self.thread.thread_id}"
 
     def row_key(self) -> dict[str, Any]:
         """The columns and values that mark this job's RESPONSES rows."""

@@ -39,6 +39,10 @@ class PairsJob(BaseModel, frozen=True):
     def label(self) -> str:
         return f"{self.teacher.spec.name}/{self.case_id}"
 
+    @property
+    def task_label(self) -> str:
+        return self.label
+
     def request(self, call: TeacherCall) -> ChatRequest:
         return self.teacher.spec.request(
             list(call.messages),

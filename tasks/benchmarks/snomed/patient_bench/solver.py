@@ -42,6 +42,10 @@ class AskJob(BaseModel, frozen=True):
     def label(self) -> str:
         return f"{self.patient.spec.name}/{self.case_id}"
 
+    @property
+    def task_label(self) -> str:
+        return self.label
+
     def request(self, question: BenchQuestion, asking: int) -> ChatRequest:
         messages = [
             {"role": "system", "content": self.system},
