@@ -87,9 +87,8 @@ def evaluate_benchmark(
             with task_runner as workers, calls_shared_by(workers, plan.ledger_dir, budget):
                 quoted = [quote(group) for group in groups]
                 done = workers.map(evaluate_jobs, {**steps, "group": quoted, "ledger_dir": ledger})
-                follow_progress(done, plan.run_id, plan.run_dir)
                 # One job that raises fails alone: the tables hold every other job, the summary names it.
-                outcomes = job_outcomes(groups, done)
+                outcomes = job_outcomes(groups, done, ended=follow_progress(done, plan.run_id, plan.run_dir))
                 summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
             # Every call has ended (the runner waited for them): the ledger now says what was spent.
             calls = run_calls(plan.ledger_dir, before)

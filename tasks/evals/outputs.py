@@ -8,7 +8,7 @@ RUN_DIR completes them without repeating any successful call.
 """
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -290,20 +290,25 @@ def any_call_succeeded(ledger_dir: Path) -> bool:
     return CallLedger(ledger_dir).count_succeeded() > 0
 
 
-def follow_progress(futures: list[PrefectFuture], run_id: str, run_dir: Path) -> None:
-    """Wait for the job tasks, keeping a progress artifact of the share done (about 50 updates)."""
+def follow_progress(futures: list[PrefectFuture], run_id: str, run_dir: Path) -> Iterator[PrefectFuture]:
+    """The job tasks' futures as their tasks end, in batches of about a fiftieth, keeping a progress artifact
+    of the share done (one update a batch)."""
     artifact = create_progress_artifact(
         progress=0.0,
         key=run_artifact_key("evaluation-progress", run_id, run_dir),
         description=f"Run {run_id}: job tasks done",
     )
     step = max(1, len(futures) // 50)
+    batch: list[PrefectFuture] = []
     for done, future in enumerate(as_completed(futures), start=1):
+        batch.append(future)
         if done % step == 0 or done == len(futures):
             # Done already: on Dask, waiting fetches the final states of every job done so far in one gather
-            # (tasks/core/dask_runner.py), while the flow waits anyway, for `job_outcomes` to find here.
+            # (tasks/core/dask_runner.py), so the batch's states are here for `job_outcomes` to read.
             future.wait()
             update_progress_artifact(artifact_id=artifact, progress=100 * done / len(futures))
+            yield from batch
+            batch = []
 
 
 @task(name="publish-run-summary", cache_policy=NO_CACHE)

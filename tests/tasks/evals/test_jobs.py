@@ -223,3 +223,17 @@ def test_every_job_is_collected_with_the_solved_rows_of_a_scoring_that_raised_an
             JobFailure(job="f", stage="job", error="CrashedRun: Worker tcp://10.0.0.7:4711 was lost"),
         ],
     )
+
+
+def test_tasks_read_as_they_end_are_collected_in_the_groups_order():
+    groups = [JobGroup("m/t1", [job("a", "m/t1")]), JobGroup("m/t2", [job("b", "m/t2")])]
+    first_rows = [{"job": "a", "turn": 0}]
+    second_rows = [{"job": "b", "turn": 0}]
+    futures = [
+        EndedTask(Completed(data=[JobRows(first_rows, [])])),
+        EndedTask(Completed(data=[JobRows(second_rows, [])])),
+    ]
+
+    outcomes = job_outcomes(groups, futures, ended=reversed(futures))
+
+    assert outcomes == JobOutcomes(solved_rows=first_rows + second_rows, scored_rows=[], failures=[])
