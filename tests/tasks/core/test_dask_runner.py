@@ -3,6 +3,7 @@ objects, as Prefect's own `serialize_context` gives it, with each task's asset c
 once, with one API client per worker process; a map's tasks sent in few graphs, their final states fetched
 together (tasks/core/dask_runner.py)."""
 
+import logging
 import os
 import pickle
 import threading
@@ -197,3 +198,12 @@ def test_a_quoted_parameter_reaches_the_worker_quoted_as_it_was():
     assert pickle.loads(pickle.dumps(parameters))["job"] == quote(({"turns": ("a", "b")},))  # Prefect's own
     sent = pickle.loads(pickle.dumps(dask_runner.shipped(parameters)))
     assert dask_runner.received(sent) == parameters
+
+
+def test_a_local_cluster_in_this_process_says_only_its_warnings(caplog):
+    caplog.set_level(logging.INFO)  # as Prefect's console shows a library's records reaching the root logger
+    with dask_runner.local_cluster(
+        n_workers=0, processes=False, dashboard_address=None, config=LOCAL_CLUSTER_CONFIG
+    ):
+        pass
+    assert [record.getMessage() for record in caplog.records if record.name.startswith("distributed")] == []
