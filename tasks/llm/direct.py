@@ -153,10 +153,11 @@ def _post(api_base: str, api_key: str, body: dict[str, Any], timeout_s: float) -
 # The process's httpx clients that no request is using, each one keeping its connection alive for the next
 # request (as litellm caches its own client), with the SDK's defaults (its public `DefaultHttpxClient`):
 # its connection limits, and redirects followed. One client per request in flight, not one shared by every
-# thread: httpcore's pool holds its lock while it polls each of its idle connections (a system call that
-# lets go of the GIL), so on a busy process the threads queued on it, and a call at 200 ms held its slot
-# 260 ms against 240 ms (tests/perf/README.md). A deque's appends and pops are thread-safe and take no lock
-# of Python's; the last client idled is the next one taken, so a quieter process keeps using fewer of them.
+# thread: httpcore's pool polls each of its idle connections under its lock, twice a request (a system
+# call each, which lets go of the GIL), so the threads of a busy process queued on it. At 64 calls in
+# flight a call took 3.56 ms of CPU against 3.97-4.28 (tests/perf/README.md, call throughput). A deque's
+# appends and pops are thread-safe and take no lock of Python's; the last client idled is the next one
+# taken, so a process with fewer calls in flight keeps using fewer of them.
 _idle_clients: deque[httpx.Client] = deque()
 
 
