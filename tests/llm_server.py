@@ -150,6 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
             started=started,
             finished=time.monotonic(),
             authorization=self.headers.get("Authorization"),
+            client_port=self.client_address[1],
         )
         reply = reply_body(state, request, action)
         with state.lock:

@@ -85,6 +85,7 @@ class RecordedRequest:
     started: float
     finished: float
     authorization: str | None = None  # the Authorization header, e.g. "Bearer sk-..."
+    client_port: int | None = None  # the client's end of the connection: one per kept-alive connection
 
     @property
     def ok(self) -> bool:

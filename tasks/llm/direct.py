@@ -1,4 +1,4 @@
-"""The direct route: OpenAI-compatible servers called through one pooled httpx client; litellm does the rest.
+"""The direct route: OpenAI-compatible servers called through kept-alive httpx clients; litellm does the rest.
 
 For a call to an OpenAI-compatible server (`openai/<model>` with an `api_base`: vLLM, llama.cpp, a
 gateway), `litellm.completion` spends most of a call's CPU on things the call layer does not use: its
@@ -18,9 +18,12 @@ them. litellm still decides everything it is for:
   Retry-After headers.
 """
 
+import contextlib
 import functools
 import json
 import threading
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,32 +127,52 @@ def _as_openai_error(exc: Exception) -> OpenAIError:
 
 
 def _post(api_base: str, api_key: str, body: dict[str, Any], timeout_s: float) -> httpx.Response:
-    """POST `body` to the chat completions of `api_base` on the process's pooled httpx client, a failure
-    raised as the OpenAI SDK raises it (`APITimeoutError`, `APIConnectionError`, a status error built by
-    the SDK from the response). Not through the SDK's own request: its options, headers and retry loop
-    were a third of a call's CPU, 0.8 ms of 2.3 (tests/perf/README.md)."""
-    request = _http.build_request(
-        "POST",
-        f"{api_base.rstrip('/')}/chat/completions",
-        content=json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"},
-        timeout=timeout_s,
-    )
-    try:
-        response = _http.send(request)
-    except httpx.TimeoutException as exc:
-        raise openai.APITimeoutError(request=request) from exc
-    except httpx.HTTPError as exc:
-        raise openai.APIConnectionError(request=request) from exc
+    """POST `body` to the chat completions of `api_base` on an idle client, a failure raised as the OpenAI
+    SDK raises it (`APITimeoutError`, `APIConnectionError`, a status error built by the SDK from the
+    response). Not through the SDK's own request: its options, headers and retry loop were a third of a
+    call's CPU, 0.8 ms of 2.3 (tests/perf/README.md)."""
+    with _idle_client() as http:
+        request = http.build_request(
+            "POST",
+            f"{api_base.rstrip('/')}/chat/completions",
+            content=json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"},
+            timeout=timeout_s,
+        )
+        try:
+            response = http.send(request)  # the body read whole: the connection is idle again
+        except httpx.TimeoutException as exc:
+            raise openai.APITimeoutError(request=request) from exc
+        except httpx.HTTPError as exc:
+            raise openai.APIConnectionError(request=request) from exc
     if response.is_error:
         raise _errors(api_base, api_key)._make_status_error_from_response(response) from None
     return response
 
 
-# One connection pool for the whole process, as litellm caches its own client: it is shared by every worker
-# thread, so a call reuses a kept-alive connection instead of opening one. The SDK's defaults (its public
-# `DefaultHttpxClient`): its connection limits, and redirects followed.
-_http = openai.DefaultHttpxClient()
+# The process's httpx clients that no request is using, each one keeping its connection alive for the next
+# request (as litellm caches its own client), with the SDK's defaults (its public `DefaultHttpxClient`):
+# its connection limits, and redirects followed. One client per request in flight, not one shared by every
+# thread: httpcore's pool polls each of its idle connections under its lock, twice a request (a system
+# call each, which lets go of the GIL), so the threads of a busy process queued on it. At 64 calls in
+# flight a call took 3.56 ms of CPU against 3.97-4.28 (tests/perf/README.md, call throughput). A deque's
+# appends and pops are thread-safe and take no lock of Python's; the last client idled is the next one
+# taken, so a process with fewer calls in flight keeps using fewer of them.
+_idle_clients: deque[httpx.Client] = deque()
+
+
+@contextlib.contextmanager
+def _idle_client() -> Iterator[httpx.Client]:
+    """A client for one request, made when none is idle, and idle again once the request has ended."""
+    try:
+        client = _idle_clients.pop()
+    except IndexError:
+        client = openai.DefaultHttpxClient()
+    try:
+        yield client
+    finally:
+        _idle_clients.append(client)
+
 
 # The SDK's client of an (api_base, key), for its status errors only: each status as its own exception.
 _clients: dict[tuple[str, str], openai.OpenAI] = {}

@@ -1,5 +1,7 @@
 import json
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import litellm
 import pytest
@@ -78,6 +80,23 @@ def test_sdk_failures_reach_classify_error_as_litellm_exceptions_with_their_retr
         send_direct(route, list(MESSAGES), {}, "no-key", timeout_s=5)
     message = "openai/m1: litellm.RateLimitError: RateLimitError: OpenAIException - scripted 429"
     assert classify_error(raised.value, "openai/m1") == CallError("rate_limit", True, message, 7.0)
+
+
+def test_requests_at_once_each_take_a_connection_that_the_next_ones_keep_using(server, monkeypatch):
+    monkeypatch.setattr(direct, "_idle_clients", deque())  # none left idle by other tests
+    route = direct_route("openai/m1", server.url, {})
+    server.answer_in_groups(3)  # three in flight together, however slow the machine
+
+    def three_at_once() -> None:
+        with ThreadPoolExecutor(3) as threads:
+            list(threads.map(lambda _: send_direct(route, list(MESSAGES), {}, "sk-test", 30.0), range(3)))
+
+    three_at_once()
+    three_at_once()
+    ports = [request.client_port for request in server.requests]
+    assert len(set(ports[:3])) == 3  # a connection, so a client, of its own for each request in flight
+    assert set(ports[3:]) == set(ports[:3])  # kept alive, and taken again
+    assert len(direct._idle_clients) == 3
 
 
 def test_a_refused_connection_on_the_direct_route_is_a_connection_error():
