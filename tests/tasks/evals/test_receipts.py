@@ -11,7 +11,7 @@ from tasks.benchmarks.threadmed.plan import build_plan, estimate_job
 from tasks.benchmarks.threadmed.scorer import judge_thread
 from tasks.benchmarks.threadmed.solver import answer_thread
 from tasks.evals.config import EvaluationSettings
-from tasks.evals.estimate import estimate_plan, record_receipts
+from tasks.evals.estimate import RunReceipts, estimate_plan, record_receipts
 from tasks.evals.receipts import RECEIPTS_DIR, JobDigests, ReceiptBook, estimator_name
 from tasks.llm.ledger import CallLedger
 from tests.eval_fixtures import OFFLINE, write_dataset
@@ -72,6 +72,30 @@ def test_a_dry_run_counts_the_jobs_done_whole_from_their_receipts_and_walks_only
     assert with_receipts == walked(plan)
     assert sum(row[3] for row in with_receipts) > 0  # the calls of the job left are still to make
     assert record_receipts(plan, counting_estimate_job) == 0  # nothing new is done whole
+
+
+def test_jobs_walked_as_their_tasks_end_are_walked_once_and_one_walked_before_its_calls_again_at_the_end(
+    dataset, tmp_path
+):
+    plan = plan_in(dataset, tmp_path)
+    first, second, *rest = plan.jobs
+    receipts = RunReceipts(plan, counting_estimate_job)
+    run_jobs(plan, [first])
+    walks.clear()
+
+    receipts.walk([first, second])  # the second job's calls are not made yet
+    run_jobs(plan, [second, *rest])
+    receipts.walk([first])  # held whole already
+    assert walks == [first.solve.label, second.solve.label]
+    walks.clear()
+    assert receipts.record() == len(plan.jobs)
+    assert walks == [job.solve.label for job in [second, *rest]]
+
+    walks.clear()
+    with_receipts = as_rows(estimate_plan(plan, counting_estimate_job))
+    assert walks == []
+    assert with_receipts == walked(plan)
+    assert len(list((plan.ledger_dir / RECEIPTS_DIR).glob("*.parquet"))) == 1
 
 
 def test_a_receipt_naming_a_call_the_ledger_does_not_hold_is_not_trusted(dataset, tmp_path):
