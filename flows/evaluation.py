@@ -91,7 +91,7 @@ def evaluate_benchmark(
                 done = workers.map(evaluate_jobs, {**steps, "group": quoted, "ledger_dir": ledger})
                 # One job that raises fails alone: the tables hold every other job, the summary names it.
                 ended = follow_progress(done, plan.run_id, plan.run_dir)
-                outcomes = job_outcomes(groups, done, ended, then=lambda group: receipts.walk(group.jobs))
+                outcomes = job_outcomes(groups, done, ended, then=lambda group: receipts.ended(group.jobs))
                 summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
             # Every call has ended (the runner waited for them): the ledger now says what was spent.
             calls = run_calls(plan.ledger_dir, before)

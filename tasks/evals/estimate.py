@@ -25,6 +25,7 @@ from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.request import CallMode, CallOptions
 
 logger = logging.getLogger(__name__)
+WALKS_PER_RUN = 50  # how many times a run walks the jobs of the tasks ended since its last walk
 
 
 class CallEstimate(BaseModel):
@@ -136,16 +137,20 @@ class _KeysFound(CallLedger):
 
 class RunReceipts:
     """The receipts a run writes at its end: one for each job of `plan` that the ledger then holds whole and
-    that has none yet (one walk of each such job, as a dry run's). `walk` walks the jobs of a task that has
-    ended, while the run's other tasks go on; `record` walks the rest and writes them all. A job whose walk
-    counted a call still to make (one that failed, or whose record this process did not see yet) is walked
-    again at the end."""
+    that has none yet (one walk of each such job, as a dry run's). The jobs of each task that ends are
+    walked while the run's other tasks go on (`ended`), a fiftieth of the plan at a time: each walk first
+    reads what the other processes recorded since, some 10 ms, so one per task would cost the flow's
+    process more than the walks (5.3 s of 10.8 s at 5,670 calls on Dask). `record` walks the rest and writes
+    them all. A job whose walk counted a call still to make (one that failed, or whose record this process
+    did not see yet) is walked again at the end."""
 
     def __init__(self, plan: RunPlan[Any, Any], estimate_job: JobEstimator) -> None:
         self._plan, self._estimate_job = plan, estimate_job
         self._name = estimator_name(estimate_job)
         self._receipts: list[tuple[str, list[CachedCount], list[str]]] = []
         self._held_whole: set[int] = set()  # ids of the plan's jobs with a receipt, new or found
+        self._ended: list[Job[Any, Any]] = []
+        self._batch = max(1, len(plan.jobs) // WALKS_PER_RUN)
 
     @cached_property
     def _reading(self) -> tuple[_KeysFound, ReceiptBook, JobDigests]:
@@ -154,7 +159,14 @@ class RunReceipts:
         ledger = _KeysFound(self._plan.ledger_dir)
         return ledger, ReceiptBook(ledger), JobDigests(self._name)
 
-    def walk(self, jobs: list[Job[Any, Any]]) -> None:
+    def ended(self, jobs: list[Job[Any, Any]]) -> None:
+        """`jobs`' task has ended: walk them with those ended since the last walk, once they make a batch."""
+        self._ended.extend(jobs)
+        if len(self._ended) >= self._batch:
+            self._walk(self._ended)
+            self._ended = []
+
+    def _walk(self, jobs: list[Job[Any, Any]]) -> None:
         """Walk each of `jobs` that has no receipt, keeping one for each the ledger holds whole."""
         if self._name is None:
             return
@@ -178,7 +190,7 @@ class RunReceipts:
         dry run walks those jobs)."""
         if self._name is None:
             return 0
-        self.walk(self._plan.jobs)
+        self._walk(self._plan.jobs)
         try:
             self._reading[1].write(self._receipts)
         except OSError as error:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tasks.benchmarks.threadmed.plan import build_plan, estimate_job
 from tasks.benchmarks.threadmed.scorer import judge_thread
 from tasks.benchmarks.threadmed.solver import answer_thread
+from tasks.evals import estimate
 from tasks.evals.config import EvaluationSettings
 from tasks.evals.estimate import RunReceipts, estimate_plan, record_receipts
 from tasks.evals.receipts import RECEIPTS_DIR, JobDigests, ReceiptBook, estimator_name
@@ -75,18 +76,21 @@ def test_a_dry_run_counts_the_jobs_done_whole_from_their_receipts_and_walks_only
 
 
 def test_jobs_walked_as_their_tasks_end_are_walked_once_and_one_walked_before_its_calls_again_at_the_end(
-    dataset, tmp_path
+    dataset, tmp_path, monkeypatch
 ):
     plan = plan_in(dataset, tmp_path)
-    first, second, *rest = plan.jobs
+    first, second, third, *rest = plan.jobs
+    monkeypatch.setattr(estimate, "WALKS_PER_RUN", len(plan.jobs) // 2)  # a walk every two jobs ended
     receipts = RunReceipts(plan, counting_estimate_job)
     run_jobs(plan, [first])
     walks.clear()
 
-    receipts.walk([first, second])  # the second job's calls are not made yet
-    run_jobs(plan, [second, *rest])
-    receipts.walk([first])  # held whole already
-    assert walks == [first.solve.label, second.solve.label]
+    receipts.ended([first])
+    assert walks == []  # not a batch yet
+    receipts.ended([second])  # its calls are not made yet
+    run_jobs(plan, [second, third, *rest])
+    receipts.ended([first, third])  # the first is held whole already
+    assert walks == [first.solve.label, second.solve.label, third.solve.label]
     walks.clear()
     assert receipts.record() == len(plan.jobs)
     assert walks == [job.solve.label for job in [second, *rest]]
