@@ -139,10 +139,10 @@ class RunReceipts:
     """The receipts a run writes at its end: one for each job of `plan` that the ledger then holds whole and
     that has none yet (one walk of each such job, as a dry run's). The jobs of each task that ends are
     walked while the run's other tasks go on (`ended`), a fiftieth of the plan at a time: each walk first
-    reads what the other processes recorded since, some 10 ms, so one per task would cost the flow's
-    process more than the walks (5.3 s of 10.8 s at 5,670 calls on Dask). `record` walks the rest and writes
-    them all. A job whose walk counted a call still to make (one that failed, or whose record this process
-    did not see yet) is walked again at the end."""
+    reads what the other processes recorded since, some 10 ms: after every task, those reads took half the
+    walks' time (tests/perf/README.md). `record` walks the rest and writes them all. A job whose walk
+    counted a call still to make (one that failed, or whose record this process did not see yet) is walked
+    again at the end."""
 
     def __init__(self, plan: RunPlan[Any, Any], estimate_job: JobEstimator) -> None:
         self._plan, self._estimate_job = plan, estimate_job
