@@ -20,7 +20,7 @@ from tasks.evals.batch_runs import AWAITING_BATCHES, batches_left_to_single_call
 from tasks.evals.call_totals import ledger_calls, run_calls, spent_usd
 from tasks.evals.cap_checks import overspent_refusal
 from tasks.evals.config import EvaluationSettings
-from tasks.evals.estimate import record_receipts
+from tasks.evals.estimate import RunReceipts
 from tasks.evals.jobs import evaluate_jobs, job_groups, job_outcomes
 from tasks.evals.outputs import (
     RunSummary,
@@ -84,15 +84,18 @@ def evaluate_benchmark(
             steps = {"solve": unmapped(bench.solve), "score": unmapped(bench.score)}
             groups = job_groups(plan.jobs)
             task_runner = make_task_runner(runner)
+            # The jobs done whole, for a dry run to count unwalked: each task's jobs walked as it ends.
+            receipts = RunReceipts(plan, bench.estimate_job)
             with task_runner as workers, calls_shared_by(workers, plan.ledger_dir, budget):
                 quoted = [quote(group) for group in groups]
                 done = workers.map(evaluate_jobs, {**steps, "group": quoted, "ledger_dir": ledger})
                 # One job that raises fails alone: the tables hold every other job, the summary names it.
-                outcomes = job_outcomes(groups, done, ended=follow_progress(done, plan.run_id, plan.run_dir))
+                ended = follow_progress(done, plan.run_id, plan.run_dir)
+                outcomes = job_outcomes(groups, done, ended, then=lambda group: receipts.ended(group.jobs))
                 summary = write_run_outputs(plan, quote(outcomes), bench.tables, bench.summarize)
             # Every call has ended (the runner waited for them): the ledger now says what was spent.
             calls = run_calls(plan.ledger_dir, before)
-            record_receipts(plan, bench.estimate_job)  # the jobs done whole: a dry run counts them unwalked
+            receipts.record()
             compact_ledger(plan.ledger_dir)  # the run's segments into one file: what the next run reads fast
             summary = summary.model_copy(
                 update={

@@ -4,12 +4,13 @@ The benchmark walks each job (its `estimate_job`), counting into one `CallEstima
 a call already in the ledger is `cached` and free; an unknown one counts its prompt tokens (cl100k,
 tasks/core/tokens.py) and the role's `estimated_reply_tokens`. A role in batch mode is priced at batch
 prices, beside what its calls would cost one by one (the saving the dry run shows). A job the ledger holds
-whole is counted from its receipt, not walked (tasks/evals/receipts.py); the end of a run writes them
-(`record_receipts`).
+whole is counted from its receipt, not walked (tasks/evals/receipts.py); a run writes them at its end
+(`RunReceipts`), having walked each job as its task ended.
 """
 
 import logging
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from tasks.llm.ledger import CallLedger, CallRecord
 from tasks.llm.request import CallMode, CallOptions
 
 logger = logging.getLogger(__name__)
+WALKS_PER_RUN = 50  # how many times a run walks the jobs of the tasks ended since its last walk
 
 
 class CallEstimate(BaseModel):
@@ -133,28 +135,72 @@ class _KeysFound(CallLedger):
         return record
 
 
+class RunReceipts:
+    """The receipts a run writes at its end: one for each job of `plan` that the ledger then holds whole and
+    that has none yet (one walk of each such job, as a dry run's). The jobs of each task that ends are
+    walked while the run's other tasks go on (`ended`), a fiftieth of the plan at a time: each walk first
+    reads what the other processes recorded since, some 10 ms: after every task, those reads took half the
+    walks' time (tests/perf/README.md). `record` walks the rest and writes them all. A job whose walk
+    counted a call still to make (one that failed, or whose record this process did not see yet) is walked
+    again at the end."""
+
+    def __init__(self, plan: RunPlan[Any, Any], estimate_job: JobEstimator) -> None:
+        self._plan, self._estimate_job = plan, estimate_job
+        self._name = estimator_name(estimate_job)
+        self._receipts: list[tuple[str, list[CachedCount], list[str]]] = []
+        self._held_whole: set[int] = set()  # ids of the plan's jobs with a receipt, new or found
+        self._ended: list[Job[Any, Any]] = []
+        self._batch = max(1, len(plan.jobs) // WALKS_PER_RUN)
+
+    @cached_property
+    def _reading(self) -> tuple[_KeysFound, ReceiptBook, JobDigests]:
+        """The ledger, the receipts it has and the jobs' digests: read at the first walk."""
+        assert self._name is not None
+        ledger = _KeysFound(self._plan.ledger_dir)
+        return ledger, ReceiptBook(ledger), JobDigests(self._name)
+
+    def ended(self, jobs: list[Job[Any, Any]]) -> None:
+        """`jobs`' task has ended: walk them with those ended since the last walk, once they make a batch."""
+        self._ended.extend(jobs)
+        if len(self._ended) >= self._batch:
+            self._walk(self._ended)
+            self._ended = []
+
+    def _walk(self, jobs: list[Job[Any, Any]]) -> None:
+        """Walk each of `jobs` that has no receipt, keeping one for each the ledger holds whole."""
+        if self._name is None:
+            return
+        ledger, book, digests = self._reading
+        ledger.refresh()  # what every worker process recorded
+        for job in jobs:
+            if id(job) in self._held_whole:
+                continue
+            digest = digests.of(job)
+            if book.counts(digest) is None:
+                ledger.found, walked = [], EstimateTally()
+                self._estimate_job(job, ledger, walked)
+                if (counts := walked.cached_counts()) is None:
+                    continue
+                self._receipts.append((digest, counts, ledger.found))
+            self._held_whole.add(id(job))
+
+    def record(self) -> int:
+        """At the end of the run: walk the jobs not yet held whole, then write the new receipts. Returns how
+        many were written; a failure to write them (a full disk) is said and changes nothing else (the next
+        dry run walks those jobs)."""
+        if self._name is None:
+            return 0
+        self._walk(self._plan.jobs)
+        try:
+            self._reading[1].write(self._receipts)
+        except OSError as error:
+            logger.warning(
+                "receipts of %s not written (a dry run walks its jobs): %s", self._plan.ledger_dir, error
+            )
+            return 0
+        return len(self._receipts)
+
+
 def record_receipts(plan: RunPlan[Any, Any], estimate_job: JobEstimator) -> int:
-    """At the end of a run: a receipt for each job of `plan` the ledger now holds whole and that has none
-    yet (one walk of each such job, as a dry run's). Returns how many were written; a failure to write them
-    (a full disk) is said and changes nothing else (the next dry run walks those jobs)."""
-    name = estimator_name(estimate_job)
-    if name is None:
-        return 0
-    ledger = _KeysFound(plan.ledger_dir)
-    ledger.refresh()  # what every worker process recorded
-    book, digests = ReceiptBook(ledger), JobDigests(name)
-    receipts = []
-    for job in plan.jobs:
-        digest = digests.of(job)
-        if book.counts(digest) is not None:
-            continue
-        ledger.found, walked = [], EstimateTally()
-        estimate_job(job, ledger, walked)
-        if (counts := walked.cached_counts()) is not None:
-            receipts.append((digest, counts, ledger.found))
-    try:
-        book.write(receipts)
-    except OSError as error:
-        logger.warning("receipts of %s not written (a dry run walks its jobs): %s", plan.ledger_dir, error)
-        return 0
-    return len(receipts)
+    """The receipts of every job of `plan` that the ledger holds whole, walked and written at once."""
+    return RunReceipts(plan, estimate_job).record()

@@ -124,7 +124,10 @@ def evaluate_jobs(solve: Step, score: Step, group: JobGroup, ledger_dir: Path) -
 
 
 def job_outcomes(
-    groups: list[JobGroup], futures: list[PrefectFuture], ended: Iterable[PrefectFuture] | None = None
+    groups: list[JobGroup],
+    futures: list[PrefectFuture],
+    ended: Iterable[PrefectFuture] | None = None,
+    then: Callable[[JobGroup], None] | None = None,
 ) -> JobOutcomes:
     """Wait for every group's task; a job whose step raised is a `JobFailure` (its solved rows kept when
     scoring raised), as is every job of a task that ended without returning (crashed, cancelled); others'
@@ -132,10 +135,16 @@ def job_outcomes(
 
     Each task's result is read as `ended` gives its future (`follow_progress`: as the tasks end; by default
     in the groups' order): reading one is a round trip to Prefect's event loop (1.7 ms on the reference
-    machine), made while the other tasks run, not for all of them after the last one.
+    machine), made while the other tasks run, not for all of them after the last one. `then` is given each
+    group once its task's result is read.
     """
     position = {id(future): index for index, future in enumerate(futures)}
-    read = {position[id(future)]: _final(future) for future in (futures if ended is None else ended)}
+    read = {}
+    for future in futures if ended is None else ended:
+        index = position[id(future)]
+        read[index] = _final(future)
+        if then is not None:
+            then(groups[index])
     outcomes = JobOutcomes([], [], [])
     for index, group in enumerate(groups):
         state, results = read[index]

@@ -3,11 +3,12 @@ its calls again.
 
 A benchmark's `estimate_job` walks a job call by call: it renders each request (with the history the replies
 so far give), hashes it into its call key and looks the key up, some 0.1 ms a call: minutes at a million
-calls. At the end of a run (`record_receipts`), every job whose walk found each of its calls in the ledger
-gets a receipt: the job's digest and what the walk counted (calls found per model and role) with the keys it
-found. A later walk of the same plan reads the receipt instead (`ReceiptBook.counts`), once the ledger is
-checked to hold every key the receipts name (one vectorised membership test for all of them); a job with no
-valid receipt is walked as before.
+calls. A run (`RunReceipts`) gives a receipt to every job whose walk found each of its calls in the ledger:
+the job's digest and what the walk counted (calls found per model and role) with the keys it found. The flow
+walks each job as its task ends, while the other tasks run (3.3 s of its CPU at 17,260 calls, which the
+end of the run no longer waits for), and writes the receipts at the end. A later walk of the same plan reads
+the receipt instead (`ReceiptBook.counts`), once the ledger is checked to hold every key the receipts name
+(one vectorised membership test for all of them); a job with no valid receipt is walked as before.
 
 The digest (`JobDigests`) covers everything that decides a job's calls: every field of the job (the case,
 models, params, prompts, options), the estimator that walked it, and the project's code (`code_digest`:

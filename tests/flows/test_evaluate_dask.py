@@ -16,6 +16,7 @@ import pytest
 from flows.evaluate_models import evaluate_models
 from tasks.core.runners import RunnerSettings
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
+from tasks.evals.receipts import ReceiptBook
 from tasks.llm.ledger import CallLedger
 from tasks.llm.request import Prices, ProviderLimits, RetryPolicy
 from tests.eval_fixtures import write_dataset
@@ -30,6 +31,7 @@ ROOT = Path(__file__).parents[2]
 PRICES = Prices(input_per_token=1e-6, output_per_token=3e-6)
 # 3 test threads of 3, 4 and 6 turns: 13 baseline and 10 oracle turns, each answered and judged.
 CALLS = 2 * (13 + 10)
+JOBS = 3 * 2  # each thread in each condition
 DASK = RunnerSettings(kind="dask", dask_workers=2)
 
 
@@ -108,6 +110,8 @@ def test_a_kill_9_of_a_dask_run_then_a_rerun_pays_no_call_twice(dataset, tmp_pat
         assert evaluate_on_dask(run).is_completed()
         stats = server.stats()
     assert (stats["ok"], stats["max_ok_per_body"], stats["max_in_flight"] <= 3) == (CALLS, 1, True)
+    # Each job, walked as its task ended on a worker, has its receipt: a dry run counts it without a walk.
+    assert len(ReceiptBook(CallLedger(tmp_path / "ledger"))) == JOBS
 
 
 def test_one_spending_cap_holds_for_every_worker_and_a_rerun_with_a_higher_cap_pays_no_call_twice(

@@ -225,7 +225,7 @@ def test_every_job_is_collected_with_the_solved_rows_of_a_scoring_that_raised_an
     )
 
 
-def test_tasks_read_as_they_end_are_collected_in_the_groups_order():
+def test_tasks_read_as_they_end_are_collected_in_the_groups_order_each_group_handed_on_as_read():
     groups = [JobGroup("m/t1", [job("a", "m/t1")]), JobGroup("m/t2", [job("b", "m/t2")])]
     first_rows = [{"job": "a", "turn": 0}]
     second_rows = [{"job": "b", "turn": 0}]
@@ -233,7 +233,9 @@ def test_tasks_read_as_they_end_are_collected_in_the_groups_order():
         EndedTask(Completed(data=[JobRows(first_rows, [])])),
         EndedTask(Completed(data=[JobRows(second_rows, [])])),
     ]
+    handed_on = []
 
-    outcomes = job_outcomes(groups, futures, ended=reversed(futures))
+    outcomes = job_outcomes(groups, futures, ended=reversed(futures), then=handed_on.append)
 
     assert outcomes == JobOutcomes(solved_rows=first_rows + second_rows, scored_rows=[], failures=[])
+    assert handed_on == [groups[1], groups[0]]

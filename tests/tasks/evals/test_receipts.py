@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from tasks.benchmarks.threadmed.plan import build_plan, estimate_job
 from tasks.benchmarks.threadmed.scorer import judge_thread
 from tasks.benchmarks.threadmed.solver import answer_thread
+from tasks.evals import estimate
 from tasks.evals.config import EvaluationSettings
-from tasks.evals.estimate import estimate_plan, record_receipts
+from tasks.evals.estimate import RunReceipts, estimate_plan, record_receipts
 from tasks.evals.receipts import RECEIPTS_DIR, JobDigests, ReceiptBook, estimator_name
 from tasks.llm.ledger import CallLedger
 from tests.eval_fixtures import OFFLINE, write_dataset
@@ -72,6 +73,33 @@ def test_a_dry_run_counts_the_jobs_done_whole_from_their_receipts_and_walks_only
     assert with_receipts == walked(plan)
     assert sum(row[3] for row in with_receipts) > 0  # the calls of the job left are still to make
     assert record_receipts(plan, counting_estimate_job) == 0  # nothing new is done whole
+
+
+def test_jobs_walked_as_their_tasks_end_are_walked_once_and_one_walked_before_its_calls_again_at_the_end(
+    dataset, tmp_path, monkeypatch
+):
+    plan = plan_in(dataset, tmp_path)
+    first, second, third, *rest = plan.jobs
+    monkeypatch.setattr(estimate, "WALKS_PER_RUN", len(plan.jobs) // 2)  # a walk every two jobs ended
+    receipts = RunReceipts(plan, counting_estimate_job)
+    run_jobs(plan, [first])
+    walks.clear()
+
+    receipts.ended([first])
+    assert walks == []  # not a batch yet
+    receipts.ended([second])  # its calls are not made yet
+    run_jobs(plan, [second, third, *rest])
+    receipts.ended([first, third])  # the first is held whole already
+    assert walks == [first.solve.label, second.solve.label, third.solve.label]
+    walks.clear()
+    assert receipts.record() == len(plan.jobs)
+    assert walks == [job.solve.label for job in [second, *rest]]
+
+    walks.clear()
+    with_receipts = as_rows(estimate_plan(plan, counting_estimate_job))
+    assert walks == []
+    assert with_receipts == walked(plan)
+    assert len(list((plan.ledger_dir / RECEIPTS_DIR).glob("*.parquet"))) == 1
 
 
 def test_a_receipt_naming_a_call_the_ledger_does_not_hold_is_not_trusted(dataset, tmp_path):
