@@ -52,9 +52,10 @@ test: $(STAMP) browser
 	$(BIN)/python -m compileall -q -j 0 flows tasks deployments tests
 	# Five workers on two cores: many tests wait on servers, subprocesses and Chromium. The same tree, one run
 	# after another: 4 workers 642 s, 5 workers 583-670 s (four runs), 6 workers 606 s; with one migrated
-	# Prefect database copied to each server (tests/prefect_db.py), 5 workers: 562-593 s (five runs). Work
-	# stealing, each worker starting with its share of the end-to-end test files (tests/conftest.py), the
-	# long ones first.
+	# Prefect database copied to each server (tests/prefect_db.py), 5 workers: 562-593 s (five runs). On a
+	# slower host the suite is CPU-bound (36 CPU minutes on the two cores), and the count no longer matters:
+	# 5 workers 1,315 and 1,324 s, 4 workers 1,317 s. Work stealing, each worker starting with its share of
+	# the end-to-end test files (tests/conftest.py), the long ones first.
 	$(BIN)/python -m pytest -q -n 5 --dist worksteal
 
 lint: $(STAMP)
