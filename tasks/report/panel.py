@@ -18,7 +18,10 @@ CONSENSUS_RULE = (
     "temperatures or sampling params, or other epochs) count as one judge, whose vote on an answer is the "
     "median of its samples' grades. The panel's grade of an answer is the median of the judges' votes. "
     "A median of an even count is the lower middle grade. So sampling a judge again, at any temperature, "
-    "does not outvote another judge."
+    "does not outvote another judge. An answer has a vote, and a panel grade, only when every sample and "
+    "every judge graded it: a missing grade could have been any grade (with two judges, dropping one would "
+    "score the answer with the other's grade alone), so such an answer is counted under the first "
+    "grader's status that is not ok (unparseable, cut, failed), never scored."
 )
 
 
@@ -41,10 +44,25 @@ def consensus_grade(grades: Sequence[float]) -> float:
 
 
 def consensus_grades(grades: np.ndarray) -> np.ndarray:
-    """consensus_grade of each row over its graded entries; NaN for a row nobody graded."""
+    """consensus_grade of each row over its graded entries; NaN for a row nobody graded. For raters who each
+    grade a share of the items (human labels); a judge panel grades every answer: `panel_grades`."""
     return np.array(
         [consensus_grade(row[~np.isnan(row)]) if not np.isnan(row).all() else np.nan for row in grades]
     )
+
+
+def panel_grades(grades: np.ndarray) -> np.ndarray:
+    """consensus_grade of each row every grader graded; NaN for a row any grader left ungraded
+    (CONSENSUS_RULE: a missing vote could have been any grade)."""
+    return np.array([np.nan if np.isnan(row).any() else consensus_grade(row) for row in grades])
+
+
+def first_status_not_ok(status: np.ndarray) -> np.ndarray:
+    """(answers x graders) parse statuses -> per answer, the first grader's status that is not 'ok' ('ok'
+    when every grader's is): what an answer without a panel grade is counted as."""
+    not_ok = status != "ok"
+    first = status[np.arange(len(status)), not_ok.argmax(axis=1)] if len(status) else status[:, 0]
+    return np.where(not_ok.any(axis=1), first, "ok").astype(object)
 
 
 def differing(grades: np.ndarray, item: str = "answer", graders: str = "graders") -> Differing:
@@ -131,8 +149,8 @@ def grader_labels(judges: Sequence[PanelJudge]) -> list[str]:
 
 def judge_grades(grades: np.ndarray, judges: Sequence[PanelJudge]) -> np.ndarray:
     """(answers x graders) -> (answers x judges): each judge's vote is the consensus of its samples', so
-    sampling a judge again does not outvote another judge."""
-    return np.column_stack([consensus_grades(grades[:, judge.columns]) for judge in judges])
+    sampling a judge again does not outvote another judge; NaN where a sample gave no grade."""
+    return np.column_stack([panel_grades(grades[:, judge.columns]) for judge in judges])
 
 
 def judge_pairs(

@@ -18,9 +18,10 @@ from tasks.core.preflight import UserError
 from tasks.report.panel import (
     JudgeRun,
     PanelJudge,
-    consensus_grades,
+    first_status_not_ok,
     group_graders,
     judge_grades,
+    panel_grades,
     panel_judges,
     sample_label,
 )
@@ -126,6 +127,16 @@ def _follow_up_verdicts(row: dict[str, Any]) -> dict[int, float]:
     }
 
 
+def _follow_up_statuses(row: dict[str, Any]) -> dict[int, str | None]:
+    """A SCORES row's follow-ups: script index -> the judgment's status ('ok', 'unparseable', ...; None for a
+    follow-up with no verdict, as `_follow_up_verdicts` reads it)."""
+    turns = row["follow_ups"] or ()
+    return {
+        t["index"]: None if t["judge_status"] == "ok" and t["correct"] is None else t["judge_status"]
+        for t in turns
+    }
+
+
 def fqr_of(weights: np.ndarray, verdicts: np.ndarray) -> float | None:
     """FQR over graded follow-ups (verdict not NaN): their weight graded correct over their weight."""
     graded = ~np.isnan(verdicts)
@@ -154,16 +165,25 @@ def _panel_scores(
         matrix = np.array([[g.get(turn["index"], np.nan) for g in graded] for turn in follow_ups]).reshape(
             len(follow_ups), len(graded)
         )
-        panel = consensus_grades(judge_grades(matrix, judges)) if len(follow_ups) else np.array([])
+        panel = panel_grades(judge_grades(matrix, judges)) if len(follow_ups) else np.array([])
+        # A follow-up some grader did not grade has no panel verdict: it counts under that grader's status.
+        statuses = [_follow_up_statuses(grader[episode]) for grader in by_grader]
+        status = np.array(
+            [
+                [by_index.get(turn["index"], turn["judge_status"]) for by_index in statuses]
+                for turn in follow_ups
+            ],
+            dtype=object,
+        ).reshape(len(follow_ups), len(graded))
         verdicts[episode] = matrix
         weights[episode] = np.array([2.0 if turn["core"] else 1.0 for turn in follow_ups])
         turns = [
             {
                 **turn,
                 "correct": None if np.isnan(v) else bool(v),
-                "judge_status": "ok" if not np.isnan(v) else turn["judge_status"],
+                "judge_status": "ok" if not np.isnan(v) else not_ok,
             }
-            for turn, v in zip(follow_ups, panel, strict=True)
+            for turn, v, not_ok in zip(follow_ups, panel, first_status_not_ok(status), strict=True)
         ]
         fqr = fqr_of(weights[episode], panel)
         primary = {**{name: row[name] for name in PRIMARY_METRICS}, "fqr": fqr}

@@ -2,7 +2,8 @@
 
 Pure functions. Invalid predicted codes stay in the predicted set, so they count as wrong predictions.
 Cases whose status is `failed` (a provider failure) are not scored; `no_answer` and `unparseable` (a final
-answer that could not be read whole) are empty predictions.
+answer that could not be read whole) are empty predictions that never score: the model failed the task
+(snomed.md), so a case with no gold code does not make them perfect.
 Rates with nothing to count are None, never NaN.
 """
 
@@ -115,9 +116,11 @@ def score_case(predicted: Sequence[str], gold: Sequence[str]) -> CaseScore:
 
 
 def score_outcome(outcome: CaseOutcome) -> CaseScore:
-    """Score of a non-failed outcome; one without a readable final answer is scored as an empty prediction."""
-    predicted = outcome.predicted_codes if outcome.status == "answered" else ()
-    return score_case(predicted, outcome.gold_codes)
+    """Score of a non-failed outcome. One without a readable final answer is an empty prediction scored 0 on
+    every measure: an empty gold would otherwise make a failed task a perfect case (`score_case`)."""
+    if outcome.status == "answered":
+        return score_case(outcome.predicted_codes, outcome.gold_codes)
+    return score_case((), outcome.gold_codes)._replace(exact_match=0.0, precision=0.0, recall=0.0, f1=0.0)
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:

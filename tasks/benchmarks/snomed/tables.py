@@ -112,7 +112,8 @@ def answers_table(metrics: dict[str, Any]) -> Table:
             "scored: interviews in the metrics; failed: provider failures, not scored; unparseable: scored "
             "interviews whose final answer could not be read whole (JSON nested too deep, or too long), "
             "scored as an empty prediction; empty gold: scored "
-            "interviews whose case has no gold code (perfect only with an empty answer); malformed %: "
+            "interviews whose case has no gold code (perfect only with an empty final answer, never without "
+            "one); malformed %: "
             "predicted codes outside the vocabulary that are no SNOMED id either (a failing check digit, "
             "or not 6-18 digits); not a code %: final-answer items that offered no code (a name alone)."
         ),

@@ -21,9 +21,10 @@ from tasks.core.run_folder import REPORT_FIX, check_run_folder_benchmark
 from tasks.report.panel import (
     JudgeRun,
     PanelJudge,
-    consensus_grades,
+    first_status_not_ok,
     group_graders,
     judge_grades,
+    panel_grades,
     panel_judges,
     sample_label,
 )
@@ -252,8 +253,8 @@ def _turns_from_table(table: pa.Table, judges: list[PanelJudge] | None) -> Turns
         reason, judge_usd = _column(table, "reason"), _column(table, "judge_cost_usd", 0.0)
     else:
         grades = _grades(table, judges)
-        score = consensus_grades(grades.judge)
-        status = np.where(np.isnan(score), grades.status[:, 0], "ok").astype(object)
+        score = panel_grades(grades.judge)
+        status = np.where(np.isnan(score), first_status_not_ok(grades.status), "ok").astype(object)
         reason, judge_usd = np.full(len(score), None, dtype=object), grades.usd.sum(axis=1)
     thread_id = _column(table, "thread_id")
     response = _column(table, "response")

@@ -10,8 +10,10 @@ from tasks.report.panel import (
     consensus_grades,
     differing,
     exact_agreement,
+    first_status_not_ok,
     group_graders,
     judge_grades,
+    panel_grades,
     panel_judges,
     sample_label,
 )
@@ -43,6 +45,18 @@ def test_consensus_of_each_row_skips_the_ungraded() -> None:
     np.testing.assert_array_equal(grades, [0, NAN, 0.5, 1])
 
 
+def test_a_panel_grades_only_the_answers_every_grader_graded() -> None:
+    """With two judges the lower middle is the lower vote: dropping a missing one would score the answer with
+    the other's grade, the top grade when it gave one."""
+    grades = panel_grades(np.array([[1, NAN], [1, 0], [NAN, NAN], [0.5, 1], [NAN, 0]]))
+    np.testing.assert_array_equal(grades, [NAN, 0, NAN, 0.5, NAN])
+
+
+def test_an_answer_without_a_panel_grade_counts_under_its_first_grader_status_not_ok() -> None:
+    status = np.array([["ok", "unparseable"], ["ok", "ok"], ["judge_cut", "unparseable"], ["ok", None]])
+    assert first_status_not_ok(status).tolist() == ["unparseable", "ok", "judge_cut", None]
+
+
 def test_differing_counts_the_rows_every_grader_graded() -> None:
     assert differing(np.array([[1, 1], [1, 0.5], [NAN, 0], [0, 0]])) == Differing(3, 1, 1 / 3)
     assert differing(np.array([[1, 1, 1], [1, 1, 0]])) == Differing(2, 1, 0.5)
@@ -62,6 +76,19 @@ def test_exact_agreement_is_the_share_of_equal_grades_or_undefined() -> None:
 
 
 GRADES = st.sampled_from([0.0, 0.5, 1.0, NAN])
+
+
+@given(
+    st.integers(2, 4).flatmap(
+        lambda graders: st.lists(st.lists(GRADES, min_size=graders, max_size=graders), min_size=1, max_size=6)
+    )
+)
+def test_a_missing_grade_never_gives_a_panel_grade(rows) -> None:
+    """Total and fail-closed: an answer has a panel grade exactly when every grader graded it."""
+    grades = np.array(rows)
+    assert (~np.isnan(panel_grades(grades))).tolist() == (~np.isnan(grades).any(axis=1)).tolist()
+
+
 # A judge's samples: (params, epoch), as a benchmark's manifest gives them.
 SAMPLES = st.lists(
     st.tuples(st.fixed_dictionaries({"temperature": st.sampled_from([0, 0.3, 0.7, 1])}), st.integers(0, 3)),
@@ -76,8 +103,11 @@ def judge_run(judge: str, params: dict, epoch: int, index: int) -> JudgeRun:
 
 
 def lower_median(values: list[float]) -> float:
-    graded = sorted(value for value in values if not np.isnan(value))
-    return graded[(len(graded) - 1) // 2] if graded else NAN
+    """The lower median of grades every one of which was given; NaN when any was not."""
+    if any(np.isnan(value) for value in values):
+        return NAN
+    graded = sorted(values)
+    return graded[(len(graded) - 1) // 2]
 
 
 @given(
@@ -106,7 +136,7 @@ def test_a_panel_has_one_vote_per_judge_whatever_its_samples(judges_samples, n_a
     ]
     # Column c of the panel holds the grades of the run(s) of grader c.
     columns = np.column_stack([grades[:, order[indices[0]]] for indices in graders.values()])
-    panel = consensus_grades(judge_grades(columns, judges))
+    panel = panel_grades(judge_grades(columns, judges))
     votes = [
         [lower_median([grades[answer, i] for i, run in enumerate(runs) if run.judge == f"judge-{j}"])
          for j in range(len(judges_samples))]
@@ -127,5 +157,5 @@ def test_a_higher_grade_never_lowers_the_panel_grade(grades, data) -> None:
     after[answer, column] = data.draw(
         st.sampled_from([g for g in (0.0, 0.5, 1.0) if not g < before[answer, column]])
     )
-    old, new = (consensus_grades(judge_grades(g, judges))[answer] for g in (before, after))
+    old, new = (panel_grades(judge_grades(g, judges))[answer] for g in (before, after))
     assert np.isnan(old) or new >= old

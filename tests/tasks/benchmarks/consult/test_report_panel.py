@@ -26,16 +26,19 @@ JUDGE_B_EPOCH_1 = {"c1": [True, False, True], "c2": [True, True]}
 # the lower of two judges': c1 [T, F, F] -> 2/4, c2 [F, T] -> 1/3.
 
 
-def follow_ups(case_id: str, verdicts: dict[str, list[bool]]) -> list[dict[str, Any]]:
+def follow_ups(case_id: str, verdicts: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """The case's follow-ups judged `verdicts`: True, False, or "U" for a judgment that did not parse."""
     return [
-        {**FOLLOW_UP, "index": index, "core": core, "correct": verdict, "judge_reason": f"verdict {verdict}"}
+        {**FOLLOW_UP, "index": index, "core": core, "judge_reason": f"verdict {verdict}",
+         **({"correct": None, "judge_status": "unparseable"} if verdict == "U" else {"correct": verdict})}
         for index, (core, verdict) in enumerate(zip(CORE[case_id], verdicts[case_id], strict=True))
-    ]
+    ]  # fmt: skip
 
 
-def fqr(case_id: str, verdicts: dict[str, list[bool]]) -> float:
-    weights = [2.0 if core else 1.0 for core in CORE[case_id]]
-    return sum(w for w, v in zip(weights, verdicts[case_id], strict=True) if v) / sum(weights)
+def fqr(case_id: str, verdicts: dict[str, list[Any]]) -> float | None:
+    weights, graded = [2.0 if core else 1.0 for core in CORE[case_id]], verdicts[case_id]
+    judged = [(w, v) for w, v in zip(weights, graded, strict=True) if v != "U" and v is not None]
+    return sum(w for w, v in judged if v) / sum(w for w, _ in judged) if judged else None
 
 
 def judged(
@@ -115,6 +118,27 @@ def test_fqr_is_the_panels_beside_each_judges(panel_runs: list[Path]) -> None:
         ["alpha", "x/judge-b", "2", "2", "20.0 (1 of 5)", ""],
         ["alpha", "panel", "", "2", "", "40.0 (2 of 5)"],
     ]
+
+
+def test_a_follow_up_one_judge_could_not_grade_has_no_panel_verdict_and_counts_as_unparseable(
+    tmp_path: Path,
+) -> None:
+    """The source's judge says correct to c1's first follow-up (core) and judge-b's reply did not parse: with
+    two judges the panel's verdict is the lower vote, so dropping the missing one would make it correct.
+    It has none: c1's FQR is the panel's over its other follow-ups (judge-b says both wrong: 0 / 2)."""
+    source = judged(make_run(tmp_path, "r1", ["alpha"]), "r1", "threadmed/consult-judge", SOURCE)
+    unread_first = {"c1": ["U", False, False], "c2": [True, True]}
+    runs = [source, judged(source, "r2", "x/judge-b", unread_first)]
+    rows = {row["case_id"]: row for row in load_runs(runs).scores if row["model"] == "alpha"}
+    c1 = rows["c1"]
+    assert [(turn["correct"], turn["judge_status"]) for turn in c1["follow_ups"]] == [
+        (None, "unparseable"),
+        (False, "ok"),
+        (False, "ok"),
+    ]
+    assert (c1["fqr"], c1["fqr_judged"], c1["fqr_unparseable"]) == (0.0, 2, 1)
+    metrics = compute_metrics(load_runs(runs), SETTINGS)[0]
+    assert metrics["models"]["alpha"]["fqr"]["mean"] == pytest.approx((0.0 + 1 / 3) / 2)
 
 
 def test_a_judge_at_two_temperatures_is_one_judge_with_two_samples(tmp_path: Path) -> None:

@@ -40,6 +40,15 @@ def test_no_answer_is_scored_as_an_empty_prediction():
     assert score_outcome(outcome) == CaseScore(0.0, 0.0, 0.0, 0.0, 0, 1, 0, False)
 
 
+@pytest.mark.parametrize("status", ["no_answer", "unparseable"])
+def test_a_case_with_no_gold_code_and_no_readable_answer_scores_nothing(status):
+    """An empty gold with an empty prediction is perfect only when the model gave that answer: without a
+    readable one it failed the task."""
+    unanswered, answered = (CaseOutcome("c1", 0, given, (), ()) for given in (status, "answered"))
+    assert score_outcome(unanswered) == CaseScore(0.0, 0.0, 0.0, 0.0, 0, 0, 0, True)
+    assert score_outcome(answered) == CaseScore(1.0, 1.0, 1.0, 1.0, 0, 0, 0, True)
+
+
 def test_an_unparseable_final_answer_is_scored_as_an_empty_prediction_and_counted_apart():
     outcomes = [
         CaseOutcome("c1", 0, "unparseable", (), (SINUSITIS,), n_questions=4),

@@ -30,8 +30,9 @@ JUDGE_B = {"c1": [1, 0.5, 0], "c2": [0.5, 1, 1, 0], "c3": [0, 0, 1, 0]}
 JUDGE_B_EPOCH_1 = {"c1": [1, 0.5, 0.5], "c2": [0.5, 1, 1, 0], "c3": [0, 0.5, 1, 0]}
 JUDGE_C = {"c1": [1, 0.5, 0.5], "c2": [0.5, 0.5, 1, 1], "c3": [0.5, 0.5, 0, 0]}
 # judge-b's grade is the lower of its two epochs': c1 [1, .5, 0], c2 [.5, 1, 1, 0], c3 [0, 0, 1, 0].
-# The panel's, the median of (gpt-4o, judge-b, judge-c) per turn, the lower middle of two at c3/2:
-PANEL = {"c1": [1, 0.5, 0], "c2": [0.5, 1, 1, 1], "c3": [0.5, 0, 0, 0]}
+# The panel's, the median of (gpt-4o, judge-b, judge-c) per turn; none at c3/2, whose gpt-4o judgment is
+# unparseable (a missing vote could be any grade), so that turn is counted unparseable:
+PANEL = {"c1": [1, 0.5, 0], "c2": [0.5, 1, 1, 1], "c3": [0.5, 0, "U", 0]}
 
 
 def with_call_keys(run: Path) -> Path:
@@ -108,10 +109,10 @@ def panel(panel_runs: list[Path]) -> dict[str, Any]:
 
 def test_the_headline_metrics_are_the_panels(panel: dict[str, Any]) -> None:
     overall = panel["models"]["alpha"]["baseline"]["overall"]
-    # PANEL: 11 graded turns summing to 5.5; 4 correct, 3 partial, 4 wrong.
-    assert (overall["n"], overall["n_unscored"], overall["mean"]) == (11, 0, 50.0)
+    # PANEL: 10 graded turns summing to 5.5 and c3/2 unscored; 4 correct, 3 partial, 3 wrong.
+    assert (overall["n"], overall["n_unscored"], overall["mean"]) == (10, 1, pytest.approx(55.0))
     assert (overall["correct_pct"], overall["partial_pct"], overall["wrong_pct"]) == pytest.approx(
-        (400 / 11, 300 / 11, 400 / 11)
+        (40.0, 30.0, 30.0)
     )
     assert panel["judge"]["model"] == "judge panel: openai/gpt-4o, x/judge-b, x/judge-c"
     assert panel["judge"]["cost_usd"] == pytest.approx(11 * 0.01 + 3 * 11 * 0.02)
@@ -165,8 +166,8 @@ def test_a_judges_epochs_give_its_drift_and_count_as_one_judge(panel: dict[str, 
 def test_a_judge_at_two_temperatures_is_one_judge_with_two_samples(tmp_path: Path) -> None:
     """judge-b at temperature 0 and at 0.7 (both epoch 0) is one judge: its vote is the lower middle of its
     two samples (c1 [1, .5, 0], c2 [.5, 1, 1, 0], c3 [0, 0, 1, 0]), so the panel, the lower of gpt-4o's and
-    judge-b's grades, is c1 [1, 0, 0], c2 [.5, 1, .5, 0], c3 [0, 0, 1, 0]: 4 over 11 turns. Counted as two
-    judges, judge-b would outvote gpt-4o (the median of three: 5 over 11)."""
+    judge-b's grades, is c1 [1, 0, 0], c2 [.5, 1, .5, 0], c3 [0, 0, U, 0] (gpt-4o's c3/2 is unparseable):
+    3 over 10 turns. Counted as two judges, judge-b would outvote gpt-4o (the median of three: 4 over 10)."""
     source = with_call_keys(make_run(tmp_path, ALPHA, run_id="r1"))
     runs = [
         source,
@@ -174,7 +175,7 @@ def test_a_judge_at_two_temperatures_is_one_judge_with_two_samples(tmp_path: Pat
         rejudge(source, "r3", "x/judge-b", JUDGE_B_EPOCH_1, params={"temperature": 0.7}),
     ]
     metrics = compute_metrics(load_runs(runs), SETTINGS)[0]
-    assert metrics["models"]["alpha"]["baseline"]["overall"]["mean"] == pytest.approx(400 / 11)
+    assert metrics["models"]["alpha"]["baseline"]["overall"]["mean"] == pytest.approx(30.0)
     judges = [(judge["label"], judge["samples"], judge["runs"]) for judge in metrics["judge_panel"]["judges"]]
     assert judges == [
         ("openai/gpt-4o", ["epoch 0"], ["r1"]),
@@ -222,7 +223,7 @@ def test_the_panel_report_files(panel_runs: list[Path], tmp_path: Path) -> None:
         ("openai/gpt-4o", 10, 1, None, None),
         ("x/judge-b", 11, 2, 2, None),
         ("x/judge-c", 11, 1, None, None),
-        ("panel", 11, None, None, 7),
+        ("panel", 10, None, None, 7),
     ]
     pairs = pq.read_table(report_dir / "stats_judge_pairs.parquet").to_pylist()
     assert [(row["judge_a"], row["judge_b"], row["exact_pct"]) for row in pairs][:2] == [
@@ -235,7 +236,7 @@ def test_the_panel_report_files(panel_runs: list[Path], tmp_path: Path) -> None:
     assert (
         "| alpha | baseline | x/judge-b | 2 | 11 | 45.5 [" in markdown and "| 18.2 (2 of 11) |  |" in markdown
     )
-    assert "| alpha | baseline | panel |  | 11 | 50.0 [" in markdown and "| 70.0 (7 of 10) |" in markdown
+    assert "| alpha | baseline | panel |  | 10 | 55.0 [" in markdown and "| 70.0 (7 of 10) |" in markdown
     assert "| alpha | baseline | c2 | 3 | 1.0 | 0.0 | 1.0 | 1.0 |" in markdown
     page = (report_dir / "index.html").read_text()
     assert 'id="table-judge-panel"' in page and 'id="table-judge-disagreements"' in page
@@ -355,7 +356,7 @@ def test_the_terminal_shows_each_judges_mean_by_key(panel: dict[str, Any]) -> No
     table = panel_summary_table(panel)
     assert table is not None
     assert table.columns == ["Model", "Condition", "J1", "J2", "J3", "Panel", "Judges differ %"]
-    assert table.rows == [["alpha", "baseline", "45.0", "45.5", "54.5", "50.0", "70.0 (7 of 10)"]]
+    assert table.rows == [["alpha", "baseline", "45.0", "45.5", "54.5", "55.0", "70.0 (7 of 10)"]]
     assert table.caption.startswith(
         "J1 = openai/gpt-4o (1 sample); J2 = x/judge-b (2 samples, drift 18.2 (2 of 11)); "
         "J3 = x/judge-c (1 sample)."
@@ -365,7 +366,7 @@ def test_the_terminal_shows_each_judges_mean_by_key(panel: dict[str, Any]) -> No
 def test_judges_with_no_turn_in_common_have_undefined_agreement_not_a_dash(tmp_path: Path) -> None:
     """judge-b's every judgment is unparseable: it and gpt-4o graded no turn in common, so their exact
     agreement and how often they differ are undefined, with the reason, in metrics.json, the stats tables and
-    report.md."""
+    report.md, and no turn has a panel grade."""
     source = with_call_keys(make_run(tmp_path / "runs", ALPHA, run_id="r1"))
     unread = {thread: ["U"] * len(grades) for thread, grades in JUDGE_B.items()}
     runs = [source, rejudge(source, "r2", "x/judge-b", unread)]
@@ -383,4 +384,6 @@ def test_judges_with_no_turn_in_common_have_undefined_agreement_not_a_dash(tmp_p
     assert (pair["exact_pct"], pair["exact_pct_undefined"]) == (None, nobody)
     markdown = (report_dir / "report.md").read_text()
     assert f"| alpha | baseline | openai/gpt-4o = x/judge-b | 0 | {nobody} |" in markdown
-    assert "| alpha | baseline | panel |  | 10 | 45.0 [" in markdown and f"|  | {nobody} |" in markdown
+    # No turn has both judges' grades, so none has the panel's: a missing vote could be any grade.
+    assert f"| alpha | baseline | panel |  | 0 | — |  | {nobody} |" in markdown
+    assert metrics["models"]["alpha"]["baseline"]["overall"]["n_unscored"] == 11
