@@ -7,13 +7,15 @@ that is only a grade. Anything else stating the field (`Score: 1/10`, `score: 1 
 different grades, a duplicated key) makes the reply unparseable: a misread grade would be a fake score,
 while an unparseable one is asked again, then excluded and counted, never scored 0.
 
-A grade stated any other way outside the JSON must agree with it too, and is never the grade alone: under
-the field's name or another name for a grade (`Grade: 0`, `Score (0-1): 0`, `Score for turn 2: 0`,
-`score 0`, `<score>0</score>`), as the rubric's word for a grade (`The answer is incorrect.`), or alone on
-a line. A JSON value holding an object is read apart from the prose around it, as a line of its own. The
-reply is read after Unicode NFKC normalisation, so a full-width `ＳＣＯＲＥ： ０` is `SCORE: 0`. A clinical
-score in the judge's notes that happens to be on the scale (`Wells score 0`) costs a re-ask, never a wrong
-grade.
+A grade stated any other way must agree with it too, and is never the grade alone: under the field's name
+or another name for a grade (`Grade: 0`, `Score (0-1): 0`, `Score for turn 2: 0`, `score 0`,
+`<score>0</score>`, `the score should be 0.5`, `Revised score -> 0`, `Verdict: incorrect`), a number on a
+yes/no scale being off it (`Score: 0` beside `"correct": true`), as the rubric's word for a grade (`The
+answer is incorrect.`), alone on a line, or in the JSON under another key naming a grade (`"REVISED_SCORE":
+0`, `"final_grade": 0`, `"revised_correct": false`). A JSON value holding an object is read apart from the
+prose around it, as a line of its own. The reply is read after Unicode NFKC normalisation, so a full-width
+`ＳＣＯＲＥ： ０` is `SCORE: 0`. A clinical score in the judge's notes that happens to be on the scale (`Wells
+score 0`) costs a re-ask, never a wrong grade.
 
 Every reply gets a `Verdict` or an `Unparseable` naming why, in time linear in its length: the JSON is
 found by `tasks/core/json_text.scan_json` (a reply whose scan stopped at its token budget, or that nests
@@ -108,7 +110,8 @@ class Scale:
                 # (`for turn 2`, only before a colon)
                 r"(?:[ \t]*+(?:\([^()\n]{0,40}+\)|\[[^\[\]\n]{0,40}+\]"
                 r"|for\b[^:=\n]{0,40}?(?=\*{0,40}+[ \t]{0,40}+[:=])))?"
-                rf"\**+[ \t]*+(?P<separator>[:=>]|\bis\b|\bof\b|)\**+[ \t]*+(?P<value>{self.token})"
+                rf"\**+[ \t]*+(?P<separator>{_SEPARATORS}|\bis\b|\bof\b|)\**+[ \t]*+"
+                rf"(?P<value>{self.token}|{_NUMBER})"
                 r"(?P<other_scale>[ \t]*+(?:/|\bout[ \t]++of\b)[ \t]*+\d)?",
                 flags=re.IGNORECASE,
             ),
@@ -119,6 +122,13 @@ class Scale:
                 rf"(?P<word>{words})[ \t]*+(?:[.;!]|$)",
                 flags=re.IGNORECASE | re.MULTILINE,
             ),
+            # The rubric's word for a grade under a grade's name (`Verdict: incorrect`, `Grade: partially
+            # correct.`), a whole clause.
+            "stated_word": re.compile(
+                rf"(?<![\w\"'])(?:{name}|{_GRADE_NAMES})(?![\w\"'])\**+[ \t]*+(?:{_SEPARATORS})\**+[ \t]*+"
+                rf"(?P<negation>not[ \t]++)?(?P<word>{words})\**+[ \t]*+(?:[.;!]|$)",
+                flags=re.IGNORECASE | re.MULTILINE,
+            ),
         }
         object.__setattr__(self, "_patterns", patterns)
 
@@ -126,6 +136,11 @@ class Scale:
 _NUMBER = r"[-+]?+(?:\d++(?:\.\d*+)?+|\.\d++)"
 # Names a judge may state its grade under besides the rubric's field.
 _GRADE_NAMES = "score|grade|rating|verdict"
+# What joins a grade's name to the grade it states as a label would (`Score: 0`, `score -> 0`, `score - 0`,
+# `the score should be 0`, `revise the score to 0`); `is` and `of` join it only to a grade of the scale.
+_SEPARATORS = r"[:=>]|->|[-\u2013\u2014](?=[ \t])|\bto\b|\b(?:should|would|must)[ \t]++be\b"
+# Where a JSON key splits into words: `REVISED_SCORE`, `final-grade`, `finalScore`.
+_KEY_WORD_BREAK = re.compile(r"[^A-Za-z0-9]++|(?<=[a-z0-9])(?=[A-Z])")
 _REASON_FIELD = re.compile(r"\breason\b[\"']?+\s*+[:=]\s*+[\"']?+([^\"'\n]++)", flags=re.IGNORECASE)
 
 # A grade claim found in JSON: the grade (None when it is off the scale) and the reason given beside it.
@@ -197,7 +212,8 @@ def read_verdict(text: str | None, scale: Scale, finish_reason: str | None = Non
         claimed = {bare}
     if not json_claims and not claimed:
         return Unparseable("no_grade")
-    grades = {grade for grade, _ in json_claims} | claimed | _stated_grades(prose, scale)
+    stated = _stated_grades(prose, scale) | {grade for obj in objects for grade in _json_stated(obj, scale)}
+    grades = {grade for grade, _ in json_claims} | claimed | stated
     if None in grades:
         return Unparseable("off_scale")
     if len(grades) != 1:
@@ -296,21 +312,56 @@ def _stated_grades(prose: str, scale: Scale) -> set[Any | None]:
         for found in patterns["stated"].finditer(prose)
     }
     for name, separator, value, other_scale in stated:
-        named_by_label = separator in (":", "=", ">")
+        named_by_label = separator.lower() not in ("", "is", "of")
         if not named_by_label and name.lower() != scale.field.lower() and separator != "is":
             continue  # "a grade 1 sprain", "rating of 2 stars": not a grade of the rubric
         grade = None if other_scale else scale.grade(value)
         if grade is not None or named_by_label or other_scale:
             grades.add(grade)
     for negation, word in {
-        found.group("negation", "word") for found in patterns["grade_word"].finditer(prose)
+        found.group("negation", "word")
+        for pattern in ("grade_word", "stated_word")
+        for found in patterns[pattern].finditer(prose)
     }:
         grade = scale.grade_words[word.lower()]
         if not negation:
             grades.add(grade)
         elif scale.negatable:
             grades.add(not grade)
+        else:
+            grades.add(None)  # "not partially correct" names no grade of a numeric scale
     return grades
+
+
+def _json_stated(value: Any, scale: Scale) -> set[Any | None]:
+    """The grades a decoded JSON value states under keys other than the field that name a grade
+    (`REVISED_SCORE`, `final_grade`, `revised_correct`): a number or boolean (None when it is off the scale),
+    or text that is a whole grade or the rubric's word for one; other text is not a grade, and nested values
+    are read in turn."""
+    if isinstance(value, list) and not isinstance(value, _Pairs):
+        return {grade for item in value for grade in _json_stated(item, scale)}
+    if not isinstance(value, _Pairs):
+        return set()
+    names = {scale.field.lower(), *_GRADE_NAMES.split("|")}
+    grades: set[Any | None] = set()
+    for key, item in value:
+        words = {word.lower() for word in _KEY_WORD_BREAK.split(str(key))}
+        if isinstance(item, list | _Pairs):
+            grades |= _json_stated(item, scale)
+        elif str(key).strip().lower() != scale.field.lower() and words & names:
+            grades |= _stated_value(item, scale)
+    return grades
+
+
+def _stated_value(item: Any, scale: Scale) -> set[Any | None]:
+    if isinstance(item, bool | int | float):
+        return {scale.grade(item)}
+    if not isinstance(item, str):
+        return set()
+    text = item.strip().rstrip(".").lower()
+    if text in scale.grade_words:
+        return {scale.grade_words[text]}
+    return {scale.grade(text)} if re.fullmatch(rf"(?:{scale.token}|{_NUMBER})", text) else set()
 
 
 def _bare_grade(text: str, scale: Scale) -> Any | None:

@@ -71,6 +71,14 @@ REPLIES = {
         'The answer is partly correct.\n{"correct": false}',
         Verdict(False, None),
     ),
+    # A number under a grade's name is off a yes/no scale; a grade under another name or key must agree.
+    "number-label-beside-json": ('{"correct": true, "reason": "x"}\nScore: 0', None),
+    "grade-label-beside-label": ("correct: yes\nGrade: 0", None),
+    "verdict-word-contradicts": ('{"correct": true}\nVerdict: incorrect', None),
+    "negated-verdict-word-contradicts": ('{"correct": true}\nVerdict: not correct', None),
+    "verdict-word-agrees": ('{"correct": false, "reason": "x"}\nVerdict: incorrect.', Verdict(False, "x")),
+    "revised-key-contradicts": ('{"correct": true, "revised_correct": false}', None),
+    "verdict-key-agrees": ('{"correct": true, "verdict": "correct", "reason": "r"}', Verdict(True, "r")),
     "empty": ("", None),
     "none": (None, None),
 }
@@ -232,7 +240,7 @@ def test_no_pattern_of_a_scale_can_backtrack_into_an_unbounded_repeat():
 
 
 # Each pattern searches the (normalised) reply once, and the label value is matched on each label's line.
-PASSES = 9
+PASSES = 10
 
 
 @given(hostile_texts)
