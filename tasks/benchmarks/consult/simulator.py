@@ -4,7 +4,9 @@ Each question is mapped to its nearest question template (`TemplateSpace.match`)
 template not yet revealed are revealed (all of them, or the first `per_turn` in case order) and answered
 with their KB response patterns: `positive` filled with the value when the AIU is present, `negative` when
 it is ruled out. A question matching no template gets "I'm not sure."; a matched template with nothing
-left to reveal gets "No, nothing like that." (spec: The episode, 1). The revealed set is kept across turns.
+left to reveal gets "No, nothing like that." when the case has nothing present under it (no AIU, or only
+ruled-out ones), and "I'm not sure." when it has (asked again after a present finding was revealed, a
+"No" would deny it) (spec: The episode, 1). The revealed set is kept across turns.
 """
 
 import functools
@@ -78,6 +80,7 @@ class Simulator:
             if aiu_type is None:
                 raise ValueError(f"case {case.case_id}: unknown AIU type '{aiu.aiu_id}'")
             self._by_template.setdefault(aiu.template, []).append((aiu.aiu_id, aiu_sentence(aiu_type, aiu)))
+        self._templates_with_findings = {aiu.template for aiu in case.aius if aiu.present}
 
     def opening(self) -> str:
         return self.case.opening
@@ -88,7 +91,8 @@ class Simulator:
             return SimulatorReply(NOT_SURE, None, (), True)
         pending = [item for item in self._by_template.get(template, ()) if item[0] not in self.revealed]
         if not pending:
-            return SimulatorReply(NOTHING_LIKE_THAT, template, (), True)
+            deflection = NOT_SURE if template in self._templates_with_findings else NOTHING_LIKE_THAT
+            return SimulatorReply(deflection, template, (), True)
         released = pending[: self.per_turn] if self.per_turn else pending
         self.revealed.update(aiu_id for aiu_id, _ in released)
         text = " ".join(sentence for _, sentence in released)

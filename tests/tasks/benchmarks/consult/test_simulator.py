@@ -53,9 +53,25 @@ def test_per_turn_releases_one_aiu_a_question_and_keeps_the_revealed_set():
         SimulatorReply("I've had a cough for 3 days.", "respiratory", ("cough",), False),
         SimulatorReply("I'm bringing up yellow phlegm.", "respiratory", ("productive_sputum",), False),
         SimulatorReply("No wheezing.", "respiratory", ("wheeze",), False),
-        SimulatorReply("No, nothing like that.", "respiratory", (), True),
+        # Nothing left to tell, but the patient has a cough: "No" would deny what it said.
+        SimulatorReply("I'm not sure.", "respiratory", (), True),
     ]
     assert patient.revealed == {"cough", "productive_sputum", "wheeze"}
+
+
+def test_a_template_asked_again_is_nothing_like_that_only_when_the_case_has_nothing_present_under_it():
+    patient = simulator()
+    assert [patient.answer(question) for question in (FEVER, FEVER, RESPIRATORY, RESPIRATORY)] == [
+        SimulatorReply("No, no fever.", "fever_chills", ("fever",), False),
+        SimulatorReply("No, nothing like that.", "fever_chills", (), True),
+        SimulatorReply(
+            "I've had a cough for 3 days. I'm bringing up yellow phlegm. No wheezing.",
+            "respiratory",
+            ("cough", "productive_sputum", "wheeze"),
+            False,
+        ),
+        SimulatorReply("I'm not sure.", "respiratory", (), True),
+    ]
 
 
 def test_a_ruled_out_aiu_is_answered_with_its_negative_pattern():
