@@ -153,10 +153,13 @@ def _form_strength(
     if unit not in COUNT_FORMS and not volume:
         return None
     if item.strength is not None and item.strength_unit is not None:
+        # The plan's own strength or none: one that does not fit the form ("120 mg/5 ml" for tablets) is
+        # no reason to take the KB's standard one instead.
         mass, per_ml, _ = item.strength_unit.partition("/ml")
         amount = normalise_dose(item.strength, mass, to_unit) if bool(per_ml) == volume else None
-        if amount is not None:
-            return (amount, amount), f"{number_text(item.strength)} {item.strength_unit}"
+        if amount is None:
+            return None
+        return (amount, amount), f"{number_text(item.strength)} {item.strength_unit}"
     # A tablet and a capsule of a drug come in the same strengths: either stands for the other when the KB
     # lists only one.
     forms = ["ml"] if volume else [unit, *_SOLID_FORMS.get(unit, ())]
@@ -236,6 +239,9 @@ def read_dose(value: Any) -> Dose:
             dose, unit, strength = float(count), rest.unit, (dose, canonical_unit(unit))
         else:  # "2 x 500 mg": two lots of 500 mg
             dose *= float(count)
+    if count is None and strength is not None and _UNIT_SIZES.get(canonical_unit(unit), ("",))[0] == "mass":
+        # "1 g, 2 g": a mass is no form a strength is per, so the second amount is another dose
+        return Dose(None, problem=f"'{value}': a second amount after {number_text(dose)} {unit}")
     dose *= rest.times
     if not (math.isfinite(dose) and (strength is None or math.isfinite(strength[0]))):
         return Dose(None, problem=f"'{value}' is not a dose")
@@ -262,7 +268,9 @@ def _read_rest(text: str, position: int, unit_wanted: bool) -> _Rest:
                 return rest._replace(problem=f"'{word.group(1)}' is a second unit")
             position = word.end()
         elif rest.strength is None and (strength := _STRENGTH.match(text, position)):
-            rest, position = rest._replace(strength=_strength_of(strength)), strength.end()
+            if (read := _strength_of(strength)) is None:  # "(0 mg each)", "(1e999 mg each)"
+                return rest._replace(problem=f"'{strength.group()}' is not a strength")
+            rest, position = rest._replace(strength=read), strength.end()
         elif nostrils := _BOTH_NOSTRILS.match(text, position):
             rest, position = rest._replace(times=2.0), nostrils.end()
         elif filler := _DOSE_FILLER.match(text, position):
@@ -324,4 +332,7 @@ def read_unit(value: Any) -> tuple[str, tuple[float, str] | None, str | None]:
     unit = " ".join(_UNIT_FILLER.sub(" ", rest).split())
     if unit and canonical_unit(unit) not in _UNIT_ALIASES:
         return unit, None, f"'{value}' is not a unit"
-    return unit, _strength_of(strength) if strength else None, None
+    read = _strength_of(strength) if strength else None
+    if strength and read is None:  # "tablets (0 mg)"
+        return unit, None, f"'{strength.group()}' in '{value}' is not a strength"
+    return unit, read, None

@@ -286,8 +286,11 @@ def _skip_separators(text: str, position: int) -> int:
 
 def plain(text: str) -> str:
     """Lower case, number words as digits, thousands commas and abbreviation dots gone ("b.i.d." -> "bid"),
-    dashes as "-"."""
+    a decimal comma before a unit a decimal point ("1,5 g" -> "1.5 g"), a number's leading point kept
+    (".5 g" -> "0.5 g": dropping it would read 5 g), dashes as "-"."""
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text.lower())
+    text = re.sub(r"(?<=\d),(?=\d{1,2}[ \t]*+[a-zµμ])", ".", text)
+    text = re.sub(r"(?<!\d)\.(?=\d)", "0.", text)
     text = re.sub(r"\.(?!\d)|(?<!\d)\.", "", re.sub(r"[\u2010-\u2015]", "-", text))
     text = _NUMBER_WORD.sub(lambda match: _NUMBER_WORDS[match.group(1)], text.replace(",", " "))
     return " ".join(text.split())

@@ -27,12 +27,13 @@ from tasks.benchmarks.consult.doses import (
     canonical_unit,
     find_strength,
     normalise_dose,
+    number_text,
     read_dose,
     read_strength,
     read_unit,
 )
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
-from tasks.benchmarks.consult.frequency import read_frequency
+from tasks.benchmarks.consult.frequency import Frequency, read_frequency
 from tasks.benchmarks.consult.kb.icd11 import DEFAULT_THRESHOLD, normalise_drug_name
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.resolve import resolve_drug
@@ -139,12 +140,9 @@ def _plan_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tuple[Pl
 def _plan_item(entry: dict[str, Any], drug: str, kb: KnowledgeBase, threshold: float) -> PlanItem:
     """One item, every field read or its problem kept in `unreadable`."""
     problems: list[tuple[str, str]] = []
-    written_frequency = entry.get("frequency_per_day")
-    if written_frequency is None:
-        written_frequency = entry.get("frequency")
     dose = read_dose(entry.get("dose"))
     unit, strength_in_unit, unit_problem = read_unit(entry.get("unit"))
-    frequency = read_frequency(written_frequency)
+    frequency = _item_frequency(entry, problems)
     stated_strength = read_strength(entry.get("strength"), entry.get("strength_unit"))
     for field, problem in (("dose", dose.problem), ("unit", unit_problem), ("frequency", frequency.problem)):
         if problem is not None:
@@ -163,7 +161,13 @@ def _plan_item(entry: dict[str, Any], drug: str, kb: KnowledgeBase, threshold: f
     dose_unit = unit or dose.unit or None
     if frequency.max_amount is not None:
         per_day = _capped_by_amount(per_day, frequency.max_amount, dose.dose, dose_unit, problems)
-    strength = stated_strength or dose.strength or strength_in_unit or find_strength(drug)
+    strengths = [
+        found for found in (stated_strength, dose.strength, strength_in_unit, find_strength(drug)) if found
+    ]
+    strength = strengths[0] if strengths else None
+    if any(not _same_strength(strength, other) for other in strengths[1:]):
+        shown = " and ".join(dict.fromkeys(f"{number_text(amount)} {unit}" for amount, unit in strengths))
+        problems.append(("strength", f"the item gives different strengths: {shown}"))
     days = _positive_number(entry.get("days"))
     route = entry.get("route")
     resolution = resolve_drug(kb, drug, threshold)
@@ -181,6 +185,45 @@ def _plan_item(entry: dict[str, Any], drug: str, kb: KnowledgeBase, threshold: f
         as_needed=frequency.as_needed,
         unreadable=tuple(problems),
     )
+
+
+# The keys a plan item may give its doses a day in; each one given must read, and all alike.
+FREQUENCY_KEYS = ("frequency_per_day", "frequency")
+
+
+def _item_frequency(entry: dict[str, Any], problems: list[tuple[str, str]]) -> Frequency:
+    """The item's doses a day from whichever of FREQUENCY_KEYS it gives (blank is not given); when it gives
+    both, they must read alike, or the frequency is not read."""
+    written = {
+        key: entry[key]
+        for key in FREQUENCY_KEYS
+        if entry.get(key) is not None and not (isinstance(entry[key], str) and not entry[key].strip())
+    }
+    read = {key: read_frequency(value) for key, value in written.items()}
+    if len(read) < 2:
+        return next(iter(read.values()), read_frequency(None))
+    (first, one), (second, other) = read.items()
+    if (
+        one.problem is None
+        and other.problem is None
+        and (one.per_day, one.as_needed) != (other.per_day, other.as_needed)
+    ):
+        problems.append(
+            ("frequency", f"{first} {json.dumps(written[first], default=str)} and {second} "
+             f"{json.dumps(written[second], default=str)} differ")
+        )  # fmt: skip
+    return one if one.problem is not None else other
+
+
+def _same_strength(one: tuple[float, str] | None, other: tuple[float, str]) -> bool:
+    """Whether two strengths are the same amount per the same thing (500 mg and 0.5 g are)."""
+    if one is None:
+        return False
+    (amount, unit), (other_amount, other_unit) = one, other
+    mass, per_ml, _ = unit.partition("/ml")
+    other_mass, other_per_ml, _ = other_unit.partition("/ml")
+    converted = normalise_dose(amount, mass, other_mass) if per_ml == other_per_ml else None
+    return converted is not None and math.isclose(converted, other_amount, rel_tol=1e-9)
 
 
 def _capped_by_amount(

@@ -92,11 +92,8 @@ def dosed(dose, unit, **fields):
             dosed(5, "ml", strength=24, strength_unit="mg/ml"), "mg", (), None,
             DoseAmount(120.0, 120.0, "5 ml x 24 mg/ml"),
         ),
-        # a per-tablet strength does not fit a liquid: the KB's liquid strengths are used
-        (
-            dosed(5, "ml", strength=200, strength_unit="mg"), "mg", IBUPROFEN, None,
-            DoseAmount(100.0, 200.0, "5 ml x 20/40 mg/ml"),
-        ),
+        # a per-tablet strength does not fit a liquid: no amount, never the KB's strengths for the plan's
+        (dosed(5, "ml", strength=200, strength_unit="mg"), "mg", IBUPROFEN, None, None),
         (dosed(15, "mg/kg"), "mg", (), 20, DoseAmount(300.0, 300.0, "15 mg/kg x 20 kg")),
         (dosed(3, "mg"), "mg/kg", (), 20, DoseAmount(0.15, 0.15, "3 mg / 20 kg")),
         (dosed(0.15, "mg/kg"), "mg/kg", (), 20, DoseAmount(0.15, 0.15, "0.15 mg/kg")),
@@ -161,12 +158,21 @@ def test_daily_amount(item, to_unit, standard, expected):
         ("500 mg qds", Dose(500.0, "mg", per_day=4.0)),
         # issue 32: "1000e1" was read as 1000
         ("1000e1", Dose(10000.0)),
+        # a number's leading point and a decimal comma before a unit are read; neither was, ten times off
+        (".1 g", Dose(0.1, "g")),
+        ("1,5 g", Dose(1.5, "g")),
+        ("12,5 mg", Dose(12.5, "mg")),
         # what stays unread, with the reason
         ("some", Dose(None, problem="'some' gives no amount")),
         ("1000 mg extra", Dose(None, problem="'1000 mg extra': 'extra' is not read")),
         ("5 ml mg", Dose(None, problem="'5 ml mg': 'mg' is a second unit")),
         ("1 tablet-500 mg", Dose(None, problem="'1 tablet-500 mg': tablet and mg do not convert")),
         ("1e400", Dose(None, problem="'1e400': 1e400 is not a dose")),
+        # a strength that is none, or a second amount after a mass, leaves the dose unread
+        ("2 tablets (1e999 mg each)", Dose(None, problem="'2 tablets (1e999 mg each)': '1e999 mg' is not a "
+                                                         "strength")),
+        ("2 tablets (0 mg each)", Dose(None, problem="'2 tablets (0 mg each)': '0 mg' is not a strength")),
+        ("1 g, 2 g", Dose(None, problem="'1 g, 2 g': a second amount after 1 g")),
         ("0 mg", Dose(None, problem="'0 mg': 0 mg is not a dose")),
         (True, Dose(None, problem="True is not a dose")),
         ([500], Dose(None, problem="[500] is not a dose")),
@@ -235,6 +241,7 @@ def test_read_strength(value, unit, expected):
         ("mg", ("mg", None, None)),
         (None, ("", None, None)),
         ("tablets daily", ("tablets daily", None, "'tablets daily' is not a unit")),
+        ("tablets (0 mg)", ("tablets", None, "'0 mg' in 'tablets (0 mg)' is not a strength")),
         (5, ("", None, "5 is not a unit")),
     ],
 )

@@ -234,6 +234,20 @@ def test_the_same_plan_written_twice_is_one_plan(kb):
           "frequency": "after each loose stool, max 8 sachets a day"},
          {"dose": 200.0, "unit": "ml", "frequency_per_day": None, "as_needed": True,
           "unreadable": (("frequency", "the most a day, 8 sachets, is not in the dose's unit"),)}),
+        # both frequency keys are read and must agree: one was read, the other never looked at
+        ({"drug": "paracetamol", "dose": "1 g", "frequency_per_day": 2, "frequency": "every 2 hours"},
+         {"dose": 1.0, "unit": "g", "frequency_per_day": None,
+          "unreadable": (("frequency", 'frequency_per_day 2 and frequency "every 2 hours" differ'),)}),
+        ({"drug": "paracetamol", "dose": "1 g", "frequency_per_day": 4, "frequency": "qds"},
+         {"dose": 1.0, "unit": "g", "frequency_per_day": 4.0, "unreadable": ()}),
+        ({"drug": "paracetamol", "dose": "1 g", "frequency_per_day": "", "frequency": "bd"},
+         {"dose": 1.0, "unit": "g", "frequency_per_day": 2.0, "unreadable": ()}),
+        # strengths that differ are not settled by which key came first
+        ({"drug": "paracetamol", "dose": "3 tablets (500 mg each)", "strength": "250 mg", "frequency": "qds"},
+         {"dose": 3.0, "unit": "tablets", "frequency_per_day": 4.0,
+          "unreadable": (("strength", "the item gives different strengths: 250 mg and 500 mg"),)}),
+        ({"drug": "paracetamol 500 mg", "dose": "2 tablets", "strength": "0.5 g", "frequency": "qds"},
+         {"dose": 2.0, "unit": "tablets", "frequency_per_day": 4.0, "unreadable": ()}),
     ],
 )  # fmt: skip
 def test_every_field_is_read_whole_or_named_unread(kb, entry, expected):
