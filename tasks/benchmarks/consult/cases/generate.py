@@ -179,7 +179,8 @@ def generate_case(
         GoldDiagnosis(condition_id=c.id, icd11=c.icd11, title=c.title, core=c in core, severity=c.severity)
         for c in (*core, *non_core)
     )
-    builder = _AiuBuilder(kb, profile, rng)
+    names = [name for c in (*core, *non_core) for name in diagnosis_names(c)]
+    builder = _AiuBuilder(kb, profile, rng, names)
     for condition in core:
         builder.add_evidence(condition, keep_share=0.5 if difficulty == "hard" else 1.0)
     for condition in non_core:
@@ -189,7 +190,6 @@ def generate_case(
     competitors = [c for c in kb.conditions if c.department == primary.department and c.id not in gold_ids]
     for competitor in rng.sample(competitors, min(len(competitors), 1 if difficulty == "easy" else 2)):
         builder.add_ruling_out(competitor, gold_evidence)
-    names = [name for c in (*core, *non_core) for name in diagnosis_names(c)]
     builder.add_distractors(primary, gold_ids, {"easy": 1, "medium": 2, "hard": 3}[difficulty], names)
     builder.add_profile_facts()
     return ConsultCase(
@@ -289,10 +289,11 @@ def _compatible(first: Condition, second: Condition) -> bool:
 
 
 class _AiuBuilder:
-    """The case's AIUs in insertion order; the first of a type wins."""
+    """The case's AIUs in insertion order; the first of a type wins. `names` are the gold diagnoses' names,
+    which no sentence of the case may say."""
 
-    def __init__(self, kb: KnowledgeBase, profile: PatientProfile, rng: random.Random):
-        self.kb, self.profile, self.rng = kb, profile, rng
+    def __init__(self, kb: KnowledgeBase, profile: PatientProfile, rng: random.Random, names: list[str]):
+        self.kb, self.profile, self.rng, self.names = kb, profile, rng, names
         self.aius: dict[str, CaseAiu] = {}
 
     def add(self, aiu_id: str, present: bool, role: AiuRole) -> None:
@@ -384,7 +385,16 @@ class _AiuBuilder:
             return self.profile.sex
         if aiu_id == "current_medication":
             return " and ".join(self.profile.medications) + " every day"
-        return self.rng.choice(VALUES.get(aiu_id, TIME_PHRASES))
+        # A value must not make the reply name a gold diagnosis ("penicillin gives me hives" when urticaria is
+        # gold); the draw is unchanged for a case none of whose values would.
+        values = VALUES.get(aiu_id, TIME_PHRASES)
+        positive = self.kb.aiu_type(aiu_id).positive  # type: ignore[union-attr]
+        unsaid = [
+            value for value in values if not names_a_diagnosis(positive.replace("{value}", value), self.names)
+        ]
+        if not unsaid:
+            raise ValueError(f"every value of '{aiu_id}' names a gold diagnosis ({', '.join(self.names)})")
+        return self.rng.choice(unsaid)
 
 
 def _opening(kb: KnowledgeBase, primary: Condition, aius: dict[str, CaseAiu], names: list[str]) -> str:

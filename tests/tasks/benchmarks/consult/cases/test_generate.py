@@ -44,9 +44,10 @@ def test_the_same_settings_write_the_same_bytes_and_another_seed_differs(tmp_pat
     assert load_case_set(tmp_path / "a") == generate_cases(kb, SETTINGS)
 
 
-def test_every_generated_case_holds_together_and_names_no_diagnosis():
+@pytest.mark.parametrize("seed", [0, 1])  # seed 0 drew "penicillin gives me hives" for an urticaria case
+def test_every_generated_case_holds_together_and_names_no_diagnosis(seed):
     kb = load_kb()
-    for case in generate_cases(kb, CaseGenerationSettings(n=200)):
+    for case in generate_cases(kb, CaseGenerationSettings(n=100, seed=seed)):
         check_case(case, kb)
         ids = {aiu.aiu_id for aiu in case.aius}
         core = [kb.condition(g.condition_id) for g in case.core_gold]
@@ -58,9 +59,7 @@ def test_every_generated_case_holds_together_and_names_no_diagnosis():
         assert not names_a_diagnosis(case.opening, names), case.case_id
         patient = Simulator(case, kb, default_space())
         replies = [patient.answer(t.paraphrases[0]).text for t in default_space().catalogue.templates]
-        assert not any(names_a_diagnosis(text, [g.title for g in case.gold]) for text in replies), (
-            case.case_id
-        )
+        assert not any(names_a_diagnosis(text, names) for text in replies), case.case_id
         assert 1 <= len(case.follow_ups) - 1 <= 2 and case.follow_ups[0].kind == "constraint"
 
 
