@@ -200,10 +200,17 @@ def test_a_second_different_grade_on_any_line_of_a_reply_makes_it_unparseable(re
     scale = SCALES[scale_name]
     other = data.draw(st.sampled_from([grade for grade in WRITTEN[scale_name] if grade != verdict.grade]))
     words = [f"The answer is {word}." for word, grade in scale.grade_words.items() if grade == other]
+    words += [f"Verdict: {word}." for word, grade in scale.grade_words.items() if grade == other]
+    written = [value.strip('"') for value in WRITTEN[scale_name][other]]
+    # A grade revised in prose, or under another JSON key naming a grade.
+    revised = [f"{name}{joint}{value}" for name in ("Score", "Revised grade", "The final rating")
+               for joint in (": ", " -> ", " - ", " should be ", " to ") for value in written]  # fmt: skip
+    revised += [f'{{"revised_{scale.field}": {value}}}' for value in WRITTEN[scale_name][other]]
     second = data.draw(
         stated(scale_name, other).map(lambda form: form[0])
         | bare(scale_name, other, whole_reply=False)
         | st.sampled_from(words)
+        | st.sampled_from(revised)
     )
     lines.insert(data.draw(st.integers(0, len(lines))), second)
     assert isinstance(read_verdict("\n".join(lines), scale), Unparseable)
@@ -215,7 +222,8 @@ HOSTILE_PIECES = (
     "{", "[", "}", "]", '"', "'", ":", ",", " ", "\t", "\n", "*", "**", "0", "1", "0.5", ".", "/", "(0-1)",
     "score", "SCORE", '"score"', '"score":', "correct", '"correct": ', "true", "no", "reason", '"reason": "',
     "for turn ", "answer is ", "not ", "incorrect", "partially correct", "```", "<score>", "\ufdfa", "\uff11",
-    "e\u0301", '{"score": 1}', '{"correct": true}', "[[", "]]", "1" * 50,
+    "e\u0301", '{"score": 1}', '{"correct": true}', "[[", "]]", "1" * 50, "->", " - ", "should be ", " to ",
+    "verdict: ", '"revised_score": ',
 )  # fmt: skip
 hostile_texts = st.lists(
     st.tuples(st.sampled_from(HOSTILE_PIECES), st.integers(1, 400)).map(lambda piece: piece[0] * piece[1]),

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tasks.benchmarks.snomed.scoring import (
     CaseOutcome,
@@ -47,6 +49,15 @@ def test_a_case_with_no_gold_code_and_no_readable_answer_scores_nothing(status):
     unanswered, answered = (CaseOutcome("c1", 0, given, (), ()) for given in (status, "answered"))
     assert score_outcome(unanswered) == CaseScore(0.0, 0.0, 0.0, 0.0, 0, 0, 0, True)
     assert score_outcome(answered) == CaseScore(1.0, 1.0, 1.0, 1.0, 0, 0, 0, True)
+
+
+CODES = st.lists(st.sampled_from([SINUSITIS, BRONCHITIS, HYPERTENSION, ANEMIA]), max_size=3).map(tuple)
+
+
+@given(st.sampled_from(["no_answer", "unparseable"]), CODES, CODES)
+def test_an_interview_without_a_readable_answer_never_scores(status, predicted, gold):
+    score = score_outcome(CaseOutcome("c1", 0, status, predicted, gold))
+    assert (score.exact_match, score.precision, score.recall, score.f1, score.n_predicted) == (0, 0, 0, 0, 0)
 
 
 def test_an_unparseable_final_answer_is_scored_as_an_empty_prediction_and_counted_apart():
