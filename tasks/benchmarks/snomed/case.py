@@ -37,8 +37,9 @@ class PatientRecord(BaseModel, frozen=True):
     sex: Literal["female", "male"] | None
     conditions: tuple[RecordCondition, ...]
     observations: tuple[RecordObservation, ...]  # the latest value per kind before the reference date
-    medications: tuple[RecordItem, ...] = ()
-    allergies: tuple[RecordItem, ...] = ()
+    # None: the source does not say (no such section, or an item of it unread); () is a recorded "none".
+    medications: tuple[RecordItem, ...] | None = None
+    allergies: tuple[RecordItem, ...] | None = None
 
     def patient_record(self) -> "PatientRecord":
         """Only the record's fields (a Case's ids and gold codes left out)."""

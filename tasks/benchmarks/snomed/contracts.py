@@ -1,6 +1,8 @@
 """Tables of the SNOMED benchmark, defined once: the case set (`cases.parquet`, one row per case) and a
 run's conversations, predictions and scores."""
 
+from typing import Any
+
 import pyarrow as pa
 
 from tasks.benchmarks.snomed.case import Case
@@ -61,7 +63,15 @@ def cases_to_table(cases: list[Case]) -> pa.Table:
 
 def cases_from_table(table: pa.Table) -> list[Case]:
     """A table of the CASES schema -> Cases (the inverse of `cases_to_table`)."""
-    return [Case.model_validate(row) for row in table.to_pylist()]
+    return [Case.model_validate(_unrecorded_reference_sections(row)) for row in table.to_pylist()]
+
+
+def _unrecorded_reference_sections(row: dict[str, Any]) -> dict[str, Any]:
+    """Case sets written before a section could be None hold a reference case's medications and allergies
+    as empty lists; the reference format has neither, so they were never read: not recorded, not none."""
+    if row["source"] != "reference":
+        return row
+    return row | {field: row[field] or None for field in ("medications", "allergies")}
 
 
 # A run's tables (snomed.md, "Outputs"). Every row names the run, the model under test (the clinician),

@@ -112,8 +112,8 @@ def record_text(
     else:
         lines += [f"Health: {sentence}" for sentence in lay_conditions(record, disclosure, lexicon).sentences]
     others = [f"Latest {o.display}: {o.value}{' ' + o.unit if o.unit else ''}" for o in record.observations]
-    others += [f"Takes: {m.display}" for m in record.medications]
-    others += [f"Allergic to: {a.display}" for a in record.allergies]
+    others += [f"Takes: {m.display}" for m in record.medications or ()]
+    others += [f"Allergic to: {a.display}" for a in record.allergies or ()]
     if form == "lay" and disclosure == "symptoms":
         displays = {c.code: c.display for c in record.conditions}
         matcher = LeakMatcher(list(displays), list(displays.values()), leak_names_by_code(lexicon))

@@ -1,10 +1,12 @@
 """The offline patient: answers a clinician's question from the case record, in lay words, deterministically.
 
 The question is matched against a versioned lay lexicon (data/lay_lexicon_v<N>.yaml) of condition codes and
-observation kinds; the best one or two matches are answered, one short sentence each, and "I'm not sure."
-when nothing in the record matches. Disclosure `symptoms` never names a diagnosis (the lexicon's sentences
-are checked against the leak check in the tests); `history` adds what the patient was told it was. The same
-sentences are the LLM patient's conditions in its `lay` prompt form (`lay_conditions`).
+observation kinds; the best one or two matches are answered, one short sentence each (with a sentence saying
+there is more when more matched), and "I'm not sure." when nothing in the record matches. Medicines and
+allergies are all named, or denied only when the record holds the section (None: the source does not say).
+Disclosure `symptoms` never names a diagnosis (the lexicon's sentences are checked against the leak check
+in the tests); `history` adds what the patient was told it was. The same sentences are the LLM patient's
+conditions in its `lay` prompt form (`lay_conditions`).
 """
 
 import re
@@ -26,6 +28,10 @@ Disclosure = Literal["symptoms", "history"]
 PatientPromptForm = Literal["lay", "named"]
 NOT_SURE = "I'm not sure."
 MAX_ANSWERED_ITEMS = 2
+# Follows the first MAX_ANSWERED_ITEMS sentences when more matched: a finding left out of a short answer
+# must not read as denied, and a question about it alone gets its sentence.
+MORE_TO_TELL = "There's more, too; ask me about one thing at a time."
+MAX_NAMED_DIAGNOSES = 3
 LEXICON_VERSION = 1
 _WORD = re.compile(r"[a-z0-9]+")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
@@ -223,28 +229,41 @@ def _listed(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
+def _first_diagnoses(names: Sequence[str]) -> list[str]:
+    """The first MAX_NAMED_DIAGNOSES names and a count of the rest, so a long list never reads as whole."""
+    others = len(names) - MAX_NAMED_DIAGNOSES
+    if others <= 0:
+        return list(names)
+    return [*names[:MAX_NAMED_DIAGNOSES], f"{others} other condition{'s' if others > 1 else ''}"]
+
+
 def _record_matches(
     record: PatientRecord, question: str, disclosure: Disclosure, first_rank: int
 ) -> list[_Match]:
-    """Answers about the record as a whole: diagnoses (history only), medicines, allergies, age."""
+    """Answers about the record as a whole: diagnoses (history only), medicines and allergies (each only
+    when the record holds the section, every item named: safety facts), age."""
     answers = []
-    names = list(dict.fromkeys(normalise_display(c.display) for c in record.conditions))[:3]
+    names = list(dict.fromkeys(normalise_display(c.display) for c in record.conditions))
     if disclosure == "history" and names:
-        answers.append((_HISTORY_KEYWORDS, f"I was told I have {_listed(names)}."))
-    medicines = [normalise_display(m.display) for m in record.medications][:3]
-    answers.append(
-        (
-            _MEDICATION_KEYWORDS,
-            f"I take {_listed(medicines)}." if medicines else "I don't take any regular medicines.",
+        answers.append((_HISTORY_KEYWORDS, f"I was told I have {_listed(_first_diagnoses(names))}."))
+    if record.medications is not None:
+        medicines = [normalise_display(m.display) for m in record.medications]
+        answers.append(
+            (
+                _MEDICATION_KEYWORDS,
+                f"I take {_listed(medicines)}." if medicines else "I don't take any regular medicines.",
+            )
         )
-    )
-    allergies = [normalise_display(a.display) for a in record.allergies][:3]
-    answers.append(
-        (
-            _ALLERGY_KEYWORDS,
-            f"I'm allergic to {_listed(allergies)}." if allergies else "I have no allergies that I know of.",
+    if record.allergies is not None:
+        allergies = [normalise_display(a.display) for a in record.allergies]
+        answers.append(
+            (
+                _ALLERGY_KEYWORDS,
+                f"I'm allergic to {_listed(allergies)}."
+                if allergies
+                else "I have no allergies that I know of.",
+            )
         )
-    )
     if record.age_years is not None:
         answers.append((_AGE_KEYWORDS, f"I'm {record.age_years}."))
     matches = []
@@ -262,7 +281,8 @@ def answer_question(
     disclosure: Disclosure = "symptoms",
     lexicon: Lexicon | None = None,
 ) -> str:
-    """The patient's reply: the best matching one or two sentences from the record, else "I'm not sure."
+    """The patient's reply: the best matching one or two sentences from the record (and MORE_TO_TELL when
+    more matched), else "I'm not sure."
 
     Best = highest keyword score, then conditions in record order, then observations, then the record.
     """
@@ -273,7 +293,9 @@ def answer_question(
         record, question, disclosure, first_rank=len(record.conditions) + len(lexicon.observations)
     )
     ranked = sorted(conditions + observations + whole_record, key=lambda match: (-match.score, match.rank))
-    sentences = list(dict.fromkeys(match.sentence for match in ranked))[:MAX_ANSWERED_ITEMS]
+    sentences = list(dict.fromkeys(match.sentence for match in ranked))
+    if len(sentences) > MAX_ANSWERED_ITEMS:
+        sentences = [*sentences[:MAX_ANSWERED_ITEMS], MORE_TO_TELL]
     return " ".join(sentences) if sentences else NOT_SURE
 
 

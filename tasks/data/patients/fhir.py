@@ -7,8 +7,10 @@ Other FHIR sources are read too: a partial date (`2019`, `2019-06`, valid FHIR) 
 of its year or month, so a condition with onset `2019` is part of a record read at any date in 2019; an
 STU3 `clinicalStatus` (a plain code) is read like R4's CodeableConcept; a coding without a code is passed
 over. Conditions with no SNOMED CT coding (ICD-10 only, or text only) and entries without a resource are
-skipped and counted. A resource that breaks FHIR's shapes (a date that is no date, a `code` that is not
-a CodeableConcept) stops the reading with one line naming the file and the resource.
+skipped and counted; so are current prescriptions and allergies with no coded drug or substance (text only,
+or a Medication not in the bundle), and the record's medications or allergies are then None (not recorded,
+never a list that reads as complete). A resource that breaks FHIR's shapes (a date that is no date, a
+`code` that is not a CodeableConcept) stops the reading with one line naming the file and the resource.
 """
 
 import re
@@ -39,6 +41,10 @@ CURRENT_STATUSES = frozenset({"active", "on-hold"})
 FHIR_DATE = re.compile(r"([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2})(?:T.+)?)?)?")
 NO_SNOMED_CODE = "conditions without a SNOMED CT code (ICD-10 or text only)"
 NO_RESOURCE = "bundle entries without a resource"
+NO_MEDICATION_CODE = (
+    "current prescriptions without a coded medicine (text only, or a Medication not in the bundle)"
+)
+NO_ALLERGY_CODE = "current allergies without a coded substance (text only)"
 
 
 def fhir_date(value: object, field: str) -> date | None:
@@ -169,9 +175,13 @@ def condition_episode(resource: Resource, skipped: Counter[str]) -> SourceCondit
     )
 
 
-def prescription(resource: Resource, medications: dict[str, Resource]) -> SourceItem | None:
+def prescription(
+    resource: Resource, medications: dict[str, Resource], skipped: Counter[str]
+) -> SourceItem | None:
+    """A current prescription's medicine; None, counted, when it has no coded one."""
     coding = medication_coding(resource, medications)
-    if coding is None or resource.get("status") not in CURRENT_STATUSES:
+    if coding is None:
+        skipped[NO_MEDICATION_CODE] += 1
         return None
     return SourceItem(
         code=str(coding["code"]),
@@ -180,12 +190,15 @@ def prescription(resource: Resource, medications: dict[str, Resource]) -> Source
     )
 
 
-def allergy(resource: Resource) -> SourceItem | None:
+def is_current_allergy(resource: Resource) -> bool:
+    return status_code(resource.get("clinicalStatus"), "clinicalStatus") in (None, *CURRENT_STATUSES)
+
+
+def allergy(resource: Resource, skipped: Counter[str]) -> SourceItem | None:
+    """A current allergy's substance; None, counted, when it has no coded one."""
     coding = first_coding(resource.get("code"))
-    if coding is None or status_code(resource.get("clinicalStatus"), "clinicalStatus") not in (
-        None,
-        *CURRENT_STATUSES,
-    ):
+    if coding is None:
+        skipped[NO_ALLERGY_CODE] += 1
         return None
     return SourceItem(
         code=str(coding["code"]),
@@ -209,10 +222,10 @@ def record_from_bundle(bundle: Resource, skipped: Counter[str]) -> PatientRecord
             kind = resource.get("resourceType")
             if kind == "Condition":
                 conditions.append(condition_episode(resource, skipped))
-            elif kind == "MedicationRequest":
-                prescriptions.append(prescription(resource, medications))
-            elif kind == "AllergyIntolerance":
-                allergies.append(allergy(resource))
+            elif kind == "MedicationRequest" and resource.get("status") in CURRENT_STATUSES:
+                prescriptions.append(prescription(resource, medications, skipped))
+            elif kind == "AllergyIntolerance" and is_current_allergy(resource):
+                allergies.append(allergy(resource, skipped))
             elif kind == "Observation":
                 observations.extend(observations_of(resource))
             elif kind == "Encounter":
@@ -238,9 +251,17 @@ def record_from_bundle(bundle: Resource, skipped: Counter[str]) -> PatientRecord
         last_record_date=max((d for d in dated if d is not None), default=None),
         conditions=tuple(kept_conditions),
         observations=tuple(observations),
-        medications=tuple(kept_prescriptions),
-        allergies=tuple(kept_allergies),
+        medications=whole_section(prescriptions),
+        allergies=whole_section(allergies),
     )
+
+
+def whole_section(items: list[SourceItem | None]) -> tuple[SourceItem, ...] | None:
+    """A section's current items, or None when one of them could not be read: the list is incomplete, and
+    a patient answering from it could deny what it takes or is allergic to."""
+    if any(item is None for item in items):
+        return None
+    return tuple(item for item in items if item is not None)
 
 
 @contextmanager

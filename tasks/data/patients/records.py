@@ -91,8 +91,9 @@ class PatientRecord(BaseModel, frozen=True):
     last_record_date: date | None
     conditions: tuple[SourceCondition, ...] = ()
     observations: tuple[RecordObservation, ...] = ()
-    medications: tuple[SourceItem, ...] = ()
-    allergies: tuple[SourceItem, ...] = ()
+    # None: the source does not say (no such section, or an item of it unread); () is a recorded "none".
+    medications: tuple[SourceItem, ...] | None = None
+    allergies: tuple[SourceItem, ...] | None = None
 
 
 def observation_kind(category: str | None) -> ObservationKind:

@@ -112,8 +112,13 @@ def _observation_order(item: RecordObservation) -> tuple[date, str, str]:
     return (item.observed_on or date.min, item.value, item.unit or "")
 
 
-def current_items(items: Iterable[SourceItem], reference_date: date | None) -> tuple[RecordItem, ...]:
-    """Items started by the reference date and not stopped before it, one per code, sorted by code."""
+def current_items(
+    items: Iterable[SourceItem] | None, reference_date: date | None
+) -> tuple[RecordItem, ...] | None:
+    """Items started by the reference date and not stopped before it, one per code, sorted by code; None
+    (the source does not say) stays None, so a patient never denies what its source left unread."""
+    if items is None:
+        return None
     current = {
         item.code: RecordItem(code=item.code, display=item.display)
         for item in sorted(items, key=lambda i: (i.code, i.start or date.min, i.display))

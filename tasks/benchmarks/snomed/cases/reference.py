@@ -2,7 +2,8 @@
 
 `oracle_context` gives age, sex and observations (name and value, no unit, no date). Its `Conditions:`
 line is exactly the gold list: it becomes the record's conditions (from `snomed_gold`, which also has the
-codes) and nothing else, so a patient prompt built from a case never carries it verbatim.
+codes) and nothing else, so a patient prompt built from a case never carries it verbatim. It has no
+medications or allergies: a case's are None (not recorded), never an empty list that would deny them.
 """
 
 from collections import Counter
@@ -94,6 +95,8 @@ def case_from_reference(
         sex=normalize_sex(fields.get("Gender")),
         conditions=tuple(sorted(conditions, key=lambda c: c.code)),
         observations=tuple(observations[: settings.max_observations]),
+        medications=None,
+        allergies=None,
         gold_codes=gold_codes,
         gold_displays=gold_displays,
     )

@@ -75,6 +75,8 @@ def test_synthea_csv_reader_builds_every_patient_whole(tmp_path):
             sex="female",
             conditions=(),
             observations=(),
+            medications=(),
+            allergies=(),
             gold_codes=(),
             gold_displays=(),
         ),

@@ -19,6 +19,8 @@ EXPECTED = [
         sex="male",
         conditions=(),
         observations=(),
+        medications=(),
+        allergies=(),
         gold_codes=(),
         gold_displays=(),
     ),

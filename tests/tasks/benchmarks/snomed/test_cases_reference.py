@@ -65,6 +65,8 @@ def test_reference_entry_becomes_a_case_whose_conditions_come_only_from_the_gold
                     value="Never smoker",
                 ),
             ),
+            medications=None,  # the reference has no such section: not recorded, never "none"
+            allergies=None,
             gold_codes=("44465007",),
             gold_displays=("Sprain of ankle",),
         )

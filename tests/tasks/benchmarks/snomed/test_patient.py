@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordItem, RecordObservation
 from tasks.benchmarks.snomed.leak import find_leaks
 from tasks.benchmarks.snomed.patient import (
+    MORE_TO_TELL,
     NOT_SURE,
     answer_question,
     keyword_score,
@@ -54,6 +55,7 @@ CASE = make_case(
     [SINUSITIS_2020, HYPERTENSION],
     OBSERVATIONS,
     medications=(RecordItem(code="314076", display="lisinopril 10 MG Oral Tablet"),),
+    allergies=(),
 )
 
 
@@ -92,11 +94,55 @@ def test_repeated_episodes_are_answered_once_and_active_wins():
     assert answer_question(case, "Is your nose stuffy?") == LEXICON.conditions["444814009"].symptoms
 
 
-def test_at_most_two_sentences_best_score_first():
+def test_at_most_two_sentences_best_score_first_then_that_there_is_more():
     sinus_codes = ("444814009", "40055000", "75498004", "36971009")
     case = make_case([RecordCondition(code=c, display=LEXICON.conditions[c].display) for c in sinus_codes])
     assert answer_question(case, "Any nasal congestion or face pain with discharge?") == " ".join(
-        [LEXICON.conditions["75498004"].symptoms, LEXICON.conditions["444814009"].symptoms]
+        [LEXICON.conditions["75498004"].symptoms, LEXICON.conditions["444814009"].symptoms, MORE_TO_TELL]
+    )
+
+
+def test_a_third_finding_asked_about_is_never_left_out_as_if_absent():
+    codes = ("10509002", "195662009", "65363002")  # bronchitis, pharyngitis, otitis media
+    case = make_case([RecordCondition(code=c, display=LEXICON.conditions[c].display) for c in codes])
+    assert answer_question(case, "Any cough, sore throat or earache?") == " ".join(
+        [LEXICON.conditions["65363002"].symptoms, LEXICON.conditions["195662009"].symptoms, MORE_TO_TELL]
+    )
+
+
+MEDICINES_AND_ALLERGIES = ("Do you take any medications?", "Do you have any allergies?")
+
+
+def test_a_record_without_medicine_or_allergy_sections_is_not_sure_and_one_recording_none_denies():
+    unrecorded = make_case(medications=None, allergies=None)
+    recorded_none = make_case(medications=(), allergies=())
+    assert [answer_question(c, q) for c in (unrecorded, recorded_none) for q in MEDICINES_AND_ALLERGIES] == [
+        NOT_SURE,
+        NOT_SURE,
+        "I don't take any regular medicines.",
+        "I have no allergies that I know of.",
+    ]
+
+
+def test_every_medicine_and_allergy_is_named_however_many():
+    medicines = ("amlodipine 5 MG", "metformin 500 MG", "simvastatin 20 MG", "warfarin 5 MG")
+    allergies = ("Peanut (substance)", "Shellfish (substance)", "Grass pollen (substance)", "Penicillin V")
+    case = make_case(
+        medications=tuple(RecordItem(code=str(n), display=d) for n, d in enumerate(medicines)),
+        allergies=tuple(RecordItem(code=str(n), display=d) for n, d in enumerate(allergies)),
+    )
+    assert [answer_question(case, q) for q in MEDICINES_AND_ALLERGIES] == [
+        "I take amlodipine 5 mg, metformin 500 mg, simvastatin 20 mg and warfarin 5 mg.",
+        "I'm allergic to peanut, shellfish, grass pollen and penicillin v.",
+    ]
+
+
+def test_history_names_three_diagnoses_and_counts_the_others():
+    codes = ("59621000", "10509002", "195662009", "444814009", "44054006")
+    case = make_case([RecordCondition(code=c, display=LEXICON.conditions[c].display) for c in codes])
+    assert answer_question(case, "Have you been diagnosed with any conditions?", disclosure="history") == (
+        "I was told I have essential hypertension, acute bronchitis, acute viral pharyngitis and 2 other "
+        "conditions."
     )
 
 

@@ -121,8 +121,8 @@ def test_the_offline_patient_gets_its_record_without_gold_as_params_and_a_real_p
         '{"code":"59621000","display":"Essential hypertension (disorder)","onset":null,"stop":null,'
         '"semantic_tag":null},{"code":"444814009","display":"Viral sinusitis (disorder)","onset":null,'
         '"stop":null,"semantic_tag":null}],"observations":[{"code":"8480-6","display":"Systolic Blood '
-        'Pressure","value":"150","unit":"mm[Hg]","observed_on":null,"kind":"other"}],"medications":[],'
-        '"allergies":[]}'
+        'Pressure","value":"150","unit":"mm[Hg]","observed_on":null,"kind":"other"}],"medications":null,'
+        '"allergies":null}'
     )
     assert job.patient.params == {"record": record, "disclosure": "symptoms"}
     request = job.request("patient", [{"role": "user", "content": "Any headaches?"}])

@@ -4,7 +4,7 @@ from datetime import date
 import orjson
 import pytest
 
-from tasks.data.patients.fhir import read_fhir_bundle
+from tasks.data.patients.fhir import NO_ALLERGY_CODE, NO_MEDICATION_CODE, read_fhir_bundle
 from tasks.data.patients.records import PatientRecord, RecordObservation, SourceCondition, SourceItem
 
 SNOMED, LOINC, RXNORM = (
@@ -210,3 +210,27 @@ def test_a_json_file_that_is_not_a_bundle_is_refused(tmp_path):
     path.write_text('[{"patient_id": "p1"}]')
     with pytest.raises(ValueError, match=r"^not a FHIR Bundle; .* given as the file itself\)$"):
         read_fhir_bundle(path, Counter())
+
+
+def test_current_prescriptions_and_allergies_without_a_code_are_counted_and_leave_their_section_unrecorded(
+    tmp_path,
+):
+    prescriptions = [
+        {"resourceType": "MedicationRequest", "status": "active", "authoredOn": "2020-01-01",
+         "medicationCodeableConcept": {"text": "Warfarin 5 mg tablet"}},
+        {"resourceType": "MedicationRequest", "status": "active", "authoredOn": "2020-01-01",
+         "medicationReference": {"reference": "urn:uuid:not-in-bundle"}},
+        # A stopped prescription is no current medicine, coded or not: nothing is lost.
+        {"resourceType": "MedicationRequest", "status": "stopped", "authoredOn": "2010-01-01",
+         "medicationCodeableConcept": {"text": "Ibuprofen"}},
+        {"resourceType": "AllergyIntolerance", "clinicalStatus": coded("x", "active", "Active"),
+         "code": {"text": "Penicillin"}, "recordedDate": "2019-01-01"},
+    ]  # fmt: skip
+    bundle = PATIENT_BUNDLE | {"entry": [*PATIENT_BUNDLE["entry"], *({"resource": r} for r in prescriptions)]}
+    (tmp_path / "p1.json").write_bytes(orjson.dumps(bundle))
+    skipped = Counter[str]()
+    record = read_fhir_bundle(tmp_path / "p1.json", skipped)
+    assert (record, skipped) == (
+        RECORD.model_copy(update={"medications": None, "allergies": None}),
+        {NO_MEDICATION_CODE: 2, NO_ALLERGY_CODE: 1},
+    )

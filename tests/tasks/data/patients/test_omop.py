@@ -52,7 +52,12 @@ def test_a_cdm_becomes_one_whole_record_per_person_with_snomed_codes_from_source
     assert (records, skipped) == (
         [
             PatientRecord(
-                patient_id="2", birth_date=date(2001, 1, 1), sex="male", last_record_date=date(2020, 1, 1)
+                patient_id="2",
+                birth_date=date(2001, 1, 1),
+                sex="male",
+                last_record_date=date(2020, 1, 1),
+                medications=(),
+                allergies=(),
             ),
             PatientRecord(
                 patient_id="uuid-1",

@@ -98,7 +98,12 @@ def test_an_export_becomes_one_whole_record_per_patient_and_other_code_systems_a
                 ),
             ),
             PatientRecord(
-                patient_id="p2", birth_date=date(1990, 2, 1), sex="F", last_record_date=date(2022, 1, 10)
+                patient_id="p2",
+                birth_date=date(1990, 2, 1),
+                sex="F",
+                last_record_date=date(2022, 1, 10),
+                medications=(),
+                allergies=(),
             ),
         ],
         {"conditions of another code system than SNOMED CT": 1},
