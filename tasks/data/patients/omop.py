@@ -3,7 +3,8 @@
 Follows the Synthea-to-OMOP ETL (OHDSI ETL-Synthea, which built Eunomia): a condition's Synthea SNOMED
 code is its `condition_source_value` (else its concept's code when that is SNOMED); conditions of the
 Observation domain ("History of appendectomy") are `observation` rows of type 38000276 (problem list);
-allergies are `observation` rows of type 38000280. Names come from `concept` when the CDM has it.
+allergies are `observation` rows of type 38000280. Names come from `concept` when the CDM has it. A CDM
+with no drug exposure (or allergy observation) for anyone records none: None, not an empty list.
 
 Each column the queries use is read as its OMOP CDM type: a value that cannot be cast stops the reading
 with one line naming the table, the column and the value. Conditions with no SNOMED code (an ICD-10 source
@@ -26,6 +27,7 @@ from tasks.data.patients.tables import (
     offline_duckdb,
     records_from_rows,
     rows_by_patient,
+    section_rows,
 )
 
 PROBLEM_LIST_TYPE = 38000276
@@ -380,7 +382,11 @@ def read_omop_records(
         rows = RecordRows(
             conditions=rows_by_patient(con.execute(CONDITIONS_SQL.format(**codes)).fetchall()),
             observations=rows_by_patient(con.execute(LATEST_MEASUREMENTS_SQL.format(**codes)).fetchall()),
-            medications=rows_by_patient(con.execute(MEDICATIONS_SQL).fetchall()),
-            allergies=rows_by_patient(con.execute(ALLERGIES_SQL.format(**codes)).fetchall()),
+            medications=section_rows(con, MEDICATIONS_SQL, "select count(*) from drug_exposure"),
+            allergies=section_rows(
+                con,
+                ALLERGIES_SQL.format(**codes),
+                f"select count(*) from observation where observation_type_concept_id = {ALLERGY_TYPE}",
+            ),
         )
     return records_from_rows(patients, rows)

@@ -2,7 +2,8 @@
 
 DuckDB reads every file as text (Synthea writes dates both as `2019-02-17` and `2019-02-17T05:07:38Z`);
 only the latest observation rows per patient and code, at the reference date, leave DuckDB. Conditions
-of another code system than SNOMED CT are skipped and counted.
+of another code system than SNOMED CT are skipped and counted. An export with no medicine (or allergy) row
+for anyone, its file missing or empty, records none of them: None, not an empty list (`section_rows`).
 """
 
 from collections import Counter
@@ -19,6 +20,7 @@ from tasks.data.patients.tables import (
     offline_duckdb,
     records_from_rows,
     rows_by_patient,
+    section_rows,
 )
 
 # The columns each file must give (optional ones are added as nulls when an older Synthea left them out).
@@ -146,7 +148,11 @@ def read_synthea_csv_records(
         rows = RecordRows(
             conditions=rows_by_patient(con.execute(CONDITIONS_SQL).fetchall()),
             observations=rows_by_patient(con.execute(LATEST_OBSERVATIONS_SQL).fetchall()),
-            medications=rows_by_patient(con.execute(ITEMS_SQL.format(table="medications")).fetchall()),
-            allergies=rows_by_patient(con.execute(ITEMS_SQL.format(table="allergies")).fetchall()),
+            medications=section_rows(
+                con, ITEMS_SQL.format(table="medications"), "select count(*) from medications"
+            ),
+            allergies=section_rows(
+                con, ITEMS_SQL.format(table="allergies"), "select count(*) from allergies"
+            ),
         )
     return records_from_rows(patients, rows)

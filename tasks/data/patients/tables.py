@@ -20,12 +20,13 @@ Rows = dict[str, list[tuple[Any, ...]]]
 
 class RecordRows(NamedTuple):
     """A tabular source's query rows by patient id (rows_by_patient): conditions, medications and allergies
-    as (code, display, start, stop), observations as (code, display, value, unit, day, category or None)."""
+    as (code, display, start, stop), observations as (code, display, value, unit, day, category or None);
+    medications or allergies None when the source records none for anyone (`section_rows`)."""
 
     conditions: Rows
     observations: Rows
-    medications: Rows
-    allergies: Rows
+    medications: Rows | None
+    allergies: Rows | None
 
 
 def offline_duckdb() -> duckdb.DuckDBPyConnection:
@@ -95,6 +96,23 @@ def rows_by_patient(rows: Sequence[tuple[Any, ...]]) -> Rows:
     return grouped
 
 
+def section_rows(con: duckdb.DuckDBPyConnection, query: str, recorded_sql: str) -> Rows | None:
+    """A section's rows by patient (medicines, allergies), or None when `recorded_sql` counts no row of it in
+    the whole source: a source that never records the section (a missing file or table, or none of its
+    rows) says nothing about a patient's, and its silence must not read as "none"."""
+    if not con.execute(recorded_sql).fetchall()[0][0]:
+        return None
+    return rows_by_patient(con.execute(query).fetchall())
+
+
+def _items(rows: Rows | None, patient_id: str) -> tuple[SourceItem, ...] | None:
+    if rows is None:
+        return None
+    return tuple(
+        SourceItem(code=c, display=d, start=on, stop=off) for c, d, on, off in rows.get(patient_id, [])
+    )
+
+
 def records_from_rows(patients: Iterable[tuple[Any, ...]], rows: RecordRows) -> list[PatientRecord]:
     """One PatientRecord per (patient id, birth date, sex, last record date) row, sorted by patient id."""
     return [
@@ -113,14 +131,8 @@ def records_from_rows(patients: Iterable[tuple[Any, ...]], rows: RecordRows) -> 
                 )
                 for c, d, v, u, on, category in rows.observations.get(patient_id, [])
             ),
-            medications=tuple(
-                SourceItem(code=c, display=d, start=on, stop=off)
-                for c, d, on, off in rows.medications.get(patient_id, [])
-            ),
-            allergies=tuple(
-                SourceItem(code=c, display=d, start=on, stop=off)
-                for c, d, on, off in rows.allergies.get(patient_id, [])
-            ),
+            medications=_items(rows.medications, patient_id),
+            allergies=_items(rows.allergies, patient_id),
         )
         for patient_id, birth_date, sex, last_record_date in sorted(patients)
     ]

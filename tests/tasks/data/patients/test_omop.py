@@ -116,3 +116,19 @@ def test_only_the_latest_measurement_at_the_reference_date_leaves_duckdb(tmp_pat
     assert [(o.code, o.value, o.observed_on) for o in person.observations] == [
         ("8480-6", "120.0", date(2017, 1, 1))
     ]
+
+
+def test_a_cdm_without_drug_exposures_or_allergy_observations_records_neither_rather_than_none(tmp_path):
+    """No drug_exposure table, and no observation of the allergy type for anyone: the CDM says nothing of a
+    person's medicines or allergies (None), never an empty list a patient would read as "none"."""
+    write_tables(tmp_path)
+    (tmp_path / "drug_exposure.csv").unlink()
+    observations = TABLES["observation"].splitlines()
+    (tmp_path / "observation.csv").write_text(
+        "\n".join(line for line in observations if "38000280" not in line)
+    )
+    records = read_omop_records(tmp_path, None, Counter())
+    assert [(record.patient_id, record.medications, record.allergies) for record in records] == [
+        ("2", None, None),
+        ("uuid-1", None, None),
+    ]

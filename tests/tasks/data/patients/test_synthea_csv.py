@@ -116,3 +116,16 @@ def test_only_the_latest_observation_at_the_reference_date_leaves_duckdb(tmp_pat
         ("2339-0", "101.2", date(2019, 5, 1)),
         ("8480-6", "150.0", date(2020, 5, 1)),
     ]
+
+
+def test_an_export_without_medicines_or_allergies_records_neither_rather_than_none(tmp_path):
+    """A missing medications.csv, or an allergies.csv with no row for anyone, says nothing of a patient's:
+    not recorded (None), never an empty list a patient would read as "none"."""
+    write_export(tmp_path)
+    (tmp_path / "medications.csv").unlink()
+    (tmp_path / "allergies.csv").write_text(FILES["allergies.csv"].splitlines()[0] + "\n")
+    records = read_synthea_csv_records(tmp_path, None, Counter())
+    assert [(record.patient_id, record.medications, record.allergies) for record in records] == [
+        ("p1", None, None),
+        ("p2", None, None),
+    ]
