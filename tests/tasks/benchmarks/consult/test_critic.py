@@ -149,6 +149,9 @@ def test_an_unknown_constraint_is_an_error(constraint):
         ("no_tablets", plan(item("paracetamol", 10, "ml", 4, "oral")), True),
         ("no_tablets", plan(item("paracetamol oral suspension", generic="paracetamol")), True),
         ("no_tablets", plan(item("paracetamol")), False),  # the KB's route: oral
+        # a route written but not read may be a tablet's, whatever the unit says
+        ("no_tablets", plan(item("amoxicillin", 500, "mg", 3, "oral tablet")), False),
+        ("no_tablets", plan(item("paracetamol", 10, "ml", 4, "swallowed whole")), False),
         ("cost:amoxicillin", plan(item("clarithromycin")), True),
         ("cost:Calpol", plan(item("paracetamol")), False),
         ("takes:warfarin", plan(item("paracetamol")), True),
