@@ -97,6 +97,9 @@ class Critique(BaseModel, frozen=True):
     pairs: int  # drug pairs checked: plan x plan and plan x current medications
     interacting_pairs: int  # of those, pairs that form a severe interaction
     conflicting_drugs: int  # planned drugs with at least one profile conflict
+    # Plan items, and current medicines beside a planned KB drug, not wholly read: any drug may be in them,
+    # so the pairs they form were not checked.
+    unread_drugs: int = 0
 
     @property
     def hard(self) -> bool:
@@ -238,6 +241,7 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
     violations += interactions
     if items_by_drug:
         violations += _unknown_to_the_kb(facts.profile, kb)
+    lacking = [name for name in facts.profile.medications if items_by_drug and resolve_drug(kb, name).missing]
     violations += unverified
     return Critique(
         violations=tuple(dict.fromkeys(violations)),
@@ -245,6 +249,7 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
         pairs=pairs,
         interacting_pairs=sum(item.severity == "hard" for item in interactions),
         conflicting_drugs=len({v.drug for v in violations if v.kind in PROFILE_CONFLICTS}),
+        unread_drugs=len(unverified) + len(lacking),
     )
 
 
