@@ -13,7 +13,7 @@ item unverified:
   when none comes before), and the critic converts that drug's dose with the KB's salt table;
 - a strength, a dose form or route word ("500 mg tablets", "0.5 g", "1%", "oral suspension") or a joining
   word ("and", "with", "plus"); a number with no unit is read only as the strengths of a combination
-  product written after its name ("co-codamol 30/500"): any other ("2 x paracetamol", "paracetamol 2
+  product written with its name ("co-codamol 30/500"): any other ("2 x paracetamol", "paracetamol 2
   tablets") is a count no name holds, and `unknown`;
 - anything else is `unknown`: "paracetamol and zzzocillin" resolves paracetamol and leaves "zzzocillin"
   unread, so the item is not wholly checked. A name of more than `MAX_NAME_WORDS` words is not read.
