@@ -41,7 +41,7 @@ from pydantic import BaseModel
 
 from tasks.benchmarks.consult.case import ConsultCase, PatientProfile
 from tasks.benchmarks.consult.dose_check import dose_violations, plan_parts
-from tasks.benchmarks.consult.doses import canonical_route, canonical_unit, number_text
+from tasks.benchmarks.consult.doses import ROUTES, canonical_route, canonical_unit, number_text
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.kb.icd11 import normalise_drug_name
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, cached_per_kb
@@ -97,6 +97,9 @@ class Critique(BaseModel, frozen=True):
     pairs: int  # drug pairs checked: plan x plan and plan x current medications
     interacting_pairs: int  # of those, pairs that form a severe interaction
     conflicting_drugs: int  # planned drugs with at least one profile conflict
+    # Plan items, and current medicines beside a planned KB drug, not wholly read: any drug may be in them,
+    # so the pairs they form were not checked.
+    unread_drugs: int = 0
 
     @property
     def hard(self) -> bool:
@@ -238,6 +241,7 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
     violations += interactions
     if items_by_drug:
         violations += _unknown_to_the_kb(facts.profile, kb)
+    lacking = [name for name in facts.profile.medications if items_by_drug and resolve_drug(kb, name).missing]
     violations += unverified
     return Critique(
         violations=tuple(dict.fromkeys(violations)),
@@ -245,6 +249,7 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
         pairs=pairs,
         interacting_pairs=sum(item.severity == "hard" for item in interactions),
         conflicting_drugs=len({v.drug for v in violations if v.kind in PROFILE_CONFLICTS}),
+        unread_drugs=len(unverified) + len(lacking),
     )
 
 
@@ -268,7 +273,7 @@ def constraint_satisfied(
             for drug in drugs
         )
     if kind == "no_tablets":
-        return not any(_is_tablet(item, index) for item in plan.items)
+        return not any(_may_be_tablet(item, index) for item in plan.items)
     if kind == "cost":
         return not set(_as_kb_drugs((value,), kb)) <= set(plan.generics)
     if kind == "takes":
@@ -541,9 +546,11 @@ def _unverified_drug(item: PlanItem, resolution: Resolution, kb: KnowledgeBase) 
     )
 
 
-def _is_tablet(item: PlanItem, index: _Index) -> bool:
-    """Taken by mouth as a solid form: oral route (the item's, else the KB drug's) and no liquid unit
-    or liquid form named."""
+def _may_be_tablet(item: PlanItem, index: _Index) -> bool:
+    """Whether the item may be taken by mouth as a solid form: a route written but not read ("oral tablet")
+    may be; else the oral route (the item's, else the KB drug's) with no liquid unit or liquid form named."""
+    if item.route is not None and canonical_route(item.route) not in ROUTES:
+        return True
     drug = index.drugs.get(item.generic or next(iter(item.ingredients), ""))
     route = canonical_route(item.route) if item.route else drug.route if drug else None
     unit = canonical_unit(item.unit) if item.unit else drug.usual_dose.unit if drug else ""

@@ -207,8 +207,10 @@ def _item_resolution(item: PlanItem, kb: KnowledgeBase) -> Resolution:
     resolution = resolve_drug(kb, item.drug)
     unknown_strength = any(part.strength is None for part in resolution.ingredients)
     if resolution.method == "combination" and unknown_strength and item.dose is not None and item.unit:
-        # A product's dose written as its total ("co-amoxiclav", 625 mg) names its variant (500/125).
-        resolution = resolve_drug(kb, f"{item.drug} {number_text(item.dose)} {item.unit}")
+        # A product's dose written as its total ("co-amoxiclav", 625 mg) names its variant (500/125); a
+        # count of tablets names none, and is no word of the drug's name.
+        with_dose = resolve_drug(kb, f"{item.drug} {number_text(item.dose)} {item.unit}")
+        resolution = with_dose if with_dose.unknown == resolution.unknown else resolution
     if resolution.ingredients or resolution.missing or resolution.unknown:
         return resolution
     given = [name for name in item.ingredients or (item.generic or "",) if kb.drug(name) is not None]

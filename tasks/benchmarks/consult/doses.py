@@ -62,6 +62,7 @@ _ROUTE_ALIASES = {
     "rectal": ("rectal", "pr", "rectally"),
 }
 _ROUTES = {alias: route for route, aliases in _ROUTE_ALIASES.items() for alias in aliases}
+ROUTES = frozenset(_ROUTE_ALIASES)  # the routes a route written is read as (`canonical_route`)
 # Doses and strengths. "500 mg", "120 mg/5 ml", "250mg per 5ml": a strength, per ml when a volume follows.
 _STRENGTH = re.compile(
     _N + r"\s*(micrograms?|mcg|µg|μg|ug|milligrams?|mg|grams?|gm|g)"

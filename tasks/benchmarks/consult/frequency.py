@@ -33,7 +33,7 @@ _RANGE = _N + r"(?:\s*(?:-|to|or)\s*" + _N + ")?"  # "6-8", "6 to 8", "1 or 2"
 _HOURS = r"(?:h|hr|hrs|hour|hours)"
 _DAY = r"(?:day|d|24\s*" + _HOURS + r"|24h)"
 _WEEK = r"(?:week|wk|weeks|wks)"
-_PER = r"(?:a|an|per|/|each|every|in)"
+_PER = r"(?:(?:a|an|per|each|every|in)\b|/)"  # whole words: "7 and" is no "7 an d(ay)"
 _COUNT = r"(?:x|times|doses?)"
 # Prescription shorthand (Latin: omni die, bis / ter / quater in die, quaque hora, ...) -> doses a day.
 _SHORTHAND = {

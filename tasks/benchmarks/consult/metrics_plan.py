@@ -14,10 +14,12 @@ Definitions the spec leaves open, fixed here (spec: shared/spec/consult.md, "Met
   plan without drugs is safe (1) only when no core regimen expects one (advice or an urgent referral is
   the treatment, as for appendicitis).
 - DDIV is the critic's severe-DDI pairs over the pairs it checked (plan x plan and plan x current
-  medications), None with no pair; PCR is the planned KB drugs with a profile conflict over the planned KB
-  drugs, None with no drug. The dose-error rate is the planned KB drugs with a dose violation (above the
-  maximum daily dose, below half the usual dose, a once-weekly drug given more often, wrong route) over
-  the same, None with no drug; a dose the critic cannot read is no error but unverified (it fails PSC).
+  medications), None with no pair; 1, the worst, when a plan item or a current medicine beside a planned
+  drug was not wholly read (`Critique.unread_drugs`: its pairs were not checked), as PSC is 0 then. PCR
+  is the planned KB drugs with a profile conflict over the planned KB drugs, None with no drug. The
+  dose-error rate is the planned KB drugs with a dose violation (above the maximum daily dose, below
+  half the usual dose, a once-weekly drug given more often, wrong route) over the same, None with no
+  drug; a dose the critic cannot read is no error but unverified (it fails PSC).
 - Plan completeness is the share of plan items with dose, unit, frequency, days and route all given
   (None with no item). Regimen coverage is the share of the core diagnoses whose regimen lists drug
   classes that the first plan meets (`regimen_met`); None when no core regimen lists one.
@@ -132,7 +134,7 @@ def score_treatment(case: ConsultCase, episode: Episode, kb: KnowledgeBase) -> T
     dose_errors = {v.drug for v in found.violations if v.kind in DOSE_VIOLATIONS}
     return TreatmentScores(
         psc=float(not found.hard and not found.unverified and not untreated),
-        ddiv=_share(found.interacting_pairs, found.pairs),
+        ddiv=1.0 if found.unread_drugs else _share(found.interacting_pairs, found.pairs),
         pcr=_share(found.conflicting_drugs, found.drugs),
         plan_completeness=_share(sum(map(is_complete, plan.items)), len(plan.items)),
         regimen_coverage=_share(sum(regimen_met(plan, c, kb) for c in expecting), len(expecting)),

@@ -35,7 +35,11 @@ def read_differential(text: str, kb: KnowledgeBase, threshold: float) -> ReadRep
     return read_reply(lambda reply: parse_differential(reply, kb, threshold), text)
 
 
-def read_plan(text: str, kb: KnowledgeBase) -> ReadReply[TreatmentPlan]:
+def read_plan(text: str, kb: KnowledgeBase, finish_reason: str | None = None) -> ReadReply[TreatmentPlan]:
+    """The plan of a reply; one cut at max_tokens (finish_reason 'length') is unparseable whatever it reads
+    as: the plan read may be the first of two, the second cut off."""
+    if finish_reason == "length":
+        return ReadReply(None)
     return read_reply(lambda reply: parse_plan(reply, kb), text)
 
 

@@ -86,8 +86,12 @@ def episode_from_messages(
     replies = sorted((m for m in messages if m["role"] == "agent"), key=lambda m: m["turn"])
     diagnosis = [m["text"] or "" for m in replies if m["stage"] == "diagnosis"]
     differential = read_differential(diagnosis[-1], kb, threshold) if diagnosis else ReadReply(None)
-    treatment = [m["text"] or "" for m in replies if m["stage"] == "treatment"]
-    plan = read_plan(treatment[-1], kb) if treatment else ReadReply(None)
+    treatment = [m for m in replies if m["stage"] == "treatment"]
+    plan = (
+        read_plan(treatment[-1]["text"] or "", kb, treatment[-1].get("finish_reason"))
+        if treatment
+        else ReadReply(None)
+    )
     answers: dict[int, list[dict[str, Any]]] = {}
     for m in replies:
         if m["stage"] == "follow_up":
@@ -117,7 +121,7 @@ def follow_up_turn(
     cut = replies[-1].get("finish_reason") == "length"
     if not reads_as_plan_attempt(replies[0]["text"] or ""):
         return FollowUpTurn(index=index, answer=kept, cut=cut), ReadReply(None)
-    revised = read_plan(kept, kb)
+    revised = read_plan(kept, kb, replies[-1].get("finish_reason"))
     turn = FollowUpTurn(
         index=index,
         answer=kept,

@@ -134,8 +134,8 @@ def run_episode(job: EpisodeJob, call: Call) -> list[dict[str, Any]]:
     def differential_parses(text: str) -> bool:
         return read_differential(text, kb, job.diagnosis_match_threshold).value is not None
 
-    def plan_parses(text: str) -> bool:
-        return read_plan(text, kb).value is not None
+    def plan_parses(text: str) -> bool:  # `text` is the reply of the last row, whose finish reason counts
+        return read_plan(text, kb, rows[-1]["finish_reason"]).value is not None
 
     for prompt, reask, stage, parses in (
         (prompts.diagnosis, prompts.reask, "diagnosis", differential_parses),

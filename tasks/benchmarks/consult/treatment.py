@@ -5,8 +5,11 @@ A plan is a JSON list of objects that each have a `"drug"` key, or an object `{"
 `tasks.core.json_text`, in time linear in the reply). `[]` is an empty plan. A reply holding two different
 plans ("Plan A: [...] Actually use: [...]"), a plan list with an entry that is not an object with a
 non-empty `"drug"` string, JSON nested too deep to read, or more brackets than the scanner reads is
-unparseable, with the reason: never a silent choice of one list. The same plan written twice counts once.
-A list of more than `MAX_PLAN_ITEMS` items is unparseable too.
+unparseable, with the reason: never a silent choice of one list. So is one with JSON beside the plan that
+was not read: text opening like JSON (`[{`, `{"`) that does not decode (a second plan cut off or with a
+trailing comma), or an object with a `"drug"` key outside the plan list (`Also add: {"drug": ...}`, or the
+drug whose `"alternatives"` are the list). The same plan written twice counts once. A list of more than
+`MAX_PLAN_ITEMS` items is unparseable too.
 
 Each item's fields are read by `doses.read_dose` (a dose and any unit or strength in it),
 `frequency.read_frequency` (a `frequency` key is read when `frequency_per_day` is absent), `doses.read_unit`
@@ -42,6 +45,9 @@ from tasks.core.json_text import MAX_DEPTH, scan_json
 # No treatment plan has more drugs than this; a longer list is not read (and would cost seconds to resolve).
 MAX_PLAN_ITEMS = 50
 _FENCE = re.compile(r"```[a-zA-Z]*[ \t]*\n(.*?)```", re.DOTALL)
+# Where JSON opens in a reply: a list of objects, lists or strings, or an object with a key (not "[1]" or a
+# Markdown link, whose brackets hold prose).
+_JSON_OPENS = re.compile(r'[\[{]\s*+["{\[]')
 
 
 class PlanReading(NamedTuple):
@@ -71,14 +77,22 @@ def read_plan_reply(text: str, kb: KnowledgeBase, threshold: float = DEFAULT_THR
     if scan.too_deep:  # it may hold a plan that was not read
         return PlanReading(None, f"JSON nested deeper than {MAX_DEPTH} levels cannot be read")
     candidates: list[tuple[list[Any], Any, tuple[int, int]]] = []
+    strays: list[dict[str, Any]] = []
     for found in scan.found:
-        for raw, advice in _plan_values(found.value):
-            candidates.append((raw, advice, (found.start, found.end)))
+        plans, drugs_outside = _plan_values(found.value)
+        candidates += [(raw, advice, (found.start, found.end)) for raw, advice in plans]
+        strays += drugs_outside
     if not candidates:
         return PlanReading(None, 'no JSON list of items with a "drug", nor {"plan": [...]}')
     distinct = list(dict.fromkeys(json.dumps(raw, sort_keys=True, default=str) for raw, _, _ in candidates))
     if len(distinct) > 1:
         return PlanReading(None, f"the reply gives {len(distinct)} different plans; it must give one")
+    undecoded = _undecoded_json(text, [(found.start, found.end) for found in scan.found])
+    if undecoded is not None:  # it may be a second plan, or more of this one
+        return PlanReading(None, f"JSON at char {undecoded:,} does not decode: {_shown(text[undecoded:])}")
+    if strays:
+        shown = _shown(json.dumps(strays[0], default=str))
+        return PlanReading(None, f'an object with a "drug" lies outside the plan list: {shown}')
     # The same plan written twice (a list, then {"plan": ..., "advice": ...}): the advice where one is given.
     raw, advice, (start, end) = next((c for c in candidates if isinstance(c[1], str)), candidates[0])
     items = _plan_items(raw, kb, threshold)
@@ -90,13 +104,14 @@ def read_plan_reply(text: str, kb: KnowledgeBase, threshold: float = DEFAULT_THR
     return PlanReading(TreatmentPlan(items=items, advice=advice.strip()))
 
 
-def _plan_values(value: Any) -> list[tuple[list[Any], Any]]:
-    """Every plan in a decoded JSON value, at any depth: (its list, the advice beside it or None). A list is
-    a plan when an entry has a "drug" key, or when it is the whole value and empty; an object when it has a
-    "plan" key."""
+def _plan_values(value: Any) -> tuple[list[tuple[list[Any], Any]], list[dict[str, Any]]]:
+    """Every plan in a decoded JSON value, at any depth: (its list, the advice beside it or None); and every
+    object with a "drug" key that is no entry of a plan list. A list is a plan when an entry has a "drug"
+    key, or when it is the whole value and empty; an object when it has a "plan" key."""
     if value == []:
-        return [([], None)]
+        return [([], None)], []
     plans: list[tuple[list[Any], Any]] = []
+    strays: list[dict[str, Any]] = []
     pending = [value]
     while pending:
         current = pending.pop()
@@ -108,10 +123,30 @@ def _plan_values(value: Any) -> list[tuple[list[Any], Any]]:
         ):
             plans.append((current, None))
         elif isinstance(current, dict):
+            if "drug" in current:
+                strays.append(current)
             pending.extend(reversed(list(current.values())))
         elif isinstance(current, list):
             pending.extend(reversed(current))
-    return plans
+    return plans, strays
+
+
+def _undecoded_json(text: str, decoded: list[tuple[int, int]]) -> int | None:
+    """Where the first text opening like JSON lies outside every decoded span (spans in text order, none
+    inside another), else None."""
+    spans = iter(decoded)
+    span = next(spans, None)
+    for opening in _JSON_OPENS.finditer(text):
+        while span is not None and span[1] <= opening.start():
+            span = next(spans, None)
+        if span is None or opening.start() < span[0]:
+            return opening.start()
+    return None
+
+
+def _shown(text: str) -> str:
+    """The start of a quoted text, enough to name it."""
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _fence_around(text: str, start: int, end: int) -> tuple[int, int]:
@@ -130,8 +165,7 @@ def _plan_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tuple[Pl
     for position, entry in enumerate(raw, start=1):
         drug = entry.get("drug") if isinstance(entry, dict) else None
         if not isinstance(drug, str) or not drug.strip():
-            shown = json.dumps(entry, default=str)
-            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            shown = _shown(json.dumps(entry, default=str))
             return f'plan item {position} ({shown}) is not an object with a "drug" name'
         items.append(_plan_item(entry, drug.strip(), kb, threshold))
     return tuple(items)

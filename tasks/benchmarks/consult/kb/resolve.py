@@ -11,8 +11,10 @@ item unverified:
   the threshold among the KB's names (a misspelling: "ibuprofn");
 - a salt or ester word ("naproxen sodium", "sodium valproate"): it belongs to the drug before it (after it
   when none comes before), and the critic converts that drug's dose with the KB's salt table;
-- a strength, a number, a dose form or route word ("500 mg tablets", "30/500", "oral suspension") or a
-  joining word ("and", "with", "plus");
+- a strength, a dose form or route word ("500 mg tablets", "0.5 g", "1%", "oral suspension") or a joining
+  word ("and", "with", "plus"); a number with no unit is read only as the strengths of a combination
+  product written with its name ("co-codamol 30/500"): any other ("2 x paracetamol", "paracetamol 2
+  tablets") is a count no name holds, and `unknown`;
 - anything else is `unknown`: "paracetamol and zzzocillin" resolves paracetamol and leaves "zzzocillin"
   unread, so the item is not wholly checked. A name of more than `MAX_NAME_WORDS` words is not read.
 A product's ingredients carry their amounts per tablet when the product fixes them: by a brand sold at one
@@ -58,6 +60,12 @@ _LONGEST_NAME = 6  # words; no KB name or product is longer
 # No drug's name, with its strength, form and salt, runs longer: a longer text is not read word by word.
 MAX_NAME_WORDS = 30
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# A number with its unit ("500 mg", "0.5 g", "1%", "5ml"), not inside a word ("Hc45"): one strength word.
+_STRENGTH_WRITTEN = re.compile(
+    r"(?<![a-z0-9.,])\d+(?:[.,]\d+)?\s*(?:mg|g|mcg|µg|μg|micrograms?|milligrams?|grams?|ml|millilitres?|l|iu"
+    r"|units?|%)(?![a-z])",
+    re.IGNORECASE,
+)
 
 
 class Ingredient(BaseModel, frozen=True, extra="forbid"):
@@ -108,6 +116,7 @@ class _Found(NamedTuple):
     ingredients: tuple[Ingredient, ...]
     missing: tuple[str, ...] = ()
     product: str | None = None
+    strengths_written: bool = False  # the text writes the product's strengths ("30/500"), its bare numbers
 
 
 @cached_per_kb
@@ -126,7 +135,9 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
         product = kb.product(key)
         if product is not None:
             resolution = _product_resolution(product, text)
-            return _Found("combination", resolution.ingredients, product=resolution.product)
+            written = _written_variant(product[0], text) is not None
+            return _Found("combination", resolution.ingredients, product=resolution.product,
+                          strengths_written=written)  # fmt: skip
         if key in aliases:
             drug, method = aliases[key]
             return _Found(method, (Ingredient(drug=drug.name),))
@@ -134,7 +145,8 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
 
     @functools.lru_cache(maxsize=8192)
     def resolve(name: str, threshold: float, use_library: bool) -> Resolution:
-        words = normalise_text(name, keep_hyphens=True).split()
+        # Each strength one word, so that a number left in the words has no unit ("0.5 g" is not "0", "5 g").
+        words = normalise_text(_STRENGTH_WRITTEN.sub(" strength ", name), keep_hyphens=True).split()
         tokens = [part for word in words for part in word.split("-") if part]
         if len(tokens) > MAX_NAME_WORDS:
             return Resolution(method="unresolved", unknown=(f"(a name of {len(tokens):,} words)",))
@@ -150,6 +162,7 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
         found: list[tuple[int, _Found]] = []  # (first token, what it names)
         salts: list[tuple[int, str]] = []
         unknown: list[str] = []
+        numbers: list[str] = []  # with no unit, outside any name read
         position = 0
         while position < len(tokens):
             end, hit = _longest(tokens, position, lambda key: named(key, name))
@@ -175,9 +188,13 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
             token = tokens[position]
             if token in salt_words:
                 salts.append((position, token))
+            elif token.isdigit():
+                numbers.append(token)
             elif not is_read(token):
                 unknown.append(token)
             position += 1
+        if not any(hit.strengths_written for _, hit in found):
+            unknown += numbers
         return _resolution(found, _salt_phrases(salts), unknown)
 
     return resolve
@@ -325,10 +342,12 @@ def _by_library(kb: KnowledgeBase, canonical_names: tuple[str, ...], name: str) 
     by_canonical = library_index(kb)
     ingredients: list[Ingredient] = []
     missing: list[str] = []
+    written = False
     for canonical in canonical_names:
         product = kb.product(canonical)
         if product is not None:
             ingredients += _product_resolution(product, name).ingredients
+            written = written or _written_variant(product[0], name) is not None
             continue
         for part in canonical.split("/"):
             drug = by_canonical.get(part.lower()) or kb.drug(part)
@@ -337,7 +356,7 @@ def _by_library(kb: KnowledgeBase, canonical_names: tuple[str, ...], name: str) 
             else:
                 missing.append(part)
     unique = tuple({ingredient.drug: ingredient for ingredient in ingredients}.values())
-    return _Found("library", unique, tuple(dict.fromkeys(missing)))
+    return _Found("library", unique, tuple(dict.fromkeys(missing)), strengths_written=written)
 
 
 @functools.lru_cache(maxsize=4096)

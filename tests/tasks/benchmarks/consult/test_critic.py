@@ -46,6 +46,7 @@ def test_an_unknown_drug_is_unverified_and_not_counted_as_a_drug():
         pairs=0,
         interacting_pairs=0,
         conflicting_drugs=0,
+        unread_drugs=1,  # its pairs with paracetamol unchecked
     )
 
 
@@ -149,6 +150,9 @@ def test_an_unknown_constraint_is_an_error(constraint):
         ("no_tablets", plan(item("paracetamol", 10, "ml", 4, "oral")), True),
         ("no_tablets", plan(item("paracetamol oral suspension", generic="paracetamol")), True),
         ("no_tablets", plan(item("paracetamol")), False),  # the KB's route: oral
+        # a route written but not read may be a tablet's, whatever the unit says
+        ("no_tablets", plan(item("amoxicillin", 500, "mg", 3, "oral tablet")), False),
+        ("no_tablets", plan(item("paracetamol", 10, "ml", 4, "swallowed whole")), False),
         ("cost:amoxicillin", plan(item("clarithromycin")), True),
         ("cost:Calpol", plan(item("paracetamol")), False),
         ("takes:warfarin", plan(item("paracetamol")), True),

@@ -126,6 +126,22 @@ def test_an_item_holding_a_drug_the_kb_lacks_is_unverified_and_its_kb_ingredient
     assert found.unverified
 
 
+@pytest.mark.parametrize(
+    ("entries", "medications", "unread"),
+    [
+        ([{"drug": "warfarin"}, {"drug": "clarithromycin"}], (), 0),
+        ([{"drug": "warfarin"}, {"drug": "zzzomycin"}], (), 1),  # a word read as nothing
+        ([{"drug": "Valium"}], ("warfarin",), 1),  # a drug the KB lacks
+        ([{"drug": "paracetamol"}], ("Valium",), 1),  # a current medicine the KB lacks, beside a planned drug
+        ([{"drug": "zzzomycin"}], ("Valium",), 1),  # beside no planned KB drug: only the item
+    ],
+)
+def test_an_item_or_a_current_medicine_not_wholly_read_is_counted_its_pairs_unchecked(
+    entries, medications, unread
+):
+    assert shipped(*entries, medications=medications).unread_drugs == unread
+
+
 def test_a_drug_the_kb_lacks_is_named_in_the_unverified_detail():
     found = shipped({"drug": "Valium", "dose": 5, "unit": "mg", "frequency_per_day": 1})
     assert [(v.entry, v.detail) for v in found.violations] == [

@@ -165,6 +165,7 @@ def test_daily_amount(item, to_unit, standard, expected):
         # what stays unread, with the reason
         ("some", Dose(None, problem="'some' gives no amount")),
         ("1000 mg extra", Dose(None, problem="'1000 mg extra': 'extra' is not read")),
+        ("1 g 4 and", Dose(None, problem="'1 g 4 and': '4 and' is not read")),  # no "4 an d(ay)"
         ("5 ml mg", Dose(None, problem="'5 ml mg': 'mg' is a second unit")),
         ("1 tablet-500 mg", Dose(None, problem="'1 tablet-500 mg': tablet and mg do not convert")),
         ("1e400", Dose(None, problem="'1e400': 1e400 is not a dose")),

@@ -92,6 +92,9 @@ WEEKLY = 1 / 7
         ("-4", Frequency(None, False, "'-4': '-4' is not read as a frequency")),
         ("3 times a day or so", Frequency(
             None, False, "'3 times a day or so': 'so' is not read as a frequency")),
+        # an "and" cut short is no "an d(ay)"
+        ("7 and", Frequency(None, False, "'7 and': '7' is not read as a frequency")),
+        ("max 4 and", Frequency(None, False, "'max 4 and': 'max' is not read as a frequency")),
         ("", Frequency(None)),
         (None, Frequency(None)),
         (True, Frequency(None, False, "True is not a frequency")),

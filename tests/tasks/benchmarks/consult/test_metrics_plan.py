@@ -111,22 +111,33 @@ def test_a_plan_that_did_not_parse_scores_the_worst_of_every_metric_whatever_it_
     assert stage_score(score_treatment(case(condition), given, KB)._asdict(), TREATMENT_METRICS) == 0.0
 
 
+def test_a_drug_the_critic_cannot_read_scores_the_worst_ddiv_never_above_a_read_interaction():
+    warfarin = drug("warfarin", 5, per_day=1)
+    read = score_treatment(case(), episode(warfarin, CLARITHROMYCIN), KB)
+    unread = score_treatment(case(), episode(warfarin, drug("zzzomycin", 500, per_day=2, generic=None)), KB)
+    # warfarin and zzzomycin: no pair checked, and zzzomycin may be any drug
+    assert unread == TreatmentScores(
+        psc=0.0, ddiv=1.0, pcr=0.0, plan_completeness=1.0, regimen_coverage=0.0, dose_error_rate=0.0
+    )
+    assert stage_score(unread._asdict(), TREATMENT_METRICS) <= stage_score(read._asdict(), TREATMENT_METRICS)
+
+
 @pytest.mark.parametrize(
-    ("condition", "given", "psc", "regimen_coverage"),
+    ("condition", "given", "psc", "ddiv", "regimen_coverage"),
     [
         # otitis untreated is not safe
-        ("otitis", episode(), 0.0, 0.0),
-        # a drug the critic cannot check vouches for nothing
-        ("otitis", episode(drug("zzzcillin", 1, per_day=1, generic=None)), 0.0, 0.0),
+        ("otitis", episode(), 0.0, None, 0.0),
+        # a drug the critic cannot check vouches for nothing, nor for the drugs it may hold
+        ("otitis", episode(drug("zzzcillin", 1, per_day=1, generic=None)), 0.0, 1.0, 0.0),
         # colic expects no drug: advice alone is safe; no regimen to cover
-        ("colic", episode(), 1.0, None),
+        ("colic", episode(), 1.0, None, None),
     ],
 )
-def test_a_plan_without_known_drugs(condition, given, psc, regimen_coverage):
+def test_a_plan_without_known_drugs(condition, given, psc, ddiv, regimen_coverage):
     completeness = 1.0 if given.plan.items else None  # zzzcillin's fields are all there
     assert score_treatment(case(condition), given, KB) == TreatmentScores(
         psc=psc,
-        ddiv=None,
+        ddiv=ddiv,
         pcr=None,
         plan_completeness=completeness,
         regimen_coverage=regimen_coverage,

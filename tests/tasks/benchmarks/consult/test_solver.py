@@ -172,6 +172,35 @@ def test_a_plan_and_a_revision_that_never_parse_are_unparseable_and_the_follow_u
     )
 
 
+def test_a_plan_cut_at_max_tokens_is_re_asked_and_unparseable_when_the_re_ask_is_cut_too():
+    def plans_at_once(last):
+        return AMOXICILLIN if last == PROMPTS.treatment else agent(last)
+
+    call, _ = scripted(plans_at_once)
+
+    def cut_plans(request):  # the plan reads whole, but what came after it at max_tokens is unknown
+        record = call(request)
+        plan = request.messages[-1]["content"] in (PROMPTS.treatment, PROMPTS.treatment_reask)
+        return record.model_copy(update={"finish_reason": "length" if plan else "stop"})
+
+    rows = run_episode(job(), cut_plans)
+    treatment = [(r["text"], r["finish_reason"]) for r in rows if r["stage"] == "treatment"]
+    assert treatment == [(AMOXICILLIN, "length"), (f"{AMOXICILLIN}\nRest and fluids.", "length")]
+    episode = episode_from_messages(FOLLOWED, rows, load_kb(), 90.0)
+    assert (episode.plan_parse, episode.plan) == ("unparseable", TreatmentPlan())
+
+
+def test_a_revision_cut_at_max_tokens_is_unparseable():
+    call, _ = scripted()
+    rows = [
+        {**r, "finish_reason": "length"} if r["text"] == DOXYCYCLINE else r for r in run_episode(job(), call)
+    ]
+    episode = episode_from_messages(FOLLOWED, rows, load_kb(), 90.0)
+    assert episode.follow_ups[0] == FollowUpTurn(
+        index=0, answer=DOXYCYCLINE, cut=True, revision_parse="unparseable"
+    )
+
+
 def test_without_reasks_an_unparsed_revision_is_not_asked_again():
     call, _ = scripted()
     rows = run_episode(job(max_reasks=0), call)

@@ -10,6 +10,8 @@ from tasks.benchmarks.consult.kb.resolve import resolve_drug
 from tasks.benchmarks.consult.treatment import PlanReading, is_plan_attempt, parse_plan, read_plan_reply
 from tasks.core.json_text import MAX_TOKENS
 
+PARACETAMOL = '[{"drug": "paracetamol", "dose": "1 g", "frequency": "qds"}]'
+
 
 @pytest.fixture(scope="module")
 def kb():
@@ -191,10 +193,32 @@ def test_a_combination_item_holds_every_ingredient_and_no_single_generic(kb):
         ("[]" * MAX_TOKENS, f"the reply holds more brackets than are read (read up to char {MAX_TOKENS:,})"),
         ("Take some paracetamol and rest.",
          'no JSON list of items with a "drug", nor {"plan": [...]}'),
+        # JSON beside the plan that was not read: a second plan cut off, or with a trailing comma
+        (f'{PARACETAMOL} Actually use: [{{"drug": "ibuprofen"}}, {{"drug": "warf',
+         'JSON at char 75 does not decode: [{"drug": "ibuprofen"}, {"drug": "warf'),
+        (f'{PARACETAMOL} Actually use: [{{"drug": "ibuprofen",}}]',
+         'JSON at char 75 does not decode: [{"drug": "ibuprofen",}]'),
+        # an object with a drug outside the plan list: one more item, or the drug whose alternatives it holds
+        (f'{PARACETAMOL} Also add: {{"drug": "warfarin", "dose": "5 mg"}}',
+         'an object with a "drug" lies outside the plan list: {"drug": "warfarin", "dose": "5 mg"}'),
+        ('{"treatment": {"drug": "amoxicillin", "alternatives": [{"drug": "paracetamol"}]}}',
+         'an object with a "drug" lies outside the plan list: '
+         '{"drug": "amoxicillin", "alternatives": [{"drug": "paracetamol"}]}'),
     ],
 )  # fmt: skip
 def test_a_reply_that_is_not_one_plan_is_unparseable_and_says_why(kb, text, problem):
     assert read_plan_reply(text, kb) == PlanReading(None, problem)
+
+
+def test_brackets_of_prose_and_json_without_a_drug_beside_the_plan_are_advice(kb):
+    text = f'{PARACETAMOL} See [NICE CKS](https://cks.nice.org.uk) [1] {{"advice": "rest"}}.'
+    assert read_plan_reply(text, kb) == PlanReading(
+        TreatmentPlan(
+            items=(PlanItem(drug="paracetamol", generic="paracetamol", ingredients=("paracetamol",), dose=1.0,
+                            unit="g", frequency_per_day=4.0),),
+            advice='See [NICE CKS](https://cks.nice.org.uk) [1] {"advice": "rest"}.',
+        )
+    )  # fmt: skip
 
 
 def test_the_same_plan_written_twice_is_one_plan(kb):

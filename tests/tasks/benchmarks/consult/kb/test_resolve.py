@@ -23,6 +23,8 @@ NAMES = [
     ("ibuprofen 400 mg tablets", ("ibuprofen",)),
     ("Amoxil 500mg capsules", AMOXICILLIN),
     ("clarithromycin 500 mg", ("clarithromycin",)),
+    ("paracetamol 0.5 g tablets", PARACETAMOL),
+    ("hydrocortisone 1% cream", ("hydrocortisone",)),
     ("Ventolin inhaler 100 micrograms", ("salbutamol",)),
     # other generic names and spellings the KB lists
     ("Acetaminophen", PARACETAMOL),
@@ -252,6 +254,21 @@ def test_the_library_loads_only_when_the_kb_names_do_not_resolve():
             method="salt", ingredients=(Ingredient(drug="salbutamol", salt="sulfate"),))),
         ("hydrocortisone sodium phosphate", Resolution(
             method="salt", ingredients=(Ingredient(drug="hydrocortisone", salt="sodium phosphate"),))),
+        # a number with no unit is a count no name holds, unless it is a combination's strengths
+        ("2 x paracetamol", Resolution(
+            method="generic", ingredients=(Ingredient(drug="paracetamol"),), unknown=("2",))),
+        ("paracetamol 2 tablets", Resolution(
+            method="generic", ingredients=(Ingredient(drug="paracetamol"),), unknown=("2",))),
+        ("paracetamol 0.5 g tablets", Resolution(
+            method="generic", ingredients=(Ingredient(drug="paracetamol"),))),
+        ("co-codamol 30/500", Resolution(
+            method="combination", product="co-codamol 30/500",
+            ingredients=(Ingredient(drug="codeine", strength=30, unit="mg"),
+                         Ingredient(drug="paracetamol", strength=500, unit="mg")))),
+        ("co-codamol 30/500 2 tablets", Resolution(
+            method="combination", product="co-codamol",
+            ingredients=(Ingredient(drug="codeine"), Ingredient(drug="paracetamol", strength=500, unit="mg")),
+            unknown=("30", "500", "2"))),
         # a real drug the KB lacks is named by the library
         ("sodium fusidate", Resolution(method="library", missing=("Fusidic acid",))),
     ],
