@@ -12,13 +12,14 @@ drug whose `"alternatives"` are the list). The same plan written twice counts on
 `MAX_PLAN_ITEMS` items is unparseable too.
 
 Each item's fields are read by `doses.read_dose` (a dose and any unit or strength in it),
-`frequency.read_frequency` (a `frequency` key is read when `frequency_per_day` is absent), `doses.read_unit`
-and `doses.read_strength`; a field written but not read is kept in `PlanItem.unreadable` with the reason,
-and the critic then calls the item unverified. A unit in the dose text and the `unit` key must agree; a
-count of doses a day in the dose text ("1000 mg x2") must agree with any frequency given. A tablet's
-strength comes from a `strength` key, else from the dose, unit or drug text (`"paracetamol 500 mg
-tablets"`, `"120 mg/5 ml"`). Drug names go to KB drugs through `kb.resolve.resolve_drug`: `generic` is the
-drug of a single-drug item, `ingredients` every KB drug of the item.
+`frequency.read_frequency` (`frequency_per_day` and `frequency`, each one given, must read alike),
+`doses.read_unit` and `doses.read_strength`; a field written but not read is kept in `PlanItem.unreadable`
+with the reason, and the critic then calls the item unverified. A unit in the dose text and the `unit` key
+must agree; a count of doses a day in the dose text ("1000 mg x2") must agree with any frequency given. A
+tablet's strength comes from a `strength` key, the dose, unit or drug text (`"paracetamol 500 mg
+tablets"`, `"120 mg/5 ml"`): every one given must be the same strength. Drug names go to KB drugs
+through `kb.resolve.resolve_drug`: `generic` is the drug of a single-drug item, `ingredients` every KB drug
+of the item.
 """
 
 import json
