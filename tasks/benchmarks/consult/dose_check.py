@@ -23,6 +23,7 @@ import math
 from tasks.benchmarks.consult.case import PatientProfile
 from tasks.benchmarks.consult.doses import (
     COUNT_FORMS,
+    ROUTES,
     DoseAmount,
     canonical_route,
     canonical_unit,
@@ -105,7 +106,11 @@ def dose_violations(
             kind, severity = ("dose_below_half_usual", "hard") if amount.high < half else UNREADABLE
             found.append(drug_violation(kind, severity, drug, f"drug {name}: usual_dose", detail))
     for item in items:
-        if item.route is not None and canonical_route(item.route) != drug.route:
+        route = None if item.route is None else canonical_route(item.route)
+        if route is not None and route not in ROUTES:  # "oral tablet": not known to be the KB's route
+            detail = f"'{item.drug}': the route '{item.route}' is not read"
+            found.append(drug_violation("unverified", "unverified", drug, f"drug {name}: route", detail))
+        elif route is not None and route != drug.route:
             detail = f"{name} given {item.route}; the KB gives it {drug.route}"
             found.append(drug_violation("wrong_route", "soft", drug, f"drug {name}: route", detail))
     for item, amount in amounts:

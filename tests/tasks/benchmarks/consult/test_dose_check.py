@@ -90,6 +90,19 @@ from tests.tasks.benchmarks.consult.critic_fixtures import KB, facts, item, plan
                 "salbutamol given by mouth; the KB gives it inhaled",
             ),
         ),
+        # a route written but not read is not known to be the KB's: unverified, never a pass
+        (
+            plan(item("salbutamol", 200, "mcg", 4, "puffed in")),
+            30,
+            violation(
+                "unverified",
+                "unverified",
+                "salbutamol",
+                "drug salbutamol: route",
+                "label salbutamol",
+                "'salbutamol': the route 'puffed in' is not read",
+            ),
+        ),
     ],
 )
 def test_dose_errors_after_unit_normalisation(given, band_age, expected):
