@@ -5,8 +5,10 @@ template not yet revealed are revealed (all of them, or the first `per_turn` in 
 with their KB response patterns: `positive` filled with the value when the AIU is present, `negative` when
 it is ruled out. A question matching no template gets "I'm not sure."; a matched template with nothing
 left to reveal gets "No, nothing like that." when the case has nothing present under it (no AIU, or only
-ruled-out ones), and "I'm not sure." when it has (asked again after a present finding was revealed, a
-"No" would deny it) (spec: The episode, 1). The revealed set is kept across turns.
+ruled-out ones) and the whole question was read, and "I'm not sure." otherwise: asked again after a
+present finding was revealed, a "No" would deny it (spec: The episode, 1); with a word outside the template
+space's vocabulary ("Any cuogh how long?"), the "No" would deny what the patient never read. The revealed
+set is kept across turns.
 """
 
 import functools
@@ -91,7 +93,8 @@ class Simulator:
             return SimulatorReply(NOT_SURE, None, (), True)
         pending = [item for item in self._by_template.get(template, ()) if item[0] not in self.revealed]
         if not pending:
-            deflection = NOT_SURE if template in self._templates_with_findings else NOTHING_LIKE_THAT
+            told_or_unread = template in self._templates_with_findings or self.space.unread_terms(question)
+            deflection = NOT_SURE if told_or_unread else NOTHING_LIKE_THAT
             return SimulatorReply(deflection, template, (), True)
         released = pending[: self.per_turn] if self.per_turn else pending
         self.revealed.update(aiu_id for aiu_id, _ in released)

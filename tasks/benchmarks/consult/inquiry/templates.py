@@ -2,6 +2,7 @@
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
@@ -148,6 +149,12 @@ class TemplateSpace:
     A template's score is the best cosine over its examples (each paraphrase, and its keywords as one
     text). TF-IDF by default, fit once on those examples; `embed` replaces it (e.g. `litellm_embedder`).
     Matching is pure: the same question always gets the same answer; answers are cached.
+
+    A question's words outside the TF-IDF vocabulary are not dropped: in `match` each keeps the weight
+    of a term no example holds (scikit-learn's smoothed idf at document frequency 0) in the question's
+    norm, so a question matches only as far as it was read. Without it, "Any cuogh how long?" matched
+    the duration template at cosine 1.0 on "long" alone. `vectors` (used to name mined clusters) keeps
+    the vocabulary's projection.
     """
 
     def __init__(self, catalogue: TemplateCatalogue, threshold: float = 0.3, embed: Embed | None = None):
@@ -166,6 +173,7 @@ class TemplateSpace:
             vectorizer = TfidfVectorizer(analyzer=terms, sublinear_tf=True).fit(texts)
             self._vocabulary: dict[str, int] = vectorizer.vocabulary_
             self._idf = vectorizer.idf_
+            self._unread_idf = float(np.log(1 + len(texts)) + 1)
         self._examples = self.vectors(texts)
         self._cache: dict[str, tuple[str | None, float]] = {}
 
@@ -176,17 +184,34 @@ class TemplateSpace:
         return np.vstack([self._vector(text) for text in texts]) if texts else np.zeros((0, len(self._idf)))
 
     def _vector(self, text: str) -> np.ndarray:
+        vector = self._weights(text)
+        norm = np.linalg.norm(vector)
+        return vector / norm if norm else vector
+
+    def _weights(self, text: str) -> np.ndarray:
         # The fitted vectorizer's own weighting, without its per-call sparse-matrix overhead.
-        counts: dict[int, int] = {}
-        for term in terms(text):
-            index = self._vocabulary.get(term)
-            if index is not None:
-                counts[index] = counts.get(index, 0) + 1
+        counts = Counter(self._vocabulary[term] for term in terms(text) if term in self._vocabulary)
         vector = np.zeros(len(self._idf))
         for index, count in counts.items():
             vector[index] = (1.0 + np.log(count)) * self._idf[index]
-        norm = np.linalg.norm(vector)
-        return vector / norm if norm else vector
+        return vector
+
+    def unread_terms(self, text: str) -> tuple[str, ...]:
+        """The question's terms outside the TF-IDF vocabulary, in order (none with an embedding model)."""
+        if self._embed is not None:
+            return ()
+        return tuple(term for term in terms(text) if term not in self._vocabulary)
+
+    def read_share(self, text: str) -> float:
+        """|read weights| / |all weights|: what an unread term takes off every cosine (1.0: all was read)."""
+        unread = Counter(self.unread_terms(text))
+        if not unread:
+            return 1.0
+        read = float(np.linalg.norm(self._weights(text)))
+        unread_norm = float(
+            np.linalg.norm([(1.0 + np.log(count)) * self._unread_idf for count in unread.values()])
+        )
+        return read / float(np.hypot(read, unread_norm))
 
     def scores(self, vector: np.ndarray) -> np.ndarray:
         """One vector -> the cosine of each template (in catalogue order): its best example's."""
@@ -196,7 +221,7 @@ class TemplateSpace:
         """A question -> (nearest template id, cosine); the id is None when the cosine is under threshold."""
         key = normalise_question(question)
         if key not in self._cache:
-            scores = self.scores(self.vectors([key])[0])
+            scores = self.scores(self.vectors([key])[0]) * self.read_share(key)
             best = int(np.argmax(scores))  # ties go to the earlier template
             cosine = float(scores[best])
             self._cache[key] = (self.catalogue.ids[best] if cosine >= self.threshold else None, cosine)

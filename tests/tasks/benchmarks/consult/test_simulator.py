@@ -1,10 +1,12 @@
 """The patient simulator: template matching, AIU release, response patterns and deflections."""
 
 import pytest
+from hypothesis import assume, given
 
 from tasks.benchmarks.consult.case import CaseAiu, ConsultCase, GoldDiagnosis, PatientProfile
 from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.benchmarks.consult.simulator import (
+    NOTHING_LIKE_THAT,
     Simulator,
     SimulatorReply,
     default_space,
@@ -12,6 +14,7 @@ from tasks.benchmarks.consult.simulator import (
     names_a_diagnosis,
     replay,
 )
+from tests.tasks.benchmarks.consult.inquiry.strategies import questions, unread_words
 
 CASE = ConsultCase(
     case_id="c1",
@@ -90,6 +93,14 @@ def test_a_template_the_case_has_nothing_for_is_nothing_like_that():
     )
 
 
+def test_a_template_matched_on_a_question_read_only_in_part_is_not_sure_never_a_no():
+    # "cuogh" is outside the vocabulary: the duration template matched on "long" alone, and a "No"
+    # would deny a cough the patient has.
+    assert simulator().answer("Any cuogh how long?") == SimulatorReply(
+        "I'm not sure.", "onset_duration", (), True
+    )
+
+
 def test_a_higher_threshold_turns_a_weak_match_into_not_sure():
     assert simulator(threshold=0.99).answer(RESPIRATORY) == SimulatorReply("I'm not sure.", None, (), True)
 
@@ -120,3 +131,11 @@ def test_no_lay_reply_of_the_knowledge_base_names_a_condition():
         if names_a_diagnosis(text, names)
     ]
     assert naming == []
+
+
+@given(question=questions, word=unread_words)
+def test_the_patient_never_denies_what_it_did_not_read(question, word):
+    assume(default_space().unread_terms(word))
+    patient = simulator()
+    replies = [patient.answer(f"{question} {word}") for _ in range(2)]  # the second finds nothing left
+    assert NOTHING_LIKE_THAT not in [reply.text for reply in replies]

@@ -1,9 +1,19 @@
+import math
 import time
 
 import pytest
 import yaml
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
-from tasks.benchmarks.consult.inquiry.templates import DATA_DIR, TEMPLATE_IDS, TemplateSpace, load_catalogue
+from tasks.benchmarks.consult.inquiry.templates import (
+    DATA_DIR,
+    TEMPLATE_IDS,
+    TemplateSpace,
+    load_catalogue,
+    terms,
+)
+from tests.tasks.benchmarks.consult.inquiry.strategies import questions, unread_words
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +53,20 @@ def test_a_question_matches_its_template_and_an_off_topic_one_none(space, questi
     assert space.match(question)[0] == template
 
 
+def test_a_word_outside_the_vocabulary_keeps_its_weight_in_the_question(space):
+    # Read alone, "long" is the duration template's keyword (cosine 1.0); "cuogh" is a term no example
+    # holds, weighted at the smoothed idf of document frequency 0: ln(1 + 163 examples) + 1.
+    assert space.unread_terms("Any cuogh how long?") == ("cuogh",)
+    long_idf = space._idf[space._vocabulary["long"]]
+    unread_idf = math.log(1 + 163) + 1
+    assert space.match("Any cuogh how long?") == (
+        "onset_duration",
+        pytest.approx(long_idf / math.hypot(long_idf, unread_idf)),
+    )
+    assert space.match("How long?") == ("onset_duration", pytest.approx(1.0))
+    assert space.match("Any cuogh?") == (None, 0.0)
+
+
 def test_every_paraphrase_of_the_catalogue_matches_its_own_template(space):
     mismatched = [
         (template.id, paraphrase, space.match(paraphrase)[0])
@@ -60,3 +84,19 @@ def test_matching_is_pure_and_fast(space):
     per_question = (time.perf_counter() - started) / len(questions)
     assert [space.match(q) for q in questions] == first
     assert per_question < 0.001
+
+
+@given(question=questions, word=unread_words)
+def test_an_unread_word_never_raises_a_match_and_never_changes_the_template_it_keeps(space, question, word):
+    assume(space.unread_terms(word) == tuple(terms(word)) and terms(word))
+    read_template, read_cosine = space.match(question)
+    template, cosine = space.match(f"{question} {word}")
+    assert template in (read_template, None)
+    assert cosine < read_cosine or read_cosine == cosine == 0.0
+
+
+@given(words=st.lists(unread_words, min_size=1, max_size=6))
+def test_a_question_of_unread_words_only_matches_nothing(space, words):
+    question = " ".join(words)
+    assume(space.unread_terms(question) == tuple(terms(question)))
+    assert space.match(question) == (None, 0.0)
