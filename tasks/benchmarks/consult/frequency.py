@@ -7,7 +7,9 @@ The text is read lower-cased, number words as digits ("twice" -> "2 times"), as 
 - times of day ("morning and night", "at 8am, 12pm and 4pm"): each different time is one dose;
 - "as needed" (prn, when required), a stated maximum ("max 4 doses in 24 hours", "up to 4 times daily",
   or an amount: "max 8 tablets a day"), an event ("after each loose stool");
-- words that say how or for how long, and change no count ("with food", "for 5 days", "by mouth").
+- words that say how or for how long, and change no count ("with food", "for 5 days", "by mouth"); a
+  number and a period with neither a count nor a "per" between them is how long ("7 d", "2 wks"), as "7
+  days" is: read as a rate, "7 d" was 7 doses a day.
 A text of more than `MAX_CHARS` characters is not read. Any other word makes the whole text unread
 (`Frequency.problem` names it): a count read around a word we do not understand could be wrong, and the
 critic then calls the item unverified rather than guess. Rates and times joined by "and" (or "plus") add
@@ -35,6 +37,8 @@ _DAY = r"(?:day|d|24\s*" + _HOURS + r"|24h)"
 _WEEK = r"(?:week|wk|weeks|wks)"
 _PER = r"(?:(?:a|an|per|each|every|in)\b|/)"  # whole words: "7 and" is no "7 an d(ay)"
 _COUNT = r"(?:x|times|doses?)"
+# What makes "3 ... day" a rate: a count word, a "per", or both ("3 x d", "3/d", "3 times a day").
+_COUNT_OR_PER = r"(?:" + _COUNT + r"\s*(?:" + _PER + r"\s*)?|" + _PER + r"\s*)"
 # Prescription shorthand (Latin: omni die, bis / ter / quater in die, quaque hora, ...) -> doses a day.
 _SHORTHAND = {
     "od": 1, "qd": 1, "daily": 1, "qam": 1, "qpm": 1, "qhs": 1, "stat": 1, "bd": 2,
@@ -87,7 +91,8 @@ def _rate(pattern: str, value: Callable[[re.Match[str]], float]) -> tuple[str, r
 # Phrases in the order they are tried at each place (longer forms before the shorter ones they start with).
 _PHRASES: tuple[tuple[str, re.Pattern[str], Any], ...] = (
     ("duration", re.compile(r"(?:for|x)\s*" + _RANGE + r"\s*(?:/7|/52|days?|weeks?|wks?|months?|d)\b"), None),
-    ("duration", re.compile(_RANGE + r"\s*(?:days?|weeks?)\s*(?:course|only)?\b"), None),
+    # A number and a period with no count or "per" between them is a duration ("7 d", "2 wks"), never a rate.
+    ("duration", re.compile(_RANGE + r"\s*(?:days?|d|weeks?|wks?)\s*(?:course|only)?\b"), None),
     (
         "maximum_amount",
         re.compile(
@@ -112,13 +117,11 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], Any], ...] = (
             + r"\s*(?:of\s*)?"
             + _RANGE
             + r"\s*(?:"
-            + _COUNT
-            + r"\s*)?(?:"
-            + _PER
-            + r"\s*)?"
-            + r"(?:"
+            + _COUNT_OR_PER
             + _DAY
-            + r"|daily)\b"
+            + r"|(?:"
+            + _COUNT
+            + r"\s*)?daily)\b"
         ),
         lambda m: _high(m),
     ),
@@ -129,9 +132,9 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], Any], ...] = (
     _rate(r"(?:every|q)\s*" + _RANGE + r"\s*" + _WEEK, lambda m: 1 / 7 / _low(m)),
     _rate(r"(?:every other|every second|alternate|on alternate) days?", lambda m: 0.5),
     _rate(r"every other week", lambda m: 1 / 14),
-    _rate(_RANGE + r"\s*(?:" + _COUNT + r"\s*)?(?:" + _PER + r"\s*)?" + _DAY, lambda m: _high(m)),
+    _rate(_RANGE + r"\s*" + _COUNT_OR_PER + _DAY, lambda m: _high(m)),
     _rate(_RANGE + r"\s*(?:" + _COUNT + r"\s*)?daily", lambda m: _high(m)),
-    _rate(_RANGE + r"\s*(?:" + _COUNT + r"\s*)?(?:" + _PER + r"\s*)?" + _WEEK, lambda m: _high(m) / 7),
+    _rate(_RANGE + r"\s*" + _COUNT_OR_PER + _WEEK, lambda m: _high(m) / 7),
     _rate(_RANGE + r"\s*(?:" + _COUNT + r"\s*)?weekly", lambda m: _high(m) / 7),
     _rate(_N + r"\s*/\s*7", lambda m: _high(m) / 7),
     _rate(r"(?:every|each|a|per) (?:day|24\s*" + _HOURS + ")", lambda m: 1.0),

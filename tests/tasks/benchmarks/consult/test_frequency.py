@@ -86,6 +86,14 @@ WEEKLY = 1 / 7
         ("as directed", Frequency(None, False, "'as directed': 'as' is not read as a frequency")),
         ("with meals", Frequency(None, False, "'with meals' gives no count a day")),
         ("5 day course", Frequency(None, False, "'5 day course' gives no count a day")),  # a duration
+        # a number and a period alone are how long, never a rate ("7 d" was 7 a day, "2 wks" 2 a week)
+        ("7 d", Frequency(None, False, "'7 d' gives no count a day")),
+        ("2 wks", Frequency(None, False, "'2 wks' gives no count a day")),
+        ("tds 7d", Frequency(3.0)),
+        ("3 x d", Frequency(3.0)),
+        ("3/d", Frequency(3.0)),
+        ("2 x wk", Frequency(2 / 7)),
+        ("max 4 d", Frequency(None, False, "'max 4 d': 'max' is not read as a frequency")),
         ("every 0 hours", Frequency(None, False, "'every 0 hours': 'every 0 hours' is not a frequency")),
         ("0 times a day", Frequency(None, False, "'0 times a day': '0 times a day' is not a frequency")),
         ("max 0 a day", Frequency(None, False, "'max 0 a day': 'max 0 a day' is not a frequency")),
@@ -147,3 +155,15 @@ def test_a_frequency_is_read_to_its_first_unread_word_and_a_long_one_not_at_all(
     assert read_frequency("3 times a day " * 80_000) == Frequency(
         None, problem="1,120,000 characters is no frequency (at most 500)"
     )
+
+
+@given(
+    st.sampled_from(_RATES),
+    st.integers(min_value=1, max_value=90),
+    st.sampled_from(["d", "day", "days", "wk", "wks", "week", "weeks"]),
+    st.sampled_from([" ", ""]),
+)
+def test_a_number_and_a_period_alone_say_how_long_and_change_no_count(rate, number, period, space):
+    how_long = f"{number}{space}{period}"
+    assert read_frequency(how_long) == Frequency(None, problem=f"'{how_long}' gives no count a day")
+    assert read_frequency(f"{rate} {how_long}") == read_frequency(rate)
