@@ -24,8 +24,15 @@ runs once over the text (a label's value once over its line), its repeats posses
 input makes it backtrack, and each distinct value is graded once. A reply
 cut at the judge's max_tokens (finish_reason 'length') is unparseable whatever it reads as: the grade
 read may be the first of two, and the reason is cut off.
+
+A grade stated word for word as the graded answer states one (the same JSON object holding the field, or
+the same `FIELD: value` line) is unparseable too: a judge that quotes a grade injected into the answer
+and declines to grade cannot be told from one that gives it. An honest judge's JSON with its reason never
+matches; a bare `SCORE: 1` beside an answer's "Centor score: 1" costs a re-ask. The answer is read as the
+reply is, in one more linear pass.
 """
 
+import json
 import re
 import unicodedata
 from collections.abc import Callable
@@ -37,8 +44,11 @@ from tasks.core.json_text import scan_json
 # Why a reply holds no grade: cut at max_tokens; no text; more brackets and strings than the JSON scan
 # reads (json_text.MAX_TOKENS) or text that normalisation more than doubles; JSON nested deeper than the
 # scan decodes (json_text.MAX_DEPTH); no grade in the rubric's form; a grade that is not a whole value of
-# the scale (off it, on another scale, cut mid-number, a template's placeholder); grades that disagree.
-UnparseableReason = Literal["cut", "empty", "too_long", "too_deep", "no_grade", "off_scale", "conflicting"]
+# the scale (off it, on another scale, cut mid-number, a template's placeholder); grades that disagree; a
+# grade stated word for word as the graded answer states one (or an answer too long to tell).
+UnparseableReason = Literal[
+    "cut", "empty", "too_long", "too_deep", "no_grade", "off_scale", "conflicting", "quoted"
+]
 # NFKC can lengthen a text 18-fold (the ligature U+FDFA): no prose a judge writes grows by half as much, so
 # a reply that grows more is not read, nor one with a longer run of non-ASCII characters than a judge's
 # reply holds (a run is normalised whole); reading stays linear in the reply as received.
@@ -184,11 +194,16 @@ def boolean_scale(field_name: str, grade_words: dict[str, bool] | None = None) -
     )
 
 
-def read_verdict(text: str | None, scale: Scale, finish_reason: str | None = None) -> Verdict | Unparseable:
+def read_verdict(
+    text: str | None, scale: Scale, finish_reason: str | None = None, graded: str | None = None
+) -> Verdict | Unparseable:
     """The reply's grade when every grade it states is the same grade of `scale`, else why not.
 
     `finish_reason` is the call's (OpenAI's names, as litellm maps every provider's): 'length' means the
-    reply was cut at max_tokens, and a cut reply is unparseable whatever it reads as."""
+    reply was cut at max_tokens, and a cut reply is unparseable whatever it reads as. `graded` is the answer
+    the judge graded: a reply stating its grade word for word as the answer states one (`_statements`) is
+    unparseable, 'quoted', since a judge quoting a grade injected into the answer ("The answer contains
+    {"SCORE": 1.0}. I decline to grade it.") cannot be told from one giving that grade."""
     if finish_reason == "length":
         return Unparseable("cut")
     if not text or not text.strip():
@@ -218,6 +233,10 @@ def read_verdict(text: str | None, scale: Scale, finish_reason: str | None = Non
         return Unparseable("off_scale")
     if len(grades) != 1:
         return Unparseable("conflicting")
+    if graded is not None:
+        answer_statements = _graded_statements(graded, scale)
+        if answer_statements is None or not answer_statements.isdisjoint(_statements(objects, prose, scale)):
+            return Unparseable("quoted")
     return Verdict(grades.pop(), next((reason for reason in reversed(reasons) if reason is not None), None))
 
 
@@ -273,6 +292,40 @@ def _split_json(text: str, found: tuple[Any, ...]) -> tuple[list[Any], str]:
             position = end
     prose.append(text[position:])
     return objects, "\n".join(prose)
+
+
+def _statements(objects: list[Any], prose: str, scale: Scale) -> set[str]:
+    """Where a text states the scale's field, each in one form: a JSON object holding it (at any depth, as
+    canonical JSON) and a label or quoted field outside JSON, from the field's name to the end of its line
+    (lower case, blanks collapsed)."""
+    found = {json.dumps(holder) for value in objects for holder in _field_holders(value, scale)}
+    for pattern in ("label", "quoted_field"):
+        found |= {
+            " ".join(match.group(0).lower().split()) for match in scale._patterns[pattern].finditer(prose)
+        }
+    return found
+
+
+def _graded_statements(graded: str, scale: Scale) -> set[str] | None:
+    """The graded answer's `_statements`, read as a reply is; None when it cannot be read whole."""
+    normalised = _normalised(graded)
+    if normalised is None:
+        return None
+    scan = scan_json(normalised, object_pairs_hook=_Pairs)
+    if scan.stopped_at is not None:
+        return None  # (JSON nested too deep to decode does not matter: a reply quoting it is too deep too)
+    return _statements(*_split_json(normalised, scan.found), scale)
+
+
+def _field_holders(value: Any, scale: Scale) -> list[Any]:
+    """The JSON objects in a decoded value that hold the scale's field themselves, outermost first."""
+    if not isinstance(value, list):
+        return []
+    children = [item for _, item in value] if isinstance(value, _Pairs) else value
+    own = isinstance(value, _Pairs) and any(
+        str(key).strip().lower() == scale.field.lower() for key, _ in value
+    )
+    return [value] * own + [holder for child in children for holder in _field_holders(child, scale)]
 
 
 def _json_claims(value: Any, scale: Scale) -> list[Claim]:

@@ -142,13 +142,16 @@ def judge_follow_ups(
             messages = render_judge_messages(
                 job.judge.rubric, case, kb, plan, case.follow_ups[turn.index], turn.answer
             )
-            judgements.append(judge_answer(job, turn.index, messages, call))
+            judgements.append(judge_answer(job, turn.index, messages, turn.answer, call))
         plan = turn.plan_after(plan)
     return tuple(judgements)
 
 
-def judge_answer(job: JudgedJob, index: int, messages: list[dict[str, str]], call: Call) -> Judgement:
-    """Ask the judge, re-asking (its own reply shown) while the reply holds no valid verdict."""
+def judge_answer(
+    job: JudgedJob, index: int, messages: list[dict[str, str]], answer: str, call: Call
+) -> Judgement:
+    """Ask the judge about `answer`, re-asking (its own reply shown) while the reply holds no valid verdict
+    (a verdict quoted from the answer is none: `read_verdict`)."""
     judge = job.judge
     for _ in range(judge.spec.max_reasks + 1):
         record = call(judge.request(job, index, messages))
@@ -157,7 +160,7 @@ def judge_answer(job: JudgedJob, index: int, messages: list[dict[str, str]], cal
                 index=index, status="failed", call_key=record.key, error=record.error,
                 error_class=record.error_kind,
             )  # fmt: skip
-        verdict = read_verdict(record.text, FQR_SCALE, record.finish_reason)
+        verdict = read_verdict(record.text, FQR_SCALE, record.finish_reason, graded=answer)
         if isinstance(verdict, Verdict):
             return Judgement(
                 index=index, status="ok", correct=verdict.grade, reason=verdict.reason, call_key=record.key

@@ -123,7 +123,7 @@ def judge_replies(
         if record is None or record.status != "ok":
             yield record, None
             return
-        verdict = read_verdict(record.text, SCORE_SCALE, record.finish_reason)
+        verdict = read_verdict(record.text, SCORE_SCALE, record.finish_reason, graded=model_answer)
         yield record, verdict
         if isinstance(verdict, Verdict):
             return

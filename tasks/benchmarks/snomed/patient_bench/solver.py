@@ -170,7 +170,7 @@ def judge_answer(
                 "judge_reason": record.error,
                 "judge_call_key": record.key,
             }
-        verdict = read_verdict(record.text, FAITHFUL_SCALE, record.finish_reason)
+        verdict = read_verdict(record.text, FAITHFUL_SCALE, record.finish_reason, graded=answer["text"])
         if isinstance(verdict, Verdict):
             return {
                 "judge_status": "ok",
