@@ -69,14 +69,17 @@ class AnswerItems(NamedTuple):
 @dataclass(frozen=True)
 class UnparseableAnswer:
     """A final answer that could not be read whole: a JSON list nested deeper than the JSON scan decodes
-    ('too_deep'), or more brackets and strings than it reads ('too_long'). A value left unread might hold
-    a code, so no part of the answer is taken. (Not a tuple, so never mistaken for the codes read.)"""
+    ('too_deep'), more brackets and strings than it reads ('too_long'), or a reply cut at the clinician's
+    max_tokens ('cut': the list may have gone on). A value left unread might hold a code, so no part of the
+    answer is taken. (Not a tuple, so never mistaken for the codes read.)"""
 
-    reason: Literal["too_deep", "too_long"]
+    reason: Literal["too_deep", "too_long", "cut"]
 
     def describe(self) -> str:
         if self.reason == "too_deep":
             return f"final answer not read: a JSON list nested deeper than {MAX_DEPTH} levels"
+        if self.reason == "cut":
+            return "final answer not read: the reply was cut at max_tokens, and a code may be missing"
         return f"final answer not read: more than {MAX_TOKENS:,} brackets and strings"
 
 
@@ -148,12 +151,13 @@ def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
     return AnswerItems(tuple(dict.fromkeys(codes)), tuple(not_codes))
 
 
-def parse_final_answer(reply: str) -> tuple[str, ...] | UnparseableAnswer | None:
-    """The codes of the reply's final answer; None when the reply has no final-answer line."""
+def parse_final_answer(reply: str, cut: bool = False) -> tuple[str, ...] | UnparseableAnswer | None:
+    """The codes of the reply's final answer; None when the reply has no final-answer line. `cut`: the
+    reply was cut at max_tokens (finish_reason 'length'), so its final answer is not read."""
     answer = find_final_answer(reply)
     if answer is None:
         return None
-    items = read_answer(answer)
+    items = UnparseableAnswer("cut") if cut else read_answer(answer)
     return items if isinstance(items, UnparseableAnswer) else items.codes
 
 

@@ -10,7 +10,8 @@ layer in a Prefect task and against canned replies in the tests.
 
 Endings (snomed.md, "The interview"):
 - `answered`: a clinician reply holds a parseable `<Final Answer>` line (one that cannot be read whole, see
-  codes.UnparseableAnswer, is no answer: the interview goes on, and the scorer names it);
+  codes.UnparseableAnswer, a reply cut at max_tokens included, is no answer: the interview goes on, and
+  the scorer names it);
 - `no_answer`: after `max_turns` questions the clinician is asked once for its final answer, then re-asked
   `max_reasks` times; a reply that still has none is an empty prediction (the model failed the task);
 - `failed`: a provider failure of either role; the case is not scored and a re-run finishes it.
@@ -62,6 +63,7 @@ class Reply(NamedTuple):
     text: str | None
     call_key: str
     error: str | None = None
+    cut: bool = False  # cut at max_tokens (finish_reason 'length'): a final answer in it is not read
 
 
 class Turn(NamedTuple):
@@ -161,7 +163,7 @@ def run_interview(
         reply = ask("clinician", messages_for("clinician", conversation))
         if reply.text is None:
             return _failed(conversation, reply, turn - 1)
-        codes = parse_final_answer(reply.text)
+        codes = parse_final_answer(reply.text, reply.cut)
         if isinstance(codes, tuple):
             return Interview("answered", (*conversation, _turn(turn, "clinician", reply)), reply.text, codes,
                              turn - 1)  # fmt: skip
@@ -189,7 +191,7 @@ def _final_answer(
         if reply.text is None:
             return _failed(conversation, reply, questions)
         conversation.append(_turn(turn, "clinician", reply))
-        codes = parse_final_answer(reply.text)
+        codes = parse_final_answer(reply.text, reply.cut)
         predicted = codes if isinstance(codes, tuple) else None
         if predicted is not None or attempt == settings.max_reasks:
             status: InterviewStatus = "answered" if predicted is not None else "no_answer"

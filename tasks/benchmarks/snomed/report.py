@@ -76,7 +76,7 @@ def _estimate(ci: BootstrapCI) -> dict[str, Any]:
 
 def _usage(rows: list[dict[str, Any]], name: str | None) -> dict[str, Any]:
     """Tokens and cost of one role's calls (scripted messages are not calls), and its replies cut at
-    max_tokens (finish_reason 'length': a cut final answer is parsed as given)."""
+    max_tokens (finish_reason 'length': a cut final answer is not read, and the interview unparseable)."""
     calls = [row for row in rows if row["status"] != "scripted"]
     return {
         "model": name,

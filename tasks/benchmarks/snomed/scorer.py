@@ -45,7 +45,8 @@ def interview_result(
     `failed` when a call failed (no scores: a re-run finishes it); else `answered` when the clinician's last
     reply holds a final answer, `no_answer` (scored as an empty prediction) when it does not, and
     `unparseable` (scored as an empty prediction too, `error` saying what could not be read) when its final
-    answer cannot be read whole.
+    answer cannot be read whole, or its reply was cut at max_tokens (`finish_reason` 'length'; a run folder
+    written before the column has none).
     """
     key = {"run_id": job.run_id, "model": job.model, "case_id": job.case_id, "epoch": job.epoch}
     patient_replies = [m for m in messages if m["role"] == "patient" and m["status"] == "ok"]
@@ -60,9 +61,11 @@ def interview_result(
     if failed is not None:
         error = {"error": failed["error"], "error_class": failed["error_class"]}
         return {**key, **counts, **error, "status": "failed"}
-    final_answer = [m for m in messages if m["role"] == "clinician"][-1]["text"]
+    last = [m for m in messages if m["role"] == "clinician"][-1]
+    final_answer = last["text"]
     answer = find_final_answer(final_answer)
-    read = read_answer(answer) if answer is not None else None
+    cut = last.get("finish_reason") == "length"
+    read = None if answer is None else UnparseableAnswer("cut") if cut else read_answer(answer)
     status: CaseStatus = (
         "no_answer" if read is None else "unparseable" if isinstance(read, UnparseableAnswer) else "answered"
     )

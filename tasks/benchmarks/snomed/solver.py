@@ -82,7 +82,7 @@ def interview_turns(job: InterviewJob, call: Any) -> tuple[Interview, list[tuple
         calls.append((role, record))
         if record.status != "ok":
             return Reply(None, record.key, record.error)
-        return Reply(record.text or "", record.key)
+        return Reply(record.text or "", record.key, cut=record.finish_reason == "length")
 
     return run_interview(job.case, job.prompts, ask, job.settings), calls
 

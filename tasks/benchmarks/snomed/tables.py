@@ -237,7 +237,7 @@ def _where(row: dict[str, Any]) -> str:
 
 
 def cut_notes(metrics: dict[str, Any]) -> list[str]:
-    """The replies cut at max_tokens, by model and role: a cut final answer is scored as it reads."""
+    """The replies cut at max_tokens, by model and role: a cut final answer is not read."""
     cut = {
         model: ", ".join(f"{role} {usage['cut']}" for role, usage in entry["usage"].items() if usage["cut"])
         for model, entry in metrics["models"].items()
@@ -248,8 +248,8 @@ def cut_notes(metrics: dict[str, Any]) -> list[str]:
     total = sum(usage["cut"] for entry in metrics["models"].values() for usage in entry["usage"].values())
     return [
         f"{total} repl(ies) were cut at max_tokens ({'; '.join(f'{m}: {r}' for m, r in cut.items())}): a "
-        "cut final answer is parsed as given (often as no answer, its list unclosed), a cut patient reply is "
-        "what the clinician heard. A larger max_tokens avoids this."
+        "cut final answer is not read (the clinician is asked again; its last one cut makes the interview "
+        "unparseable), a cut patient reply is what the clinician heard. A larger max_tokens avoids this."
     ]
 
 

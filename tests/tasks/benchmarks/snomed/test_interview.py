@@ -3,6 +3,8 @@
 import json
 from datetime import date
 
+import pytest
+
 from tasks.benchmarks.snomed.case import Case, RecordCondition, RecordObservation
 from tasks.benchmarks.snomed.interview import (
     Interview,
@@ -131,6 +133,25 @@ def test_a_final_answer_that_cannot_be_read_whole_is_no_answer_and_is_asked_for_
         "Q1?", "A1.", unreadable, "A2.", "FINAL NOW", unreadable, "REASK", '<Final Answer>: ["59621000"]'
     ]  # fmt: skip
     assert (interview.status, interview.predicted_codes) == ("answered", ("59621000",))
+
+
+CUT_ANSWER = '<Final Answer>: ["59621000", "3'
+WHOLE_ANSWER = '<Final Answer>: ["59621000", "38341003"]'
+
+
+@pytest.mark.parametrize(
+    ("last", "expected"),
+    [(WHOLE_ANSWER, ("answered", ("59621000", "38341003"))), (CUT_ANSWER, ("no_answer", ()))],
+)
+def test_a_final_answer_cut_at_max_tokens_is_no_answer_and_is_asked_for_again(last, expected):
+    final_replies = [Reply(CUT_ANSWER, "c2", cut=True), Reply(last, "c3", cut=last == CUT_ANSWER)]
+    replies = {"clinician": [Reply("Q1?", "c1"), *final_replies], "patient": [Reply("A1.", "p1")]}
+    interview = run_interview(
+        CASE, PROMPTS, lambda role, _: replies[role].pop(0), InterviewSettings(max_turns=1, max_reasks=1)
+    )
+    asked = ["Q1?", "A1.", "FINAL NOW", CUT_ANSWER, "REASK", last]
+    assert [turn.text for turn in interview.turns[3:]] == asked
+    assert (interview.status, interview.predicted_codes) == expected
 
 
 def test_an_empty_final_list_is_an_answer_not_a_missing_one():

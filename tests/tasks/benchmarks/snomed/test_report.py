@@ -471,9 +471,9 @@ def test_report_folder_markdown_figures_and_stats(tmp_path: Path, runs) -> None:
         f"(alpha / c1 / epoch 0 turn 2: {BRONCHITIS})." in markdown
     )
     assert (
-        "- 1 repl(ies) were cut at max_tokens (beta: clinician 1): a cut final answer is parsed as given "
-        "(often as no answer, its list unclosed), a cut patient reply is what the clinician heard. A larger "
-        "max_tokens avoids this." in markdown
+        "- 1 repl(ies) were cut at max_tokens (beta: clinician 1): a cut final answer is not read (the "
+        "clinician is asked again; its last one cut makes the interview unparseable), a cut patient reply is "
+        "what the clinician heard. A larger max_tokens avoids this." in markdown
     )
     assert "| beta | clinician | beta | 11 | 1100 | 110 | 1.3750 | 1 |" in markdown
     assert "![F1 per interview, by model" in markdown

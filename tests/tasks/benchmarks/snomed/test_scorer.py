@@ -139,6 +139,23 @@ def test_a_final_answer_that_cannot_be_read_whole_is_unparseable_named_and_score
     }
 
 
+def test_a_final_answer_cut_at_max_tokens_is_unparseable_never_the_codes_it_reads_as():
+    # Cut after the first code: read as given it was an exact match; the list may have gone on.
+    final = f'<Final Answer>: ["{HYPERTENSION}"'
+    messages = interview(final)
+    messages[-1]["finish_reason"] = "length"
+    row = interview_result(score_job((HYPERTENSION,)), messages, VOCABULARY)
+    assert (row["status"], row["error"], row["predicted_codes"], row["exact_match"], row["f1"]) == (
+        "unparseable",
+        "final answer not read: the reply was cut at max_tokens, and a code may be missing",
+        [],
+        0.0,
+        0.0,
+    )
+    messages[-1]["finish_reason"] = "stop"
+    assert interview_result(score_job((HYPERTENSION,)), messages, VOCABULARY)["exact_match"] == 1.0
+
+
 def test_a_failed_call_leaves_the_interview_unscored_with_its_error():
     messages = [*interview(ANSWER)[:4], message(2, "patient", None, "failed")]
     row = interview_result(score_job((HYPERTENSION,)), messages, VOCABULARY)
