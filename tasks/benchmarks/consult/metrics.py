@@ -21,6 +21,7 @@ Definitions the spec leaves open, fixed here (spec: shared/spec/consult.md, "Met
   top-1 0) and has no item to be unmatched.
 """
 
+import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -47,6 +48,8 @@ _READY = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _FENCE = "```"
+# The keys a diagnosis object may hold (spec: The episode, 2).
+_DIAGNOSIS_KEYS = frozenset({"diagnosis", "icd11", "core", "rationale"})
 
 
 class HistoryScores(NamedTuple):
@@ -242,28 +245,32 @@ def is_ready(text: str) -> bool:
 def parse_differential(
     text: str, kb: KnowledgeBase, threshold: float = DEFAULT_THRESHOLD
 ) -> tuple[DiagnosisItem, ...] | None:
-    """The agent's ranked differential: the first JSON list of diagnosis objects in the reply (code fences
-    first, prose around it allowed, a list inside an object too), each normalised to the KB, ranked in list
-    order. None when no list of objects `{diagnosis, icd11?, core?, rationale?}` can be read, or when part
-    of the reply could not be (JSON nested past `MAX_DEPTH`, or past the scan's budget): what was not read
-    might hold the list. `[]` alone is an empty differential. Linear in the reply (`scan_json`)."""
+    """The agent's ranked differential: the one JSON list of diagnosis objects in the reply (in a code fence
+    or not, prose around it allowed, a list inside an object too), each normalised to the KB, ranked in list
+    order. None when no list of objects `{diagnosis, icd11?, core?, rationale?}` (those keys only, each
+    once) can be read; when two different such lists are written ("Ruled out: [...]" before the
+    differential, or `{"excluded": [...], "differential": [...]}`: which one is the differential is not
+    read); or when part of the reply could not be (JSON nested past `MAX_DEPTH`, or past the scan's
+    budget): what was not read might hold a list. `[]` alone is an empty differential. Linear in the reply
+    (`scan_json`)."""
     candidates = _json_lists(text)
     if candidates is None:
         return None
-    found_empty = False
-    for candidate in candidates:
-        items = _diagnosis_items(candidate, kb, threshold)
-        if items:
-            return items
-        found_empty |= items == ()
-    return () if found_empty else None
+    differentials = {
+        json.dumps(candidate): candidate for candidate in candidates if _is_diagnosis_list(candidate)
+    }
+    if len(differentials) > 1:
+        return None
+    if differentials:
+        return _diagnosis_items(next(iter(differentials.values())), kb, threshold)
+    return () if any(candidate == [] for candidate in candidates) else None
 
 
 def _json_lists(text: str) -> list[list[Any]] | None:
     """Every JSON list of the reply, those in its closed code fences first, each in text order with the
     lists inside it after it; None when a scan could not read all of its text."""
     parts = text.split(_FENCE)
-    scans = [scan_json(block) for block in [*parts[1:-1:2], text]]
+    scans = [scan_json(block, object_pairs_hook=_unique_keys) for block in [*parts[1:-1:2], text]]
     if any(scan.too_deep or scan.stopped_at is not None for scan in scans):
         return None
     return [found_list for scan in scans for found in scan.found for found_list in _lists_in(found.value)]
@@ -282,11 +289,22 @@ def _lists_in(value: Any) -> Iterator[list[Any]]:
         yield from _lists_in(child)
 
 
-def _diagnosis_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tuple[DiagnosisItem, ...] | None:
-    """The list as ranked diagnosis items; None unless every entry is a diagnosis object (all checked
-    before any is normalised, so a long list of other things costs no KB lookup)."""
-    if not all(map(_is_diagnosis_object, raw)):
-        return None
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different; a repeated key makes it not decode (which one counts is
+    not read: `{"diagnosis": "not pneumonia", "diagnosis": "Pneumonia"}`)."""
+    decoded = dict(pairs)
+    if len(decoded) != len(pairs):
+        raise ValueError("a key is repeated")
+    return decoded
+
+
+def _is_diagnosis_list(value: list[Any]) -> bool:
+    """A non-empty list of diagnosis objects only."""
+    return bool(value) and all(map(_is_diagnosis_object, value))
+
+
+def _diagnosis_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tuple[DiagnosisItem, ...]:
+    """A diagnosis list (`_is_diagnosis_list`) as ranked diagnosis items."""
     items = []
     for rank, entry in enumerate(raw, start=1):
         name, code = entry["diagnosis"].strip(), (entry.get("icd11") or "").strip() or None
@@ -306,8 +324,9 @@ def _diagnosis_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tup
 
 
 def _is_diagnosis_object(entry: Any) -> bool:
-    """`{diagnosis: non-empty text, icd11?: text or null, core?: boolean, rationale?: text}`."""
-    if not isinstance(entry, dict):
+    """`{diagnosis: non-empty text, icd11?: text or null, core?: boolean, rationale?: text}`, and no other
+    key: one not read (`"status": "ruled out"`, `"probability": 0`) may say the item is no diagnosis."""
+    if not isinstance(entry, dict) or not entry.keys() <= _DIAGNOSIS_KEYS:
         return False
     name, code, core = entry.get("diagnosis"), entry.get("icd11"), entry.get("core", False)
     return (
@@ -315,5 +334,5 @@ def _is_diagnosis_object(entry: Any) -> bool:
         and bool(name.strip())
         and isinstance(code, str | None)
         and isinstance(core, bool)
-        and isinstance(entry.get("rationale") or "", str)
+        and isinstance(entry.get("rationale"), str | None)
     )

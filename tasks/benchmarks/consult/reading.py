@@ -31,7 +31,13 @@ def read_reply(reader: Callable[[str], Value | None], text: str) -> ReadReply[Va
         return ReadReply(None, f"{type(error).__name__}: {error}"[:ERROR_CHARS])
 
 
-def read_differential(text: str, kb: KnowledgeBase, threshold: float) -> ReadReply[tuple[DiagnosisItem, ...]]:
+def read_differential(
+    text: str, kb: KnowledgeBase, threshold: float, finish_reason: str | None = None
+) -> ReadReply[tuple[DiagnosisItem, ...]]:
+    """The differential of a reply; one cut at max_tokens (finish_reason 'length') is unparseable whatever
+    it reads as: the list read may have gone on, or a second one been cut off."""
+    if finish_reason == "length":
+        return ReadReply(None)
     return read_reply(lambda reply: parse_differential(reply, kb, threshold), text)
 
 

@@ -84,8 +84,12 @@ def episode_from_messages(
         if m["role"] == "patient" and m["stage"] == "history" and m["turn"] > 0
     )
     replies = sorted((m for m in messages if m["role"] == "agent"), key=lambda m: m["turn"])
-    diagnosis = [m["text"] or "" for m in replies if m["stage"] == "diagnosis"]
-    differential = read_differential(diagnosis[-1], kb, threshold) if diagnosis else ReadReply(None)
+    diagnosis = [m for m in replies if m["stage"] == "diagnosis"]
+    differential = (
+        read_differential(diagnosis[-1]["text"] or "", kb, threshold, diagnosis[-1].get("finish_reason"))
+        if diagnosis
+        else ReadReply(None)
+    )
     treatment = [m for m in replies if m["stage"] == "treatment"]
     plan = (
         read_plan(treatment[-1]["text"] or "", kb, treatment[-1].get("finish_reason"))

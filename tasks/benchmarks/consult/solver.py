@@ -131,8 +131,9 @@ def run_episode(job: EpisodeJob, call: Call) -> list[dict[str, Any]]:
     talk = _Conversation(job, call, messages, rows, turn)
     prompts = job.prompts
 
-    def differential_parses(text: str) -> bool:
-        return read_differential(text, kb, job.diagnosis_match_threshold).value is not None
+    def differential_parses(text: str) -> bool:  # as `plan_parses`: the last row's finish reason counts
+        differential = read_differential(text, kb, job.diagnosis_match_threshold, rows[-1]["finish_reason"])
+        return differential.value is not None
 
     def plan_parses(text: str) -> bool:  # `text` is the reply of the last row, whose finish reason counts
         return read_plan(text, kb, rows[-1]["finish_reason"]).value is not None

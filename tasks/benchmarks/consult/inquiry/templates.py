@@ -184,34 +184,35 @@ class TemplateSpace:
         return np.vstack([self._vector(text) for text in texts]) if texts else np.zeros((0, len(self._idf)))
 
     def _vector(self, text: str) -> np.ndarray:
-        vector = self._weights(text)
+        vector = self._weights(terms(text))
         norm = np.linalg.norm(vector)
         return vector / norm if norm else vector
 
-    def _weights(self, text: str) -> np.ndarray:
+    def _weights(self, words: Sequence[str]) -> np.ndarray:
         # The fitted vectorizer's own weighting, without its per-call sparse-matrix overhead.
-        counts = Counter(self._vocabulary[term] for term in terms(text) if term in self._vocabulary)
+        counts = Counter(self._vocabulary[word] for word in words if word in self._vocabulary)
         vector = np.zeros(len(self._idf))
         for index, count in counts.items():
             vector[index] = (1.0 + np.log(count)) * self._idf[index]
         return vector
+
+    def _question_vector(self, text: str) -> np.ndarray:
+        """The question's vector over the vocabulary, divided by the norm of all its terms: an unread term
+        keeps its weight there, so it lowers every cosine (`match`)."""
+        if self._embed is not None:
+            return self._embed([text])[0]
+        words = terms(text)
+        read = self._weights(words)
+        unread = Counter(word for word in words if word not in self._vocabulary)
+        unread_weight = sum(((1.0 + np.log(count)) * self._unread_idf) ** 2 for count in unread.values())
+        norm = np.sqrt(read @ read + unread_weight)
+        return read / norm if norm else read
 
     def unread_terms(self, text: str) -> tuple[str, ...]:
         """The question's terms outside the TF-IDF vocabulary, in order (none with an embedding model)."""
         if self._embed is not None:
             return ()
         return tuple(term for term in terms(text) if term not in self._vocabulary)
-
-    def read_share(self, text: str) -> float:
-        """|read weights| / |all weights|: what an unread term takes off every cosine (1.0: all was read)."""
-        unread = Counter(self.unread_terms(text))
-        if not unread:
-            return 1.0
-        read = float(np.linalg.norm(self._weights(text)))
-        unread_norm = float(
-            np.linalg.norm([(1.0 + np.log(count)) * self._unread_idf for count in unread.values()])
-        )
-        return read / float(np.hypot(read, unread_norm))
 
     def scores(self, vector: np.ndarray) -> np.ndarray:
         """One vector -> the cosine of each template (in catalogue order): its best example's."""
@@ -221,7 +222,7 @@ class TemplateSpace:
         """A question -> (nearest template id, cosine); the id is None when the cosine is under threshold."""
         key = normalise_question(question)
         if key not in self._cache:
-            scores = self.scores(self.vectors([key])[0]) * self.read_share(key)
+            scores = self.scores(self._question_vector(key))
             best = int(np.argmax(scores))  # ties go to the earlier template
             cosine = float(scores[best])
             self._cache[key] = (self.catalogue.ids[best] if cosine >= self.threshold else None, cosine)

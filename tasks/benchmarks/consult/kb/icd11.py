@@ -4,9 +4,14 @@ A diagnosis `{name, icd11}` matches by, in order: a code that is a KB condition'
 (`CA40.0` -> `CA40`); the normalised name equal to a KB title or synonym; the best rapidfuzz match of the
 name above `threshold`; else it is unmatched. Extra ICD-11 titles (`{title: code}`, e.g. from
 `widening.load_icd11_titles`) join the title stages when given; they match only through a KB code.
+Every part is read, or the item is unmatched: a code must be written whole, as a code (`"CA40. ruled
+out"` is none); a code and a name naming two different KB conditions do not say which is meant; and a
+fuzzy match forgives spelling, not words, so the name and the title it matches have as many words ("no
+community acquired pneumonia" is not "community acquired pneumonia").
 Drug names resolve through `resolve.resolve_drug`.
 """
 
+import re
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
@@ -21,6 +26,12 @@ class DiagnosisMatch(NamedTuple):
     condition_id: str | None
     method: MatchMethod
     score: float
+
+
+UNMATCHED = DiagnosisMatch(None, "unmatched", 0.0)
+# A code as written: an ICD-11 stem and its extension (`CA40`, `CA40.0`, `BA00.Z`), or an ICD-10 one
+# (`J18.9`, a code the KB does not hold, so the name decides).
+_CODE_SHAPE = re.compile(r"[0-9A-Z]{4}(?:\.[0-9A-Z]{1,2})?|[A-Z][0-9]{2}(?:\.[0-9A-Z]{1,4})?")
 
 
 def condition_for_code(kb: KnowledgeBase, icd11: str | None) -> str | None:
@@ -59,17 +70,33 @@ def normalise_diagnosis(
     extra_titles: Mapping[str, str] | None = None,
 ) -> DiagnosisMatch:
     """Map one differential item to a KB condition id, saying how it matched (score 0-100)."""
+    if icd11 is not None and icd11.strip() and not _CODE_SHAPE.fullmatch(icd11.strip().upper()):
+        return UNMATCHED
+    by_name = _match_name(kb, name, threshold, extra_titles)
     by_code = condition_for_code(kb, icd11)
-    if by_code is not None:
-        return DiagnosisMatch(by_code, "code", 100.0)
+    if by_code is None:
+        return by_name
+    if by_name.condition_id not in (None, by_code):
+        return UNMATCHED
+    return DiagnosisMatch(by_code, "code", 100.0)
+
+
+def _match_name(
+    kb: KnowledgeBase, name: str, threshold: float, extra_titles: Mapping[str, str] | None
+) -> DiagnosisMatch:
     names = condition_names(kb, extra_titles)
     wanted = normalise_text(name)
     if wanted in names:
         return DiagnosisMatch(names[wanted], "exact", 100.0)
-    best = best_fuzzy_match(wanted, names, threshold)
+    same_length = {known: condition for known, condition in names.items() if _words(known) == _words(wanted)}
+    best = best_fuzzy_match(wanted, same_length, threshold)
     if best is not None:
         return DiagnosisMatch(names[best[0]], "fuzzy", best[1])
-    return DiagnosisMatch(None, "unmatched", 0.0)
+    return UNMATCHED
+
+
+def _words(name: str) -> int:
+    return len(name.split())
 
 
 def normalise_drug_name(kb: KnowledgeBase, name: str, threshold: float = DEFAULT_THRESHOLD) -> str | None:

@@ -365,18 +365,29 @@ def test_parse_list_inside_prose_skipping_other_brackets():
     )
 
 
-def test_parse_code_wins_over_name_and_unmatched_names_are_kept():
+def test_parse_code_wins_over_a_name_naming_no_condition_and_unmatched_names_are_kept():
     text = json.dumps(
         [
-            {"diagnosis": "Asthma", "icd11": "CA40.0", "core": True, "rationale": ""},
+            {"diagnosis": "Chest infection", "icd11": "CA40.0", "core": True, "rationale": ""},
             {"diagnosis": "Gout", "icd11": None, "core": False, "rationale": "unlikely"},
+            # a code and a name naming two different conditions: which one is meant is not read
+            {"diagnosis": "Asthma", "icd11": "CA40.0"},
+            # a code not written whole as a code
+            {"diagnosis": "Pneumonia", "icd11": "CA40. ruled out"},
         ]
     )
     assert parse_differential(text, KB) == (
         DiagnosisItem(
-            rank=1, diagnosis="Asthma", icd11="CA40.0", core=True, condition_id="pneumonia", match="code"
+            rank=1,
+            diagnosis="Chest infection",
+            icd11="CA40.0",
+            core=True,
+            condition_id="pneumonia",
+            match="code",
         ),
         DiagnosisItem(rank=2, diagnosis="Gout", rationale="unlikely"),
+        DiagnosisItem(rank=3, diagnosis="Asthma", icd11="CA40.0"),
+        DiagnosisItem(rank=4, diagnosis="Pneumonia", icd11="CA40. ruled out"),
     )
 
 
@@ -387,6 +398,11 @@ def test_parse_code_wins_over_name_and_unmatched_names_are_kept():
         "I think it is pneumonia.",  # no list
         '[{"name": "Pneumonia"}]',  # no diagnosis field
         '[{"diagnosis": "Pneumonia", "core": "very"}]',  # core not a boolean
+        # a key not read may say the item is no diagnosis; a repeated one, which counts
+        '[{"diagnosis": "Pneumonia", "status": "ruled out", "core": true}]',
+        '[{"diagnosis": "Pneumonia", "probability": 0}]',
+        '[{"diagnosis": "not pneumonia", "diagnosis": "Pneumonia"}]',
+        '[{"diagnosis": "Pneumonia", "rationale": false}]',
         "[1, 2]",
     ],
 )
@@ -398,12 +414,21 @@ def test_empty_list_is_an_empty_differential():
     assert parse_differential("Nothing fits: []", KB) == ()
 
 
-def test_a_differential_inside_an_object_is_found_and_a_fenced_one_wins_over_one_in_prose():
+def test_a_differential_inside_an_object_is_found_and_two_different_ones_are_not_read():
     wrapped = json.dumps({"differential": [PNEUMONIA]})
     assert parse_differential(f"Here: {wrapped}", KB) == (EXPECTED_PNEUMONIA,)
+    fenced = f"```json\n{json.dumps([PNEUMONIA])}\n```"
+    assert parse_differential(f"Final:\n{fenced}\nAgain: {json.dumps([PNEUMONIA])}", KB) == (
+        EXPECTED_PNEUMONIA,
+    )
+    # Which list is the differential is not read: a draft, or the diagnoses ruled out.
     bronchitis = {"diagnosis": "Acute bronchitis", "core": False}
-    text = f"Draft: {json.dumps([bronchitis])}\nFinal:\n```json\n{json.dumps([PNEUMONIA])}\n```"
-    assert parse_differential(text, KB) == (EXPECTED_PNEUMONIA,)
+    assert parse_differential(f"Draft: {json.dumps([bronchitis])}\nFinal:\n{fenced}", KB) is None
+    assert (
+        parse_differential(f"Ruled out: {json.dumps([PNEUMONIA])}\nMine: {json.dumps([bronchitis])}", KB)
+        is None
+    )
+    assert parse_differential(json.dumps({"excluded": [PNEUMONIA], "differential": [bronchitis]}), KB) is None
 
 
 @pytest.mark.parametrize(

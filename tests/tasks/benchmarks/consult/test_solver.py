@@ -190,6 +190,22 @@ def test_a_plan_cut_at_max_tokens_is_re_asked_and_unparseable_when_the_re_ask_is
     assert (episode.plan_parse, episode.plan) == ("unparseable", TreatmentPlan())
 
 
+def test_a_differential_cut_at_max_tokens_is_re_asked_and_unparseable_when_the_re_ask_is_cut_too():
+    call, _ = scripted()
+
+    def cut_differentials(request):  # the list reads whole, but it may have gone on at max_tokens
+        record = call(request)
+        asked = request.messages[-1]["content"] in (PROMPTS.diagnosis, PROMPTS.reask)
+        return record.model_copy(update={"finish_reason": "length" if asked else "stop"})
+
+    rows = run_episode(job(), cut_differentials)
+    assert [r["finish_reason"] for r in rows if r["stage"] == "diagnosis"] == ["length", "length"]
+    episode = episode_from_messages(FOLLOWED, rows, load_kb(), 90.0)
+    assert (episode.diagnosis_parse, episode.differential) == ("unparseable", ())
+    whole = episode_from_messages(FOLLOWED, run_episode(job(), scripted()[0]), load_kb(), 90.0)
+    assert whole.diagnosis_parse == "ok" and whole.differential != ()
+
+
 def test_a_revision_cut_at_max_tokens_is_unparseable():
     call, _ = scripted()
     rows = [

@@ -1,4 +1,8 @@
+import string
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tasks.benchmarks.consult.kb.icd11 import DiagnosisMatch, normalise_diagnosis, normalise_drug_name
 from tasks.benchmarks.consult.kb.loading import load_kb
@@ -12,8 +16,12 @@ def kb():
 @pytest.mark.parametrize(
     ("name", "icd11", "expected"),
     [
-        # a valid KB code wins over a name that says something else
-        ("Migraine", "CA01", DiagnosisMatch("acute_sinusitis", "code", 100.0)),
+        # a valid KB code wins over a name naming no KB condition; one naming another is not read
+        ("Sinus infection", "CA01", DiagnosisMatch("acute_sinusitis", "code", 100.0)),
+        ("Migraine", "CA01", DiagnosisMatch(None, "unmatched", 0.0)),
+        # a code not written whole as a code
+        ("Acute sinusitis", "CA01.not", DiagnosisMatch(None, "unmatched", 0.0)),
+        ("Acute sinusitis", "CA01 ruled out", DiagnosisMatch(None, "unmatched", 0.0)),
         # a child code matches its KB parent
         ("whatever", "ca40.0", DiagnosisMatch("community_acquired_pneumonia", "code", 100.0)),
         # an unknown code falls back to the title
@@ -22,6 +30,9 @@ def kb():
         ("hay fever", None, DiagnosisMatch("allergic_rhinitis", "exact", 100.0)),
         ("Migrane", None, DiagnosisMatch("migraine", "fuzzy", pytest.approx(93.333, abs=0.01))),
         ("broken leg", None, DiagnosisMatch(None, "unmatched", 0.0)),
+        # a fuzzy match forgives spelling, not words
+        ("no acute sinusitis", None, DiagnosisMatch(None, "unmatched", 0.0)),
+        ("migraine x", None, DiagnosisMatch(None, "unmatched", 0.0)),
     ],
 )
 def test_diagnosis_normalisation(kb, name, icd11, expected):
@@ -60,3 +71,12 @@ def test_extra_icd11_titles_match_through_a_kb_code(kb):
 )
 def test_drug_name_normalisation(kb, given, expected):
     assert normalise_drug_name(kb, given) == expected
+
+
+KB_NAMES = sorted({name for entry in load_kb().conditions for name in (entry.title, *entry.synonyms)})
+
+
+@given(st.sampled_from(KB_NAMES), st.text(string.ascii_lowercase, min_size=1, max_size=8), st.booleans())
+def test_a_word_more_than_a_kb_name_is_never_a_fuzzy_match(kb, name, word, before):
+    written = f"{word} {name}" if before else f"{name} {word}"
+    assert normalise_diagnosis(kb, written, None).method in ("exact", "unmatched")
