@@ -88,7 +88,7 @@ def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, A
                 continue
             sample = samples[condition] = condition_sample(turns, rows, settings, (model, condition))
             propagation = error_propagation(sample)
-            entry = condition_metrics(sample, propagation, int((rows & ~turns.scored).sum()))
+            entry = condition_metrics(sample, propagation, turns.status[rows & ~turns.scored])
             entry["overall"]["n_truncated"] = int((rows & turns.truncated).sum())
             models.setdefault(model, {})[condition] = {**entry, "cost": costs(turns, rows)}
             stats.turns.extend(turn_rows(model, condition, entry["per_turn"]))

@@ -49,7 +49,7 @@ class Sample(NamedTuple):
         )
 
 
-def _overall(sample: Sample, n_unscored: int) -> dict[str, Any]:
+def _overall(sample: Sample, unscored_status: np.ndarray) -> dict[str, Any]:
     everything = np.ones(len(sample.score), dtype=bool)
     shares = {
         value: float(np.mean(sample.score == value)) if len(sample.score) else None
@@ -61,7 +61,10 @@ def _overall(sample: Sample, n_unscored: int) -> dict[str, Any]:
         "partial_pct": _points(shares[m.PARTIAL]),
         "wrong_pct": _points(shares[m.WRONG]),
         "avg_words": float(sample.words.mean()) if len(sample.words) else None,
-        "n_unscored": n_unscored,
+        "n_unscored": len(unscored_status),
+        # By status: the model's own (failed, not_run, truncated) apart from the judge's (unparseable,
+        # judge_cut): a model whose turn failed loses its later turns from the mean, and this says so.
+        "unscored": unscored_counts(unscored_status)["excluded"],
     }
 
 
@@ -168,10 +171,13 @@ def condition_sample(
     )
 
 
-def condition_metrics(sample: Sample, propagation: m.Propagation, n_unscored: int) -> dict[str, Any]:
+def condition_metrics(
+    sample: Sample, propagation: m.Propagation, unscored_status: np.ndarray
+) -> dict[str, Any]:
+    """The metrics of one model and condition; `unscored_status` holds the status of each unscored turn."""
     length = spearman(sample.words, sample.score)
     return {
-        "overall": _overall(sample, n_unscored),
+        "overall": _overall(sample, unscored_status),
         "turn_groups": _turn_groups(sample),
         "per_turn": _per_turn(sample),
         "ccs": _consistency(sample),

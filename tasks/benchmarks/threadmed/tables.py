@@ -90,6 +90,13 @@ def _overall_table(metrics: dict[str, Any]) -> Table:
         "without a parsed judgment (unparseable, a judge reply cut at max_tokens, failed, not run), excluded "
         "from every metric."
     )
+    by_status = [
+        f"{model} {condition}: " + ", ".join(f"{status} {count}" for status, count in unscored.items())
+        for model, condition, values in _conditions(metrics)
+        if (unscored := values["overall"].get("unscored"))
+    ]
+    if by_status:
+        caption += f" Unscored by status: {'; '.join(by_status)}."
     truncated = [
         f"{model} {condition} {values['overall']['n_truncated']}"
         for model, condition, values in _conditions(metrics)

@@ -192,6 +192,21 @@ def test_coverage_by_hand(metrics: dict[str, Any]) -> None:
 def test_unscored_judgments_are_excluded_and_counted(metrics: dict[str, Any]) -> None:
     beta = metrics["models"]["beta"]["baseline"]["overall"]
     assert (beta["n"], beta["n_unscored"]) == (10, 1)
+    # each model's unscored turns by status: its own (not run) apart from the judge's (unparseable)
+    unscored = {
+        (model, condition): values["overall"]["unscored"]
+        for model, entry in metrics["models"].items()
+        for condition, values in entry.items()
+        if condition != "ablation"
+    }
+    assert {key: counts for key, counts in unscored.items() if counts} == {
+        ("alpha", "baseline"): {"unparseable": 1},
+        ("beta", "baseline"): {"not_run": 1},
+    }
+    [overall_table] = [table for table in build_tables(metrics) if table.key == "overall"]
+    assert overall_table.caption.endswith(
+        " Unscored by status: alpha baseline: unparseable 1; beta baseline: not_run 1."
+    )
     judge = metrics["judge"]
     assert (judge["unparseable"], judge["n_judge_cut"], judge["excluded"]) == (
         1,
