@@ -33,6 +33,17 @@ _ITEM_SEPARATOR = re.compile(r"[,;\n]")
 _ITEM_PADDING = " \t\"'`[]*"
 # A number opening an item, not a list number ("1." or "2)") nor a decimal.
 _LEADING_NUMBER = re.compile(r"^[\s\"'`\[*]*+([0-9]++)(?![0-9A-Za-z.)])")
+# How an item offering a code is written whole (snomed.md, "Scoring": `123456789`, `"123456789 - name"`),
+# after an optional list number: the code alone; the code, a separator and a name (`44054006 - Diabetes
+# [type 2]`, `38341003 |Hypertension|`); or a name and the code in brackets (`Type 2 diabetes (44054006)`).
+# A name starts with a letter and holds words and their punctuation, no `?`; anything else around a code
+# (`not 59621000`, `59621000 (ruled out)`, `59621000?`, two codes) is not read.
+_NAME_CHARS = r"[\w ,'\u2019/\[\].&+-]"
+_CODE_ITEM = re.compile(
+    r"(?:[0-9]{1,3}+[.)][ \t]++)?+(?:(?P<code>[0-9]++)(?:[ \t]*+[-\u2013\u2014:|=][ \t]*+"
+    rf"(?P<name>[^\W\d_](?:{_NAME_CHARS}|[()])*+))?+[ \t]*+\|?+"
+    rf"|(?P<named>[^\W\d_]{_NAME_CHARS}*+)\([ \t]*+(?P<bracketed>[0-9]++)[ \t]*+\))"
+)
 
 # Verhoeff's dihedral-group multiplication, position permutation and inverse tables (SNOMED CT's check digit).
 _VERHOEFF_MULTIPLY = (
@@ -70,14 +81,18 @@ class AnswerItems(NamedTuple):
 class UnparseableAnswer:
     """A final answer that could not be read whole: a JSON list nested deeper than the JSON scan decodes
     ('too_deep'), more brackets and strings than it reads ('too_long'), or a reply cut at the clinician's
-    max_tokens ('cut': the list may have gone on). A value left unread might hold a code, so no part of the
+    max_tokens ('cut': the list may have gone on), or an item offering a code with more beside it than its
+    name ('unread_item': `not 59621000`). A value left unread might hold a code, so no part of the
     answer is taken. (Not a tuple, so never mistaken for the codes read.)"""
 
-    reason: Literal["too_deep", "too_long", "cut"]
+    reason: Literal["too_deep", "too_long", "cut", "unread_item"]
+    item: str | None = None  # the item not read ('unread_item')
 
     def describe(self) -> str:
         if self.reason == "too_deep":
             return f"final answer not read: a JSON list nested deeper than {MAX_DEPTH} levels"
+        if self.reason == "unread_item":
+            return f"final answer not read: {self.item!r} is no code, nor a code and its name"
         if self.reason == "cut":
             return "final answer not read: the reply was cut at max_tokens, and a code may be missing"
         return f"final answer not read: more than {MAX_TOKENS:,} brackets and strings"
@@ -99,7 +114,10 @@ def find_final_answer(reply: str) -> str | None:
     rest = reply[markers[-1].end() :]
     rest = rest[_FENCE_OPENING.match(rest).end() :]  # type: ignore[union-attr]
     if rest.startswith("["):
-        return _bracketed(rest)
+        listed = _bracketed(rest)
+        # The rest of the list's line is read too: "] -- on reflection, none of these" is not a full stop.
+        after = rest[len(listed) :].split("\n", 1)[0]
+        return listed + after if after.strip(" \t.`*") else listed
     return rest.split("\n", 1)[0].strip().strip("`").strip()
 
 
@@ -122,10 +140,12 @@ def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
     """Every item a final answer offered, as a code or as not a code; codes in order, once each.
 
     The items are a JSON list's, else the text's between commas, semicolons and line breaks. An item holding
-    6-18 digit runs offers those (`"38341003 - Hypertension"`, `"Type 2 diabetes (44054006)"`); else one
-    that starts with a number offers it as a code of the wrong length (`"12345"`: malformed, not dropped);
-    any other non-empty item is not a code (`"Hypertension"`, `"440540.06"`, `"A44054006"`). An answer
-    that may be a JSON list the scan could not read whole is an `UnparseableAnswer`.
+    6-18 digit runs offers a code, one that starts with a number offers it as a code of the wrong length
+    (`"12345"`: malformed, not dropped), and such an item is read only when written whole as a code
+    (`_CODE_ITEM`: `"38341003 - Hypertension"`, `"Type 2 diabetes (44054006)"`), else the answer is an
+    `UnparseableAnswer` naming it (`"not 59621000"`, a JSON object). Any other non-empty item is not a code
+    (`"Hypertension"`, `"440540.06"`, `"A44054006"`). An answer that may be a JSON list the scan could not
+    read whole is an `UnparseableAnswer` too.
     """
     stripped = answer.strip()
     parsed = None
@@ -140,15 +160,19 @@ def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
     items = [str(item) for item in parsed] if isinstance(parsed, list) else _ITEM_SEPARATOR.split(answer)
     codes, not_codes = [], []
     for item in items:
-        runs = [r for r in _DIGIT_RUN.findall(item) if MIN_CODE_DIGITS <= len(r) <= MAX_CODE_DIGITS]
-        leading = _LEADING_NUMBER.match(item)
-        if runs:
-            codes += runs
-        elif leading:
-            codes.append(leading.group(1))
+        if _offers_code(item) or _LEADING_NUMBER.match(item):
+            written = _CODE_ITEM.fullmatch(item.strip(_ITEM_PADDING))
+            code = written and (written.group("code") or written.group("bracketed"))
+            if not code or _offers_code(written.group("name") or written.group("named") or ""):
+                return UnparseableAnswer("unread_item", item.strip())  # no code read whole, or two
+            codes.append(code)
         elif item.strip(_ITEM_PADDING):
             not_codes.append(item.strip(_ITEM_PADDING))
     return AnswerItems(tuple(dict.fromkeys(codes)), tuple(not_codes))
+
+
+def _offers_code(text: str) -> bool:
+    return any(MIN_CODE_DIGITS <= len(run) <= MAX_CODE_DIGITS for run in _DIGIT_RUN.findall(text))
 
 
 def parse_final_answer(reply: str, cut: bool = False) -> tuple[str, ...] | UnparseableAnswer | None:

@@ -42,7 +42,24 @@ VOCABULARY = {"44054006", "38341003", "195662009", SYNTHEA_ODD_CODE}
         ('<Final Answer>:\n```json\n["44054006",\n "38341003"]\n```', ("44054006", "38341003")),
         ('<Final Answer>: ["38341003", "44054006", "38341003 - Hypertension"]', ("38341003", "44054006")),
         ('<Final Answer>: ["Type 2 diabetes (44054006)"]', ("44054006",)),
-        ('<Final Answer>: ["Pain severity [Score] 44054006"] and then 38341003', ("44054006",)),
+        ('<Final Answer>: ["Pain severity [Score] (44054006)"].', ("44054006",)),
+        ("<Final Answer>: 38341003 |Hypertension|, 2. 44054006", ("38341003", "44054006")),
+        # a code with more beside it than its name is not read: the answer is unparseable (asked again)
+        (
+            '<Final Answer>: ["44054006"] and then 38341003',
+            UnparseableAnswer("unread_item", '["44054006"] and then 38341003'),
+        ),
+        ("<Final Answer>: not 44054006", UnparseableAnswer("unread_item", "not 44054006")),
+        (
+            '<Final Answer>: ["44054006 (ruled out)"]',
+            UnparseableAnswer("unread_item", "44054006 (ruled out)"),
+        ),
+        ('<Final Answer>: ["44054006?"]', UnparseableAnswer("unread_item", "44054006?")),
+        ("<Final Answer>: 44054006 or 38341003", UnparseableAnswer("unread_item", "44054006 or 38341003")),
+        (
+            '<Final Answer>: [{"code": "44054006", "present": false}]',
+            UnparseableAnswer("unread_item", "{'code': '44054006', 'present': False}"),
+        ),
         (
             '<Final Answer>: ["12345", "1234567890123456789", "A44054006", "440540.06"]',
             ("12345", "1234567890123456789"),
@@ -60,9 +77,10 @@ def test_parse_final_answer(reply, expected):
     assert parse_final_answer(reply) == expected
 
 
-def test_find_final_answer_keeps_the_raw_list_with_bracketed_names():
-    reply = '<Final Answer>: ["44054006 - Diabetes [type 2]", "38341003"] thanks'
-    assert find_final_answer(reply) == '["44054006 - Diabetes [type 2]", "38341003"]'
+def test_find_final_answer_keeps_the_raw_list_with_bracketed_names_and_the_rest_of_its_line():
+    listed = '["44054006 - Diabetes [type 2]", "38341003"]'
+    assert find_final_answer(f"<Final Answer>: {listed}.\nThanks.") == listed
+    assert find_final_answer(f"<Final Answer>: {listed} thanks") == f"{listed} thanks"
 
 
 def test_json_items_are_read_apart():
@@ -172,10 +190,14 @@ def test_a_reply_reads_to_codes_or_to_the_reason_its_final_answer_cannot_be_read
 
 
 def test_an_unparseable_answer_says_what_could_not_be_read():
-    assert [UnparseableAnswer(reason).describe() for reason in ("too_deep", "too_long")] == [
+    assert [UnparseableAnswer(reason).describe() for reason in ("too_deep", "too_long", "cut")] == [
         "final answer not read: a JSON list nested deeper than 20 levels",
         "final answer not read: more than 100,000 brackets and strings",
+        "final answer not read: the reply was cut at max_tokens, and a code may be missing",
     ]
+    assert UnparseableAnswer("unread_item", "not 44054006").describe() == (
+        "final answer not read: 'not 44054006' is no code, nor a code and its name"
+    )
 
 
 CODES = st.lists(
@@ -241,8 +263,27 @@ def test_any_reply_reads_to_codes_to_no_answer_or_to_an_unparseable_answer(reply
     assert read is None or isinstance(read, UnparseableAnswer) or all(code.isdigit() for code in read)
 
 
+@given(
+    st.sampled_from(["44054006", "38341003", "10939881000119104"]),
+    st.text(alphabet="abcnotruledx?~ ", min_size=1, max_size=12).filter(str.strip),
+    st.sampled_from(["{word} {code}", "{code} {word}", "{code}{word}", "{word}{code}"]),
+)
+def test_a_code_with_an_unread_word_beside_it_is_never_read_as_that_code(code, word, form):
+    item = form.format(code=code, word=word)
+    read = parse_final_answer(f"<Final Answer>: {json.dumps([item])}")
+    assert isinstance(read, UnparseableAnswer) or read == (), (item, read)
+
+
 def test_no_pattern_of_the_answer_parser_can_backtrack_into_an_unbounded_repeat():
-    names = ["_MARKER", "_DIGIT_RUN", "_FENCE_OPENING", "_BRACKET_RUN", "_ITEM_SEPARATOR", "_LEADING_NUMBER"]
+    names = [
+        "_MARKER",
+        "_DIGIT_RUN",
+        "_FENCE_OPENING",
+        "_BRACKET_RUN",
+        "_ITEM_SEPARATOR",
+        "_LEADING_NUMBER",
+        "_CODE_ITEM",
+    ]
     assert {name: backtracking_repeats(getattr(codes, name)) for name in names} == {
         name: [] for name in names
     }
@@ -255,7 +296,15 @@ PASSES = 6
 
 @given(hostile_replies)
 def test_the_work_of_reading_a_final_answer_is_linear_in_its_length(reply):
-    names = ["_MARKER", "_DIGIT_RUN", "_FENCE_OPENING", "_BRACKET_RUN", "_ITEM_SEPARATOR", "_LEADING_NUMBER"]
+    names = [
+        "_MARKER",
+        "_DIGIT_RUN",
+        "_FENCE_OPENING",
+        "_BRACKET_RUN",
+        "_ITEM_SEPARATOR",
+        "_LEADING_NUMBER",
+        "_CODE_ITEM",
+    ]
     with counting(codes, names) as work:
         parse_final_answer(reply)
     assert work.handed <= PASSES * (len(reply) + 1) and work.decoded <= reply.count("[") + reply.count("{")
