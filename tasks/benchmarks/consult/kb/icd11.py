@@ -6,14 +6,16 @@ name above `threshold`; else it is unmatched. Extra ICD-11 titles (`{title: code
 `widening.load_icd11_titles`) join the title stages when given; they match only through a KB code.
 Every part is read, or the item is unmatched: a code must be written whole, as a code (`"CA40. ruled
 out"` is none); a code and a name naming two different KB conditions do not say which is meant; and a
-fuzzy match forgives spelling, not words, so the name and the title it matches have as many words ("no
-community acquired pneumonia" is not "community acquired pneumonia").
+fuzzy match forgives spelling, not words, so the name and the title it matches have as many words, each
+close to its counterpart ("no community acquired pneumonia" is not "community acquired pneumonia").
 Drug names resolve through `resolve.resolve_drug`.
 """
 
 import re
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
+
+from rapidfuzz import fuzz
 
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.names import DEFAULT_THRESHOLD, best_fuzzy_match, normalise_text
@@ -29,6 +31,9 @@ class DiagnosisMatch(NamedTuple):
 
 
 UNMATCHED = DiagnosisMatch(None, "unmatched", 0.0)
+# Each word of a fuzzy match must be its counterpart misspelt, not another word ("no urinary tract
+# infection" is 91 from "lower urinary tract infection" as a whole, but "no" is 29 from "lower").
+WORD_THRESHOLD = 75.0
 # A code as written: an ICD-11 stem and its extension (`CA40`, `CA40.0`, `BA00.Z`), or an ICD-10 one
 # (`J18.9`, a code the KB does not hold, so the name decides).
 _CODE_SHAPE = re.compile(r"[0-9A-Z]{4}(?:\.[0-9A-Z]{1,2})?|[A-Z][0-9]{2}(?:\.[0-9A-Z]{1,4})?")
@@ -88,15 +93,14 @@ def _match_name(
     wanted = normalise_text(name)
     if wanted in names:
         return DiagnosisMatch(names[wanted], "exact", 100.0)
-    same_length = {known: condition for known, condition in names.items() if _words(known) == _words(wanted)}
+    words = wanted.split()
+    same_length = {known: condition for known, condition in names.items() if len(known.split()) == len(words)}
     best = best_fuzzy_match(wanted, same_length, threshold)
-    if best is not None:
+    if best is not None and all(
+        fuzz.ratio(word, known) >= WORD_THRESHOLD for word, known in zip(words, best[0].split(), strict=True)
+    ):
         return DiagnosisMatch(names[best[0]], "fuzzy", best[1])
     return UNMATCHED
-
-
-def _words(name: str) -> int:
-    return len(name.split())
 
 
 def normalise_drug_name(kb: KnowledgeBase, name: str, threshold: float = DEFAULT_THRESHOLD) -> str | None:

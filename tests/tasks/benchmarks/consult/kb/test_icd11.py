@@ -33,6 +33,12 @@ def kb():
         # a fuzzy match forgives spelling, not words
         ("no acute sinusitis", None, DiagnosisMatch(None, "unmatched", 0.0)),
         ("migraine x", None, DiagnosisMatch(None, "unmatched", 0.0)),
+        ("no urinary tract infection", None, DiagnosisMatch(None, "unmatched", 0.0)),  # not "lower ..."
+        (
+            "lower urinry tract infection",
+            None,
+            DiagnosisMatch("cystitis", "fuzzy", pytest.approx(98.246, abs=0.01)),
+        ),
     ],
 )
 def test_diagnosis_normalisation(kb, name, icd11, expected):
