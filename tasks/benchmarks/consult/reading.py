@@ -49,7 +49,9 @@ def read_plan(text: str, kb: KnowledgeBase, finish_reason: str | None = None) ->
     return read_reply(lambda reply: parse_plan(reply, kb), text)
 
 
-def reads_as_plan_attempt(text: str) -> bool:
-    """Whether a follow-up answer tries to give a revised plan (`is_plan_attempt`); a reply the check
-    raises on is taken as an attempt, so that its plan is read (and found unparseable), not skipped."""
-    return read_reply(is_plan_attempt, text).value is not False  # True, or None when the check raised
+def reads_as_plan_attempt(text: str, kb: KnowledgeBase, plan: TreatmentPlan | None) -> bool:
+    """Whether a follow-up answer tries to give a revised plan (`is_plan_attempt`, `plan` the plan in force);
+    a reply the check raises on is taken as an attempt, so that its plan is read (and found unparseable),
+    not skipped."""
+    attempt = read_reply(lambda reply: is_plan_attempt(reply, kb, plan), text)
+    return attempt.value is not False  # True, or None when the check raised

@@ -100,7 +100,11 @@ def episode_from_messages(
     for m in replies:
         if m["stage"] == "follow_up":
             answers.setdefault(m["follow_up"], []).append(m)
-    follow_ups = {index: follow_up_turn(index, texts, kb) for index, texts in sorted(answers.items())}
+    follow_ups: dict[int, tuple[FollowUpTurn, ReadReply[TreatmentPlan]]] = {}
+    in_force = plan.value
+    for index, texts in sorted(answers.items()):
+        follow_ups[index] = follow_up_turn(index, texts, kb, in_force)
+        in_force = follow_ups[index][0].plan_after(in_force)
     errors = [("diagnosis", differential.error), ("treatment", plan.error)]
     errors += [(f"follow-up {index}", revised.error) for index, (_, revised) in follow_ups.items()]
     return Episode(
@@ -116,14 +120,14 @@ def episode_from_messages(
 
 
 def follow_up_turn(
-    index: int, replies: Sequence[dict[str, Any]], kb: KnowledgeBase
+    index: int, replies: Sequence[dict[str, Any]], kb: KnowledgeBase, in_force: TreatmentPlan | None
 ) -> tuple[FollowUpTurn, ReadReply[TreatmentPlan]]:
     """A follow-up from the agent's replies to it (message rows): the answer, then the replies to any
     re-asks of a revision that did not parse. The answer revises the plan when it tries to give one; the
     last reply is kept, as the answer and as the one that holds that plan. Also how that plan was read."""
     kept = replies[-1]["text"] or ""
     cut = replies[-1].get("finish_reason") == "length"
-    if not reads_as_plan_attempt(replies[0]["text"] or ""):
+    if not reads_as_plan_attempt(replies[0]["text"] or "", kb, in_force):
         return FollowUpTurn(index=index, answer=kept, cut=cut), ReadReply(None)
     revised = read_plan(kept, kb, replies[-1].get("finish_reason"))
     turn = FollowUpTurn(

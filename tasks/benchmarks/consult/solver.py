@@ -144,13 +144,16 @@ def run_episode(job: EpisodeJob, call: Call) -> list[dict[str, Any]]:
     ):
         if talk.reask_until(talk.ask(prompt, stage), reask, stage, parses) is None:
             return rows
+    # The plan in force, read as the scorer reads it: an answer naming a drug it does not hold revises it.
+    plan = read_plan(rows[-1]["text"] or "", kb, rows[-1]["finish_reason"]).value
     for index, follow_up in enumerate(job.case.follow_ups):
         talk.turn += 1
         rows.append(_row(job, talk.turn, "patient", "follow_up", follow_up.text, status="simulated",
                          follow_up=index))  # fmt: skip
         answer = talk.ask(follow_up.text, "follow_up", index, new_turn=False)
-        if answer is not None and reads_as_plan_attempt(answer):
+        if answer is not None and reads_as_plan_attempt(answer, kb, plan):
             answer = talk.reask_until(answer, prompts.revision_reask, "follow_up", plan_parses, index)
+            plan = None if answer is None else read_plan(answer, kb, rows[-1]["finish_reason"]).value
         if answer is None:
             return rows
     return rows

@@ -58,9 +58,19 @@ class PlanReading(NamedTuple):
     problem: str | None = None
 
 
-def is_plan_attempt(text: str) -> bool:
-    """The reply tries to give a plan: it has a `"drug"` key or something that opens a JSON list."""
-    return '"drug"' in text or re.search(r"\[\s*[\]{]", text) is not None
+def is_plan_attempt(text: str, kb: KnowledgeBase | None = None, plan: TreatmentPlan | None = None) -> bool:
+    """The reply tries to give a plan: it has a `"drug"` key, something that opens a JSON list, or a JSON
+    object; or, with `kb`, it names a KB drug the plan in force (`plan`) does not hold. A revision in
+    prose or in a JSON shape of its own ("Stop it and take amoxicillin instead", `{"plan": "..."}`) was
+    read as keeping the plan, and so as keeping to a constraint it breaks."""
+    if '"drug"' in text or re.search(r"\[\s*[\]{]", text) is not None:
+        return True
+    if any(isinstance(found.value, dict) for found in scan_json(text).found):
+        return True
+    if kb is None:
+        return False
+    in_force = {item.generic for item in plan.items if item.generic} if plan is not None else set()
+    return not kb.drugs_named_in(text) <= in_force
 
 
 def parse_plan(text: str, kb: KnowledgeBase, threshold: float = DEFAULT_THRESHOLD) -> TreatmentPlan | None:

@@ -86,6 +86,21 @@ class KnowledgeBase(BaseModel, frozen=True):
         return index
 
     @cached_property
+    def _longest_drug_name(self) -> int:
+        return max((len(name.split()) for name in self._drugs_by_name), default=0)
+
+    def drugs_named_in(self, text: str) -> frozenset[str]:
+        """The generic names of the KB drugs that `text` names as whole words (a generic name, brand or
+        spelling), in one pass over its words for each name length."""
+        words = normalise_text(text).split()
+        return frozenset(
+            self._drugs_by_name[phrase].name
+            for length in range(1, self._longest_drug_name + 1)
+            for start in range(len(words) - length + 1)
+            if (phrase := " ".join(words[start : start + length])) in self._drugs_by_name
+        )
+
+    @cached_property
     def _classes_by_name(self) -> dict[str, DrugClass]:
         return {name: drug_class for drug_class in self.drug_classes for name in class_names(drug_class)}
 

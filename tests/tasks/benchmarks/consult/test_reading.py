@@ -38,7 +38,7 @@ def test_an_error_message_quoting_the_reply_is_cut():
 
 def test_a_plan_attempt_check_that_raises_counts_as_an_attempt(monkeypatch):
     monkeypatch.setattr(reading, "is_plan_attempt", raising)
-    assert reads_as_plan_attempt(BRACKETS) is True
+    assert reads_as_plan_attempt(BRACKETS, load_kb(), None) is True
 
 
 def brackets_for_plans(last):

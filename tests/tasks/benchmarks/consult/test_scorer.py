@@ -6,13 +6,19 @@ from datetime import UTC, datetime
 
 import pytest
 
+from tasks.benchmarks.consult.case import FollowUp
 from tasks.benchmarks.consult.contracts import PLAN_ITEM, SCORES
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.inquiry.policy import load_policy
 from tasks.benchmarks.consult.kb.loading import load_kb
-from tasks.benchmarks.consult.scorer import ScoreJob, episode_scores, plan_rows
+from tasks.benchmarks.consult.metrics_plan import score_follow_up
+from tasks.benchmarks.consult.scorer import ScoreJob, episode_scores, follow_up_turn, plan_rows
 from tasks.benchmarks.consult.solver import run_episode
 from tasks.llm.ledger import CallRecord
+from tests.tasks.benchmarks.consult.critic_fixtures import KB as CRITIC_KB
+from tests.tasks.benchmarks.consult.test_metrics_plan import CLARITHROMYCIN
+from tests.tasks.benchmarks.consult.test_metrics_plan import case as plan_case
+from tests.tasks.benchmarks.consult.test_metrics_plan import episode as plan_episode
 from tests.tasks.benchmarks.consult.test_solver import (
     ALLERGY,
     ANSWER,
@@ -208,3 +214,28 @@ def test_plan_rows_keep_the_contracts_fields_and_leave_the_ingredients_out():
         {"drug": "co-codamol", "generic": None, "dose": 2.0, "unit": None, "frequency_per_day": None,
          "days": None, "route": None},
     ]  # fmt: skip
+
+
+PENICILLIN_ALLERGY = (
+    FollowUp(
+        kind="constraint", text="I'm allergic to penicillin.", constraint="allergy:penicillins", core=True
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Stop the clarithromycin and take amoxicillin 500 mg three times a day for 5 days instead.",
+        '{"plan": "amoxicillin 500 mg oral three times daily for 5 days"}',
+        '{"medications": ["amoxicillin 500 mg tds"], "advice": "rest"}',
+        "| drug | dose |\n|---|---|\n| amoxicillin | 500 mg tds |",
+    ],
+)
+def test_a_revision_the_plan_reader_cannot_read_never_counts_as_keeping_the_plan(answer):
+    # It switches to a penicillin: read as no attempt, the old plan was credited with DCSR 1 and no churn.
+    in_force = TreatmentPlan(items=(CLARITHROMYCIN,))
+    turn, _ = follow_up_turn(0, [{"text": answer, "finish_reason": "stop"}], CRITIC_KB, in_force)
+    episode = plan_episode(CLARITHROMYCIN, follow_ups=(turn,))
+    scored = score_follow_up(plan_case(follow_ups=PENICILLIN_ALLERGY), episode, (), CRITIC_KB)
+    assert (turn.revision_parse, scored.dcsr, scored.needless_churn) == ("unparseable", 0.0, 1.0)

@@ -117,6 +117,27 @@ def test_is_plan_attempt(text, expected):
     assert is_plan_attempt(text) is expected
 
 
+CLARITHROMYCIN = TreatmentPlan(items=(PlanItem(drug="clarithromycin", generic="clarithromycin"),))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a revision in prose or in a JSON shape of its own: it was read as keeping the plan
+        ("Stop the clarithromycin and take amoxicillin 500 mg three times a day.", True),
+        ("Switch to Amoxil instead.", True),  # a brand names its drug
+        ('{"plan": "amoxicillin 500 mg oral three times daily for 5 days"}', True),
+        ('{"medications": ["clarithromycin 500 mg bd"], "advice": "rest"}', True),
+        # the plan in force named again, or no drug named: no revision
+        ("Take the clarithromycin with food, twice a day.", False),
+        ("Rest, drink fluids, and come back if it gets worse.", False),
+    ],
+)
+def test_an_answer_naming_a_drug_the_plan_does_not_hold_tries_to_revise_it(kb, text, expected):
+    assert is_plan_attempt(text, kb, CLARITHROMYCIN) is expected
+    assert is_plan_attempt(text, kb, None) is (expected or "clarithromycin" in text)
+
+
 def test_strengths_and_frequencies_in_every_form_a_plan_writes(kb):
     text = json.dumps(
         [
