@@ -30,15 +30,19 @@ ROWS = (
     ("consistency %", "consistency"),
     ("faithful % (judge)", "faithful"),
     ("answers", "answers"),
+    ("answers judged", "judged"),
     ("failed calls", "failed"),
+    ("judge replies unparseable", "n_judge_unparseable"),
+    ("judge calls failed", "n_judge_failed"),
     ("judge replies cut", "n_judge_cut"),
 )
 CAPTION = (
     "disclosure: positive questions answered with the record's fact; hallucination: negative questions "
     "answered with a claim instead of 'not sure' or 'no'; leak: answers naming a condition of the record; "
     "lay language: answers without a clinical term; consistency: questions with the same verdicts on every "
-    "asking; faithful: the judge's (— without a judge); judge replies cut: answers left ungraded because "
-    "the judge's last reply was cut at its max_tokens. Rules: "
+    "asking; faithful: the judge's, a share of the answers judged (— without a judge); failed calls: the "
+    "patient's; answers the judge left ungraded: its last reply unparseable, its call failed, or its last "
+    "reply cut at its max_tokens. Rules: "
     "tasks/benchmarks/snomed/patient_bench/scoring.py."
 )
 
@@ -56,7 +60,7 @@ def metrics_by_patient(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _cell(key: str, metrics: dict[str, Any]) -> str:
-    if key in ("answers", "failed", "n_judge_cut"):
+    if key in ("answers", "judged", "failed", "n_judge_unparseable", "n_judge_failed", "n_judge_cut"):
         return f"{metrics[key]:,}"
     return format_number(metrics[key]) if key == "mean_words" else format_percent(metrics[key])
 

@@ -130,5 +130,8 @@ def patient_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "positive_answers": sum(row["kind"] == "positive" for row in answered),
         "negative_answers": sum(row["kind"] == "negative" for row in answered),
         "judged": sum(row["faithful"] is not None for row in answered),
+        # Why the others have no grade: the faithful share is over `judged`, never over `answers`.
+        "n_judge_unparseable": sum(row.get("judge_status") == "unparseable" for row in answered),
+        "n_judge_failed": sum(row.get("judge_status") == "failed" for row in answered),
         "n_judge_cut": sum(row.get("judge_status") == JUDGE_CUT for row in answered),
     }

@@ -12,7 +12,12 @@ from tasks.benchmarks.snomed.patient import load_lexicon
 from tasks.benchmarks.snomed.patient_bench.benchmark import PATIENT_BENCH
 from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
 from tasks.benchmarks.snomed.patient_bench.questions import BenchQuestion
-from tasks.benchmarks.snomed.patient_bench.report import build_bench_report, metrics_by_patient, metrics_csv
+from tasks.benchmarks.snomed.patient_bench.report import (
+    bench_table,
+    build_bench_report,
+    metrics_by_patient,
+    metrics_csv,
+)
 from tasks.benchmarks.snomed.patient_bench.scoring import clinical_terms_in, consistent, mentions_fact
 from tasks.evals.config import JudgeSpec, ModelSpec, SampleSpec
 from tasks.llm.offline import register_offline_model
@@ -54,7 +59,7 @@ def expected(**values):
     base = {
         "disclosure": 0.0, "hallucination": 0.0, "leak": 0.0, "lay_language": 1.0, "mean_words": 3.0,
         "consistency": 1.0, "faithful": 1.0, "answers": 8, "failed": 0, "positive_answers": 2,
-        "negative_answers": 6, "judged": 8, "n_judge_cut": 0,
+        "negative_answers": 6, "judged": 8, "n_judge_unparseable": 0, "n_judge_failed": 0, "n_judge_cut": 0,
     }  # fmt: skip
     return {**base, **values}
 
@@ -84,7 +89,16 @@ def test_a_judge_without_a_verdict_is_unparseable_never_a_grade(tmp_path):
         tmp_path, [NEVER_KNOWS], sample=SampleSpec(limit=1), judge=JudgeSpec(model=MUMBLES, max_reasks=1)
     )
     assert {row["judge_status"] for row in rows["scored"]} == {"unparseable"}
-    assert (metrics[NEVER_KNOWS]["faithful"], metrics[NEVER_KNOWS]["judged"]) == (None, 0)
+    # faithful is a share of the answers judged: none here, and the table says why
+    assert metrics[NEVER_KNOWS] == expected(faithful=None, judged=0, n_judge_unparseable=8)
+    table = bench_table(metrics)
+    assert [row for row in table.rows if row[0].startswith(("answers", "judge"))] == [
+        ["answers", "8"],
+        ["answers judged", "0"],
+        ["judge replies unparseable", "8"],
+        ["judge calls failed", "0"],
+        ["judge replies cut", "0"],
+    ]
 
 
 def test_a_judge_reply_cut_at_its_max_tokens_is_asked_again_then_judge_cut_and_counted(tmp_path):
