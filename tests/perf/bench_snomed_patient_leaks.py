@@ -23,7 +23,7 @@ from tasks.benchmarks.snomed.cases.settings import CaseSetSettings
 from tasks.benchmarks.snomed.clinicians import checklist_reply
 from tasks.benchmarks.snomed.config import SnomedConfig
 from tasks.benchmarks.snomed.interview import Messages, Reply, Role, run_interview
-from tasks.benchmarks.snomed.leak import find_leaks
+from tasks.benchmarks.snomed.leak import find_leaks, unread_letters
 from tasks.benchmarks.snomed.patient import (
     MAX_ANSWERED_ITEMS,
     NOT_SURE,
@@ -62,8 +62,9 @@ def copying_reply(job: InterviewJob, messages: Messages, lexicon: Lexicon) -> st
 
 
 def interview_leaks(jobs: Sequence[InterviewJob], patient: PatientReply) -> dict[str, Any]:
-    """Interview every job's patient with the checklist clinician; count replies and those that leak."""
-    replies = leaking = cases_leaking = 0
+    """Interview every job's patient with the checklist clinician; count replies, those that leak and those
+    the leak check could not read whole (naming nothing it read: unverified)."""
+    replies = leaking = unverified = cases_leaking = 0
     for job in jobs:
 
         def ask(role: Role, messages: Messages, job: InterviewJob = job) -> Reply:
@@ -74,9 +75,10 @@ def interview_leaks(jobs: Sequence[InterviewJob], patient: PatientReply) -> dict
         answers = [t for t in interview.turns if t.role == "patient"][1:]  # turn 0 is the scripted opening
         replies += len(answers)
         leaking += sum(bool(t.leaked) for t in answers)
+        unverified += sum(not t.leaked and bool(unread_letters(t.text)) for t in answers)
         cases_leaking += any(t.leaked for t in answers)
     return {"replies": replies, "leaking_replies": leaking, "leak_rate": leaking / replies,
-            "cases_leaking": cases_leaking}  # fmt: skip
+            "unverified_replies": unverified, "cases_leaking": cases_leaking}  # fmt: skip
 
 
 def prompt_exposure(jobs: Sequence[InterviewJob], lexicon: Lexicon) -> dict[str, Any]:
@@ -100,7 +102,7 @@ def form_jobs(cases: Sequence[Case], cases_dir: Path, run_dir: Path, form: str) 
 
 
 def main(out_dir: Path) -> dict[str, Any]:
-    cases = read_reference_cases(REFERENCE_JSON, CaseSetSettings())
+    cases = read_reference_cases(REFERENCE_JSON, CaseSetSettings()).cases
     cases_dir = out_dir / "cases"
     if not cases_dir.exists():
         write_case_set(cases_dir, cases)
@@ -129,6 +131,7 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
             f"{form}: prompt names {prompt['named_in_prompt']} of {prompt['condition_codes']} codes; "
             f"leaking replies: offline patient {offline['leaking_replies']}/{offline['replies']} "
             f"({offline['leak_rate']:.1%}), prompt-copying patient {copying['leaking_replies']}/"
-            f"{copying['replies']} ({copying['leak_rate']:.1%}, {copying['cases_leaking']} cases)"
+            f"{copying['replies']} ({copying['leak_rate']:.1%}, {copying['cases_leaking']} cases); "
+            f"unverified: {offline['unverified_replies']} and {copying['unverified_replies']}"
         )
     return lines

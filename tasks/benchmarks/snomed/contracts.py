@@ -133,7 +133,7 @@ PREDICTIONS = Contract(
         ("error_class", pa.string()),
     ),
     key=_INTERVIEW_KEY,
-    not_null=("status",),
+    not_null=("status", "questions_asked", "patient_replies", "leaking_replies"),
 )
 
 # One row per interview: its scores against the gold set; null scores for a `failed` interview.

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from tasks.benchmarks.snomed.case import Case, PatientRecord
 from tasks.benchmarks.snomed.codes import parse_final_answer
-from tasks.benchmarks.snomed.leak import LeakMatcher, find_leaks
+from tasks.benchmarks.snomed.leak import LeakMatcher, find_leaks, unread_letters
 from tasks.benchmarks.snomed.patient import (
     Disclosure,
     Lexicon,
@@ -105,7 +105,8 @@ def record_text(
 ) -> str:
     """The patient's record as the patient prompt shows it, never a code or a gold list. Conditions: `named`
     lists their names; `lay` gives their lay sentences instead (`patient.lay_conditions`) and, under
-    `symptoms`, leaves out the other lines that name a condition (a lab named after a polyp)."""
+    `symptoms`, leaves out the other lines that name a condition (a lab named after a polyp) or hold
+    letters the leak check cannot read."""
     lexicon = lexicon or load_lexicon()
     lines = [f"Age: {record.age_years if record.age_years is not None else 'unknown'}"]
     lines.append(f"Sex: {record.sex or 'unknown'}")
@@ -119,7 +120,8 @@ def record_text(
     if form == "lay" and disclosure == "symptoms":
         displays = {c.code: c.display for c in record.conditions}
         matcher = LeakMatcher(list(displays), list(displays.values()), leak_names_by_code(lexicon))
-        others = [line for line in others if not matcher.hits(line)]
+        # A line the leak check cannot read whole is left out too: it may name a condition unseen.
+        others = [line for line in others if not matcher.hits(line) and not unread_letters(line)]
     return "\n".join(lines + others)
 
 

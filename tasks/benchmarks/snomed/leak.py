@@ -13,9 +13,17 @@ lay words ("pain", "sore throat") are not names, or every complaint would leak.
 one rapidfuzz table per window size) and reads a reply in one pass per window size: its cost grows with the
 reply's length times the number of fuzzy names, never with a loop over conditions in Python, so the
 oracle data can check every answer against a whole vocabulary. `find_leaks` is that matcher over gold items.
+
+What the check reads (`reading_text`): Unicode compatibility forms folded (full-width letters and digits,
+ligatures), accents dropped, zero-width and soft-hyphen characters removed, any script's decimal digits
+as ASCII digits, case folded. A word broken by a hyphen is read both ways ("hyper-tension" as one word and
+as two), and a code written in groups ("5962 1000", "5962-1000") is read whole. A letter the check cannot
+read (any script but Latin, such as a Cyrillic look-alike in "hypertеnsion") leaves the reply unverified
+(`unread_letters`): callers count it apart, never as a reply that named nothing.
 """
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -29,7 +37,11 @@ _TAG = re.compile(r"\s*\([^()]*\)\s*$")
 _WORD = re.compile(r"[a-z0-9]+")
 # A SNOMED CT identifier has 6 to 18 digits.
 MIN_CODE_DIGITS, MAX_CODE_DIGITS = 6, 18
-_CODE = re.compile(rf"(?<![0-9])[0-9]{{{MIN_CODE_DIGITS},{MAX_CODE_DIGITS}}}(?![0-9])")
+# Digit groups a code may be written in: joined by a space, dash, dot or slash (up to three of them).
+_DIGIT_GROUPS = re.compile(r"[0-9]+(?:[ ./-]{1,3}[0-9]+)*")
+_DIGITS = re.compile(r"[0-9]+")
+# A hyphen inside a word, as a word broken in two ("hyper-tension") writes it.
+_INNER_HYPHEN = re.compile(r"(?<=[a-z])-(?=[a-z])")
 # Any digit (Unicode's too) run that holds an identifier's length, however long the run.
 _DIGIT_RUN = re.compile(rf"\d{{{MIN_CODE_DIGITS},}}")
 # Windows scored per rapidfuzz call: bounds the score table's memory (rows x fuzzy names x 8 bytes).
@@ -89,6 +101,50 @@ def _stem(word: str) -> str:
 
 def _content_stems(text: str) -> list[str]:
     return [_stem(word) for word in _WORD.findall(text.lower().replace("'", "")) if word not in _STOPWORDS]
+
+
+def _reading_char(char: str) -> str:
+    category = unicodedata.category(char)
+    if category in ("Mn", "Cf"):  # an accent, or a zero-width space, joiner or soft hyphen
+        return ""
+    if category == "Nd":
+        return str(unicodedata.decimal(char))
+    return "-" if category == "Pd" else char
+
+
+def reading_text(text: str) -> str:
+    """`text` as the check reads it (module docstring): NFKD-folded, accents and format characters
+    removed, digits in ASCII, dashes as "-", case folded. Linear in the text's length."""
+    if text.isascii():
+        return text.lower()
+    return "".join(_reading_char(char) for char in unicodedata.normalize("NFKD", text)).casefold()
+
+
+def unread_letters(text: str) -> str:
+    """The letters of `text` the check cannot read (outside a-z once read), each once in order of first
+    appearance; "" when the check reads every letter. A reply holding one is not vouched for."""
+    if text.isascii():
+        return ""
+    read = reading_text(text)
+    return "".join(dict.fromkeys(char for char in read if not char.isascii() and char.isalpha()))
+
+
+def _code_mentions(read: str) -> dict[str, str]:
+    """Every digit string a code may be written as in read text -> how it was written: a run of digits,
+    or consecutive groups of one ("5962 1000"), MIN_CODE_DIGITS to MAX_CODE_DIGITS digits in all. Never part
+    of a group: "1596210001" holds no 8-digit code. Linear: a start's groups stop at MAX_CODE_DIGITS."""
+    mentions: dict[str, str] = {}
+    for written in _DIGIT_GROUPS.finditer(read):
+        groups = list(_DIGITS.finditer(written.group()))
+        for first, group in enumerate(groups):
+            digits = ""
+            for last in range(first, len(groups)):
+                digits += groups[last].group()
+                if len(digits) > MAX_CODE_DIGITS:
+                    break
+                if len(digits) >= MIN_CODE_DIGITS:
+                    mentions.setdefault(digits, written.group()[group.start() : groups[last].end()])
+    return mentions
 
 
 def leak_names(display: str, extra_names: Sequence[str] = ()) -> tuple[str, ...]:
@@ -166,16 +222,21 @@ class LeakMatcher:
         return len(self._items_of_entry)
 
     def hits(self, reply: str) -> tuple[LeakHit, ...]:
-        """The conditions `reply` leaks, in condition order, one hit each (a code mention before a name)."""
-        reply_codes = set(_CODE.findall(reply))
-        first_windows = self._first_windows(_content_stems(reply))
+        """The conditions `reply` leaks, in condition order, one hit each (a code mention before a name).
+        Letters it cannot read are not in any hit: `unread_letters` says whether the reply was read whole."""
+        read = reading_text(reply)
+        reply_codes = _code_mentions(read)
+        first_windows = self._first_windows(_content_stems(read))
+        if _INNER_HYPHEN.search(read):
+            joined = self._first_windows(_content_stems(_INNER_HYPHEN.sub("", read)))
+            first_windows |= {entry: window for entry, window in joined.items() if entry not in first_windows}
         items = {item for code in reply_codes for item in self._items_of_code.get(code, ())}
         items.update(item for entry in first_windows for item in self._items_of_entry[entry])
         hits = []
         for item in sorted(items):
             code = self.codes[item]
             if code in reply_codes:
-                hits.append(LeakHit(code, code, code))
+                hits.append(LeakHit(code, code, reply_codes[code]))
                 continue
             name = next(name for name in self.names[item] if name.entry in first_windows)
             hits.append(LeakHit(code, name.name, first_windows[name.entry]))

@@ -15,7 +15,7 @@ tasks.
 """
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -24,6 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 from tasks.benchmarks.snomed.figures import STATS_SCHEMAS, draw_figures
+from tasks.benchmarks.snomed.leak import unread_letters
 from tasks.benchmarks.snomed.run_data import RunData, RunManifest, load_runs
 from tasks.benchmarks.snomed.scoring import CaseOutcome, RunMetrics, summarise_run
 from tasks.benchmarks.snomed.tables import build_tables, render_html, render_markdown, run_summary
@@ -51,6 +52,9 @@ def _interview_key(row: dict[str, Any]) -> tuple[str, str, int]:
 def outcomes_of(run: RunData, model: str) -> list[CaseOutcome]:
     """The model's interviews as scoring's outcomes; gold codes are those the run scored against."""
     gold = {_interview_key(row): tuple(row["gold_codes"] or ()) for row in run.scores}
+    unverified = Counter(
+        _interview_key(reply) for reply in unverified_replies(run) if reply["model"] == model
+    )
     return [
         CaseOutcome(
             case_id=row["case_id"],
@@ -61,9 +65,10 @@ def outcomes_of(run: RunData, model: str) -> list[CaseOutcome]:
             invalid_codes=tuple(row["invalid_codes"] or ()),
             malformed_codes=tuple(row["malformed_codes"] or ()),
             not_codes=tuple(row["not_codes"] or ()),
-            n_questions=row["questions_asked"] or 0,
-            n_patient_replies=row["patient_replies"] or 0,
-            n_leaking_replies=row["leaking_replies"] or 0,
+            n_questions=row["questions_asked"],
+            n_patient_replies=row["patient_replies"],
+            n_leaking_replies=row["leaking_replies"],
+            n_unverified_replies=unverified[_interview_key(row)],
         )
         for row in run.predictions
         if row["model"] == model
@@ -120,6 +125,7 @@ def _model_metrics(
         "not_code_rate": summary.not_code_rate,
         "no_answer_rate": summary.no_answer_rate,
         "leak_rate": summary.leak_rate,
+        "n_unverified_replies": summary.n_unverified_replies,
         "mean_questions": summary.mean_questions,
         "condition_recall": [
             {
@@ -160,6 +166,19 @@ def leaking_replies(run: RunData) -> list[dict[str, Any]]:
         }
         for row in sorted(run.conversations, key=lambda r: (r["model"], r["case_id"], r["epoch"], r["turn"]))
         if row["role"] == "patient" and row["leaked_codes"]
+    ]
+
+
+def unverified_replies(run: RunData) -> list[dict[str, Any]]:
+    """Every patient reply the leak check found nothing in but could not read whole, with the letters it
+    could not read (leak.unread_letters): the replies the leak rate leaves out. Read from the messages, so a
+    run folder written before the rule is read by it too."""
+    rows = sorted(run.conversations, key=lambda r: (r["model"], r["case_id"], r["epoch"], r["turn"]))
+    replies = (row for row in rows if row["role"] == "patient" and row["status"] == "ok")
+    return [
+        {**{key: row[key] for key in ("model", "case_id", "epoch", "turn")}, "letters": letters}
+        for row in replies
+        if not row["leaked_codes"] and (letters := unread_letters(row["text"] or ""))
     ]
 
 
@@ -259,6 +278,7 @@ def compute_metrics(run: RunData, settings: ReportSettings) -> tuple[dict[str, A
         "runs": _runs(run),
         "case_set": _case_set(run),
         "leaks": leaking_replies(run),
+        "unverified_replies": unverified_replies(run),
         "failed": failed_interviews(run),
         "settings": {**settings.model_dump(), "level": LEVEL, "method": "percentile, resampling cases"},
     }

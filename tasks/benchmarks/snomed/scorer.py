@@ -18,7 +18,7 @@ from tasks.benchmarks.snomed.codes import (
     find_final_answer,
     read_answer,
 )
-from tasks.benchmarks.snomed.scoring import CaseStatus, score_case
+from tasks.benchmarks.snomed.scoring import CaseOutcome, CaseStatus, score_outcome
 
 
 class ScoreJob(BaseModel, frozen=True):
@@ -72,7 +72,8 @@ def interview_result(
     items = read if isinstance(read, AnswerItems) else AnswerItems((), ())
     predicted = items.codes
     check = check_codes(predicted, vocabulary)
-    score = score_case(predicted, job.gold_codes)
+    # The report's score (scoring.score_outcome): no readable answer scores 0, an empty gold set too.
+    score = score_outcome(CaseOutcome(job.case_id, job.epoch, status, predicted, tuple(job.gold_codes)))
     gold, predicted_set = set(job.gold_codes), set(predicted)
     return {
         **key,

@@ -45,6 +45,7 @@ class CaseOutcome(NamedTuple):
     n_patient_replies: int = 0
     n_leaking_replies: int = 0
     not_codes: tuple[str, ...] = ()  # final-answer items that offered no code
+    n_unverified_replies: int = 0  # replies the leak check could not read whole and found nothing in
 
 
 class ConditionRecall(NamedTuple):
@@ -83,6 +84,7 @@ class RunMetrics(NamedTuple):
     no_answer_rate: float | None
     mean_questions: float | None
     leak_rate: float | None
+    n_unverified_replies: int  # patient replies left out of the leak rate: not read whole, nothing found
     condition_recall: tuple[ConditionRecall, ...]
     f1_by_gold_count: tuple[F1ByGoldCount, ...]
 
@@ -165,7 +167,8 @@ def summarise_run(
 
     The intervals resample whole cases (all epochs of a case together), drawing from `rng` in the order
     exact match, precision, recall, F1. Code rates are shares of all predicted codes, the not-a-code rate a
-    share of all final-answer items (codes and not), the leak rate a share of all patient replies.
+    share of all final-answer items (codes and not), the leak rate a share of the patient replies the leak
+    check read whole or found a leak in (the others are counted apart, never as replies that named nothing).
     """
     scored = [o for o in outcomes if o.status != "failed"]
     scores = [score_outcome(o) for o in scored]
@@ -188,6 +191,8 @@ def summarise_run(
     n_predicted = sum(s.n_predicted for s in scores)
     answered = [o for o in scored if o.status == "answered"]
     n_not_codes = sum(len(o.not_codes) for o in answered)
+    n_patient_replies = sum(o.n_patient_replies for o in scored)
+    n_unverified = sum(o.n_unverified_replies for o in scored)
     return RunMetrics(
         n_cases=len(scored),
         n_failed=len(outcomes) - len(scored),
@@ -202,7 +207,8 @@ def summarise_run(
         not_code_rate=_ratio(n_not_codes, n_predicted + n_not_codes),
         no_answer_rate=_ratio(sum(o.status == "no_answer" for o in scored), len(scored)),
         mean_questions=_ratio(sum(o.n_questions for o in scored), len(scored)),
-        leak_rate=_ratio(sum(o.n_leaking_replies for o in scored), sum(o.n_patient_replies for o in scored)),
+        leak_rate=_ratio(sum(o.n_leaking_replies for o in scored), n_patient_replies - n_unverified),
+        n_unverified_replies=n_unverified,
         condition_recall=_condition_recall(scored),
         f1_by_gold_count=_f1_by_gold_count(scores),
     )

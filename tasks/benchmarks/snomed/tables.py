@@ -52,8 +52,9 @@ def results_table(metrics: dict[str, Any]) -> Table:
         caption=(
             "Macro means over scored interviews (%, 95% bootstrap CI resampling cases); micro F1 pools all "
             "codes. invalid %: predicted codes not in the vocabulary; no answer %: interviews without a "
-            "final answer; questions: mean per interview; leak %: patient replies that named a "
-            "gold condition; cost: clinician and patient calls. Failed interviews are excluded."
+            "final answer; questions: mean per interview; leak %: patient replies that named a gold "
+            "condition, of those the leak check read whole or found one in; cost: clinician and patient "
+            "calls. Failed interviews are excluded."
         ),
         right_aligned=tuple(columns[1:]),
     )
@@ -275,6 +276,14 @@ def report_notes(metrics: dict[str, Any]) -> list[str]:
         notes.append(
             f"{len(history)} patient repl(ies) named a gold condition under the `history` disclosure, which "
             "allows it (patients name diagnoses they were told); the leak % column shows how often."
+        )
+    unverified = metrics["unverified_replies"]
+    if unverified:
+        where = _places(unverified, lambda x: f"{_where(x)} turn {x['turn']}: {x['letters']}")
+        notes.append(
+            f"{len(unverified)} patient repl(ies) hold letters the leak check cannot read (a script other "
+            f"than Latin) and named nothing it read ({where}): they are left out of leak %, not counted "
+            "as replies that named nothing."
         )
     notes += cut_notes(metrics)
     for field in ("disclosure", "patient_prompt_form", "patient", "epochs"):

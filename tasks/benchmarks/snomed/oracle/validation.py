@@ -8,7 +8,10 @@ Reasons a pair is rejected (counted by reason, never written):
   never to write a medical code, whatever the disclosure) or, under `symptoms` disclosure, names any
   condition of the run's vocabulary, whether or not the record holds it (its display, a close variant or
   a lay-lexicon name: the interviews' leak check, leak.py, over the whole vocabulary). Under `history` the
-  answer may name diagnoses (the patient was told them), so names are not checked there;
+  answer may name diagnoses (the patient was told them), so names are not checked there. A vocabulary code
+  written in groups ("5962 1000") is a leak under any disclosure too;
+- `unread`: under `symptoms`, the answer names nothing the check read but holds letters it cannot read
+  (leak.unread_letters: a script other than Latin), so it is not known to be free of names;
 - `positive_not_known`: a positive pair's answer says the patient does not know (answers.py);
 - `negative_not_unsure`: a negative pair's answer does not say the patient does not know (a denial
   included: the paper teaches "I'm not sure", and the record's silence is no evidence of absence).
@@ -21,14 +24,14 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
-from tasks.benchmarks.snomed.leak import MIN_CODE_DIGITS, LeakMatcher, digit_run
+from tasks.benchmarks.snomed.leak import MIN_CODE_DIGITS, LeakMatcher, digit_run, unread_letters
 from tasks.benchmarks.snomed.oracle.answers import answer_stance
 from tasks.benchmarks.snomed.oracle.topics import PairKind
 from tasks.benchmarks.snomed.patient import Disclosure
 from tasks.benchmarks.snomed.vocabulary import VocabularyEntry
 from tasks.core.json_text import scan_json
 
-RejectReason = Literal["unparseable", "leak", "positive_not_known", "negative_not_unsure"]
+RejectReason = Literal["unparseable", "leak", "unread", "positive_not_known", "negative_not_unsure"]
 _FENCE = "```"
 _FENCE_OPENERS = frozenset({_FENCE, "```json"})
 _JSON_WHITESPACE = " \t\n\r"
@@ -104,11 +107,12 @@ def _unfenced(text: str) -> str:
 
 
 def answer_leaks(answer: str, disclosure: Disclosure, names: LeakNames) -> bool:
-    """Whether the answer holds a digit run (any disclosure: every vocabulary code is one) or, under
-    `symptoms`, names a condition of `names` (module docstring)."""
+    """Whether the answer holds a digit run or a vocabulary code in groups (any disclosure: every vocabulary
+    code is one) or, under `symptoms`, names a condition of `names` (module docstring)."""
     if digit_run(answer) is not None:
         return True
-    return disclosure == "symptoms" and bool(leak_matcher(names).hits(answer))
+    hits = leak_matcher(names).hits(answer)
+    return any(hit.name == hit.code for hit in hits) or (disclosure == "symptoms" and bool(hits))
 
 
 def rejection(
@@ -119,6 +123,8 @@ def rejection(
         return "unparseable"
     if answer_leaks(pair.answer, disclosure, names):
         return "leak"
+    if disclosure == "symptoms" and unread_letters(pair.answer):
+        return "unread"
     stance = answer_stance(pair.answer)
     if kind == "positive" and stance == "not_known":
         return "positive_not_known"

@@ -45,6 +45,7 @@ PATIENT_SCORES = Contract(
         ("leaked_codes", pa.list_(pa.string())),
         ("lay", pa.bool_()),
         ("clinical_terms", pa.list_(pa.string())),
+        ("unread_letters", pa.string()),  # letters the word rules cannot read ("" when read whole)
         ("words", pa.int32()),
         ("consistent", pa.bool_()),  # the same on every asking of the question
         # ok | unparseable | judge_cut (the judge's last reply cut at its max_tokens) | failed; null: no judge

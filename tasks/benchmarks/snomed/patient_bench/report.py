@@ -14,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_SCORES
 from tasks.benchmarks.snomed.patient_bench.scoring import patient_metrics
 from tasks.core.files import write_json_atomic, write_text_atomic
+from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key, folder_tag
 from tasks.core.safe_text import csv_text
 from tasks.core.strict import StrictModel
@@ -30,6 +31,7 @@ ROWS = (
     ("consistency %", "consistency"),
     ("faithful % (judge)", "faithful"),
     ("answers", "answers"),
+    ("answers not read whole", "unread"),
     ("answers judged", "judged"),
     ("failed calls", "failed"),
     ("judge replies unparseable", "n_judge_unparseable"),
@@ -39,10 +41,11 @@ ROWS = (
 CAPTION = (
     "disclosure: positive questions answered with the record's fact; hallucination: negative questions "
     "answered with a claim instead of 'not sure' or 'no'; leak: answers naming a condition of the record; "
-    "lay language: answers without a clinical term; consistency: questions with the same verdicts on every "
-    "asking; faithful: the judge's, a share of the answers judged (— without a judge); failed calls: the "
-    "patient's; answers the judge left ungraded: its last reply unparseable, its call failed, or its last "
-    "reply cut at its max_tokens. Rules: "
+    "lay language: answers without a clinical term; leak and lay language leave out the answers not read "
+    "whole (letters of a script other than Latin, naming nothing read); consistency: questions with the "
+    "same verdicts on every asking; faithful: the judge's, a share of the answers judged (— without a "
+    "judge); failed calls: the patient's; answers the judge left ungraded: its last reply unparseable, its "
+    "call failed, or its last reply cut at its max_tokens. Rules: "
     "tasks/benchmarks/snomed/patient_bench/scoring.py."
 )
 
@@ -60,7 +63,15 @@ def metrics_by_patient(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _cell(key: str, metrics: dict[str, Any]) -> str:
-    if key in ("answers", "judged", "failed", "n_judge_unparseable", "n_judge_failed", "n_judge_cut"):
+    if key in (
+        "answers",
+        "unread",
+        "judged",
+        "failed",
+        "n_judge_unparseable",
+        "n_judge_failed",
+        "n_judge_cut",
+    ):
         return f"{metrics[key]:,}"
     return format_number(metrics[key]) if key == "mean_words" else format_percent(metrics[key])
 
@@ -80,14 +91,24 @@ def metrics_csv(metrics: dict[str, dict[str, Any]]) -> str:
     return csv_text(["patient", *fields], rows)
 
 
+def _scored_rows(run_dir: Path) -> list[dict[str, Any]]:
+    table = pq.read_table(run_dir / f"{PATIENT_SCORES.name}.parquet")
+    missing = [name for name in PATIENT_SCORES.columns if name not in table.column_names]
+    if missing:
+        # Scored by rules that did not yet record these (unread_letters: the leak and lay verdicts of an
+        # answer in another script were given as clean); scoring again makes no call.
+        raise UserError(
+            f"{run_dir} was scored before its answers recorded {', '.join(missing)}: run its "
+            "`threadmed snomed patient-eval` command again to score it again (every call is recorded; none "
+            "is made again)"
+        )
+    return table.select(PATIENT_SCORES.columns).to_pylist()
+
+
 @task(name="build-patient-bench-report", cache_policy=NO_CACHE)
 def build_bench_report(run_dirs: list[str], out_dir: str, settings: BenchReportSettings) -> str:
     """RUN_DIR/patient_scores.parquet → metrics.json, report.md and scores.csv in `out_dir`."""
-    rows = [
-        row
-        for run_dir in run_dirs
-        for row in pq.read_table(Path(run_dir) / f"{PATIENT_SCORES.name}.parquet").to_pylist()
-    ]
+    rows = [row for run_dir in run_dirs for row in _scored_rows(Path(run_dir))]
     metrics = metrics_by_patient(rows)
     report_dir = Path(out_dir)
     write_json_atomic(report_dir / "metrics.json", {"patients": metrics, "runs": run_dirs})

@@ -10,6 +10,9 @@ Per answer (documented rules; the judge grades only what these cannot, judge.py)
 - leaked: the answer names a condition of the record, or the condition a negative question asks about
   (leak.find_leaks, the interviews' check); a defect under `symptoms` disclosure only;
 - lay: the answer holds no term of the versioned clinical term list (data/clinical_terms_v<N>.txt);
+- unread_letters: letters these word rules cannot read (leak.unread_letters: a script other than Latin).
+  An answer holding them that names nothing is neither leak-free nor lay: both verdicts are None, and the
+  answer is counted apart (`unread`), never as a clean one;
 - words: the answer's length in words;
 - consistent: every asking of the question got the same stance, disclosure and hallucination verdicts.
 """
@@ -21,7 +24,7 @@ from importlib import resources
 from typing import Any
 
 from tasks.benchmarks.snomed.case import PatientRecord
-from tasks.benchmarks.snomed.leak import find_leaks
+from tasks.benchmarks.snomed.leak import find_leaks, unread_letters
 from tasks.benchmarks.snomed.oracle.answers import answer_stance
 from tasks.benchmarks.snomed.oracle.topics import observation_kinds
 from tasks.benchmarks.snomed.patient import Disclosure, Lexicon, keyword_score, leak_names_by_code
@@ -82,16 +85,18 @@ def score_answer(
     leaks = find_leaks(answer, list(codes), list(codes.values()), leak_names_by_code(lexicon))
     terms = clinical_terms_in(answer, load_clinical_terms())
     positive = question.kind == "positive"
+    unread = unread_letters(answer)
     return {
         "stance": stance,
         "disclosed": stance == "stated" and mentions_fact(question, record, answer, lexicon)
         if positive
         else None,
         "hallucinated": None if positive else stance == "stated",
-        "leaked": bool(leaks) if disclosure == "symptoms" else None,
+        "leaked": (True if leaks else None if unread else False) if disclosure == "symptoms" else None,
         "leaked_codes": [hit.code for hit in leaks],
-        "lay": not terms,
+        "lay": False if terms else None if unread else True,
         "clinical_terms": terms,
+        "unread_letters": unread,
         "words": len(answer.split()),
     }
 
@@ -126,6 +131,8 @@ def patient_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "consistency": _share([row["consistent"] for row in first_askings]),
         "faithful": _share([row["faithful"] for row in answered]),
         "answers": len(answered),
+        # Answers the word rules could not read whole: the leak and lay-language shares leave them out.
+        "unread": sum(bool(row["unread_letters"]) for row in answered),
         "failed": sum(row["status"] == "failed" for row in rows),
         "positive_answers": sum(row["kind"] == "positive" for row in answered),
         "negative_answers": sum(row["kind"] == "negative" for row in answered),

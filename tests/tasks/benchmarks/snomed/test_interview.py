@@ -197,10 +197,12 @@ def test_the_lay_record_tells_each_condition_in_the_patients_words_and_drops_lin
     )
     unknown = RecordCondition(code="156073000", display="Fetus with unknown complication")
     polyp_size = RecordObservation(code="33756-8", display="Polyp size greatest dimension", value="3.0")
+    # A Cyrillic o hides "polyp" from the leak check: the line is not known to name nothing.
+    polyps = RecordObservation(code="x-1", display="P\u043elyp count", value="2")
     record = CASE.model_copy(
         update={
             "conditions": (*CASE.conditions, polyp, sprain, unknown),
-            "observations": (*CASE.observations, polyp_size),
+            "observations": (*CASE.observations, polyp_size, polyps),
         }
     )
     assert record_text(record, "lay", "symptoms") == (
@@ -220,5 +222,6 @@ def test_the_lay_record_tells_each_condition_in_the_patients_words_and_drops_lin
         "Health: I twisted my ankle, it swelled up and it hurt to walk on; I was told it was sprain of "
         "ankle, and it has cleared up now.\n"
         "Health: I was told I have fetus with unknown complication.\n"
-        "Latest Systolic Blood Pressure: 150 mm[Hg]\nLatest Polyp size greatest dimension: 3.0"
+        "Latest Systolic Blood Pressure: 150 mm[Hg]\nLatest Polyp size greatest dimension: 3.0\n"
+        "Latest P\u043elyp count: 2"
     )

@@ -19,6 +19,8 @@ from tasks.benchmarks.snomed.leak import (
     find_leaks,
     leak_names,
     normalise_display,
+    reading_text,
+    unread_letters,
 )
 from tasks.benchmarks.snomed.patient import leak_names_by_code, load_lexicon
 from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
@@ -80,6 +82,61 @@ def test_a_gold_code_in_the_reply_leaks_but_not_inside_a_longer_number():
     code, display = HYPERTENSION
     assert find_leaks("The form said 59621000.", [code], [display]) == (LeakHit(code, code, code),)
     assert find_leaks("My number is 1596210001.", [code], [display]) == ()
+    assert find_leaks("My number is 1 5962-1000 1.", [code], [display]) == (LeakHit(code, code, "5962-1000"),)
+    assert find_leaks("It was 2019-05-12.", [code], [display]) == ()
+
+
+@pytest.mark.parametrize(
+    ("reply", "matched"),
+    [
+        ("I have \uff28\uff59\uff50\uff45\uff52\uff54\uff45\uff4e\uff53\uff49\uff4f\uff4e.", "hypertens"),
+        ("I have hyper\u200btension.", "hypertens"),  # a zero-width space inside the word
+        ("I have hyper\u00adtension.", "hypertens"),  # a soft hyphen
+        ("I have hyper-tension.", "hypertens"),
+        ("I have hyper\u2011tension.", "hypertens"),  # a non-breaking hyphen
+        ("I have hypertensi\u00f3n.", "hypertens"),
+        ("I have HYPERTENSION.", "hypertens"),
+        ("The form said \uff15\uff19\uff16\uff12\uff11\uff10\uff10\uff10.", "59621000"),
+        ("The form said \u0665\u0669\u0666\u0662\u0661\u0660\u0660\u0660.", "59621000"),  # Arabic-Indic
+        ("The form said 5962 1000.", "5962 1000"),
+        ("The form said 59.621.000.", "59.621.000"),
+        ("The form said 5962 - 1000.", "5962 - 1000"),
+    ],
+)
+def test_a_name_or_code_disguised_in_unicode_or_broken_in_parts_leaks(reply, matched):
+    code, display = HYPERTENSION
+    name = code if matched[0].isdigit() else "hypertension"
+    assert (find_leaks(reply, [code], [display]), unread_letters(reply)) == (
+        (LeakHit(code, name, matched),),
+        "",
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "unread"),
+    [
+        ("I have hypert\u0435nsion.", "\u0435"),  # a Cyrillic e that looks like a Latin one
+        (
+            "\u0423 \u043c\u0435\u043d\u044f \u0433\u0438\u043f\u0435\u0440\u0442\u043e\u043d\u0438\u044f.",
+            "\u0443\u043c\u0435\u043d\u044f\u0433\u0438\u043f\u0440\u0442\u043e",
+        ),
+        ("\u9ad8\u8840\u538b", "\u9ad8\u8840\u538b"),
+        ("My creatinine was 80 \u00b5mol/L.", "\u03bc"),  # the micro sign is Greek mu once folded
+    ],
+)
+def test_a_reply_with_letters_the_check_cannot_read_is_not_read_whole(reply, unread):
+    assert (find_leaks(reply, [HYPERTENSION[0]], [HYPERTENSION[1]]), unread_letters(reply)) == ((), unread)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I have high blood pressure.",
+        "Na\u00efve, caf\u00e9, stra\u00dfe, \ufb01ne \u2014 38\u00b0C, 3\u00bd days, \U0001f642",
+    ],
+)
+def test_latin_accents_ligatures_and_symbols_are_read(reply):
+    assert unread_letters(reply) == ""
 
 
 def test_extra_names_leak_and_hits_follow_gold_order():
@@ -127,19 +184,22 @@ def _pairwise_window(reply_stems: list[str], name: str) -> str | None:
 
 
 def pairwise_leaks(reply, codes, displays, extra_names):
-    """find_leaks before the compiled matcher: one loop per gold item, per name, per window."""
-    reply_codes = set(re.findall(r"(?<![0-9])[0-9]{6,18}(?![0-9])", reply))
-    reply_stems = _content_stems(reply)
+    """find_leaks before the compiled matcher: one loop per gold item, per name, per window, in each reading
+    (words broken by a hyphen apart, then joined)."""
+    read = reading_text(reply)
+    readings = [_content_stems(read), _content_stems(re.sub(r"(?<=[a-z])-(?=[a-z])", "", read))]
     hits = []
     for code, display in zip(codes, displays, strict=True):
-        if code in reply_codes:
-            hits.append(LeakHit(code, code, code))
+        written = re.search(r"(?<![0-9])" + "[ ./-]{0,3}".join(code) + r"(?![0-9])", read)
+        if written:
+            hits.append(LeakHit(code, code, written.group()))
             continue
-        for name in leak_names(display, extra_names.get(code, ())):
-            window = _pairwise_window(reply_stems, name)
-            if window is not None:
-                hits.append(LeakHit(code, name, window))
-                break
+        windows = (
+            (name, _pairwise_window(stems, name))
+            for name in leak_names(display, extra_names.get(code, ()))
+            for stems in readings
+        )
+        hits += [LeakHit(code, name, window) for name, window in windows if window is not None][:1]
     return tuple(hits)
 
 
@@ -194,3 +254,47 @@ def test_the_whole_vocabulary_is_matched_in_one_pass_per_window_size(monkeypatch
     ]
     assert tables == expected
     assert sum(rows * names for rows, names in tables) <= stems * sum(fuzzy_sizes.values())
+
+
+_FULL_WIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)}
+_ARABIC_INDIC = {str(d): chr(0x0660 + d) for d in range(10)}
+_DISGUISES = {
+    "full width": lambda text: "".join(_FULL_WIDTH.get(c, c) for c in text),
+    "accents": lambda text: "".join(c + "\u0301" if c in "aeiou" else c for c in text),
+    "zero-width spaces": lambda text: "\u200b".join(text.split(" ")[0]) + text[len(text.split(" ")[0]) :],
+    "soft hyphens": lambda text: "".join(c + "\u00ad" if c.isalpha() else c for c in text),
+    "Arabic-Indic digits": lambda text: "".join(_ARABIC_INDIC.get(c, c) for c in text),
+    "upper case": str.upper,
+}
+
+
+@given(st.lists(st.sampled_from(sorted(VOCABULARY)), min_size=1, max_size=6), st.data())
+def test_a_disguised_reply_leaks_what_the_plain_reply_leaks(codes, data):
+    """Unicode forms a reader sees as the same words and digits leak the same conditions."""
+    displays = [VOCABULARY[code].display for code in codes]
+    names = [n for c, d in zip(codes, displays, strict=True) for n in leak_names(d, EXTRA_NAMES.get(c, ()))]
+    reply = " ".join(data.draw(st.lists(st.sampled_from([*names, *codes, *LAY_WORDS]), max_size=12)))
+    disguise = data.draw(st.sampled_from(sorted(_DISGUISES)))
+    disguised = _DISGUISES[disguise](reply)
+    plain = [hit.code for hit in find_leaks(reply, codes, displays, EXTRA_NAMES)]
+    assert [hit.code for hit in find_leaks(disguised, codes, displays, EXTRA_NAMES)] == plain
+    assert unread_letters(disguised) == ""
+
+
+@given(
+    st.sampled_from(sorted(VOCABULARY)),
+    st.dictionaries(st.integers(1, 17), st.sampled_from([" ", "-", ".", "/", " - "]), max_size=4),
+)
+def test_a_code_written_in_groups_leaks(code, cuts):
+    written = code
+    for position, separator in sorted(cuts.items(), reverse=True):
+        if position < len(code):
+            written = written[:position] + separator + written[position:]
+    display = VOCABULARY[code].display
+    assert [hit.code for hit in find_leaks(f"The form said {written}.", [code], [display])] == [code]
+
+
+@given(st.text(max_size=30), st.sampled_from("\u0435\u0430\u03bf\u05d0\u4e2d\u0905"), st.integers(0, 30))
+def test_a_letter_outside_latin_is_never_read(text, letter, position):
+    """Total on any text, and a Cyrillic, Greek, Hebrew, Chinese or Devanagari letter is reported unread."""
+    assert letter in unread_letters(text[:position] + letter + text[position:])

@@ -50,6 +50,8 @@ INTERVIEWS: dict[str, dict[str, tuple[Any, ...]]] = {
     },
 }
 
+# Beta's c2 turn 3: a reply in Russian ("Yes"), which names nothing the leak check can read.
+UNREAD_REPLY, UNREAD_TEXT = ("beta", "c2", 3), "\u0414\u0430"
 
 # Not the defaults, so that the report shows these and not what it would assume.
 CASE_SET_SETTINGS = CaseSetSettings(gold_scope="active", gold_tags=("disorder",))
@@ -109,7 +111,9 @@ def messages(key: dict[str, Any], status: str, questions: int, leak_turn: int | 
                 "role": "patient",
                 "speaker": "patient-sim",
                 "status": "ok",
-                "text": f"Reply {turn}",
+                "text": UNREAD_TEXT
+                if (key["model"], key["case_id"], turn) == UNREAD_REPLY
+                else f"Reply {turn}",
                 "leaked_codes": leaked,
                 **PATIENT_CALL,
             }
@@ -128,10 +132,11 @@ def messages(key: dict[str, Any], status: str, questions: int, leak_turn: int | 
 def score_row(key: dict[str, Any], status: str, predicted: tuple[str, ...], gold: tuple[str, ...]) -> dict:
     if status == "failed":
         return {**key, "status": status, "gold_codes": list(gold), "n_gold": len(gold)}
-    scored = set() if status == "no_answer" else set(predicted)
+    answered = status == "answered"  # an interview without a readable answer scores 0, an empty gold too
+    scored = set(predicted) if answered else set()
     hits, n_gold = sorted(scored & set(gold)), len(gold)
-    precision = len(hits) / len(scored) if scored else float(not gold)
-    recall = len(hits) / n_gold if gold else 1.0
+    precision = len(hits) / len(scored) if scored else float(answered and not gold)
+    recall = len(hits) / n_gold if gold else float(answered)
     f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
     return {
         **key,
@@ -143,7 +148,7 @@ def score_row(key: dict[str, Any], status: str, predicted: tuple[str, ...], gold
         "n_gold": n_gold,
         "n_predicted": len(scored),
         "n_correct": len(hits),
-        "exact_match": float(scored == set(gold)),
+        "exact_match": float(answered and scored == set(gold)),
         "precision": precision,
         "recall": recall,
         "f1": f1,
@@ -288,6 +293,7 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "not_code_rate": 0.0,
         "no_answer_rate": 0.0,
         "leak_rate": 1 / 3,
+        "n_unverified_replies": 0,
         "mean_questions": 1.5,
         "condition_recall": [
             recall_row(BRONCHITIS, 1, 0),
@@ -315,7 +321,8 @@ def test_metrics_whole_value_for_each_model(metrics: dict[str, Any]) -> None:
         "malformed_code_rate": 0.0,
         "not_code_rate": 0.0,
         "no_answer_rate": 1 / 3,
-        "leak_rate": 0.0,
+        "leak_rate": 0.0,  # of the 7 replies read whole
+        "n_unverified_replies": 1,
         "mean_questions": 8 / 3,
         "condition_recall": [
             recall_row(BRONCHITIS, 1, 1),
@@ -364,6 +371,9 @@ def test_runs_case_set_leaks_failures_and_settings_are_recorded(metrics: dict[st
             "codes": [BRONCHITIS],
             "disclosure": "symptoms",
         }
+    ]
+    assert metrics["unverified_replies"] == [
+        {"model": "beta", "case_id": "c2", "epoch": 0, "turn": 3, "letters": "\u0434\u0430"}
     ]
     assert metrics["failed"] == [{"model": "alpha", "case_id": "c3", "epoch": 0, "error": "rate limited"}]
     assert metrics["settings"] == {
@@ -469,6 +479,11 @@ def test_report_folder_markdown_figures_and_stats(tmp_path: Path, runs) -> None:
         "- 1 patient repl(ies) named a gold condition under the `symptoms` disclosure, where the patient "
         "must never name a diagnosis: a simulator defect that makes these interviews easier "
         f"(alpha / c1 / epoch 0 turn 2: {BRONCHITIS})." in markdown
+    )
+    assert (
+        "- 1 patient repl(ies) hold letters the leak check cannot read (a script other than Latin) and "
+        "named nothing it read (beta / c2 / epoch 0 turn 3: \u0434\u0430): they are left out of leak %, "
+        "not counted as replies that named nothing." in markdown
     )
     assert (
         "- 1 repl(ies) were cut at max_tokens (beta: clinician 1): a cut final answer is not read (the "

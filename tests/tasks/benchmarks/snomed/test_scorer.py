@@ -198,6 +198,23 @@ def test_empty_gold_and_an_empty_answer_is_perfect():
     }
 
 
+@pytest.mark.parametrize(
+    "final", ["It sounds like a cold.", "<Final Answer>: [[[" + "[" * 20 + "]]]" + "]" * 20]
+)
+def test_empty_gold_without_a_readable_answer_is_stored_as_the_report_scores_it_zero(final):
+    row = interview_result(score_job(()), interview(final), VOCABULARY)
+    assert {
+        name: row[name] for name in ("status", "exact_match", "precision", "recall", "f1", "empty_gold")
+    } == {
+        "status": "no_answer" if final.startswith("It") else "unparseable",
+        "exact_match": 0.0,
+        "precision": 0.0,
+        "recall": 0.0,
+        "f1": 0.0,
+        "empty_gold": True,
+    }
+
+
 def test_the_rows_fit_the_predictions_and_scores_contracts(tmp_path):
     rows = [
         interview_result(score_job((HYPERTENSION,)), interview(ANSWER), VOCABULARY),

@@ -110,6 +110,7 @@ def test_summarise_run_whole_value():
     # micro P, R, F1, invalid, malformed, not a code (1 of 4 codes + 1 item), no-answer, questions, leaks
     rates = metrics[8:17]
     assert rates == pytest.approx((3 / 4, 3 / 5, 2 / 3, 1 / 4, 1 / 4, 1 / 5, 1 / 4, 30 / 4, 2 / 30))
+    assert metrics.n_unverified_replies == 0
     assert metrics.condition_recall == (
         ConditionRecall(SINUSITIS, 2, 2, 0, 1.0),  # ties: by code
         ConditionRecall(HYPERTENSION, 2, 0, 2, 0.0),
@@ -120,6 +121,13 @@ def test_summarise_run_whole_value():
         F1ByGoldCount(1, 1, 0.0),
         F1ByGoldCount(2, 2, 0.75),
     )
+
+
+def test_the_leak_rate_is_a_share_of_the_replies_the_leak_check_read_whole_or_found_a_leak_in():
+    # c3's 20 replies: 5 held letters the check cannot read and named nothing it read
+    outcomes = [*OUTCOMES[:2], OUTCOMES[2]._replace(n_unverified_replies=5), *OUTCOMES[3:]]
+    metrics = summarise_run(outcomes, seeded_rng(0, "run"), n_resamples=10)
+    assert (metrics.leak_rate, metrics.n_unverified_replies) == (2 / 25, 5)
 
 
 def test_summarise_run_is_seeded_and_resamples_cases_not_epochs():

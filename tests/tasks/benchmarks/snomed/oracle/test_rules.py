@@ -188,6 +188,13 @@ def test_the_vocabulary_holds_the_records_conditions_and_diabetes_which_no_recor
         ("Reference 12345678901234567890.", "symptoms", "leak"),  # longer than a code, holding one
         ("My card says \uff14\uff14\uff10\uff15\uff14\uff10\uff10\uff16.", "symptoms", "leak"),
         ("It started in 2019, at 12345 Main St.", "symptoms", None),  # years and 5 digits are no code
+        ("The paper said 4405 4006.", "history", "leak"),  # a vocabulary code in groups, any disclosure
+        ("The paper said 4405-4006.", "symptoms", "leak"),
+        ("It started on 2019-05-12.", "symptoms", None),  # a date is no vocabulary code
+        ("They said diab\u0435tes.", "symptoms", "unread"),  # a Cyrillic e: not known to name nothing
+        ("\u041d\u0435 \u0437\u043d\u0430\u044e.", "symptoms", "unread"),
+        ("They said diab\u0435tes.", "history", None),  # history: names are not checked
+        ("My temperature was 38\u00b0C, na\u00efve as I was.", "symptoms", None),  # Latin and symbols: read
         ("I had covid last winter.", "symptoms", "leak"),  # a lexicon name of a code no record holds
         ("I get asthma attacks.", "symptoms", "leak"),
         *((answer, "symptoms", None) for answer in LAY_ANSWERS[:4]),

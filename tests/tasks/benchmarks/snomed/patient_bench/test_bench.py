@@ -2,6 +2,9 @@
 
 import json
 
+import pyarrow.parquet as pq
+import pytest
+
 from tasks.benchmarks.snomed.case import PatientRecord, RecordObservation
 from tasks.benchmarks.snomed.offline_models import PATIENT
 from tasks.benchmarks.snomed.oracle.benchmark import ORACLE_DATA
@@ -13,12 +16,20 @@ from tasks.benchmarks.snomed.patient_bench.benchmark import PATIENT_BENCH
 from tasks.benchmarks.snomed.patient_bench.config import PatientBenchConfig
 from tasks.benchmarks.snomed.patient_bench.questions import BenchQuestion
 from tasks.benchmarks.snomed.patient_bench.report import (
+    BenchReportSettings,
     bench_table,
     build_bench_report,
     metrics_by_patient,
     metrics_csv,
 )
-from tasks.benchmarks.snomed.patient_bench.scoring import clinical_terms_in, consistent, mentions_fact
+from tasks.benchmarks.snomed.patient_bench.scoring import (
+    clinical_terms_in,
+    consistent,
+    mentions_fact,
+    patient_metrics,
+    score_answer,
+)
+from tasks.core.preflight import UserError
 from tasks.evals.config import JudgeSpec, ModelSpec, SampleSpec
 from tasks.llm.offline import register_offline_model
 from tests.llm_server import LLMServer
@@ -58,7 +69,7 @@ def bench(tmp_path, patients, **settings):
 def expected(**values):
     base = {
         "disclosure": 0.0, "hallucination": 0.0, "leak": 0.0, "lay_language": 1.0, "mean_words": 3.0,
-        "consistency": 1.0, "faithful": 1.0, "answers": 8, "failed": 0, "positive_answers": 2,
+        "consistency": 1.0, "faithful": 1.0, "answers": 8, "unread": 0, "failed": 0, "positive_answers": 2,
         "negative_answers": 6, "judged": 8, "n_judge_unparseable": 0, "n_judge_failed": 0, "n_judge_cut": 0,
     }  # fmt: skip
     return {**base, **values}
@@ -94,6 +105,7 @@ def test_a_judge_without_a_verdict_is_unparseable_never_a_grade(tmp_path):
     table = bench_table(metrics)
     assert [row for row in table.rows if row[0].startswith(("answers", "judge"))] == [
         ["answers", "8"],
+        ["answers not read whole", "0"],
         ["answers judged", "0"],
         ["judge replies unparseable", "8"],
         ["judge calls failed", "0"],
@@ -177,6 +189,37 @@ def test_an_observation_is_disclosed_by_its_value_and_clinical_terms_are_whole_w
         "acute",
         "fracture",
     ]
+
+
+def test_an_answer_the_rules_cannot_read_whole_is_neither_leak_free_nor_lay():
+    record = PatientRecord(reference_date=None, age_years=50, sex="male", conditions=(), observations=())
+    question = BenchQuestion(
+        question_id="generated-0", source="generated", kind="negative", subject="condition", topic="59621000",
+        display="Essential hypertension (disorder)", question="Do you have high blood pressure?",
+    )  # fmt: skip
+    verdicts = {
+        answer: score_answer(question, record, answer, "symptoms", load_lexicon())
+        for answer in ("No, never.", "\u041d\u0435\u0442, hypertension.", "\u041d\u0435\u0442.")
+    }
+    read = ("leaked", "lay", "unread_letters")
+    assert [tuple(v[k] for k in read) for v in verdicts.values()] == [
+        (False, True, ""),
+        (True, False, "\u043d\u0435\u0442"),  # a leak and a clinical term found: read far enough
+        (None, None, "\u043d\u0435\u0442"),
+    ]
+    rows = [{"status": "ok", "epoch": 0, "kind": "negative", "faithful": None, "consistent": None, **v}
+            for v in verdicts.values()]  # fmt: skip
+    metrics = patient_metrics(rows)
+    assert (metrics["leak"], metrics["lay_language"], metrics["unread"]) == (0.5, 0.5, 2)
+
+
+def test_a_run_scored_before_unread_letters_were_recorded_is_not_reported_as_read(tmp_path):
+    bench(tmp_path, [NEVER_KNOWS], sample=SampleSpec(limit=1))
+    run_dir = tmp_path / "run"
+    scores = pq.read_table(run_dir / "patient_scores.parquet")
+    pq.write_table(scores.drop_columns(["unread_letters"]), run_dir / "patient_scores.parquet")
+    with pytest.raises(UserError, match="scored before its answers recorded unread_letters: run its"):
+        build_bench_report.fn([str(run_dir)], str(tmp_path / "report"), BenchReportSettings())
 
 
 def test_a_patient_named_by_a_formula_is_written_as_text_and_its_metrics_as_numbers():
