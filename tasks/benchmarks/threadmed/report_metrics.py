@@ -62,8 +62,9 @@ def _overall(sample: Sample, unscored_status: np.ndarray) -> dict[str, Any]:
         "wrong_pct": _points(shares[m.WRONG]),
         "avg_words": float(sample.words.mean()) if len(sample.words) else None,
         "n_unscored": len(unscored_status),
-        # By status: the model's own (failed, not_run, truncated) apart from the judge's (unparseable,
-        # judge_cut): a model whose turn failed loses its later turns from the mean, and this says so.
+        # By status: the model's own (answer_failed, not_run, truncated) apart from the judge's (failed,
+        # unparseable, judge_cut): a model whose turn failed loses its later turns from the mean, and this
+        # says so.
         "unscored": unscored_counts(unscored_status)["excluded"],
     }
 
@@ -274,6 +275,7 @@ def unscored_counts(status: np.ndarray) -> dict[str, Any]:
 
 
 def judge_summary(turns: Turns, judge_model: str) -> dict[str, Any]:
-    """Judge cost and the unscored turns by status (unparseable, judge_cut, failed, not_run, missing)."""
+    """Judge cost and the unscored turns by status (the judge's: unparseable, judge_cut, failed; the model's:
+    answer_failed, not_run, truncated; missing)."""
     unscored = unscored_counts(turns.status[~turns.scored])
     return {"model": judge_model, "cost_usd": float(turns.judge_usd.sum()), **unscored}

@@ -215,9 +215,14 @@ def _word_counts(texts: Iterable[str | None]) -> np.ndarray:
 
 
 def _turn_status(table: pa.Table, parse_status: str = "parse_status") -> np.ndarray:
-    """'ok' for a parsed judgment; else the judgment's status, the response's, or 'missing' (never judged)."""
-    answered = pc.if_else(pc.equal(table["status"], "ok"), "missing", table["status"])
-    return pc.coalesce(table[parse_status], answered, "missing").to_numpy(zero_copy_only=False)
+    """'ok' for a parsed judgment of an answer; else why the turn is unscored: 'answer_failed' or 'not_run'
+    when the model's answer failed or was not run (its judgment says only that it was not judged, as
+    'not_run'), the judgment's status (its own call 'failed', 'unparseable', ...), or 'missing'."""
+    response = table["status"]
+    unanswered = pc.if_else(pc.equal(response, "failed"), "answer_failed", response)
+    judged = pc.coalesce(table[parse_status], "missing")
+    status = pc.if_else(pc.equal(response, "ok"), judged, unanswered)
+    return pc.coalesce(status, "missing").to_numpy(zero_copy_only=False)
 
 
 def _column(table: pa.Table, name: str, fill: float | None = None) -> np.ndarray:

@@ -87,8 +87,8 @@ def _overall_table(metrics: dict[str, Any]) -> Table:
     columns = ["Model", "Condition", "n", f"Mean [{_ci_name(metrics)}]", "Correct %", "Partial %", "Wrong %"]
     caption = (
         "Mean judge score on a 0-100 scale (0 wrong, 50 partially correct, 100 correct). Unscored: turns "
-        "without a parsed judgment (unparseable, a judge reply cut at max_tokens, failed, not run), excluded "
-        "from every metric."
+        "without a parsed judgment (unparseable, a judge reply cut at max_tokens, a failed judge call, the "
+        "model's answer failed or not run), excluded from every metric."
     )
     by_status = [
         f"{model} {condition}: " + ", ".join(f"{status} {count}" for status, count in unscored.items())

@@ -121,7 +121,7 @@ def test_an_item_of_the_page_opens_both_answers_side_by_side_and_the_browser_sta
         [
             ["0", False, [["alpha · score 1.0", "16"], ["beta · score 1.0", "15"]]],
             ["1", True, [["alpha · score 0.0", "26"], ["beta · score 1.0", "25"]]],
-            ["2", False, [["alpha · score 0.0", "36"], ["beta · score not_run", "(none)"]]],
+            ["2", False, [["alpha · score 0.0", "36"], ["beta · score answer_failed", "(none)"]]],
         ],
     ]
     assert conversations == "9 of 9 conversations match"

@@ -192,7 +192,7 @@ def test_coverage_by_hand(metrics: dict[str, Any]) -> None:
 def test_unscored_judgments_are_excluded_and_counted(metrics: dict[str, Any]) -> None:
     beta = metrics["models"]["beta"]["baseline"]["overall"]
     assert (beta["n"], beta["n_unscored"]) == (10, 1)
-    # each model's unscored turns by status: its own (not run) apart from the judge's (unparseable)
+    # each model's unscored turns by status: its own (its answer failed) apart from the judge's (unparseable)
     unscored = {
         (model, condition): values["overall"]["unscored"]
         for model, entry in metrics["models"].items()
@@ -201,17 +201,17 @@ def test_unscored_judgments_are_excluded_and_counted(metrics: dict[str, Any]) ->
     }
     assert {key: counts for key, counts in unscored.items() if counts} == {
         ("alpha", "baseline"): {"unparseable": 1},
-        ("beta", "baseline"): {"not_run": 1},
+        ("beta", "baseline"): {"answer_failed": 1},
     }
     [overall_table] = [table for table in build_tables(metrics) if table.key == "overall"]
     assert overall_table.caption.endswith(
-        " Unscored by status: alpha baseline: unparseable 1; beta baseline: not_run 1."
+        " Unscored by status: alpha baseline: unparseable 1; beta baseline: answer_failed 1."
     )
     judge = metrics["judge"]
     assert (judge["unparseable"], judge["n_judge_cut"], judge["excluded"]) == (
         1,
         0,
-        {"not_run": 1, "unparseable": 1},
+        {"answer_failed": 1, "unparseable": 1},
     )
 
 
@@ -467,7 +467,8 @@ def _expected_page_data(per_chunk: int) -> list[Any]:
             threads.index(response["thread_id"]),
         )
         score = None if judgment["score"] is None else float(judgment["score"])
-        turn = [response["turn"], score, judgment["parse_status"]]
+        status = "answer_failed" if response["status"] == "failed" else judgment["parse_status"]
+        turn = [response["turn"], score, status]
         conversations.setdefault(key, []).append((turn, [response["response"], judgment["reason"]]))
     ordered = sorted(conversations.items())
     index = {
