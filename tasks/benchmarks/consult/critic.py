@@ -67,7 +67,11 @@ _AVOIDED = {"avoid": "is to be avoided", "contraindicated": "must not be given"}
 _LEVEL_SEVERITY: dict[str, Severity] = {"avoid": "soft", "contraindicated": "hard"}
 # Forms a patient who cannot swallow tablets can take by mouth.
 _LIQUID_UNITS = frozenset({"ml", "l", "sachet", "drop"})
-_LIQUID_WORDS = ("suspension", "syrup", "liquid", "solution", "soluble", "dispersible", "effervescent")
+_LIQUID_WORDS = ("suspension", "syrup", "liquid", "solution")
+# Forms dissolved or dispersed before they are taken: not swallowed whole, whatever the item calls them.
+_DISSOLVED_WORDS = ("soluble", "dispersible", "effervescent")
+_SOLID_UNITS = frozenset({"tablet", "capsule"})
+_SOLID_WORDS = ("tablet", "capsule", "caplet", "pill")
 # The follow-up constraints the critic reads (`with_constraint`, `constraint_satisfied`): kind -> what its
 # value names, None for a kind that takes no value.
 CONSTRAINT_VALUES: dict[str, str | None] = {
@@ -287,12 +291,14 @@ def constraint_satisfied(
 
 
 def regimen_met(plan: TreatmentPlan, condition: Condition, kb: KnowledgeBase) -> bool:
-    """The plan has a drug of one of the condition's expected classes (alternatives); no classes = met."""
+    """The plan has a drug of one of the condition's expected classes (alternatives) in an item read whole
+    (an item with a part not read may not give the drug: "status": "do not give"); no classes = met."""
     expected = condition.regimen.drug_classes
     if not expected:
         return True
     drugs = _index(kb).drugs
-    return any(drugs[name].drug_class in expected for name in plan.generics if name in drugs)
+    read = TreatmentPlan(items=tuple(item for item in plan.items if not item.unreadable))
+    return any(drugs[name].drug_class in expected for name in read.generics if name in drugs)
 
 
 class _Index:
@@ -413,17 +419,32 @@ def _profile_conflicts(drug: Drug, states: frozenset[str], profile: PatientProfi
 
 
 def _organ_conflicts(drug: Drug, states: frozenset[str], profile: PatientProfile) -> list[Violation]:
-    """Renal and hepatic: hard past the drug's limit for the profile's band, else soft with its note."""
+    """Renal and hepatic: hard past the drug's limit for the profile's band, else soft with its note. An
+    impairment whose band is not recorded is at least the mildest (hepatic: any impairment is mild or worse);
+    past that, a limit the band may reach is unverified, never passed: ibuprofen with renal impairment and no
+    eGFR may be under its eGFR 30."""
     name, egfr, found = drug.name, profile.egfr, []
-    if (limit := drug.renal_avoid_below) is not None and egfr is not None and egfr < limit:
+    limit = drug.renal_avoid_below
+    if limit is not None and egfr is not None and egfr < limit:
         patient = number_text(egfr)
         detail = f"{name} must not be given under eGFR {limit} (the patient's: {patient}): {drug.renal}"
         found.append(drug_violation("renal", "hard", drug, f"drug {name}: renal_avoid_below", detail))
+    elif limit is not None and egfr is None and "renal_impairment" in states:
+        detail = f"{name} must not be given under eGFR {limit}, and the patient's eGFR is not recorded"
+        found.append(drug_violation("renal", "unverified", drug, f"drug {name}: renal_avoid_below", detail))
     elif "renal_impairment" in states and drug.renal is not None:
         found.append(drug_violation("renal", "soft", drug, f"drug {name}: renal", drug.renal))
-    if (start := drug.hepatic_avoid_from) is not None and _at_least(profile.hepatic_severity, start):
-        detail = f"{name} must not be given in {profile.hepatic_severity} hepatic impairment: {drug.hepatic}"
+    start, severity = drug.hepatic_avoid_from, profile.hepatic_severity
+    if severity is None and "hepatic_impairment" in states:
+        severity = HEPATIC_SEVERITIES[0]
+    if start is not None and _at_least(severity, start):
+        detail = f"{name} must not be given in {severity} hepatic impairment: {drug.hepatic}"
         found.append(drug_violation("hepatic", "hard", drug, f"drug {name}: hepatic_avoid_from", detail))
+    elif start is not None and profile.hepatic_severity is None and "hepatic_impairment" in states:
+        detail = f"{name} must not be given from {start} hepatic impairment, and its severity is not recorded"
+        found.append(
+            drug_violation("hepatic", "unverified", drug, f"drug {name}: hepatic_avoid_from", detail)
+        )
     elif "hepatic_impairment" in states and drug.hepatic is not None:
         found.append(drug_violation("hepatic", "soft", drug, f"drug {name}: hepatic", drug.hepatic))
     return found
@@ -548,11 +569,17 @@ def _unverified_drug(item: PlanItem, resolution: Resolution, kb: KnowledgeBase) 
 
 def _may_be_tablet(item: PlanItem, index: _Index) -> bool:
     """Whether the item may be taken by mouth as a solid form: a route written but not read ("oral tablet")
-    may be; else the oral route (the item's, else the KB drug's) with no liquid unit or liquid form named."""
+    may be; else the oral route (the item's, else the KB drug's) unless the item names a dissolved form
+    ("dispersible tablets"), or a liquid unit or form and no solid one: "liquid capsules" are swallowed, and
+    "oral suspension" given in tablets is not known to be a liquid."""
     if item.route is not None and canonical_route(item.route) not in ROUTES:
         return True
     drug = index.drugs.get(item.generic or next(iter(item.ingredients), ""))
     route = canonical_route(item.route) if item.route else drug.route if drug else None
     unit = canonical_unit(item.unit) if item.unit else drug.usual_dose.unit if drug else ""
-    liquid = unit in _LIQUID_UNITS or any(word in item.drug.lower() for word in _LIQUID_WORDS)
-    return route == "oral" and not liquid
+    text = item.drug.lower()
+    if any(word in text for word in _DISSOLVED_WORDS):
+        return False
+    solid = unit in _SOLID_UNITS or any(word in text for word in _SOLID_WORDS)
+    liquid = unit in _LIQUID_UNITS or any(word in text for word in _LIQUID_WORDS)
+    return route == "oral" and (solid or not liquid)

@@ -291,7 +291,7 @@ def plain(text: str) -> str:
     """Lower case, number words as digits, thousands commas and abbreviation dots gone ("b.i.d." -> "bid"),
     a decimal comma before a unit a decimal point ("1,5 g" -> "1.5 g"), a number's leading point kept
     (".5 g" -> "0.5 g": dropping it would read 5 g), dashes as "-"."""
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text.lower())
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.lower())  # "1,200mg" too
     text = re.sub(r"(?<=\d),(?=\d{1,2}[ \t]*+[a-zµμ])", ".", text)
     text = re.sub(r"(?<!\d)\.(?=\d)", "0.", text)
     text = re.sub(r"\.(?!\d)|(?<!\d)\.", "", re.sub(r"[\u2010-\u2015]", "-", text))

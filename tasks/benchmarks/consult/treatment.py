@@ -13,8 +13,9 @@ drug whose `"alternatives"` are the list). The same plan written twice counts on
 
 Each item's fields are read by `doses.read_dose` (a dose and any unit or strength in it),
 `frequency.read_frequency` (`frequency_per_day` and `frequency`, each one given, must read alike),
-`doses.read_unit` and `doses.read_strength`; a field written but not read is kept in `PlanItem.unreadable`
-with the reason, and the critic then calls the item unverified. A unit in the dose text and the `unit` key
+`doses.read_unit` and `doses.read_strength`; a field written but not read, or a key that is no field
+(`ITEM_KEYS`), is kept in `PlanItem.unreadable` with the reason, and the critic then calls the item
+unverified. A unit in the dose text and the `unit` key
 must agree; a count of doses a day in the dose text ("1000 mg x2") must agree with any frequency given. A
 tablet's strength comes from a `strength` key, the dose, unit or drug text (`"paracetamol 500 mg
 tablets"`, `"120 mg/5 ml"`): every one given must be the same strength. Drug names go to KB drugs
@@ -182,9 +183,16 @@ def _plan_items(raw: list[Any], kb: KnowledgeBase, threshold: float) -> tuple[Pl
     return tuple(items)
 
 
+# The keys an item is read by: the spec's (consult.md, "Treatment plan"), a frequency in words, a strength.
+ITEM_KEYS = frozenset(
+    {"drug", "dose", "unit", "frequency_per_day", "days", "route", "frequency", "strength", "strength_unit"}
+)
+
+
 def _plan_item(entry: dict[str, Any], drug: str, kb: KnowledgeBase, threshold: float) -> PlanItem:
-    """One item, every field read or its problem kept in `unreadable`."""
-    problems: list[tuple[str, str]] = []
+    """One item, every field read or its problem kept in `unreadable`: a key no field is read from
+    ("extra_dose", "status": "do not give") may change what the item means, so it is a problem too."""
+    problems = [(str(key), "not a field of a plan item: not read") for key in entry if key not in ITEM_KEYS]
     dose = read_dose(entry.get("dose"))
     unit, strength_in_unit, unit_problem = read_unit(entry.get("unit"))
     frequency = _item_frequency(entry, problems)
@@ -213,7 +221,7 @@ def _plan_item(entry: dict[str, Any], drug: str, kb: KnowledgeBase, threshold: f
     if any(not _same_strength(strength, other) for other in strengths[1:]):
         shown = " and ".join(dict.fromkeys(f"{number_text(amount)} {unit}" for amount, unit in strengths))
         problems.append(("strength", f"the item gives different strengths: {shown}"))
-    days = _positive_number(entry.get("days"))
+    days = _days(entry.get("days"), problems)
     route = entry.get("route")
     resolution = resolve_drug(kb, drug, threshold)
     return PlanItem(
@@ -292,11 +300,22 @@ def _capped_by_amount(
     return doses if per_day is None else min(per_day, doses)
 
 
-def _positive_number(value: Any) -> float | None:
-    """A number of days: `5`, `"5 days"`; None unless finite and above 0."""
-    if isinstance(value, str):
-        found = re.match(r"\s*(\d+(?:\.\d+)?)", value)
-        value = float(found.group(1)) if found else None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+# A course's length written whole: a number alone or of days or weeks ("5", "5 days", "2 weeks").
+_DAYS = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(days?|d|weeks?|wks?)?\s*", re.IGNORECASE)
+
+
+def _days(value: Any, problems: list[tuple[str, str]]) -> float | None:
+    """The course's days: `5`, `"5 days"`, `"2 weeks"` (14); absent (None or blank) is None. Anything else
+    ("3 months", "5-7 days", "10 doses", 0) is a problem, never its first number."""
+    if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    return float(value) if math.isfinite(value) and value > 0 else None
+    days: float | None = None
+    if isinstance(value, str) and (written := _DAYS.fullmatch(value)):
+        weeks = (written.group(2) or "").lower().startswith("w")
+        days = float(written.group(1)) * (7 if weeks else 1)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        days = float(value)
+    if days is None or not (math.isfinite(days) and days > 0):
+        problems.append(("days", f"{json.dumps(value, default=str)} is not a number of days"))
+        return None
+    return days

@@ -150,6 +150,27 @@ def test_an_unknown_constraint_is_an_error(constraint):
         ("no_tablets", plan(item("paracetamol", 10, "ml", 4, "oral")), True),
         ("no_tablets", plan(item("paracetamol oral suspension", generic="paracetamol")), True),
         ("no_tablets", plan(item("paracetamol")), False),  # the KB's route: oral
+        # a solid form named beside a liquid one is swallowed, or not known not to be; a dissolved one is not
+        (
+            "no_tablets",
+            plan(item("ibuprofen liquid capsules", 400, "mg", 3, "oral", generic="ibuprofen")),
+            False,
+        ),
+        (
+            "no_tablets",
+            plan(item("ibuprofen oral suspension", 2, "tablets", 3, "oral", generic="ibuprofen")),
+            False,
+        ),
+        (
+            "no_tablets",
+            plan(item("amoxicillin syrup", 1, "capsule", 3, "oral", generic="amoxicillin")),
+            False,
+        ),
+        (
+            "no_tablets",
+            plan(item("amoxicillin dispersible tablets", 500, "mg", 3, "oral", generic="amoxicillin")),
+            True,
+        ),
         # a route written but not read may be a tablet's, whatever the unit says
         ("no_tablets", plan(item("amoxicillin", 500, "mg", 3, "oral tablet")), False),
         ("no_tablets", plan(item("paracetamol", 10, "ml", 4, "swallowed whole")), False),

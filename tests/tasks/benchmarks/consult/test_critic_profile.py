@@ -340,8 +340,17 @@ NSAID_HEPATIC = "Avoid in severe hepatic impairment."
         # above the drug's limit: the impairment's soft note, as with the flag alone
         ("metformin", {"egfr": 40},
          [METFORMIN_LACTIC, ("renal", "soft", "drug metformin: renal", METFORMIN_RENAL)]),
-        ("metformin", {"renal_impairment": True},
-         [METFORMIN_LACTIC, ("renal", "soft", "drug metformin: renal", METFORMIN_RENAL)]),
+        # an impairment without its band: a limit it may be past is not verified, never passed
+        ("metformin", {"renal_impairment": True}, [METFORMIN_LACTIC, (
+            "renal", "unverified", "drug metformin: renal_avoid_below",
+            "metformin must not be given under eGFR 30, and the patient's eGFR is not recorded")]),
+        ("metformin", {"hepatic_impairment": True}, [(
+            "hepatic", "hard", "drug metformin: hepatic_avoid_from",
+            "metformin must not be given in mild hepatic impairment: Avoid (risk of lactic acidosis).")]),
+        ("ibuprofen", {"hepatic_impairment": True}, [(
+            "hepatic", "unverified", "drug ibuprofen: hepatic_avoid_from",
+            "ibuprofen must not be given from severe hepatic impairment, and its severity is not recorded")]),
+        ("amoxicillin", {"hepatic_impairment": True}, []),
         ("metformin", {"egfr": 75}, []),
         ("ibuprofen", {"hepatic_severity": "severe"}, [(
             "hepatic", "hard", "drug ibuprofen: hepatic_avoid_from",

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 from hypothesis import given
@@ -7,7 +8,13 @@ from hypothesis import strategies as st
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.kb.loading import load_kb
 from tasks.benchmarks.consult.kb.resolve import resolve_drug
-from tasks.benchmarks.consult.treatment import PlanReading, is_plan_attempt, parse_plan, read_plan_reply
+from tasks.benchmarks.consult.treatment import (
+    ITEM_KEYS,
+    PlanReading,
+    is_plan_attempt,
+    parse_plan,
+    read_plan_reply,
+)
 from tasks.core.json_text import MAX_TOKENS
 
 PARACETAMOL = '[{"drug": "paracetamol", "dose": "1 g", "frequency": "qds"}]'
@@ -293,6 +300,24 @@ def test_the_same_plan_written_twice_is_one_plan(kb):
           "unreadable": (("strength", "the item gives different strengths: 250 mg and 500 mg"),)}),
         ({"drug": "paracetamol 500 mg", "dose": "2 tablets", "strength": "0.5 g", "frequency": "qds"},
          {"dose": 2.0, "unit": "tablets", "frequency_per_day": 4.0, "unreadable": ()}),
+        # a key no field is read from may change what the item means
+        ({"drug": "paracetamol", "dose": "1 g", "frequency_per_day": 4, "extra_dose": "another 1 g at night"},
+         {"dose": 1.0, "unreadable": (("extra_dose", "not a field of a plan item: not read"),)}),
+        ({"drug": "amoxicillin", "status": "do not give (allergy)"},
+         {"unreadable": (("status", "not a field of a plan item: not read"),)}),
+        # a course is read whole, in days or weeks, or not at all: never its first number
+        ({"drug": "paracetamol", "days": "2 weeks"}, {"days": 14.0, "unreadable": ()}),
+        ({"drug": "paracetamol", "days": " 5 Days "}, {"days": 5.0, "unreadable": ()}),
+        ({"drug": "paracetamol", "days": "3 months"},
+         {"days": None, "unreadable": (("days", '"3 months" is not a number of days'),)}),
+        ({"drug": "paracetamol", "days": "5-7 days"},
+         {"days": None, "unreadable": (("days", '"5-7 days" is not a number of days'),)}),
+        ({"drug": "paracetamol", "days": 0},
+         {"days": None, "unreadable": (("days", "0 is not a number of days"),)}),
+        ({"drug": "paracetamol", "days": ""}, {"days": None, "unreadable": ()}),
+        # a thousands comma before a unit with no space
+        ({"drug": "ibuprofen", "dose": "1,200mg", "frequency_per_day": 3},
+         {"dose": 1200.0, "unit": "mg", "unreadable": ()}),
     ],
 )  # fmt: skip
 def test_every_field_is_read_whole_or_named_unread(kb, entry, expected):
@@ -324,6 +349,26 @@ def test_any_plan_is_read_whole_or_unparseable_with_a_reason(kb, entries, prose)
         for field in ("dose", "frequency_per_day", "strength", "days"):
             value = getattr(item, field)
             assert value is None or (value > 0 and value != float("inf"))
+
+
+@given(
+    st.dictionaries(st.text(min_size=1, max_size=12).filter(lambda key: key not in ITEM_KEYS), json_fields,
+                    min_size=1, max_size=3),
+    st.sampled_from([{}, {"dose": "500 mg", "frequency_per_day": 3, "days": 5, "route": "oral"}]),
+)  # fmt: skip
+def test_a_key_no_field_is_read_from_is_named_unread(kb, unknown, known):
+    (item,) = parse_plan(json.dumps([{"drug": "amoxicillin", **known, **unknown}]), kb).items
+    assert set(unknown) <= {field for field, _ in item.unreadable}
+
+
+@given(st.one_of(st.text(alphabet="0123456789 .-dayswekmonth", max_size=12), json_fields))
+def test_days_are_read_whole_or_named_unread(kb, days):
+    (item,) = parse_plan(json.dumps([{"drug": "amoxicillin", "days": days}]), kb).items
+    unread = any(field == "days" for field, _ in item.unreadable)
+    blank = days is None or (isinstance(days, str) and not days.strip())
+    assert (item.days is None) == (unread or blank)
+    if isinstance(days, str) and item.days is not None:
+        assert re.fullmatch(r"\s*\d+(\.\d+)?\s*(days?|d|weeks?|wks?)?\s*", days, re.IGNORECASE)
 
 
 @given(st.text(alphabet='[]{}",: \n\\adrug', max_size=400))
