@@ -37,6 +37,7 @@ MARKDOWN_FILE, HTML_FILE = "leaderboard.md", "leaderboard.html"
 GROUP_SETTINGS = frozenset({"conditions", "epochs"})
 PROVENANCE = (
     "status",
+    "counts",
     "run",
     "date",
     "project version",
@@ -205,6 +206,16 @@ def status_text(run: StoredRun, model: str) -> str:
     return f"incomplete: {', '.join(problems)}" if problems else "complete"
 
 
+def counts_text(summary: dict[str, Any], model: str) -> str:
+    """The run summary's counts of a model, per group: what each score is over and what it left out (a
+    mean of 1 judged turn of 4, the others without a grade, reads so beside the score)."""
+    return "; ".join(
+        f"{group['group']}: " + ", ".join(f"{label} {count:,}" for label, count in group["counts"].items())
+        for group in summary["groups"]
+        if group["model"] == model and group["counts"]
+    )
+
+
 def run_provenance(run: StoredRun, model: str) -> dict[str, str]:
     """The provenance columns of a model's row of a run."""
     manifest = run.manifest
@@ -212,6 +223,7 @@ def run_provenance(run: StoredRun, model: str) -> dict[str, str]:
     source = (manifest.get("rejudge") or {}).get("source_run_id")
     return {
         "status": status_text(run, model),
+        "counts": counts_text(manifest["summary"], model),
         "run": manifest["run_id"] + (f" (re-judges run {source})" if source else ""),
         "date": manifest.get("written_at") or unknown("dates"),
         "project version": (manifest.get("project") or {}).get("version") or unknown("project versions"),
@@ -338,7 +350,8 @@ def board_csv(board: Leaderboard) -> str:
 
 INTRODUCTION = (
     "Scores and provenance are read from the runs' manifests; a row's status from its run's tables: "
-    "complete only when they hold every item the run planned for the model and no call or job failed. Rows "
+    "complete only when they hold every item the run planned for the model and no call or job failed; its "
+    "counts are the run summary's, per group: what each score is over, and the items it left out. Rows "
     "in one table were measured alike: same benchmark, items (dataset or case-set fingerprint, and sample), "
     "graders (judge or simulated patient, with their params and epoch), prompts (the rubric among them) and "
     "benchmark settings; runs that differ in any of these are in separate tables, never ranked together."

@@ -173,8 +173,11 @@ def test_a_run_missing_its_fingerprint_or_prompts_is_ranked_with_no_other():
 
 def test_each_row_carries_its_provenance_in_full():
     stored = run("r1", {"a": {"baseline": 40.0}}, **{"git.dirty": True, "rejudge": {"source_run_id": "r0"}})
+    # what the score is over, beside it: 1 judged turn of 4
+    stored.manifest["summary"]["groups"][0]["counts"] = {"answer ok": 4, "judged": 1, "no grade": 3}
     assert run_provenance(stored, "a") == {
         "status": "complete",
+        "counts": "baseline: answer ok 4, judged 1, no grade 3",
         "run": "r1 (re-judges run r0)",
         "date": "2026-11-20T10:00:00+00:00",
         "project version": "0.1.0",
@@ -241,7 +244,8 @@ def test_the_files_hold_one_table_each_and_a_new_leaderboard_replaces_the_old(tm
     markdown = (out / "leaderboard.md").read_text()
     assert (
         markdown.count("\n### threadmed · ") == 2
-        and "| b | 60.1 | 0.2500 | complete | r2 | 2026-11-20 10:00 UTC | 0.1.0 | cccccccccccc… |" in markdown
+        and "| b | 60.1 | 0.2500 | complete |  | r2 | 2026-11-20 10:00 UTC | 0.1.0 | cccccccccccc… |"
+        in markdown
     )
     assert "epoch 1" in (out / "leaderboard.html").read_text()
 
