@@ -158,11 +158,26 @@ def _maximum_violations(
             return [drug_violation("dose_above_maximum", "hard", drug, entry, detail, source)]
         return [drug_violation(*UNREADABLE, drug, entry, detail + ": the total is unknown", source)]
     if not _above(high, limit):
-        return []
+        return _weight_unknown(drug, profile, dosing, f"{parts} = {total} {unit} {period}")
     detail = f"{parts} = {total} {unit} {period} > {number_text(limit)} {unit}{note}"
     if not _above(low, limit):
         return [drug_violation(*UNREADABLE, drug, entry, detail + _STRENGTH_DECIDES, source)]
     return [drug_violation("dose_above_maximum", "hard", drug, entry, detail, source)]
+
+
+def _weight_unknown(
+    drug: Drug, profile: PatientProfile, dosing: Dosing | None, total: str
+) -> list[Violation]:
+    """A child's dose within the age band's most, where the KB doses children by weight and the weight is
+    not recorded: not checked (2 g of paracetamol a day is within the band and 200 mg/kg at 10 kg)."""
+    per_kg = dosing.child_per_kg if dosing is not None else None
+    if profile.age_band != "child" or profile.weight_kg is not None or per_kg is None or dosing is None:
+        return []
+    detail = (
+        f"{total}: the most for a child is {number_text(per_kg.per_kg)} {drug.usual_dose.unit}/kg a day, and "
+        "the patient's weight is not recorded"
+    )
+    return [drug_violation(*UNREADABLE, drug, f"dosing {drug.name}: child_per_kg", detail, dosing.source)]
 
 
 def _daily_maximum(

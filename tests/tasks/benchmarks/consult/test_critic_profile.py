@@ -235,7 +235,7 @@ def test_a_drug_with_no_maximum_for_the_age_band_is_a_soft_conflict_and_its_dose
     [
         (facts(states=("breastfeeding",)), "ibuprofen"),  # compatible in lactation
         (facts(states=("renal_impairment", "hepatic_impairment")), "amoxicillin"),  # no renal or hepatic note
-        (facts(age=6), "ibuprofen"),  # has a child maximum
+        (facts(age=11, weight_kg=40), "ibuprofen"),  # has a child maximum: 30 mg/kg is 1200 mg, exactly
     ],
 )
 def test_profile_conflicts_that_must_not_fire(given, planned):

@@ -114,7 +114,7 @@ def test_dose_errors_after_unit_normalisation(given, band_age, expected):
     [
         (plan(item("paracetamol", 1, "g", 4)), 30),  # exactly the maximum
         (plan(item("salbutamol", 0.2, "mg", 4, "INHALED")), 30),  # 200 microgram, route case ignored
-        (plan(item("paracetamol", 250, "mg", 4)), 6),  # a child's dose: the usual dose is an adult's
+        (plan(item("paracetamol", 250, "mg", 4)), 6),  # a child's dose (20 kg): the usual dose is an adult's
         (plan(item("paracetamol", route="oral")), 30),  # no dose at all: plan completeness counts it
         (plan(item("paracetamol", 2, "tablets", 4)), 30),  # 2 x 500 mg x 4: exactly the maximum
         (plan(item("paracetamol", 2, "tablets", 4, strength=0.5, strength_unit="g")), 30),
@@ -123,11 +123,12 @@ def test_dose_errors_after_unit_normalisation(given, band_age, expected):
         (plan(item("methotrexate", 10, "tablets", 1 / 7)), 30),  # 25 mg a week: exactly the maximum
         (plan(item("methotrexate", 7.5, "mg", 1 / 7)), 30),
         (plan(item("methotrexate", route="oral")), 30),  # no frequency: nothing to check
-        (plan(item("paracetamol", 375, "mg", 4)), 6),  # 1500 mg a day without a weight: under 2000 mg
+        (plan(item("paracetamol", 375, "mg", 4)), 6),  # 1500 mg a day at 20 kg: exactly 75 mg/kg
     ],
 )
 def test_dose_checks_that_must_not_fire(given, age):
-    assert critique(given, facts(age=age), KB).violations == ()
+    # A child of 20 kg: a child's dose is checked by weight where the KB gives a per-kg maximum.
+    assert critique(given, facts(age=age, weight_kg=20 if age < 12 else None), KB).violations == ()
 
 
 @pytest.mark.parametrize(
@@ -201,6 +202,13 @@ def test_weight_based_limits_that_must_not_fire(given, weight):
             plan(item("paracetamol", 500, "mg", 4)), 6, 20,
             [("dose_above_maximum", "hard", "dosing paracetamol: child_per_kg", "BNFC paracetamol",
               "4 x 500 mg = 2000 mg a day > 1500 mg (75 mg/kg x 20 kg)")],
+        ),
+        # a child of no recorded weight: within the band's 2000 mg, 200 mg/kg at 10 kg; not checked
+        (
+            plan(item("paracetamol", 500, "mg", 4)), 1, None,
+            [("dose_unreadable", "unverified", "dosing paracetamol: child_per_kg", "BNFC paracetamol",
+              "4 x 500 mg = 2000 mg a day: the most for a child is 75 mg/kg a day, and the patient's "
+              "weight is not recorded")],
         ),
         # a heavy child: the weight-based limit is capped
         (
