@@ -221,10 +221,16 @@ def needless_churn(steps: Sequence[FollowUpStep]) -> float | None:
 
 
 def _changed(step: FollowUpStep) -> bool:
-    """Whether the follow-up changed the plan's set of KB drugs; a plan unread on either side may have."""
+    """Whether the follow-up changed the plan's set of drugs (KB drugs, and the text of items naming none:
+    adding "Zyqlorex" is a change); a plan unread on either side may have."""
     if step.plan is None or step.plan_before is None:
         return True
-    return set(step.plan.generics) != set(step.plan_before.generics)
+    return _drug_set(step.plan) != _drug_set(step.plan_before)
+
+
+def _drug_set(plan: TreatmentPlan) -> set[str]:
+    unresolved = (item.drug for item in plan.items if item.generic is None and not item.ingredients)
+    return set(plan.generics) | {" ".join(text.casefold().split()) for text in unresolved}
 
 
 def score_follow_up(

@@ -265,6 +265,18 @@ def test_a_dose_change_alone_is_not_churn():
     assert scores == FollowUpScores(fqr=0.0, dcsr=None, needless_churn=0.0, fqr_judged=1, fqr_unparseable=0)
 
 
+def test_adding_a_drug_the_kb_does_not_name_is_churn_and_its_spelling_alone_is_not():
+    unknown = PlanItem(drug="Zyqlorex", dose=10.0, unit="mg", frequency_per_day=1.0)
+    script = (FollowUp(kind="question", text="Is it safe?"),)
+    added = episode(AMOXICILLIN, follow_ups=(turn(0, (AMOXICILLIN, unknown)),))
+    assert score_follow_up(case(follow_ups=script), added, (), KB).needless_churn == 1.0
+    kept = episode(AMOXICILLIN, follow_ups=(turn(0, (AMOXICILLIN, unknown)), turn(1, (AMOXICILLIN,
+                   unknown.model_copy(update={"drug": " zyqlorex "})))))  # fmt: skip
+    steps = follow_up_steps(case(follow_ups=(*script, *script)), kept, KB)
+    assert [step.plan.generics for step in steps] == [("amoxicillin",), ("amoxicillin",)]
+    assert score_follow_up(case(follow_ups=(*script, *script)), kept, (), KB).needless_churn == 0.5
+
+
 def test_a_constraint_that_makes_the_first_plan_unsafe_is_traced():
     given = episode(CLARITHROMYCIN, follow_ups=(turn(0),))
     script = (FollowUp(kind="constraint", text="I take warfarin.", constraint="takes:warfarin"),)
