@@ -80,6 +80,10 @@ class RunSummary(BaseModel):
     count_labels: list[str] = []  # the count columns in order; line breaks keep a table 80 columns wide
     score_label: str = "mean"
     score_note: str = ""  # what the score is, for the title line
+    # By-epoch summaries: each model's score over the rows of all its epochs, pooled as its report pools them
+    # (epochs repeat the same cases). None where the groups are not repeats (ThReadMed's conditions), and in
+    # manifests written before it was recorded.
+    overall: dict[str, float | None] | None = None
 
     def tables(self) -> list[Table]:
         """One table per model, titled with its whole name, one row per group: what the CLI prints
@@ -91,11 +95,21 @@ class RunSummary(BaseModel):
                 counts = [f"{group.counts.get(label, 0):,}" for label in self.count_labels]
                 score = "—" if group.score is None else f"{group.score:.1f}"
                 rows.append([group.group, *counts, score, f"{group.cost_usd:,.4f}"])
+            if self.overall is not None and len(rows) > 1:
+                rows.append(self._overall_row(model))
             numbers = (*self.count_labels, self.score_label, "USD")
             tables.append(
                 Table(f"run-{model}", model, [self.group_label, *numbers], rows, "", right_aligned=numbers)
             )
         return tables
+
+    def _overall_row(self, model: str) -> list[str]:
+        """A model's row over all its epochs: counts and cost summed, the pooled score."""
+        groups = [group for group in self.groups if group.model == model]
+        counts = [f"{sum(group.counts.get(label, 0) for group in groups):,}" for label in self.count_labels]
+        score = self.overall.get(model) if self.overall is not None else None
+        cost = sum(group.cost_usd for group in groups)
+        return ["all", *counts, "—" if score is None else f"{score:.1f}", f"{cost:,.4f}"]
 
     def title(self) -> str:
         return f"Run {self.run_id}: {self.score_note}" if self.score_note else f"Run {self.run_id}"
@@ -238,10 +252,13 @@ def summarize_by_epoch(
 ) -> RunSummary:
     """Per model and epoch: score rows counted, the score of the epoch's rows (`how.score`), the cost of
     every call (any role), the replies cut at max_tokens ('cut', any role: scored as given); the failed
-    calls among the message rows, one example per kind."""
+    calls among the message rows, one example per kind; and each model's score over all its epochs' rows
+    (`overall`), as the benchmark's report pools them."""
     by_group: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in results:
         by_group[(row["model"], row["epoch"])].append(row)
+        by_model[row["model"]].append(row)
     cost: Counter[tuple[str, int]] = Counter()
     cut: Counter[tuple[str, int]] = Counter()
     for row in messages:
@@ -249,7 +266,6 @@ def summarize_by_epoch(
         cut[(row["model"], row["epoch"])] += row.get("finish_reason") == "length"
     groups = []
     for (model, epoch), rows in sorted(by_group.items()):
-        score = how.score(rows)
         groups.append(
             GroupSummary(
                 model=model,
@@ -259,7 +275,7 @@ def summarize_by_epoch(
                     **{label: sum(row.get(column) or 0 for row in rows) for label, column in how.totals},
                     "cut": cut[(model, epoch)],
                 },
-                score=None if score is None else 100 * score,
+                score=_percent(how.score(rows)),
                 cost_usd=cost[(model, epoch)],
             )
         )
@@ -273,7 +289,12 @@ def summarize_by_epoch(
         count_labels=[*how.counts, *(label for label, _ in how.totals), "cut"],
         score_label=how.score_label,
         score_note=how.score_note,
+        overall={model: _percent(how.score(rows)) for model, rows in sorted(by_model.items())},
     )
+
+
+def _percent(score: float | None) -> float | None:
+    return None if score is None else 100 * score
 
 
 # A benchmark's summary of a run: (run id, run folder, solve rows, score rows) -> RunSummary.

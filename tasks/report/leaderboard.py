@@ -242,6 +242,27 @@ def score_column(summary: dict[str, Any], group: str) -> str:
     return f"{summary.get('score_label', 'mean')} · {summary.get('group_label', 'condition')} {group}"
 
 
+def all_epochs_column(summary: dict[str, Any]) -> str:
+    """The column of a by-epoch run's score over all its epochs, e.g. 'F1 · all epochs'."""
+    return f"{summary.get('score_label', 'mean')} · all epochs"
+
+
+def all_epochs_score(summary: dict[str, Any], model: str, groups: list[dict[str, Any]]) -> float | None:
+    """A by-epoch run's score of a model over all its epochs, as the summary pooled it (the report's number).
+    A run written before the summary recorded it: its one epoch's score, or None (unknown) over several."""
+    if summary.get("overall") is not None:
+        return summary["overall"].get(model)
+    return groups[0]["score"] if len(groups) == 1 else None
+
+
+def run_scores(summary: dict[str, Any], model: str, groups: list[dict[str, Any]]) -> dict[str, float | None]:
+    """A model's score columns: by-epoch runs first pool their epochs (the column rows rank by), then each
+    group (epoch or condition) of the summary."""
+    pooled = {all_epochs_column(summary): all_epochs_score(summary, model, groups)}
+    by_group = {score_column(summary, group["group"]): group["score"] for group in groups}
+    return {**pooled, **by_group} if summary.get("group_label") == "epoch" else by_group
+
+
 def run_rows(run: StoredRun) -> list[Row]:
     """A run's rows: one per model of its summary, in the summary's order."""
     summary = run.manifest["summary"]
@@ -251,7 +272,7 @@ def run_rows(run: StoredRun) -> list[Row]:
     return [
         Row(
             model=model,
-            scores={score_column(summary, group["group"]): group["score"] for group in groups},
+            scores=run_scores(summary, model, groups),
             cost_usd=sum(group["cost_usd"] for group in groups),
             provenance=run_provenance(run, model),
         )
@@ -323,8 +344,15 @@ def board_table(board: Leaderboard, csv_name: str) -> Table:
         ]
         for row in board.rows
     ]
+    ranked_by = board.score_columns[0] if board.score_columns else ""
+    pooled = (
+        f"Ranked by {ranked_by}: the rows of every epoch pooled, as the report scores them (— also for a run "
+        "of several epochs written before its summary pooled them). "
+        if ranked_by.endswith(" · all epochs")
+        else ""
+    )
     caption = (
-        f"{board.score_note}. USD: every call the run made for that model, in any role. All digits: "
+        f"{board.score_note}. {pooled}USD: every call the run made for that model, in any role. All digits: "
         f"{csv_name}."
     )
     return Table(csv_name.removesuffix(".csv"), setup_title(board.setup), columns, rows, caption)

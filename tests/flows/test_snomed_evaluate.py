@@ -12,6 +12,8 @@ from flows.snomed_evaluate import snomed_evaluate
 from tasks.benchmarks.snomed.config import SnomedConfig
 from tasks.benchmarks.snomed.contracts import CONVERSATIONS, PREDICTIONS, SCORES
 from tasks.benchmarks.snomed.interview import DISCLOSURE_RULES, record_text
+from tasks.benchmarks.snomed.report import ReportSettings, compute_metrics
+from tasks.benchmarks.snomed.run_data import load_runs
 from tasks.core.runners import RunnerSettings
 from tasks.evals.config import ModelSpec, RunOverrides
 from tasks.llm.prompts import load_prompt
@@ -241,6 +243,9 @@ def test_epochs_are_separate_calls_and_a_rerun_of_all_epochs_calls_nothing(cases
         run(cases_dir, tmp_path, config(server.url, epochs=2, default_params={"temperature": 0.7}))
         assert server.stats()["requests"] == 2 * 2 * 5
     assert [(g.group, g.counts["answered"]) for g in summary.groups] == [("0", 2), ("1", 2)]
+    # The score over both epochs that the leaderboard ranks by is the report's mean F1.
+    metrics, _ = compute_metrics(load_runs([tmp_path]), ReportSettings(n_resamples=10))
+    assert summary.overall == {model: 100 * m["f1"]["mean"] for model, m in metrics["models"].items()}
     keys = {
         (r["case_id"], r["epoch"], r["turn"], r["role"]): r["call_key"]
         for r in read(tmp_path, "conversations")

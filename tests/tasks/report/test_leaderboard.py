@@ -14,6 +14,7 @@ from tasks.report.coverage import RunCoverage
 from tasks.report.leaderboard import (
     PROVENANCE,
     StoredRun,
+    board_table,
     graders,
     leaderboards,
     read_stored_run,
@@ -210,6 +211,51 @@ def test_a_benchmark_without_a_judge_names_its_other_roles():
     stored.manifest["judge_rubric"] = None
     del stored.manifest["config"]["judge"]
     assert run_provenance(stored, "a")["judge"] == "patient openai/mini {}"
+
+
+def by_epoch_run(run_id: str, scores: dict[str, list[float | None]], overall: dict | None) -> StoredRun:
+    """A SNOMED run as summarize_by_epoch records it: `scores` model -> each epoch's F1; `overall` the
+    pooled F1 per model (None: a manifest written before the summary recorded it)."""
+    stored = run(run_id, {model: dict(enumerate(epochs)) for model, epochs in scores.items()})
+    summary = stored.manifest["summary"]
+    summary.update(group_label="epoch", score_label="F1", score_note="mean F1 0-100")
+    for group in summary["groups"]:
+        group["group"] = str(group["group"])
+    if overall is not None:
+        summary["overall"] = overall
+    return stored._replace(benchmark="snomed")
+
+
+def test_runs_of_several_epochs_rank_by_the_score_pooled_over_every_epoch_as_the_report_pools_it():
+    # a's first epoch is its best: ranked by epoch 0 it led b, whose pooled F1 (the report's) is higher.
+    [board] = leaderboards(
+        [by_epoch_run("r1", {"a": [80.0, 20.0], "b": [60.0, 62.0]}, {"a": 50.0, "b": 61.0})], COMMON
+    )
+    assert [(row.model, row.scores) for row in board.rows] == [
+        ("b", {"F1 · all epochs": 61.0, "F1 · epoch 0": 60.0, "F1 · epoch 1": 62.0}),
+        ("a", {"F1 · all epochs": 50.0, "F1 · epoch 0": 80.0, "F1 · epoch 1": 20.0}),
+    ]
+    table = board_table(board, "leaderboard-snomed-1.csv")
+    assert (table.columns[:4], table.caption.split(". ")[1]) == (
+        ["model", "F1 · all epochs", "F1 · epoch 0", "F1 · epoch 1"],
+        "Ranked by F1 · all epochs: the rows of every epoch pooled, as the report scores them (— also for a "
+        "run of several epochs written before its summary pooled them)",
+    )
+
+
+def test_a_by_epoch_run_written_before_summaries_pooled_epochs_is_unknown_over_several_epochs():
+    [board] = leaderboards(
+        [
+            by_epoch_run("old", {"a": [90.0, 10.0], "b": [40.0]}, None),
+            by_epoch_run("new", {"c": [45.0]}, {"c": 45.0}),
+        ],
+        COMMON,
+    )
+    assert [(row.model, row.scores["F1 · all epochs"]) for row in board.rows] == [
+        ("c", 45.0),
+        ("b", 40.0),  # one epoch: its pooled score is that epoch's
+        ("a", None),  # two epochs, not pooled when it was written: unknown, never its first epoch's
+    ]
 
 
 def write_run(root: Path, written: dict[str, Any], benchmark: str = "threadmed") -> Path:

@@ -85,3 +85,17 @@ def test_the_summary_counts_follow_ups_whose_judge_reply_was_cut_as_the_report_d
     ]
     assert summary.count_labels[-1] == "judge\ncut" and "judge cut:" in summary.score_note
     assert [n_judge_cut(r["follow_ups"]) for r in rows] == [2, 0, 0]
+
+
+def test_the_score_over_all_epochs_is_the_reports_composite_of_every_episode_not_a_mean_of_epochs():
+    def row(epoch, case_id, **metrics):
+        return {"model": "m", "case_id": case_id, "epoch": epoch, "status": "completed",
+                "diagnosis_parse": "ok", "plan_parse": "ok", "revisions_unparseable": 0,
+                **{**VALUES, **metrics}}  # fmt: skip
+
+    rows = [row(0, "c1", psc=0.0), row(0, "c2", ddiv=None), row(1, "c1", psc=1.0)]
+    summary = summarize("r1", Path("run"), [], rows)
+    by_epoch = [group.score for group in summary.groups]
+    assert summary.overall == {"m": 100 * episodes_composite(rows).score}
+    assert summary.overall["m"] != pytest.approx(sum(by_epoch) / 2)  # epoch 0 has twice the episodes
+    assert summary.tables()[0].rows[-1][0] == "all"
