@@ -10,8 +10,10 @@ tablets" and "500 mg-1 g" (ranges at their worst, the larger), "half a tablet", 
 strength) and "2 x 500 mg" (1000 mg), "2 tablets (500 mg each)", "5 ml of 120 mg/5 ml", "15 mg/kg", "2
 sprays in each nostril" (4), and a count of doses a day written with it ("1000 mg x2", "1000 mg twice").
 A number is read only when it is finite and above 0 ("1000e1" is 10000); a text of more than 500
-characters is not read. Anything else in the text makes
-the dose unread, with the reason (`Dose.problem`).
+characters is not read. A point before exactly three digits after a number from 1 to 999 ("1.500 mg") is
+not read either: it is a decimal point (1.5 mg) or, as many European prescribers write, a thousands point
+(1500 mg), a thousand times apart. Anything else in the text makes the dose unread, with the reason
+(`Dose.problem`).
 """
 
 import functools
@@ -190,6 +192,21 @@ class Dose(NamedTuple):
     problem: str | None = None
 
 
+# "1.500": a decimal point or a thousands point (no leading zero: "0.125" is a decimal).
+_THOUSANDS_OR_DECIMAL_POINT = re.compile(r"(?<![\d.])[1-9]\d{0,2}\.\d{3}(?![\d])")
+
+
+def _ambiguous_point(value: str, text: str) -> str | None:
+    """Why a text is not read when a number in it has a point that may be a thousands point; else None."""
+    if (found := _THOUSANDS_OR_DECIMAL_POINT.search(text)) is None:
+        return None
+    number = found.group()
+    return (
+        f"'{value}': '{number}' has a point that is a decimal point ({number_text(float(number))}) or a "
+        f"thousands point ({number_text(float(number.replace('.', '')))})"
+    )
+
+
 _UNIT_WORD = "|".join(sorted((re.escape(alias) for alias in _UNITS), key=len, reverse=True))
 _AMOUNT = re.compile(
     rf"(?:{_N}\s*(?:x|×)\s*)?{_N}\s*(?:({_UNIT_WORD})(?![a-z]))?"
@@ -215,6 +232,8 @@ def read_dose(value: Any) -> Dose:
     if len(value) > MAX_CHARS:
         return Dose(None, problem=f"{len(value):,} characters is no dose (at most {MAX_CHARS})")
     text = plain(value)
+    if (ambiguous := _ambiguous_point(value, text)) is not None:
+        return Dose(None, problem=ambiguous)
     found = _AMOUNT.match(text)
     if found is None:
         return Dose(None, problem=f"'{value}' gives no amount")
@@ -291,9 +310,12 @@ def _skip(text: str, position: int) -> int:
 
 def find_strength(text: str) -> tuple[float, str] | None:
     """The first strength in a text, per ml for a liquid: "paracetamol 500 mg tablets" -> (500.0, "mg"),
-    "Calpol 120 mg/5 ml" -> (24.0, "mg/ml")."""
+    "Calpol 120 mg/5 ml" -> (24.0, "mg/ml"); None when there is none, or its point may be a thousands point
+    ("1.000 mg")."""
     match = _STRENGTH.search(plain(text))
-    return None if match is None else _strength_of(match)
+    if match is None or _ambiguous_point(text, match.group()) is not None:
+        return None
+    return _strength_of(match)
 
 
 def read_strength(value: Any, unit: Any = None) -> tuple[float, str] | None:
@@ -305,7 +327,9 @@ def read_strength(value: Any, unit: Any = None) -> tuple[float, str] | None:
         return None
     text = plain(value)
     match = _STRENGTH.fullmatch(text)
-    return None if match is None else _strength_of(match)
+    if match is None or _ambiguous_point(value, text) is not None:
+        return None
+    return _strength_of(match)
 
 
 def _strength_of(match: re.Match[str]) -> tuple[float, str] | None:
@@ -328,6 +352,8 @@ def read_unit(value: Any) -> tuple[str, tuple[float, str] | None, str | None]:
     if not isinstance(value, str):
         return "", None, f"{value!r} is not a unit"
     text = plain(value)
+    if (ambiguous := _ambiguous_point(value, text)) is not None:
+        return "", None, ambiguous
     strength = _STRENGTH.search(text)
     rest = _STRENGTH.sub(" ", text, count=1) if strength else text
     unit = " ".join(_UNIT_FILLER.sub(" ", rest).split())

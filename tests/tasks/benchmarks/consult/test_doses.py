@@ -162,6 +162,14 @@ def test_daily_amount(item, to_unit, standard, expected):
         (".1 g", Dose(0.1, "g")),
         ("1,5 g", Dose(1.5, "g")),
         ("12,5 mg", Dose(12.5, "mg")),
+        # a point before three digits may be a thousands point: 1.5 mg or 1500 mg is not guessed
+        ("1.500 mg", Dose(None, problem="'1.500 mg': '1.500' has a point that is a decimal point (1.5) or a "
+                                        "thousands point (1500)")),
+        ("2 x 1.000 mg", Dose(None, problem="'2 x 1.000 mg': '1.000' has a point that is a decimal point (1) "
+                                            "or a thousands point (1000)")),
+        ("0.125 mg", Dose(0.125, "mg")),  # no number is written 0,125 in thousands
+        ("1.25 mg", Dose(1.25, "mg")),
+        ("1.2500 mg", Dose(1.25, "mg")),
         # what stays unread, with the reason
         ("some", Dose(None, problem="'some' gives no amount")),
         ("1000 mg extra", Dose(None, problem="'1000 mg extra': 'extra' is not read")),
@@ -196,6 +204,21 @@ def test_any_dose_is_read_or_named_unread(written):
     assert (found.problem is None) == (found.dose is not None or nothing_written)
     if found.dose is not None:
         assert math.isfinite(found.dose) and found.dose > 0
+
+
+@given(
+    st.integers(1, 999),
+    st.integers(0, 999),
+    st.sampled_from(["", " ", "  "]),
+    st.sampled_from(["mg", "g", "micrograms", "tablets", "ml", ""]),
+)
+def test_a_point_that_may_be_a_thousands_point_is_never_read_either_way(whole, part, space, unit):
+    written = f"{whole}.{part:03d}{space}{unit}"
+    decimal = f"0.{max(part, 1):03d}{space}{unit}"  # a leading zero: a decimal point (0.000 is no dose)
+    assert (read_dose(written).dose, read_dose(decimal).problem) == (None, None)
+    assert read_strength(f"{whole}.{part:03d} mg") is None
+    assert find_strength(f"paracetamol {whole}.{part:03d} mg tablets") is None
+    assert read_unit(f"tablets ({whole}.{part:03d} mg)")[2] is not None
 
 
 @given(st.sampled_from(["500 mg", "2 tablets", "1-2 tablets", "5 ml", "1 g"]), st.text("zqjkv", min_size=2))

@@ -318,6 +318,10 @@ def test_the_same_plan_written_twice_is_one_plan(kb):
         # a thousands comma before a unit with no space
         ({"drug": "ibuprofen", "dose": "1,200mg", "frequency_per_day": 3},
          {"dose": 1200.0, "unit": "mg", "unreadable": ()}),
+        # a European thousands point or a decimal point: 1.2 mg passed, 1200 mg is over the maximum
+        ({"drug": "ibuprofen", "dose": "1.200 mg", "frequency_per_day": 3},
+         {"dose": None, "unreadable": (("dose", "'1.200 mg': '1.200' has a point that is a decimal point "
+                                                "(1.2) or a thousands point (1200)"),)}),
     ],
 )  # fmt: skip
 def test_every_field_is_read_whole_or_named_unread(kb, entry, expected):
