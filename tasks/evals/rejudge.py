@@ -165,7 +165,15 @@ def rejudged_config(config: RunConfig, choices: JudgeChoices) -> RunConfig:
     config = config.with_overrides(overrides)
     judge = config.judge
     chosen = {"temperature": choices.temperature, "max_tokens": choices.max_tokens}
-    params = {**judge.params, **{name: value for name, value in chosen.items() if value is not None}}
+    # A value the judge is sent already keeps its JSON type: --temperature 0 (a float) over the config's 0 would
+    # change every call's key (the hash reads 0.0, not 0), and the same verdicts would be paid again.
+    sent = config.resolved(judge).params
+    changed = {
+        name: value
+        for name, value in chosen.items()
+        if value is not None and not (name in sent and sent[name] == value)
+    }
+    params = {**judge.params, **changed}
     judge = judge.model_copy(
         update={"params": params, "epoch": choices.epoch, "rubric": _absolute(choices.rubric) or judge.rubric}
     )

@@ -218,6 +218,16 @@ def test_the_dry_run_counts_the_judge_calls_only(source, tmp_path):
     own = rejudge_settings(run, bench.config_model, JudgeChoices(model="judge"), tmp_path / "own")
     [estimate] = estimate_plan(bench.plan(own), bench.estimate_job)
     assert (estimate.model, estimate.calls, estimate.cached) == ("judge", 0, len(answered(source)))
+    # --temperature 0 is the judge's own 0: the same calls (a float 0.0 in the key asked every one anew).
+    estimates = {}
+    for temperature in (0, 0.0, 0.7):
+        chosen = JudgeChoices(model="judge", temperature=temperature)
+        [estimate] = estimate_plan(
+            bench.plan(rejudge_settings(run, bench.config_model, chosen, tmp_path / f"t{temperature}")),
+            bench.estimate_job,
+        )
+        estimates[temperature] = (estimate.calls, estimate.cached)
+    assert estimates == {0: (0, len(answered(source))), 0.7: (len(answered(source)), 0)}
 
 
 def test_a_rejudge_has_its_own_spending_cap_never_the_source_run_s(source, tmp_path):
