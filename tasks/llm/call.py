@@ -213,9 +213,11 @@ def _reservation(
 def _outcome(
     key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger, reserved: bool | None = None
 ) -> CallRecord:
-    """The outcome of a call the ledger has no success of: deferred to its batch, refused by the run's
-    spending cap, or made. `reserved`: the answer to its reservation, if it was made already (with the hold
+    """The outcome of a call the ledger has no success of: its recorded refusal by the provider's content
+    filter (final), deferred to its batch, refused by the run's spending cap, or made. `reserved`: the answer to its reservation, if it was made already (with the hold
     of its key)."""
+    if (withheld := _withheld(ledger.last_failure(key))) is not None:
+        return withheld
     budget = budget_for(ledger.root)
     if options.mode == "batch":
         record = batch_outcome(key, request, options, ledger)
@@ -225,6 +227,13 @@ def _outcome(
     if budget is not None:
         return _call_within(budget, key, request, options, ledger, reserved)
     return _call(key, request, options, ledger)
+
+
+def _withheld(failure: CallRecord | None) -> CallRecord | None:
+    """A recorded failure that is final for its key: the provider withheld the reply (content filter). The
+    same request gets the same refusal, billed again; only another model or endpoint (another key) can
+    answer it."""
+    return failure if failure is not None and failure.error_kind == "content_filter" else None
 
 
 def _call_within(

@@ -297,6 +297,12 @@ def test_a_withheld_reply_is_a_permanent_failure(server, tmp_path):
     server.script(Action(content="", finish_reason="content_filter"))
     outcome = complete(request(server), options(), CallLedger(tmp_path))
     assert (outcome.error_kind, outcome.retryable, len(server.requests)) == ("content_filter", False, 1)
+    # A re-run gets the recorded refusal: sent again, the same request was refused and billed again.
+    again = complete(request(server), options(), CallLedger(tmp_path))
+    assert (again, len(server.requests)) == (outcome, 1)
+    # Another model (another key) is asked.
+    other = complete(request(server, model="openai/b"), options(), CallLedger(tmp_path))
+    assert (other.status, len(server.requests)) == ("ok", 2)
 
 
 def test_identical_requests_in_flight_together_are_made_once(tmp_path):
