@@ -214,8 +214,8 @@ def _outcome(
     key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger, reserved: bool | None = None
 ) -> CallRecord:
     """The outcome of a call the ledger has no success of: its recorded refusal by the provider's content
-    filter (final), deferred to its batch, refused by the run's spending cap, or made. `reserved`: the answer to its reservation, if it was made already (with the hold
-    of its key)."""
+    filter (final), deferred to its batch, refused by the run's spending cap, or made. `reserved`: the
+    answer to its reservation, if it was made already (with the hold of its key)."""
     if (withheld := _withheld(ledger.last_failure(key))) is not None:
         return withheld
     budget = budget_for(ledger.root)
