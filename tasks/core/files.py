@@ -16,6 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
+
+# libyaml's loader where PyYAML was built with it (its wheels are): the same documents as the pure-Python
+# SafeLoader, 6-7x as fast (the consult KB's eight files: 0.26 s against 1.78 s).
+_FAST_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def write_atomic(path: Path, write: Callable[[Path], object]) -> Path:
@@ -93,3 +98,12 @@ def read_verified_bytes(path: Path, sha256: str) -> bytes:
     if hashlib.sha256(data).hexdigest() != sha256:
         raise ValueError(f"{path} does not match the sha256 its manifest records ({sha256[:12]})")
     return data
+
+
+def safe_load_yaml(text: str) -> Any:
+    """YAML (or JSON) text as Python values, as yaml.safe_load reads it (faster where libyaml is). Text that
+    is not YAML raises yaml.safe_load's own error, which shows the line with a caret under the fault."""
+    try:
+        return yaml.load(text, Loader=_FAST_SAFE_LOADER)
+    except yaml.YAMLError:
+        return yaml.safe_load(text)  # raises, with the better message

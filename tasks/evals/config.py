@@ -7,10 +7,10 @@ signature -> jobs with explicit settings. See deployments/eval.example.yaml for 
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Generic, Literal, Self
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 from typing_extensions import TypeVar
 
+from tasks.core.files import safe_load_yaml
 from tasks.core.preflight import UserError, validation_message
 from tasks.core.strict import StrictModel, unknown_name
 from tasks.llm.offline import is_offline
@@ -433,7 +433,7 @@ def load_config(path: Path, config_model: type[ConfigT] = EvalConfig) -> ConfigT
     Raises UserError naming the file and what is wrong in it, e.g. 'eval.yaml: condtions: not a setting;
     did you mean conditions?': a misspelt key is refused before any work, never read as its default.
     """
-    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    raw = safe_load_yaml(Path(path).read_text(encoding="utf-8")) or {}
     try:
         config = config_model.model_validate(raw)
     except ValidationError as error:

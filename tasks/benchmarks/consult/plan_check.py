@@ -24,6 +24,7 @@ from tasks.benchmarks.consult.episode import TreatmentPlan
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.treatment import read_plan_reply
 from tasks.benchmarks.consult.violations import Violation
+from tasks.core.files import safe_load_yaml
 from tasks.core.preflight import validation_message
 
 
@@ -52,7 +53,7 @@ EXIT_CODES = {"pass": 0, "unsafe": 1, "unverified": 1, "error": 2}
 def read_profile(path: Path, kb: KnowledgeBase) -> PatientProfile:
     """A patient profile from a YAML or JSON file; ValueError naming the file and every field at fault."""
     try:
-        return profile_from(yaml.safe_load(_text(path)), kb)
+        return profile_from(safe_load_yaml(_text(path)), kb)
     except yaml.YAMLError as error:
         raise ValueError(f"{path.name}: not valid YAML or JSON: {error}") from None
     except ValueError as error:

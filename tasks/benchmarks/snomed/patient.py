@@ -16,11 +16,11 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal, NamedTuple
 
-import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from tasks.benchmarks.snomed.case import PatientRecord, RecordCondition, RecordObservation
 from tasks.benchmarks.snomed.leak import normalise_display
+from tasks.core.files import safe_load_yaml
 
 Disclosure = Literal["symptoms", "history"]
 # How the LLM patient's prompt shows its conditions: `lay`, the lexicon's lay sentences (names only where the
@@ -96,7 +96,7 @@ class _Match(NamedTuple):
 
 def parse_lexicon(text: str) -> Lexicon:
     """Validate a lexicon's YAML text."""
-    return Lexicon.model_validate(yaml.safe_load(text))
+    return Lexicon.model_validate(safe_load_yaml(text))
 
 
 @cache

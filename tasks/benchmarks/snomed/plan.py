@@ -49,6 +49,14 @@ def build_plan(settings: EvaluationSettings[SnomedConfig]) -> SnomedPlan:
     patient = config.resolved(config.patient)
     clinicians = [_with_prevalence(config.resolved(m), case_set_dir) for m in config.models]
     cases = load_sample(case_set_dir, config.sample)
+    # Once per case, not per clinician and epoch: rendering a record checks every line for leaks.
+    per_case = {
+        case.case_id: (
+            _patient_setup(patient, config, patient_prompt, case),
+            _prompts(clinician_prompt, patient_prompt, config, case),
+        )
+        for case in cases
+    }
     # Case-major order: the tasks running at any moment are spread over every clinician and provider.
     jobs = [
         SnomedJob(
@@ -59,8 +67,8 @@ def build_plan(settings: EvaluationSettings[SnomedConfig]) -> SnomedPlan:
                     options=config.call_options(clinician),
                     prompt_version=clinician_prompt.version,
                 ),
-                patient=_patient_setup(patient, config, patient_prompt, case),
-                prompts=_prompts(clinician_prompt, patient_prompt, config, case),
+                patient=per_case[case.case_id][0],
+                prompts=per_case[case.case_id][1],
                 settings=config.interview(),
                 case=case,
                 epoch=epoch,

@@ -1,13 +1,16 @@
 import hashlib
 import json
 import threading
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from tasks.core.files import (
     read_verified_bytes,
+    safe_load_yaml,
     write_atomic,
     write_bytes_atomic,
     write_folder_atomic,
@@ -93,3 +96,26 @@ def test_bytes_are_read_only_when_their_sha256_is_the_recorded_one(tmp_path):
         f"{tmp_path / 'f'} does not match the sha256 its manifest records "
         f"({hashlib.sha256(b'other').hexdigest()[:12]})"
     )
+
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+YAML_FILES = sorted(
+    path.relative_to(PROJECT_ROOT)
+    for path in (PROJECT_ROOT / "tasks").rglob("*.yaml")
+    if "__pycache__" not in path.parts
+)
+
+
+@pytest.mark.parametrize("relative", YAML_FILES, ids=str)
+def test_the_projects_yaml_reads_as_yaml_safe_load_reads_it(relative):
+    text = (PROJECT_ROOT / relative).read_text(encoding="utf-8")
+    assert safe_load_yaml(text) == yaml.safe_load(text)
+
+
+@pytest.mark.parametrize("text", ["a: [1, 2\nb: 3", "a: b: c", "x:\n\t- 1", "{x: 1"])
+def test_text_that_is_not_yaml_raises_yaml_safe_loads_error_with_its_caret(text):
+    with pytest.raises(yaml.YAMLError) as expected:
+        yaml.safe_load(text)
+    with pytest.raises(yaml.YAMLError) as raised:
+        safe_load_yaml(text)
+    assert (str(raised.value), "^" in str(raised.value)) == (str(expected.value), True)

@@ -22,7 +22,7 @@ from tasks.benchmarks.consult.critic import (
 )
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase, load_kb
 from tasks.benchmarks.consult.kb.names import unknown_name
-from tasks.core.files import read_verified_bytes, write_bytes_atomic, write_text_atomic
+from tasks.core.files import read_verified_bytes, safe_load_yaml, write_bytes_atomic, write_text_atomic
 from tasks.core.preflight import UserError, remedy
 from tasks.evals.config import RunConfig, SampleSpec
 
@@ -126,7 +126,7 @@ def load_case_file(path: Path, kb: KnowledgeBase | None = None) -> list[ConsultC
     """A hand-written YAML or JSON list of cases -> validated cases; a ValueError names the file and case."""
     path = Path(path)
     try:
-        items = yaml.safe_load(path.read_text(encoding="utf-8"))  # YAML reads JSON too
+        items = safe_load_yaml(path.read_text(encoding="utf-8"))  # YAML reads JSON too
     except yaml.YAMLError as error:
         raise ValueError(f"{path.name}: not valid YAML or JSON: {error}") from None
     if not isinstance(items, list):

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
+from tasks.core.files import safe_load_yaml
 from tasks.llm.sdk import litellm_sdk
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -124,7 +124,7 @@ def load_catalogue(version: str = "v1", path: Path | None = None) -> TemplateCat
     """Read and validate `data/templates_<version>.yaml` (or `path`); a bad file raises naming itself."""
     path = path or DATA_DIR / f"templates_{version}.yaml"
     try:
-        return TemplateCatalogue.model_validate(yaml.safe_load(path.read_text()))
+        return TemplateCatalogue.model_validate(safe_load_yaml(path.read_text()))
     except ValidationError as error:
         raise ValueError(f"{path}: {error}") from None
 

@@ -27,6 +27,7 @@ from tasks.benchmarks.consult.kb.models import (
 )
 from tasks.benchmarks.consult.kb.names import normalise_text
 from tasks.benchmarks.consult.kb.widening import McpPair, load_mcp_pairs
+from tasks.core.files import safe_load_yaml
 
 EntryModel = TypeVar("EntryModel", bound=BaseModel)
 MCP_SOURCE = "drug-interaction-mcp"
@@ -372,7 +373,7 @@ def _read_yaml(path: Path) -> dict:
     if not path.exists():
         raise ValueError(f"{path.name}: file not found in {path.parent}")
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = safe_load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ValueError(f"{path.name}: not valid YAML: {exc}") from exc
     if not isinstance(document, dict):
