@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from tasks.data.reddit.reader import LineBlock
 from tasks.data.reddit.records import (
+    CREATED_UTC_END,
     DROP_REASONS,
     BlockResult,
     DumpKind,
@@ -243,6 +244,7 @@ def block_outcomes(
         (odd_of["subreddit"] | ~_numpy(pc.string_is_ascii(subreddits)), "python"),
         (~_numpy(pc.equal(pc.ascii_lower(subreddits), wanted)), "other_subreddit"),
         (~_numpy(created.is_valid()), "python"),
+        (_numpy(pc.or_(pc.less(created, 0), pc.greater_equal(created, CREATED_UTC_END))), "python"),
         (_numpy(pc.or_(pc.less(created, keep.start_epoch), pc.greater_equal(created, keep.end_epoch)))
          if kind == "submissions" else np.zeros(len(created), bool), "outside_window"),
         (unread, "python"),

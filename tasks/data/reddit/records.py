@@ -23,6 +23,9 @@ from tasks.data.sources import REDDIT
 DumpKind = Literal["submissions", "comments"]
 EXCERPT_CHARS = 200
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# created_utc is read as epoch seconds in [0, 2100-01-01): later than any dump, and below any epoch written in
+# milliseconds (2020 is 1.58e12), which would otherwise date a comment in the year 52038.
+CREATED_UTC_END = 4_102_444_800
 
 
 @dataclass(frozen=True)
@@ -78,11 +81,14 @@ def edited_epoch(value: Any) -> int | None:
 
 
 def richtext_flair(value: Any) -> str | None:
-    """Concatenate the text pieces of `author_flair_richtext` (emoji pieces carry no text)."""
+    """Concatenate the text pieces of `author_flair_richtext` (emoji pieces carry no text); None when a
+    text piece's text is not a string (`"t": null`): a flair read in part could read as another one."""
     if not value or not isinstance(value, list):
         return None
-    text = "".join(p.get("t", "") for p in value if isinstance(p, dict) and p.get("e") == "text")
-    return text or None
+    pieces = [p.get("t", "") for p in value if isinstance(p, dict) and p.get("e") == "text"]
+    if not all(isinstance(piece, str) for piece in pieces):
+        return None
+    return "".join(pieces) or None
 
 
 def submission_row(record: dict[str, Any], created: int, line_number: int, source: str) -> tuple:
@@ -284,7 +290,7 @@ def classify_line(
     created = record.get("created_utc")
     if type(created) is not int:
         created = epoch_seconds(created)
-    if created is None or not INT64_MIN <= created <= INT64_MAX:
+    if created is None or not 0 <= created < CREATED_UTC_END:
         return None, "bad_created_utc"
     if kind == "submissions" and not start <= created < end:
         return None, "outside_window"

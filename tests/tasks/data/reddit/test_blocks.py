@@ -72,6 +72,12 @@ ODD_COMMENTS = [
     b'{"id":"c43",' + C + b' , "body" : "spaced"}',
     b'{"id":"c44",' + C + b',"body":"ok"}\r',
     b'{"id":"c45",' + C + b"}",
+    # a flair piece whose text is null; dates in milliseconds, past DuckDB's timestamps, before 1970
+    b'{"id":"c46",' + C + b',"author_flair_richtext":[{"e":"text","t":null},{"e":"text","t":"MD"}]}',
+    b'{"id":"c47","subreddit":"AskDocs","created_utc":1580000000000}',
+    b'{"id":"c48","subreddit":"AskDocs","created_utc":100000000000000}',
+    b'{"id":"c49","subreddit":"AskDocs","created_utc":-1}',
+    b'{"id":"c50","subreddit":"AskDocs","created_utc":4102444799}',
 ]
 
 

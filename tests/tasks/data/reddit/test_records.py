@@ -37,6 +37,22 @@ def test_richtext_flair_keeps_text_pieces_only():
     assert richtext_flair(pieces) == "Physician | Moderator"
     assert richtext_flair([]) is None
     assert richtext_flair(None) is None
+    # A text piece without a text string leaves the flair unread (it crashed the ingest).
+    assert richtext_flair([{"e": "text", "t": None}, {"e": "text", "t": "Physician"}]) is None
+
+
+def test_a_comment_dated_in_milliseconds_or_past_2100_is_quarantined_not_dated_in_another_millennium():
+    lines = [
+        b'{"id":"c1","subreddit":"AskDocs","created_utc":1580000000000}',
+        b'{"id":"c2","subreddit":"AskDocs","created_utc":100000000000000}',
+        b'{"id":"c3","subreddit":"AskDocs","created_utc":-1}',
+        b'{"id":"c4","subreddit":"AskDocs","created_utc":4102444799}',
+    ]
+    result = parse_lines(block(lines), "comments", KEEP, "RC_x.zst", prefilter=False)
+    assert ([row[0] for row in result.rows], [(r[1], r[2]) for r in result.rejects]) == (
+        ["c4"],
+        [(1, "bad_created_utc"), (2, "bad_created_utc"), (3, "bad_created_utc")],
+    )
 
 
 def test_parse_line_quarantine_reasons():
