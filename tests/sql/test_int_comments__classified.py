@@ -147,6 +147,10 @@ def test_dropped_comments(duck, given, run_model):
             stg_comment("x5", body="Looks fine to me, honestly."),
             stg_comment("x6", post="p2"),
             stg_comment("x7", post="never_staged"),
+            # ids or a body the dump did not give in a form that reads
+            stg_comment("x8", post=None, is_top_level=False),
+            stg_comment("x9", is_top_level=False),
+            stg_comment("xa", body=None),
         ],
         posts=[kept_post(), kept_post("p2", drop_reason="image_only")],
     )
@@ -158,6 +162,9 @@ def test_dropped_comments(duck, given, run_model):
         classified("x5", "answerer"),
         classified("x6", "dropped", drop_reason="post_not_kept", submission_id="p2"),
         classified("x7", "dropped", drop_reason="post_not_kept", submission_id="never_staged"),
+        classified("x8", "dropped", drop_reason="unreadable_link_id", submission_id=None, is_top_level=False),
+        classified("x9", "dropped", drop_reason="unreadable_parent_id", is_top_level=False),
+        classified("xa", "dropped", drop_reason="missing_body"),
     ]
 
 

@@ -241,6 +241,11 @@ def test_pseudonymise_mentions(duck, text, expected):
         ("\\[removed\\]", True),
         ("[removed] by mods", False),
         (None, False),
+        # a line break after the marker, and the copyright removal's overwrite, were published as text
+        ("[removed]\n", True),
+        ("\r\n[deleted]\t", True),
+        ("[ Removed by reddit in response to a copyright notice. ]", True),
+        ("Removed by reddit in response to a copyright notice", False),
     ],
 )
 def test_is_removal_sentinel(duck, text, is_marker):

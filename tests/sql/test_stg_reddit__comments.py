@@ -44,6 +44,21 @@ def test_links_to_post_and_parent(duck, load_rows, run_model):
     ]
 
 
+def test_ids_without_their_prefix_are_not_read(duck, load_rows, run_model):
+    load_rows(duck, "raw_reddit__comments", [
+        raw_comment("c1", link_id="p1", parent_id="t3_p1"),  # was read as post p1
+        raw_comment("c2", link_id="t3_", parent_id="t3_"),
+        raw_comment("c3", parent_id="c1"),
+        raw_comment("c4", parent_id="t1_"),
+    ])  # fmt: skip
+    assert run_model(duck, "stg_reddit__comments") == [
+        staged("c1", submission_id=None, is_top_level=False),
+        staged("c2", submission_id=None, is_top_level=False),
+        staged("c3", is_top_level=False),
+        staged("c4", is_top_level=False),
+    ]
+
+
 def test_flair_comes_from_text_or_else_richtext(duck, load_rows, run_model):
     load_rows(duck, "raw_reddit__comments", [
         raw_comment("f1", author_flair_text="Physician - ENT/Head &amp; Neck Surgery"),
@@ -68,6 +83,9 @@ def test_removed_and_deleted_content(duck, load_rows, run_model):
         raw_comment("r3", author="[deleted]"),
         raw_comment("r4", banned_by="a_mod", removed_by_category="moderator"),
         raw_comment("r5", author="AutoModerator", distinguished="moderator"),
+        raw_comment("r6", body="[removed]\n"),  # a line break after the marker
+        raw_comment("r7", body="[ Removed by reddit in response to a copyright notice. ]"),
+        raw_comment("r8", body=None),  # the dump lacks it: no text, and no marker
     ])  # fmt: skip
     assert run_model(duck, "stg_reddit__comments") == [
         staged("r1", author_pseudonym=None, body=None, is_body_removed=True),
@@ -77,6 +95,9 @@ def test_removed_and_deleted_content(duck, load_rows, run_model):
         staged(
             "r5", author_pseudonym=pseudonym("AutoModerator"), is_bot_author=True, distinguished="moderator"
         ),
+        staged("r6", body=None, is_body_removed=True),
+        staged("r7", body=None, is_body_removed=True),
+        staged("r8", body=None),
     ]
 
 

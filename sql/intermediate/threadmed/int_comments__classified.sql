@@ -6,10 +6,11 @@
 -- grain: comment_id
 -- contract: contracts.INT_COMMENTS__CLASSIFIED
 -- upstream: stg_reddit__comments, int_posts__filtered, flair_roles
--- Precedence: a comment under a dropped post is dropped; a tombstone stays a tombstone (its body is a
--- one-word marker, so the word rule would otherwise hide it); then bots, moderator notices and short
--- comments are dropped; then OP (same author as the post, case-sensitive), whatever the flair; then
--- the flair role. The role of a flair is that of the highest-priority seed pattern it matches,
+-- Precedence: a comment whose `link_id` or `parent_id` was not read (no `t3_`/`t1_` prefix) is dropped
+-- naming it; a comment under a dropped post is dropped; a tombstone stays a tombstone (its body is a
+-- one-word marker, so the word rule would otherwise hide it); then bots, moderator notices, comments
+-- without a body (the dump lacks it: no removal marker) and short comments are dropped; then OP (same
+-- author as the post, case-sensitive), whatever the flair; then the flair role. The role of a flair is that of the highest-priority seed pattern it matches,
 -- resolved once per distinct flair text. Bodies stay in staging: int_turns__linearised fetches those
 -- of the few comments that make threads.
 
@@ -74,10 +75,13 @@ with_drop_reason as (
     select
         flagged.*,
         case
+            when flagged.submission_id is null then 'unreadable_link_id'
+            when not flagged.is_top_level and flagged.parent_comment_id is null then 'unreadable_parent_id'
             when not flagged.is_on_kept_post then 'post_not_kept'
             when flagged.is_tombstone then null
             when flagged.is_bot_author then 'bot_author'
             when flagged.distinguished = 'moderator' then 'moderator_notice'
+            when flagged.body is null then 'missing_body'
             when count_words(flagged.body) < $min_words then 'too_few_words'
         end as drop_reason
     from flagged

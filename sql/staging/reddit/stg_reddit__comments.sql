@@ -37,13 +37,16 @@ deduplicated as (
 
 renamed as (
     select
-        -- ids: `link_id` is 't3_<post>', `parent_id` is 't3_<post>' at top level, else 't1_<comment>'
+        -- ids: `link_id` is 't3_<post>', `parent_id` is 't3_<post>' at top level, else 't1_<comment>'; an id
+        -- without its prefix is not read (null), never taken for a post's or a comment's id
         deduplicated.id as comment_id,
-        regexp_replace(deduplicated.link_id, '^t3_', '') as submission_id,
-        case when starts_with(deduplicated.parent_id, 't1_') then substr(deduplicated.parent_id, 4) end
+        case when regexp_matches(deduplicated.link_id, '^t3_.') then substr(deduplicated.link_id, 4) end
+            as submission_id,
+        case when regexp_matches(deduplicated.parent_id, '^t1_.') then substr(deduplicated.parent_id, 4) end
             as parent_comment_id,
-        coalesce(deduplicated.parent_id = 't3_' || regexp_replace(deduplicated.link_id, '^t3_', ''), false)
-            as is_top_level,
+        coalesce(
+            regexp_matches(deduplicated.link_id, '^t3_.') and deduplicated.parent_id = deduplicated.link_id, false
+        ) as is_top_level,
         deduplicated.subreddit,
 
         -- people: a deleted or empty author is unknown (null)
@@ -51,10 +54,10 @@ renamed as (
         coalesce(lower(deduplicated.author) in (select bot_accounts.username from bot_accounts), false)
             as is_bot_author,
 
-        -- text: a removal marker becomes null
+        -- text: a removal marker becomes null, as does a body the dump lacks (or holds as no text)
         case
             when not is_removal_sentinel(deduplicated.body)
-                then coalesce(clean_text(pseudonymise_mentions(deduplicated.body, $salt)), '')
+                then clean_text(pseudonymise_mentions(deduplicated.body, $salt))
         end as body,
         is_removal_sentinel(deduplicated.body) as is_body_removed,
         nullif(
