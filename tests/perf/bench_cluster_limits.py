@@ -62,7 +62,8 @@ def timed(url: str, ledger_dir: Path, shared: bool) -> float:
         ) as cluster,
         Client(cluster) as client,
     ):
-        addresses = sorted(client.scheduler_info()["workers"])
+        # Asked of the scheduler: scheduler_info() falls back to a cache without workers when its query fails.
+        addresses = sorted(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.workers)))
         client.run(lambda: __import__("tasks.llm.call"))  # imports are not timed
         limit = CONCURRENCY if shared else CONCURRENCY // WORKERS
         budget = SpendingBudget(CAP_USD) if shared else None

@@ -56,7 +56,7 @@ def on_each_worker(
 ) -> list[Any]:
     """`work(*arguments, worker)` on every worker (`worker`: its index), all at once or one after the other;
     their results, in the order of the workers."""
-    addresses = sorted(client.scheduler_info()["workers"])
+    addresses = worker_addresses(client)
     assert len(addresses) == WORKERS
     futures = []
     for worker, address in enumerate(addresses):
@@ -64,6 +64,12 @@ def on_each_worker(
         if not at_once:
             futures[-1].result()
     return client.gather(futures)
+
+
+def worker_addresses(client: Client) -> list[str]:
+    """The workers' addresses, asked of the scheduler: `client.scheduler_info()` answers from a cache with no
+    workers in it when its query fails (an OSError it only logs), as on a loaded machine."""
+    return sorted(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.workers)))
 
 
 def request(url: str, question: str) -> ChatRequest:
