@@ -151,6 +151,10 @@ def test_dropped_comments(duck, given, run_model):
             stg_comment("x8", post=None, is_top_level=False),
             stg_comment("x9", is_top_level=False),
             stg_comment("xa", body=None),
+            # a reply whose parent the dumps lack, or hold under another post, is out of every path's reach
+            stg_comment("xb", parent="gone"),
+            stg_comment("xc", parent="x6"),
+            stg_comment("xd", parent="x1"),
         ],
         posts=[kept_post(), kept_post("p2", drop_reason="image_only")],
     )
@@ -165,6 +169,9 @@ def test_dropped_comments(duck, given, run_model):
         classified("x8", "dropped", drop_reason="unreadable_link_id", submission_id=None, is_top_level=False),
         classified("x9", "dropped", drop_reason="unreadable_parent_id", is_top_level=False),
         classified("xa", "dropped", drop_reason="missing_body"),
+        classified("xb", "dropped", drop_reason="missing_parent", parent_comment_id="gone", is_top_level=False),
+        classified("xc", "dropped", drop_reason="missing_parent", parent_comment_id="x6", is_top_level=False),
+        classified("xd", "answerer", parent_comment_id="x1", is_top_level=False),
     ]
 
 

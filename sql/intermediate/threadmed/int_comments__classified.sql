@@ -7,7 +7,9 @@
 -- contract: contracts.INT_COMMENTS__CLASSIFIED
 -- upstream: stg_reddit__comments, int_posts__filtered, flair_roles
 -- Precedence: a comment whose `link_id` or `parent_id` was not read (no `t3_`/`t1_` prefix) is dropped
--- naming it; a comment under a dropped post is dropped; a tombstone stays a tombstone (its body is a
+-- naming it; a comment under a dropped post is dropped; a reply whose parent is not among the post's
+-- staged comments (missing from the dumps, or quarantined) is dropped as `missing_parent`, since no
+-- path reaches it; a tombstone stays a tombstone (its body is a
 -- one-word marker, so the word rule would otherwise hide it); then bots, moderator notices, comments
 -- without a body (the dump lacks it: no removal marker) and short comments are dropped; then OP (same
 -- author as the post, case-sensitive), whatever the flair; then the flair role. The role of a flair is that of the highest-priority seed pattern it matches,
@@ -48,15 +50,26 @@ flair_text_roles as (
     group by distinct_flairs.flair_text
 ),
 
+comment_ids as (
+    select
+        submission_id,
+        comment_id
+    from comments
+),
+
 with_context as (
     select
         comments.*,
         kept_posts.op_pseudonym,
         kept_posts.submission_id is not null as is_on_kept_post,
+        parents.comment_id is not null as has_staged_parent,
         flair_text_roles.flair_role
     from comments
     left join kept_posts
         on comments.submission_id = kept_posts.submission_id
+    left join comment_ids as parents
+        on comments.parent_comment_id = parents.comment_id
+        and comments.submission_id = parents.submission_id
     left join flair_text_roles
         on comments.flair_text = flair_text_roles.flair_text
 ),
@@ -78,6 +91,7 @@ with_drop_reason as (
             when flagged.submission_id is null then 'unreadable_link_id'
             when not flagged.is_top_level and flagged.parent_comment_id is null then 'unreadable_parent_id'
             when not flagged.is_on_kept_post then 'post_not_kept'
+            when not flagged.is_top_level and not flagged.has_staged_parent then 'missing_parent'
             when flagged.is_tombstone then null
             when flagged.is_bot_author then 'bot_author'
             when flagged.distinguished = 'moderator' then 'moderator_notice'
