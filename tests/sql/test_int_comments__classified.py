@@ -169,10 +169,14 @@ def test_dropped_comments(duck, given, run_model):
         classified("x8", "dropped", drop_reason="unreadable_link_id", submission_id=None, is_top_level=False),
         classified("x9", "dropped", drop_reason="unreadable_parent_id", is_top_level=False),
         classified("xa", "dropped", drop_reason="missing_body"),
-        classified("xb", "dropped", drop_reason="missing_parent", parent_comment_id="gone", is_top_level=False),
-        classified("xc", "dropped", drop_reason="missing_parent", parent_comment_id="x6", is_top_level=False),
-        classified("xd", "answerer", parent_comment_id="x1", is_top_level=False),
+        classified("xb", "dropped", drop_reason="missing_parent", **reply_to("gone")),
+        classified("xc", "dropped", drop_reason="missing_parent", **reply_to("x6")),
+        classified("xd", "answerer", **reply_to("x1")),
     ]
+
+
+def reply_to(parent_comment_id: str) -> dict[str, object]:
+    return {"parent_comment_id": parent_comment_id, "is_top_level": False}
 
 
 def test_answer_quality_filter(duck, given, run_model):

@@ -71,6 +71,23 @@ def test_deleted_removed_and_moderated_posts(duck, load_rows, run_model):
     ]
 
 
+def test_a_post_whose_title_or_self_text_the_dump_lacks_is_dropped_naming_it(duck, load_rows, run_model):
+    given_posts(duck, load_rows, [
+        stg_submission("m1", title=None),
+        stg_submission("m2", selftext=None),
+        stg_submission("m3", selftext=None, author_pseudonym=None, created_at=None),
+        stg_submission("m4", selftext=None, is_selftext_removed=True),
+        stg_submission("m5", selftext=""),
+    ])  # fmt: skip
+    assert run_model(duck, "int_posts__filtered") == [
+        post("m1", "missing_title", count_question_words=0),
+        post("m2", "missing_selftext", count_question_words=0),
+        post("m3", "missing_selftext", count_question_words=0, author_pseudonym=None, created_at=None),
+        post("m4", "removed_selftext", count_question_words=0),
+        post("m5", count_question_words=5),
+    ]
+
+
 def test_bot_posts(duck, load_rows, run_model):
     given_posts(duck, load_rows, [stg_submission("b1", is_bot_author=True)])
     assert run_model(duck, "int_posts__filtered") == [post("b1", "bot_author")]

@@ -67,14 +67,19 @@ def test_text_is_cleaned_and_removal_markers_become_null(duck, load_rows, run_mo
         raw_submission("t2", selftext="[removed]"),
         raw_submission("t3", selftext="[deleted]"),
         raw_submission("t4", selftext="\\[removed\\]"),
+        # what the dump lacks is unread (null), but a link post's selftext: it has none
         raw_submission("t5", selftext=None, title=None),
+        raw_submission("t6", selftext=None, is_self=False, domain="example.org"),
+        raw_submission("t7", selftext=None, is_self=None, domain="self.AskDocs"),
     ])  # fmt: skip
     assert run_model(duck, "stg_reddit__submissions") == [
         staged("t1", title="Rash & fever", selftext="See .\n\nThoughts?"),
         staged("t2", selftext=None, is_selftext_removed=True),
         staged("t3", selftext=None, is_selftext_removed=True),
         staged("t4", selftext=None, is_selftext_removed=True),
-        staged("t5", title="", selftext=""),
+        staged("t5", title=None, selftext=None),
+        staged("t6", selftext="", is_self=False, domain="example.org"),
+        staged("t7", selftext=None),
     ]
 
 

@@ -13,7 +13,7 @@ from int_posts__filtered
 where
     is_kept is distinct from (drop_reason is null)
     or drop_reason not in (
-        'outside_window', 'deleted_author', 'removed_selftext', 'moderated', 'bot_author', 'image_only',
+        'missing_title', 'missing_selftext', 'outside_window', 'deleted_author', 'removed_selftext', 'moderated', 'bot_author', 'image_only',
         'too_few_words', 'no_comments'
     )
     or (is_kept and (author_pseudonym is null or count_question_words < $min_words or count_comments = 0))

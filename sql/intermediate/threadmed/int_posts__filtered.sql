@@ -4,6 +4,7 @@
 -- grain: submission_id
 -- contract: contracts.INT_POSTS__FILTERED
 -- upstream: stg_reddit__submissions, stg_reddit__comments, image_domains
+-- A post whose title or self text the dump lacks is dropped first, naming it: its question was not read.
 -- The time window is checked here rather than in staging so that the funnel can count it. Reasons are
 -- tested in the order of the rules, so each dropped post is counted once, under its first reason.
 -- Texts stay in staging: int_turns__linearised fetches those of the few posts that make threads.
@@ -59,6 +60,9 @@ with_drop_reason as (
     select
         with_word_count.*,
         case
+            when with_word_count.title is null then 'missing_title'
+            when with_word_count.selftext is null and not with_word_count.is_selftext_removed
+                then 'missing_selftext'
             when with_word_count.created_at is null
                 or with_word_count.created_at < $window_start
                 or with_word_count.created_at >= $window_end
