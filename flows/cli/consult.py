@@ -11,6 +11,7 @@ from rich.markup import escape
 from flows.cli.case_sets import CaseSetCommand, case_set_commands
 from flows.cli.errors import reports_errors, warn
 from flows.cli.render import command_group, console
+from flows.cli.server_launch import start_temporary_server
 from tasks.benchmarks.consult.inquiry.settings import MiningSettings
 from tasks.core.preflight import UserError, check_writable_folder
 
@@ -139,7 +140,6 @@ def cases(
     hand-written one."""
     from pydantic import ValidationError
 
-    from flows.consult_cases import consult_cases
     from tasks.benchmarks.consult.cases import CaseGenerationSettings, case_set_manifest, load_case_file
     from tasks.benchmarks.consult.cases.synthea_profiles import read_synthea_demographics
 
@@ -160,6 +160,9 @@ def cases(
         raise UserError("; ".join(f"{e['loc'][0]}: {e['msg']}" for e in error.errors())) from None
     except ValueError as error:
         raise UserError(str(error)) from None
+    start_temporary_server()  # while the flow is imported
+    from flows.consult_cases import consult_cases
+
     consult_cases(out_dir=str(out), settings=settings, from_file=str(from_file) if from_file else None)
     counts = case_set_manifest(out)["counts"]
     mix = ", ".join(f"{key} {value}" for key, value in counts["difficulty"].items())

@@ -10,6 +10,7 @@ import typer
 
 from flows.cli.errors import reports_errors
 from flows.cli.render import console, print_build_summary
+from flows.cli.server_launch import start_temporary_server
 from tasks.benchmarks.threadmed.settings import BuildSettings
 from tasks.core.preflight import check_readable_files, check_writable_folder
 from tasks.data.lake import expand_dump_paths
@@ -50,6 +51,7 @@ def synth(
     check_writable_folder(out, "--out")
     console.print(f"Writing dumps of {posts:,} r/AskDocs posts (seed {seed}, {layout.value} layout) to {out}",
                   markup=False, soft_wrap=True)  # fmt: skip
+    start_temporary_server()  # while Prefect is imported
     from flows.synthesize_dumps import synthesize_dumps  # Prefect: after the line, which comes at once
 
     summary = synthesize_dumps(out_dir=str(out), posts=posts, seed=seed, layout=layout.value)
@@ -119,6 +121,7 @@ def build(
     submission_files = expand_dumps(submissions, "--submissions")
     comment_files = expand_dumps(comments, "--comments")
     console.print(build_line(submission_files, comment_files, settings, out), markup=False, soft_wrap=True)
+    start_temporary_server()  # while Prefect is imported
     from flows.build_dataset import build_dataset  # Prefect: seconds, after the line
     from tasks.core.runners import RunnerSettings
 

@@ -8,6 +8,7 @@ import typer
 
 from flows.cli.errors import reports_errors
 from flows.cli.render import console, print_build_summary, print_report_summary
+from flows.cli.server_launch import start_temporary_server
 from tasks.core.preflight import check_writable_folder
 
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "deployments" / "eval.demo.yaml"
@@ -47,6 +48,7 @@ def demo(
     treatment and follow-up (FQR graded by the offline threadmed/consult-judge heuristic), report.
     Everything is built in: no key, no network.
     """
+    start_temporary_server()  # while the flows are imported
     from flows.build_dataset import build_dataset
     from flows.evaluate_models import evaluate_models
     from flows.synthesize_dumps import synthesize_dumps

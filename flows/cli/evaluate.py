@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from flows.cli.errors import reports_errors, warn
 from flows.cli.render import console, estimate_table, print_run_summary, print_table
+from flows.cli.server_launch import start_temporary_server
 from tasks.core.preflight import check_writable_folder, validation_message
 
 if TYPE_CHECKING:  # importing them at run time costs every command the seconds Prefect takes
@@ -297,6 +298,7 @@ def run_or_estimate(
             markup=False,
             soft_wrap=True,
         )
+        start_temporary_server()  # while the benchmark is imported and planned
         bench = benchmark()
         plan = bench.plan(settings)  # here, so what the user must fix is said, not a failed flow run
         with hold_run_folder(out):

@@ -1,8 +1,8 @@
 """How a `threadmed` process behaves around its command: its temporary server, Ctrl-C and its exit.
 
 - The temporary Prefect server is flows/cli/temporary_server.py's (own session, ends with its parent),
-  put in place when Prefect first loads its server module, so commands that never need it never
-  pay for it.
+  started by a command that runs a flow as it begins (flows/cli/server_launch.py), else put in place
+  when Prefect first loads its server module, so commands that never need it never pay for it.
 - Ctrl-C: no call is sent any more, and the flow run is reported Crashed. The calls in flight are
   waited for, INTERRUPT_WAIT_S at most, so every reply that arrives (paid for) is in the ledger; then the
   process stops the server, prints one line saying what was kept, how many calls in flight it left
@@ -149,6 +149,8 @@ def exit_interrupted() -> None:
         return  # another thread is exiting already
     calls = sys.modules.get("tasks.llm.in_flight")
     abandoned = calls.wait_for_calls(0) if calls is not None else 0
+    if "flows.cli.server_launch" in sys.modules:
+        sys.modules["flows.cli.server_launch"].stop_started_server(SERVER_STOP_S)
     if "flows.cli.temporary_server" in sys.modules:
         sys.modules["flows.cli.temporary_server"].stop_temporary_server(SERVER_STOP_S)
     sys.stdout.flush()

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from flows.cli.errors import reports_errors
 from flows.cli.render import console, print_report_summary
+from flows.cli.server_launch import start_temporary_server
 from tasks.benchmarks.threadmed.settings import ReportSettings
 from tasks.core.preflight import check_writable_folder
 
@@ -102,6 +103,7 @@ def run_report_flow(
         markup=False,
         soft_wrap=True,
     )
+    start_temporary_server()  # while the flow is imported
     return Path(
         report_flow()(
             run_dirs=[str(r) for r in run_dirs],

@@ -11,6 +11,7 @@ from flows.cli.case_sets import CaseSetCommand, case_set_commands
 from flows.cli.errors import reports_errors, warn
 from flows.cli.evaluate import split_list
 from flows.cli.render import command_group, console
+from flows.cli.server_launch import start_temporary_server
 from flows.cli.snomed_oracle import oracle_data, patient_eval
 from flows.cli.snomed_train import oracle_train
 from tasks.benchmarks.snomed.cases.settings import CaseSetSettings, SourceFormat
@@ -74,7 +75,6 @@ def cases(
     ] = False,
 ) -> None:
     """Build a case set (the `snomed-cases` flow): same input and options, same bytes."""
-    from flows.snomed_cases import snomed_cases
     from tasks.benchmarks.snomed.cases.case_set import CASE_SET_FILES
     from tasks.benchmarks.snomed.cases.loading import case_set_manifest
     from tasks.core.files import check_replaceable_folder
@@ -94,6 +94,9 @@ def cases(
     except ValueError as error:
         raise UserError(str(error)) from None
     chosen_format = check_source(source, source_format, settings, allow_empty)
+    start_temporary_server()  # while the flow is imported
+    from flows.snomed_cases import snomed_cases
+
     snomed_cases(
         source=str(source),
         out_dir=str(out),

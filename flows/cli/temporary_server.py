@@ -9,9 +9,11 @@ only critical errors unless PREFECT_SERVER_LOGGING_LEVEL says otherwise: stoppin
 still queued (at every exit, and at once on Ctrl-C) makes it log tracebacks of cancelled writes on the
 user's terminal, about the run history only.
 
-Importing this module makes it the server Prefect starts (flows/cli/process.py imports it when
-Prefect loads its server module). `python -m flows.cli.temporary_server PARENT_PID UVICORN_ARGS...` is
-the server process itself.
+A command that runs a flow starts this server process itself, before it imports Prefect
+(flows/cli/server_launch.py); Prefect starts it where none was (a command that imported Prefect first).
+Importing this module makes it the server Prefect starts (flows/cli/process.py imports it when Prefect
+loads its server module). `python -m flows.cli.temporary_server PARENT_PID UVICORN_ARGS...` is the server
+process itself.
 """
 
 import asyncio
@@ -24,21 +26,16 @@ import threading
 import time
 from typing import Any
 
-import prefect
 from prefect.server.api.server import SubprocessASGIServer
 from prefect.settings import get_current_settings
 
 from flows.cli.errors import errors
+from flows.cli.server_launch import STARTING_LINE, server_command, server_environment, startup_fix
 from tasks.core.preflight import UserError
 
 PARENT_POLL_S = 0.5
 STOP_GRACE_S = 5.0
 POOL_LOGGER = "sqlalchemy.pool.impl.AsyncAdaptedQueuePool"  # the pool Prefect's server uses (aiosqlite)
-SERVER_LOGGING_LEVEL, QUIET = "PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL"
-STARTING_LINE = (
-    "Starting a temporary Prefect server for this command (seconds; `threadmed server start` keeps one "
-    "running for every command)"
-)
 
 
 class DetachedTemporaryServer(SubprocessASGIServer):
@@ -59,35 +56,14 @@ class DetachedTemporaryServer(SubprocessASGIServer):
 
     def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
         # The same command and environment as SubprocessASGIServer (prefect 3.8.8), behind our watchdog.
-        uvicorn_args = [
-            "--app-dir", str(prefect.__module_path__.parent),
-            "--factory", "prefect.server.api.server:create_app",
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--log-level", "error", "--lifespan", "on",
-        ]  # fmt: skip
-        server_env = {
-            "PREFECT_UI_ENABLED": "0",
-            "PREFECT__SERVER_EPHEMERAL": "1",
-            "PREFECT__SERVER_FINAL": "1",
-        }
         return subprocess.Popen(
-            [sys.executable, "-m", __name__, str(os.getpid()), *uvicorn_args],
+            server_command(["--host", "127.0.0.1", "--port", str(self.port)]),
             env={
-                SERVER_LOGGING_LEVEL: QUIET,  # unless the user's environment or profile sets it
-                **os.environ,
-                **server_env,
+                **server_environment(os.environ),
                 **get_current_settings().to_environment_variables(exclude_unset=True),
             },
             start_new_session=True,
         )
-
-
-def startup_fix(timeout_s: float) -> str:
-    return (
-        f"Prefect's temporary API server did not start within {timeout_s:g} s (a busy machine starts it "
-        "slowly): set PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher (e.g. 300), or start one for "
-        "every command with `threadmed server start`"
-    )
 
 
 def stop_temporary_server(timeout_s: float) -> None:
