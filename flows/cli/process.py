@@ -3,7 +3,8 @@
 - The temporary Prefect server is flows/cli/temporary_server.py's (own session, ends with its parent),
   started by a command that runs a flow as it begins (flows/cli/server_launch.py), else put in place
   when Prefect first loads its server module, so commands that never need it never pay for it.
-- Ctrl-C: no call is sent any more, and the flow run is reported Crashed. The calls in flight are
+- Ctrl-C (handled by a thread of its own, whatever the main thread is waiting on: `watch_interrupts`): no
+  call is sent any more, and the flow run is reported Crashed. The calls in flight are
   waited for, INTERRUPT_WAIT_S at most, so every reply that arrives (paid for) is in the ledger; then the
   process stops the server, prints one line saying what was kept, how many calls in flight it left
   (their replies would be lost, and a re-run asks them again) and how to resume, and exits 130. A second
@@ -31,7 +32,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 INTERRUPTED_EXIT_CODE = 130
 # How long Ctrl-C waits for the replies of calls in flight: most replies come within it, and a user who
@@ -60,6 +61,12 @@ class _Interrupt:
     describe: Callable[[int], str] = staticmethod(default_interrupt_line)
     received = False
     exiting = threading.Lock()
+    # Each SIGINT reaches the watcher at once and the main thread's handler when (if) it runs bytecode again:
+    # the Ctrl-Cs pressed are the larger of their counts.
+    seen: ClassVar[dict[str, int]] = {"watcher": 0, "handler": 0}
+    counting = threading.Lock()
+    handler_ran = threading.Event()  # the main thread's handler ran: its crash report, if any, is started
+    reporter: threading.Thread | None = None  # reporting the flow run Crashed
 
 
 def on_interrupt(describe: Callable[[int], str]) -> None:
@@ -74,6 +81,7 @@ def run(app: Callable[[], Any]) -> None:
     sys.meta_path.insert(0, AfterImport("prefect.server.api.server", use_detached_temporary_server))
     sys.meta_path.insert(0, AfterImport("prefect", without_flow_heartbeats))
     signal.signal(signal.SIGINT, interrupted)
+    watch_interrupts()
     try:
         app()
     except SystemExit as ended:  # Typer ends every command with SystemExit
@@ -93,21 +101,58 @@ def run(app: Callable[[], Any]) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def watch_interrupts() -> None:
+    """Handle Ctrl-C in a thread of its own, woken through CPython's wake-up fd.
+
+    CPython runs a Python signal handler only in the main thread, when it next runs bytecode; the C-level
+    handler, in whichever thread the signal lands, only flags it. A command's main thread waits on its tasks
+    with no time-out (Prefect's `as_completed`), and a SIGINT caught as it goes into that wait, or caught by
+    another thread, stayed flagged until a task ended: with every call held at the provider, never (the
+    command went on sending attempts for 10 minutes). The C-level handler also writes the signal's number to
+    the wake-up fd, at once, whatever the main thread is doing: this thread reads it.
+    """
+    read_end, write_end = os.pipe()  # not inherited by child processes
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    threading.Thread(target=read_interrupts, args=(read_end,), daemon=True, name="interrupt-watcher").start()
+
+
+def read_interrupts(read_end: int) -> None:
+    while True:
+        for signum in os.read(read_end, 64):
+            if signum == signal.SIGINT:
+                interrupt_seen("watcher")
+
+
 def interrupted(signum: int, frame: Any) -> None:
-    """SIGINT: send no more calls, then exit 130 from another thread once the calls in flight are recorded
-    (INTERRUPT_WAIT_S at most).
+    """The main thread's SIGINT handler: the flow run's crash report (only the main thread knows its flow
+    run), and the interrupt itself unless the watcher had it already."""
+    report_crash(current_flow_run_id())
+    _Interrupt.handler_ran.set()
+    interrupt_seen("handler")
+
+
+def interrupt_seen(by: str) -> None:
+    """A SIGINT as `by` saw it. The first Ctrl-C: send no more calls, then exit 130 from another thread once
+    the calls in flight are recorded (INTERRUPT_WAIT_S at most); the second: exit now.
 
     Nothing is raised into the main thread: it may be inside native code (DuckDB, tiktoken, Arrow) that
     does not survive an exception from a signal handler, and unwinding would wait on calls in flight with
     no bound.
     """
-    if _Interrupt.received:  # a second Ctrl-C: now
+    with _Interrupt.counting:
+        pressed_before = max(_Interrupt.seen.values())
+        _Interrupt.seen[by] += 1
+        pressed = max(_Interrupt.seen.values())
+    if pressed == pressed_before:  # the other one saw this SIGINT first
+        return
+    if pressed > 1:  # a second Ctrl-C: now
         exit_interrupted()
     _Interrupt.received = True
     logging.disable(logging.CRITICAL)  # whatever the main thread still logs: the one line says it all
     if (calls := sys.modules.get("tasks.llm.in_flight")) is not None:  # a command that never called has none
         calls.stop_sending()
-    threading.Thread(target=stop_after_interrupt, args=(current_flow_run_id(),), daemon=True).start()
+    threading.Thread(target=stop_after_interrupt, daemon=True).start()
 
 
 def current_flow_run_id() -> Any:
@@ -117,15 +162,22 @@ def current_flow_run_id() -> Any:
     return flow_run_context.flow_run.id if flow_run_context and flow_run_context.flow_run else None
 
 
-def stop_after_interrupt(flow_run_id: Any) -> None:
-    """Report the flow run Crashed while the calls in flight come back, then exit."""
-    reporter = None
-    if flow_run_id is not None:
-        reporter = threading.Thread(target=report_crashed, args=(flow_run_id,), daemon=True)
-        reporter.start()
+def report_crash(flow_run_id: Any) -> None:
+    """Start reporting the flow run Crashed (once), while the calls in flight come back."""
+    with _Interrupt.counting:
+        if flow_run_id is None or _Interrupt.reporter is not None:
+            return
+        _Interrupt.reporter = threading.Thread(target=report_crashed, args=(flow_run_id,), daemon=True)
+    _Interrupt.reporter.start()
+
+
+def stop_after_interrupt() -> None:
+    """Wait for the calls in flight to be recorded, and for the crash report (started by the main thread's
+    handler, INTERRUPT_GRACE_S at most, then given as long), then exit."""
     if (calls := sys.modules.get("tasks.llm.in_flight")) is not None:
         calls.wait_for_calls(INTERRUPT_WAIT_S)
-    if reporter is not None:
+    _Interrupt.handler_ran.wait(INTERRUPT_GRACE_S)
+    if (reporter := _Interrupt.reporter) is not None:
         reporter.join(INTERRUPT_GRACE_S)
     exit_interrupted()
 

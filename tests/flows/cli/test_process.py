@@ -147,6 +147,35 @@ def test_ctrl_c_waits_a_bounded_time_for_calls_in_flight_then_exits_130_in_one_l
     assert still_running(children, timeout=60) == []
 
 
+# The main thread waits with no time-out for something that never comes (as a command waits on tasks whose
+# calls are all held), and the SIGINT lands in another thread: CPython runs the main thread's handler only
+# when that thread runs bytecode again.
+SIGINT_OFF_THE_MAIN_THREAD = """
+import signal, threading, time
+from flows.cli.process import run
+
+def app():
+    def interrupt():
+        time.sleep(0.5)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+    threading.Thread(target=interrupt).start()
+    threading.Event().wait()
+
+run(app)
+"""
+
+
+def test_ctrl_c_is_handled_while_the_main_thread_waits_with_no_time_out_and_another_thread_catches_it():
+    interrupted = subprocess.run(
+        [sys.executable, "-c", SIGINT_OFF_THE_MAIN_THREAD], capture_output=True, text=True, timeout=600
+    )  # a liveness bound: it exits about a second after the signal
+    assert (interrupted.returncode, interrupted.stdout, interrupted.stderr) == (
+        130,
+        "",
+        "interrupted; re-run the same command to resume\n",
+    )
+
+
 @pytest.mark.usefixtures("prefect_harness")
 def test_ctrl_c_during_a_rerun_records_every_reply_that_comes_and_the_resume_pays_no_call_twice(
     dataset, tmp_path
