@@ -22,6 +22,22 @@ print(answer, server_launch._Launched.process.pid, os.environ["PREFECT_API_URL"]
 print("prefect.server.api.server" in sys.modules)
 """
 
+PREFECT_FIRST = """
+import sys
+from flows.cli.prefect_env import prepare
+from flows.cli.process import run
+prepare()
+
+def app():
+    import prefect  # before the command's start: its settings are read, so Prefect starts the server itself
+    from flows.cli import server_launch
+    server_launch.start_temporary_server()
+    answer = prefect.flow(lambda: 42, name="answer")()
+    print(answer, server_launch._Launched.process, "flows.cli.temporary_server" in sys.modules, flush=True)
+
+run(app)
+"""
+
 NOT_LAUNCHED = """
 import sys
 from flows.cli import server_launch
@@ -53,6 +69,14 @@ def test_the_server_started_first_serves_the_flow_without_prefect_s_server_modul
     assert api_url.startswith("http://127.0.0.1:") and api_url.endswith("/api")
     assert ran.stderr.splitlines()[0] == STARTING_LINE
     assert not psutil.pid_exists(int(pid)) or psutil.Process(int(pid)).status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_api")
+def test_a_command_that_imported_prefect_first_has_prefect_start_the_same_watched_server(tmp_path):
+    ran = run_script(PREFECT_FIRST, tmp_path)
+    assert (ran.returncode, ran.stdout) == (0, "42 None True\n"), ran.stderr
+    assert ran.stderr == STARTING_LINE + "\n"  # one server, started once
 
 
 @pytest.mark.usefixtures("no_api")
