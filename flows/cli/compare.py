@@ -8,6 +8,7 @@ from rich.console import Console
 
 from flows.cli.errors import reports_errors
 from flows.cli.report import BootstrapSeed, Lake, Level, Resamples
+from flows.cli.server_launch import start_temporary_server
 from tasks.core.preflight import check_writable_folder
 from tasks.report.settings import CompareSettings
 
@@ -43,6 +44,7 @@ def compare(
     compare_differences and compare_items (Parquet and CSV), compare.md and index.html, where an item opens
     both models' answers side by side. Refuses runs of different benchmarks or over different items.
     """
+    start_temporary_server()  # while the flow is imported
     from flows.cli.render import print_table
     from flows.compare import compare_runs
     from tasks.benchmarks.compare import check_comparable

@@ -65,6 +65,7 @@ def mine(
 ) -> None:
     """Mine question templates, the Markov policy and partial orders (the `consult-mine` flow): same corpora
     and options, same bytes."""
+    start_temporary_server()  # while the flow is imported
     from flows.consult_mine import consult_mine
     from tasks.benchmarks.consult.inquiry.corpora import CorpusError, dialogues_with_doctor, read_corpora
 

@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 
 from flows.cli.errors import reports_errors
+from flows.cli.server_launch import start_temporary_server
 from tasks.benchmarks.threadmed.agreement_settings import AgreementSettings
 from tasks.core.preflight import check_writable_folder
 
@@ -51,6 +52,7 @@ def agreement(
     by turn group, model and answer length; the paper's metrics on the human grades beside the judge's; a
     length check; and each judge's drift between its samples (runs at other params or epochs).
     """
+    start_temporary_server()  # while the flow is imported
     from flows.cli.render import print_table
     from flows.judge_agreement import judge_agreement
     from tasks.benchmarks.threadmed.agreement import check_agreement_inputs, default_out_dir
