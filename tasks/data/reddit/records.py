@@ -262,7 +262,12 @@ def _find_all(data: bytes, needle: bytes) -> list[int]:
 
 
 # Reasons a line is dropped (counted only); any other reason quarantines it (file, line, excerpt).
-DROP_REASONS = frozenset({"empty_line", "other_subreddit", "missing_subreddit", "outside_window"})
+# no_subreddit_name: a monthly dump's line whose bytes spell the subreddit's name in no way JSON allows,
+# skipped unparsed (candidate_lines). It cannot hold a record of the subreddit, but nothing else about it
+# was read: an empty or corrupt line among them is not told apart, so it is not called other_subreddit.
+DROP_REASONS = frozenset(
+    {"empty_line", "other_subreddit", "missing_subreddit", "outside_window", "no_subreddit_name"}
+)
 
 
 @functools.cache
@@ -307,7 +312,7 @@ def parse_lines(
     """Filter, parse and normalise the lines of a block one by one, counting every line that is not kept.
 
     With `prefilter` (all-of-Reddit monthly dumps), only candidate_lines are parsed; the others count
-    as other_subreddit without being parsed.
+    as no_subreddit_name, unread.
     """
     wanted = keep.subreddit.lower()
     if prefilter and SUBREDDIT_NAME.fullmatch(wanted):
@@ -320,12 +325,12 @@ def parse_lines(
     for index, line in numbered:
         if index > skipped_to:
             # Counted where the line-by-line filter met them, so that counters keep their key order.
-            result.dropped["other_subreddit"] += index - skipped_to
+            result.dropped["no_subreddit_name"] += index - skipped_to
         skipped_to = index + 1
         line_number = block.first_line + index
         row, reason = classify_line(line, line_number, kind, keep, source)
         result.add_line(row, reason, line, line_number, source)
     if prefilter and result.lines > skipped_to:
-        result.dropped["other_subreddit"] += result.lines - skipped_to
+        result.dropped["no_subreddit_name"] += result.lines - skipped_to
     result.kept = len(result.rows)
     return result

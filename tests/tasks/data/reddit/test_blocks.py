@@ -184,5 +184,5 @@ def test_a_block_without_kept_rows_gets_the_same_part_as_an_empty_table(tmp_path
     written = tmp_path / "written.parquet"
     pq.write_table(rows_to_table([], RAW_COMMENTS), written, compression="zstd")
     job = BlockJob(block([b'{"id":"c1","subreddit":"pics"}']), "comments", KEEP, "RC_x", True, tmp_path / "p")
-    assert run_block_job(job).dropped == Counter(other_subreddit=1)
+    assert run_block_job(job).dropped == Counter(no_subreddit_name=1)
     assert (tmp_path / "p").read_bytes() == written.read_bytes()

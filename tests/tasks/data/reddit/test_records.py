@@ -86,15 +86,18 @@ def test_process_lines_counts_every_line():
     assert result.rejected == Counter(bad_created_utc=1, invalid_json=1)
 
 
-def test_monthly_prefilter_skips_other_subreddits_without_parsing():
+def test_monthly_prefilter_skips_lines_without_the_subreddit_s_name_unread_and_says_so():
+    """A skipped line was never parsed: a corrupt or empty one among them is not called other_subreddit."""
     lines = [
         b'{"id":"c1","subreddit":"AskReddit", broken',
         b'{"id":"c2","subreddit":"ASKDOCS","created_utc":5}',
+        b"",
+        b'{"id":"c3","subreddit":"pics","created_utc":5}',
     ]
     result = parse_lines(block(lines), "comments", KEEP, "RC_2016-01.zst", prefilter=True)
     # Comments are kept whatever their own date: they follow their post.
     assert [row[0] for row in result.rows] == ["c2"]
-    assert result.dropped == Counter(other_subreddit=1)
+    assert result.dropped == Counter(no_subreddit_name=3)
     assert result.rejected == Counter()
 
 
@@ -109,7 +112,8 @@ def test_the_prefilter_never_drops_a_subreddit_spelled_another_way():
     ]
     result = parse_lines(block(lines), "comments", KEEP, "RC_2016-01.zst", prefilter=True)
     assert [row[0] for row in result.rows] == ["c2", "c3", "c4"]
-    assert list(result.dropped.items()) == [("other_subreddit", 2)]
+    # c5's escapes are of no ASCII letter: neither it nor c1 is parsed.
+    assert list(result.dropped.items()) == [("no_subreddit_name", 2)]
 
 
 def test_candidate_lines_are_the_lines_that_may_hold_the_subreddit_with_their_index():
@@ -132,7 +136,7 @@ def test_the_prefilter_counts_lines_in_the_order_the_line_by_line_filter_met_the
         b'{"id":"p4","subreddit":"pics","created_utc":1451606400}',
     ]
     result = parse_lines(block(lines), "submissions", KEEP, "RS_2016-01.zst", prefilter=True)
-    assert list(result.dropped.items()) == [("outside_window", 1), ("other_subreddit", 3)]
+    assert list(result.dropped.items()) == [("outside_window", 1), ("no_subreddit_name", 3)]
     assert [(row[0], row[-1]) for row in result.rows] == [("p3", 4)]
     assert result.lines == 5
 
