@@ -214,6 +214,22 @@ an unanswered question). Threads that the release lacks may have been removed on
 (term 5)."""
 
 
+def repaired_values_sentence(inputs: Sequence[dict[str, Any]]) -> str:
+    """What the card says of the values of kept records that lost part of their value when cast to their
+    column's type (nulled, characters replaced, a number cut; build.json names them per dump)."""
+    repaired: Counter[str] = Counter()
+    for dump in inputs:
+        repaired.update(dump["repaired_values"])
+    if not repaired:
+        return "No value of a kept record lost any part when cast to its column's type."
+    counts = ", ".join(f"`{column}` {count:,}" for column, count in sorted(repaired.items()))
+    return (
+        f"Values of kept records that lost part of their value when cast to their column's type (nulled, "
+        f"characters replaced, a number cut), by column: {counts}; per dump in `build.json`, "
+        "`repaired_values`."
+    )
+
+
 def dataset_card(stats: dict[str, Any], settings: BuildSettings, build: dict[str, Any]) -> str:
     """README.md with the YAML header Hugging Face datasets reads (configs point at the Parquet files)."""
     full, answered = stats["full"], stats["answered"]
@@ -282,6 +298,7 @@ Each has `threads.parquet` (one row per thread: counts, length stratum, OP-group
 {table}
 
 How many rows every stage kept and dropped, and why, is in `funnel.json` and `funnel.png`.
+{repaired_values_sentence(build["inputs"])}
 
 ## Terms of use
 
@@ -351,7 +368,12 @@ def publish_dataset(
         "settings": settings.model_dump(mode="json"),
         "pseudonyms": pseudonyms,
         "inputs": [
-            {"source_file": r["source_file"], "truncated": r["summary"]["truncated"], **r["fingerprint"]}
+            {
+                "source_file": r["source_file"],
+                "truncated": r["summary"]["truncated"],
+                "repaired_values": r["summary"]["repaired"],
+                **r["fingerprint"],
+            }
             for r in receipts
         ],
         "packages": package_versions(),

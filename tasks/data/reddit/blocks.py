@@ -352,7 +352,7 @@ def parse_block(
         fields = read_fields(kind, lines, ~slow)
     except duckdb.InvalidInputException:  # a malformed line the byte checks let through
         result = parse_lines(block, kind, keep, source, prefilter=False)
-        return result, rows_to_table(result.rows, REDDIT.lake_tables[kind])
+        return result, rows_to_table(result.rows, REDDIT.lake_tables[kind], result.repaired)
     fast_index = np.flatnonzero(~slow)
     outcome, columns = block_outcomes(kind, keep, fields, lines, fast_index)
     return _merge(block, kind, keep, source, (fast_index, outcome, columns), starts, ends)
@@ -396,7 +396,7 @@ def _merge(
     ]  # fmt: skip
     table = pa.Table.from_arrays(arrays, schema=contract.schema)
     if result.rows:
-        table = pa.concat_tables([table, rows_to_table(result.rows, contract)])
+        table = pa.concat_tables([table, rows_to_table(result.rows, contract, result.repaired)])
         table = table.take(pc.sort_indices(table["source_line"]))
     result.rows, result.kept = [], table.num_rows
     return result, table.combine_chunks()
@@ -427,7 +427,7 @@ def run_block_job(job: BlockJob) -> BlockResult:
     few candidate lines of a monthly dump."""
     if job.prefilter:
         result = parse_lines(job.block, job.kind, job.keep, job.source, prefilter=True)
-        table = rows_to_table(result.rows, REDDIT.lake_tables[job.kind])
+        table = rows_to_table(result.rows, REDDIT.lake_tables[job.kind], result.repaired)
         result.rows = []
     else:
         result, table = parse_block(job.block, job.kind, job.keep, job.source)

@@ -47,7 +47,8 @@ BLOCK_BYTES = 16 << 20
 
 @dataclass
 class IngestSummary:
-    """Counts of one dump's ingest; `dropped` and `rejected` are keyed by reason."""
+    """Counts of one dump's ingest; `dropped` and `rejected` are keyed by reason, `repaired` (values of kept
+    records that lost part of their value when cast to their column's type) by column."""
 
     source_file: str
     kind: str
@@ -55,6 +56,7 @@ class IngestSummary:
     kept: int = 0
     dropped: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)
+    repaired: Counter = field(default_factory=Counter)
     truncated: bool = False
     bytes_read: int = 0
     seconds: float = 0.0
@@ -64,10 +66,16 @@ class IngestSummary:
         self.kept += result.kept
         self.dropped.update(result.dropped)
         self.rejected.update(result.rejected)
+        self.repaired.update(result.repaired)
         self.bytes_read = max(self.bytes_read, result.bytes_read)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "dropped": dict(self.dropped), "rejected": dict(self.rejected)}
+        counts = {
+            "dropped": dict(self.dropped),
+            "rejected": dict(self.rejected),
+            "repaired": dict(self.repaired),
+        }
+        return {**asdict(self), **counts}
 
 
 # --- file-level I/O -------------------------------------------------------------------------------
@@ -84,9 +92,12 @@ def file_fingerprint(path: Path) -> dict[str, Any]:
 
 
 def receipt_matches(receipt: dict[str, Any], path: Path, settings_key: dict[str, Any]) -> bool:
-    """Whether a stored receipt describes this very file ingested with these settings."""
+    """Whether a stored receipt describes this very file ingested with these settings, and holds every
+    count an ingest makes now (a receipt without `repaired` predates its count: the dump is read again)."""
     stored = receipt.get("fingerprint", {})
     if receipt.get("settings") != settings_key or receipt.get("complete") is not True:
+        return False
+    if "repaired" not in receipt.get("summary", {}):
         return False
     stat = path.stat()
     if stored.get("size") != stat.st_size:

@@ -8,8 +8,9 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 import numpy as np
@@ -129,29 +130,55 @@ INTEGER_COLUMNS: dict[str, tuple[int, ...]] = {
 }  # fmt: skip
 
 
+# json.loads joins an escaped surrogate pair into one character, so a surrogate left in a string is lone.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _coerce(value: Any, dtype: pa.DataType) -> Any:
     """Best-effort cast of one odd value (a number where text was expected, and so on) to `dtype`."""
     if value is None:
         return None
     if pa.types.is_string(dtype):
         if isinstance(value, str):
-            # Lone surrogates (a broken emoji escape) cannot be written as UTF-8.
-            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+            # Lone surrogates (a broken emoji escape) cannot be written as UTF-8: each becomes one U+FFFD.
+            return LONE_SURROGATE.sub("\ufffd", value)
         return None if isinstance(value, dict | list) else str(value)
     if pa.types.is_boolean(dtype):
         return value if isinstance(value, bool) else None
     return epoch_seconds(value)
 
 
-def rows_to_table(rows: list[tuple], contract: Contract) -> pa.Table:
-    """Columns of `rows` as a table of the contract; odd values are coerced (or nulled) column by column."""
+def _is_repaired(value: Any, coerced: Any) -> bool:
+    """Whether _coerce lost part of a value: nulled it, replaced characters of its text, or cut a number
+    (a number written as text, or read as text, is read whole and is not counted)."""
+    if value is None:
+        return False
+    if coerced is None:
+        return True
+    if isinstance(coerced, str):
+        return isinstance(value, str) and coerced != value
+    if type(coerced) is int:
+        try:
+            return Decimal(str(value).strip()) != coerced
+        except InvalidOperation:
+            return True
+    return False
+
+
+def rows_to_table(rows: list[tuple], contract: Contract, repaired: Counter | None = None) -> pa.Table:
+    """Columns of `rows` as a table of the contract; odd values are coerced (or nulled) column by column,
+    and those that lost part of their value are counted by column in `repaired` (their record is kept)."""
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(contract.schema)
     arrays = []
     for values, schema_field in zip(columns, contract.schema, strict=True):
         try:
             arrays.append(pa.array(values, type=schema_field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, UnicodeEncodeError):
-            arrays.append(pa.array([_coerce(v, schema_field.type) for v in values], type=schema_field.type))
+            coerced = [_coerce(v, schema_field.type) for v in values]
+            arrays.append(pa.array(coerced, type=schema_field.type))
+            count = sum(map(_is_repaired, values, coerced))
+            if repaired is not None and count:
+                repaired[schema_field.name] += count
     return pa.Table.from_arrays(arrays, schema=contract.schema)
 
 
@@ -182,7 +209,8 @@ def excerpt(line: bytes) -> str:
 
 @dataclass
 class BlockResult:
-    """What one block of lines became: typed rows, quarantined lines, and counts by reason."""
+    """What one block of lines became: typed rows, quarantined lines, counts by reason, and the values
+    of kept rows that lost part of their value when cast to their column's type (rows_to_table), by column."""
 
     rows: list[tuple]
     rejects: list[tuple]
@@ -191,6 +219,7 @@ class BlockResult:
     rejected: Counter
     kept: int = 0
     bytes_read: int = 0
+    repaired: Counter = field(default_factory=Counter)
 
     def add_line(
         self, row: tuple | None, reason: str | None, line: bytes, line_number: int, source: str

@@ -6,6 +6,7 @@ from tasks.benchmarks.threadmed.publish import (
     ingest_funnel_rows,
     plot_funnel,
     promote_latest,
+    repaired_values_sentence,
     table1,
     version_id,
 )
@@ -40,7 +41,7 @@ def _receipt(kind, source, lines, kept, dropped, rejected, sha="ab"):
         "source_file": source,
         "fingerprint": {"sha256": sha},
         "summary": {"kind": kind, "lines": lines, "kept": kept, "dropped": dropped,
-                    "rejected": rejected, "truncated": False},
+                    "rejected": rejected, "repaired": {}, "truncated": False},
     }  # fmt: skip
 
 
@@ -60,6 +61,21 @@ def test_ingest_funnel_sums_reasons_over_files():
     }
     assert sum(count for reason, count in submissions.items() if reason) == 15  # every line read
     assert {r["stage_order"] for r in rows if r["stage"] == "ingest comments"} == {1}
+
+
+def test_the_card_counts_the_values_that_lost_part_of_their_value_over_every_dump():
+    inputs = [
+        {"source_file": "RS_1.zst", "repaired_values": {"score": 2}},
+        {"source_file": "RC_1.zst", "repaired_values": {"body": 1, "score": 1}},
+    ]
+    assert repaired_values_sentence(inputs) == (
+        "Values of kept records that lost part of their value when cast to their column's type (nulled, "
+        "characters replaced, a number cut), by column: `body` 1, `score` 3; per dump in `build.json`, "
+        "`repaired_values`."
+    )
+    assert repaired_values_sentence([{"source_file": "RS_1.zst", "repaired_values": {}}]) == (
+        "No value of a kept record lost any part when cast to its column's type."
+    )
 
 
 def test_versions_are_named_by_inputs_settings_and_salt(tmp_path):
@@ -82,7 +98,7 @@ def _privacy_section(card: str) -> str:
 
 def test_the_card_says_whether_the_pseudonyms_are_safe_to_publish():
     stats = {name: table1([3], [2], [10], [5], [15]) for name in ("full", "answered")}
-    build = {"git_commit": "abc", "built_at": "2026-01-01T00:00:00+00:00"}
+    build = {"git_commit": "abc", "built_at": "2026-01-01T00:00:00+00:00", "inputs": []}
     secret = {"salt_fingerprint": "sha256:0123456789ab", "publishable": True}
     default = {"salt_fingerprint": "sha256:ba9876543210", "publishable": False}
     assert _privacy_section(dataset_card(stats, BuildSettings(), {**build, "pseudonyms": secret})) == (
@@ -128,6 +144,7 @@ def test_the_card_carries_the_terms_of_use_and_how_to_compare_with_the_release()
         "git_commit": "abc",
         "built_at": "2026-01-01T00:00:00+00:00",
         "pseudonyms": {"salt_fingerprint": "sha256:0123456789ab", "publishable": True},
+        "inputs": [],
     }
     card = dataset_card(stats, BuildSettings(), build)
     header = card.split("\n---\n")[0]

@@ -186,3 +186,18 @@ def test_a_block_without_kept_rows_gets_the_same_part_as_an_empty_table(tmp_path
     job = BlockJob(block([b'{"id":"c1","subreddit":"pics"}']), "comments", KEEP, "RC_x", True, tmp_path / "p")
     assert run_block_job(job).dropped == Counter(no_subreddit_name=1)
     assert (tmp_path / "p").read_bytes() == written.read_bytes()
+
+
+def test_both_paths_count_the_same_values_that_lost_part_of_their_value(tmp_path):
+    lines = [
+        b'{"id":"c1","subreddit":"AskDocs","created_utc":5,"body":"pain \\ud83d here","score":"7"}',
+        b'{"id":"c2","subreddit":"AskDocs","created_utc":5,"score":"abc","author_flair_text":123}',
+        b'{"id":"c3","subreddit":"AskDocs","created_utc":5,"score":7.5,"stickied":"yes"}',
+        b'{"id":"c4","subreddit":"AskDocs","created_utc":5,"body":"fine","score":3}',
+    ]
+    result, table = parse_block(block(lines), "comments", KEEP, "x.zst")
+    assert table.equals(per_line(lines, "comments")[1])
+    assert result.repaired == Counter(body=1, score=2, stickied=1)
+    # The per-line path of a monthly dump (prefilter) counts them too.
+    monthly = BlockJob(block(lines), "comments", KEEP, "RC_x", True, tmp_path / "part.parquet")
+    assert run_block_job(monthly).repaired == result.repaired

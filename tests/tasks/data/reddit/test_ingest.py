@@ -50,8 +50,19 @@ def test_ingest_dump_writes_contract_parquet_rejects_and_receipt(tmp_path):
     ]
     assert receipt["summary"]["kept"] == 1
     assert receipt["summary"]["rejected"] == {"missing_id": 1}
+    # The score "7" is read whole: no value lost a part.
+    assert receipt["summary"]["repaired"] == {}
     assert receipt_matches(receipt, dump, settings_key("comments", KEEP, False))
     assert not receipt_matches(receipt, dump, settings_key("comments", KEEP, True))
+
+
+def test_a_receipt_from_before_repaired_values_were_counted_reads_the_dump_again(tmp_path):
+    dump = _dump(
+        tmp_path, "AskDocs_submissions.zst", [b'{"id":"p1","subreddit":"AskDocs","created_utc":1451606400}']
+    )
+    receipt = ingest_dump(dump, "submissions", tmp_path / "lake", KEEP)
+    older = {**receipt, "summary": {k: v for k, v in receipt["summary"].items() if k != "repaired"}}
+    assert not receipt_matches(older, dump, settings_key("submissions", KEEP, False))
 
 
 def test_receipt_survives_touch_but_not_a_content_change(tmp_path):
