@@ -165,8 +165,8 @@ def rejudged_config(config: RunConfig, choices: JudgeChoices) -> RunConfig:
     config = config.with_overrides(overrides)
     judge = config.judge
     chosen = {"temperature": choices.temperature, "max_tokens": choices.max_tokens}
-    # A value the judge is sent already keeps its JSON type: --temperature 0 (a float) over the config's 0
-    # would change every call's key (the hash reads 0.0, not 0), and the same verdicts would be paid again.
+    # A value the judge is sent already is left as the config wrote it: --temperature 0 (a float) over the
+    # config's 0 keeps the run's params, as its manifest shows them, the source run's.
     sent = config.resolved(judge).params
     changed = {
         name: value

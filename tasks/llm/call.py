@@ -177,27 +177,34 @@ def counting_outcomes() -> Iterator[Counter[str]]:
 
 def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
     """The recorded outcome of `request`: from the ledger if it already succeeded (there or in a source
-    ledger, then copied into it), else by calling (a batch-mode call is deferred to its batch instead,
-    tasks/llm/deferral.py)."""
+    ledger, then copied into it; under its key or its legacy key), else by calling (a batch-mode call is
+    deferred to its batch instead, tasks/llm/deferral.py)."""
     key = request.key()
     with in_flight.key_locks.hold(key):
-        if (others := in_flight.other_processes) is None:
-            record = ledger.adopt(key) or _outcome(key, request, options, ledger)
-        # Across processes, the ledger as last read first (a call it has needs no key held, and no read
-        # of what the others appended); then, holding the key, what they recorded of it too (the holder
-        # reads the ledger when they may have).
-        elif (record := ledger.lookup(key) and ledger.adopt(key)) is None:
-            # The call's reservation rides on the hold (one round trip, not two).
-            budget = budget_for(ledger.root)
-            reservation = _reservation(budget, key, request, options, ledger)
-            with others.hold(key, ledger, reservation) as reserved:
-                if (record := ledger.adopt(key, fresh=False)) is None:
-                    record = _outcome(key, request, options, ledger, reserved)
-                elif reserved:  # recorded meanwhile by a process outside the cluster
-                    budget.release(key)
+        record = _recorded_under_legacy_key(request, ledger) or _outcome_of_key(key, request, options, ledger)
     if (outcomes := _outcomes.get()) is not None:
         outcomes[record.status] += 1
     return record
+
+
+def _outcome_of_key(key: str, request: ChatRequest, options: CallOptions, ledger: CallLedger) -> CallRecord:
+    """The outcome of `key`, its key held in this process: the ledger's success, else made (`_outcome`)."""
+    if (others := in_flight.other_processes) is None:
+        return ledger.adopt(key) or _outcome(key, request, options, ledger)
+    # Across processes, the ledger as last read first (a call it has needs no key held, and no read of what
+    # the others appended); then, holding the key, what they recorded of it too (the holder reads the
+    # ledger when they may have).
+    if (record := ledger.lookup(key) and ledger.adopt(key)) is not None:
+        return record
+    # The call's reservation rides on the hold (one round trip, not two).
+    budget = budget_for(ledger.root)
+    reservation = _reservation(budget, key, request, options, ledger)
+    with others.hold(key, ledger, reservation) as reserved:
+        if (record := ledger.adopt(key, fresh=False)) is None:
+            return _outcome(key, request, options, ledger, reserved)
+        if reserved:  # recorded meanwhile by a process outside the cluster
+            budget.release(key)
+        return record
 
 
 def _reservation(
@@ -227,6 +234,17 @@ def _outcome(
     if budget is not None:
         return _call_within(budget, key, request, options, ledger, reserved)
     return _call(key, request, options, ledger)
+
+
+def _recorded_under_legacy_key(request: ChatRequest, ledger: CallLedger) -> CallRecord | None:
+    """The final outcome a run before whole-number floats were read as integers recorded of this request
+    (ChatRequest.legacy_key): its success (a source ledger's copied in) or its withheld reply. Recorded
+    before this run began, so the ledger as last read has it."""
+    if (legacy := request.legacy_key()) is None:
+        return None
+    if ledger.lookup(legacy) is not None:
+        return ledger.adopt(legacy, fresh=False)
+    return _withheld(ledger.last_failure(legacy))
 
 
 def _withheld(failure: CallRecord | None) -> CallRecord | None:

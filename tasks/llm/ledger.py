@@ -29,6 +29,7 @@ from tasks.core.files import write_text_atomic
 from tasks.llm.call_store import Follower, store_for
 from tasks.llm.compaction import Compaction
 from tasks.llm.record import CallRecord
+from tasks.llm.request import ChatRequest
 
 __all__ = ["SOURCES_FILE", "CallLedger", "CallRecord", "compact_ledger"]
 
@@ -69,6 +70,14 @@ class CallLedger:
         """The successful record of `key`: this ledger's, else the first source ledger's (as `adopt` would
         copy it); None if the call has not succeeded in any."""
         return self._store.lookup(key) or self._reused(key)
+
+    def find(self, request: ChatRequest) -> CallRecord | None:
+        """`lookup` of a request: under its key, else under its legacy key (ChatRequest.legacy_key), where a
+        run made before whole-number floats were read as integers recorded it."""
+        record = self.lookup(request.key())
+        if record is None and (legacy := request.legacy_key()) is not None:
+            record = self.lookup(legacy)
+        return record
 
     def adopt(self, key: str, fresh: bool = True) -> CallRecord | None:
         """`lookup` just before a call would be made, a source ledger's success written into this ledger: the

@@ -75,6 +75,27 @@ def assumed_reply_tokens(estimated_reply_tokens: int, params: Mapping[str, Any])
 _OMITTED_AT_DEFAULT = ("scope", "epoch")
 
 
+def canonical_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Request params as the call key reads them, and as runs are compared: a whole-number float (0.0, 1.0)
+    as the integer it equals, in nested dicts and lists too (a provider reads `0.0` and `0` alike)."""
+    return _whole_floats_as_ints(params)
+
+
+def _whole_floats_as_ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {name: _whole_floats_as_ints(item) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_whole_floats_as_ints(item) for item in value]
+    return value
+
+
+def _digest(fields: dict[str, Any]) -> str:
+    canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 class ChatRequest(BaseModel, frozen=True):
     """Everything that determines a reply: the call key is a hash of exactly these fields.
 
@@ -92,12 +113,25 @@ class ChatRequest(BaseModel, frozen=True):
     epoch: int = Field(0, ge=0, description="Repeat index of the same request (sampling at temperature > 0).")
 
     def key(self) -> str:
+        """The call key: a hash of the fields, a param's whole-number float read as the integer it equals
+        (`temperature: 0.0` in a YAML config is the default's `0`: the same call, not a second one)."""
+        fields = self._key_fields()
+        fields["params"] = canonical_params(fields["params"])
+        return _digest(fields)
+
+    def legacy_key(self) -> str | None:
+        """The key this request had before whole-number floats were read as integers, where it differs: a
+        call recorded under it is this call (CallLedger.find looks there too), so it is never paid again."""
+        fields = self._key_fields()
+        legacy = _digest(fields)
+        return None if legacy == self.key() else legacy
+
+    def _key_fields(self) -> dict[str, Any]:
         fields = self.model_dump(mode="json")
         for name in _OMITTED_AT_DEFAULT:
             if fields[name] == type(self).model_fields[name].default:
                 del fields[name]
-        canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return fields
 
     def asks_for_json(self) -> bool:
         """Whether the params ask for a JSON reply (`response_format` of type json_object or json_schema)."""

@@ -25,6 +25,7 @@ from tasks.core.preflight import UserError
 from tasks.core.provenance import artifact_key
 from tasks.core.run_folder import run_folder_benchmark
 from tasks.core.safe_text import csv_text, markdown_text, page_text
+from tasks.llm.request import canonical_params
 from tasks.report.coverage import RunCoverage
 from tasks.report.html import render_page
 from tasks.report.runs import check_each_run_once
@@ -86,8 +87,9 @@ class Leaderboard(NamedTuple):
 
 
 def graders(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every role but the models under test, by role: its model and params as sent, and its epoch if it has
-    one. Runs written before the manifest recorded what was sent give each role's configured spec."""
+    """Every role but the models under test, by role: its model and params as sent (canonical_params: a
+    `temperature: 0.0` is another run's `0`), and its epoch if it has one. Runs written before the manifest
+    recorded what was sent give each role's configured spec."""
     config = manifest.get("config", {})
     sent = manifest.get("sent")
     if sent is None:
@@ -99,7 +101,7 @@ def graders(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
         epoch = (config.get(role) or {}).get("epoch")
         roles[role] = {
             "model": spec["model"],
-            "params": spec.get("params") or {},
+            "params": canonical_params(spec.get("params") or {}),
             **({} if epoch is None else {"epoch": epoch}),
         }
     return dict(sorted(roles.items()))

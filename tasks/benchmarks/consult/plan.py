@@ -114,7 +114,7 @@ def estimate_job(job: ConsultJob, ledger: CallLedger, tally: EstimateTally) -> N
 
     def replay(request: ChatRequest) -> Any:
         nonlocal made
-        record = ledger.lookup(request.key())
+        record = ledger.find(request)
         if record is None:
             raise _NotInLedger(request)
         estimate.cached += 1
@@ -162,7 +162,7 @@ def _estimate_judging(
     judge = job.judge.spec
 
     def lookup(request: ChatRequest) -> CallRecord:
-        record = ledger.lookup(request.key())
+        record = ledger.find(request)
         if record is not None:
             estimate.cached += 1
             return record

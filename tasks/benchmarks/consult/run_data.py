@@ -15,6 +15,7 @@ from tasks.benchmarks.consult.composite import composite
 from tasks.benchmarks.consult.contracts import MESSAGES, PRIMARY_METRICS, SCORES
 from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy
 from tasks.core.preflight import UserError
+from tasks.llm.request import canonical_params
 from tasks.report.panel import (
     JudgeRun,
     PanelJudge,
@@ -85,7 +86,7 @@ def _judge_run(manifest: RunManifest) -> JudgeRun:
     """A run's FQR judge as a panel sees it (a run config without one: the default): the judge is its model
     and rubric (one vote each); its params and epoch make a sample of that judge."""
     judge = manifest.config.get("judge") or {}
-    params, epoch = judge.get("params") or {}, int(judge.get("epoch") or 0)
+    params, epoch = canonical_params(judge.get("params") or {}), int(judge.get("epoch") or 0)
     return JudgeRun(
         judge=json.dumps({key: judge.get(key) for key in ("model", "rubric")}, sort_keys=True),
         sample=json.dumps([params, epoch], sort_keys=True),

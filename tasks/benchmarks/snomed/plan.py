@@ -199,7 +199,7 @@ def estimate_job(job: SnomedJob, ledger: CallLedger, tally: EstimateTally) -> No
     made = {"clinician": 0, "patient": 0}
 
     def replay(role: str, request: ChatRequest):
-        record = ledger.lookup(request.key())
+        record = ledger.find(request)
         if record is None:
             raise _NotInLedger(role, request)
         estimates[role].cached += 1

@@ -125,7 +125,7 @@ def _walk_answers(
     """Each turn with its answer from the ledger, or None once an answer is unknown; counts the calls."""
     known = {
         turn: record.text
-        for turn, record in ask_turns(job, lambda messages: ledger.lookup(job.model.request(messages).key()))
+        for turn, record in ask_turns(job, lambda messages: ledger.find(job.model.request(messages)))
         if record is not None
     }
     answers: list[str] = []
@@ -161,7 +161,7 @@ def _estimate_judging(
     attempts = job.judge.max_reasks + 1
     found = 0
     if answer is not None:
-        replies = list(judge_replies(job, turn, answer, lambda request: ledger.lookup(request.key())))
+        replies = list(judge_replies(job, turn, answer, ledger.find))
         found = sum(record is not None for record, _ in replies)
         estimate.cached += found
         if replies[-1][0] is not None:  # a valid score, or the last re-ask: nothing left to ask

@@ -18,6 +18,7 @@ from tasks.benchmarks.threadmed.contracts import JUDGMENTS, QA_PAIRS, RESPONSES
 from tasks.benchmarks.threadmed.tables import panel_name
 from tasks.core.preflight import UserError
 from tasks.core.run_folder import REPORT_FIX, check_run_folder_benchmark
+from tasks.llm.request import canonical_params
 from tasks.report.panel import (
     JudgeRun,
     PanelJudge,
@@ -188,12 +189,13 @@ def _judge_run(manifest: RunManifest) -> JudgeRun:
     grades as much as the model does: one vote each); its params as sent and its epoch make a sample of
     that judge (a temperature or a repeat samples the same judge again)."""
     setup = manifest.judge_setup
+    params = canonical_params(setup["params"])
     return JudgeRun(
         judge=json.dumps([manifest.judge_model, setup["prompts"]], sort_keys=True),
-        sample=json.dumps([setup["params"], manifest.judge_epoch], sort_keys=True),
+        sample=json.dumps([params, manifest.judge_epoch], sort_keys=True),
         model=manifest.judge_model,
         name=_judge_name(manifest),
-        sample_label=sample_label(setup["params"], manifest.judge_epoch),
+        sample_label=sample_label(params, manifest.judge_epoch),
         run_id=manifest.run_id,
     )
 

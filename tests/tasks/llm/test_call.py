@@ -349,6 +349,38 @@ def test_each_epoch_is_its_own_call_and_a_rerun_resumes_them_all(server, tmp_pat
     assert len(server.requests) == 2
 
 
+def test_a_param_written_0_0_or_0_is_one_call_and_one_recorded_under_its_legacy_key_is_not_paid_again(
+    server, tmp_path, monkeypatch
+):
+    ledger = CallLedger(tmp_path)
+    as_float = request(server).model_copy(update={"params": {"temperature": 0.0}})
+    first = complete(request(server), options(), ledger)
+    assert (complete(as_float, options(), ledger), len(server.requests)) == (first, 1)
+
+    # A run before whole-number floats were read as integers recorded a call under its legacy key.
+    sampled = request(server).model_copy(update={"params": {"temperature": 1.0}})
+    legacy = sampled.legacy_key()
+    with monkeypatch.context() as old_code:
+        old_code.setattr(ChatRequest, "key", lambda self: legacy)
+        recorded = complete(sampled, options(), CallLedger(tmp_path))
+    assert (recorded.key, len(server.requests)) == (legacy, 2)
+    resumed = CallLedger(tmp_path)
+    assert resumed.lookup(sampled.key()) is None
+    assert resumed.find(sampled) == recorded
+    assert (complete(sampled, options(), resumed), len(server.requests)) == (recorded, 2)
+
+
+def test_a_reply_withheld_under_the_legacy_key_is_not_asked_again(server, tmp_path, monkeypatch):
+    server.script(Action(content="", finish_reason="content_filter"))
+    sampled = request(server).model_copy(update={"params": {"temperature": 1.0}})
+    legacy = sampled.legacy_key()
+    with monkeypatch.context() as old_code:
+        old_code.setattr(ChatRequest, "key", lambda self: legacy)
+        withheld = complete(sampled, options(), CallLedger(tmp_path))
+    assert (withheld.error_kind, len(server.requests)) == ("content_filter", 1)
+    assert (complete(sampled, options(), CallLedger(tmp_path)), len(server.requests)) == (withheld, 1)
+
+
 def test_the_scope_tells_apart_calls_with_the_same_messages(server, tmp_path):
     ledger = CallLedger(tmp_path)
     for scope in ("snomed/patient", "snomed/clinician", "snomed/patient"):

@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tasks.llm.request import ChatRequest, assumed_reply_tokens
+from tasks.llm.request import ChatRequest, assumed_reply_tokens, canonical_params
 
 MESSAGES = ({"role": "user", "content": "My ankle is swollen. X-ray?"},)
 
@@ -42,6 +42,57 @@ def test_keys_recorded_before_scope_and_epoch_existed_are_unchanged():
     for key, request in RECORDED_KEYS.items():
         assert request.key() == key
         assert request.model_copy(update={"scope": None, "epoch": 0}).key() == key
+
+
+def test_a_whole_number_float_param_is_the_integer_it_equals_in_the_key():
+    """`temperature: 0.0` in a YAML config and the default `0` are one call, paid once; 0.5 is another."""
+    schema = {"type": "json_schema", "json_schema": {"schema": {"minimum": 1.0, "enum": [2.0, "x"]}}}
+    floats = ChatRequest(
+        model="openai/m1",
+        messages=MESSAGES,
+        params={"temperature": 0.0, "max_tokens": 9.0, "response_format": schema},
+    )
+    ints = floats.model_copy(update={"params": canonical_params(floats.params)})
+    assert ints.params == {
+        "temperature": 0,
+        "max_tokens": 9,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"schema": {"minimum": 1, "enum": [2, "x"]}},
+        },
+    }
+    assert [type(v) for v in (ints.params["temperature"], ints.params["max_tokens"])] == [int, int]
+    assert floats.key() == ints.key()
+    assert floats.model_copy(update={"params": {"temperature": 0.5}}).key() != ints.key()
+
+
+# A key recorded before whole-number floats were read as integers (computed on the commit before): its
+# call is found under it, so a run folder of such calls resumes without paying them again.
+LEGACY_KEY = (
+    "0fcda247b18183f09bc5fc0ad48f9badc295cf0c3b3b6be0ee63dc32ad49d6c4",
+    ChatRequest(model="openai/gpt-4o", messages=MESSAGES, params={"temperature": 0.0, "max_tokens": 512}),
+)
+
+
+def test_the_legacy_key_is_the_key_before_whole_number_floats_were_read_as_integers():
+    legacy, request = LEGACY_KEY
+    assert request.legacy_key() == legacy
+    assert request.key() == "5021272329359d998690aa12537bd3263ee7b28b38f23c1ff3c502797ae610d0"
+    # A request of integers (every default config's) never had another key.
+    assert request.model_copy(update={"params": {"temperature": 0, "max_tokens": 512}}).legacy_key() is None
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["temperature", "top_p", "max_tokens", "seed"]), st.integers(-(2**53), 2**53)
+    )
+)
+def test_a_param_written_as_a_float_or_an_integer_is_the_same_call(params):
+    as_ints = ChatRequest(model="openai/m1", messages=MESSAGES, params=params)
+    as_floats = as_ints.model_copy(update={"params": {name: float(value) for name, value in params.items()}})
+    assert as_floats.key() == as_ints.key()
+    assert as_ints.legacy_key() is None
+    assert (as_floats.legacy_key() is None) == (not params)
 
 
 def test_scope_and_epoch_are_in_the_key_when_set():

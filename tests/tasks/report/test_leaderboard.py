@@ -157,6 +157,20 @@ def test_what_only_changes_columns_or_calls_keeps_one_table():
     assert [[row.model for row in board.rows] for board in boards] == [["a", "b"]]
 
 
+def test_a_judge_sent_temperature_0_0_is_the_judge_of_another_run_sent_0():
+    """The same calls (one call key): one table, the params shown as the call key reads them."""
+    as_float = {"gpt-4o": {"model": "openai/gpt-4o", "api_base": None, "params": {"temperature": 0.0}}}
+    boards = leaderboards(
+        [
+            run("r1", {"a": {"baseline": 40.0}}),
+            run("r2", {"b": {"baseline": 60.0}}, **{"sent.judge": as_float}),
+        ],
+        COMMON,
+    )
+    assert [[row.model for row in board.rows] for board in boards] == [["b", "a"]]
+    assert '{"temperature": 0}' in setup_title(boards[0].setup)
+
+
 def test_other_benchmarks_get_their_own_tables_even_on_equal_manifests():
     threadmed, other = run("r1", {"a": {"baseline": 40.0}}), run("r2", {"a": {"baseline": 40.0}})
     boards = leaderboards([threadmed, other._replace(benchmark="consult")], COMMON)

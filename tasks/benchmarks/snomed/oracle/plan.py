@@ -175,7 +175,7 @@ def estimate_job(job: Job[PairsJob, ValidateJob], ledger: CallLedger, tally: Est
     teacher = job.solve.teacher
     estimate = tally.of(teacher.spec, teacher.options, TEACHER_ROLE)
     for call in job.solve.calls:
-        if ledger.lookup(job.solve.request(call).key()) is not None:
+        if ledger.find(job.solve.request(call)) is not None:
             estimate.cached += 1
             continue
         estimate.calls += 1

@@ -143,7 +143,7 @@ def estimate_job(job: Job[AskJob, BenchScoreJob], ledger: CallLedger, tally: Est
     for question in ask.questions:
         for asking in range(ask.askings):
             request = ask.request(question, asking)
-            record = ledger.lookup(request.key())
+            record = ledger.find(request)
             if record is None:
                 patient.calls += 1
                 patient.prompt_tokens += sum(count_tokens(m["content"]) for m in request.messages)
@@ -154,7 +154,7 @@ def estimate_job(job: Job[AskJob, BenchScoreJob], ledger: CallLedger, tally: Est
                 continue
             answer = record.text if record is not None and record.text else ""
             messages = judge_messages(score.judge.rubric, score.record_text, question.question, answer)
-            if ledger.lookup(score.judge_request(question, messages, asking).key()) is not None:
+            if ledger.find(score.judge_request(question, messages, asking)) is not None:
                 judge.cached += 1
                 continue
             judge.calls += 1

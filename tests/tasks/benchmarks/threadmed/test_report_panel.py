@@ -191,6 +191,22 @@ def test_a_judge_at_two_temperatures_is_one_judge_with_two_samples(tmp_path: Pat
     assert [pair["judges"] for pair in entry["pairs"]] == [["openai/gpt-4o", "x/judge-b"]]
 
 
+def test_a_judge_sent_temperature_0_0_is_the_judge_sent_0(tmp_path: Path) -> None:
+    """One call key, one sample label: 0.0 is shown as the 0 of the other run (epochs 0 and 1)."""
+    source = with_call_keys(make_run(tmp_path, ALPHA, run_id="r1"))
+    runs = [
+        source,
+        rejudge(source, "r2", "x/judge-b", JUDGE_B, params={"temperature": 0}),
+        rejudge(source, "r3", "x/judge-b", JUDGE_B_EPOCH_1, epoch=1, params={"temperature": 0.0}),
+    ]
+    metrics = compute_metrics(load_runs(runs), SETTINGS)[0]
+    judges = [(judge["label"], judge["samples"], judge["runs"]) for judge in metrics["judge_panel"]["judges"]]
+    assert judges == [
+        ("openai/gpt-4o", ["epoch 0"], ["r1"]),
+        ("x/judge-b", ["temperature=0 epoch 0", "temperature=0 epoch 1"], ["r2", "r3"]),
+    ]
+
+
 def test_the_turns_the_judges_differ_on_most(panel: dict[str, Any]) -> None:
     listed = panel["judge_panel"]["disagreements"]
     assert [(row["thread_id"], row["turn"]) for row in listed] == [
