@@ -1,6 +1,7 @@
 """What a solve or score step returns: its rows, in a state whose name says when calls of the job failed.
 
-A job whose calls failed still finishes: its failures are rows (a re-run retries them) and the flow writes
+A job whose calls failed still finishes: its failures are rows (a re-run retries them, but for a reply the
+provider withheld) and the flow writes
 them with the others. Returned as plain rows, Prefect would log and show it as `Completed`; returned in a
 `CallsFailed` state (of type COMPLETED, so the flow still collects its rows) it says what happened.
 """
@@ -17,8 +18,15 @@ def job_result(rows: list[dict[str, Any]], outcomes: Counter[str]) -> list[dict[
     """`rows` as they are when every call of the job succeeded; else in a `CallsFailed` state."""
     if not outcomes["failed"]:
         return rows
-    made = outcomes["failed"] + outcomes["ok"]
-    message = f"{outcomes['failed']} of {made} calls failed (recorded; a re-run retries them)"
+    failed, withheld = outcomes["failed"], outcomes["withheld"]
+    made = failed + outcomes["ok"]
+    if not withheld:
+        retried = "a re-run retries them"
+    elif withheld == failed:
+        retried = "their replies withheld by the provider: no re-run asks again"
+    else:
+        retried = f"{withheld} withheld by the provider, never asked again; a re-run retries the others"
+    message = f"{failed} of {made} calls failed (recorded; {retried})"
     return Completed(name=CALLS_FAILED, message=message, data=rows)
 
 

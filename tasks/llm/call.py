@@ -31,7 +31,7 @@ from tasks.llm import in_flight
 from tasks.llm.budget import COST_CAP, SpendingBudget, budget_for
 from tasks.llm.deferral import NOT_SUBMITTED, batch_outcome
 from tasks.llm.errors import CallError, classify_error, permanent_error
-from tasks.llm.ledger import CallLedger, CallRecord
+from tasks.llm.ledger import WITHHELD, CallLedger, CallRecord
 from tasks.llm.limits import limiter_for
 from tasks.llm.offline import is_offline
 from tasks.llm.request import CallOptions, ChatRequest, Prices, RetryPolicy, assumed_reply_tokens
@@ -166,7 +166,8 @@ _outcomes: contextvars.ContextVar[Counter[str] | None] = contextvars.ContextVar(
 
 @contextmanager
 def counting_outcomes() -> Iterator[Counter[str]]:
-    """Count by status ('ok', 'failed') the record of every `complete()` in the body (in this context)."""
+    """Count by status ('ok', 'failed') the record of every `complete()` in the body (in this context), and
+    as 'withheld' too each failure no run tries again (CallLedger.final_failure: a content-filtered reply)."""
     outcomes: Counter[str] = Counter()
     token = _outcomes.set(outcomes)
     try:
@@ -184,6 +185,7 @@ def complete(request: ChatRequest, options: CallOptions, ledger: CallLedger) -> 
         record = _recorded_under_legacy_key(request, ledger) or _outcome_of_key(key, request, options, ledger)
     if (outcomes := _outcomes.get()) is not None:
         outcomes[record.status] += 1
+        outcomes["withheld"] += record.error_kind == WITHHELD
     return record
 
 
@@ -223,7 +225,7 @@ def _outcome(
     """The outcome of a call the ledger has no success of: its recorded refusal by the provider's content
     filter (final), deferred to its batch, refused by the run's spending cap, or made. `reserved`: the
     answer to its reservation, if it was made already (with the hold of its key)."""
-    if (withheld := _withheld(ledger.last_failure(key))) is not None:
+    if (withheld := ledger.final_failure(key)) is not None:
         return withheld
     budget = budget_for(ledger.root)
     if options.mode == "batch":
@@ -244,14 +246,7 @@ def _recorded_under_legacy_key(request: ChatRequest, ledger: CallLedger) -> Call
         return None
     if ledger.lookup(legacy) is not None:
         return ledger.adopt(legacy, fresh=False)
-    return _withheld(ledger.last_failure(legacy))
-
-
-def _withheld(failure: CallRecord | None) -> CallRecord | None:
-    """A recorded failure that is final for its key: the provider withheld the reply (content filter). The
-    same request gets the same refusal, billed again; only another model or endpoint (another key) can
-    answer it."""
-    return failure if failure is not None and failure.error_kind == "content_filter" else None
+    return ledger.final_failure(legacy)
 
 
 def _call_within(
@@ -480,7 +475,7 @@ def within_deadline(seconds: float, call: Callable[[], T]) -> T:
 def unusable_reply(model: str, response: Any) -> CallError | None:
     choices = getattr(response, "choices", None)
     if choices and choices[0].finish_reason == "content_filter":
-        return permanent_error("content_filter", model, "reply withheld by the provider")
+        return permanent_error(WITHHELD, model, "reply withheld by the provider")
     # A reply made only of tool calls is a whole reply: the model asks for a tool instead of answering.
     if not choices or not ((choices[0].message.content or "").strip() or tool_calls_of(choices[0].message)):
         return CallError("empty_reply", True, f"{model}: the reply has no text and no tool call")

@@ -31,7 +31,7 @@ from tasks.llm.compaction import Compaction
 from tasks.llm.record import CallRecord
 from tasks.llm.request import ChatRequest
 
-__all__ = ["SOURCES_FILE", "CallLedger", "CallRecord", "compact_ledger"]
+__all__ = ["SOURCES_FILE", "WITHHELD", "CallLedger", "CallRecord", "compact_ledger"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,8 @@ _SPENDING_FIELDS = ("attempts", "prompt_tokens", "completion_tokens", "input_cos
 
 
 SOURCES_FILE = "sources.json"
+# The error kind of a reply the provider's content filter withheld: the one failure no run tries again.
+WITHHELD = "content_filter"
 
 
 class CallLedger:
@@ -72,12 +74,21 @@ class CallLedger:
         return self._store.lookup(key) or self._reused(key)
 
     def find(self, request: ChatRequest) -> CallRecord | None:
-        """`lookup` of a request: under its key, else under its legacy key (ChatRequest.legacy_key), where a
-        run made before whole-number floats were read as integers recorded it."""
-        record = self.lookup(request.key())
-        if record is None and (legacy := request.legacy_key()) is not None:
-            record = self.lookup(legacy)
-        return record
+        """What a run takes from the ledger for `request` without calling (what a dry run counts as made):
+        its success, else its `final_failure`; under its key, else under its legacy key
+        (ChatRequest.legacy_key), where a run before whole-number floats were read as integers recorded it.
+        None when a run would make the call."""
+        for key in (request.key(), request.legacy_key()):
+            if key is not None and (record := self.lookup(key) or self.final_failure(key)) is not None:
+                return record
+        return None
+
+    def final_failure(self, key: str) -> CallRecord | None:
+        """The latest failure of `key` if no run may try it again: the provider withheld the reply (its
+        content filter). The same request gets the same refusal, billed again; only another model or
+        endpoint (another key) can answer it."""
+        failure = self.last_failure(key)
+        return failure if failure is not None and failure.error_kind == WITHHELD else None
 
     def adopt(self, key: str, fresh: bool = True) -> CallRecord | None:
         """`lookup` just before a call would be made, a source ledger's success written into this ledger: the

@@ -126,7 +126,7 @@ def estimate_job(job: ConsultJob, ledger: CallLedger, tally: EstimateTally) -> N
     except _NotInLedger as stop:
         prompt = sum(count_tokens(str(m["content"])) for m in stop.request.messages)
     else:
-        _estimate_judging(job.score, rows, ledger, judging)
+        estimate_scoring(job.score, rows, ledger, tally)
         return
     follow_ups = len(episode.case.follow_ups)
     calls = max(0, episode.max_questions + (1 + episode.max_reasks) * (2 + follow_ups) - made)

@@ -122,19 +122,25 @@ def estimate_scoring(
 def _walk_answers(
     job: InferenceJob, ledger: CallLedger, estimate: CallEstimate
 ) -> list[tuple[int, str | None]]:
-    """Each turn with its answer from the ledger, or None once an answer is unknown; counts the calls."""
-    known = {
-        turn: record.text
+    """Each turn to judge with its answer from the ledger, or None once an answer is unknown; counts the
+    calls. A turn whose reply the provider withheld (final: CallLedger.find) has no answer to judge, and in
+    the baseline condition the turns after it are not run (answer_thread)."""
+    recorded = {
+        turn: record
         for turn, record in ask_turns(job, lambda messages: ledger.find(job.model.request(messages)))
         if record is not None
     }
+    withheld = [turn for turn, record in recorded.items() if record.status != "ok"]
     answers: list[str] = []
     turns: list[tuple[int, str | None]] = []
     for turn in job.turns:
-        if turn in known:
+        if turn in recorded:
             estimate.cached += 1
-            answers.append(known[turn] or "")
-            turns.append((turn, known[turn]))
+            if recorded[turn].status == "ok":
+                answers.append(recorded[turn].text or "")
+                turns.append((turn, recorded[turn].text))
+            continue
+        if withheld and job.condition == "baseline":
             continue
         estimate.calls += 1
         estimate.prompt_tokens += _prompt_tokens(job, turn, answers)

@@ -5,9 +5,10 @@ import pytest
 
 from tasks.benchmarks.threadmed.plan import build_plan, estimate_job
 from tasks.benchmarks.threadmed.scorer import judge_thread, render_judge_messages
-from tasks.benchmarks.threadmed.solver import answer_thread
+from tasks.benchmarks.threadmed.solver import answer_thread, ask_turns
 from tasks.evals.config import EvalConfig, EvaluationSettings, JudgeSpec, ModelSpec
 from tasks.evals.estimate import EstimateTally, estimate_plan
+from tasks.evals.job_state import rows_of
 from tasks.llm.ledger import CallLedger
 from tasks.llm.record import CallRecord
 from tasks.llm.request import Prices
@@ -70,6 +71,36 @@ def test_the_dry_run_follows_a_judge_s_re_asks_through_the_ledger(dataset, tmp_p
     CallLedger(plan.ledger_dir).write(ungraded)
     estimates = {(e.model, e.role): (e.calls, e.cached) for e in estimate_plan(plan, estimate_job)}
     assert estimates[("threadmed/overlap-judge", "judge")] == (25 * 3 + 2, 1)
+
+
+def test_a_reply_the_provider_withheld_is_made_not_to_make_and_ends_a_baseline_thread(dataset, tmp_path):
+    """A content-filtered reply is final (a run takes it from the ledger): not a call to make, no answer to
+    judge, and in the baseline condition the thread's later turns are not run."""
+    config = OFFLINE.model_copy(update={"conditions": ["baseline"]})
+    plan = build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=config))
+    deferral = next(job for job in plan.jobs if job.solve.model.name == "threadmed/deferral")
+    asked: list[list[dict[str, str]]] = []
+    ask_turns(deferral.solve, lambda messages: asked.append(messages))  # the first turn's request only
+    now = datetime.now(UTC)
+    withheld = CallRecord(
+        key=deferral.solve.model.request(asked[0]).key(), model=deferral.solve.model.model, status="failed",
+        error_kind="content_filter", error="reply withheld by the provider", retryable=False, attempts=1,
+        started_at=now, finished_at=now,
+    )  # fmt: skip
+    CallLedger(plan.ledger_dir).write(withheld)
+    turns = len(deferral.solve.turns)
+    estimates = {(e.model, e.role): (e.calls, e.cached) for e in estimate_plan(plan, estimate_job)}
+    assert estimates == {
+        ("retrieval", "inference"): (13, 0),
+        ("threadmed/deferral", "inference"): (13 - turns, 1),
+        ("threadmed/overlap-judge", "judge"): ((26 - turns) * 3, 0),
+    }
+    # As the run does: the recorded refusal, no call, no later turn.
+    result = answer_thread(deferral.solve, plan.ledger_dir)
+    assert [row["status"] for row in rows_of(result)] == ["failed"] + ["not_run"] * (turns - 1)
+    assert result.message == (
+        "1 of 1 calls failed (recorded; their replies withheld by the provider: no re-run asks again)"
+    )
 
 
 def test_the_dry_run_prices_known_models_and_flags_unknown_ones(dataset, tmp_path):

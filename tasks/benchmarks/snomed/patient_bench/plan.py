@@ -150,7 +150,8 @@ def estimate_job(job: Job[AskJob, BenchScoreJob], ledger: CallLedger, tally: Est
                 patient.completion_tokens += ask.patient.spec.assumed_reply_tokens
             else:
                 patient.cached += 1
-            if judge is None or score.judge is None:
+            # Only an answer is judged: not a reply the provider withheld (CallLedger.find).
+            if judge is None or score.judge is None or (record is not None and record.status != "ok"):
                 continue
             answer = record.text if record is not None and record.text else ""
             messages = judge_messages(score.judge.rubric, score.record_text, question.question, answer)

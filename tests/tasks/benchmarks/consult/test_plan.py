@@ -86,3 +86,32 @@ def test_a_judge_reply_with_no_verdict_leaves_its_re_ask_to_make(tmp_path):
     estimate_job(ConsultJob(solve=episode_job, score=score_job), ledger, tally)
     # The first follow-up's re-ask (its 1 at most), the second follow-up's call and re-ask.
     assert {e.role: (e.calls, e.cached) for e in tally.priced()}["judge"] == (1 + 2, 1)
+
+
+def test_an_agent_reply_the_provider_withheld_ends_the_episode_with_no_call_to_make_and_none_to_judge(
+    tmp_path,
+):
+    """A content-filtered reply is final: the run takes it from the ledger, stops the episode there and
+    judges nothing (estimate_scoring), so the dry run counts it as made and nothing after it."""
+    ledger = CallLedger(tmp_path / "ledger")
+    options = CallOptions(provider=offline.PROVIDER)
+    episode_job = job().model_copy(
+        update={"agent": ModelSpec(name="markov", model=MARKOV), "options": options}
+    )
+
+    def withheld(request):
+        now = datetime.now(UTC)
+        record = CallRecord(
+            key=request.key(), model=request.model, status="failed", error_kind="content_filter",
+            error="reply withheld by the provider", retryable=False, attempts=1,
+            started_at=now, finished_at=now,
+        )  # fmt: skip
+        ledger.write(record)
+        return record
+
+    rows = run_episode(episode_job, withheld)
+    assert [row["status"] for row in rows if row["role"] == "agent"] == ["failed"]
+    tally = EstimateTally()
+    score_job = ScoreJob(run_id="r1", model="markov", case=FOLLOWED, epoch=0)
+    estimate_job(ConsultJob(solve=episode_job, score=score_job), ledger, tally)
+    assert {e.role: (e.calls, e.cached) for e in tally.priced()} == {"agent": (0, 1), "judge": (0, 0)}

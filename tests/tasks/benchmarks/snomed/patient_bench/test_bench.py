@@ -30,7 +30,8 @@ from tasks.benchmarks.snomed.patient_bench.scoring import (
     score_answer,
 )
 from tasks.core.preflight import UserError
-from tasks.evals.config import JudgeSpec, ModelSpec, SampleSpec
+from tasks.evals.config import EvaluationSettings, JudgeSpec, ModelSpec, SampleSpec
+from tasks.evals.estimate import estimate_plan
 from tasks.llm.offline import register_offline_model
 from tests.llm_server import LLMServer
 from tests.llm_server_state import Action
@@ -129,6 +130,30 @@ def test_a_judge_reply_cut_at_its_max_tokens_is_asked_again_then_judge_cut_and_c
     ] * 2  # per asking (epoch)
     build_bench_report.fn(run_dirs=[str(tmp_path / "run")], out_dir=str(tmp_path / "report"), settings=None)
     assert "| judge replies cut | 8 |" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_a_reply_the_provider_withheld_is_not_judged_and_the_dry_run_counts_nothing_left(tmp_path):
+    """A content-filtered reply is final: the run takes it from the ledger and judges no answer, so a dry
+    run counts it as made, with no judge call after it."""
+    withheld = Action(content="", finish_reason="content_filter")
+    cases = write_case_set(tmp_path / "cases")
+    with LLMServer() as server:
+        server.script(*[withheld] * 8)
+        patient = ModelSpec(name="patient", model="openai/patient", api_base=server.url)
+        config = PatientBenchConfig(
+            models=[patient], sample=SampleSpec(limit=1), judge=JudgeSpec(model=JUDGE)
+        )
+        rows = run_inline(PATIENT_BENCH, cases, tmp_path / "run", config)
+        assert len(server.requests) == 8
+    assert [(row["status"], row.get("judge_status")) for row in rows["scored"]] == [("failed", None)] * 8
+    settings = EvaluationSettings[PatientBenchConfig](
+        dataset_dir=cases, run_dir=tmp_path / "run", config=config
+    )
+    estimates = estimate_plan(PATIENT_BENCH.plan(settings), PATIENT_BENCH.estimate_job)
+    assert {(e.model, e.role): (e.calls, e.cached) for e in estimates} == {
+        ("patient", "patient"): (0, 8),
+        (JUDGE, "judge"): (0, 0),
+    }
 
 
 def test_without_a_judge_nothing_is_judged_and_the_report_compares_the_patients(tmp_path):
