@@ -281,11 +281,14 @@ def constraint_satisfied(
     if kind == "cost":
         return not set(_as_kb_drugs((value,), kb)) <= set(plan.generics)
     if kind == "takes":
-        other = index.drugs.get(_generic(kb, value))
-        return other is None or not any(
-            (found := index.interaction(drug.name, other.name)) is not None and found.severity == "severe"
+        # Every ingredient of the medicine (a combination product holds several); one the KB lacks has no
+        # interaction the critic knows, so none is ruled out and the constraint is not shown kept.
+        taken = _as_kb_drugs((value,), kb)
+        return all(name in index.drugs for name in taken) and not any(
+            (found := index.interaction(drug.name, other)) is not None and found.severity == "severe"
             for drug in drugs
-            if drug.name != other.name
+            for other in taken
+            if drug.name != other
         )
     raise ValueError(f"unknown constraint '{constraint}'")
 

@@ -180,6 +180,11 @@ def test_an_unknown_constraint_is_an_error(constraint):
         ("takes:warfarin", plan(item("doxycycline")), True),  # moderate only
         ("takes:warfarin", plan(item("ibuprofen")), False),  # class pair
         ("takes:clarithromycin", plan(item("warfarin")), False),
+        # a combination product: each ingredient (ibuprofen, codeine) against the plan
+        ("takes:Nurofen Plus", plan(item("warfarin")), False),
+        ("takes:Nurofen Plus", plan(item("paracetamol")), True),
+        # a real drug the KB lacks: no interaction of it is known, so none is ruled out
+        ("takes:ticagrelor", plan(item("paracetamol")), False),
     ],
 )
 def test_constraint_satisfied(constraint, given, expected):
