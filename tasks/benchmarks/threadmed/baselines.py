@@ -5,7 +5,8 @@ network:
 
 - `threadmed/retrieval`: answers with the physician answer of the most similar training-split question
   (rapidfuzz token-set similarity). A real, if weak, baseline. Needs the param `corpus_dir`: a dataset
-  folder holding `threads.parquet` and `qa_pairs.parquet`.
+  folder holding `threads.parquet` and `qa_pairs.parquet`; with `corpus_sha256` (the plan sets it, so the
+  call key holds the corpus's content), a folder whose files hash otherwise is a bad request.
 - `threadmed/deferral`: always the same generic "see a doctor" reply, which the rubric must not reward.
 - `threadmed/overlap-judge`: a heuristic judge scoring word overlap (F1 of content words) between the
   physician answer and the model answer found in the rubric prompt. NOT comparable to an LLM judge; it
@@ -28,6 +29,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from rapidfuzz import fuzz, process, utils
 
+from tasks.benchmarks.threadmed.cases import folder_fingerprint
 from tasks.llm.offline import OfflineBadRequest, register_offline_model
 
 DEFERRAL_REPLY = (
@@ -61,9 +63,16 @@ class Corpus:
 
 
 @lru_cache(maxsize=4)
-def load_corpus(corpus_dir: str) -> Corpus:
-    """The train split of a dataset folder, loaded once per process and folder."""
+def load_corpus(corpus_dir: str, sha256: str | None = None) -> Corpus:
+    """The train split of a dataset folder, loaded once per process, folder and content: with `sha256`, only
+    if its files hash so (cases.folder_fingerprint), else a bad request (the folder changed since the
+    plan)."""
     folder = Path(corpus_dir)
+    if sha256 is not None and (found := folder_fingerprint(folder)) != sha256:
+        raise OfflineBadRequest(
+            f"the corpus in {folder} changed since the run was planned "
+            f"(sha256 {found[:12]}, not {sha256[:12]})"
+        )
     train = {
         row["thread_id"]
         for row in pq.read_table(folder / "threads.parquet", columns=["thread_id", "split"]).to_pylist()
@@ -146,7 +155,8 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
 def _retrieval(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
     if "corpus_dir" not in params:
         raise OfflineBadRequest("threadmed/retrieval needs the param corpus_dir")
-    return retrieve_answer(_last_user_text(messages), load_corpus(str(params["corpus_dir"])))
+    corpus = load_corpus(str(params["corpus_dir"]), params.get("corpus_sha256"))
+    return retrieve_answer(_last_user_text(messages), corpus)
 
 
 def _deferral(messages: list[dict[str, Any]], params: dict[str, Any]) -> str:

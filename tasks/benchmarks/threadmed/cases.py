@@ -111,7 +111,13 @@ def _thread_case(thread_id: str, stratum: str, rows: list[dict[str, Any]]) -> Th
 
 def dataset_fingerprint(dataset_dir: Path) -> str:
     """sha256 over the answered dataset's two parquet files (the manifest's proof of what was evaluated)."""
+    return folder_fingerprint(answered_dir(dataset_dir))
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """sha256 over a dataset folder's `threads.parquet` and `qa_pairs.parquet` (the retrieval baseline's
+    corpus is such a folder)."""
     digest = hashlib.sha256()
     for contract in (THREADS, QA_PAIRS):
-        digest.update((answered_dir(dataset_dir) / f"{contract.name}.parquet").read_bytes())
+        digest.update((folder / f"{contract.name}.parquet").read_bytes())
     return digest.hexdigest()

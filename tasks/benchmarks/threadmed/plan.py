@@ -4,7 +4,12 @@ from pathlib import Path
 from typing import Any
 
 from tasks.benchmarks.threadmed import baselines
-from tasks.benchmarks.threadmed.cases import answered_dir, dataset_fingerprint, load_sample
+from tasks.benchmarks.threadmed.cases import (
+    answered_dir,
+    dataset_fingerprint,
+    folder_fingerprint,
+    load_sample,
+)
 from tasks.benchmarks.threadmed.scorer import (
     DEFAULT_RUBRIC,
     REASK_PROMPT,
@@ -15,6 +20,7 @@ from tasks.benchmarks.threadmed.scorer import (
 )
 from tasks.benchmarks.threadmed.solver import InferenceJob, ask_turns
 from tasks.core.gc_pause import garbage_collection_paused
+from tasks.core.preflight import UserError
 from tasks.core.tokens import count_tokens
 from tasks.evals.config import EvaluationSettings, ModelSpec
 from tasks.evals.estimate import CallEstimate, EstimateTally
@@ -80,11 +86,21 @@ def build_plan(settings: EvaluationSettings) -> ThreadmedPlan:
 
 
 def _with_corpus(spec: ModelSpec, dataset_dir: Path) -> ModelSpec:
-    """The retrieval baseline answers from the training split of the dataset under evaluation."""
-    if spec.model != baselines.RETRIEVAL or "corpus_dir" in spec.params:
+    """The retrieval baseline answers from the training split of the dataset under evaluation (or of the
+    `corpus_dir` its params name), and its answers are keyed by that corpus's content (`corpus_sha256`):
+    a dataset rebuilt in place is another corpus, whose answers are never taken from the ledger."""
+    if spec.model != baselines.RETRIEVAL:
         return spec
-    corpus = str(answered_dir(dataset_dir).resolve())
-    return spec.model_copy(update={"params": {**spec.params, "corpus_dir": corpus}})
+    corpus = str(spec.params.get("corpus_dir") or answered_dir(dataset_dir).resolve())
+    try:
+        sha256 = folder_fingerprint(Path(corpus))
+    except OSError as error:
+        raise UserError(
+            f"{baselines.RETRIEVAL}'s corpus_dir {corpus} is no dataset folder ({error.strerror}: it needs "
+            "threads.parquet and qa_pairs.parquet)",
+            "--config",
+        ) from None
+    return spec.model_copy(update={"params": {**spec.params, "corpus_dir": corpus, "corpus_sha256": sha256}})
 
 
 def _sent_settings(models: list[ModelSpec], judge: ModelSpec) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from tasks.benchmarks.threadmed.baselines import (
     overlap_verdict,
     retrieve_answer,
 )
-from tasks.benchmarks.threadmed.cases import ThreadCase, answered_dir
+from tasks.benchmarks.threadmed.cases import ThreadCase, answered_dir, folder_fingerprint
 from tasks.benchmarks.threadmed.solver import InferenceJob
 from tasks.evals.config import ModelSpec
 from tasks.llm.call import complete
@@ -67,6 +67,22 @@ def test_retrieval_without_a_corpus_is_a_bad_request(tmp_path):
     outcome = ask("retrieval", [{"role": "user", "content": "hi"}], tmp_path)
     assert (outcome.status, outcome.error_kind, outcome.retryable) == ("failed", "bad_request", False)
     assert "corpus_dir" in outcome.error
+
+
+def test_retrieval_from_a_corpus_whose_content_is_not_the_planned_one_is_a_bad_request(corpus_dir, tmp_path):
+    """The plan keys the answers by the corpus's sha256: a folder rebuilt since then answers nothing."""
+    question = [{"role": "user", "content": "Will honey help my cough?"}]
+    planned = ask("retrieval", question, tmp_path, corpus_dir=str(corpus_dir), corpus_sha256="0" * 64)
+    assert (planned.status, planned.error_kind, planned.retryable) == ("failed", "bad_request", False)
+    assert f"the corpus in {corpus_dir} changed since the run was planned" in planned.error
+    same = ask(
+        "retrieval",
+        question,
+        tmp_path,
+        corpus_dir=str(corpus_dir),
+        corpus_sha256=folder_fingerprint(corpus_dir),
+    )
+    assert (same.status, same.text) == ("ok", THREAD_TEXTS["cough"][1][1][1])
 
 
 def test_deferral_always_says_see_a_doctor(tmp_path):

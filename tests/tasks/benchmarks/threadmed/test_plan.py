@@ -2,10 +2,11 @@ from pathlib import Path
 
 import pytest
 
-from tasks.benchmarks.threadmed.cases import answered_dir
+from tasks.benchmarks.threadmed.cases import answered_dir, dataset_fingerprint
 from tasks.benchmarks.threadmed.plan import OVERLAP_JUDGE_NOTE, build_plan
-from tasks.evals.config import EvaluationSettings
-from tests.eval_fixtures import OFFLINE, write_dataset
+from tasks.core.preflight import UserError
+from tasks.evals.config import EvaluationSettings, ModelSpec
+from tests.eval_fixtures import OFFLINE, THREAD_TEXTS, write_dataset
 
 
 @pytest.fixture(scope="module")
@@ -20,8 +21,44 @@ def test_the_plan_pairs_every_thread_model_and_condition_thread_major(dataset, t
     assert [label.split("/")[-1] for label in labels[:4]] == [labels[0].split("/")[-1]] * 4
     assert [job.score.label for job in plan.jobs] == labels
     retrieval = plan.jobs[0].solve.model
-    assert retrieval.params == {"temperature": 0, "corpus_dir": str(answered_dir(dataset).resolve())}
+    assert retrieval.params == {
+        "temperature": 0,
+        "corpus_dir": str(answered_dir(dataset).resolve()),
+        "corpus_sha256": dataset_fingerprint(dataset),
+    }
     assert plan.ledger_dir == tmp_path / "ledger"
+
+
+def test_the_retrieval_baseline_s_calls_are_keyed_by_its_corpus_s_content(tmp_path):
+    """A dataset rebuilt in place is another corpus: its answers are other calls, not the ledger's."""
+    build = write_dataset(tmp_path / "build")
+    settings = EvaluationSettings(dataset_dir=build, run_dir=tmp_path / "run", config=OFFLINE)
+
+    def retrieval_keys():
+        jobs = [job.solve for job in build_plan(settings).jobs if job.solve.model.name == "retrieval"]
+        return {
+            job.model.request([{"role": "user", "content": job.thread.questions[0]}]).key() for job in jobs
+        }
+
+    before = retrieval_keys()
+    rebuilt = {
+        **THREAD_TEXTS,
+        "extra": ("train", [("Is a sore knee after running normal?", "Usually, yes.")]),
+    }
+    write_dataset(build, rebuilt)
+    assert retrieval_keys().isdisjoint(before)
+
+
+def test_a_retrieval_corpus_dir_that_is_no_dataset_folder_is_refused(dataset, tmp_path):
+    config = OFFLINE.model_copy(
+        update={
+            "models": [
+                ModelSpec(name="retrieval", model="threadmed/retrieval", params={"corpus_dir": "nowhere"})
+            ]
+        }
+    )
+    with pytest.raises(UserError, match=r"threadmed/retrieval's corpus_dir nowhere is no dataset folder"):
+        build_plan(EvaluationSettings(dataset_dir=dataset, run_dir=tmp_path, config=config))
 
 
 def test_the_plan_records_prompts_models_as_sent_and_the_offline_judge_note(dataset, tmp_path):
