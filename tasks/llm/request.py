@@ -91,6 +91,16 @@ def _whole_floats_as_ints(value: Any) -> Any:
     return value
 
 
+def _holds_whole_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return value.is_integer()
+    if isinstance(value, dict):
+        return any(_holds_whole_float(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_whole_float(item) for item in value)
+    return False
+
+
 def _digest(fields: dict[str, Any]) -> str:
     canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -122,9 +132,9 @@ class ChatRequest(BaseModel, frozen=True):
     def legacy_key(self) -> str | None:
         """The key this request had before whole-number floats were read as integers, where it differs: a
         call recorded under it is this call (CallLedger.find looks there too), so it is never paid again."""
-        fields = self._key_fields()
-        legacy = _digest(fields)
-        return None if legacy == self.key() else legacy
+        if not _holds_whole_float(self.params):  # the usual request: no second hash
+            return None
+        return _digest(self._key_fields())
 
     def _key_fields(self) -> dict[str, Any]:
         fields = self.model_dump(mode="json")
