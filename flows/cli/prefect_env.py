@@ -2,8 +2,8 @@
 
 - The project's defaults, where the user set none (in the environment or the active Prefect profile):
   state in `.prefect/` of the checkout (results in `data_lake/.prefect_results/`), no telemetry and no
-  usage-data notice, warnings and errors only, at most 16 task threads (the Makefile's, for its other
-  commands, are the same).
+  usage-data notice, warnings and errors only, at most 16 task threads, a client that waits 5 minutes for a
+  busy server (the Makefile's, for its other commands, are the same).
 - The API: the user's PREFECT_API_URL if set; else the Prefect server already running for this state
   (`threadmed server start`, or `prefect server start` with the same PREFECT_HOME), found at the
   settings' address; else none, and the command starts a temporary server (flows/cli/temporary_server.py).
@@ -47,6 +47,9 @@ def project_defaults(root: Path) -> dict[str, str]:
         # The server records task runs' states 50 to an insert, not one (Prefect's default): about a quarter
         # of its CPU per task run (tests/perf/README.md#the-prefect-servers-task-run-recorder).
         RECORDER_BATCH: "50",
+        # Prefect's client sends a request again, a POST included, when no answer came within this (60 s by
+        # default); a loaded SQLite server can hold its database locked longer (deployments/README.md).
+        "PREFECT_API_REQUEST_TIMEOUT": "300",
     }
 
 

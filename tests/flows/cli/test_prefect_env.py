@@ -41,6 +41,7 @@ def test_the_defaults_are_the_project_s():
         "PREFECT_RESULTS_LOCAL_STORAGE_PATH": "/project/data_lake/.prefect_results",
         "PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS": "16",
         "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "50",
+        "PREFECT_API_REQUEST_TIMEOUT": "300",
     }
 
 
