@@ -17,11 +17,15 @@ oracle data can check every answer against a whole vocabulary. `find_leaks` is t
 What the check reads (`reading_text`): Unicode compatibility forms folded (full-width letters and digits,
 ligatures), accents dropped, zero-width and soft-hyphen characters removed, any script's decimal digits
 as ASCII digits, case folded. A word broken by a hyphen is read both ways ("hyper-tension" as one word and
-as two), and a code written in groups ("5962 1000", "5962-1000") is read whole. A letter the check cannot
+as two), a one-word name split by a space ("hyper tension") is read as one word (each two adjacent words
+joined, against the one-word names), and a code written in groups ("5962 1000", "5962-1000", "59,621,000")
+is read whole.
+A letter the check cannot
 read (any script but Latin, such as a Cyrillic look-alike in "hypertеnsion") leaves the reply unverified
 (`unread_letters`): callers count it apart, never as a reply that named nothing.
 """
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -37,8 +41,9 @@ _TAG = re.compile(r"\s*\([^()]*\)\s*$")
 _WORD = re.compile(r"[a-z0-9]+")
 # A SNOMED CT identifier has 6 to 18 digits.
 MIN_CODE_DIGITS, MAX_CODE_DIGITS = 6, 18
-# Digit groups a code may be written in: joined by a space, dash, dot or slash (up to three of them).
-_DIGIT_GROUPS = re.compile(r"[0-9]+(?:[ ./-]{1,3}[0-9]+)*")
+# Digit groups a code may be written in: joined by white space (a line break too), a dash, dot, comma, slash
+# or underscore (up to four of them: "5962 -- 1000").
+_DIGIT_GROUPS = re.compile(r"[0-9]+(?:[\s,._/-]{1,4}[0-9]+)*")
 _DIGITS = re.compile(r"[0-9]+")
 # A hyphen inside a word, as a word broken in two ("hyper-tension") writes it.
 _INNER_HYPHEN = re.compile(r"(?<=[a-z])-(?=[a-z])")
@@ -103,6 +108,13 @@ def _content_stems(text: str) -> list[str]:
     return [_stem(word) for word in _WORD.findall(text.lower().replace("'", "")) if word not in _STOPWORDS]
 
 
+def _joined_pair_stems(text: str) -> list[str]:
+    """Each two adjacent words of `text` written as one ("hyper tension" -> "hypertens"), stemmed: where a
+    one-word name split by a space is read."""
+    words = _WORD.findall(text.lower().replace("'", ""))
+    return [_stem(first + second) for first, second in itertools.pairwise(words)]
+
+
 def _reading_char(char: str) -> str:
     category = unicodedata.category(char)
     if category in ("Mn", "Cf"):  # an accent, or a zero-width space, joiner or soft hyphen
@@ -118,6 +130,12 @@ def reading_text(text: str) -> str:
     if text.isascii():
         return text.lower()
     return "".join(_reading_char(char) for char in unicodedata.normalize("NFKD", text)).casefold()
+
+
+def word_readings(read: str) -> tuple[str, ...]:
+    """The readings of read text (`reading_text`) whose words the check matches: the text, and, when a
+    hyphen breaks a word, the text with such hyphens removed ("hyper-tension" as "hypertension")."""
+    return (read, _INNER_HYPHEN.sub("", read)) if _INNER_HYPHEN.search(read) else (read,)
 
 
 def unread_letters(text: str) -> str:
@@ -226,10 +244,12 @@ class LeakMatcher:
         Letters it cannot read are not in any hit: `unread_letters` says whether the reply was read whole."""
         read = reading_text(reply)
         reply_codes = _code_mentions(read)
-        first_windows = self._first_windows(_content_stems(read))
-        if _INNER_HYPHEN.search(read):
-            joined = self._first_windows(_content_stems(_INNER_HYPHEN.sub("", read)))
-            first_windows |= {entry: window for entry, window in joined.items() if entry not in first_windows}
+        first_windows: dict[int, str] = {}
+        for reading in word_readings(read):
+            found = self._first_windows(_content_stems(reading))
+            first_windows |= {entry: window for entry, window in found.items() if entry not in first_windows}
+        split = self._first_windows(_joined_pair_stems(read), sizes=(1,))
+        first_windows |= {entry: window for entry, window in split.items() if entry not in first_windows}
         items = {item for code in reply_codes for item in self._items_of_code.get(code, ())}
         items.update(item for entry in first_windows for item in self._items_of_entry[entry])
         hits = []
@@ -242,10 +262,15 @@ class LeakMatcher:
             hits.append(LeakHit(code, name.name, first_windows[name.entry]))
         return tuple(hits)
 
-    def _first_windows(self, reply_stems: Sequence[str]) -> dict[int, str]:
-        """Each matched entry's first matching window of the reply's stems."""
+    def _first_windows(
+        self, reply_stems: Sequence[str], sizes: Sequence[int] | None = None
+    ) -> dict[int, str]:
+        """Each matched entry's first matching window of the reply's stems, among names of `sizes` content
+        words (all names when none is given)."""
         found: dict[int, str] = {}
         for size, table in self._tables.items():
+            if sizes and size not in sizes:
+                continue
             windows = [
                 " ".join(reply_stems[start : start + size]) for start in range(len(reply_stems) - size + 1)
             ]

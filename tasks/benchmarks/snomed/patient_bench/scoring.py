@@ -9,7 +9,8 @@ Per answer (documented rules; the judge grades only what these cannot, judge.py)
 - hallucinated (negative questions): the answer states something instead of not knowing or denying;
 - leaked: the answer names a condition of the record, or the condition a negative question asks about
   (leak.find_leaks, the interviews' check); a defect under `symptoms` disclosure only;
-- lay: the answer holds no term of the versioned clinical term list (data/clinical_terms_v<N>.txt);
+- lay: the answer holds no term of the versioned clinical term list (data/clinical_terms_v<N>.txt), read as
+  the leak check reads a reply;
 - unread_letters: letters these word rules cannot read (leak.unread_letters: a script other than Latin).
   An answer holding them that names nothing is neither leak-free nor lay: both verdicts are None, and the
   answer is counted apart (`unread`), never as a clean one;
@@ -24,7 +25,7 @@ from importlib import resources
 from typing import Any
 
 from tasks.benchmarks.snomed.case import PatientRecord
-from tasks.benchmarks.snomed.leak import find_leaks, unread_letters
+from tasks.benchmarks.snomed.leak import find_leaks, reading_text, unread_letters, word_readings
 from tasks.benchmarks.snomed.oracle.answers import answer_stance
 from tasks.benchmarks.snomed.oracle.topics import observation_kinds
 from tasks.benchmarks.snomed.patient import Disclosure, Lexicon, keyword_score, leak_names_by_code
@@ -47,9 +48,13 @@ def load_clinical_terms(version: int = CLINICAL_TERMS_VERSION) -> tuple[str, ...
 
 
 def clinical_terms_in(answer: str, terms: Sequence[str]) -> list[str]:
-    """The list's terms the answer uses, each as a whole word or phrase (plural 's' included)."""
-    text = answer.lower()
-    return [term for term in terms if re.search(rf"\b{re.escape(term)}s?\b", text)]
+    """The list's terms the answer uses, each as a whole word or phrase (plural 's' included), read as the
+    leak check reads a reply (leak.reading_text, a word broken by a hyphen also joined): a term written in
+    full-width letters, with a soft hyphen or zero-width space inside, or as "frac-ture" is used too."""
+    readings = word_readings(reading_text(answer))
+    return [
+        term for term in terms if any(re.search(rf"\b{re.escape(term)}s?\b", reading) for reading in readings)
+    ]
 
 
 def _observation_values(record: PatientRecord, kind: str, lexicon: Lexicon) -> list[str]:

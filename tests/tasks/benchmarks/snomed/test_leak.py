@@ -1,6 +1,7 @@
 """Leak check, table-driven on both sides: replies that name a gold condition and lay replies that do not;
 the compiled matcher against the rule it compiles, one name and one window at a time."""
 
+import itertools
 import re
 
 import pytest
@@ -15,6 +16,7 @@ from tasks.benchmarks.snomed.leak import (
     LeakHit,
     LeakMatcher,
     _content_stems,
+    _stem,
     core_name,
     find_leaks,
     leak_names,
@@ -101,6 +103,11 @@ def test_a_gold_code_in_the_reply_leaks_but_not_inside_a_longer_number():
         ("The form said 5962 1000.", "5962 1000"),
         ("The form said 59.621.000.", "59.621.000"),
         ("The form said 5962 - 1000.", "5962 - 1000"),
+        ("The form said 59,621,000.", "59,621,000"),
+        ("The form said 5962\n1000.", "5962\n1000"),
+        ("I have hyper tension.", "hypertens"),  # a one-word name split by a space
+        ("I have hyper.tension.", "hypertens"),
+        ("I have hyper\ue000tension.", "hypertens"),  # a private-use character
     ],
 )
 def test_a_name_or_code_disguised_in_unicode_or_broken_in_parts_leaks(reply, matched):
@@ -115,7 +122,7 @@ def test_a_name_or_code_disguised_in_unicode_or_broken_in_parts_leaks(reply, mat
 @pytest.mark.parametrize(
     ("reply", "unread"),
     [
-        ("I have hypert\u0435nsion.", "\u0435"),  # a Cyrillic e that looks like a Latin one
+        ("I have hyp\u0435rt\u0435nsion.", "\u0435"),  # Cyrillic e's that look like Latin ones
         (
             "\u0423 \u043c\u0435\u043d\u044f \u0433\u0438\u043f\u0435\u0440\u0442\u043e\u043d\u0438\u044f.",
             "\u0443\u043c\u0435\u043d\u044f\u0433\u0438\u043f\u0440\u0442\u043e",
@@ -126,6 +133,14 @@ def test_a_name_or_code_disguised_in_unicode_or_broken_in_parts_leaks(reply, mat
 )
 def test_a_reply_with_letters_the_check_cannot_read_is_not_read_whole(reply, unread):
     assert (find_leaks(reply, [HYPERTENSION[0]], [HYPERTENSION[1]]), unread_letters(reply)) == ((), unread)
+
+
+def test_a_name_with_one_letter_the_check_cannot_read_leaks_through_the_words_beside_it():
+    reply = "I have hypert\u0435nsion."  # the Cyrillic e parts the word in two, which are read joined
+    assert (find_leaks(reply, [HYPERTENSION[0]], [HYPERTENSION[1]]), unread_letters(reply)) == (
+        (LeakHit(HYPERTENSION[0], "hypertension", "hypertns"),),
+        "\u0435",
+    )
 
 
 @pytest.mark.parametrize(
@@ -185,19 +200,21 @@ def _pairwise_window(reply_stems: list[str], name: str) -> str | None:
 
 def pairwise_leaks(reply, codes, displays, extra_names):
     """find_leaks before the compiled matcher: one loop per gold item, per name, per window, in each reading
-    (words broken by a hyphen apart, then joined)."""
+    (words broken by a hyphen apart, then joined; for a one-word name, each two adjacent words joined)."""
     read = reading_text(reply)
     readings = [_content_stems(read), _content_stems(re.sub(r"(?<=[a-z])-(?=[a-z])", "", read))]
+    words = re.findall(r"[a-z0-9]+", read.replace("'", ""))
+    joined_pairs = [_stem(first + second) for first, second in itertools.pairwise(words)]
     hits = []
     for code, display in zip(codes, displays, strict=True):
-        written = re.search(r"(?<![0-9])" + "[ ./-]{0,3}".join(code) + r"(?![0-9])", read)
+        written = re.search(r"(?<![0-9])" + r"[\s,._/-]{0,4}".join(code) + r"(?![0-9])", read)
         if written:
             hits.append(LeakHit(code, code, written.group()))
             continue
         windows = (
             (name, _pairwise_window(stems, name))
             for name in leak_names(display, extra_names.get(code, ()))
-            for stems in readings
+            for stems in [*readings, *([joined_pairs] if len(_content_stems(name)) == 1 else [])]
         )
         hits += [LeakHit(code, name, window) for name, window in windows if window is not None][:1]
     return tuple(hits)
@@ -231,7 +248,8 @@ def test_the_compiled_matcher_finds_what_the_pairwise_rule_finds(codes, data):
 
 
 def test_the_whole_vocabulary_is_matched_in_one_pass_per_window_size(monkeypatch):
-    """Work is counted: one rapidfuzz table per name size, each reply window against each fuzzy name once."""
+    """Work is counted: one rapidfuzz table per name size, each reply window against each fuzzy name once,
+    then each two adjacent words joined against the one-word fuzzy names once."""
     matcher = LeakMatcher(list(VOCABULARY), [e.display for e in VOCABULARY.values()], EXTRA_NAMES)
     tables = []
     cdist = leak.process.cdist
@@ -242,7 +260,8 @@ def test_the_whole_vocabulary_is_matched_in_one_pass_per_window_size(monkeypatch
 
     monkeypatch.setattr(leak.process, "cdist", counting_cdist)
     stems = 4 * leak._WINDOW_CHUNK
-    hits = matcher.hits("I was told it is hypertension " * (stems // 2))  # two content words a sentence
+    sentence = "I was told it is hypertension "  # six words, two of them content words
+    hits = matcher.hits(sentence * (stems // 2))
     assert hits == (LeakHit("59621000", "hypertension", "hypertens"),)
     fuzzy_sizes = {
         size: len(table.fuzzy_targets) for size, table in matcher._tables.items() if table.fuzzy_targets
@@ -252,8 +271,13 @@ def test_the_whole_vocabulary_is_matched_in_one_pass_per_window_size(monkeypatch
         for size, names in fuzzy_sizes.items()
         for offset in range(0, stems - size + 1, leak._WINDOW_CHUNK)
     ]
+    pairs = 3 * stems - 1
+    expected += [
+        (min(leak._WINDOW_CHUNK, pairs - offset), fuzzy_sizes[1])
+        for offset in range(0, pairs, leak._WINDOW_CHUNK)
+    ]
     assert tables == expected
-    assert sum(rows * names for rows, names in tables) <= stems * sum(fuzzy_sizes.values())
+    assert sum(rows * names for rows, names in tables) <= (stems + pairs) * sum(fuzzy_sizes.values())
 
 
 _FULL_WIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)}
@@ -283,7 +307,9 @@ def test_a_disguised_reply_leaks_what_the_plain_reply_leaks(codes, data):
 
 @given(
     st.sampled_from(sorted(VOCABULARY)),
-    st.dictionaries(st.integers(1, 17), st.sampled_from([" ", "-", ".", "/", " - "]), max_size=4),
+    st.dictionaries(
+        st.integers(1, 17), st.sampled_from([" ", "-", ".", "/", " - ", ",", "_", "\n", " -- "]), max_size=4
+    ),
 )
 def test_a_code_written_in_groups_leaks(code, cuts):
     written = code

@@ -191,7 +191,12 @@ def test_the_vocabulary_holds_the_records_conditions_and_diabetes_which_no_recor
         ("The paper said 4405 4006.", "history", "leak"),  # a vocabulary code in groups, any disclosure
         ("The paper said 4405-4006.", "symptoms", "leak"),
         ("It started on 2019-05-12.", "symptoms", None),  # a date is no vocabulary code
-        ("They said diab\u0435tes.", "symptoms", "unread"),  # a Cyrillic e: not known to name nothing
+        (
+            "They said d\u0456ab\u0435tes.",
+            "symptoms",
+            "unread",
+        ),  # Cyrillic i and e: not known to name nothing
+        ("They said diab\u0435tes.", "symptoms", "leak"),  # one Cyrillic e: the words either side, joined
         ("\u041d\u0435 \u0437\u043d\u0430\u044e.", "symptoms", "unread"),
         ("They said diab\u0435tes.", "history", None),  # history: names are not checked
         ("My temperature was 38\u00b0C, na\u00efve as I was.", "symptoms", None),  # Latin and symbols: read

@@ -6,6 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.benchmarks.snomed.case import PatientRecord, RecordObservation
+from tasks.benchmarks.snomed.leak import unread_letters
 from tasks.benchmarks.snomed.offline_models import PATIENT
 from tasks.benchmarks.snomed.oracle.benchmark import ORACLE_DATA
 from tasks.benchmarks.snomed.oracle.config import OracleDataConfig
@@ -214,6 +215,20 @@ def test_an_observation_is_disclosed_by_its_value_and_clinical_terms_are_whole_w
         "acute",
         "fracture",
     ]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I had a fract\u00adure.",  # a soft hyphen
+        "I had a \uff46\uff52\uff41\uff43\uff54\uff55\uff52\uff45.",  # full-width letters
+        "I had a frac\u200bture.",  # a zero-width space
+        "I had a frac-ture.",
+        "I had a FRACTURE.",
+    ],
+)
+def test_a_clinical_term_disguised_as_the_leak_check_reads_it_is_a_term(answer):
+    assert (clinical_terms_in(answer, ["fracture"]), unread_letters(answer)) == (["fracture"], "")
 
 
 def test_an_answer_the_rules_cannot_read_whole_is_neither_leak_free_nor_lay():
