@@ -12,7 +12,7 @@ Reasons a pair is rejected (counted by reason, never written):
   written in groups ("5962 1000") is a leak under any disclosure too;
 - `unread`: under `symptoms`, the answer names nothing the check read but holds letters it cannot read
   (leak.unread_letters: a script other than Latin), so it is not known to be free of names;
-- `positive_not_known`: a positive pair's answer says the patient does not know (answers.py);
+- `positive_not_known`: a positive pair's answer says the patient does not know, or says both (answers.py);
 - `negative_not_unsure`: a negative pair's answer does not say the patient does not know (a denial
   included: the paper teaches "I'm not sure", and the record's silence is no evidence of absence).
 """
@@ -126,7 +126,7 @@ def rejection(
     if disclosure == "symptoms" and unread_letters(pair.answer):
         return "unread"
     stance = answer_stance(pair.answer)
-    if kind == "positive" and stance == "not_known":
+    if kind == "positive" and stance in ("not_known", "mixed"):
         return "positive_not_known"
     if kind == "negative" and stance != "not_known":
         return "negative_not_unsure"

@@ -38,7 +38,7 @@ PATIENT_SCORES = Contract(
     schema=schema(
         *_ANSWER_FIELDS,
         ("status", pa.string()),  # ok | failed
-        ("stance", pa.string()),  # not_known | denied | stated
+        ("stance", pa.string()),  # not_known | denied | stated | mixed
         ("disclosed", pa.bool_()),
         ("hallucinated", pa.bool_()),
         ("leaked", pa.bool_()),

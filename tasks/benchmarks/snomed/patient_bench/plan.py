@@ -11,6 +11,7 @@ from tasks.benchmarks.snomed.cases.loading import (
 )
 from tasks.benchmarks.snomed.interview import offline_patient_params, record_text
 from tasks.benchmarks.snomed.offline_models import PATIENT
+from tasks.benchmarks.snomed.oracle.answers import STANCE_RULES_VERSION
 from tasks.benchmarks.snomed.oracle.dataset import served_system_prompt
 from tasks.benchmarks.snomed.patient import load_lexicon
 from tasks.benchmarks.snomed.patient_bench.config import JUDGE_RUBRIC, PatientBenchConfig
@@ -128,6 +129,7 @@ def build_plan(settings: EvaluationSettings[PatientBenchConfig]) -> BenchPlan:
             "bench_cases": [case.case_id for case in cases],
             "question_set": QUESTION_SET_VERSION,
             "clinical_terms_version": CLINICAL_TERMS_VERSION,
+            "stance_rules_version": STANCE_RULES_VERSION,
             "lexicon_version": load_lexicon().version,
             "questions": sum(len(job.solve.questions) for job in jobs[:: max(1, len(patients))]),
         },

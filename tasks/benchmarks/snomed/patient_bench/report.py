@@ -11,6 +11,7 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from tasks.benchmarks.snomed.oracle.answers import STANCE_RULES_VERSION
 from tasks.benchmarks.snomed.patient_bench.contracts import PATIENT_SCORES
 from tasks.benchmarks.snomed.patient_bench.scoring import patient_metrics
 from tasks.core.files import write_json_atomic, write_text_atomic
@@ -32,6 +33,7 @@ ROWS = (
     ("faithful % (judge)", "faithful"),
     ("answers", "answers"),
     ("answers not read whole", "unread"),
+    ("answers saying both", "mixed"),
     ("answers judged", "judged"),
     ("failed calls", "failed"),
     ("judge replies unparseable", "n_judge_unparseable"),
@@ -42,7 +44,9 @@ CAPTION = (
     "disclosure: positive questions answered with the record's fact; hallucination: negative questions "
     "answered with a claim instead of 'not sure' or 'no'; leak: answers naming a condition of the record; "
     "lay language: answers without a clinical term; leak and lay language leave out the answers not read "
-    "whole (letters of a script other than Latin, naming nothing read); consistency: questions with the "
+    "whole (letters of a script other than Latin, naming nothing read); disclosure and hallucination leave "
+    "out the answers saying both (a denial or not knowing, and a claim: 'No, but I get a rash'); "
+    "consistency: questions with the "
     "same verdicts on every asking; faithful: the judge's, a share of the answers judged (— without a "
     "judge); failed calls: the patient's; answers the judge left ungraded: its last reply unparseable, its "
     "call failed, or its last reply cut at its max_tokens. Rules: "
@@ -66,6 +70,7 @@ def _cell(key: str, metrics: dict[str, Any]) -> str:
     if key in (
         "answers",
         "unread",
+        "mixed",
         "judged",
         "failed",
         "n_judge_unparseable",
@@ -101,6 +106,14 @@ def _scored_rows(run_dir: Path) -> list[dict[str, Any]]:
             f"{run_dir} was scored before its answers recorded {', '.join(missing)}: run its "
             "`threadmed snomed patient-eval` command again to score it again (every call is recorded; none "
             "is made again)"
+        )
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    if manifest.get("stance_rules_version") != STANCE_RULES_VERSION:
+        # Scored by a stance rule that read an answer saying both ("No, but I get a rash") by its first part.
+        raise UserError(
+            f"{run_dir} was scored before answers saying both a denial and a claim were counted apart: run "
+            "its `threadmed snomed patient-eval` command again to score it again (every call is recorded; "
+            "none is made again)"
         )
     return table.select(PATIENT_SCORES.columns).to_pylist()
 

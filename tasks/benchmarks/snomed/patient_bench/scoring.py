@@ -1,7 +1,9 @@
 """Rules that score one patient answer, and the per-patient metrics of the bench. Pure.
 
 Per answer (documented rules; the judge grades only what these cannot, judge.py):
-- stance: not_known, denied or stated (oracle/answers.py, shared with the training data's validation);
+- stance: not_known, denied, stated or mixed (oracle/answers.py, shared with the training data's
+  validation). A mixed answer (it says both, "No, but I get a rash") decides neither disclosure nor
+  hallucination: both verdicts are None, and the answer is counted apart (`mixed`);
 - disclosed (positive questions): the answer states something (not "not sure", no denial) and mentions the
   record's lay fact: a condition by a keyword of its lay lexicon entry, or by its name when the lexicon has
   no words for it; an observation by its value (the number, rounded as the offline patient rounds it,
@@ -94,9 +96,9 @@ def score_answer(
     return {
         "stance": stance,
         "disclosed": stance == "stated" and mentions_fact(question, record, answer, lexicon)
-        if positive
+        if positive and stance != "mixed"
         else None,
-        "hallucinated": None if positive else stance == "stated",
+        "hallucinated": None if positive or stance == "mixed" else stance == "stated",
         "leaked": (True if leaks else None if unread else False) if disclosure == "symptoms" else None,
         "leaked_codes": [hit.code for hit in leaks],
         "lay": False if terms else None if unread else True,
@@ -138,6 +140,9 @@ def patient_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "answers": len(answered),
         # Answers the word rules could not read whole: the leak and lay-language shares leave them out.
         "unread": sum(bool(row["unread_letters"]) for row in answered),
+        # Answers that say both (a denial or not knowing, and a claim): disclosure and hallucination leave
+        # them out.
+        "mixed": sum(row["stance"] == "mixed" for row in answered),
         "failed": sum(row["status"] == "failed" for row in rows),
         "positive_answers": sum(row["kind"] == "positive" for row in answered),
         "negative_answers": sum(row["kind"] == "negative" for row in answered),

@@ -56,6 +56,10 @@ def vocabulary() -> LeakNames:
         ("I don't have that.", "denied"),
         ("Yes, my chest hurts.", "stated"),
         ("Nobody checked.", "stated"),
+        ("Yes, an itchy rash every day, not sure why.", "mixed"),
+        ("No, but I get an itchy rash every day.", "mixed"),
+        ("I'm not sure, but I get headaches.", "mixed"),
+        ("I'm not sure. I haven't really noticed anything like that.", "not_known"),
     ],
 )
 def test_answer_stance(answer, stance):
@@ -161,6 +165,8 @@ def test_any_hostile_reply_is_read_without_raising(parts, depth):
         (TeacherPair("Q?", "I'm not sure."), "negative", "symptoms", None),
         (TeacherPair("Q?", "No, never."), "negative", "symptoms", "negative_not_unsure"),
         (TeacherPair("Q?", "Yes, all the time."), "negative", "symptoms", "negative_not_unsure"),
+        (TeacherPair("Q?", "Not sure, but I get headaches."), "negative", "symptoms", "negative_not_unsure"),
+        (TeacherPair("Q?", "Yes, all the time, not sure why."), "positive", "symptoms", "positive_not_known"),
     ],
 )
 def test_rejection(pair, kind, disclosure, reason):

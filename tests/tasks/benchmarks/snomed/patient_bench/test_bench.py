@@ -71,8 +71,9 @@ def bench(tmp_path, patients, **settings):
 def expected(**values):
     base = {
         "disclosure": 0.0, "hallucination": 0.0, "leak": 0.0, "lay_language": 1.0, "mean_words": 3.0,
-        "consistency": 1.0, "faithful": 1.0, "answers": 8, "unread": 0, "failed": 0, "positive_answers": 2,
-        "negative_answers": 6, "judged": 8, "n_judge_unparseable": 0, "n_judge_failed": 0, "n_judge_cut": 0,
+        "consistency": 1.0, "faithful": 1.0, "answers": 8, "unread": 0, "mixed": 0, "failed": 0,
+        "positive_answers": 2, "negative_answers": 6, "judged": 8, "n_judge_unparseable": 0,
+        "n_judge_failed": 0, "n_judge_cut": 0,
     }  # fmt: skip
     return {**base, **values}
 
@@ -108,6 +109,7 @@ def test_a_judge_without_a_verdict_is_unparseable_never_a_grade(tmp_path):
     assert [row for row in table.rows if row[0].startswith(("answers", "judge"))] == [
         ["answers", "8"],
         ["answers not read whole", "0"],
+        ["answers saying both", "0"],
         ["answers judged", "0"],
         ["judge replies unparseable", "8"],
         ["judge calls failed", "0"],
@@ -260,6 +262,37 @@ def test_a_run_scored_before_unread_letters_were_recorded_is_not_reported_as_rea
     pq.write_table(scores.drop_columns(["unread_letters"]), run_dir / "patient_scores.parquet")
     with pytest.raises(UserError, match="scored before its answers recorded unread_letters: run its"):
         build_bench_report.fn([str(run_dir)], str(tmp_path / "report"), BenchReportSettings())
+
+
+def test_a_run_scored_by_the_first_stance_rule_is_not_reported(tmp_path):
+    bench(tmp_path, [NEVER_KNOWS], sample=SampleSpec(limit=1))
+    manifest_path = tmp_path / "run" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps({**manifest, "stance_rules_version": 1}))
+    with pytest.raises(UserError, match="scored before answers saying both a denial and a claim were"):
+        build_bench_report.fn([str(tmp_path / "run")], str(tmp_path / "report"), BenchReportSettings())
+
+
+def test_an_answer_saying_both_decides_neither_disclosure_nor_hallucination():
+    record = PatientRecord(reference_date=None, age_years=50, sex="male", conditions=(), observations=())
+    negative = BenchQuestion(
+        question_id="generated-0", source="generated", kind="negative", subject="condition",
+        topic="271807003", display="Eruption of skin (disorder)", question="Do you get rashes?",
+    )  # fmt: skip
+    verdicts = [
+        score_answer(negative, record, answer, "symptoms", load_lexicon())
+        for answer in ("No, but I get an itchy rash every day.", "No, never.", "Yes, every day.")
+    ]
+    read = ("stance", "disclosed", "hallucinated")
+    assert [tuple(v[k] for k in read) for v in verdicts] == [
+        ("mixed", None, None),
+        ("denied", None, False),
+        ("stated", None, True),
+    ]
+    rows = [{"status": "ok", "epoch": 0, "kind": "negative", "faithful": None, "consistent": None, **v}
+            for v in verdicts]  # fmt: skip
+    metrics = patient_metrics(rows)
+    assert (metrics["hallucination"], metrics["mixed"], metrics["answers"]) == (0.5, 1, 3)
 
 
 def test_a_patient_named_by_a_formula_is_written_as_text_and_its_metrics_as_numbers():
