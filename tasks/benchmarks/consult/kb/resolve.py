@@ -8,7 +8,9 @@ item unverified:
   `drug-named-entity-recognition` (MIT) finds there by canonical names, each mapped to the KB drug whose own
   name, spelling or brand the library gives that canonical name ("Albuterol" -> salbutamol; a canonical
   name the KB lacks is `missing`: a real drug the critic cannot check); else the best rapidfuzz match above
-  the threshold among the KB's names (a misspelling: "ibuprofn");
+  the threshold among the KB's names (a misspelling: "ibuprofn"). The library is asked before a fuzzy
+  match is taken: a word it knows exactly is that drug, so "escitalopram" is an escitalopram the KB lacks,
+  never its fuzzy neighbour citalopram;
 - a salt or ester word ("naproxen sodium", "sodium valproate"): it belongs to the drug before it (after it
   when none comes before), and the critic converts that drug's dose with the KB's salt table;
 - a strength, a dose form or route word ("500 mg tablets", "0.5 g", "1%", "oral suspension") or a joining
@@ -20,7 +22,8 @@ item unverified:
 A product's ingredients carry their amounts per tablet when the product fixes them: by a brand sold at one
 strength (Solpadol), by the strengths written in the text ("30/500", or the BNF's total "co-amoxiclav
 625 mg"), or because every variant has the same amount (co-codamol's paracetamol 500 mg). The library's
-dictionary takes seconds to load, so it loads on first use, once.
+dictionary takes seconds to load, so it loads on first use, once: only for a name that is not wholly
+exact KB names.
 """
 
 import functools
@@ -150,15 +153,17 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
         tokens = [part for word in words for part in word.split("-") if part]
         if len(tokens) > MAX_NAME_WORDS:
             return Resolution(method="unresolved", unknown=(f"(a name of {len(tokens):,} words)",))
-        resolution = scan(name, tokens, {}, threshold)
-        # The library's dictionary is slow to load: it is asked only when the KB's names leave a word unread.
-        if resolution.unknown and use_library:
-            resolution = scan(name, tokens, _library_spans(words), threshold)
+        resolution, guessed = scan(name, tokens, {}, threshold)
+        # The library's dictionary is slow to load: it is asked only when the KB's exact names leave a word
+        # unread, or read one only as a misspelling, which may be another drug (escitalopram, no citalopram).
+        if (resolution.unknown or guessed) and use_library:
+            resolution, _ = scan(name, tokens, _library_spans(words), threshold)
         return resolution
 
     def scan(
         name: str, tokens: list[str], library: dict[int, tuple[int, tuple[str, ...]]], threshold: float
-    ) -> Resolution:
+    ) -> tuple[Resolution, bool]:
+        """The words read, and whether a fuzzy match read any of them."""
         found: list[tuple[int, _Found]] = []  # (first token, what it names)
         salts: list[tuple[int, str]] = []
         unknown: list[str] = []
@@ -195,7 +200,8 @@ def _resolver(kb: KnowledgeBase) -> Callable[[str, float, bool], Resolution]:
             position += 1
         if not any(hit.strengths_written for _, hit in found):
             unknown += numbers
-        return _resolution(found, _salt_phrases(salts), unknown)
+        guessed = any(hit.method == "fuzzy" for _, hit in found)
+        return _resolution(found, _salt_phrases(salts), unknown), guessed
 
     return resolve
 

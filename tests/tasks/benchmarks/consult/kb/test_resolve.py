@@ -1,11 +1,15 @@
+import functools
+import re
 import subprocess
 import sys
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from tasks.benchmarks.consult.kb.icd11 import normalise_drug_name
 from tasks.benchmarks.consult.kb.loading import load_kb
-from tasks.benchmarks.consult.kb.resolve import Ingredient, Resolution, resolve_drug
+from tasks.benchmarks.consult.kb.resolve import Ingredient, Resolution, library_index, resolve_drug
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +216,63 @@ def test_a_drug_the_kb_lacks_is_named_as_missing(kb):
     )
 
 
+@pytest.mark.parametrize(
+    ("name", "missing"),
+    [
+        # each within fuzzy reach of a KB drug it is not (in brackets)
+        ("escitalopram", "Escitalopram"),  # citalopram
+        ("esomeprazole", "Esomeprazole"),  # omeprazole
+        ("famciclovir", "Famciclovir"),  # aciclovir
+        ("ganciclovir", "Ganciclovir"),  # aciclovir
+        ("oxacillin", "Oxacillin"),  # flucloxacillin
+        ("cloxacillin", "Cloxacillin"),  # flucloxacillin
+        ("cefatrizine", "Cefatrizine"),  # cetirizine
+        ("mephenytoin", "Mephenytoin"),  # phenytoin
+        ("etanidazole", "Etanidazole"),  # metronidazole
+        ("oxcarbamazepine", "Oxcarbazepine"),  # carbamazepine
+        ("dihydrocodeinone", "Hydrocodone"),  # dihydrocodeine; the library's other name for hydrocodone
+    ],
+)
+def test_a_drug_the_kb_lacks_is_not_read_as_its_fuzzy_neighbour(kb, name, missing):
+    assert resolve_drug(kb, name) == Resolution(method="library", missing=(missing,))
+
+
+@pytest.mark.parametrize(
+    ("name", "drug"),
+    [("paracetomol", "paracetamol"), ("omeprazle", "omeprazole"), ("ibuprofn", "ibuprofen")],
+)
+def test_a_misspelling_the_library_does_not_know_is_still_read_by_fuzzy_match(kb, name, drug):
+    assert resolve_drug(kb, name).drugs == (drug,)
+
+
+@functools.cache
+def _library_words_for_drugs_the_kb_lacks() -> list[str]:
+    """One-word names in the library's dictionary that are no KB name and whose drugs the KB lacks."""
+    from drug_named_entity_recognition.drugs_finder import drug_variant_to_canonical
+
+    kb = load_kb()
+    known = library_index(kb)
+
+    def kb_has(canonical: str) -> bool:
+        parts = canonical.split("/")
+        return kb.product(canonical) is not None or any(p in known or kb.drug(p) for p in parts)
+
+    return sorted(
+        word
+        for word, canonicals in drug_variant_to_canonical.items()
+        if re.fullmatch("[a-z]+", word) and not kb.drug(word) and not kb.product(word)
+        and not any(kb_has(canonical) for canonical in canonicals)
+    )  # fmt: skip
+
+
+@given(st.deferred(lambda: st.sampled_from(_library_words_for_drugs_the_kb_lacks())))
+@example("escitalopram")
+@example("cefatrizine")
+@example("mephenytoin")
+def test_a_word_the_library_knows_as_a_drug_the_kb_lacks_resolves_to_no_kb_drug(word):
+    assert resolve_drug(load_kb(), word).drugs == ()
+
+
 def test_normalise_drug_name_gives_the_one_generic_of_a_single_drug_only(kb):
     assert [normalise_drug_name(kb, name) for name in ("salbutamol sulphate", "co-codamol", "rest")] == [
         "salbutamol",
@@ -220,16 +281,18 @@ def test_normalise_drug_name_gives_the_one_generic_of_a_single_drug_only(kb):
     ]
 
 
-def test_the_library_loads_only_when_the_kb_names_do_not_resolve():
-    # Its dictionary takes seconds to load: names the KB knows never pay for it.
+def test_the_library_loads_only_when_a_name_is_not_wholly_exact_kb_names():
+    # Its dictionary takes seconds to load: names the KB knows exactly never pay for it. A name read only
+    # by fuzzy match does (as one with a word unread): the library may know it as another drug
+    # ("escitalopram" is no citalopram).
     script = (
         "import sys\n"
         "from tasks.benchmarks.consult.kb.loading import load_kb\n"
         "from tasks.benchmarks.consult.kb.resolve import resolve_drug\n"
         "kb = load_kb()\n"
-        "resolve_drug(kb, 'naproxen sodium'); resolve_drug(kb, 'Augmentin')\n"
+        "resolve_drug(kb, 'naproxen sodium'); resolve_drug(kb, 'Augmentin'); resolve_drug(kb, 'Calpol')\n"
         "print('drug_named_entity_recognition' in sys.modules)\n"
-        "resolve_drug(kb, 'Proventil')\n"
+        "resolve_drug(kb, 'paracetomol')\n"
         "print('drug_named_entity_recognition' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
