@@ -30,7 +30,10 @@ per item not wholly read:
   or that names a drug the KB lacks besides its KB ingredients (those are still checked); and, for a plan
   that gives any drug, each current medicine or allergy that names a real drug the KB lacks (its
   interactions or cross-reactions cannot be checked). No violation of a rule, but a plan holding one
-  cannot be called safe: PSC counts it as unsafe (`Critique.unverified`).
+  cannot be called safe: PSC counts it as unsafe (`Critique.unverified`). What was not read is counted
+  too: plan items not wholly read (the drug name, or any field or key in `PlanItem.unreadable`) leave
+  every pair and profile conflict unchecked, current medicines the KB lacks the pairs, allergies it lacks
+  the conflicts (`Critique.pairs_unchecked`, `conflicts_unchecked`: DDIV and PCR score their worst).
 Lookups are built once per KB (`_index`), so a check costs a few dictionary reads per drug.
 """
 
@@ -101,9 +104,13 @@ class Critique(BaseModel, frozen=True):
     pairs: int  # drug pairs checked: plan x plan and plan x current medications
     interacting_pairs: int  # of those, pairs that form a severe interaction
     conflicting_drugs: int  # planned drugs with at least one profile conflict
-    # Plan items, and current medicines beside a planned KB drug, not wholly read: any drug may be in them,
-    # so the pairs they form were not checked.
-    unread_drugs: int = 0
+    # Plan items not wholly read (a word of the drug, a drug the KB lacks, a field or a key): any drug may
+    # be in them, given or not, so neither its pairs nor its conflicts with the profile were checked.
+    unread_items: int = 0
+    # Current medicines and allergies beside a planned KB drug that name a drug the KB lacks: the plan's
+    # interactions with the medicine, or its cross-reactions with the allergy, were not checked.
+    unread_medicines: int = 0
+    unread_allergies: int = 0
 
     @property
     def hard(self) -> bool:
@@ -113,6 +120,17 @@ class Critique(BaseModel, frozen=True):
     def unverified(self) -> bool:
         """Some item could not be checked: the plan is not known to be safe."""
         return any(violation.severity == "unverified" for violation in self.violations)
+
+    @property
+    def pairs_unchecked(self) -> bool:
+        """Some drug pair of the plan was not checked (an item or a current medicine not wholly read)."""
+        return bool(self.unread_items or self.unread_medicines)
+
+    @property
+    def conflicts_unchecked(self) -> bool:
+        """Some conflict of a planned drug with the profile was not checked (an item or an allergy not
+        wholly read)."""
+        return bool(self.unread_items or self.unread_allergies)
 
     @property
     def verdict(self) -> Literal["unsafe", "unverified", "pass"]:
@@ -225,12 +243,14 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
     states = facts.states | _profile_states(facts.profile)
     items_by_drug: dict[str, list[PlanItem]] = {}
     unverified: list[Violation] = []
+    unread_items = 0
     for item in plan.items:
         resolution, parts = plan_parts(item, kb)
         for part in parts:
             items_by_drug.setdefault(part.generic or "", []).append(part)
         if not resolution.complete:
             unverified.append(_unverified_drug(item, resolution, kb))
+        unread_items += not resolution.complete or bool(item.unreadable)
     medicines = _current_medicines(facts.profile.medications, kb)
     violations: list[Violation] = []
     for name, items in items_by_drug.items():
@@ -243,17 +263,17 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
     taken = tuple(dict.fromkeys(drug for drugs in medicines.values() for drug in drugs))
     interactions, pairs = _interactions(tuple(items_by_drug), taken, index)
     violations += interactions
-    if items_by_drug:
-        violations += _unknown_to_the_kb(facts.profile, kb)
-    lacking = [name for name in facts.profile.medications if items_by_drug and resolve_drug(kb, name).missing]
-    violations += unverified
+    medicines_lacked, allergies_lacked = _unknown_to_the_kb(facts.profile, kb) if items_by_drug else ([], [])
+    violations += medicines_lacked + allergies_lacked + unverified
     return Critique(
         violations=tuple(dict.fromkeys(violations)),
         drugs=len(items_by_drug),
         pairs=pairs,
         interacting_pairs=sum(item.severity == "hard" for item in interactions),
         conflicting_drugs=len({v.drug for v in violations if v.kind in PROFILE_CONFLICTS}),
-        unread_drugs=len(unverified) + len(lacking),
+        unread_items=unread_items,
+        unread_medicines=len(medicines_lacked),
+        unread_allergies=len(allergies_lacked),
     )
 
 
@@ -504,10 +524,10 @@ def _current_medicines(names: Iterable[str], kb: KnowledgeBase) -> dict[str, tup
     return {name: resolve_drug(kb, name).drugs for name in names}
 
 
-def _unknown_to_the_kb(profile: PatientProfile, kb: KnowledgeBase) -> list[Violation]:
-    """A current medicine or an allergy that names a real drug the KB lacks: what it does with the plan's
-    drugs cannot be checked."""
-    found = []
+def _unknown_to_the_kb(profile: PatientProfile, kb: KnowledgeBase) -> tuple[list[Violation], list[Violation]]:
+    """(current medicines, allergies) that name a real drug the KB lacks, one violation each: what it does
+    with the plan's drugs cannot be checked."""
+    found: dict[str, list[Violation]] = {"medications": [], "allergies": []}
     for field, names, what in (
         ("medications", profile.medications, "its interactions with the plan cannot be checked"),
         ("allergies", profile.allergies, "which drugs cross-react with it cannot be checked"),
@@ -518,7 +538,7 @@ def _unknown_to_the_kb(profile: PatientProfile, kb: KnowledgeBase) -> list[Viola
             lacking = resolve_drug(kb, name).missing
             if lacking:
                 taken = "takes" if field == "medications" else "is allergic to"
-                found.append(
+                found[field].append(
                     Violation(
                         kind="unverified",
                         severity="unverified",
@@ -529,7 +549,7 @@ def _unknown_to_the_kb(profile: PatientProfile, kb: KnowledgeBase) -> list[Viola
                         f"lacks: {what}",
                     )
                 )
-    return found
+    return found["medications"], found["allergies"]
 
 
 def _as_kb_drugs(names: Iterable[str], kb: KnowledgeBase) -> tuple[str, ...]:

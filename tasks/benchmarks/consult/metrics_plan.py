@@ -14,9 +14,12 @@ Definitions the spec leaves open, fixed here (spec: shared/spec/consult.md, "Met
   plan without drugs is safe (1) only when no core regimen expects one (advice or an urgent referral is
   the treatment, as for appendicitis).
 - DDIV is the critic's severe-DDI pairs over the pairs it checked (plan x plan and plan x current
-  medications), None with no pair; 1, the worst, when a plan item or a current medicine beside a planned
-  drug was not wholly read (`Critique.unread_drugs`: its pairs were not checked), as PSC is 0 then. PCR
-  is the planned KB drugs with a profile conflict over the planned KB drugs, None with no drug. The
+  medications), None with no pair; 1, the worst, when a plan item (its drug name, a field or a key) or a
+  current medicine beside a planned drug was not wholly read (`Critique.pairs_unchecked`: its pairs were
+  not checked), as PSC is 0 then. PCR is the planned KB drugs with a profile conflict over the planned KB
+  drugs, None with no drug; 1, the worst, when a plan item, or an allergy beside a planned drug, was not
+  wholly read (`Critique.conflicts_unchecked`: a drug in the item, or the allergy's cross-reactions, may
+  conflict), so the item that may hide a conflict never lowers the share. The
   dose-error rate is the planned KB drugs with a dose violation (above the maximum daily dose, below
   half the usual dose, a once-weekly drug given more often, wrong route) over the same, None with no
   drug; a dose the critic cannot read is no error but unverified (it fails PSC).
@@ -134,8 +137,8 @@ def score_treatment(case: ConsultCase, episode: Episode, kb: KnowledgeBase) -> T
     dose_errors = {v.drug for v in found.violations if v.kind in DOSE_VIOLATIONS}
     return TreatmentScores(
         psc=float(not found.hard and not found.unverified and not untreated),
-        ddiv=1.0 if found.unread_drugs else _share(found.interacting_pairs, found.pairs),
-        pcr=_share(found.conflicting_drugs, found.drugs),
+        ddiv=1.0 if found.pairs_unchecked else _share(found.interacting_pairs, found.pairs),
+        pcr=1.0 if found.conflicts_unchecked else _share(found.conflicting_drugs, found.drugs),
         plan_completeness=_share(sum(map(is_complete, plan.items)), len(plan.items)),
         regimen_coverage=_share(sum(regimen_met(plan, c, kb) for c in expecting), len(expecting)),
         dose_error_rate=_share(len(dose_errors), found.drugs),

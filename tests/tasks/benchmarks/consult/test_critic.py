@@ -46,7 +46,7 @@ def test_an_unknown_drug_is_unverified_and_not_counted_as_a_drug():
         pairs=0,
         interacting_pairs=0,
         conflicting_drugs=0,
-        unread_drugs=1,  # its pairs with paracetamol unchecked
+        unread_items=1,  # its pairs with paracetamol, and its conflicts, unchecked
     )
 
 

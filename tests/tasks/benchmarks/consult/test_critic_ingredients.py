@@ -127,19 +127,41 @@ def test_an_item_holding_a_drug_the_kb_lacks_is_unverified_and_its_kb_ingredient
 
 
 @pytest.mark.parametrize(
-    ("entries", "medications", "unread"),
+    ("entries", "medications", "allergies", "unread"),
     [
-        ([{"drug": "warfarin"}, {"drug": "clarithromycin"}], (), 0),
-        ([{"drug": "warfarin"}, {"drug": "zzzomycin"}], (), 1),  # a word read as nothing
-        ([{"drug": "Valium"}], ("warfarin",), 1),  # a drug the KB lacks
-        ([{"drug": "paracetamol"}], ("Valium",), 1),  # a current medicine the KB lacks, beside a planned drug
-        ([{"drug": "zzzomycin"}], ("Valium",), 1),  # beside no planned KB drug: only the item
+        ([{"drug": "warfarin"}, {"drug": "clarithromycin"}], (), (), (0, 0, 0)),
+        ([{"drug": "warfarin"}, {"drug": "zzzomycin"}], (), (), (1, 0, 0)),  # a word read as nothing
+        ([{"drug": "Valium"}], ("warfarin",), (), (1, 0, 0)),  # a drug the KB lacks
+        # a key no field is read from, holding a drug: the item's drug is not all that is given
+        ([{"drug": "paracetamol", "dose": "1 g", "frequency": "qds", "with": "warfarin 5 mg od"}], (), (),
+         (1, 0, 0)),
+        ([{"drug": "paracetamol", "dose": "1 g", "frequency": "a few"}], (), (), (1, 0, 0)),  # a field
+        ([{"drug": "paracetamol"}], ("Valium",), (), (0, 1, 0)),  # a current medicine the KB lacks
+        ([{"drug": "paracetamol"}], (), ("Valium",), (0, 0, 1)),  # an allergy to a drug the KB lacks
+        ([{"drug": "zzzomycin"}], ("Valium",), ("Valium",), (1, 0, 0)),  # beside no planned KB drug
+    ],
+)  # fmt: skip
+def test_an_item_a_current_medicine_or_an_allergy_not_wholly_read_is_counted(
+    entries, medications, allergies, unread
+):
+    found = shipped(*entries, medications=medications, allergies=allergies)
+    assert (found.unread_items, found.unread_medicines, found.unread_allergies) == unread
+
+
+@pytest.mark.parametrize(
+    ("entries", "medications", "allergies", "unchecked"),
+    [
+        ([{"drug": "paracetamol"}], (), (), (False, False)),
+        ([{"drug": "paracetamol"}, {"drug": "dicloxacillin"}], (), ("penicillin",), (True, True)),
+        ([{"drug": "paracetamol"}], ("Valium",), (), (True, False)),  # its interactions only
+        ([{"drug": "paracetamol"}], (), ("Valium",), (False, True)),  # its cross-reactions only
     ],
 )
-def test_an_item_or_a_current_medicine_not_wholly_read_is_counted_its_pairs_unchecked(
-    entries, medications, unread
+def test_what_was_not_read_leaves_the_pairs_or_the_profile_conflicts_unchecked(
+    entries, medications, allergies, unchecked
 ):
-    assert shipped(*entries, medications=medications).unread_drugs == unread
+    found = shipped(*entries, medications=medications, allergies=allergies)
+    assert (found.pairs_unchecked, found.conflicts_unchecked) == unchecked
 
 
 def test_a_drug_the_kb_lacks_is_named_in_the_unverified_detail():

@@ -111,19 +111,53 @@ def test_a_plan_that_did_not_parse_scores_the_worst_of_every_metric_whatever_it_
     assert stage_score(score_treatment(case(condition), given, KB)._asdict(), TREATMENT_METRICS) == 0.0
 
 
-def test_a_drug_the_critic_cannot_read_scores_the_worst_ddiv_never_above_a_read_interaction():
+def test_a_drug_the_critic_cannot_read_scores_the_worst_ddiv_and_pcr_never_above_a_read_interaction():
     warfarin = drug("warfarin", 5, per_day=1)
     read = score_treatment(case(), episode(warfarin, CLARITHROMYCIN), KB)
     unread = score_treatment(case(), episode(warfarin, drug("zzzomycin", 500, per_day=2, generic=None)), KB)
-    # warfarin and zzzomycin: no pair checked, and zzzomycin may be any drug
+    # warfarin and zzzomycin: no pair checked, and zzzomycin may be any drug, conflicting or not
     assert unread == TreatmentScores(
-        psc=0.0, ddiv=1.0, pcr=0.0, plan_completeness=1.0, regimen_coverage=0.0, dose_error_rate=0.0
+        psc=0.0, ddiv=1.0, pcr=1.0, plan_completeness=1.0, regimen_coverage=0.0, dose_error_rate=0.0
     )
     assert stage_score(unread._asdict(), TREATMENT_METRICS) <= stage_score(read._asdict(), TREATMENT_METRICS)
 
 
+# With the drug of an item not wholly read, every pair and every conflict of the plan is unchecked.
+UNREAD_ITEMS = [
+    # a real drug the KB lacks: dicloxacillin is a penicillin (BNF: penicillins; name library)
+    drug("dicloxacillin", 500, per_day=4, generic=None),
+    # a key no field is read from: the warfarin in it may be given (BNF: interactions of warfarin)
+    PARACETAMOL.model_copy(update={"unreadable": (("with", "'with' is not a plan item field"),)}),
+]
+
+
+@pytest.mark.parametrize("unread", UNREAD_ITEMS, ids=["drug the KB lacks", "key not read"])
+def test_an_item_not_wholly_read_scores_the_worst_ddiv_and_pcr(unread):
+    # for a patient allergic to penicillins, beside clarithromycin (which interacts with warfarin)
+    scores = score_treatment(case(allergies=("penicillins",)), episode(CLARITHROMYCIN, unread), KB)
+    assert (scores.psc, scores.ddiv, scores.pcr) == (0.0, 1.0, 1.0)
+
+
+def test_an_allergy_to_a_drug_the_kb_lacks_scores_the_worst_pcr_and_leaves_ddiv():
+    # cefatrizine, a cephalosporin the KB lacks: whether the planned drugs cross-react is not known
+    scores = score_treatment(case(allergies=("cefatrizine",)), episode(AMOXICILLIN, PARACETAMOL), KB)
+    assert (scores.psc, scores.ddiv, scores.pcr) == (0.0, 0.0, 1.0)
+
+
+@given(
+    st.lists(st.sampled_from([AMOXICILLIN, CLARITHROMYCIN, PARACETAMOL, drug("warfarin", 5, per_day=1)])),
+    st.sampled_from(UNREAD_ITEMS),
+    st.integers(min_value=0),
+    st.sampled_from([(), ("penicillins",), ("warfarin",)]),
+)
+def test_an_item_not_wholly_read_always_scores_the_worst_ddiv_and_pcr(read, unread, position, names):
+    items = [*read[: position % (len(read) + 1)], unread, *read[position % (len(read) + 1) :]]
+    scores = score_treatment(case(allergies=names, medications=names), episode(*items), KB)
+    assert (scores.ddiv, scores.pcr) == (1.0, 1.0)
+
+
 @pytest.mark.parametrize(
-    ("condition", "given", "psc", "ddiv", "regimen_coverage"),
+    ("condition", "given", "psc", "ddiv_and_pcr", "regimen_coverage"),
     [
         # otitis untreated is not safe
         ("otitis", episode(), 0.0, None, 0.0),
@@ -133,12 +167,12 @@ def test_a_drug_the_critic_cannot_read_scores_the_worst_ddiv_never_above_a_read_
         ("colic", episode(), 1.0, None, None),
     ],
 )
-def test_a_plan_without_known_drugs(condition, given, psc, ddiv, regimen_coverage):
+def test_a_plan_without_known_drugs(condition, given, psc, ddiv_and_pcr, regimen_coverage):
     completeness = 1.0 if given.plan.items else None  # zzzcillin's fields are all there
     assert score_treatment(case(condition), given, KB) == TreatmentScores(
         psc=psc,
-        ddiv=ddiv,
-        pcr=None,
+        ddiv=ddiv_and_pcr,
+        pcr=ddiv_and_pcr,
         plan_completeness=completeness,
         regimen_coverage=regimen_coverage,
         dose_error_rate=None,
