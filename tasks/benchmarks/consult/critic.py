@@ -250,7 +250,7 @@ def critique(plan: TreatmentPlan, facts: PatientFacts, kb: KnowledgeBase) -> Cri
             items_by_drug.setdefault(part.generic or "", []).append(part)
         if not resolution.complete:
             unverified.append(_unverified_drug(item, resolution, kb))
-        unread_items += not resolution.complete or bool(item.unreadable)
+        unread_items += not _wholly_read(item, resolution)
     medicines = _current_medicines(facts.profile.medications, kb)
     violations: list[Violation] = []
     for name, items in items_by_drug.items():
@@ -315,13 +315,22 @@ def constraint_satisfied(
 
 def regimen_met(plan: TreatmentPlan, condition: Condition, kb: KnowledgeBase) -> bool:
     """The plan has a drug of one of the condition's expected classes (alternatives) in an item read whole
-    (an item with a part not read may not give the drug: "status": "do not give"); no classes = met."""
+    (`_wholly_read`: an item with a part not read may not give the drug, as "no amoxicillin", "amoxicillin
+    - do not give" or "status": "do not give"); no classes = met."""
     expected = condition.regimen.drug_classes
     if not expected:
         return True
     drugs = _index(kb).drugs
-    read = TreatmentPlan(items=tuple(item for item in plan.items if not item.unreadable))
+    read = TreatmentPlan(
+        items=tuple(item for item in plan.items if _wholly_read(item, plan_parts(item, kb)[0]))
+    )
     return any(drugs[name].drug_class in expected for name in read.generics if name in drugs)
+
+
+def _wholly_read(item: PlanItem, resolution: Resolution) -> bool:
+    """Every word of the item's drug (`resolution`) and every field and key it holds was read: a word no
+    rule reads ("no", "avoid", "do not give") may say the drug is not given, or that another one is."""
+    return resolution.complete and not item.unreadable
 
 
 class _Index:

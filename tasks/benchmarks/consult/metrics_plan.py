@@ -25,7 +25,8 @@ Definitions the spec leaves open, fixed here (spec: shared/spec/consult.md, "Met
   drug; a dose the critic cannot read is no error but unverified (it fails PSC).
 - Plan completeness is the share of plan items with dose, unit, frequency, days and route all given
   (None with no item). Regimen coverage is the share of the core diagnoses whose regimen lists drug
-  classes that the first plan meets (`regimen_met`); None when no core regimen lists one.
+  classes that the first plan meets in an item read whole (`regimen_met`: "no amoxicillin" gives no
+  amoxicillin); None when no core regimen lists one.
 - Follow-ups run in script order; each constraint adds to the facts (`with_constraint`) from then on. The
   plan in force is the first plan, then each revision that parsed; a revision that did not parse (after
   its re-ask) leaves no plan in force that can be read (`FollowUpTurn.plan_after`): the agent meant to

@@ -198,11 +198,28 @@ def test_constraint_satisfied(constraint, given, expected):
         ("otitis", plan(item("paracetamol"), item("clarithromycin")), True),  # an alternative class
         ("otitis", plan(item("paracetamol")), False),
         ("otitis", plan(item("amoxil", generic=None)), False),  # unmatched names count for nothing
+        # a drug named to say it is not given: the words saying so are not read, so the item gives nothing
+        ("otitis", plan(item("no amoxicillin", generic="amoxicillin")), False),
+        ("otitis", plan(item("amoxicillin - do not give", generic="amoxicillin")), False),
         ("colic", plan(), True),  # no classes expected
     ],
 )
 def test_regimen_met(condition_id, given, expected):
     assert regimen_met(given, KB.condition(condition_id), KB) is expected
+
+
+@pytest.mark.parametrize(
+    "written", ["no amoxicillin", "not amoxicillin", "avoid amoxicillin", "amoxicillin - do not give",
+                "amoxicillin (not needed)", "stop amoxicillin", "without amoxicillin"],
+)  # fmt: skip
+def test_a_drug_written_as_not_given_meets_no_regimen(written):
+    # NICE NG91 (acute otitis media): amoxicillin first line; an item saying it is not given treats nothing
+    kb = load_kb()
+    given = parse_plan(json.dumps([{"drug": written, "dose": "500 mg", "frequency": "tds"}]), kb)
+    assert given is not None and given.generics == ("amoxicillin",)
+    otitis = kb.condition("acute_otitis_media")
+    assert otitis is not None and "penicillins" in otitis.regimen.drug_classes
+    assert regimen_met(given, otitis, kb) is False
 
 
 def test_every_first_line_option_of_the_shipped_kb_passes_for_a_plain_patient_of_its_band():
