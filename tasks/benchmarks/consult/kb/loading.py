@@ -220,20 +220,20 @@ class KnowledgeBase(BaseModel, frozen=True):
         return self.interaction_between(drug_a, drug_b)
 
     def interaction_between(self, first: Drug, second: Drug) -> Interaction | None:
-        """The interaction of two different drugs, symmetric: their drug pair's, else the pair of any of their
-        classes' (`Drug.all_classes`), a severe one before a moderate one."""
+        """The interaction of two different drugs, symmetric: the most severe of their drug pair's and the
+        pairs of any of their classes' (`Drug.all_classes`), the drug pair's on a tie. A moderate drug pair
+        never hides a severe class pair (it was returned alone, so the critic called the pair moderate)."""
         if first.name == second.name:
             return None
         pairs = self._interactions_by_pair
-        if (by_drug := pairs.get(frozenset(("drug:" + first.name, "drug:" + second.name)))) is not None:
-            return by_drug
-        by_class = [
-            found
+        keys = [frozenset(("drug:" + first.name, "drug:" + second.name))]
+        keys += [
+            frozenset(("class:" + class_a, "class:" + class_b))
             for class_a in first.all_classes
             for class_b in second.all_classes
-            if (found := pairs.get(frozenset(("class:" + class_a, "class:" + class_b)))) is not None
         ]
-        return min(by_class, key=lambda item: item.severity != "severe", default=None)
+        found = [pairs[key] for key in keys if key in pairs]
+        return min(found, key=lambda item: item.severity != "severe", default=None)
 
 
 def class_names(drug_class: DrugClass) -> Iterator[str]:

@@ -133,6 +133,38 @@ interactions:
     )
 
 
+def test_a_moderate_drug_pair_does_not_hide_a_severe_class_pair(tmp_path):
+    # Warfarin's bleeding risk rises with any NSAID (BNF: interactions of warfarin, NSAIDs: severe); an
+    # entry for one NSAID's smaller INR effect is no reason to call the pair moderate.
+    drugs = (
+        MINIMAL_FILES["drugs_v1.yaml"]
+        .replace(
+            "classes: [",
+            'classes: [{id: nsaids, title: NSAIDs, source: "BNF: NSAIDs"},\n'
+            '  {id: anticoagulants, title: Anticoagulants, source: "BNF: anticoagulants"}, ',
+        )
+        .replace(
+            "drugs:\n",
+            "drugs:\n  - {name: ibuprofen, drug_class: nsaids, route: oral, usual_dose: {dose: 400,\n"
+            "     unit: mg, frequency_per_day: 3}, max_daily: {adult: 2400}, pregnancy: avoid,\n"
+            "     lactation: compatible,\n"
+            '     source: "BNF: ibuprofen"}\n'
+            "  - {name: warfarin, drug_class: anticoagulants, route: oral, usual_dose: {dose: 5, unit: mg,\n"
+            "     frequency_per_day: 1}, max_daily: {adult: 10}, pregnancy: avoid, lactation: compatible,\n"
+            '     source: "BNF: warfarin"}\n',
+        )
+    )
+    interactions = """
+version: 1
+interactions:
+  - {a: ibuprofen, b: warfarin, scope: drug, effect: INR, severity: moderate, source: "BNF: ibuprofen"}
+  - {a: nsaids, b: anticoagulants, scope: class, effect: bleeding, source: "BNF: interactions of warfarin"}
+"""
+    kb = load_kb(1, write_kb(tmp_path, **{"drugs_v1.yaml": drugs, "interactions_v1.yaml": interactions}))
+    found = kb.interaction("warfarin", "ibuprofen")
+    assert (found.a, found.b, found.scope, found.severity) == ("nsaids", "anticoagulants", "class", "severe")
+
+
 def product_file(entry: str) -> str:
     return f"version: 1\nproducts:\n  - {entry}\n"
 
