@@ -20,27 +20,34 @@ MIN_CODE_DIGITS, MAX_CODE_DIGITS = 6, 18
 
 # `<Final Answer>` anywhere (models wrap it in prose or bold), or a bare `Final Answer:` opening a line,
 # so that a question that merely mentions "final answer" is not taken for one. The blanks before a bare
-# one stay on its line: a run of line breaks would otherwise be read again from each line's start.
+# one stay on its line: a run of line breaks would otherwise be read again from each line's start. The
+# bold or italics closing after its colon (`**Final Answer:**`) belong to the marker, not to the answer.
 _MARKER = re.compile(
-    r"<\s*+final[\s_-]*+answer\s*+>[\s*_`]*+:?|^(?:[^\S\n]|[>#*_`-])*+final[\s_-]*+answer[\s*_`]*+:",
+    r"<\s*+final[\s_-]*+answer\s*+>[\s*_`]*+:?[*_]*+"
+    r"|^(?:[^\S\n]|[>#*_`-])*+final[\s_-]*+answer[\s*_`]*+:[*_]*+",
     re.IGNORECASE | re.MULTILINE,
 )
 # A digit run not glued to letters or part of a decimal ("CODE123456789" and "440540.06" are not codes).
 _DIGIT_RUN = re.compile(r"(?<![0-9A-Za-z])(?<![0-9]\.)[0-9]++(?![0-9A-Za-z])(?!\.[0-9])")
 _FENCE_OPENING = re.compile(r"^\s*+(```[a-z]*+\s*+)?", re.IGNORECASE)
+# An answer ends at a blank line or a code fence (its closing one: the opening one is passed before).
+_ANSWER_END = re.compile(r"```|\n[^\S\n]*+(?:\n|\Z)")
 _BRACKET_RUN = re.compile(r"\[++|\]++")
 _ITEM_SEPARATOR = re.compile(r"[,;\n]")
 _ITEM_PADDING = " \t\"'`[]*"
-# A number opening an item, not a list number ("1." or "2)") nor a decimal.
-_LEADING_NUMBER = re.compile(r"^[\s\"'`\[*]*+([0-9]++)(?![0-9A-Za-z.)])")
+# A number opening an item (after a list number or bullet), not a list number ("1." or "2)") nor a decimal.
+_LEADING_NUMBER = re.compile(
+    r"^[\s\"'`\[*]*+(?:(?:[0-9]{1,3}+[.)]|[-\u2022])[ \t]++)?+([0-9]++)(?![0-9A-Za-z.)])"
+)
 # How an item offering a code is written whole (snomed.md, "Scoring": `123456789`, `"123456789 - name"`),
-# after an optional list number: the code alone; the code, a separator and a name (`44054006 - Diabetes
-# [type 2]`, `38341003 |Hypertension|`); or a name and the code in brackets (`Type 2 diabetes (44054006)`).
+# after an optional list number or bullet: the code alone; the code, a separator and a name (`44054006 -
+# Diabetes [type 2]`, `38341003 |Hypertension|`); or a name and the code in brackets (`Type 2 diabetes
+# (44054006)`).
 # A name starts with a letter and holds words and their punctuation, no `?`; anything else around a code
 # (`not 59621000`, `59621000 (ruled out)`, `59621000?`, two codes) is not read.
 _NAME_CHARS = r"[\w ,'\u2019/\[\].&+-]"
 _CODE_ITEM = re.compile(
-    r"(?:[0-9]{1,3}+[.)][ \t]++)?+(?:(?P<code>[0-9]++)(?:[ \t]*+[-\u2013\u2014:|=][ \t]*+"
+    r"(?:(?:[0-9]{1,3}+[.)]|[-\u2022])[ \t]++)?+(?:(?P<code>[0-9]++)(?:[ \t]*+[-\u2013\u2014:|=][ \t]*+"
     rf"(?P<name>[^\W\d_](?:{_NAME_CHARS}|[()])*+))?+[ \t]*+\|?+"
     rf"|(?P<named>[^\W\d_]{_NAME_CHARS}*+)\([ \t]*+(?P<bracketed>[0-9]++)[ \t]*+\))"
 )
@@ -82,17 +89,23 @@ class UnparseableAnswer:
     """A final answer that could not be read whole: a JSON list nested deeper than the JSON scan decodes
     ('too_deep'), more brackets and strings than it reads ('too_long'), or a reply cut at the clinician's
     max_tokens ('cut': the list may have gone on), or an item offering a code with more beside it than its
-    name ('unread_item': `not 59621000`). A value left unread might hold a code, so no part of the
-    answer is taken. (Not a tuple, so never mistaken for the codes read.)"""
+    name ('unread_item': `not 59621000`), a line after the answer's list offering a code ('unread_lines'),
+    or a marker followed by nothing ('blank': the codes may be in a part of the reply not read). A value
+    left unread might hold a code, so no part of the answer is taken. (Not a tuple, so never mistaken for
+    the codes read.)"""
 
-    reason: Literal["too_deep", "too_long", "cut", "unread_item"]
-    item: str | None = None  # the item not read ('unread_item')
+    reason: Literal["too_deep", "too_long", "cut", "unread_item", "unread_lines", "blank"]
+    item: str | None = None  # the item not read ('unread_item', 'unread_lines')
 
     def describe(self) -> str:
         if self.reason == "too_deep":
             return f"final answer not read: a JSON list nested deeper than {MAX_DEPTH} levels"
         if self.reason == "unread_item":
             return f"final answer not read: {self.item!r} is no code, nor a code and its name"
+        if self.reason == "unread_lines":
+            return f"final answer not read: {self.item!r}, on a line after its list, offers a code"
+        if self.reason == "blank":
+            return "final answer not read: nothing follows its marker"
         if self.reason == "cut":
             return "final answer not read: the reply was cut at max_tokens, and a code may be missing"
         return f"final answer not read: more than {MAX_TOKENS:,} brackets and strings"
@@ -107,60 +120,75 @@ class CodeCheck(NamedTuple):
 
 
 def find_final_answer(reply: str) -> str | None:
-    """The text of the last final answer in `reply` (its bracketed list, else the rest of its line)."""
+    """The text of the last final answer in `reply`: after its marker (and a code fence's opening), from
+    its first non-blank line to a blank line, a closing code fence or the end of the reply."""
     markers = list(_MARKER.finditer(reply))
     if not markers:
         return None
     rest = reply[markers[-1].end() :]
     rest = rest[_FENCE_OPENING.match(rest).end() :]  # type: ignore[union-attr]
-    if rest.startswith("["):
-        listed = _bracketed(rest)
-        # The rest of the list's line is read too: "] -- on reflection, none of these" is not a full stop.
-        after = rest[len(listed) :].split("\n", 1)[0]
-        return listed + after if after.strip(" \t.`*") else listed
-    return rest.split("\n", 1)[0].strip().strip("`").strip()
+    end = _ANSWER_END.search(rest)
+    return rest[: end.start()] if end else rest
 
 
-def _bracketed(text: str) -> str:
-    """`text` up to the `]` closing its opening `[` (display names may hold brackets), or all of it, also
-    after MAX_TOKENS runs of brackets (`read_answer` reads all of it, or calls it too long)."""
+def _list_end(text: str) -> int:
+    """Where the list opening `text` ends: past the `]` closing its `[` (display names may hold brackets),
+    else at the end of `text`, also after MAX_TOKENS runs of brackets (`read_answer` reads all of it, or
+    calls it too long)."""
     depth = 0
     for run, _ in zip(_BRACKET_RUN.finditer(text), range(MAX_TOKENS), strict=False):
         size = run.end() - run.start()
         if run.group().startswith("["):
             depth += size
         elif size >= depth:
-            return text[: run.start() + depth]
+            return run.start() + depth
         else:
             depth -= size
-    return text
+    return len(text)
 
 
 def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
     """Every item a final answer offered, as a code or as not a code; codes in order, once each.
 
-    The items are a JSON list's, else the text's between commas, semicolons and line breaks. An item holding
-    6-18 digit runs offers a code, one that starts with a number offers it as a code of the wrong length
-    (`"12345"`: malformed, not dropped), and such an item is read only when written whole as a code
-    (`_CODE_ITEM`: `"38341003 - Hypertension"`, `"Type 2 diabetes (44054006)"`), else the answer is an
-    `UnparseableAnswer` naming it (`"not 59621000"`, a JSON object). Any other non-empty item is not a code
-    (`"Hypertension"`, `"440540.06"`, `"A44054006"`). An answer that may be a JSON list the scan could not
-    read whole is an `UnparseableAnswer` too.
+    An answer opening with `[` is that list and the rest of its line: its items are a JSON list's, else
+    the text's between commas and semicolons, and a later line offering a code leaves the answer
+    unparseable (a line with none is a remark: `Thank you.`). Any other answer's items are the text's
+    between commas, semicolons and line breaks, on every line, and an answer with none is unparseable.
+    An item holding 6-18 digit runs offers a code, one that starts with a number offers it as a code of
+    the wrong length (`"12345"`: malformed, not dropped), and such an item is read only when written whole
+    as a code (`_CODE_ITEM`: `"38341003 - Hypertension"`, `"Type 2 diabetes (44054006)"`, `- 44054006`),
+    else the answer is an `UnparseableAnswer` naming it (`"not 59621000"`, a JSON object). Any other
+    non-empty item is not a code (`"Hypertension"`, `"440540.06"`, `"A44054006"`). An answer that may be
+    a JSON list the scan could not read whole is an `UnparseableAnswer` too.
     """
     stripped = answer.strip()
+    if not stripped.startswith("["):
+        items = _read_items(_ITEM_SEPARATOR.split(stripped))
+        return UnparseableAnswer("blank") if items == AnswerItems((), ()) else items
+    end = _list_end(stripped)
+    after, _, following = stripped[end:].partition("\n")
+    unread = next((item for item in _ITEM_SEPARATOR.split(following) if _offers_item_code(item)), None)
+    if unread is not None:
+        return UnparseableAnswer("unread_lines", unread.strip())
+    # The rest of the list's line is read too: "] -- on reflection, none of these" is not a full stop.
+    listed = stripped[:end] + after if after.strip(" \t.`*") else stripped[:end]
     parsed = None
-    if stripped.startswith("["):
-        scan = scan_json(stripped)
-        if scan.stopped_at is not None:
-            return UnparseableAnswer("too_long")
-        if scan.found and scan.found[0].start == 0 and scan.found[0].end == len(stripped):
-            parsed = scan.found[0].value
-        elif scan.too_deep:
-            return UnparseableAnswer("too_deep")
-    items = [str(item) for item in parsed] if isinstance(parsed, list) else _ITEM_SEPARATOR.split(answer)
+    scan = scan_json(listed)
+    if scan.stopped_at is not None:
+        return UnparseableAnswer("too_long")
+    if scan.found and scan.found[0].start == 0 and scan.found[0].end == len(listed):
+        parsed = scan.found[0].value
+    elif scan.too_deep:
+        return UnparseableAnswer("too_deep")
+    return _read_items(
+        [str(item) for item in parsed] if isinstance(parsed, list) else _ITEM_SEPARATOR.split(listed)
+    )
+
+
+def _read_items(items: Iterable[str]) -> AnswerItems | UnparseableAnswer:
     codes, not_codes = [], []
     for item in items:
-        if _offers_code(item) or _LEADING_NUMBER.match(item):
+        if _offers_item_code(item):
             written = _CODE_ITEM.fullmatch(item.strip(_ITEM_PADDING))
             code = written and (written.group("code") or written.group("bracketed"))
             if not code or _offers_code(written.group("name") or written.group("named") or ""):
@@ -169,6 +197,10 @@ def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
         elif item.strip(_ITEM_PADDING):
             not_codes.append(item.strip(_ITEM_PADDING))
     return AnswerItems(tuple(dict.fromkeys(codes)), tuple(not_codes))
+
+
+def _offers_item_code(item: str) -> bool:
+    return _offers_code(item) or _LEADING_NUMBER.match(item) is not None
 
 
 def _offers_code(text: str) -> bool:

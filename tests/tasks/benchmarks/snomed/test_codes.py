@@ -64,6 +64,19 @@ VOCABULARY = {"44054006", "38341003", "195662009", SYNTHEA_ODD_CODE}
             '<Final Answer>: ["12345", "1234567890123456789", "A44054006", "440540.06"]',
             ("12345", "1234567890123456789"),
         ),
+        # an answer goes on to a blank line or a closing fence, every line of it read
+        ("**Final Answer:**\n1. 44054006 - Diabetes\n2. 38341003 - Hypertension", ("44054006", "38341003")),
+        ("__Final Answer:__\n44054006", ("44054006",)),
+        ("<Final Answer>:\n* 44054006 - Diabetes\n* 38341003 - Hypertension", ("44054006", "38341003")),
+        ("<Final Answer>:\n\n- 44054006\n- 12345\n\nAsk me anything.", ("44054006", "12345")),
+        ("<Final Answer>:\n```\n44054006\n38341003\n```\nThanks.", ("44054006", "38341003")),
+        ("<Final Answer>: 44054006\n38341003", ("44054006", "38341003")),
+        ('<Final Answer>: The codes are:\n["44054006", "38341003"]', ("44054006", "38341003")),
+        # after a list, a line offering a code is not read, nor left out: the answer is unparseable
+        ('<Final Answer>: ["44054006"]\n38341003', UnparseableAnswer("unread_lines", "38341003")),
+        ('<Final Answer>: ["44054006"]\nThanks.', ("44054006",)),
+        ("**Final Answer:**", UnparseableAnswer("blank")),
+        ("<Final Answer>:\n\n", UnparseableAnswer("blank")),
         ("<Final Answer>: []", ()),
         ("<Final Answer>: I cannot tell.", ()),
         ('<Final Answer>: ["1"]\nOn second thought:\n<Final Answer>: ["195662009"]', ("195662009",)),
@@ -77,10 +90,19 @@ def test_parse_final_answer(reply, expected):
     assert parse_final_answer(reply) == expected
 
 
-def test_find_final_answer_keeps_the_raw_list_with_bracketed_names_and_the_rest_of_its_line():
+def test_find_final_answer_keeps_the_raw_answer_to_a_blank_line_or_a_closing_fence():
     listed = '["44054006 - Diabetes [type 2]", "38341003"]'
-    assert find_final_answer(f"<Final Answer>: {listed}.\nThanks.") == listed
-    assert find_final_answer(f"<Final Answer>: {listed} thanks") == f"{listed} thanks"
+    assert find_final_answer(f"<Final Answer>: {listed}.\nThanks.\n\nBye.") == f"{listed}.\nThanks."
+    assert find_final_answer(f"**Final Answer:**\n```json\n{listed}\n```\nBye.") == f"{listed}\n"
+    assert find_final_answer("Final Answer:\n\n44054006\n 38341003\n \nBye.") == "44054006\n 38341003"
+
+
+def test_a_list_is_read_with_the_rest_of_its_line_and_the_lines_after_it_must_offer_no_code():
+    assert read_answer('["44054006 - Diabetes [type 2]"].\nBye.') == AnswerItems(("44054006",), ())
+    assert read_answer('["44054006"] -- none\n1. Hypertension') == UnparseableAnswer(
+        "unread_item", '["44054006"] -- none'
+    )
+    assert read_answer('["44054006"]\n- 12345') == UnparseableAnswer("unread_lines", "- 12345")
 
 
 def test_json_items_are_read_apart():
@@ -220,15 +242,10 @@ def final_answers(draw, predicted: list[str]) -> str:
         else code
         for code in predicted
     ]
+    # Codes separated by commas only when there are some: a marker with nothing after it is no answer.
+    separated = [", ".join(named)] if named else []
     written = draw(
-        st.sampled_from(
-            [
-                json.dumps(named),
-                f"\n```json\n{json.dumps(named)}\n```",
-                str(named),
-                ", ".join(named),
-            ]
-        )
+        st.sampled_from([json.dumps(named), f"\n```json\n{json.dumps(named)}\n```", str(named), *separated])
     )
     return f"{marker} {written}"
 
@@ -244,6 +261,26 @@ def test_each_form_of_a_final_answer_reads_to_its_codes_and_the_last_one_counts(
     first = data.draw(final_answers(data.draw(CODES)))
     last = data.draw(final_answers(predicted))
     assert parse_final_answer(f"{before}\n{first}\n{last}") == tuple(predicted)
+
+
+ITEM_LINES = st.sampled_from(
+    ["{code}", "{code} - Hypertension", "Type 2 diabetes ({code})", "{code} |Hypertension|"]
+)
+LIST_MARKS = st.sampled_from(["", "- ", "* ", "\u2022 ", "1. ", "12) "])
+
+
+@given(
+    st.sampled_from(["<Final Answer>:", "**Final Answer:**", "Final Answer:", "<Final Answer>:\n```"]),
+    CODES.filter(bool),
+    st.data(),
+)
+def test_an_answer_written_one_item_a_line_reads_to_the_code_of_every_line(marker, predicted, data):
+    lines = [
+        data.draw(LIST_MARKS) + (data.draw(ITEM_LINES) if len(code) >= 6 else "{code}").format(code=code)
+        for code in predicted
+    ]
+    reply = "\n".join([marker, *lines, "", "Thank you."])
+    assert parse_final_answer(reply) == tuple(predicted)
 
 
 # Pieces of replies that made the old parser recurse or rescan: brackets, line breaks, markers, digit runs.
@@ -274,37 +311,32 @@ def test_a_code_with_an_unread_word_beside_it_is_never_read_as_that_code(code, w
     assert isinstance(read, UnparseableAnswer) or read == (), (item, read)
 
 
+PATTERNS = [
+    "_MARKER",
+    "_DIGIT_RUN",
+    "_FENCE_OPENING",
+    "_ANSWER_END",
+    "_BRACKET_RUN",
+    "_ITEM_SEPARATOR",
+    "_LEADING_NUMBER",
+    "_CODE_ITEM",
+]
+
+
 def test_no_pattern_of_the_answer_parser_can_backtrack_into_an_unbounded_repeat():
-    names = [
-        "_MARKER",
-        "_DIGIT_RUN",
-        "_FENCE_OPENING",
-        "_BRACKET_RUN",
-        "_ITEM_SEPARATOR",
-        "_LEADING_NUMBER",
-        "_CODE_ITEM",
-    ]
-    assert {name: backtracking_repeats(getattr(codes, name)) for name in names} == {
-        name: [] for name in names
+    assert {name: backtracking_repeats(getattr(codes, name)) for name in PATTERNS} == {
+        name: [] for name in PATTERNS
     }
 
 
-# The marker search, the fence, the bracket walk and the item split each read the reply at most once; the
-# digit runs and leading numbers are read item by item, and items do not overlap.
-PASSES = 6
+# The marker search, the fence, the answer's end, the bracket walk and the item split each read the reply at
+# most once; an item is read for its digit runs, its leading number, its form as a code and its name's digit
+# runs, and items do not overlap.
+PASSES = 9
 
 
 @given(hostile_replies)
 def test_the_work_of_reading_a_final_answer_is_linear_in_its_length(reply):
-    names = [
-        "_MARKER",
-        "_DIGIT_RUN",
-        "_FENCE_OPENING",
-        "_BRACKET_RUN",
-        "_ITEM_SEPARATOR",
-        "_LEADING_NUMBER",
-        "_CODE_ITEM",
-    ]
-    with counting(codes, names) as work:
+    with counting(codes, PATTERNS) as work:
         parse_final_answer(reply)
     assert work.handed <= PASSES * (len(reply) + 1) and work.decoded <= reply.count("[") + reply.count("{")
