@@ -90,11 +90,12 @@ class UnparseableAnswer:
     ('too_deep'), more brackets and strings than it reads ('too_long'), or a reply cut at the clinician's
     max_tokens ('cut': the list may have gone on), or an item offering a code with more beside it than its
     name ('unread_item': `not 59621000`), a line after the answer's list offering a code ('unread_lines'),
-    or a marker followed by nothing ('blank': the codes may be in a part of the reply not read). A value
+    a marker followed by nothing ('blank': the codes may be in a part of the reply not read), or a list no
+    `]` closes ('unclosed': `["44054006", "3834`, cut or unfinished, may have gone on). A value
     left unread might hold a code, so no part of the answer is taken. (Not a tuple, so never mistaken for
     the codes read.)"""
 
-    reason: Literal["too_deep", "too_long", "cut", "unread_item", "unread_lines", "blank"]
+    reason: Literal["too_deep", "too_long", "cut", "unread_item", "unread_lines", "blank", "unclosed"]
     item: str | None = None  # the item not read ('unread_item', 'unread_lines')
 
     def describe(self) -> str:
@@ -106,6 +107,8 @@ class UnparseableAnswer:
             return f"final answer not read: {self.item!r}, on a line after its list, offers a code"
         if self.reason == "blank":
             return "final answer not read: nothing follows its marker"
+        if self.reason == "unclosed":
+            return "final answer not read: no ] closes its list, and a code may be missing"
         if self.reason == "cut":
             return "final answer not read: the reply was cut at max_tokens, and a code may be missing"
         return f"final answer not read: more than {MAX_TOKENS:,} brackets and strings"
@@ -131,12 +134,13 @@ def find_final_answer(reply: str) -> str | None:
     return rest[: end.start()] if end else rest
 
 
-def _list_end(text: str) -> int:
-    """Where the list opening `text` ends: past the `]` closing its `[` (display names may hold brackets),
-    else at the end of `text`, also after MAX_TOKENS runs of brackets (`read_answer` reads all of it, or
-    calls it too long)."""
+def _list_end(text: str) -> int | None:
+    """Where the list opening `text`, no JSON, ends: past the `]` closing its `[` (display names may hold
+    brackets); None when none closes it; the end of `text` after MAX_TOKENS runs of brackets."""
     depth = 0
-    for run, _ in zip(_BRACKET_RUN.finditer(text), range(MAX_TOKENS), strict=False):
+    for count, run in enumerate(_BRACKET_RUN.finditer(text)):
+        if count == MAX_TOKENS:
+            return len(text)
         size = run.end() - run.start()
         if run.group().startswith("["):
             depth += size
@@ -144,7 +148,7 @@ def _list_end(text: str) -> int:
             return run.start() + depth
         else:
             depth -= size
-    return len(text)
+    return None
 
 
 def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
@@ -165,20 +169,21 @@ def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
     if not stripped.startswith("["):
         items = _read_items(_ITEM_SEPARATOR.split(stripped))
         return UnparseableAnswer("blank") if items == AnswerItems((), ()) else items
-    end = _list_end(stripped)
+    scan = scan_json(stripped)
+    if scan.stopped_at is not None:
+        return UnparseableAnswer("too_long")
+    decoded = scan.found[0] if scan.found and scan.found[0].start == 0 else None
+    end = decoded.end if decoded else _list_end(stripped)
+    if end is None:
+        return UnparseableAnswer("unclosed")
     after, _, following = stripped[end:].partition("\n")
     unread = next((item for item in _ITEM_SEPARATOR.split(following) if _offers_item_code(item)), None)
     if unread is not None:
         return UnparseableAnswer("unread_lines", unread.strip())
     # The rest of the list's line is read too: "] -- on reflection, none of these" is not a full stop.
     listed = stripped[:end] + after if after.strip(" \t.`*") else stripped[:end]
-    parsed = None
-    scan = scan_json(listed)
-    if scan.stopped_at is not None:
-        return UnparseableAnswer("too_long")
-    if scan.found and scan.found[0].start == 0 and scan.found[0].end == len(listed):
-        parsed = scan.found[0].value
-    elif scan.too_deep:
+    parsed = decoded.value if decoded and len(listed) == end else None
+    if parsed is None and scan.too_deep:
         return UnparseableAnswer("too_deep")
     return _read_items(
         [str(item) for item in parsed] if isinstance(parsed, list) else _ITEM_SEPARATOR.split(listed)

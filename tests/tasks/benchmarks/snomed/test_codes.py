@@ -75,6 +75,9 @@ VOCABULARY = {"44054006", "38341003", "195662009", SYNTHEA_ODD_CODE}
         # after a list, a line offering a code is not read, nor left out: the answer is unparseable
         ('<Final Answer>: ["44054006"]\n38341003', UnparseableAnswer("unread_lines", "38341003")),
         ('<Final Answer>: ["44054006"]\nThanks.', ("44054006",)),
+        ('<Final Answer>: ["44054006", "3834', UnparseableAnswer("unclosed")),
+        ('<Final Answer>: ["44054006 - Diabetes [type 2"]', ("44054006",)),
+        ("<Final Answer>: [44054006 - Diabetes [type 2]", UnparseableAnswer("unclosed")),
         ("**Final Answer:**", UnparseableAnswer("blank")),
         ("<Final Answer>:\n\n", UnparseableAnswer("blank")),
         ("<Final Answer>: []", ()),
@@ -193,8 +196,8 @@ READINGS = {
     ),
     "list-at-the-depth-limit": ("<Final Answer>: " + "[" * 20 + '"44054006"' + "]" * 20, ("44054006",)),
     "more-brackets-than-read": ("<Final Answer>: [" + "[]" * MAX_TOKENS + "]", UnparseableAnswer("too_long")),
-    # json.loads of these raised RecursionError
-    "three-thousand-open-brackets": ("<Final Answer>: " + "[" * 3000, ()),
+    # json.loads of these raised RecursionError; a list no `]` closes may have gone on (it read as empty)
+    "three-thousand-open-brackets": ("<Final Answer>: " + "[" * 3000, UnparseableAnswer("unclosed")),
     "three-thousand-pairs-nested": (
         "<Final Answer>: " + "[" * 3000 + "]" * 3000,
         UnparseableAnswer("too_deep"),
@@ -212,13 +215,19 @@ def test_a_reply_reads_to_codes_or_to_the_reason_its_final_answer_cannot_be_read
 
 
 def test_an_unparseable_answer_says_what_could_not_be_read():
-    assert [UnparseableAnswer(reason).describe() for reason in ("too_deep", "too_long", "cut")] == [
+    reasons = ("too_deep", "too_long", "cut", "blank", "unclosed")
+    assert [UnparseableAnswer(reason).describe() for reason in reasons] == [
         "final answer not read: a JSON list nested deeper than 20 levels",
         "final answer not read: more than 100,000 brackets and strings",
         "final answer not read: the reply was cut at max_tokens, and a code may be missing",
+        "final answer not read: nothing follows its marker",
+        "final answer not read: no ] closes its list, and a code may be missing",
     ]
     assert UnparseableAnswer("unread_item", "not 44054006").describe() == (
         "final answer not read: 'not 44054006' is no code, nor a code and its name"
+    )
+    assert UnparseableAnswer("unread_lines", "- 12345").describe() == (
+        "final answer not read: '- 12345', on a line after its list, offers a code"
     )
 
 

@@ -152,8 +152,13 @@ def test_a_final_answer_cut_at_max_tokens_is_unparseable_never_the_codes_it_read
         0.0,
         0.0,
     )
-    messages[-1]["finish_reason"] = "stop"
-    assert interview_result(score_job((HYPERTENSION,)), messages, VOCABULARY)["exact_match"] == 1.0
+    messages[-1]["finish_reason"] = "stop"  # not cut, yet no `]` closes the list: it was an exact match
+    row = interview_result(score_job((HYPERTENSION,)), messages, VOCABULARY)
+    assert (row["status"], row["error"], row["exact_match"]) == (
+        "unparseable",
+        "final answer not read: no ] closes its list, and a code may be missing",
+        0.0,
+    )
 
 
 def test_a_failed_call_leaves_the_interview_unscored_with_its_error():
