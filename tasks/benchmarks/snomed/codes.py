@@ -7,6 +7,7 @@ linear in its length: the patterns' repeats are possessive and none reads past a
 in, and a JSON list is found by `tasks/core/json_text.scan_json` (never a recursive decode of the text).
 """
 
+import itertools
 import json
 import re
 from collections.abc import Collection, Iterable, Sequence
@@ -18,12 +19,13 @@ from tasks.core.json_text import MAX_DEPTH, MAX_TOKENS, scan_json
 CodeStatus = Literal["valid", "invalid", "malformed"]
 MIN_CODE_DIGITS, MAX_CODE_DIGITS = 6, 18
 
-# `<Final Answer>` anywhere (models wrap it in prose or bold), or a bare `Final Answer:` opening a line,
-# so that a question that merely mentions "final answer" is not taken for one. The blanks before a bare
-# one stay on its line: a run of line breaks would otherwise be read again from each line's start. The
-# bold or italics closing after its colon (`**Final Answer:**`) belong to the marker, not to the answer.
+# `<Final Answer>` anywhere (models wrap it in prose or bold) where a colon, a list or the line's end
+# follows it, or a bare `Final Answer:` opening a line, so that a question that merely mentions the final
+# answer ("Before my <Final Answer>, do you smoke?") is not taken for one. The blanks before a bare one
+# stay on its line: a run of line breaks would otherwise be read again from each line's start. The bold
+# or italics closing after its colon (`**Final Answer:**`) belong to the marker, not to the answer.
 _MARKER = re.compile(
-    r"<\s*+final[\s_-]*+answer\s*+>[\s*_`]*+:?[*_]*+"
+    r"<\s*+final[\s_-]*+answer\s*+>(?:[^\S\n]|[*_`])*+(?::[*_]*+|(?=\[)|$)"
     r"|^(?:[^\S\n]|[>#*_`-])*+final[\s_-]*+answer[\s*_`]*+:[*_]*+",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -90,12 +92,23 @@ class UnparseableAnswer:
     ('too_deep'), more brackets and strings than it reads ('too_long'), or a reply cut at the clinician's
     max_tokens ('cut': the list may have gone on), or an item offering a code with more beside it than its
     name ('unread_item': `not 59621000`), a line after the answer's list offering a code ('unread_lines'),
-    a marker followed by nothing ('blank': the codes may be in a part of the reply not read), or a list no
-    `]` closes ('unclosed': `["44054006", "3834`, cut or unfinished, may have gone on). A value
+    a marker followed by nothing ('blank': the codes may be in a part of the reply not read), a list no
+    `]` closes ('unclosed': `["44054006", "3834`, cut or unfinished, may have gone on), or a last marker
+    naming no code after one that names some ('conflicting_markers': a remark may have erased the answer).
+    A value
     left unread might hold a code, so no part of the answer is taken. (Not a tuple, so never mistaken for
     the codes read.)"""
 
-    reason: Literal["too_deep", "too_long", "cut", "unread_item", "unread_lines", "blank", "unclosed"]
+    reason: Literal[
+        "too_deep",
+        "too_long",
+        "cut",
+        "unread_item",
+        "unread_lines",
+        "blank",
+        "unclosed",
+        "conflicting_markers",
+    ]
     item: str | None = None  # the item not read ('unread_item', 'unread_lines')
 
     def describe(self) -> str:
@@ -109,6 +122,8 @@ class UnparseableAnswer:
             return "final answer not read: nothing follows its marker"
         if self.reason == "unclosed":
             return "final answer not read: no ] closes its list, and a code may be missing"
+        if self.reason == "conflicting_markers":
+            return "final answer not read: its last marker names no code, and an earlier one does"
         if self.reason == "cut":
             return "final answer not read: the reply was cut at max_tokens, and a code may be missing"
         return f"final answer not read: more than {MAX_TOKENS:,} brackets and strings"
@@ -122,16 +137,21 @@ class CodeCheck(NamedTuple):
     malformed: tuple[str, ...]
 
 
-def find_final_answer(reply: str) -> str | None:
+def find_final_answer(reply: str) -> str | UnparseableAnswer | None:
     """The text of the last final answer in `reply`: after its marker (and a code fence's opening), from
-    its first non-blank line to a blank line, a closing code fence or the end of the reply."""
+    its first non-blank line to a blank line, a closing code fence or the end of the reply. A later marker
+    corrects an earlier one, unless it names no code while an earlier one does ('conflicting_markers')."""
     markers = list(_MARKER.finditer(reply))
     if not markers:
         return None
     rest = reply[markers[-1].end() :]
     rest = rest[_FENCE_OPENING.match(rest).end() :]  # type: ignore[union-attr]
     end = _ANSWER_END.search(rest)
-    return rest[: end.start()] if end else rest
+    answer = rest[: end.start()] if end else rest
+    earlier = (reply[marker.end() : then.start()] for marker, then in itertools.pairwise(markers))
+    if len(markers) > 1 and not _offers_code(answer) and any(_offers_code(text) for text in earlier):
+        return UnparseableAnswer("conflicting_markers")
+    return answer
 
 
 def _list_end(text: str) -> int | None:
@@ -212,14 +232,21 @@ def _offers_code(text: str) -> bool:
     return any(MIN_CODE_DIGITS <= len(run) <= MAX_CODE_DIGITS for run in _DIGIT_RUN.findall(text))
 
 
-def parse_final_answer(reply: str, cut: bool = False) -> tuple[str, ...] | UnparseableAnswer | None:
-    """The codes of the reply's final answer; None when the reply has no final-answer line. `cut`: the
+def read_final_answer(reply: str, cut: bool = False) -> AnswerItems | UnparseableAnswer | None:
+    """The items of the reply's final answer; None when the reply has no final-answer marker. `cut`: the
     reply was cut at max_tokens (finish_reason 'length'), so its final answer is not read."""
     answer = find_final_answer(reply)
     if answer is None:
         return None
-    items = UnparseableAnswer("cut") if cut else read_answer(answer)
-    return items if isinstance(items, UnparseableAnswer) else items.codes
+    if cut:
+        return UnparseableAnswer("cut")
+    return answer if isinstance(answer, UnparseableAnswer) else read_answer(answer)
+
+
+def parse_final_answer(reply: str, cut: bool = False) -> tuple[str, ...] | UnparseableAnswer | None:
+    """The codes of the reply's final answer (`read_final_answer`)."""
+    read = read_final_answer(reply, cut)
+    return read.codes if isinstance(read, AnswerItems) else read
 
 
 def format_final_answer(codes: Iterable[str]) -> str:

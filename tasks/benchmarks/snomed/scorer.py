@@ -11,13 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tasks.benchmarks.snomed.cases.loading import vocabulary_codes
-from tasks.benchmarks.snomed.codes import (
-    AnswerItems,
-    UnparseableAnswer,
-    check_codes,
-    find_final_answer,
-    read_answer,
-)
+from tasks.benchmarks.snomed.codes import AnswerItems, UnparseableAnswer, check_codes, read_final_answer
 from tasks.benchmarks.snomed.scoring import CaseOutcome, CaseStatus, score_outcome
 
 
@@ -63,9 +57,7 @@ def interview_result(
         return {**key, **counts, **error, "status": "failed"}
     last = [m for m in messages if m["role"] == "clinician"][-1]
     final_answer = last["text"]
-    answer = find_final_answer(final_answer)
-    cut = last.get("finish_reason") == "length"
-    read = None if answer is None else UnparseableAnswer("cut") if cut else read_answer(answer)
+    read = read_final_answer(final_answer, cut=last.get("finish_reason") == "length")
     status: CaseStatus = (
         "no_answer" if read is None else "unparseable" if isinstance(read, UnparseableAnswer) else "answered"
     )

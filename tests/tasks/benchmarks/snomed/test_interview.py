@@ -135,6 +135,17 @@ def test_a_final_answer_that_cannot_be_read_whole_is_no_answer_and_is_asked_for_
     assert (interview.status, interview.predicted_codes) == ("answered", ("59621000",))
 
 
+def test_a_question_that_mentions_the_final_answer_is_a_question():
+    question = "Before my <Final Answer>, one more question: do you smoke?"
+    script = Script([question, '<Final Answer>: ["59621000"]'], ["No."])
+    interview = run_interview(CASE, PROMPTS, script, InterviewSettings())
+    assert (interview.status, interview.predicted_codes, interview.questions_asked) == (
+        "answered",
+        ("59621000",),
+        1,
+    )
+
+
 CUT_ANSWER = '<Final Answer>: ["59621000", "3'
 WHOLE_ANSWER = '<Final Answer>: ["59621000", "38341003"]'
 

@@ -220,6 +220,18 @@ def test_empty_gold_without_a_readable_answer_is_stored_as_the_report_scores_it_
     }
 
 
+def test_a_later_marker_naming_no_code_is_unparseable_never_an_empty_answer():
+    # Read as the last marker alone, the answer was empty: a perfect score on an empty gold set.
+    final = f'<Final Answer>: ["{HYPERTENSION}"]\nI hope this <Final Answer>: helps.'
+    row = interview_result(score_job(()), interview(final), VOCABULARY)
+    assert {name: row[name] for name in ("status", "error", "predicted_codes", "f1")} == {
+        "status": "unparseable",
+        "error": "final answer not read: its last marker names no code, and an earlier one does",
+        "predicted_codes": [],
+        "f1": 0.0,
+    }
+
+
 def test_the_rows_fit_the_predictions_and_scores_contracts(tmp_path):
     rows = [
         interview_result(score_job((HYPERTENSION,)), interview(ANSWER), VOCABULARY),
