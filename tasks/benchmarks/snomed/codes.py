@@ -54,6 +54,22 @@ _CODE_ITEM = re.compile(
     rf"|(?P<named>[^\W\d_]{_NAME_CHARS}*+)\([ \t]*+(?P<bracketed>[0-9]++)[ \t]*+\))"
 )
 
+# Words that deny or hedge a condition. Beside a code they say it is excluded or uncertain (`44054006 - ruled
+# out`, `No diabetes (44054006)`, `44054006 - Diabetes (possible)`, `44054006 - Diabetes, unlikely`), so an
+# answer offering a code is not read when any of its items holds one: which code a remark denies cannot be
+# told, and reading it as a prediction counts what the clinician excluded. A display name holding one
+# (`741062008 - Not in labor force`) is not read either: the parser reads no vocabulary, and the re-ask
+# asks for the codes alone.
+NEGATING_WORDS = (
+    "no", "not", "none", "ruled out", "rule out", "r/o", "excluded", "exclude", "absent", "negative",
+    "unlikely", "possible", "possibly", "probable", "probably", "maybe", "suspected", "query", "uncertain",
+    "unconfirmed", "doubtful", "questionable", "denies", "denied",
+)  # fmt: skip
+_NEGATING = re.compile(
+    r"\b(?:" + "|".join(re.escape(word).replace("\\ ", "[ -]") for word in NEGATING_WORDS) + r")\b",
+    re.IGNORECASE,
+)
+
 # Verhoeff's dihedral-group multiplication, position permutation and inverse tables (SNOMED CT's check digit).
 _VERHOEFF_MULTIPLY = (
     (0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
@@ -89,15 +105,15 @@ class AnswerItems(NamedTuple):
 @dataclass(frozen=True)
 class UnparseableAnswer:
     """A final answer that could not be read whole: a JSON list nested deeper than the JSON scan decodes
-    ('too_deep'), more brackets and strings than it reads ('too_long'), or a reply cut at the clinician's
-    max_tokens ('cut': the list may have gone on), or an item offering a code with more beside it than its
+    ('too_deep'), more brackets and strings than it reads ('too_long'), a reply cut at the clinician's
+    max_tokens ('cut': the list may have gone on), an item offering a code with more beside it than its
     name ('unread_item': `not 59621000`), a line after the answer's list offering a code ('unread_lines'),
     a marker followed by nothing ('blank': the codes may be in a part of the reply not read), a list no
-    `]` closes ('unclosed': `["44054006", "3834`, cut or unfinished, may have gone on), or a last marker
-    naming no code after one that names some ('conflicting_markers': a remark may have erased the answer).
-    A value
-    left unread might hold a code, so no part of the answer is taken. (Not a tuple, so never mistaken for
-    the codes read.)"""
+    `]` closes ('unclosed': `["44054006", "3834`, cut or unfinished, may have gone on), a last marker
+    naming no code after one that names some ('conflicting_markers': a remark may have erased the answer),
+    or an item denying or hedging in an answer offering a code ('negated_item': `44054006 - ruled out`).
+    A value left unread might hold a code, so no part of the answer is taken. (Not a tuple, so never
+    mistaken for the codes read.)"""
 
     reason: Literal[
         "too_deep",
@@ -108,8 +124,9 @@ class UnparseableAnswer:
         "blank",
         "unclosed",
         "conflicting_markers",
+        "negated_item",
     ]
-    item: str | None = None  # the item not read ('unread_item', 'unread_lines')
+    item: str | None = None  # the item not read ('unread_item', 'unread_lines', 'negated_item')
 
     def describe(self) -> str:
         if self.reason == "too_deep":
@@ -122,6 +139,8 @@ class UnparseableAnswer:
             return "final answer not read: nothing follows its marker"
         if self.reason == "unclosed":
             return "final answer not read: no ] closes its list, and a code may be missing"
+        if self.reason == "negated_item":
+            return f"final answer not read: {self.item!r} denies or hedges, so a code beside it may be none"
         if self.reason == "conflicting_markers":
             return "final answer not read: its last marker names no code, and an earlier one does"
         if self.reason == "cut":
@@ -182,8 +201,9 @@ def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
     the wrong length (`"12345"`: malformed, not dropped), and such an item is read only when written whole
     as a code (`_CODE_ITEM`: `"38341003 - Hypertension"`, `"Type 2 diabetes (44054006)"`, `- 44054006`),
     else the answer is an `UnparseableAnswer` naming it (`"not 59621000"`, a JSON object). Any other
-    non-empty item is not a code (`"Hypertension"`, `"440540.06"`, `"A44054006"`). An answer that may be
-    a JSON list the scan could not read whole is an `UnparseableAnswer` too.
+    non-empty item is not a code (`"Hypertension"`, `"440540.06"`, `"A44054006"`). An answer offering a
+    code with an item holding one of NEGATING_WORDS (`"44054006 - ruled out"`, `"ruled out"` after it),
+    and an answer that may be a JSON list the scan could not read whole, are `UnparseableAnswer`s too.
     """
     stripped = answer.strip()
     if not stripped.startswith("["):
@@ -211,8 +231,10 @@ def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
 
 
 def _read_items(items: Iterable[str]) -> AnswerItems | UnparseableAnswer:
-    codes, not_codes = [], []
+    codes, not_codes, negating = [], [], None
     for item in items:
+        if negating is None and _NEGATING.search(item):
+            negating = item.strip()
         if _offers_item_code(item):
             written = _CODE_ITEM.fullmatch(item.strip(_ITEM_PADDING))
             code = written and (written.group("code") or written.group("bracketed"))
@@ -221,6 +243,8 @@ def _read_items(items: Iterable[str]) -> AnswerItems | UnparseableAnswer:
             codes.append(code)
         elif item.strip(_ITEM_PADDING):
             not_codes.append(item.strip(_ITEM_PADDING))
+    if codes and negating is not None:
+        return UnparseableAnswer("negated_item", negating)
     return AnswerItems(tuple(dict.fromkeys(codes)), tuple(not_codes))
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tasks.benchmarks.snomed import codes
 from tasks.benchmarks.snomed.codes import (
+    NEGATING_WORDS,
     AnswerItems,
     CodeCheck,
     UnparseableAnswer,
@@ -55,6 +56,33 @@ VOCABULARY = {"44054006", "38341003", "195662009", SYNTHEA_ODD_CODE}
             UnparseableAnswer("unread_item", "44054006 (ruled out)"),
         ),
         ('<Final Answer>: ["44054006?"]', UnparseableAnswer("unread_item", "44054006?")),
+        # an item that denies or hedges, in an answer offering a code, is never read as a prediction
+        (
+            '<Final Answer>: ["44054006 - ruled out"]',
+            UnparseableAnswer("negated_item", "44054006 - ruled out"),
+        ),
+        (
+            '<Final Answer>: ["No diabetes (44054006)"]',
+            UnparseableAnswer("negated_item", "No diabetes (44054006)"),
+        ),
+        (
+            '<Final Answer>: ["44054006 - Diabetes (excluded)", "38341003"]',
+            UnparseableAnswer("negated_item", "44054006 - Diabetes (excluded)"),
+        ),
+        (
+            '<Final Answer>: ["44054006 - Diabetes [Ruled-Out]"]',
+            UnparseableAnswer("negated_item", "44054006 - Diabetes [Ruled-Out]"),
+        ),
+        ("<Final Answer>: 44054006 - Diabetes, ruled out", UnparseableAnswer("negated_item", "ruled out")),
+        (
+            "<Final Answer>:\n- 38341003 - Hypertension\n- Diabetes: unlikely",
+            UnparseableAnswer("negated_item", "- Diabetes: unlikely"),
+        ),
+        (
+            '<Final Answer>: ["741062008 - Not in labor force"]',
+            UnparseableAnswer("negated_item", "741062008 - Not in labor force"),
+        ),
+        ("<Final Answer>: No diabetes, no hypertension.", ()),
         ("<Final Answer>: 44054006 or 38341003", UnparseableAnswer("unread_item", "44054006 or 38341003")),
         (
             '<Final Answer>: [{"code": "44054006", "present": false}]',
@@ -240,6 +268,9 @@ def test_an_unparseable_answer_says_what_could_not_be_read():
     assert UnparseableAnswer("unread_item", "not 44054006").describe() == (
         "final answer not read: 'not 44054006' is no code, nor a code and its name"
     )
+    assert UnparseableAnswer("negated_item", "44054006 - ruled out").describe() == (
+        "final answer not read: '44054006 - ruled out' denies or hedges, so a code beside it may be none"
+    )
     assert UnparseableAnswer("unread_lines", "- 12345").describe() == (
         "final answer not read: '- 12345', on a line after its list, offers a code"
     )
@@ -346,7 +377,26 @@ PATTERNS = [
     "_ITEM_SEPARATOR",
     "_LEADING_NUMBER",
     "_CODE_ITEM",
+    "_NEGATING",
 ]
+
+
+@given(
+    st.sampled_from(NEGATING_WORDS),
+    st.sampled_from(
+        [
+            "{code} - {word}",
+            "{Word} diabetes ({code})",
+            "{code} - Diabetes ({word})",
+            "{code} - Diabetes, {word}",
+        ]
+    ),
+    st.booleans(),
+)
+def test_a_code_beside_a_word_that_denies_or_hedges_is_never_read_as_a_prediction(word, form, listed):
+    item = form.format(code="44054006", word=word, Word=word.capitalize())
+    read = parse_final_answer(f"<Final Answer>: {json.dumps([item]) if listed else item}")
+    assert isinstance(read, UnparseableAnswer) and read.reason == "negated_item", (item, read)
 
 
 def test_no_pattern_of_the_answer_parser_can_backtrack_into_an_unbounded_repeat():
@@ -357,8 +407,8 @@ def test_no_pattern_of_the_answer_parser_can_backtrack_into_an_unbounded_repeat(
 
 # The marker search, the fence, the answer's end, the bracket walk, the item split and the search for codes
 # named before the last marker each read the reply at most once; an item is read for its digit runs, its
-# leading number, its form as a code and its name's digit runs, and items do not overlap.
-PASSES = 10
+# leading number, its form as a code, its name's digit runs and its negating words, and items do not overlap.
+PASSES = 11
 
 
 @given(hostile_replies)
