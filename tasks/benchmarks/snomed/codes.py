@@ -31,6 +31,9 @@ _MARKER = re.compile(
 )
 # A digit run not glued to letters or part of a decimal ("CODE123456789" and "440540.06" are not codes).
 _DIGIT_RUN = re.compile(r"(?<![0-9A-Za-z])(?<![0-9]\.)[0-9]++(?![0-9A-Za-z])(?!\.[0-9])")
+# A decimal digit other than 0-9 (`４`, `٤`): a code written in it is no code the patterns read, and a
+# vocabulary of ASCII codes never holds it, so an item holding one is not read rather than dropped.
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
 _FENCE_OPENING = re.compile(r"^\s*+(```[a-z]*+\s*+)?", re.IGNORECASE)
 # An answer ends at a blank line or a code fence (its closing one: the opening one is passed before).
 _ANSWER_END = re.compile(r"```|\n[^\S\n]*+(?:\n|\Z)")
@@ -111,7 +114,8 @@ class UnparseableAnswer:
     a marker followed by nothing ('blank': the codes may be in a part of the reply not read), a list no
     `]` closes ('unclosed': `["44054006", "3834`, cut or unfinished, may have gone on), a last marker
     naming no code after one that names some ('conflicting_markers': a remark may have erased the answer),
-    or an item denying or hedging in an answer offering a code ('negated_item': `44054006 - ruled out`).
+    an item denying or hedging in an answer offering a code ('negated_item': `44054006 - ruled out`), or
+    an item holding a digit other than 0-9 ('other_digits': `４４０５４００６`).
     A value left unread might hold a code, so no part of the answer is taken. (Not a tuple, so never
     mistaken for the codes read.)"""
 
@@ -125,8 +129,9 @@ class UnparseableAnswer:
         "unclosed",
         "conflicting_markers",
         "negated_item",
+        "other_digits",
     ]
-    item: str | None = None  # the item not read ('unread_item', 'unread_lines', 'negated_item')
+    item: str | None = None  # the item not read (all but 'too_deep', 'too_long', 'cut' and 'blank')
 
     def describe(self) -> str:
         if self.reason == "too_deep":
@@ -139,6 +144,8 @@ class UnparseableAnswer:
             return "final answer not read: nothing follows its marker"
         if self.reason == "unclosed":
             return "final answer not read: no ] closes its list, and a code may be missing"
+        if self.reason == "other_digits":
+            return f"final answer not read: {self.item!r} writes digits other than 0-9"
         if self.reason == "negated_item":
             return f"final answer not read: {self.item!r} denies or hedges, so a code beside it may be none"
         if self.reason == "conflicting_markers":
@@ -194,16 +201,18 @@ def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
     """Every item a final answer offered, as a code or as not a code; codes in order, once each.
 
     An answer opening with `[` is that list and the rest of its line: its items are a JSON list's, else
-    the text's between commas and semicolons, and a later line offering a code leaves the answer
-    unparseable (a line with none is a remark: `Thank you.`). Any other answer's items are the text's
-    between commas, semicolons and line breaks, on every line, and an answer with none is unparseable.
+    the text's between commas and semicolons, and a later line offering a code (or holding a digit other
+    than 0-9) leaves the answer unparseable (a line with none is a remark: `Thank you.`). Any other
+    answer's items are the text's between commas, semicolons and line breaks, on every line, and an
+    answer with none is unparseable.
     An item holding 6-18 digit runs offers a code, one that starts with a number offers it as a code of
     the wrong length (`"12345"`: malformed, not dropped), and such an item is read only when written whole
     as a code (`_CODE_ITEM`: `"38341003 - Hypertension"`, `"Type 2 diabetes (44054006)"`, `- 44054006`),
     else the answer is an `UnparseableAnswer` naming it (`"not 59621000"`, a JSON object). Any other
     non-empty item is not a code (`"Hypertension"`, `"440540.06"`, `"A44054006"`). An answer offering a
     code with an item holding one of NEGATING_WORDS (`"44054006 - ruled out"`, `"ruled out"` after it),
-    and an answer that may be a JSON list the scan could not read whole, are `UnparseableAnswer`s too.
+    an item holding a digit other than 0-9 (`"４４０５４００６"`), and an answer that may be a JSON list the
+    scan could not read whole, are `UnparseableAnswer`s too.
     """
     stripped = answer.strip()
     if not stripped.startswith("["):
@@ -217,7 +226,8 @@ def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
     if end is None:
         return UnparseableAnswer("unclosed")
     after, _, following = stripped[end:].partition("\n")
-    unread = next((item for item in _ITEM_SEPARATOR.split(following) if _offers_item_code(item)), None)
+    remarks = _ITEM_SEPARATOR.split(following)
+    unread = next((item for item in remarks if _offers_item_code(item) or _OTHER_DIGIT.search(item)), None)
     if unread is not None:
         return UnparseableAnswer("unread_lines", unread.strip())
     # The rest of the list's line is read too: "] -- on reflection, none of these" is not a full stop.
@@ -233,6 +243,8 @@ def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
 def _read_items(items: Iterable[str]) -> AnswerItems | UnparseableAnswer:
     codes, not_codes, negating = [], [], None
     for item in items:
+        if _OTHER_DIGIT.search(item):
+            return UnparseableAnswer("other_digits", item.strip())
         if negating is None and _NEGATING.search(item):
             negating = item.strip()
         if _offers_item_code(item):

@@ -83,6 +83,16 @@ VOCABULARY = {"44054006", "38341003", "195662009", SYNTHEA_ODD_CODE}
             UnparseableAnswer("negated_item", "741062008 - Not in labor force"),
         ),
         ("<Final Answer>: No diabetes, no hypertension.", ()),
+        # a code in digits other than 0-9 is neither read nor dropped
+        (
+            "<Final Answer>: ４４０５４００６",
+            UnparseableAnswer("other_digits", "４４０５４００６"),
+        ),
+        (
+            "<Final Answer>: 38341003 - Hypertension ٤٤٠٥٤٠٠٦",
+            UnparseableAnswer("other_digits", "38341003 - Hypertension ٤٤٠٥٤٠٠٦"),
+        ),
+        ('<Final Answer>: ["38341003"]\n(and ٤٤٠٥٤٠٠٦)', UnparseableAnswer("unread_lines", "(and ٤٤٠٥٤٠٠٦)")),
         ("<Final Answer>: 44054006 or 38341003", UnparseableAnswer("unread_item", "44054006 or 38341003")),
         (
             '<Final Answer>: [{"code": "44054006", "present": false}]',
@@ -271,6 +281,9 @@ def test_an_unparseable_answer_says_what_could_not_be_read():
     assert UnparseableAnswer("negated_item", "44054006 - ruled out").describe() == (
         "final answer not read: '44054006 - ruled out' denies or hedges, so a code beside it may be none"
     )
+    assert UnparseableAnswer("other_digits", "٤٤٠٥٤٠٠٦").describe() == (
+        "final answer not read: '٤٤٠٥٤٠٠٦' writes digits other than 0-9"
+    )
     assert UnparseableAnswer("unread_lines", "- 12345").describe() == (
         "final answer not read: '- 12345', on a line after its list, offers a code"
     )
@@ -378,6 +391,7 @@ PATTERNS = [
     "_LEADING_NUMBER",
     "_CODE_ITEM",
     "_NEGATING",
+    "_OTHER_DIGIT",
 ]
 
 
@@ -407,8 +421,9 @@ def test_no_pattern_of_the_answer_parser_can_backtrack_into_an_unbounded_repeat(
 
 # The marker search, the fence, the answer's end, the bracket walk, the item split and the search for codes
 # named before the last marker each read the reply at most once; an item is read for its digit runs, its
-# leading number, its form as a code, its name's digit runs and its negating words, and items do not overlap.
-PASSES = 11
+# leading number, its form as a code, its name's digit runs, its negating words and its other digits, and
+# items do not overlap.
+PASSES = 12
 
 
 @given(hostile_replies)
