@@ -28,6 +28,7 @@ from tasks.benchmarks.snomed.leak import unread_letters
 from tasks.benchmarks.snomed.run_data import RunData, RunManifest, load_runs
 from tasks.benchmarks.snomed.scoring import CaseOutcome, RunMetrics, summarise_run
 from tasks.benchmarks.snomed.tables import build_tables, render_html, render_markdown, run_summary
+from tasks.core.preflight import UserError
 from tasks.core.strict import StrictModel
 from tasks.report.artifacts import publish_report, report_prefix
 from tasks.report.files import default_report_dir as default_report_dir  # re-exported for the benchmark
@@ -50,18 +51,29 @@ def _interview_key(row: dict[str, Any]) -> tuple[str, str, int]:
 
 
 def outcomes_of(run: RunData, model: str) -> list[CaseOutcome]:
-    """The model's interviews as scoring's outcomes; gold codes are those the run scored against."""
-    gold = {_interview_key(row): tuple(row["gold_codes"] or ()) for row in run.scores}
+    """The model's interviews as scoring's outcomes; gold codes are those the run scored against.
+
+    UserError when an interview's scores row, or its gold codes, is missing: the run's tables disagree, and
+    taken as an empty gold set they would score an empty answer as perfect."""
+    gold = {_interview_key(row): row["gold_codes"] for row in run.scores}
     unverified = Counter(
         _interview_key(reply) for reply in unverified_replies(run) if reply["model"] == model
     )
+    rows = [row for row in run.predictions if row["model"] == model]
+    for row in rows:
+        if gold.get(_interview_key(row)) is None:
+            raise UserError(
+                f"run {row['run_id']}: scores.parquet holds no gold codes for the interview of model "
+                f"{model!r}, case {row['case_id']!r}, epoch {row['epoch']}, which predictions.parquet holds: "
+                "the run's tables disagree; re-run the run to rewrite them"
+            )
     return [
         CaseOutcome(
             case_id=row["case_id"],
             epoch=row["epoch"],
             status=row["status"],
             predicted_codes=tuple(row["predicted_codes"] or ()),
-            gold_codes=gold.get(_interview_key(row), ()),
+            gold_codes=tuple(gold[_interview_key(row)]),
             invalid_codes=tuple(row["invalid_codes"] or ()),
             malformed_codes=tuple(row["malformed_codes"] or ()),
             not_codes=tuple(row["not_codes"] or ()),
@@ -70,8 +82,7 @@ def outcomes_of(run: RunData, model: str) -> list[CaseOutcome]:
             n_leaking_replies=row["leaking_replies"],
             n_unverified_replies=unverified[_interview_key(row)],
         )
-        for row in run.predictions
-        if row["model"] == model
+        for row in rows
     ]
 
 

@@ -426,6 +426,25 @@ def test_an_unfinished_run_is_refused(tmp_path: Path) -> None:
         load_runs([run])
 
 
+@pytest.mark.parametrize("gold_codes", ["no scores row", None])
+def test_an_interview_without_its_gold_codes_is_refused_never_scored_against_an_empty_gold_set(
+    tmp_path: Path, gold_codes: str | None
+) -> None:
+    # beta's c3 answered nothing: against the empty gold set it was taken for, a perfect score
+    run = make_run(tmp_path, "r1", ["beta"])
+    scores = [row for row in pq.read_table(run / "scores.parquet").to_pylist() if row["case_id"] != "c3"]
+    if gold_codes is None:
+        key = {"run_id": "r1", "model": "beta", "case_id": "c3", "epoch": 0}
+        scores.append({**score_row(key, "answered", (), ()), "gold_codes": None})
+    write_table(scores, SCORES, run / "scores.parquet")
+    with pytest.raises(UserError) as error:
+        compute_metrics(load_runs([run]), SETTINGS)
+    assert str(error.value) == (
+        "run r1: scores.parquet holds no gold codes for the interview of model 'beta', case 'c3', epoch 0, "
+        "which predictions.parquet holds: the run's tables disagree; re-run the run to rewrite them"
+    )
+
+
 def test_report_folder_markdown_figures_and_stats(tmp_path: Path, runs) -> None:
     report_dir = Path(
         build_report.fn(
