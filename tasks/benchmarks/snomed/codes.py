@@ -1,10 +1,11 @@
 """The clinician's final answer: find it, parse its SNOMED codes, check them against a vocabulary.
 
-Pure functions. A reply without a final-answer line parses to None; a final answer naming no code parses
-to an empty tuple, so "the model did not answer" and "the model answered: nothing" stay apart; a final
-answer that cannot be read whole parses to an `UnparseableAnswer` naming why. Every reply is read in time
-linear in its length: the patterns' repeats are possessive and none reads past a line it cannot match
-in, and a JSON list is found by `tasks/core/json_text.scan_json` (never a recursive decode of the text).
+Pure functions. A final answer is the text after the reply's last marker, up to a blank line or a closing
+code fence. A reply without a marker parses to None; a final answer naming no code parses to an empty
+tuple, so "the model did not answer" and "the model answered: nothing" stay apart; a final answer that
+cannot be read whole parses to an `UnparseableAnswer` naming why. Every reply is read in time linear in
+its length: the patterns' repeats are possessive and none reads past a line it cannot match in, and a
+JSON list is found by `tasks/core/json_text.scan_json` (never a recursive decode of the text).
 """
 
 import itertools
@@ -47,9 +48,8 @@ _LEADING_NUMBER = re.compile(
 # How an item offering a code is written whole (snomed.md, "Scoring": `123456789`, `"123456789 - name"`),
 # after an optional list number or bullet: the code alone; the code, a separator and a name (`44054006 -
 # Diabetes [type 2]`, `38341003 |Hypertension|`); or a name and the code in brackets (`Type 2 diabetes
-# (44054006)`).
-# A name starts with a letter and holds words and their punctuation, no `?`; anything else around a code
-# (`not 59621000`, `59621000 (ruled out)`, `59621000?`, two codes) is not read.
+# (44054006)`). A name starts with a letter and holds words and their punctuation, no `?`; anything else
+# around a code (`not 59621000`, `59621000 (ruled out)`, `59621000?`, two codes) is not read.
 _NAME_CHARS = r"[\w ,'\u2019/\[\].&+-]"
 _CODE_ITEM = re.compile(
     r"(?:(?:[0-9]{1,3}+[.)]|[-\u2022])[ \t]++)?+(?:(?P<code>[0-9]++)(?:[ \t]*+[-\u2013\u2014:|=][ \t]*+"
@@ -205,6 +205,7 @@ def read_answer(answer: str) -> AnswerItems | UnparseableAnswer:
     than 0-9) leaves the answer unparseable (a line with none is a remark: `Thank you.`). Any other
     answer's items are the text's between commas, semicolons and line breaks, on every line, and an
     answer with none is unparseable.
+
     An item holding 6-18 digit runs offers a code, one that starts with a number offers it as a code of
     the wrong length (`"12345"`: malformed, not dropped), and such an item is read only when written whole
     as a code (`_CODE_ITEM`: `"38341003 - Hypertension"`, `"Type 2 diabetes (44054006)"`, `- 44054006`),

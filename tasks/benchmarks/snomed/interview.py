@@ -9,7 +9,7 @@ loop is pure: `ask` makes a call for a role and returns its outcome, so the same
 layer in a Prefect task and against canned replies in the tests.
 
 Endings (snomed.md, "The interview"):
-- `answered`: a clinician reply holds a parseable `<Final Answer>` line (one that cannot be read whole, see
+- `answered`: a clinician reply holds a parseable `<Final Answer>` (one that cannot be read whole, see
   codes.UnparseableAnswer, a reply cut at max_tokens included, is no answer: the interview goes on, and
   the scorer names it);
 - `no_answer`: after `max_turns` questions the clinician is asked once for its final answer, then re-asked
