@@ -8,6 +8,7 @@ its length: the patterns' repeats are possessive and none reads past a line it c
 JSON list is found by `tasks/core/json_text.scan_json` (never a recursive decode of the text).
 """
 
+import functools
 import itertools
 import json
 import re
@@ -15,6 +16,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from tasks.benchmarks.snomed.leak import normalise_display
+from tasks.benchmarks.snomed.vocabulary import derive_synthea_vocabulary
 from tasks.core.json_text import MAX_DEPTH, MAX_TOKENS, scan_json
 
 CodeStatus = Literal["valid", "invalid", "malformed"]
@@ -60,9 +63,9 @@ _CODE_ITEM = re.compile(
 # Words that deny or hedge a condition. Beside a code they say it is excluded or uncertain (`44054006 - ruled
 # out`, `No diabetes (44054006)`, `44054006 - Diabetes (possible)`, `44054006 - Diabetes, unlikely`), so an
 # answer offering a code is not read when any of its items holds one: which code a remark denies cannot be
-# told, and reading it as a prediction counts what the clinician excluded. A display name holding one
-# (`741062008 - Not in labor force`) is not read either: the parser reads no vocabulary, and the re-ask
-# asks for the codes alone.
+# told, and reading it as a prediction counts what the clinician excluded. An item that is a code and its
+# own display in the installed Synthea's vocabulary is read (`741062008 - Not in labor force`, `162573006 -
+# Suspected lung cancer (situation)`): the words are the condition's name, not a remark on it.
 NEGATING_WORDS = (
     "no", "not", "none", "ruled out", "rule out", "r/o", "excluded", "exclude", "absent", "negative",
     "unlikely", "possible", "possibly", "probable", "probably", "maybe", "suspected", "query", "uncertain",
@@ -246,19 +249,38 @@ def _read_items(items: Iterable[str]) -> AnswerItems | UnparseableAnswer:
     for item in items:
         if _OTHER_DIGIT.search(item):
             return UnparseableAnswer("other_digits", item.strip())
-        if negating is None and _NEGATING.search(item):
-            negating = item.strip()
+        own_display = False
         if _offers_item_code(item):
             written = _CODE_ITEM.fullmatch(item.strip(_ITEM_PADDING))
             code = written and (written.group("code") or written.group("bracketed"))
-            if not code or _offers_code(written.group("name") or written.group("named") or ""):
+            name = written and (written.group("name") or written.group("named") or "")
+            if not code or _offers_code(name):
                 return UnparseableAnswer("unread_item", item.strip())  # no code read whole, or two
             codes.append(code)
+            own_display = _NEGATING.search(name) is not None and _normalised_name(
+                name
+            ) in synthea_display_names().get(code, ())
         elif item.strip(_ITEM_PADDING):
             not_codes.append(item.strip(_ITEM_PADDING))
+        if negating is None and not own_display and _NEGATING.search(item):
+            negating = item.strip()
     if codes and negating is not None:
         return UnparseableAnswer("negated_item", negating)
     return AnswerItems(tuple(dict.fromkeys(codes)), tuple(not_codes))
+
+
+def _normalised_name(name: str) -> str:
+    return " ".join(name.lower().split())
+
+
+@functools.cache
+def synthea_display_names() -> dict[str, frozenset[str]]:
+    """Each code of the installed Synthea's vocabulary -> its display as an answer may write it (lower case,
+    with and without its semantic tag). Read once a process, when an item first holds a negating word."""
+    return {
+        code: frozenset({_normalised_name(entry.display), normalise_display(entry.display)})
+        for code, entry in derive_synthea_vocabulary().items()
+    }
 
 
 def _offers_item_code(item: str) -> bool:

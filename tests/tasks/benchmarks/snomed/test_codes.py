@@ -78,9 +78,20 @@ VOCABULARY = {"44054006", "38341003", "195662009", SYNTHEA_ODD_CODE}
             "<Final Answer>:\n- 38341003 - Hypertension\n- Diabetes: unlikely",
             UnparseableAnswer("negated_item", "- Diabetes: unlikely"),
         ),
+        # a code and its own display (installed Synthea's) holding such a word is read; another name is not
+        ('<Final Answer>: ["741062008 - Not in labor force"]', ("741062008",)),
         (
-            '<Final Answer>: ["741062008 - Not in labor force"]',
-            UnparseableAnswer("negated_item", "741062008 - Not in labor force"),
+            '<Final Answer>: ["Concussion with no loss of consciousness (62106007)", "44054006"]',
+            ("62106007", "44054006"),
+        ),
+        ("<Final Answer>: 162573006 - suspected  lung cancer", ("162573006",)),
+        (
+            '<Final Answer>: ["44054006 - Not in labor force"]',
+            UnparseableAnswer("negated_item", "44054006 - Not in labor force"),
+        ),
+        (
+            "<Final Answer>: 741062008 - Not in labor force, ruled out",
+            UnparseableAnswer("negated_item", "ruled out"),
         ),
         ("<Final Answer>: No diabetes, no hypertension.", ()),
         # a code in digits other than 0-9 is neither read nor dropped
