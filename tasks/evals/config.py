@@ -7,7 +7,7 @@ signature -> jobs with explicit settings. See deployments/eval.example.yaml for 
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Generic, Literal, Self
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 from typing_extensions import TypeVar
 
 from tasks.core.files import safe_load_yaml
@@ -30,6 +30,42 @@ Condition = Literal["baseline", "oracle"]
 # all and `nan` one no spend compares with, so both are refused rather than read as "no cap".
 CostCap = Annotated[float | None, Field(ge=0, allow_inf_nan=False)]
 
+# Request params that are numbers in every provider's API. `params` is free-form (litellm sends it as
+# given), so no type reads these: a YAML `yes` or `no` there would be sent as a boolean, which a provider
+# takes as 1 or 0 or refuses call by call. Params that are booleans (`logprobs`) or objects are not checked.
+NUMERIC_PARAMS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "max_tokens",
+        "max_completion_tokens",
+        "seed",
+        "n",
+        "presence_penalty",
+        "frequency_penalty",
+        "repetition_penalty",
+        "top_logprobs",
+    }
+)
+
+
+def _numeric_params_are_numbers(params: dict[str, Any]) -> dict[str, Any]:
+    """`params` unchanged when each of its `NUMERIC_PARAMS` is a number or null (null removes a default)."""
+    for name in sorted(NUMERIC_PARAMS & params.keys()):
+        value = params[name]
+        if isinstance(value, bool):
+            raise ValueError(
+                f"{name}: {value} is a boolean, not a number (YAML reads yes/no, on/off as booleans)"
+            )
+        if value is not None and not isinstance(value, int | float):
+            raise ValueError(f"{name}: {value!r} is not a number")
+    return params
+
+
+RequestParams = Annotated[dict[str, Any], AfterValidator(_numeric_params_are_numbers)]
+
 
 class ModelSpec(StrictModel):
     """One model under test: how litellm reaches it and what is sent. Every param is sent and recorded."""
@@ -41,8 +77,10 @@ class ModelSpec(StrictModel):
         None, description="Environment variable holding the key; default: the provider's standard one."
     )
     provider: str | None = Field(None, description="Throttle group; default: the model string's prefix.")
-    params: dict[str, Any] = Field(
-        default_factory=dict, description="Request params over `default_params`; null removes one."
+    params: RequestParams = Field(
+        default_factory=dict,
+        description="Request params over `default_params`; null removes one. A numeric one (temperature, "
+        "top_p, max_tokens, seed, ...) must be a number.",
     )
     timeout_s: float = Field(120.0, gt=0, description="Time-out of one HTTP attempt.")
     prices: Prices | None = Field(
@@ -173,7 +211,7 @@ class RunConfig(StrictModel):
 
     models: list[ModelSpec] = Field(min_length=1)
     sample: SampleSpec = SampleSpec()
-    default_params: dict[str, Any] = Field(default_factory=lambda: {"temperature": 0})
+    default_params: RequestParams = Field(default_factory=lambda: {"temperature": 0})
     providers: dict[str, ProviderLimits] = Field(default_factory=dict, description="Throttle per provider.")
     default_limits: ProviderLimits = ProviderLimits()
     retry: RetryPolicy = RetryPolicy()

@@ -1,4 +1,5 @@
 import difflib
+from typing import Any, get_args, get_origin
 
 import pytest
 from hypothesis import given
@@ -6,7 +7,7 @@ from hypothesis import strategies as st
 from pydantic import Field, ValidationError
 
 from tasks.core.preflight import validation_message
-from tasks.core.strict import NEAREST_CUTOFF, StrictModel, unknown_name
+from tasks.core.strict import NEAREST_CUTOFF, StrictModel, bool_as_number, unknown_name
 
 
 class Sample(StrictModel):
@@ -127,3 +128,83 @@ def test_any_key_that_is_not_a_field_is_refused_never_dropped(field, value):
     with pytest.raises(ValidationError) as raised:
         Sample.model_validate({field: value})
     assert [(item["type"], item["loc"]) for item in raised.value.errors()] == [("extra_forbidden", (field,))]
+
+
+class Numbers(StrictModel):
+    seed: int = 0
+    share: float | None = None
+    quotas: dict[str, int] = Field({})
+    sizes: tuple[int, float] = (1, 1.0)
+    sample: Sample = Sample()
+    flag: bool = False
+    extra: dict[str, Any] = Field({})
+
+
+YAML_HINT = "is a boolean, not a number (YAML reads yes/no, on/off, true/false as booleans)"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"seed": True}, [(("seed",), f"True {YAML_HINT}")]),
+        ({"share": False}, [(("share",), f"False {YAML_HINT}")]),
+        ({"quotas": {"short": 2, "long": True}}, [(("quotas",), f"['long']: True {YAML_HINT}")]),
+        ({"sizes": [1, False]}, [(("sizes",), f"[1]: False {YAML_HINT}")]),
+        ({"sample": {"limit": True}}, [(("sample", "limit"), f"True {YAML_HINT}")]),
+    ],
+)
+def test_a_boolean_where_a_number_is_expected_is_refused_where_it_is(data, expected):
+    """pydantic's lax mode read True as 1: `max_tokens: yes` cut every reply at one token."""
+    assert errors(Numbers, data) == expected
+
+
+def test_a_boolean_for_a_number_is_refused_beside_the_other_errors():
+    assert sorted(errors(Numbers, {"seed": True, "sede": 1, "share": "half"})) == [
+        (("sede",), "not a setting; did you mean seed?"),
+        (("seed",), f"True {YAML_HINT}"),
+        (("share",), "Input should be a valid number, unable to parse string as a number"),
+    ]
+
+
+def test_booleans_where_booleans_are_taken_and_numbers_of_any_kind_pass():
+    numbers = Numbers(seed=3, share=1, quotas={"short": 0}, sizes=(2, 3), flag=True, extra={"stream": False})
+    assert numbers.model_dump() == {
+        "seed": 3,
+        "share": 1.0,
+        "quotas": {"short": 0},
+        "sizes": (2, 3.0),
+        "sample": {"split": "test", "limit": None},
+        "flag": True,
+        "extra": {"stream": False},
+    }
+    assert Numbers.model_validate(numbers.model_dump(mode="json")) == numbers
+
+
+NUMBER_TYPES = st.recursive(
+    st.sampled_from([int, float, int | None, float | str]),
+    lambda inner: st.one_of(
+        inner.map(lambda item: dict[str, item]),
+        inner.map(lambda item: list[item]),
+        inner.map(lambda item: tuple[item, ...]),
+    ),
+    max_leaves=4,
+)
+
+
+def with_bool_inside(annotation: Any, flag: bool) -> tuple[object, tuple]:
+    """A value of `annotation` holding `flag` where its innermost number goes, and where that is."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is dict:
+        value, where = with_bool_inside(args[1], flag)
+        return {"k": value}, ("k", *where)
+    if origin in (list, tuple):
+        value, where = with_bool_inside(args[0], flag)
+        return [value], (0, *where)
+    return flag, ()
+
+
+@given(annotation=NUMBER_TYPES, flag=st.booleans())
+def test_a_boolean_is_no_number_at_any_depth(annotation, flag):
+    value, where = with_bool_inside(annotation, flag)
+    assert bool_as_number(annotation, value) == where
+    assert bool_as_number(annotation | bool, flag) is None

@@ -1,10 +1,18 @@
 import subprocess
 import sys
 from pathlib import Path
+from types import UnionType
+from typing import Any, get_args, get_origin
 
 import pytest
-from pydantic import ValidationError
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
 
+from tasks.benchmarks.consult.config import ConsultConfig
+from tasks.benchmarks.snomed.config import SnomedConfig
+from tasks.core.preflight import UserError
 from tasks.evals.config import (
     EvalConfig,
     EvaluationSettings,
@@ -256,6 +264,118 @@ def test_a_spending_cap_that_is_not_finite_is_refused_in_a_config_its_overrides_
         assert [(error["loc"], error["type"]) for error in raised.value.errors()] == [
             (("max_cost_usd",), "finite_number")
         ]
+
+
+BOOLEAN_NOT_NUMBER = "is a boolean, not a number (YAML reads yes/no, on/off, true/false as booleans)"
+
+
+@pytest.mark.parametrize(
+    ("text", "refusal"),
+    [
+        ("max_tokens: yes", f"max_tokens: True {BOOLEAN_NOT_NUMBER}"),
+        ("judge: {model: openai/j, max_reasks: true}", f"judge.max_reasks: True {BOOLEAN_NOT_NUMBER}"),
+        ("judge: {model: openai/j, epoch: yes}", f"judge.epoch: True {BOOLEAN_NOT_NUMBER}"),
+        ("sample: {limit: on}", f"sample.limit: True {BOOLEAN_NOT_NUMBER}"),
+        ("sample: {seed: on}", f"sample.seed: True {BOOLEAN_NOT_NUMBER}"),
+        ("sample: {quotas: {short: off}}", f"sample.quotas: ['short']: False {BOOLEAN_NOT_NUMBER}"),
+        ("timeout_s: yes", f"timeout_s: True {BOOLEAN_NOT_NUMBER}"),
+    ],
+)
+def test_a_yaml_boolean_for_a_number_is_refused_naming_the_field(tmp_path, text, refusal):
+    """pydantic's lax mode read `yes` as 1: `max_tokens: yes` cut every reply at one token."""
+    (tmp_path / "eval.yaml").write_text(f"models: [{{model: openai/m}}]\n{text}\n")
+    with pytest.raises(UserError) as refused:
+        load_config(tmp_path / "eval.yaml")
+    assert str(refused.value) == f"{tmp_path / 'eval.yaml'}: {refusal}"
+
+
+@pytest.mark.parametrize(
+    ("text", "refusal"),
+    [
+        (
+            "models: [{model: openai/m, params: {temperature: no}}]",
+            "models.0.params: temperature: False is a boolean, not a number (YAML reads yes/no, on/off as "
+            "booleans)",
+        ),
+        (
+            "models: [{model: openai/m}]\ndefault_params: {seed: on}",
+            "default_params: seed: True is a boolean, not a number (YAML reads yes/no, on/off as booleans)",
+        ),
+        (
+            "models: [{model: openai/m, params: {top_p: '0.9'}}]",
+            "models.0.params: top_p: '0.9' is not a number",
+        ),
+    ],
+)
+def test_a_numeric_request_param_that_is_no_number_is_refused(tmp_path, text, refusal):
+    """`params` is sent as given: `temperature: no` went to the provider as False."""
+    (tmp_path / "eval.yaml").write_text(f"{text}\n")
+    with pytest.raises(UserError) as refused:
+        load_config(tmp_path / "eval.yaml")
+    assert str(refused.value) == f"{tmp_path / 'eval.yaml'}: {refusal}"
+
+
+def test_request_params_that_are_booleans_or_null_pass():
+    spec = ModelSpec(model="openai/m", params={"logprobs": True, "temperature": None, "top_p": 1})
+    assert spec.params == {"logprobs": True, "temperature": None, "top_p": 1}
+
+
+def numeric_fields(model: type[BaseModel], at: tuple = ()) -> list[tuple]:
+    """The location of every number in `model`'s settings, nested models' included (a list's first item, a
+    dict's key 'k')."""
+    found = []
+    for name, field in model.model_fields.items():
+        members = (
+            get_args(field.annotation) if isinstance(field.annotation, UnionType) else [field.annotation]
+        )
+        for member in members:
+            inner, step = member, ()
+            if get_origin(member) is list:
+                inner, step = get_args(member)[0], (0,)
+            elif get_origin(member) is dict:
+                inner, step = get_args(member)[1], ("k",)
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                found += numeric_fields(inner, (*at, name, *step))
+            elif inner in (int, float):
+                found.append((*at, name, *step))
+    return found
+
+
+# Each benchmark's config shares the base's settings and adds its own.
+CONFIG_NUMBERS = [
+    (config_model, location)
+    for config_model in (EvalConfig, ConsultConfig, SnomedConfig)
+    for location in numeric_fields(config_model)
+]
+YAML_BOOLEANS = [
+    spelling
+    for word in ("yes", "no", "on", "off", "true", "false")
+    for spelling in (word, word.title(), word.upper())
+]
+
+
+def config_with(location: tuple, value: Any) -> dict:
+    """A minimal config with `value` at `location` (each model on the way named by its required `model`)."""
+    config: dict = {"models": [{"model": "openai/m"}]}
+    node: Any = config
+    for step in location[:-1]:
+        if not isinstance(step, int):
+            node.setdefault(step, {"model": "openai/m"} if step in ("judge", "patient") else {})
+        node = node[step]
+    node[location[-1]] = value
+    return config
+
+
+@given(number=st.sampled_from(CONFIG_NUMBERS), spelling=st.sampled_from(YAML_BOOLEANS))
+def test_any_yaml_boolean_under_any_numeric_setting_is_refused_naming_it(tmp_path_factory, number, spelling):
+    config_model, location = number
+    path = tmp_path_factory.mktemp("config") / "eval.yaml"
+    path.write_text(yaml.safe_dump(config_with(location, "BOOLEAN")).replace("BOOLEAN", spelling))
+    with pytest.raises(UserError) as refused:
+        load_config(path, config_model)
+    field, inside = (location[:-1], "['k']: ") if location[-1] == "k" else (location, "")
+    flag = yaml.safe_load(spelling)
+    assert str(refused.value) == f"{path}: {'.'.join(map(str, field))}: {inside}{flag} {BOOLEAN_NOT_NUMBER}"
 
 
 # Resolves a run's settings in a fresh interpreter and prints which of litellm and openai it imported.
