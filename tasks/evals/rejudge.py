@@ -6,7 +6,9 @@ replaced. Its plan is the benchmark's own over the same dataset (checked by fing
 replaced by a replay of the source's solve rows for that job (`replay_answers`, their run_id the new run's):
 an answer the source lacks (failed, not run) stays as recorded, never asked. The benchmark's score step then
 judges them through the new folder's ledger, with batch mode and resume as in any run. The summary counts
-the judge's calls, costs and failures alone: the answers were paid for by the source run.
+the judge's calls, costs and failures alone: the answers were paid for by the source run. A job whose solve
+step the source run's summary names as failed left no rows to replay: it fails here too (`AnswersMissing`),
+so the re-judged run ends Failed and its summary names the job, never Completed without its turns.
 The folder names its source in `rejudge.json` from the start, so the resume-batch-runs poller, too, goes on
 with it as a re-judge (`benchmark_for_folder`), and in its manifest's `rejudge` entry.
 
@@ -36,7 +38,7 @@ from tasks.core.run_folder import BENCHMARK_FILE, check_run_folder_benchmark, ru
 from tasks.core.strict import StrictModel
 from tasks.evals.config import CostCap, EvaluationSettings, JudgedRunConfig, RunConfig, RunOverrides
 from tasks.evals.estimate import EstimateTally
-from tasks.evals.outputs import RunSummary, Summarizer
+from tasks.evals.outputs import JobFailure, RunSummary, Summarizer
 from tasks.evals.plan import Job, RunPlan
 from tasks.evals.protocol import Benchmark
 from tasks.llm.ledger import CallLedger
@@ -54,6 +56,7 @@ class SourceRun(BaseModel):
     config: dict[str, Any]
     dataset_dir: Path
     dataset_fingerprint: str
+    failed_jobs: list[JobFailure] = []  # its summary's: jobs whose step raised or whose task crashed
 
 
 class JudgeChoices(StrictModel):
@@ -101,6 +104,7 @@ def read_source_run(run_dir: Path) -> SourceRun:
         config=manifest["config"],
         dataset_dir=Path(manifest["dataset"]["dir"]),
         dataset_fingerprint=manifest["dataset"]["fingerprint"],
+        failed_jobs=manifest["summary"].get("failed_jobs", []),
     )
 
 
@@ -194,10 +198,18 @@ class ReplayedAnswers(BaseModel, frozen=True):
     label: str
     task_label: str  # the source job's: the jobs a task runs are grouped as in the source run
     rows: list[dict[str, Any]]
+    missing: str | None = None  # why the source holds no rows of the job: its own failure; None: it does
+
+
+class AnswersMissing(Exception):
+    """The source run has no answers of a job to replay: its solve step failed there."""
 
 
 def replay_answers(job: ReplayedAnswers, ledger_dir: Path) -> list[dict[str, Any]]:
-    """The source run's solve rows of one job, as stored (run_id the new run's); calls nothing."""
+    """The source run's solve rows of one job, as stored (run_id the new run's); calls nothing. Raises
+    AnswersMissing for a job the source failed to answer: the re-judge counts it as a failed job."""
+    if job.missing is not None:
+        raise AnswersMissing(job.missing)
     return job.rows
 
 
@@ -268,7 +280,8 @@ def replayed_plan(
     settings: EvaluationSettings,
 ) -> RunPlan[Any, Any]:
     """The benchmark's plan of `settings`, each job's solve replaced by the source run's rows for it (found
-    by `solved_key`).
+    by `solved_key`); a job whose solve the source's summary names as failed (no rows) is replayed as
+    missing, with the source's failure as the reason.
 
     Reads the dataset and the source's solve table; UserError when the dataset changed since the source
     run, or when the source holds answers its own plan has no job for (a run made by other code).
@@ -281,18 +294,17 @@ def replayed_plan(
     by_job: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in stored:
         by_job.setdefault(tuple(row[column] for column in columns), []).append({**row, "run_id": plan.run_id})
-    jobs: list[Job[Any, Any]] = [
-        job.model_copy(
-            update={
-                "solve": ReplayedAnswers(
-                    label=job.solve.label,
-                    task_label=job.solve.task_label,
-                    rows=by_job.pop(tuple(key.values()), []),
-                )
-            }
+    # A job that failed at scoring kept its answers: only a failed solve (or task) left none to replay.
+    unanswered = {failure.job: failure for failure in source.failed_jobs if failure.stage != "score"}
+    jobs: list[Job[Any, Any]] = []
+    for job, key in zip(plan.jobs, keys, strict=True):
+        rows = by_job.pop(tuple(key.values()), [])
+        failure = None if rows else unanswered.get(job.solve.label)
+        missing = None if failure is None else _missing_answers(source, failure)
+        replayed = ReplayedAnswers(
+            label=job.solve.label, task_label=job.solve.task_label, rows=rows, missing=missing
         )
-        for job, key in zip(plan.jobs, keys, strict=True)
-    ]
+        jobs.append(job.model_copy(update={"solve": replayed}))
     if by_job:
         example = "/".join(map(str, next(iter(by_job))))
         raise UserError(
@@ -318,6 +330,13 @@ def replayed_plan(
             "manifest_facts": {**plan.manifest_facts, "rejudge": facts},
             "notes": [*plan.notes, *notes],
         }
+    )
+
+
+def _missing_answers(source: SourceRun, failure: JobFailure) -> str:
+    return (
+        f"run {source.run_id} holds no answers of this job to re-judge ({failure.line()}): finish that run "
+        f"(re-run its evaluate command into {source.run_dir}), then re-judge it"
     )
 
 
