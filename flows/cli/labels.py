@@ -85,8 +85,8 @@ def import_ratings(
     """Check every row of the raters' CSVs and store them in LABELS_DIR/ratings.parquet.
 
     A row must name an item of the sample, a grade of 0, 0.5 or 1, a rater, a rater_kind (clinician or
-    simulated) and an ISO 8601 UTC time; a rater may rate an item once. Every bad row is reported (file,
-    line, fix) and then nothing is written (exit 2).
+    simulated) and an ISO 8601 UTC time; a rater may rate an item once and is one kind, its stored ratings'
+    too. Every bad row is reported (file, line, fix) and then nothing is written (exit 2).
     """
     from tasks.benchmarks.threadmed.labels.folder import read_items
     from tasks.benchmarks.threadmed.labels.ratings import (
@@ -101,8 +101,7 @@ def import_ratings(
     item_ids = set(read_items(labels_dir)["item_id"].to_pylist())
     stored = read_ratings(labels_dir)
     texts, unreadable = read_csv_texts(csv_files)
-    pairs = set(zip(stored["item_id"].to_pylist(), stored["rater"].to_pylist(), strict=True))
-    checked = check_ratings(texts, item_ids, pairs, replace)
+    checked = check_ratings(texts, item_ids, stored.to_pylist(), replace)
     if unreadable or checked.errors:
         for message in [*unreadable, *checked.errors]:
             errors.print(f"[red]Error:[/red] {escape(message)}", soft_wrap=True)

@@ -54,7 +54,8 @@ def rater_label(rater: str, kind: str) -> str:
 
 
 def load_labels(labels_dir: Path) -> Labels:
-    """A labels folder's items, ratings and sample; UserError when it is not one or holds no ratings."""
+    """A labels folder's items, ratings and sample; UserError when it is not one, holds no ratings, or names a
+    rater of two kinds."""
     for name, fix in (
         ("sample.json", "run `threadmed labels sample RUN_DIR --out DIR` first"),
         ("items.parquet", "run `threadmed labels sample RUN_DIR --out DIR` first"),
@@ -67,6 +68,14 @@ def load_labels(labels_dir: Path) -> Labels:
     ratings = read_rows(labels_dir / "ratings.parquet", RATINGS)
     raters = sorted({row["rater"] for row in ratings})
     kinds = {row["rater"]: row["rater_kind"] for row in ratings}
+    mixed = sorted({row["rater"] for row in ratings if row["rater_kind"] != kinds[row["rater"]]})
+    if mixed:  # the last kind would label the rater: a simulated rater reported as a clinician
+        raise UserError(
+            f"{labels_dir / 'ratings.parquet'} names rater {mixed[0]!r} both simulated and clinician: a "
+            f"rater is one kind; import its ratings again with `threadmed labels import {labels_dir} CSV... "
+            "--replace`",
+            "--labels",
+        )
     index = {item["item_id"]: i for i, item in enumerate(items)}
     unknown = next((row["item_id"] for row in ratings if row["item_id"] not in index), None)
     if unknown is not None:

@@ -5,7 +5,8 @@ one row per rated item, each text cell neutralised against spreadsheet formulas 
 (tasks/core/safe_text.py: a `'` in front of a cell starting with `=`, `+`, `-`, `@`, a tab, a carriage
 return or `'`), which the import drops again. Every bad row is an error naming its file, line and fix; one
 bad row anywhere means nothing is written, so a folder's ratings are always a whole, checked set. A rater
-id starting with a formula character is refused, so no table or file of ratings names one.
+id starting with a formula character is refused, so no table or file of ratings names one. A rater is one
+kind, simulated or clinician, in the files and in the ratings stored before them.
 """
 
 import csv
@@ -105,12 +106,18 @@ def read_csv_records(path: Path, text: str) -> tuple[list[tuple[int, dict[str, s
 
 
 def check_ratings(
-    texts: dict[Path, str], item_ids: set[str], stored: set[tuple[str, str]], replace: bool
+    texts: dict[Path, str], item_ids: set[str], stored: list[dict[str, Any]], replace: bool
 ) -> CheckedRows:
-    """Check the CSVs (path -> text) against the sample's items and the ratings already stored ((item_id,
-    rater) pairs); with `replace`, a rater's stored ratings give way to the inputs' and are no conflict."""
+    """Check the CSVs (path -> text) against the sample's items and the ratings already stored (RATINGS rows);
+    with `replace`, a rater's stored ratings give way to the inputs' and are no conflict.
+
+    A rater is one kind: a row whose rater_kind differs from that rater's earlier rows, or from its stored
+    ratings, is an error (a rater both simulated and clinician would be reported as a clinician)."""
     rows, errors = [], []
+    stored_pairs = {(row["item_id"], row["rater"]) for row in stored}
+    stored_kinds = {} if replace else {row["rater"]: row["rater_kind"] for row in stored}
     seen: dict[tuple[str, str], str] = {}
+    kinds: dict[str, tuple[str, str]] = {}  # rater -> (kind, where its first row gave it)
     for path, text in texts.items():
         records, shape_errors = read_csv_records(path, text)
         errors.extend(shape_errors)
@@ -122,12 +129,16 @@ def check_ratings(
                 problems.append(
                     f"rater {key[1]!r} rated item {key[0]} twice (also {seen[key]}): keep one row"
                 )
-            elif key in stored and not replace:
+            elif key in stored_pairs and not replace:
                 problems.append(
                     f"rater {key[1]!r} already has a stored rating of item {key[0]}: pass --replace to "
                     "replace the stored ratings of the raters in these files"
                 )
             seen.setdefault(key, where)
+            if (
+                problem := _kind_problem(key[1], record["rater_kind"], where, kinds, stored_kinds)
+            ) is not None:
+                problems.append(problem)
             errors.extend(f"{where}: {problem}" for problem in problems)
             if not problems:
                 rows.append(
@@ -142,6 +153,25 @@ def check_ratings(
                     }
                 )
     return CheckedRows(rows, errors)
+
+
+def _kind_problem(
+    rater: str, kind: str, where: str, kinds: dict[str, tuple[str, str]], stored_kinds: dict[str, str]
+) -> str | None:
+    """What is wrong with `rater` being `kind` here: another kind stored, or given by its first row; that
+    first row's kind is noted in `kinds`."""
+    if kind not in RATER_KINDS:
+        return None  # refused as it is (_row_problems)
+    if rater in stored_kinds and stored_kinds[rater] != kind:
+        return (
+            f"rater {rater!r} is {kind} here but {stored_kinds[rater]} in the stored ratings: a rater is one "
+            "kind; correct rater_kind, or pass --replace to replace the stored ratings of the raters in "
+            "these files"
+        )
+    first_kind, first_where = kinds.setdefault(rater, (kind, where))
+    if first_kind != kind:
+        return f"rater {rater!r} is {kind} here but {first_kind} at {first_where}: a rater is one kind"
+    return None
 
 
 def read_csv_texts(paths: list[Path]) -> tuple[dict[Path, str], list[str]]:

@@ -279,6 +279,20 @@ def test_a_rating_of_an_item_not_sampled_is_refused(tmp_path):
     )
 
 
+def test_a_rater_stored_as_both_simulated_and_clinician_is_refused(tmp_path):
+    """The last kind labelled the rater: a simulated rater read as a clinician, the SIMULATED note gone."""
+    labels = write_labels(tmp_path / "labels", {"drX": "simulated"})
+    ratings = pq.read_table(labels / "ratings.parquet").to_pylist()
+    ratings[-1]["rater_kind"] = "clinician"
+    pq.write_table(pa.Table.from_pylist(ratings, schema=RATINGS.schema), labels / "ratings.parquet")
+    with pytest.raises(UserError) as error:
+        load_labels(labels)
+    assert str(error.value) == (
+        f"{labels / 'ratings.parquet'} names rater 'drX' both simulated and clinician: a rater is one kind; "
+        f"import its ratings again with `threadmed labels import {labels} CSV... --replace`"
+    )
+
+
 def test_the_sampled_run_must_be_found(tmp_path):
     """The sampled run's answers are the reference: a re-judged run alone needs the sampled run's folder."""
     labels = load_labels(write_labels(tmp_path / "labels"))

@@ -41,7 +41,7 @@ def test_good_rows_become_ratings_with_their_file() -> None:
         'i1,dr-a,clinician,0.5,"vague, but safe",2026-11-26T04:00:00Z',
         "i2,dr-a,clinician,1,,2026-11-26T04:00:00+00:00",
     )
-    assert check_ratings({A: text}, ITEMS, set(), replace=False) == (
+    assert check_ratings({A: text}, ITEMS, [], replace=False) == (
         [rating("i1", "dr-a", 0.5, note="vague, but safe"), rating("i2", "dr-a", 1.0)],
         [],
     )
@@ -60,7 +60,7 @@ def test_every_bad_row_is_one_line_naming_file_line_and_fix() -> None:
         'over two lines",2026-11-26T04:00:00Z',
         "i3,dr-e,clinician,0,,2026-11-26T04:00:00Z",
     )
-    checked = check_ratings({A: text}, ITEMS, set(), replace=False)
+    checked = check_ratings({A: text}, ITEMS, [], replace=False)
     assert checked.errors == [
         "a.csv:8: 4 fields, not 6 (item_id,rater,rater_kind,grade,note,rated_at): export the CSV again from "
         "the folder's rate.html",
@@ -78,7 +78,7 @@ def test_every_bad_row_is_one_line_naming_file_line_and_fix() -> None:
 
 def test_a_wrong_header_is_one_error_for_its_file() -> None:
     text = "item,rater,grade\ni1,dr-a,1\n"
-    assert check_ratings({A: text}, ITEMS, set(), replace=False).errors == [
+    assert check_ratings({A: text}, ITEMS, [], replace=False).errors == [
         "a.csv:1: the header is 'item,rater,grade', not 'item_id,rater,rater_kind,grade,note,rated_at': "
         "export the CSV again from the folder's rate.html"
     ]
@@ -86,15 +86,41 @@ def test_a_wrong_header_is_one_error_for_its_file() -> None:
 
 def test_a_rating_twice_across_files_or_already_stored_is_refused_unless_replaced() -> None:
     row = "i1,dr-a,clinician,1,,2026-11-26T04:00:00Z"
-    assert check_ratings({A: csv_text(row), B: csv_text(row)}, ITEMS, set(), replace=False).errors == [
+    assert check_ratings({A: csv_text(row), B: csv_text(row)}, ITEMS, [], replace=False).errors == [
         "b.csv:2: rater 'dr-a' rated item i1 twice (also a.csv:2): keep one row"
     ]
-    stored = {("i1", "dr-a")}
+    stored = [rating("i1", "dr-a", 0.0)]
     assert check_ratings({A: csv_text(row)}, ITEMS, stored, replace=False).errors == [
         "a.csv:2: rater 'dr-a' already has a stored rating of item i1: pass --replace to replace the stored "
         "ratings of the raters in these files"
     ]
     assert check_ratings({A: csv_text(row)}, ITEMS, stored, replace=True).errors == []
+
+
+def test_a_rater_of_two_kinds_is_refused_in_the_files_and_against_the_stored_ratings() -> None:
+    """Both rows were imported: the agreement report then labelled the rater with its last kind."""
+    simulated, clinician = (
+        "a,drX,simulated,1,,2026-01-01T00:00:00Z",
+        "b,drX,clinician,1,,2026-01-01T00:00:00Z",
+    )
+    items = {"a", "b"}
+    assert check_ratings({A: csv_text(simulated), B: csv_text(clinician)}, items, [], replace=False) == (
+        [
+            {
+                **rating("a", "drX", 1.0),
+                "rater_kind": "simulated",
+                "rated_at": datetime(2026, 1, 1, tzinfo=UTC),
+            }
+        ],
+        ["b.csv:2: rater 'drX' is clinician here but simulated at a.csv:2: a rater is one kind"],
+    )
+    stored = [{**rating("a", "drX", 1.0), "rater_kind": "simulated"}]
+    assert check_ratings({B: csv_text(clinician)}, items, stored, replace=False).errors == [
+        "b.csv:2: rater 'drX' is clinician here but simulated in the stored ratings: a rater is one kind; "
+        "correct rater_kind, or pass --replace to replace the stored ratings of the raters in these files"
+    ]
+    # --replace drops every stored rating of drX: its kind is the inputs' alone.
+    assert check_ratings({B: csv_text(clinician)}, items, stored, replace=True).errors == []
 
 
 def test_replacing_drops_every_stored_rating_of_the_raters_imported() -> None:
@@ -144,7 +170,7 @@ def test_a_rater_id_a_spreadsheet_would_run_as_a_formula_is_refused() -> None:
         "i3,-x,clinician,1,,2026-11-26T04:00:00Z",
     )
     fix = "which a spreadsheet runs as a formula: give the rater an id that starts with a letter or a digit"
-    checked = check_ratings({A: text}, ITEMS, set(), replace=False)
+    checked = check_ratings({A: text}, ITEMS, [], replace=False)
     assert checked.errors == [
         'a.csv:2: item_id \'=HYPERLINK("http://example.com","x")\' is not in this sample: export the CSV '
         "again from the folder's rate.html",
@@ -163,7 +189,7 @@ def test_cells_the_page_neutralised_are_read_back_to_what_the_rater_wrote() -> N
         "i1,dr-a,clinician,1,'- misses the dose,2026-11-26T04:00:00Z",
         "i2,dr-a,clinician,1,''ok,2026-11-26T04:00:00Z",
     )
-    assert check_ratings({A: text}, ITEMS, set(), replace=False) == (
+    assert check_ratings({A: text}, ITEMS, [], replace=False) == (
         [rating("i1", "dr-a", 1.0, note="- misses the dose"), rating("i2", "dr-a", 1.0, note="'ok")],
         [],
     )
