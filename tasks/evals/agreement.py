@@ -3,8 +3,9 @@ confusion matrix and a grader's drift between repeated gradings, with seeded boo
 (the consensus grade of a panel is tasks/report/panel.py's).
 
 Generic: grades are numbers on an ordered scale the caller gives (a rubric's 0 / 0.5 / 1); a missing grade is
-NaN. Kappa is scikit-learn's `cohen_kappa_score` and alpha the `krippendorff` package's; the tests check
-both against published examples. A statistic the data do not define is `Undefined` with the reason, never
+NaN, and any other grade off the scale is a ValueError naming it, never read as not graded. Kappa is
+scikit-learn's `cohen_kappa_score` and alpha the `krippendorff` package's; the tests check both against
+published examples. A statistic the data do not define is `Undefined` with the reason, never
 0 and never NaN: no item graded by both graders; kappa or alpha from fewer than MIN_ITEMS items; kappa or
 alpha of a pair in which a grader gave one grade only (every kappa is then 0 by construction, or 0/0, and
 alpha reflects only the other grader's spread, near or below 0: neither measures agreement); alpha over
@@ -130,9 +131,17 @@ def kappa_of_confusions(confusions: np.ndarray, weights: str | None) -> np.ndarr
         return 1 - (confusions * penalty).sum(axis=(1, 2)) / (expected * penalty).sum(axis=(1, 2))
 
 
-def value_counts(grades: np.ndarray, scale: Sequence[float]) -> np.ndarray:
-    """Graders x items grades (NaN: not graded) -> items x scale counts of each grade, as Krippendorff's."""
+def _given_on_scale(grades: np.ndarray, scale: Sequence[float]) -> np.ndarray:
+    """`grades` as floats; ValueError for a grade given (not NaN) that is off the scale."""
     grades = np.asarray(grades, dtype=float)
+    scale_positions(grades[~np.isnan(grades)], scale)
+    return grades
+
+
+def value_counts(grades: np.ndarray, scale: Sequence[float]) -> np.ndarray:
+    """Graders x items grades (NaN: not graded) -> items x scale counts of each grade, as Krippendorff's;
+    ValueError for a grade off the scale (it would count as not graded)."""
+    grades = _given_on_scale(grades, scale)
     return (grades.T[:, :, None] == np.asarray(scale, dtype=float)[None, None, :]).sum(axis=1)
 
 
@@ -189,8 +198,9 @@ def pair_agreement(
     """Exact agreement, the three kappas, ordinal alpha and the confusion matrix of two graders (`names`, as
     reasons name them) over the items both graded (NaN: not graded); kappas and exact agreement share one set
     of resamples of the items. Undefined and interval-less cases as the module says."""
-    both = ~np.isnan(np.asarray(first, dtype=float)) & ~np.isnan(np.asarray(second, dtype=float))
-    first, second = np.asarray(first, dtype=float)[both], np.asarray(second, dtype=float)[both]
+    first, second = _given_on_scale(first, scale), _given_on_scale(second, scale)
+    both = ~np.isnan(first) & ~np.isnan(second)
+    first, second = first[both], second[both]
     size, n = len(scale), len(first)
     confusion = np.zeros((size, size), dtype=np.int64)
     np.add.at(confusion, (scale_positions(first, scale), scale_positions(second, scale)), 1)

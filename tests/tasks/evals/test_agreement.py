@@ -1,5 +1,7 @@
 """Agreement statistics against published and hand-computed values, and their undefined cases."""
 
+import re
+
 import krippendorff
 import numpy as np
 import pytest
@@ -191,9 +193,37 @@ def test_every_statistic_is_defined_with_a_bounded_interval_or_undefined_with_a_
             assert result.n >= MIN_INTERVAL_ITEMS and value.low <= value.high
 
 
-def test_a_grade_off_the_scale_is_refused():
-    with pytest.raises(ValueError, match=r"grade 0.7 is not on the scale \[0.0, 0.5, 1.0\]"):
-        cohen_kappa(np.array([0, 0.7]), np.array([0, 1]), RUBRIC, None)
+@pytest.mark.parametrize(
+    "statistic",
+    [
+        lambda first, second: cohen_kappa(first, second, RUBRIC, None),
+        lambda first, second: pair_agreement(first, second, RUBRIC, seeded_rng(0, "p"), n_resamples=100),
+        lambda first, second: ordinal_alpha(np.vstack([first, second]), RUBRIC, seeded_rng(0, "a")),
+    ],
+    ids=["kappa", "pair", "alpha"],
+)
+def test_a_grade_off_the_scale_is_refused(statistic):
+    """Alpha counted it as not graded: its estimate came from the other four items, the 0.7 dropped."""
+    first, second = np.array([0, 1, 0.5, 1, 0.7]), np.array([0, 1, 0.5, 0, 1])
+    with pytest.raises(ValueError, match=r"^grade 0.7 is not on the scale \[0.0, 0.5, 1.0\]$"):
+        statistic(first, second)
+
+
+OFF_SCALE = st.floats(allow_nan=False).filter(lambda grade: grade not in RUBRIC)
+
+
+@given(grades=st.lists(st.sampled_from([0.0, 0.5, 1.0, NAN]), min_size=6, max_size=6), off=OFF_SCALE,
+       at=st.integers(0, 5))  # fmt: skip
+def test_any_grade_off_the_scale_is_refused_wherever_it_is(grades, off, at):
+    """Even beside a NaN of the other grader, where the pair has no item to compare."""
+    graded = np.array(grades, dtype=float)
+    graded[at] = off
+    first, second = graded[:3], graded[3:]
+    message = rf"^grade {re.escape(str(off))} is not on the scale \[0.0, 0.5, 1.0\]$"
+    with pytest.raises(ValueError, match=message):
+        ordinal_alpha(np.vstack([first, second]), RUBRIC, seeded_rng(0, "a"), n_resamples=100)
+    with pytest.raises(ValueError, match=message):
+        pair_agreement(first, second, RUBRIC, seeded_rng(0, "p"), n_resamples=100)
 
 
 def test_drift_is_the_share_of_items_whose_grade_changes():
