@@ -8,8 +8,9 @@ non-empty `"drug"` string, JSON nested too deep to read, or more brackets than t
 unparseable, with the reason: never a silent choice of one list. So is one with JSON beside the plan that
 was not read: text opening like JSON (`[{`, `{"`) that does not decode (a second plan cut off or with a
 trailing comma), or an object with a `"drug"` key outside the plan list (`Also add: {"drug": ...}`, or the
-drug whose `"alternatives"` are the list). The same plan written twice counts once. A list of more than
-`MAX_PLAN_ITEMS` items is unparseable too.
+drug whose `"alternatives"` are the list). So is JSON with an object that gives a key twice (`{"drug":
+"warfarin", "drug": "paracetamol"}`: a decoder keeps one value, and which one was meant is not read). The
+same plan written twice counts once. A list of more than `MAX_PLAN_ITEMS` items is unparseable too.
 
 Each item's fields are read by `doses.read_dose` (a dose and any unit or strength in it),
 `frequency.read_frequency` (`frequency_per_day` and `frequency`, each one given, must read alike),
@@ -26,6 +27,7 @@ of the item.
 import json
 import math
 import re
+from collections import Counter
 from typing import Any, NamedTuple
 
 from tasks.benchmarks.consult.doses import (
@@ -82,12 +84,15 @@ def parse_plan(text: str, kb: KnowledgeBase, threshold: float = DEFAULT_THRESHOL
 def read_plan_reply(text: str, kb: KnowledgeBase, threshold: float = DEFAULT_THRESHOLD) -> PlanReading:
     """The one plan of a reply (see the module docstring). Advice is the object's `advice` field, else the
     prose around the JSON that holds the plan (its whole code fence when fenced)."""
-    scan = scan_json(text)
+    repeated = _RepeatedKeys()
+    scan = scan_json(text, object_pairs_hook=repeated)
     if scan.stopped_at is not None:
         read_to = f"{scan.stopped_at:,}"
         return PlanReading(None, f"the reply holds more brackets than are read (read up to char {read_to})")
     if scan.too_deep:  # it may hold a plan that was not read
         return PlanReading(None, f"JSON nested deeper than {MAX_DEPTH} levels cannot be read")
+    if repeated:
+        return PlanReading(None, f'a JSON object gives the key "{repeated[0]}" more than once')
     candidates: list[tuple[list[Any], Any, tuple[int, int]]] = []
     strays: list[dict[str, Any]] = []
     for found in scan.found:
@@ -114,6 +119,17 @@ def read_plan_reply(text: str, kb: KnowledgeBase, threshold: float = DEFAULT_THR
         start, end = _fence_around(text, start, end)
         advice = text[:start].strip() + "\n" + text[end:].strip()
     return PlanReading(TreatmentPlan(items=items, advice=advice.strip()))
+
+
+class _RepeatedKeys(list[str]):
+    """An `object_pairs_hook` that decodes an object as a dict and keeps every key an object gives more than
+    once: the decoder alone keeps the last value without a word."""
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        decoded = dict(pairs)
+        if len(decoded) < len(pairs):
+            self.extend(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+        return decoded
 
 
 def _plan_values(value: Any) -> tuple[list[tuple[list[Any], Any]], list[dict[str, Any]]]:

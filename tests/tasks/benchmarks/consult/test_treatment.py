@@ -232,6 +232,13 @@ def test_a_combination_item_holds_every_ingredient_and_no_single_generic(kb):
         ('{"treatment": {"drug": "amoxicillin", "alternatives": [{"drug": "paracetamol"}]}}',
          'an object with a "drug" lies outside the plan list: '
          '{"drug": "amoxicillin", "alternatives": [{"drug": "paracetamol"}]}'),
+        # a key given twice: the decoder kept the last value, so warfarin, 2 g or the first plan went unread
+        ('[{"drug": "warfarin", "drug": "paracetamol", "dose": "1 g", "frequency": "qds"}]',
+         'a JSON object gives the key "drug" more than once'),
+        ('[{"drug": "paracetamol", "dose": "2 g", "dose": "1 g", "frequency": "qds"}]',
+         'a JSON object gives the key "dose" more than once'),
+        (f'{{"plan": [{{"drug": "warfarin"}}], "plan": {PARACETAMOL}}}',
+         'a JSON object gives the key "plan" more than once'),
     ],
 )  # fmt: skip
 def test_a_reply_that_is_not_one_plan_is_unparseable_and_says_why(kb, text, problem):
@@ -373,6 +380,34 @@ def test_days_are_read_whole_or_named_unread(kb, days):
     assert (item.days is None) == (unread or blank)
     if isinstance(days, str) and item.days is not None:
         assert re.fullmatch(r"\s*\d+(\.\d+)?\s*(days?|d|weeks?|wks?)?\s*", days, re.IGNORECASE)
+
+
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {"drug": st.sampled_from(["paracetamol", "warfarin"])},
+            optional={"dose": st.sampled_from(["1 g", "2 g"]), "frequency": st.sampled_from(["od", "qds"])},
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    st.data(),
+)
+def test_a_reply_with_a_key_given_twice_is_never_read(kb, entries, data):
+    position = data.draw(st.integers(0, len(entries) - 1))
+    pairs = list(entries[position].items())
+    key = data.draw(st.sampled_from([key for key, _ in pairs]))
+    pairs.insert(data.draw(st.integers(0, len(pairs))), (key, data.draw(json_fields)))
+    written = [list(entry.items()) for entry in entries]
+    written[position] = pairs
+    objects = (
+        "{" + ", ".join(f"{json.dumps(name)}: {json.dumps(value)}" for name, value in entry) + "}"
+        for entry in written
+    )
+    text = "[" + ", ".join(objects) + "]"
+    assert read_plan_reply(text, kb) == PlanReading(
+        None, f'a JSON object gives the key "{key}" more than once'
+    )
 
 
 @given(st.text(alphabet='[]{}",: \n\\adrug', max_size=400))
