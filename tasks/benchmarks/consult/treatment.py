@@ -7,10 +7,11 @@ plans ("Plan A: [...] Actually use: [...]"), a plan list with an entry that is n
 non-empty `"drug"` string, JSON nested too deep to read, or more brackets than the scanner reads is
 unparseable, with the reason: never a silent choice of one list. So is one with JSON beside the plan that
 was not read: text opening like JSON (`[{`, `{"`) that does not decode (a second plan cut off or with a
-trailing comma), or an object with a `"drug"` key outside the plan list (`Also add: {"drug": ...}`, or the
-drug whose `"alternatives"` are the list). So is JSON with an object that gives a key twice (`{"drug":
-"warfarin", "drug": "paracetamol"}`: a decoder keeps one value, and which one was meant is not read). The
-same plan written twice counts once. A list of more than `MAX_PLAN_ITEMS` items is unparseable too.
+trailing comma), an object with a `"drug"` key outside the plan list (`Also add: {"drug": ...}`, or the
+drug whose `"alternatives"` are the list), or a key of a plan object other than `"plan"` and `"advice"`
+(`"also_start": [...]`). So is JSON with an object that gives a key twice (`{"drug": "warfarin", "drug":
+"paracetamol"}`: a decoder keeps one value, and which one was meant is not read). The same plan written
+twice counts once. A list of more than `MAX_PLAN_ITEMS` items is unparseable too.
 
 Each item's fields are read by `doses.read_dose` (a dose and any unit or strength in it),
 `frequency.read_frequency` (`frequency_per_day` and `frequency`, each one given, must read alike),
@@ -95,12 +96,16 @@ def read_plan_reply(text: str, kb: KnowledgeBase, threshold: float = DEFAULT_THR
         return PlanReading(None, f'a JSON object gives the key "{repeated[0]}" more than once')
     candidates: list[tuple[list[Any], Any, tuple[int, int]]] = []
     strays: list[dict[str, Any]] = []
+    unread_keys: list[str] = []
     for found in scan.found:
-        plans, drugs_outside = _plan_values(found.value)
-        candidates += [(raw, advice, (found.start, found.end)) for raw, advice in plans]
-        strays += drugs_outside
+        values = _plan_values(found.value)
+        candidates += [(raw, advice, (found.start, found.end)) for raw, advice in values.plans]
+        strays += values.strays
+        unread_keys += values.unread_keys
     if not candidates:
         return PlanReading(None, 'no JSON list of items with a "drug", nor {"plan": [...]}')
+    if unread_keys:  # "also_start": [...], "stop": "warfarin": beside the plan, and never read
+        return PlanReading(None, f'"{unread_keys[0]}" beside "plan" is not read: only "advice" is')
     distinct = list(dict.fromkeys(json.dumps(raw, sort_keys=True, default=str) for raw, _, _ in candidates))
     if len(distinct) > 1:
         return PlanReading(None, f"the reply gives {len(distinct)} different plans; it must give one")
@@ -132,31 +137,38 @@ class _RepeatedKeys(list[str]):
         return decoded
 
 
-def _plan_values(value: Any) -> tuple[list[tuple[list[Any], Any]], list[dict[str, Any]]]:
-    """Every plan in a decoded JSON value, at any depth: (its list, the advice beside it or None); and every
-    object with a "drug" key that is no entry of a plan list. A list is a plan when an entry has a "drug"
-    key, or when it is the whole value and empty; an object when it has a "plan" key."""
+class _PlanValues(NamedTuple):
+    plans: list[tuple[list[Any], Any]]  # each plan's list, and the advice beside it or None
+    strays: list[dict[str, Any]]  # objects with a "drug" key that are no entry of a plan list
+    unread_keys: list[str]  # keys of a plan object other than "plan" and "advice"
+
+
+def _plan_values(value: Any) -> _PlanValues:
+    """Every plan in a decoded JSON value, at any depth, and what lies beside them unread. A list is a plan
+    when an entry has a "drug" key, or when it is the whole value and empty; an object when it has a "plan"
+    key (its advice is searched too: it may hold a drug)."""
     if value == []:
-        return [([], None)], []
-    plans: list[tuple[list[Any], Any]] = []
-    strays: list[dict[str, Any]] = []
+        return _PlanValues([([], None)], [], [])
+    found = _PlanValues([], [], [])
     pending = [value]
     while pending:
         current = pending.pop()
         if isinstance(current, dict) and "plan" in current:
             raw = current["plan"]
-            plans.append((raw if isinstance(raw, list) else [raw], current.get("advice")))
+            found.plans.append((raw if isinstance(raw, list) else [raw], current.get("advice")))
+            found.unread_keys.extend(key for key in current if key not in ("plan", "advice"))
+            pending.append(current.get("advice"))
         elif isinstance(current, list) and any(
             isinstance(entry, dict) and "drug" in entry for entry in current
         ):
-            plans.append((current, None))
+            found.plans.append((current, None))
         elif isinstance(current, dict):
             if "drug" in current:
-                strays.append(current)
+                found.strays.append(current)
             pending.extend(reversed(list(current.values())))
         elif isinstance(current, list):
             pending.extend(reversed(current))
-    return plans, strays
+    return found
 
 
 def _undecoded_json(text: str, decoded: list[tuple[int, int]]) -> int | None:

@@ -232,6 +232,13 @@ def test_a_combination_item_holds_every_ingredient_and_no_single_generic(kb):
         ('{"treatment": {"drug": "amoxicillin", "alternatives": [{"drug": "paracetamol"}]}}',
          'an object with a "drug" lies outside the plan list: '
          '{"drug": "amoxicillin", "alternatives": [{"drug": "paracetamol"}]}'),
+        # a key beside "plan" other than "advice" was never looked at
+        (f'{{"plan": {PARACETAMOL}, "also_start": [{{"drug": "amoxicillin", "dose": "500 mg"}}]}}',
+         '"also_start" beside "plan" is not read: only "advice" is'),
+        (f'{{"plan": {PARACETAMOL}, "advice": "Rest.", "stop": "warfarin"}}',
+         '"stop" beside "plan" is not read: only "advice" is'),
+        (f'{{"plan": {PARACETAMOL}, "advice": {{"drug": "warfarin"}}}}',
+         'an object with a "drug" lies outside the plan list: {"drug": "warfarin"}'),
         # a key given twice: the decoder kept the last value, so warfarin, 2 g or the first plan went unread
         ('[{"drug": "warfarin", "drug": "paracetamol", "dose": "1 g", "frequency": "qds"}]',
          'a JSON object gives the key "drug" more than once'),
@@ -380,6 +387,14 @@ def test_days_are_read_whole_or_named_unread(kb, days):
     assert (item.days is None) == (unread or blank)
     if isinstance(days, str) and item.days is not None:
         assert re.fullmatch(r"\s*\d+(\.\d+)?\s*(days?|d|weeks?|wks?)?\s*", days, re.IGNORECASE)
+
+
+@given(st.text(max_size=12).filter(lambda key: key not in ("plan", "advice")), json_fields)
+def test_a_key_beside_the_plan_other_than_advice_is_never_read(kb, key, value):
+    text = json.dumps({"plan": json.loads(PARACETAMOL), key: value, "advice": "Rest."})
+    assert read_plan_reply(text, kb) == PlanReading(
+        None, f'"{key}" beside "plan" is not read: only "advice" is'
+    )
 
 
 @given(
