@@ -297,7 +297,8 @@ def _read_rest(text: str, position: int, unit_wanted: bool) -> _Rest:
             position = filler.end()
         else:
             frequency = read_frequency(text[position:])
-            if frequency.per_day is None or frequency.problem or frequency.as_needed:
+            # A most amount a day ("1 g bd max 6 g a day") is read in the frequency field, with the dose.
+            if frequency.per_day is None or frequency.problem or frequency.as_needed or frequency.max_amount:
                 return rest._replace(problem=f"'{text[position:]}' is not read")
             return rest._replace(per_day=frequency.per_day)
     return rest

@@ -14,7 +14,10 @@ A text of more than `MAX_CHARS` characters is not read. Any other word makes the
 (`Frequency.problem` names it): a count read around a word we do not understand could be wrong, and the
 critic then calls the item unverified rather than guess. Rates and times joined by "and" (or "plus") add
 up ("3 times a day and at night" = 4); otherwise they describe the same doses and the larger counts
-("twice daily (morning and evening)" = 2). A stated maximum caps the count, and alone is the count; "as
+("twice daily (morning and evening)" = 2). A stated maximum is the count, whatever the regular one: it is
+the most the prescription lets be taken (the BNF's Prescription writing: "for instructions such as 'as
+directed' and 'when required', the maximum daily dose should normally be specified"), so "every 4 hours,
+max 4 doses a day" is 4 and "bd, up to 6 times a day" is 6 (read as 2 before, under the 6 it allows). "As
 needed" or an event with neither a rate nor a maximum is not read. Every range is read at its worst: the
 shorter interval, the larger count.
 """
@@ -75,13 +78,15 @@ _EVENT = (
 
 class Frequency(NamedTuple):
     """What a frequency says: the most doses a day (None: not read), whether as needed, why it was not read
-    (None when read, or when nothing was written), and a stated most amount a day in a unit ("max 8 tablets
-    a day": the item's dose turns it into doses)."""
+    (None when read, or when nothing was written), a stated most amount a day in a unit ("max 8 tablets a
+    day": the item's dose turns it into doses), and whether the doses a day are a stated maximum ("up to 4
+    times a day"), which the most amount can only lower, not a regular count, which it replaces."""
 
     per_day: float | None
     as_needed: bool = False
     problem: str | None = None
     max_amount: tuple[float, str] | None = None
+    is_maximum: bool = False
 
 
 def _rate(pattern: str, value: Callable[[re.Match[str]], float]) -> tuple[str, re.Pattern[str], Any]:
@@ -255,9 +260,9 @@ class _Reading:
             for clause in self.clauses
             if clause
         )
-        per_day = min(counted, self.maximum) if counted and self.maximum else counted or self.maximum
+        per_day = self.maximum or counted
         if per_day or self.maximum_amount:
-            return Frequency(per_day or None, self.as_needed, None, self.maximum_amount)
+            return Frequency(per_day or None, self.as_needed, None, self.maximum_amount, bool(self.maximum))
         if self.event:
             problem = f"'{written}': taken after each event, and no most a day is stated"
         elif self.as_needed:

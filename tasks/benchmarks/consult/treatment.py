@@ -241,7 +241,8 @@ def _plan_item(entry: dict[str, Any], drug: str, kb: KnowledgeBase, threshold: f
         per_day = dose.per_day
     dose_unit = unit or dose.unit or None
     if frequency.max_amount is not None:
-        per_day = _capped_by_amount(per_day, frequency.max_amount, dose.dose, dose_unit, problems)
+        most_doses = frequency.per_day if frequency.is_maximum else None
+        per_day = _allowed_by_amount(most_doses, frequency.max_amount, dose.dose, dose_unit, problems)
     strengths = [
         found for found in (stated_strength, dose.strength, strength_in_unit, find_strength(drug)) if found
     ]
@@ -307,15 +308,16 @@ def _same_strength(one: tuple[float, str] | None, other: tuple[float, str]) -> b
     return converted is not None and math.isclose(converted, other_amount, rel_tol=1e-9)
 
 
-def _capped_by_amount(
-    per_day: float | None,
+def _allowed_by_amount(
+    most_doses: float | None,
     maximum: tuple[float, str],
     dose: float | None,
     unit: str | None,
     problems: list[tuple[str, str]],
 ) -> float | None:
-    """The doses a day under a stated most amount a day ("max 8 sachets a day" with 2 sachets a dose: 4),
-    or the problem when the amount and the dose do not convert."""
+    """The doses a day a stated most amount a day allows ("max 8 sachets a day" with 2 sachets a dose: 4),
+    fewer when a stated most doses a day is lower; or the problem when the amount and the dose do not
+    convert. A regular count does not lower it: "1 g bd, max 6 g a day" lets 6 g be taken (frequency.py)."""
     amount, amount_unit = maximum
     in_dose_unit = normalise_dose(amount, amount_unit, unit) if dose is not None and unit else None
     if in_dose_unit is None or dose is None:
@@ -325,7 +327,7 @@ def _capped_by_amount(
     if not (math.isfinite(doses) and doses > 0):
         problems.append(("frequency", f"the most a day, {amount:g} {amount_unit}, is no count of doses"))
         return None
-    return doses if per_day is None else min(per_day, doses)
+    return doses if most_doses is None else min(most_doses, doses)
 
 
 # A course's length written whole: a number alone or of days or weeks ("5", "5 days", "2 weeks").

@@ -173,6 +173,9 @@ def test_daily_amount(item, to_unit, standard, expected):
         # what stays unread, with the reason
         ("some", Dose(None, problem="'some' gives no amount")),
         ("1000 mg extra", Dose(None, problem="'1000 mg extra': 'extra' is not read")),
+        # a most amount a day is read in the frequency field: here its 6 g was dropped and 2 a day read
+        ("1 g bd max 6 g a day",
+         Dose(None, problem="'1 g bd max 6 g a day': 'bd max 6 g a day' is not read")),
         ("1 g 4 and", Dose(None, problem="'1 g 4 and': '4 and' is not read")),  # no "4 an d(ay)"
         ("5 ml mg", Dose(None, problem="'5 ml mg': 'mg' is a second unit")),
         ("1 tablet-500 mg", Dose(None, problem="'1 tablet-500 mg': tablet and mg do not convert")),

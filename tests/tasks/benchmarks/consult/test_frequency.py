@@ -46,12 +46,16 @@ WEEKLY = 1 / 7
         ("every hour", Frequency(24.0)),
         ("2-3 times a day", Frequency(3.0)),  # a range of counts: the larger
         ("4 times in 24 hours", Frequency(4.0)),
-        ("as needed, max 4 a day", Frequency(4.0, True)),  # the stated maximum
-        ("prn max 4 doses in 24 hours", Frequency(4.0, True)),
+        ("as needed, max 4 a day", Frequency(4.0, True, is_maximum=True)),  # the stated maximum
+        ("prn max 4 doses in 24 hours", Frequency(4.0, True, is_maximum=True)),
         # issue 32: "500 mg-1 g every 4-6 hours when required, max 4 doses in 24 hours" (the frequency part)
-        ("every 4-6 hours when required, max 4 doses in 24 hours", Frequency(4.0, True)),
-        ("every 4-6 hours when required, no more than 4 doses in 24 hours", Frequency(4.0, True)),
-        ("up to four times daily", Frequency(4.0)),
+        ("every 4-6 hours when required, max 4 doses in 24 hours", Frequency(4.0, True, is_maximum=True)),
+        ("every 4-6 hours when required, no more than 4 doses in 24 hours",
+         Frequency(4.0, True, is_maximum=True)),
+        ("up to four times daily", Frequency(4.0, is_maximum=True)),
+        # a stated maximum above the regular count is what may be taken: "bd, up to 6 a day" was read as 2
+        ("twice daily, up to 6 times a day", Frequency(6.0, is_maximum=True)),
+        ("bd, max 6 g a day", Frequency(2.0, max_amount=(6.0, "g"))),  # the item's dose turns 6 g into doses
         ("qds prn", Frequency(4.0, True)),
         ("once a week", Frequency(WEEKLY)),
         ("weekly", Frequency(WEEKLY)),
@@ -74,7 +78,7 @@ WEEKLY = 1 / 7
         ("3 times a day with food for 5 days", Frequency(3.0)),
         ("daily for 5/7", Frequency(1.0)),
         # issue 32: oral rehydration after each loose stool, read only with a stated maximum
-        ("after each loose stool, up to 6 times a day", Frequency(6.0, True)),
+        ("after each loose stool, up to 6 times a day", Frequency(6.0, True, is_maximum=True)),
         ("after each loose stool, max 8 sachets a day", Frequency(None, True, max_amount=(8.0, "sachets"))),
         ("after each loose stool", Frequency(
             None, True, "'after each loose stool': taken after each event, and no most a day is stated")),
@@ -143,9 +147,8 @@ def test_rates_joined_by_and_add_up(first, second):
 
 
 @given(st.sampled_from(_RATES), st.integers(min_value=1, max_value=12))
-def test_a_stated_maximum_never_raises_the_count(rate, maximum):
-    capped = read_frequency(f"{rate}, max {maximum} times a day")
-    assert capped.per_day == min(read_frequency(rate).per_day, maximum)
+def test_a_stated_maximum_is_the_count_above_or_below_the_regular_one(rate, maximum):
+    assert read_frequency(f"{rate}, max {maximum} times a day") == Frequency(float(maximum), is_maximum=True)
 
 
 def test_a_frequency_is_read_to_its_first_unread_word_and_a_long_one_not_at_all():

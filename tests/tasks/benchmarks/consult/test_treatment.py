@@ -300,6 +300,15 @@ def test_the_same_plan_written_twice_is_one_plan(kb):
           "frequency": "after each loose stool, max 8 sachets a day"},
          {"dose": 200.0, "unit": "ml", "frequency_per_day": None, "as_needed": True,
           "unreadable": (("frequency", "the most a day, 8 sachets, is not in the dose's unit"),)}),
+        # a stated maximum is what may be taken: 1 g bd, max 6 g a day, was read as 2 g a day
+        ({"drug": "paracetamol", "dose": "1 g", "frequency": "bd, max 6 g a day"},
+         {"frequency_per_day": 6.0, "unreadable": ()}),
+        ({"drug": "paracetamol", "dose": "1 g", "frequency": "twice daily, up to 6 times a day"},
+         {"frequency_per_day": 6.0, "unreadable": ()}),
+        ({"drug": "paracetamol", "dose": "1 g", "frequency": "qds, max 4 g a day"},
+         {"frequency_per_day": 4.0, "unreadable": ()}),
+        ({"drug": "paracetamol", "dose": "500 mg", "frequency": "up to 6 times a day, max 4 g a day"},
+         {"frequency_per_day": 6.0, "unreadable": ()}),  # both maxima hold: 6 doses, under the 8 of 4 g
         # both frequency keys are read and must agree: one was read, the other never looked at
         ({"drug": "paracetamol", "dose": "1 g", "frequency_per_day": 2, "frequency": "every 2 hours"},
          {"dose": 1.0, "unit": "g", "frequency_per_day": None,
