@@ -309,14 +309,33 @@ def _skip(text: str, position: int) -> int:
     return separator.end() if separator else position
 
 
-def find_strength(text: str) -> tuple[float, str] | None:
-    """The first strength in a text, per ml for a liquid: "paracetamol 500 mg tablets" -> (500.0, "mg"),
-    "Calpol 120 mg/5 ml" -> (24.0, "mg/ml"); None when there is none, or its point may be a thousands point
-    ("1.000 mg")."""
-    match = _STRENGTH.search(plain(text))
-    if match is None or _ambiguous_point(text, match.group()) is not None:
-        return None
-    return _strength_of(match)
+def find_strength(text: str) -> tuple[tuple[float, str] | None, str | None]:
+    """The strength a drug's name gives, per ml for a liquid: "paracetamol 500 mg tablets" -> (500.0, "mg"),
+    "Calpol 120 mg/5 ml" -> (24.0, "mg/ml"), None when it gives none; and why it is not read (None when it
+    is): a point that may be a thousands point ("1.000 mg"), a strength that is none ("0 mg"), or different
+    strengths ("500 mg or 1 g"). Each of these left the first strength read, or none and the KB's standard
+    one."""
+    written = plain(text)
+    if (ambiguous := _ambiguous_point(text, written)) is not None:
+        return None, ambiguous
+    strengths = []
+    for match in _STRENGTH.finditer(written):
+        if (strength := _strength_of(match)) is None:
+            return None, f"'{match.group()}' in '{text}' is not a strength"
+        strengths.append(strength)
+    if any(not same_strength(strengths[0], other) for other in strengths[1:]):
+        shown = " and ".join(dict.fromkeys(f"{number_text(amount)} {unit}" for amount, unit in strengths))
+        return None, f"'{text}' gives different strengths: {shown}"
+    return (strengths[0] if strengths else None), None
+
+
+def same_strength(one: tuple[float, str], other: tuple[float, str]) -> bool:
+    """Whether two strengths are the same amount per the same thing (500 mg and 0.5 g are)."""
+    (amount, unit), (other_amount, other_unit) = one, other
+    mass, per_ml, _ = unit.partition("/ml")
+    other_mass, other_per_ml, _ = other_unit.partition("/ml")
+    converted = normalise_dose(amount, mass, other_mass) if per_ml == other_per_ml else None
+    return converted is not None and math.isclose(converted, other_amount, rel_tol=1e-9)
 
 
 def read_strength(value: Any, unit: Any = None) -> tuple[float, str] | None:

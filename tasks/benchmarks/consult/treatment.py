@@ -20,7 +20,9 @@ Each item's fields are read by `doses.read_dose` (a dose and any unit or strengt
 unverified. A unit in the dose text and the `unit` key
 must agree; a count of doses a day in the dose text ("1000 mg x2") must agree with any frequency given. A
 tablet's strength comes from a `strength` key, the dose, unit or drug text (`"paracetamol 500 mg
-tablets"`, `"120 mg/5 ml"`): every one given must be the same strength. Drug names go to KB drugs
+tablets"`, `"120 mg/5 ml"`): every one given must be the same strength, and the drug text of a single
+drug gives one, read whole (`"500 mg or 1 g tablets"` and `"1.000 mg"` are not read; a combination's name
+gives its ingredients' strengths, which `resolve_drug` reads). Drug names go to KB drugs
 through `kb.resolve.resolve_drug`: `generic` is the drug of a single-drug item, `ingredients` every KB drug
 of the item.
 """
@@ -39,6 +41,7 @@ from tasks.benchmarks.consult.doses import (
     read_dose,
     read_strength,
     read_unit,
+    same_strength,
 )
 from tasks.benchmarks.consult.episode import PlanItem, TreatmentPlan
 from tasks.benchmarks.consult.frequency import Frequency, read_frequency
@@ -243,16 +246,20 @@ def _plan_item(entry: dict[str, Any], drug: str, kb: KnowledgeBase, threshold: f
     if frequency.max_amount is not None:
         most_doses = frequency.per_day if frequency.is_maximum else None
         per_day = _allowed_by_amount(most_doses, frequency.max_amount, dose.dose, dose_unit, problems)
+    resolution = resolve_drug(kb, drug, threshold)
+    # A combination's name gives each ingredient's strength ("co-codamol 30 mg/500 mg"), read by resolve_drug.
+    name_strength, name_problem = find_strength(drug) if len(resolution.ingredients) <= 1 else (None, None)
+    if name_problem is not None:
+        problems.append(("strength", name_problem))
     strengths = [
-        found for found in (stated_strength, dose.strength, strength_in_unit, find_strength(drug)) if found
+        found for found in (stated_strength, dose.strength, strength_in_unit, name_strength) if found
     ]
     strength = strengths[0] if strengths else None
-    if any(not _same_strength(strength, other) for other in strengths[1:]):
+    if strength is not None and any(not same_strength(strength, other) for other in strengths[1:]):
         shown = " and ".join(dict.fromkeys(f"{number_text(amount)} {unit}" for amount, unit in strengths))
         problems.append(("strength", f"the item gives different strengths: {shown}"))
     days = _days(entry.get("days"), problems)
     route = entry.get("route")
-    resolution = resolve_drug(kb, drug, threshold)
     return PlanItem(
         drug=drug,
         generic=normalise_drug_name(kb, drug, threshold),
@@ -295,17 +302,6 @@ def _item_frequency(entry: dict[str, Any], problems: list[tuple[str, str]]) -> F
              f"{json.dumps(written[second], default=str)} differ")
         )  # fmt: skip
     return one if one.problem is not None else other
-
-
-def _same_strength(one: tuple[float, str] | None, other: tuple[float, str]) -> bool:
-    """Whether two strengths are the same amount per the same thing (500 mg and 0.5 g are)."""
-    if one is None:
-        return False
-    (amount, unit), (other_amount, other_unit) = one, other
-    mass, per_ml, _ = unit.partition("/ml")
-    other_mass, other_per_ml, _ = other_unit.partition("/ml")
-    converted = normalise_dose(amount, mass, other_mass) if per_ml == other_per_ml else None
-    return converted is not None and math.isclose(converted, other_amount, rel_tol=1e-9)
 
 
 def _allowed_by_amount(

@@ -220,7 +220,7 @@ def test_a_point_that_may_be_a_thousands_point_is_never_read_either_way(whole, p
     decimal = f"0.{max(part, 1):03d}{space}{unit}"  # a leading zero: a decimal point (0.000 is no dose)
     assert (read_dose(written).dose, read_dose(decimal).problem) == (None, None)
     assert read_strength(f"{whole}.{part:03d} mg") is None
-    assert find_strength(f"paracetamol {whole}.{part:03d} mg tablets") is None
+    assert find_strength(f"paracetamol {whole}.{part:03d} mg tablets")[1] is not None
     assert read_unit(f"tablets ({whole}.{part:03d} mg)")[2] is not None
 
 
@@ -232,14 +232,22 @@ def test_a_word_not_understood_leaves_the_whole_dose_unread(dose, word):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("paracetamol 500 mg tablets", (500.0, "mg")),
-        ("Amoxicillin 250mg/5ml suspension", (50.0, "mg/ml")),
-        ("Calpol 120 mg per 5 ml", (24.0, "mg/ml")),
-        ("salbutamol 100 micrograms", (100.0, "microgram")),
-        ("ibuprofen", None),
-        ("co-codamol 30/500", None),  # no unit: not a strength
+        ("paracetamol 500 mg tablets", ((500.0, "mg"), None)),
+        ("Amoxicillin 250mg/5ml suspension", ((50.0, "mg/ml"), None)),
+        ("Calpol 120 mg per 5 ml", ((24.0, "mg/ml"), None)),
+        ("salbutamol 100 micrograms", ((100.0, "microgram"), None)),
+        ("paracetamol 500 mg (0.5 g) tablets", ((500.0, "mg"), None)),  # one strength written twice
+        ("ibuprofen", (None, None)),
+        ("co-codamol 30/500", (None, None)),  # no unit: not a strength
+        # a strength not read whole: the first was read, or none and the KB's standard strength used
+        ("paracetamol 500 mg or 1 g tablets",
+         (None, "'paracetamol 500 mg or 1 g tablets' gives different strengths: 500 mg and 1 g")),
+        ("paracetamol 1.000 mg tablets",
+         (None, "'paracetamol 1.000 mg tablets': '1.000' has a point that is a decimal point (1) or a "
+                "thousands point (1000)")),
+        ("paracetamol 0 mg tablets", (None, "'0 mg' in 'paracetamol 0 mg tablets' is not a strength")),
     ],
-)
+)  # fmt: skip
 def test_find_strength(text, expected):
     assert find_strength(text) == expected
 

@@ -323,6 +323,18 @@ def test_the_same_plan_written_twice_is_one_plan(kb):
           "unreadable": (("strength", "the item gives different strengths: 250 mg and 500 mg"),)}),
         ({"drug": "paracetamol 500 mg", "dose": "2 tablets", "strength": "0.5 g", "frequency": "qds"},
          {"dose": 2.0, "unit": "tablets", "frequency_per_day": 4.0, "unreadable": ()}),
+        # a strength in the drug's name not read whole: the KB's 500 mg tablet was taken instead
+        ({"drug": "paracetamol 500 mg or 1 g tablets", "dose": "2 tablets", "frequency": "qds"},
+         {"strength": None, "unreadable": (
+             ("strength", "'paracetamol 500 mg or 1 g tablets' gives different strengths: 500 mg "
+                          "and 1 g"),)}),
+        ({"drug": "paracetamol 1.000 mg tablets", "dose": "2 tablets", "frequency": "qds"},
+         {"strength": None, "unreadable": (
+             ("strength", "'paracetamol 1.000 mg tablets': '1.000' has a point that is a decimal point (1) "
+                          "or a thousands point (1000)"),)}),
+        # a combination's name gives its ingredients' strengths (kb.resolve reads them), not the item's
+        ({"drug": "co-codamol 30 mg / 500 mg tablets", "dose": "2 tablets", "frequency": "qds"},
+         {"ingredients": ("codeine", "paracetamol"), "strength": None, "unreadable": ()}),
         # a key no field is read from may change what the item means
         ({"drug": "paracetamol", "dose": "1 g", "frequency_per_day": 4, "extra_dose": "another 1 g at night"},
          {"dose": 1.0, "unreadable": (("extra_dose", "not a field of a plan item: not read"),)}),
