@@ -209,13 +209,15 @@ def _ambiguous_point(value: str, text: str) -> str | None:
 
 _UNIT_WORD = "|".join(sorted((re.escape(alias) for alias in _UNITS), key=len, reverse=True))
 _AMOUNT = re.compile(
-    rf"(?:{_N}\s*(?:x|×)\s*)?{_N}\s*(?:({_UNIT_WORD})(?![a-z]))?"
+    rf"(?:{_N}\s*x\s*)?{_N}\s*(?:({_UNIT_WORD})(?![a-z]))?"
     rf"(?:\s*(?:-|to|or)\s*{_N}\s*(?:({_UNIT_WORD})(?![a-z]))?)?"
 )
 _BOTH_NOSTRILS = re.compile(r"(?:(?:in|into|to)\s*)?(?:each|both|per)\s*nostrils?(?![a-z])")
-_UNIT_FILLER = re.compile(r"[()]|\b(?:a|an|of|each|x|×)\b", re.IGNORECASE)
+_UNIT_FILLER = re.compile(r"[()]|\b(?:a|an|of|each|x)\b", re.IGNORECASE)
 _UNIT_PATTERN = re.compile(rf"({_UNIT_WORD})(?![a-z])")
-_DOSE_FILLER = re.compile(r"(?:of|a|an|each|x|×|per dose|dose|at a time)(?![a-z])")
+# "x" before a strength is filler ("2 tablets x 500 mg"); before anything else it starts a count or a course
+# ("x2"; "x 5/7": for 5 days), which the frequency reader reads whole: dropped, "x 5/7" was 5 doses a week.
+_DOSE_FILLER = re.compile(rf"(?:of|a|an|each|per dose|dose|at a time)(?![a-z])|x(?=\s*{_STRENGTH.pattern})")
 _DOSE_SEPARATORS = re.compile(r"[\s,;:()\[\]]+")
 
 

@@ -9,7 +9,9 @@ The text is read lower-cased, number words as digits ("twice" -> "2 times"), as 
   or an amount: "max 8 tablets a day"), an event ("after each loose stool");
 - words that say how or for how long, and change no count ("with food", "for 5 days", "by mouth"); a
   number and a period with neither a count nor a "per" between them is how long ("7 d", "2 wks"), as "7
-  days" is: read as a rate, "7 d" was 7 doses a day.
+  days" is: read as a rate, "7 d" was 7 doses a day. So are "5/7" and "x 5/7" (5 days) and "2/52" (2
+  weeks), the course lengths of the Australian Pharmaceutical Formulary's prescription abbreviations:
+  read as a rate, "5/7" was 5 doses a week. "1/7" alone is once a week (issue 32: methotrexate).
 A text of more than `MAX_CHARS` characters is not read. Any other word makes the whole text unread
 (`Frequency.problem` names it): a count read around a word we do not understand could be wrong, and the
 critic then calls the item unverified rather than guess. Rates and times joined by "and" (or "plus") add
@@ -95,9 +97,19 @@ def _rate(pattern: str, value: Callable[[re.Match[str]], float]) -> tuple[str, r
 
 # Phrases in the order they are tried at each place (longer forms before the shorter ones they start with).
 _PHRASES: tuple[tuple[str, re.Pattern[str], Any], ...] = (
-    ("duration", re.compile(r"(?:for|x)\s*" + _RANGE + r"\s*(?:/7|/52|days?|weeks?|wks?|months?|d)\b"), None),
+    (
+        "duration",
+        re.compile(r"(?:for|x)\s*" + _RANGE + r"\s*(?:/\s*7|/\s*52|days?|weeks?|wks?|months?|d)\b"),
+        None,
+    ),
     # A number and a period with no count or "per" between them is a duration ("7 d", "2 wks"), never a rate.
-    ("duration", re.compile(_RANGE + r"\s*(?:days?|d|weeks?|wks?)\s*(?:course|only)?\b"), None),
+    (
+        "duration",
+        re.compile(
+            r"(?!1\s*/\s*7\b)" + _RANGE + r"\s*(?:/\s*7|/\s*52|days?|d|weeks?|wks?)\s*(?:course|only)?\b"
+        ),
+        None,
+    ),
     (
         "maximum_amount",
         re.compile(
@@ -141,7 +153,7 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], Any], ...] = (
     _rate(_RANGE + r"\s*(?:" + _COUNT + r"\s*)?daily", lambda m: _high(m)),
     _rate(_RANGE + r"\s*" + _COUNT_OR_PER + _WEEK, lambda m: _high(m) / 7),
     _rate(_RANGE + r"\s*(?:" + _COUNT + r"\s*)?weekly", lambda m: _high(m) / 7),
-    _rate(_N + r"\s*/\s*7", lambda m: _high(m) / 7),
+    _rate(r"1\s*/\s*7", lambda m: 1 / 7),
     _rate(r"(?:every|each|a|per) (?:day|24\s*" + _HOURS + ")", lambda m: 1.0),
     _rate(r"(?:every|each|once a) week", lambda m: 1 / 7),
     _rate(r"(?:single|1-off|1 off) dose|1 times only|once only|immediately", lambda m: 1.0),
@@ -293,10 +305,10 @@ def _skip_separators(text: str, position: int) -> int:
 
 
 def plain(text: str) -> str:
-    """Lower case, number words as digits, thousands commas and abbreviation dots gone ("b.i.d." -> "bid"),
-    a decimal comma before a unit a decimal point ("1,5 g" -> "1.5 g"), a number's leading point kept
-    (".5 g" -> "0.5 g": dropping it would read 5 g), dashes as "-"."""
-    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.lower())  # "1,200mg" too
+    """Lower case, "×" as "x", number words as digits, thousands commas and abbreviation dots gone ("b.i.d."
+    -> "bid"), a decimal comma before a unit a decimal point ("1,5 g" -> "1.5 g"), a number's leading point
+    kept (".5 g" -> "0.5 g": dropping it would read 5 g), dashes as "-"."""
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.lower().replace("×", "x"))  # "1,200mg" too
     text = re.sub(r"(?<=\d),(?=\d{1,2}[ \t]*+[a-zµμ])", ".", text)
     text = re.sub(r"(?<!\d)\.(?=\d)", "0.", text)
     text = re.sub(r"\.(?!\d)|(?<!\d)\.", "", re.sub(r"[\u2010-\u2015]", "-", text))

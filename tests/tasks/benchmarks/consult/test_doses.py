@@ -154,6 +154,11 @@ def test_daily_amount(item, to_unit, standard, expected):
         # issue 32: a range across units at its worst; doses a day written with the dose
         ("500 mg-1 g", Dose(1.0, "g")),
         ("1000 mg x2", Dose(1000.0, "mg", per_day=2.0)),
+        ("1000 mg ×2", Dose(1000.0, "mg", per_day=2.0)),
+        ("2 tablets x 500 mg", Dose(2.0, "tablets", (500.0, "mg"))),  # "x" before a strength: filler
+        # "x 5/7" is for 5 days (its "x" was dropped, and "5/7" read as 5 doses a week)
+        ("1 g x 5/7", Dose(None, problem="'1 g x 5/7': 'x 5/7' is not read")),
+        ("1 g 5/7", Dose(None, problem="'1 g 5/7': '5/7' is not read")),
         ("1000 mg twice", Dose(1000.0, "mg", per_day=2.0)),
         ("500 mg qds", Dose(500.0, "mg", per_day=4.0)),
         # issue 32: "1000e1" was read as 1000

@@ -77,6 +77,12 @@ WEEKLY = 1 / 7
         ("once daily at night", Frequency(1.0)),
         ("3 times a day with food for 5 days", Frequency(3.0)),
         ("daily for 5/7", Frequency(1.0)),
+        # "n/7" and "n/52" are a course's days and weeks: "5/7" was read as 5 doses a week
+        ("bd 5/7", Frequency(2.0)),
+        ("qds x 5/7", Frequency(4.0)),
+        ("tds 2/52", Frequency(3.0)),
+        ("5/7", Frequency(None, problem="'5/7' gives no count a day")),
+        ("3× daily", Frequency(3.0)),
         # issue 32: oral rehydration after each loose stool, read only with a stated maximum
         ("after each loose stool, up to 6 times a day", Frequency(6.0, True, is_maximum=True)),
         ("after each loose stool, max 8 sachets a day", Frequency(None, True, max_amount=(8.0, "sachets"))),
@@ -168,5 +174,17 @@ def test_a_frequency_is_read_to_its_first_unread_word_and_a_long_one_not_at_all(
 )
 def test_a_number_and_a_period_alone_say_how_long_and_change_no_count(rate, number, period, space):
     how_long = f"{number}{space}{period}"
+    assert read_frequency(how_long) == Frequency(None, problem=f"'{how_long}' gives no count a day")
+    assert read_frequency(f"{rate} {how_long}") == read_frequency(rate)
+
+
+@given(
+    st.sampled_from(_RATES),
+    st.integers(min_value=2, max_value=90),
+    st.sampled_from(["/7", " / 7", "/52"]),
+    st.sampled_from(["", "x ", "for "]),
+)
+def test_a_course_in_days_or_weeks_over_7_or_52_is_how_long_and_changes_no_count(rate, number, period, word):
+    how_long = f"{word}{number}{period}"
     assert read_frequency(how_long) == Frequency(None, problem=f"'{how_long}' gives no count a day")
     assert read_frequency(f"{rate} {how_long}") == read_frequency(rate)
