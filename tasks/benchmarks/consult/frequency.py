@@ -1,6 +1,7 @@
 """How often a plan item is taken, read from what a prescriber writes; every word read, or not read at all.
 
-The text is read lower-cased, number words as digits ("twice" -> "2 times"), as a sequence of phrases:
+The text is read lower-cased, digits of any script as ASCII ones, number words as digits ("twice" -> "2
+times"), as a sequence of phrases:
 - a rate: a count per day ("3 times a day", "3x daily", "3/day", "tds", "bd", "od", "nocte"), an interval
   ("every 4-6 hours", "q4h", "4-hrly": 24 / the shorter interval), per week ("once a week", "1/7", "twice
   weekly"), "every other day", "single dose", or a bare count ("x2", "twice": a day's);
@@ -26,6 +27,7 @@ shorter interval, the larger count.
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -167,6 +169,7 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], Any], ...] = (
     ("and", re.compile(r"(?:and|plus|as well as|also|\+|&)(?:\b|(?<=[+&]))"), None),
     ("filler", re.compile(r"(?:" + _FILLER + r")\b"), None),
 )
+_NON_ASCII_DIGIT = re.compile(r"(?![0-9])\d")
 # No frequency a prescriber writes is longer; a longer text is not read (and would cost a pass per phrase).
 MAX_CHARS = 500
 _SEPARATORS = re.compile(r"[\s,;:()\[\]{}'\"!?*]+")
@@ -305,9 +308,12 @@ def _skip_separators(text: str, position: int) -> int:
 
 
 def plain(text: str) -> str:
-    """Lower case, "×" as "x", number words as digits, thousands commas and abbreviation dots gone ("b.i.d."
-    -> "bid"), a decimal comma before a unit a decimal point ("1,5 g" -> "1.5 g"), a number's leading point
-    kept (".5 g" -> "0.5 g": dropping it would read 5 g), dashes as "-"."""
+    """Lower case, every digit ASCII ("１.０００" -> "1.000"), "×" as "x", number words as digits, thousands
+    commas and abbreviation dots gone ("b.i.d." -> "bid"), a decimal comma before a unit a decimal point
+    ("1,5 g" -> "1.5 g"), a number's leading point kept (".5 g" -> "0.5 g": dropping it would read 5 g),
+    dashes as "-"."""
+    # \d and float() take any script's digits, and rules written for ASCII ones ("1.000") would miss them.
+    text = _NON_ASCII_DIGIT.sub(lambda digit: str(unicodedata.decimal(digit.group())), text)
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.lower().replace("×", "x"))  # "1,200mg" too
     text = re.sub(r"(?<=\d),(?=\d{1,2}[ \t]*+[a-zµμ])", ".", text)
     text = re.sub(r"(?<!\d)\.(?=\d)", "0.", text)

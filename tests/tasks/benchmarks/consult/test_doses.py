@@ -19,6 +19,7 @@ from tasks.benchmarks.consult.doses import (
 )
 from tasks.benchmarks.consult.episode import PlanItem
 from tasks.benchmarks.consult.kb.models import Strength
+from tests.tasks.benchmarks.consult.test_frequency import spelled_in_any_script
 
 
 @pytest.mark.parametrize(
@@ -175,6 +176,11 @@ def test_daily_amount(item, to_unit, standard, expected):
         ("0.125 mg", Dose(0.125, "mg")),  # no number is written 0,125 in thousands
         ("1.25 mg", Dose(1.25, "mg")),
         ("1.2500 mg", Dose(1.25, "mg")),
+        # digits of any script read as ASCII ones: full-width "１.０００" passed the thousands point check
+        ("１.０００ mg",
+         Dose(None, problem="'１.０００ mg': '1.000' has a point that is a decimal point (1) or a thousands "
+                            "point (1000)")),
+        ("٥٠٠ mg", Dose(500.0, "mg")),
         # what stays unread, with the reason
         ("some", Dose(None, problem="'some' gives no amount")),
         ("1000 mg extra", Dose(None, problem="'1000 mg extra': 'extra' is not read")),
@@ -227,6 +233,21 @@ def test_a_point_that_may_be_a_thousands_point_is_never_read_either_way(whole, p
     assert read_strength(f"{whole}.{part:03d} mg") is None
     assert find_strength(f"paracetamol {whole}.{part:03d} mg tablets")[1] is not None
     assert read_unit(f"tablets ({whole}.{part:03d} mg)")[2] is not None
+
+
+@given(
+    st.sampled_from([
+        "1.000 mg", "1.500 mg", "0.125 mg", "1,200mg", "12,5 mg", "2 x 500 mg tablets", "1000 mg x2",
+        "5 ml of 120 mg/5 ml", "1-2 tablets", "1 g x 5/7", "10 mg 1/7",
+    ]),
+    st.data(),
+)  # fmt: skip
+def test_a_dose_in_any_script_reads_as_its_ascii_spelling(written, data):
+    spelled = spelled_in_any_script(data, written)
+    found, ascii_found = read_dose(spelled), read_dose(written)
+    assert found._replace(problem=found.problem is None) == ascii_found._replace(
+        problem=ascii_found.problem is None
+    )
 
 
 @given(st.sampled_from(["500 mg", "2 tablets", "1-2 tablets", "5 ml", "1 g"]), st.text("zqjkv", min_size=2))

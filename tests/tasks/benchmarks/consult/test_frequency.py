@@ -1,4 +1,5 @@
 import math
+import unicodedata
 
 import pytest
 from hypothesis import given
@@ -138,6 +139,22 @@ def test_any_frequency_is_read_or_named_unread(written):
 
 
 _RATES = ["3 times a day", "bd", "every 6 hours", "qds", "once daily", "twice weekly", "x2"]
+
+
+@given(
+    st.sampled_from(
+        [*_RATES, "every 4-6 hours", "q4h", "1/7", "bd 5/7", "at 8am and 20:00", "max 4 g a day"]
+    ),
+    st.data(),
+)
+def test_a_frequency_in_any_script_reads_as_its_ascii_spelling(written, data):
+    assert read_frequency(spelled_in_any_script(data, written)) == read_frequency(written)
+
+
+def spelled_in_any_script(data: st.DataObject, text: str) -> str:
+    """`text` with each ASCII digit written in a script drawn for it (Unicode's digits run 0-9 in a block)."""
+    zeros = st.characters(categories=["Nd"]).map(lambda digit: ord(digit) - unicodedata.decimal(digit))
+    return "".join(chr(data.draw(zeros) + int(char)) if char in "0123456789" else char for char in text)
 
 
 @given(st.sampled_from(_RATES), st.text(alphabet="zqjkv", min_size=2, max_size=6))
