@@ -342,15 +342,19 @@ def same_strength(one: tuple[float, str], other: tuple[float, str]) -> bool:
 
 
 def read_strength(value: Any, unit: Any = None) -> tuple[float, str] | None:
-    """A plan's `strength` key, all of it a strength: "500 mg", "120 mg/5 ml", or a number with a
-    `strength_unit`; None otherwise."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and isinstance(unit, str):
-        value = f"{value} {unit}"
-    if not isinstance(value, str):
+    """A plan's `strength` key, all of it a strength: "500 mg", "120 mg/5 ml", or a number (or its text) with
+    a `strength_unit` (None: none given); None otherwise, a strength with a unit of its own beside a
+    `strength_unit` included ("1 g" with "mg": which one is meant is not read; the unit was ignored)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
-    text = plain(value)
+    written = str(value)
+    if unit is not None:
+        if not isinstance(unit, str) or re.fullmatch(_N, plain(written)) is None:
+            return None
+        written = f"{written} {unit}"
+    text = plain(written)
     match = _STRENGTH.fullmatch(text)
-    if match is None or _ambiguous_point(value, text) is not None:
+    if match is None or _ambiguous_point(written, text) is not None:
         return None
     return _strength_of(match)
 

@@ -15,7 +15,8 @@ twice counts once. A list of more than `MAX_PLAN_ITEMS` items is unparseable too
 
 Each item's fields are read by `doses.read_dose` (a dose and any unit or strength in it),
 `frequency.read_frequency` (`frequency_per_day` and `frequency`, each one given, must read alike),
-`doses.read_unit` and `doses.read_strength`; a field written but not read, or a key that is no field
+`doses.read_unit` and `doses.read_strength` (with any `strength_unit`); a field written but not read (a
+`route` that is no text, a `strength_unit` with no strength to go with), or a key that is no field
 (`ITEM_KEYS`), is kept in `PlanItem.unreadable` with the reason, and the critic then calls the item
 unverified. A unit in the dose text and the `unit` key
 must agree; a count of doses a day in the dose text ("1000 mg x2") must agree with any frequency given. A
@@ -227,12 +228,22 @@ def _plan_item(entry: dict[str, Any], drug: str, kb: KnowledgeBase, threshold: f
     dose = read_dose(entry.get("dose"))
     unit, strength_in_unit, unit_problem = read_unit(entry.get("unit"))
     frequency = _item_frequency(entry, problems)
-    stated_strength = read_strength(entry.get("strength"), entry.get("strength_unit"))
+    strength_unit = entry.get("strength_unit")
+    if isinstance(strength_unit, str) and not strength_unit.strip():
+        strength_unit = None
+    stated_strength = read_strength(entry.get("strength"), strength_unit)
     for field, problem in (("dose", dose.problem), ("unit", unit_problem), ("frequency", frequency.problem)):
         if problem is not None:
             problems.append((field, problem))
     if entry.get("strength") is not None and stated_strength is None:
-        problems.append(("strength", f"{json.dumps(entry['strength'], default=str)} is not a strength"))
+        shown = json.dumps(entry["strength"], default=str)
+        if strength_unit is not None:
+            shown += f" with strength_unit {json.dumps(strength_unit, default=str)}"
+        problems.append(("strength", f"{shown} is not a strength"))
+    elif entry.get("strength") is None and strength_unit is not None:
+        problems.append(
+            ("strength_unit", f"{json.dumps(strength_unit, default=str)} is given with no strength")
+        )
     if unit and dose.unit and canonical_unit(unit) != canonical_unit(dose.unit):
         problems.append(("unit", f"the dose says {dose.unit} and the unit says {unit}"))
     per_day = frequency.per_day
@@ -260,6 +271,8 @@ def _plan_item(entry: dict[str, Any], drug: str, kb: KnowledgeBase, threshold: f
         problems.append(("strength", f"the item gives different strengths: {shown}"))
     days = _days(entry.get("days"), problems)
     route = entry.get("route")
+    if route is not None and not isinstance(route, str):  # ["intravenous"] was dropped, and the item passed
+        problems.append(("route", f"{json.dumps(route, default=str)} is not a route"))
     return PlanItem(
         drug=drug,
         generic=normalise_drug_name(kb, drug, threshold),

@@ -284,6 +284,8 @@ def test_find_strength(text, expected):
         ("500 mg", None, (500.0, "mg")),
         ("120 mg/5 ml", None, (24.0, "mg/ml")),
         (100, "mcg", (100.0, "microgram")),
+        ("500", "mg", (500.0, "mg")),  # a number's text with its unit (it was not read)
+        ("1 g", "mg", None),  # a unit of its own beside strength_unit: which is meant is not read
         ("500 mg extra strength", None, None),  # every word, or none
         ("lots", None, None),
         (math.nan, "mg", None),

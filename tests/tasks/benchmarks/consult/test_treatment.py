@@ -335,6 +335,15 @@ def test_the_same_plan_written_twice_is_one_plan(kb):
         # a combination's name gives its ingredients' strengths (kb.resolve reads them), not the item's
         ({"drug": "co-codamol 30 mg / 500 mg tablets", "dose": "2 tablets", "frequency": "qds"},
          {"ingredients": ("codeine", "paracetamol"), "strength": None, "unreadable": ()}),
+        # a route or strength_unit written but not read: the item passed on the fields that were
+        ({"drug": "paracetamol", "dose": "1 g", "frequency": "qds", "route": ["intravenous"]},
+         {"route": None, "unreadable": (("route", '["intravenous"] is not a route'),)}),
+        ({"drug": "paracetamol", "dose": "2 tablets", "frequency": "qds", "strength_unit": "g"},
+         {"strength": None, "unreadable": (("strength_unit", '"g" is given with no strength'),)}),
+        ({"drug": "paracetamol", "dose": "2 tablets", "frequency": "qds", "strength": "1 g",
+          "strength_unit": "mg"},
+         {"strength": None,
+          "unreadable": (("strength", '"1 g" with strength_unit "mg" is not a strength'),)}),
         # a key no field is read from may change what the item means
         ({"drug": "paracetamol", "dose": "1 g", "frequency_per_day": 4, "extra_dose": "another 1 g at night"},
          {"dose": 1.0, "unreadable": (("extra_dose", "not a field of a plan item: not read"),)}),
@@ -398,6 +407,12 @@ def test_any_plan_is_read_whole_or_unparseable_with_a_reason(kb, entries, prose)
 def test_a_key_no_field_is_read_from_is_named_unread(kb, unknown, known):
     (item,) = parse_plan(json.dumps([{"drug": "amoxicillin", **known, **unknown}]), kb).items
     assert set(unknown) <= {field for field, _ in item.unreadable}
+
+
+@given(json_fields.filter(lambda route: route is not None and not isinstance(route, str)))
+def test_a_route_that_is_no_text_is_named_unread(kb, route):
+    (item,) = parse_plan(json.dumps([{"drug": "amoxicillin", "route": route}]), kb).items
+    assert (item.route, item.unreadable) == (None, (("route", f"{json.dumps(route)} is not a route"),))
 
 
 @given(st.one_of(st.text(alphabet="0123456789 .-dayswekmonth", max_size=12), json_fields))
