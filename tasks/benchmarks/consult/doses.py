@@ -12,9 +12,9 @@ sprays in each nostril" (4), and a count of doses a day written with it ("1000 m
 A number is read only when it is finite and above 0 ("1000e1" is 10000); a text of more than 500
 characters is not read. A point before exactly three digits after a number from 1 to 999 ("1.500 mg") is
 not read either: it is a decimal point (1.5 mg) or, as many European prescribers write, a thousands point
-(1500 mg), a thousand times apart; digits of any script are read as ASCII ones (`frequency.plain`), so
-full-width "１.０００ mg" is not read either. Anything else in the text makes the dose unread, with the
-reason (`Dose.problem`).
+(1500 mg), a thousand times apart ("0.500" and "0,500" are 0.5: no thousands group follows a lone 0).
+Digits of any script are read as ASCII ones (`frequency.plain`), so full-width "１.０００ mg" is not read
+either. Anything else in the text makes the dose unread, with the reason (`Dose.problem`).
 """
 
 import functools

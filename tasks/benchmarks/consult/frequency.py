@@ -309,12 +309,14 @@ def _skip_separators(text: str, position: int) -> int:
 
 def plain(text: str) -> str:
     """Lower case, every digit ASCII ("１.０００" -> "1.000"), "×" as "x", number words as digits, thousands
-    commas and abbreviation dots gone ("b.i.d." -> "bid"), a decimal comma before a unit a decimal point
-    ("1,5 g" -> "1.5 g"), a number's leading point kept (".5 g" -> "0.5 g": dropping it would read 5 g),
-    dashes as "-"."""
+    commas and abbreviation dots gone ("b.i.d." -> "bid"), a decimal comma after a lone 0 or before a unit a
+    decimal point ("0,500" -> "0.500", "1,5 g" -> "1.5 g"), a number's leading point kept (".5 g" -> "0.5 g":
+    dropping it would read 5 g), dashes as "-"."""
     # \d and float() take any script's digits, and rules written for ASCII ones ("1.000") would miss them.
     text = _NON_ASCII_DIGIT.sub(lambda digit: str(unicodedata.decimal(digit.group())), text)
-    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.lower().replace("×", "x"))  # "1,200mg" too
+    # No thousands group follows a lone 0: "0,500 mg" is 0.5 mg (its comma was dropped, and 500 mg read).
+    text = re.sub(r"(?<![\d.,])0,(?=\d)", "0.", text.lower().replace("×", "x"))
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # "1,200mg" too
     text = re.sub(r"(?<=\d),(?=\d{1,2}[ \t]*+[a-zµμ])", ".", text)
     text = re.sub(r"(?<!\d)\.(?=\d)", "0.", text)
     text = re.sub(r"\.(?!\d)|(?<!\d)\.", "", re.sub(r"[\u2010-\u2015]", "-", text))

@@ -168,6 +168,8 @@ def test_daily_amount(item, to_unit, standard, expected):
         (".1 g", Dose(0.1, "g")),
         ("1,5 g", Dose(1.5, "g")),
         ("12,5 mg", Dose(12.5, "mg")),
+        ("0,500 mg", Dose(0.5, "mg")),  # no thousands group follows a lone 0: it was read as 500 mg
+        ("0,125 mg", Dose(0.125, "mg")),
         # a point before three digits may be a thousands point: 1.5 mg or 1500 mg is not guessed
         ("1.500 mg", Dose(None, problem="'1.500 mg': '1.500' has a point that is a decimal point (1.5) or a "
                                         "thousands point (1500)")),
@@ -248,6 +250,11 @@ def test_a_dose_in_any_script_reads_as_its_ascii_spelling(written, data):
     assert found._replace(problem=found.problem is None) == ascii_found._replace(
         problem=ascii_found.problem is None
     )
+
+
+@given(st.integers(1, 999), st.sampled_from(["mg", "g", " micrograms", " ml"]))
+def test_a_comma_after_a_lone_zero_is_a_decimal_comma(part, unit):
+    assert read_dose(f"0,{part:03d}{unit}") == read_dose(f"0.{part:03d}{unit}")
 
 
 @given(st.sampled_from(["500 mg", "2 tablets", "1-2 tablets", "5 ml", "1 g"]), st.text("zqjkv", min_size=2))
