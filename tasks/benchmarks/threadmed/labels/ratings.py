@@ -11,6 +11,7 @@ kind, simulated or clinician, in the files and in the ratings stored before them
 
 import csv
 import io
+import re
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from tasks.core.safe_text import FORMULA_STARTS, original_cell
 
 HEADER = ",".join(CSV_COLUMNS)
 EXPORT_FIX = "export the CSV again from the folder's rate.html"
+_PLAIN_DECIMAL = re.compile(r"[0-9]++(?:\.[0-9]++)?+")
 
 
 class CheckedRows(NamedTuple):
@@ -36,11 +38,11 @@ class CheckedRows(NamedTuple):
 
 
 def parse_grade(text: str) -> float | None:
-    """A grade on the rubric's scale (0, 0.5, 1; "1.0" too), else None."""
-    try:
-        grade = float(text)
-    except ValueError:
+    """A grade on the rubric's scale (0, 0.5, 1; "1.0" too), else None: written as a plain decimal, since
+    float() also reads `0_1`, `1e0` and `+1`, which no rater writes for a grade."""
+    if not _PLAIN_DECIMAL.fullmatch(text.strip()):
         return None
+    grade = float(text)
     return grade if grade in GRADE_TEXTS else None
 
 

@@ -9,6 +9,7 @@ from tasks.benchmarks.threadmed.labels.ratings import (
     RaterCount,
     check_ratings,
     merged_ratings,
+    parse_grade,
     parse_rated_at,
     rating_counts,
     read_csv_texts,
@@ -74,6 +75,15 @@ def test_every_bad_row_is_one_line_naming_file_line_and_fix() -> None:
     ]
     assert [row["rater"] for row in checked.rows] == ["dr-e"]
     assert checked.rows[0]["note"] == "a note\nover two lines"
+
+
+def test_a_grade_is_read_only_from_a_plain_decimal_on_the_scale() -> None:
+    # float() reads the last five as 1.0 too; no rater writes a grade so
+    texts = ("0", "0.5", "1", "1.0", " 0.50 ", "0.7", "", "0_1", "1e0", "+1", "\uff11", "\u0661")
+    assert {text: parse_grade(text) for text in texts} == {
+        "0": 0.0, "0.5": 0.5, "1": 1.0, "1.0": 1.0, " 0.50 ": 0.5, "0.7": None, "": None,
+        "0_1": None, "1e0": None, "+1": None, "\uff11": None, "\u0661": None,
+    }  # fmt: skip
 
 
 def test_a_wrong_header_is_one_error_for_its_file() -> None:
