@@ -3,9 +3,10 @@
 A rubric asks for one JSON field (ThReadMed: `SCORE` in 0, 0.5, 1; the consultation's FQR judge:
 `correct`, true or false). The grade is read from that field (any JSON object in the reply, at any depth,
 or an object left unclosed whose pair is whole), from a line that is only `FIELD: value`, or from a reply
-that is only a grade. Anything else stating the field (`Score: 1/10`, `score: 1 is too generous`, two
-different grades, a duplicated key) makes the reply unparseable: a misread grade would be a fake score,
-while an unparseable one is asked again, then excluded and counted, never scored 0.
+that is only a grade. Anything else stating the field (`Score: 1/10`, `score: 1 is too generous`, a number
+float() reads but prose does not write, `"0_1"` or `"1e0"`, two different grades, a duplicated key) makes
+the reply unparseable: a misread grade would be a fake score, while an unparseable one is asked again,
+then excluded and counted, never scored 0.
 
 A grade stated any other way must agree with it too, and is never the grade alone: under the field's name
 or another name for a grade (`Grade: 0`, `Score (0-1): 0`, `Score for turn 2: 0`, `score 0`,
@@ -144,6 +145,7 @@ class Scale:
 
 
 _NUMBER = r"[-+]?+(?:\d++(?:\.\d*+)?+|\.\d++)"
+_WHOLE_NUMBER = re.compile(_NUMBER)
 # Names a judge may state its grade under besides the rubric's field.
 _GRADE_NAMES = "score|grade|rating|verdict"
 # What joins a grade's name to the grade it states as a label would (`Score: 0`, `score -> 0`, `score - 0`,
@@ -160,14 +162,18 @@ Claim = tuple[Any | None, str | None]
 def numeric_scale(
     field_name: str, grades: tuple[float, ...], grade_words: dict[str, float] | None = None
 ) -> Scale:
-    """A scale of numbers (`1`, `"0.5"`, `1.0` alike); booleans are not numbers here."""
+    """A scale of numbers (`1`, `"0.5"`, `1.0` alike); booleans are not numbers here, nor is text that
+    float() reads but no judge writes as a grade (`"0_1"`, `"1e0"`, `"inf"`): text is a number as prose
+    writes one."""
 
     def grade(value: Any) -> float | None:
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             return None
+        if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value.strip()):
+            return None
         try:
             number = float(value)
-        except ValueError:
+        except OverflowError:  # an integer past a float's range (JSON decodes up to 4,300 digits)
             return None
         return next((g for g in grades if abs(number - g) < 1e-9), None)
 

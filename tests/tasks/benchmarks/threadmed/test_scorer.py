@@ -141,6 +141,10 @@ JUDGE_REPLIES = {
     "score-boolean": ('{"SCORE": true}', None),
     "score-word": ('{"SCORE": "high", "REASON": "fine"}', None),
     "score-list": ('{"SCORE": [1], "REASON": "fine"}', None),
+    # float() reads these as 1.0 (or raises); a number is read as prose writes one
+    "score-with-underscore": ('{"SCORE": "0_1"}', None),
+    "score-with-exponent": ('{"SCORE": "1e0", "REASON": "fine"}', None),
+    "score-past-a-floats-range": ('{"SCORE": 1' + "0" * 400 + "}", None),
     "wrong-key": ('{"GRADE": 1.0, "REASON": "fine"}', None),
     "truncated-in-score": ('{"SCORE": 0.', None),
     "truncated-after-number": ('{"SCORE": 1', None),
