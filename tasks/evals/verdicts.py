@@ -13,10 +13,13 @@ or another name for a grade (`Grade: 0`, `Score (0-1): 0`, `Score for turn 2: 0`
 `<score>0</score>`, `the score should be 0.5`, `Revised score -> 0`, `Verdict: incorrect`), a number on a
 yes/no scale being off it (`Score: 0` beside `"correct": true`), as the rubric's word for a grade (`The
 answer is incorrect.`), alone on a line, or in the JSON under another key naming a grade (`"REVISED_SCORE":
-0`, `"final_grade": 0`, `"revised_correct": false`). A JSON value holding an object is read apart from the
-prose around it, as a line of its own. The reply is read after Unicode NFKC normalisation, so a full-width
-`ＳＣＯＲＥ： ０` is `SCORE: 0`. A clinical score in the judge's notes that happens to be on the scale (`Wells
-score 0`) costs a re-ask, never a wrong grade.
+0`, `"final_grade": 0`, `"revised_correct": false`, `"correctness": false`). On a yes/no scale so is every
+true or false in a JSON value holding the field, whatever its key: the rubric's grade holds all its
+criteria at once, so `"intent_matched": false` beside `"correct": true` contradicts it (a JSON value
+without the field, a plan the judge quotes, is not read for them). A JSON value holding an object is read
+apart from the prose around it, as a line of its own. The reply is read after Unicode NFKC normalisation,
+so a full-width `ＳＣＯＲＥ： ０` is `SCORE: 0`. A clinical score in the judge's notes that happens to be on
+the scale (`Wells score 0`) costs a re-ask, never a wrong grade.
 
 Every reply gets a `Verdict` or an `Unparseable` naming why, in time linear in its length: the JSON is
 found by `tasks/core/json_text.scan_json` (a reply whose scan stopped at its token budget, or that nests
@@ -147,7 +150,7 @@ class Scale:
 _NUMBER = r"[-+]?+(?:\d++(?:\.\d*+)?+|\.\d++)"
 _WHOLE_NUMBER = re.compile(_NUMBER)
 # Names a judge may state its grade under besides the rubric's field.
-_GRADE_NAMES = "score|grade|rating|verdict"
+_GRADE_NAMES = "score|grade|rating|verdict|correctness"
 # What joins a grade's name to the grade it states as a label would (`Score: 0`, `score -> 0`, `score - 0`,
 # `the score should be 0`, `revise the score to 0`); `is` and `of` join it only to a grade of the scale.
 _SEPARATORS = r"[:=>]|->|[-\u2013\u2014](?=[ \t])|\bto\b|\b(?:should|would|must)[ \t]++be\b"
@@ -224,7 +227,8 @@ def read_verdict(
     if scan.too_deep:
         return Unparseable("too_deep")
     objects, prose = _split_json(text, scan.found)
-    json_claims = [claim for obj in objects for claim in _json_claims(obj, scale)]
+    claims_of = [_json_claims(obj, scale) for obj in objects]
+    json_claims = [claim for claims in claims_of for claim in claims]
     claimed = _prose_grades(prose, scale)
     reasons = [reason for _, reason in json_claims]
     if claimed and (reason_field := _REASON_FIELD.search(prose)):
@@ -233,7 +237,11 @@ def read_verdict(
         claimed = {bare}
     if not json_claims and not claimed:
         return Unparseable("no_grade")
-    stated = _stated_grades(prose, scale) | {grade for obj in objects for grade in _json_stated(obj, scale)}
+    stated = _stated_grades(prose, scale) | {
+        grade
+        for obj, claims in zip(objects, claims_of, strict=True)
+        for grade in _json_stated(obj, scale, booleans=scale.negatable and bool(claims))
+    }
     grades = {grade for grade, _ in json_claims} | claimed | stated
     if None in grades:
         return Unparseable("off_scale")
@@ -392,13 +400,15 @@ def _stated_grades(prose: str, scale: Scale) -> set[Any | None]:
     return grades
 
 
-def _json_stated(value: Any, scale: Scale) -> set[Any | None]:
+def _json_stated(value: Any, scale: Scale, booleans: bool) -> set[Any | None]:
     """The grades a decoded JSON value states under keys other than the field that name a grade
-    (`REVISED_SCORE`, `final_grade`, `revised_correct`): a number or boolean (None when it is off the scale),
-    or text that is a whole grade or the rubric's word for one; other text is not a grade, and nested values
-    are read in turn."""
+    (`REVISED_SCORE`, `final_grade`, `revised_correct`, `correctness`): a number or boolean (None when it is
+    off the scale), or text that is a whole grade or the rubric's word for one; other text is not a grade,
+    and nested values are read in turn. With `booleans` (a yes/no scale, in a value holding the field), a
+    true or false under any key is a grade too: the rubric's grade is every criterion at once, so
+    `"intent_matched": false` beside `"correct": true` contradicts it."""
     if isinstance(value, list) and not isinstance(value, _Pairs):
-        return {grade for item in value for grade in _json_stated(item, scale)}
+        return {grade for item in value for grade in _json_stated(item, scale, booleans)}
     if not isinstance(value, _Pairs):
         return set()
     names = {scale.field.lower(), *_GRADE_NAMES.split("|")}
@@ -406,9 +416,13 @@ def _json_stated(value: Any, scale: Scale) -> set[Any | None]:
     for key, item in value:
         words = {word.lower() for word in _KEY_WORD_BREAK.split(str(key))}
         if isinstance(item, list | _Pairs):
-            grades |= _json_stated(item, scale)
-        elif str(key).strip().lower() != scale.field.lower() and words & names:
+            grades |= _json_stated(item, scale, booleans)
+        elif str(key).strip().lower() == scale.field.lower():
+            continue  # the field itself: a claim (_json_claims)
+        elif words & names:
             grades |= _stated_value(item, scale)
+        elif booleans and isinstance(item, bool):
+            grades.add(item)
     return grades
 
 

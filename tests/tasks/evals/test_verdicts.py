@@ -79,6 +79,15 @@ REPLIES = {
     "verdict-word-agrees": ('{"correct": false, "reason": "x"}\nVerdict: incorrect.', Verdict(False, "x")),
     "revised-key-contradicts": ('{"correct": true, "revised_correct": false}', None),
     "verdict-key-agrees": ('{"correct": true, "verdict": "correct", "reason": "r"}', Verdict(True, "r")),
+    "correctness-key-contradicts": ('{"correct": true, "correctness": false}', None),
+    # "correct" is every criterion of the rubric at once: a criterion the judge states false contradicts it
+    "criterion-key-contradicts": ('{"correct": true, "intent_matched": false, "reason": "x"}', None),
+    "nested-criterion-contradicts": ('{"correct": true, "checks": {"safe_after_new_fact": false}}', None),
+    "criteria-agree": ('{"correct": false, "intent_matched": false, "reason": "r"}', Verdict(False, "r")),
+    "boolean-in-a-quoted-plan": (
+        'The plan: [{"drug": "ibuprofen", "as_needed": false}]\n{"correct": true, "reason": "r"}',
+        Verdict(True, "r"),
+    ),
     "empty": ("", None),
     "none": (None, None),
 }
@@ -243,7 +252,8 @@ def test_a_second_different_grade_on_any_line_of_a_reply_makes_it_unparseable(re
     # A grade revised in prose, or under another JSON key naming a grade.
     revised = [f"{name}{joint}{value}" for name in ("Score", "Revised grade", "The final rating")
                for joint in (": ", " -> ", " - ", " should be ", " to ") for value in written]  # fmt: skip
-    revised += [f'{{"revised_{scale.field}": {value}}}' for value in WRITTEN[scale_name][other]]
+    revised += [f'{{"{key}": {value}}}' for key in (f"revised_{scale.field}", "correctness")
+                for value in WRITTEN[scale_name][other]]  # fmt: skip
     second = data.draw(
         stated(scale_name, other).map(lambda form: form[0])
         | bare(scale_name, other, whole_reply=False)
@@ -252,6 +262,15 @@ def test_a_second_different_grade_on_any_line_of_a_reply_makes_it_unparseable(re
     )
     lines.insert(data.draw(st.integers(0, len(lines))), second)
     assert isinstance(read_verdict("\n".join(lines), scale), Unparseable)
+
+
+@given(st.booleans(), st.from_regex(r"[A-Za-z_]{1,20}", fullmatch=True), st.booleans(), st.data())
+def test_a_true_or_false_anywhere_in_the_verdict_object_must_agree_with_the_grade(grade, key, nested, data):
+    other = json.dumps(not grade)
+    pairs = [f'"correct": {json.dumps(grade)}', '"reason": "r"', f'"{key}": {{"{key}": {other}}}' if nested
+             else f'"{key}": {other}']  # fmt: skip
+    reply = "{" + ", ".join(data.draw(st.permutations(pairs))) + "}"
+    assert read_verdict(reply, CORRECT) == Unparseable("conflicting")
 
 
 @given(

@@ -178,6 +178,7 @@ JUDGE_REPLIES = {
     "dash-contradicts": ('{"SCORE": 1.0}\nRevised score - 0.5', None),
     "revised-key-contradicts": ('{"SCORE": 1.0, "REASON": "x", "REVISED_SCORE": 0.0}', None),
     "grade-key-contradicts": ('{"SCORE": 1.0, "grade": 0}', None),
+    "correctness-key-contradicts": ('{"SCORE": 1.0, "correctness": 0.5}', None),
     "final-key-in-a-second-object-contradicts": ('{"SCORE": 1.0}\n{"final_score": 0.0}', None),
     "key-off-scale": ('{"SCORE": 1.0, "confidence_score": 0.9}', None),
     "camel-case-key-agrees": ('{"SCORE": 1.0, "finalScore": "1", "REASON": "r"}', Verdict(1.0, "r")),
