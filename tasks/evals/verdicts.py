@@ -10,16 +10,19 @@ then excluded and counted, never scored 0.
 
 A grade stated any other way must agree with it too, and is never the grade alone: under the field's name
 or another name for a grade (`Grade: 0`, `Score (0-1): 0`, `Score for turn 2: 0`, `score 0`,
-`<score>0</score>`, `the score should be 0.5`, `Revised score -> 0`, `Verdict: incorrect`), a number on a
-yes/no scale being off it (`Score: 0` beside `"correct": true`), as the rubric's word for a grade (`The
-answer is incorrect.`), alone on a line, or in the JSON under another key naming a grade (`"REVISED_SCORE":
-0`, `"final_grade": 0`, `"revised_correct": false`, `"correctness": false`). On a yes/no scale so is every
-true or false in a JSON value holding the field, whatever its key: the rubric's grade holds all its
-criteria at once, so `"intent_matched": false` beside `"correct": true` contradicts it (a JSON value
-without the field, a plan the judge quotes, is not read for them). A JSON value holding an object is read
-apart from the prose around it, as a line of its own. The reply is read after Unicode NFKC normalisation,
-so a full-width `ＳＣＯＲＥ： ０` is `SCORE: 0`. A clinical score in the judge's notes that happens to be on
-the scale (`Wells score 0`) costs a re-ask, never a wrong grade.
+`<score>0</score>`, `the score should be 0.5`, `Revised score -> 0`, `Verdict: incorrect`), a number or
+a true or false off the scale (`Score: 0` beside `"correct": true`, `Verdict: false` beside `"SCORE":
+1`), as the rubric's word for a grade (`The answer is incorrect.`), alone on a line (`0`, `**Incorrect**`),
+or in the JSON under another key naming a grade (`"REVISED_SCORE": 0`, `"final_grade": 0`,
+`"revised_correct": false`, `"correctness": false`, a list's items: `"revised_score": [0]`). JSON text is
+read as its prose is, as the line `<key>: <text>`: `"final_score": "0/1"` is a grade on another scale and
+a reason `"The answer is incorrect."` states a grade, as they do on lines of prose. On a yes/no scale
+every true or false in a JSON value holding the field is a grade too, whatever its key: the rubric's grade
+holds all its criteria at once, so `"intent_matched": false` beside `"correct": true` contradicts it (a
+JSON value without the field, a plan the judge quotes, is not read for them). A JSON value holding an
+object is read apart from the prose around it, as a line of its own. The reply is read after Unicode NFKC
+normalisation, so a full-width `ＳＣＯＲＥ： ０` is `SCORE: 0`. A clinical score in the judge's notes that
+happens to be on the scale (`Wells score 0`) costs a re-ask, never a wrong grade.
 
 Every reply gets a `Verdict` or an `Unparseable` naming why, in time linear in its length: the JSON is
 found by `tasks/core/json_text.scan_json` (a reply whose scan stopped at its token budget, or that nests
@@ -113,10 +116,13 @@ class Scale:
             ),
             "label_value": re.compile(rf"\**+({self.token})\.?\**+\s*+", flags=re.IGNORECASE),
             "bare": re.compile(self.token, flags=re.IGNORECASE),
-            # A line that is only a grade (`1`, `**No.**`): a grade when the reply is nothing else, and in a
-            # longer reply a grade stated beside the others, which must agree with them.
+            # A line that is only a grade (`1`, `**No.**`) or the rubric's word for one (`**Incorrect**`): a
+            # grade stated beside the others, which must agree with them (`bare` reads a reply that is only
+            # a grade).
             "bare_line": re.compile(
-                rf"^[ \t]*+\**+(?P<value>{self.token})\.?\**+[ \t]*+$", flags=re.IGNORECASE | re.MULTILINE
+                rf"^[ \t]*+\**+(?:(?P<value>{self.token})|(?P<negation>not[ \t]++)?+(?P<word>{words}))"
+                r"\.?\**+[ \t]*+$",
+                flags=re.IGNORECASE | re.MULTILINE,
             ),
             "stated": re.compile(
                 rf"(?<![\w\"'])(?P<name>{name}|{_GRADE_NAMES})(?![\w\"'])\**+"
@@ -125,7 +131,8 @@ class Scale:
                 r"(?:[ \t]*+(?:\([^()\n]{0,40}+\)|\[[^\[\]\n]{0,40}+\]"
                 r"|for\b[^:=\n]{0,40}?(?=\*{0,40}+[ \t]{0,40}+[:=])))?"
                 rf"\**+[ \t]*+(?P<separator>{_SEPARATORS}|\bis\b|\bof\b|)\**+[ \t]*+"
-                rf"(?P<value>{self.token}|{_NUMBER})"
+                # a true or false is no number: off a numeric scale, as it is in the JSON
+                rf"(?P<value>{self.token}|{_NUMBER}|\b(?:true|false)\b)"
                 r"(?P<other_scale>[ \t]*+(?:/|\bout[ \t]++of\b)[ \t]*+\d)?",
                 flags=re.IGNORECASE,
             ),
@@ -237,11 +244,7 @@ def read_verdict(
         claimed = {bare}
     if not json_claims and not claimed:
         return Unparseable("no_grade")
-    stated = _stated_grades(prose, scale) | {
-        grade
-        for obj, claims in zip(objects, claims_of, strict=True)
-        for grade in _json_stated(obj, scale, booleans=scale.negatable and bool(claims))
-    }
+    stated = _stated_grades(prose, scale) | _json_stated(objects, claims_of, scale)
     grades = {grade for grade, _ in json_claims} | claimed | stated
     if None in grades:
         return Unparseable("off_scale")
@@ -367,13 +370,14 @@ def _prose_grades(prose: str, scale: Scale) -> set[Any | None]:
 
 
 def _stated_grades(prose: str, scale: Scale) -> set[Any | None]:
-    """The grades stated in prose under a grade's name, in the rubric's words or on a line of their own;
-    None for a grade stated on another scale (`score: 8/10`, `Grade: 5`). An off-scale number after a bare
-    name (`Wells score of 2`) is a clinical score, not a grade, and is left out, as is an off-scale number
-    on a line of its own."""
+    """The grades stated in prose under a grade's name, in the rubric's words (in a clause, under a grade's
+    name or alone on a line) or on a line of their own; None for a grade stated on another scale (`score:
+    8/10`, `Grade: 5`, `Verdict: false` on a numeric scale). An off-scale number after a bare name (`Wells
+    score of 2`) is a clinical score, not a grade, and is left out, as is an off-scale number on a line of
+    its own."""
     patterns = scale._patterns
-    lines = {line["value"] for line in patterns["bare_line"].finditer(prose)}
-    grades: set[Any | None] = {scale.grade(value) for value in lines} - {None}
+    lines = {line.group("value", "negation", "word") for line in patterns["bare_line"].finditer(prose)}
+    grades: set[Any | None] = {scale.grade(value) for value, _, _ in lines if value is not None} - {None}
     stated = {
         found.group("name", "separator", "value", "other_scale")
         for found in patterns["stated"].finditer(prose)
@@ -385,11 +389,12 @@ def _stated_grades(prose: str, scale: Scale) -> set[Any | None]:
         grade = None if other_scale else scale.grade(value)
         if grade is not None or named_by_label or other_scale:
             grades.add(grade)
-    for negation, word in {
+    words = {(negation, word) for value, negation, word in lines if value is None} | {
         found.group("negation", "word")
         for pattern in ("grade_word", "stated_word")
         for found in patterns[pattern].finditer(prose)
-    }:
+    }
+    for negation, word in words:
         grade = scale.grade_words[word.lower()]
         if not negation:
             grades.add(grade)
@@ -400,41 +405,73 @@ def _stated_grades(prose: str, scale: Scale) -> set[Any | None]:
     return grades
 
 
-def _json_stated(value: Any, scale: Scale, booleans: bool) -> set[Any | None]:
-    """The grades a decoded JSON value states under keys other than the field that name a grade
-    (`REVISED_SCORE`, `final_grade`, `revised_correct`, `correctness`): a number or boolean (None when it is
-    off the scale), or text that is a whole grade or the rubric's word for one; other text is not a grade,
-    and nested values are read in turn. With `booleans` (a yes/no scale, in a value holding the field), a
-    true or false under any key is a grade too: the rubric's grade is every criterion at once, so
-    `"intent_matched": false` beside `"correct": true` contradicts it."""
-    if isinstance(value, list) and not isinstance(value, _Pairs):
-        return {grade for item in value for grade in _json_stated(item, scale, booleans)}
-    if not isinstance(value, _Pairs):
-        return set()
-    names = {scale.field.lower(), *_GRADE_NAMES.split("|")}
+def _json_stated(objects: list[Any], claims_of: list[list[Claim]], scale: Scale) -> set[Any | None]:
+    """The grades the decoded JSON values state other than as the field (`_pair_grades`), each value's keys
+    read at any depth; on a yes/no scale a value's booleans only when it holds the field (`claims_of`)."""
+    pairs = [
+        (key, values, scale.negatable and bool(claims))
+        for value, claims in zip(objects, claims_of, strict=True)
+        for key, values in _key_values(value)
+    ]
     grades: set[Any | None] = set()
+    lines: dict[str, None] = {}
+    for key, values, booleans in pairs:
+        pair_grades, line = _pair_grades(key, values, scale, booleans)
+        grades |= pair_grades
+        if line is not None:
+            lines[line] = None
+    text = "\n".join(lines)
+    return grades | _prose_grades(text, scale) | _stated_grades(text, scale)
+
+
+def _key_values(value: Any) -> list[tuple[str, list[Any]]]:
+    """Every key of a decoded JSON value, at any depth, with what it holds that is no object: its value, or
+    the items of its list at any depth (an object among them is read for its own keys)."""
+    if isinstance(value, list) and not isinstance(value, _Pairs):
+        return [pair for item in value for pair in _key_values(item)]
+    if not isinstance(value, _Pairs):
+        return []
+    found = []
     for key, item in value:
-        words = {word.lower() for word in _KEY_WORD_BREAK.split(str(key))}
-        if isinstance(item, list | _Pairs):
-            grades |= _json_stated(item, scale, booleans)
-        elif str(key).strip().lower() == scale.field.lower():
-            continue  # the field itself: a claim (_json_claims)
-        elif words & names:
-            grades |= _stated_value(item, scale)
-        elif booleans and isinstance(item, bool):
-            grades.add(item)
-    return grades
+        held, inner = [], []
+        _flatten(item, held, inner)
+        found.append((str(key), held))
+        found += [pair for obj in inner for pair in _key_values(obj)]
+    return found
 
 
-def _stated_value(item: Any, scale: Scale) -> set[Any | None]:
-    if isinstance(item, bool | int | float):
-        return {scale.grade(item)}
-    if not isinstance(item, str):
-        return set()
-    text = item.strip().rstrip(".").lower()
-    if text in scale.grade_words:
-        return {scale.grade_words[text]}
-    return {scale.grade(text)} if re.fullmatch(rf"(?:{scale.token}|{_NUMBER})", text) else set()
+def _flatten(item: Any, held: list[Any], objects: list[Any]) -> None:
+    if isinstance(item, _Pairs):
+        objects.append(item)
+    elif isinstance(item, list):
+        for inner in item:
+            _flatten(inner, held, objects)
+    else:
+        held.append(item)
+
+
+def _pair_grades(
+    key: str, values: list[Any], scale: Scale, booleans: bool
+) -> tuple[set[Any | None], str | None]:
+    """What a JSON key other than the field states: under a key naming a grade (a word of it, split at `_`,
+    `-` or case: `final_grade`, `finalScore`), a number or boolean is a grade, None off the scale; with
+    `booleans`, so is a true or false under any key. Its text is the line `<key words>: <text>` (a list's
+    texts joined by `; `), to be read as prose is: `"final_score": "0/1"` as `final score: 0/1`, a reason as
+    `REASON: The answer is incorrect.`; None when it holds no text."""
+    if key.strip().lower() == scale.field.lower():
+        return set(), None  # the field's own values are claims (_json_claims)
+    words = [word for word in _KEY_WORD_BREAK.split(key) if word]
+    names_grade = not {word.lower() for word in words}.isdisjoint(
+        {scale.field.lower(), *_GRADE_NAMES.split("|")}
+    )
+    grades: set[Any | None] = set()
+    for value in values:
+        if names_grade and isinstance(value, int | float):  # a bool is an int
+            grades.add(scale.grade(value))
+        elif booleans and isinstance(value, bool):
+            grades.add(value)
+    texts = [value for value in values if isinstance(value, str)]
+    return grades, (f"{' '.join(words)}: {'; '.join(texts)}" if texts else None)
 
 
 def _bare_grade(text: str, scale: Scale) -> Any | None:

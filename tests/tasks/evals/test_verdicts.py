@@ -78,6 +78,11 @@ REPLIES = {
     "negated-verdict-word-contradicts": ('{"correct": true}\nVerdict: not correct', None),
     "verdict-word-agrees": ('{"correct": false, "reason": "x"}\nVerdict: incorrect.', Verdict(False, "x")),
     "revised-key-contradicts": ('{"correct": true, "revised_correct": false}', None),
+    "reason-contradicts": ('{"correct": true, "reason": "The answer is incorrect."}', None),
+    "key-text-off-scale": ('{"correct": true, "verdict": "8/10"}', None),
+    "key-list-contradicts": ('{"correct": true, "verdict": [false]}', None),
+    "grade-word-line-contradicts": ('**Incorrect**\n{"correct": true}', None),
+    "negated-grade-word-line-agrees": ('Not correct.\n{"correct": false}', Verdict(False, None)),
     "verdict-key-agrees": ('{"correct": true, "verdict": "correct", "reason": "r"}', Verdict(True, "r")),
     "correctness-key-contradicts": ('{"correct": true, "correctness": false}', None),
     # "correct" is every criterion of the rubric at once: a criterion the judge states false contradicts it
@@ -187,6 +192,11 @@ WRITTEN = {
     "threadmed": {1.0: ("1", "1.0", '"1"'), 0.5: ("0.5", '"0.5"', ".5"), 0.0: ("0", "0.0", '"0"')},
     "fqr": {True: ("true", '"yes"', '"True"'), False: ("false", '"no"', '"FALSE"')},
 }
+# The same as JSON literals alone (a bare `.5` is no JSON).
+JSON_WRITTEN = {
+    name: {grade: tuple(value for value in values if value != ".5") for grade, values in grades.items()}
+    for name, grades in WRITTEN.items()
+}
 # Judges' notes that state no grade.
 NOTES = (
     "Main point: x-ray if she cannot walk four steps (Ottawa rules).",
@@ -262,6 +272,56 @@ def test_a_second_different_grade_on_any_line_of_a_reply_makes_it_unparseable(re
     )
     lines.insert(data.draw(st.integers(0, len(lines))), second)
     assert isinstance(read_verdict("\n".join(lines), scale), Unparseable)
+
+
+# Names a judge states a grade under besides the field: as a JSON key, and on a line of prose.
+OTHER_NAMES = {"revised_score": "Revised score", "final_grade": "Final grade", "verdict": "Verdict"}
+OTHER_NAMES |= {"correctness": "Correctness", "reason": "Reason"}
+
+
+@st.composite
+def json_values(draw, scale_name: str, texts_only: bool = False) -> str:
+    """A value as a JSON literal: a grade of the scale, a number or boolean off it, the rubric's word for a
+    grade (alone or in a sentence), a grade on another scale, or text naming no grade."""
+    scale = SCALES[scale_name]
+    literals = [value for values in JSON_WRITTEN[scale_name].values() for value in values]
+    literals += ["true", "2", "0.7"]
+    texts = [*scale.grade_words, *(f"The answer is {word}." for word in scale.grade_words), "0/1", "high"]
+    text = st.sampled_from([*texts, *REASONS]).map(json.dumps)
+    return draw(text if texts_only else st.sampled_from(literals) | text)
+
+
+@given(st.sampled_from(sorted(SCALES)), st.data())
+def test_a_json_reply_reads_as_its_pairs_do_on_lines_of_prose(scale_name, data):
+    field = SCALES[scale_name].field
+    pairs = [(field, data.draw(json_values(scale_name)))]
+    # (a reason holds text: a true or false under a key naming no grade is one in a JSON verdict alone)
+    keys = st.sampled_from(sorted(OTHER_NAMES))
+    pairs += data.draw(
+        st.lists(keys.flatmap(lambda key: st.tuples(st.just(key), json_values(scale_name, key == "reason"))))
+    )
+    pairs = data.draw(st.permutations(pairs))
+    as_json = "{" + ", ".join(f'"{key}": {value}' for key, value in pairs) + "}"
+    as_prose = "\n".join(f"{OTHER_NAMES.get(key, key)}: {json.loads(value)}" for key, value in pairs)
+    assert read_verdict(as_json, SCALES[scale_name]) == read_verdict(as_prose, SCALES[scale_name])
+
+
+@given(st.sampled_from(sorted(SCALES)), st.data())
+def test_a_different_grade_anywhere_in_the_verdict_object_makes_it_unparseable(scale_name, data):
+    scale = SCALES[scale_name]
+    grade = data.draw(st.sampled_from(sorted(WRITTEN[scale_name])))
+    other = data.draw(st.sampled_from([other for other in WRITTEN[scale_name] if other != grade]))
+    literal = data.draw(st.sampled_from(JSON_WRITTEN[scale_name][other]))
+    word = data.draw(st.sampled_from([word for word, named in scale.grade_words.items() if named == other]))
+    key = data.draw(st.sampled_from(sorted(set(OTHER_NAMES) - {"reason"})))
+    disagreeing = data.draw(st.sampled_from([
+        f'"{key}": {literal}', f'"{key}": [{literal}]', f'"{key}": "{word}"',
+        f'"details": {{"{key}": {literal}}}', f'"reason": "The answer is {word}."',
+        f'"reason": "{OTHER_NAMES[key]}: {literal.strip(chr(34))}"',
+    ]))  # fmt: skip
+    own = f'"{scale.field}": {data.draw(st.sampled_from(JSON_WRITTEN[scale_name][grade]))}'
+    reply = "{" + ", ".join(data.draw(st.permutations([own, disagreeing]))) + "}"
+    assert isinstance(read_verdict(reply, scale), Unparseable)
 
 
 @given(st.booleans(), st.from_regex(r"[A-Za-z_]{1,20}", fullmatch=True), st.booleans(), st.data())

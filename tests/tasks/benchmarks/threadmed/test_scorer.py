@@ -104,9 +104,9 @@ JUDGE_REPLIES = {
     "notes-then-json": (NOTES + '{"SCORE": 0.5, "REASON": "No red flag."}', Verdict(0.5, "No red flag.")),
     "json-then-prose": ('{"score": "1", "reason": "ok"} Done.', Verdict(1.0, "ok")),
     "score-as-string": ('{"SCORE": "0.5", "REASON": "Partly."}', Verdict(0.5, "Partly.")),
-    "reason-mentions-other-score": (
-        '{"SCORE": 1.0, "REASON": "A score: 0 would ignore that it matches."}',
-        Verdict(1.0, "A score: 0 would ignore that it matches."),
+    "reason-states-the-same-grade": (
+        '{"SCORE": 0, "REASON": "The AI reply is incorrect."}',
+        Verdict(0.0, "The AI reply is incorrect."),
     ),
     "nested-once": ('{"verdict": {"SCORE": 0.5}}', Verdict(0.5, None)),
     "two-objects-agreeing": ('{"SCORE": 1} ... {"SCORE": 1.0, "REASON": "sure"}', Verdict(1.0, "sure")),
@@ -178,6 +178,20 @@ JUDGE_REPLIES = {
     "dash-contradicts": ('{"SCORE": 1.0}\nRevised score - 0.5', None),
     "revised-key-contradicts": ('{"SCORE": 1.0, "REASON": "x", "REVISED_SCORE": 0.0}', None),
     "grade-key-contradicts": ('{"SCORE": 1.0, "grade": 0}', None),
+    # JSON text is read as the line `key: text` in prose is, a reason included
+    "reason-contradicts": ('{"SCORE": 1.0, "REASON": "The answer is incorrect."}', None),
+    "reason-states-another-score": (
+        '{"SCORE": 1.0, "REASON": "A score: 0 would ignore that it matches."}',
+        None,
+    ),
+    "key-on-another-scale": ('{"SCORE": 1.0, "final_score": "0/1"}', None),
+    "key-word-contradicts": ('{"SCORE": 1.0, "final_grade": "0.5 (partially correct)"}', None),
+    "key-list-contradicts": ('{"SCORE": 1.0, "revised_score": [0.0]}', None),
+    "key-list-of-text-off-scale": ('{"SCORE": 1.0, "revised_score": ["8/10"]}', None),
+    "boolean-label-off-scale": ('{"SCORE": 1.0}\nVerdict: false', None),
+    "grade-word-line-contradicts": ('**Incorrect**\n{"SCORE": 1.0}', None),
+    "key-list-agrees": ('{"SCORE": 0.5, "revised_score": [0.5], "REASON": "r"}', Verdict(0.5, "r")),
+    "grade-word-line-agrees": ('Partially correct.\n{"SCORE": 0.5}', Verdict(0.5, None)),
     "correctness-key-contradicts": ('{"SCORE": 1.0, "correctness": 0.5}', None),
     "final-key-in-a-second-object-contradicts": ('{"SCORE": 1.0}\n{"final_score": 0.0}', None),
     "key-off-scale": ('{"SCORE": 1.0, "confidence_score": 0.9}', None),
