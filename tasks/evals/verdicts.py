@@ -24,13 +24,23 @@ object is read apart from the prose around it, as a line of its own. The reply i
 normalisation, so a full-width `ＳＣＯＲＥ： ０` is `SCORE: 0`. A clinical score in the judge's notes that
 happens to be on the scale (`Wells score 0`) costs a re-ask, never a wrong grade.
 
+JSON that does not decode (a trailing comma, single quotes, a `//` comment, a line break inside a string,
+a missing closing brace) is read key by key as decoded JSON is: the field as above, and every other key in
+either quotes with its value (text, a list of plain values, a number or boolean whole when a comma or
+bracket ends it), so `{'SCORE': 1.0, 'final_grade': 0}` is conflicting, and a key naming a grade whose
+value is not read whole (cut off, a template's placeholder, text left open) is off the scale. On a yes/no
+scale every boolean in it is a grade: no object can be told apart there. Such JSON is not unparseable as
+a whole: an unclosed object whose pairs are all whole (`{"SCORE": 0.5, "REASON": "No red flag."`) was
+always a verdict, and reading every key leaves no grade in it unread, so refusing it would only cost
+re-asks. The JSON form and the prose form of the same statements read alike, decoded or not.
+
 Every reply gets a `Verdict` or an `Unparseable` naming why, in time linear in its length: the JSON is
 found by `tasks/core/json_text.scan_json` (a reply whose scan stopped at its token budget, or that nests
 JSON deeper than it decodes, is unparseable: a value not read might state a grade), each pattern below
-runs once over the text (a label's value once over its line), its repeats possessive or bounded, so no
-input makes it backtrack, and each distinct value is graded once. A reply
-cut at the judge's max_tokens (finish_reason 'length') is unparseable whatever it reads as: the grade
-read may be the first of two, and the reason is cut off.
+runs once over the text (a label's value once over its line) and once over the JSON's text as the lines
+`<key>: <text>`, its repeats possessive or bounded, so no input makes it backtrack, and each distinct value
+is graded once. A reply cut at the judge's max_tokens (finish_reason 'length') is unparseable whatever it
+reads as: the grade read may be the first of two, and the reason is cut off.
 
 A grade stated word for word as the graded answer states one (the same JSON object holding the field, or
 the same `FIELD: value` line) is unparseable too: a judge that quotes a grade injected into the answer
@@ -163,6 +173,18 @@ _GRADE_NAMES = "score|grade|rating|verdict|correctness"
 _SEPARATORS = r"[:=>]|->|[-\u2013\u2014](?=[ \t])|\bto\b|\b(?:should|would|must)[ \t]++be\b"
 # Where a JSON key splits into words: `REVISED_SCORE`, `final-grade`, `finalScore`.
 _KEY_WORD_BREAK = re.compile(r"[^A-Za-z0-9]++|(?<=[a-z0-9])(?=[A-Z])")
+# A quoted key in JSON that did not decode (a trailing comma, single quotes, a comment, a line break in a
+# string, a missing brace) and its value: text in either quotes (closed or not), a list of plain values, an
+# object, or a bare value, whole when a comma or a bracket ends it. A key is a bounded window that holds no
+# quote, so each run of blanks after one is read by one attempt: one pass.
+_QUOTED_KEY = re.compile(
+    r"""(?:"(?P<double_key>[^"\n]{1,60}+)"|'(?P<single_key>[^'\s]{1,60}+)')\s*+:\s*+"""
+    r"""(?:"(?P<double>[^"\n]*+)(?P<double_end>")?+|'(?P<single>[^'\n]*+)(?P<single_end>')?+"""
+    r"""|\[(?P<items>[^\[\]{}\n]{0,200}+)(?P<items_end>\])?+|(?P<object>\{)"""
+    r"""|(?P<bare>[^\s,:\[\]{}"']{1,40}+))?+(?P<whole>\s*+[,\]}])?+"""
+)
+# A value in JSON that did not decode that was not read whole: under a key naming a grade, no grade.
+_UNREAD = object()
 _REASON_FIELD = re.compile(r"\breason\b[\"']?+\s*+[:=]\s*+[\"']?+([^\"'\n]++)", flags=re.IGNORECASE)
 
 # A grade claim found in JSON: the grade (None when it is off the scale) and the reason given beside it.
@@ -233,7 +255,8 @@ def read_verdict(
         return Unparseable("too_long")
     if scan.too_deep:
         return Unparseable("too_deep")
-    objects, prose = _split_json(text, scan.found)
+    objects, pieces = _split_json(text, scan.found)
+    prose = "\n".join(pieces)
     claims_of = [_json_claims(obj, scale) for obj in objects]
     json_claims = [claim for claims in claims_of for claim in claims]
     claimed = _prose_grades(prose, scale)
@@ -244,7 +267,7 @@ def read_verdict(
         claimed = {bare}
     if not json_claims and not claimed:
         return Unparseable("no_grade")
-    stated = _stated_grades(prose, scale) | _json_stated(objects, claims_of, scale)
+    stated = _stated_grades(prose, scale) | _json_stated(objects, claims_of, pieces, scale)
     grades = {grade for grade, _ in json_claims} | claimed | stated
     if None in grades:
         return Unparseable("off_scale")
@@ -298,17 +321,18 @@ def _holds_object(value: Any) -> bool:
     return isinstance(value, list) and any(map(_holds_object, value))
 
 
-def _split_json(text: str, found: tuple[Any, ...]) -> tuple[list[Any], str]:
-    """The JSON values in `text` that hold an object (outermost only), and the text around them: a list of
-    plain values (`Score [0, 0.5, 1]: 0`) stays prose, to be read there."""
-    objects, prose, position = [], [], 0
+def _split_json(text: str, found: tuple[Any, ...]) -> tuple[list[Any], list[str]]:
+    """The JSON values in `text` that hold an object (outermost only), and the pieces of text before, between
+    and after them (the prose, read joined by line breaks): a list of plain values (`Score [0, 0.5, 1]: 0`)
+    stays prose, to be read there."""
+    objects, pieces, position = [], [], 0
     for value, start, end in found:
         if _holds_object(value):
             objects.append(value)
-            prose.append(text[position:start])
+            pieces.append(text[position:start])
             position = end
-    prose.append(text[position:])
-    return objects, "\n".join(prose)
+    pieces.append(text[position:])
+    return objects, pieces
 
 
 def _statements(objects: list[Any], prose: str, scale: Scale) -> set[str]:
@@ -331,7 +355,8 @@ def _graded_statements(graded: str, scale: Scale) -> set[str] | None:
     scan = scan_json(normalised, object_pairs_hook=_Pairs)
     if scan.stopped_at is not None:
         return None  # (JSON nested too deep to decode does not matter: a reply quoting it is too deep too)
-    return _statements(*_split_json(normalised, scan.found), scale)
+    objects, pieces = _split_json(normalised, scan.found)
+    return _statements(objects, "\n".join(pieces), scale)
 
 
 def _field_holders(value: Any, scale: Scale) -> list[Any]:
@@ -405,18 +430,28 @@ def _stated_grades(prose: str, scale: Scale) -> set[Any | None]:
     return grades
 
 
-def _json_stated(objects: list[Any], claims_of: list[list[Claim]], scale: Scale) -> set[Any | None]:
-    """The grades the decoded JSON values state other than as the field (`_pair_grades`), each value's keys
-    read at any depth; on a yes/no scale a value's booleans only when it holds the field (`claims_of`)."""
+def _json_stated(
+    objects: list[Any], claims_of: list[list[Claim]], pieces: list[str], scale: Scale
+) -> set[Any | None]:
+    """The grades the JSON states other than as the field (`_pair_grades`): each decoded value's keys, read
+    at any depth, and each quoted key in the prose `pieces` (JSON that did not decode). On a yes/no scale a
+    decoded value's booleans count only when it holds the field (`claims_of`); JSON that did not decode has
+    no objects to tell apart, and all of its booleans count."""
     pairs = [
         (key, values, scale.negatable and bool(claims))
         for value, claims in zip(objects, claims_of, strict=True)
         for key, values in _key_values(value)
     ]
+    pairs += [
+        (key, values, scale.negatable)
+        for index, piece in enumerate(pieces)
+        for key, values in _quoted_pairs(piece, before_json=index < len(pieces) - 1)
+    ]
+    names = {scale.field.lower(), *_GRADE_NAMES.split("|")}
     grades: set[Any | None] = set()
     lines: dict[str, None] = {}
     for key, values, booleans in pairs:
-        pair_grades, line = _pair_grades(key, values, scale, booleans)
+        pair_grades, line = _pair_grades(key, values, scale, names, booleans)
         grades |= pair_grades
         if line is not None:
             lines[line] = None
@@ -424,7 +459,7 @@ def _json_stated(objects: list[Any], claims_of: list[list[Claim]], scale: Scale)
     return grades | _prose_grades(text, scale) | _stated_grades(text, scale)
 
 
-def _key_values(value: Any) -> list[tuple[str, list[Any]]]:
+def _key_values(value: Any) -> list[tuple[str, tuple[Any, ...]]]:
     """Every key of a decoded JSON value, at any depth, with what it holds that is no object: its value, or
     the items of its list at any depth (an object among them is read for its own keys)."""
     if isinstance(value, list) and not isinstance(value, _Pairs):
@@ -433,11 +468,48 @@ def _key_values(value: Any) -> list[tuple[str, list[Any]]]:
         return []
     found = []
     for key, item in value:
-        held, inner = [], []
+        if not isinstance(item, list):  # a value (an object, as _Pairs, is a list)
+            found.append((str(key), (item,)))
+            continue
+        held: list[Any] = []
+        inner: list[Any] = []
         _flatten(item, held, inner)
-        found.append((str(key), held))
+        found.append((str(key), tuple(held)))
         found += [pair for obj in inner for pair in _key_values(obj)]
     return found
+
+
+def _quoted_pairs(piece: str, before_json: bool) -> list[tuple[str, tuple[Any, ...]]]:
+    """Every quoted key in a piece of prose (JSON that did not decode), with its value as JSON would hold it:
+    text, a number, a boolean, None for null, a list's items, nothing for an object (its keys are read in
+    turn), and _UNREAD for a value not read whole (`0.` cut off, a placeholder, text left open). A key with
+    nothing after it at the end of a piece `before_json` holds the object decoded there."""
+    pairs = []
+    for found in _QUOTED_KEY.finditer(piece):
+        value = found["double"] if found["double"] is not None else found["single"]
+        values: tuple[Any, ...]
+        if value is not None:
+            values = (value if found["double_end"] or found["single_end"] else _UNREAD,)
+        elif found["items"] is not None:
+            items = [item.strip() for item in found["items"].split(",")]
+            values = tuple(_item_value(item) for item in items if item) if found["items_end"] else (_UNREAD,)
+        elif found["bare"] is not None:
+            whole = found["whole"] or found["bare"].lower() in ("true", "false")
+            values = (_item_value(found["bare"]) if whole else _UNREAD,)
+        else:
+            values = () if found["object"] or (before_json and found.end() == len(piece)) else (_UNREAD,)
+        pairs.append((found["double_key"] or found["single_key"], values))
+    return pairs
+
+
+def _item_value(item: str) -> Any:
+    """A value written whole outside JSON that decodes (a list's item, or a value a comma ends)."""
+    if len(item) > 1 and item[0] == item[-1] and item[0] in "\"'":
+        return item[1:-1]
+    lower = item.lower()
+    if lower in ("true", "false", "null", "none"):
+        return {"true": True, "false": False}.get(lower)
+    return float(item) if _WHOLE_NUMBER.fullmatch(item) else _UNREAD
 
 
 def _flatten(item: Any, held: list[Any], objects: list[Any]) -> None:
@@ -451,27 +523,28 @@ def _flatten(item: Any, held: list[Any], objects: list[Any]) -> None:
 
 
 def _pair_grades(
-    key: str, values: list[Any], scale: Scale, booleans: bool
+    key: str, values: tuple[Any, ...], scale: Scale, names: set[str], booleans: bool
 ) -> tuple[set[Any | None], str | None]:
-    """What a JSON key other than the field states: under a key naming a grade (a word of it, split at `_`,
-    `-` or case: `final_grade`, `finalScore`), a number or boolean is a grade, None off the scale; with
-    `booleans`, so is a true or false under any key. Its text is the line `<key words>: <text>` (a list's
-    texts joined by `; `), to be read as prose is: `"final_score": "0/1"` as `final score: 0/1`, a reason as
-    `REASON: The answer is incorrect.`; None when it holds no text."""
+    """What a JSON key other than the field states: under a key naming a grade (a word of it in `names`,
+    split at `_`, `-` or case: `final_grade`, `finalScore`), a number or boolean is a grade, None off the
+    scale; with `booleans`, so is a true or false under any key. Its text is the line `<key words>: <text>`
+    (a list's texts joined by `; `), to be read as prose is: `"final_score": "0/1"` as `final score: 0/1`, a
+    reason as `REASON: The answer is incorrect.`; None when it holds no text."""
     if key.strip().lower() == scale.field.lower():
         return set(), None  # the field's own values are claims (_json_claims)
-    words = [word for word in _KEY_WORD_BREAK.split(key) if word]
-    names_grade = not {word.lower() for word in words}.isdisjoint(
-        {scale.field.lower(), *_GRADE_NAMES.split("|")}
-    )
+    words = _KEY_WORD_BREAK.sub(" ", key).strip()
+    texts = [value for value in values if isinstance(value, str)]
+    line = f"{words}: {'; '.join(texts)}" if texts else None
+    if len(texts) == len(values):
+        return set(), line
+    names_grade = not names.isdisjoint(words.lower().split())
     grades: set[Any | None] = set()
     for value in values:
-        if names_grade and isinstance(value, int | float):  # a bool is an int
-            grades.add(scale.grade(value))
+        if names_grade and (isinstance(value, int | float) or value is _UNREAD):  # a bool is an int
+            grades.add(None if value is _UNREAD else scale.grade(value))
         elif booleans and isinstance(value, bool):
             grades.add(value)
-    texts = [value for value in values if isinstance(value, str)]
-    return grades, (f"{' '.join(words)}: {'; '.join(texts)}" if texts else None)
+    return grades, line
 
 
 def _bare_grade(text: str, scale: Scale) -> Any | None:

@@ -7,7 +7,7 @@ import unicodedata
 from typing import Any, get_args
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tasks.benchmarks.consult.judge import FQR_SCALE as CORRECT
@@ -128,6 +128,31 @@ READINGS = {
     "two-grades": ('{"correct": true}\n{"correct": false}', None, Unparseable("conflicting")),
     "a-line-of-its-own-contradicts": ('No\n{"correct": true}', None, Unparseable("conflicting")),
     "a-line-of-its-own-agrees": ('**Yes.**\n{"correct": true, "reason": "r"}', None, Verdict(True, "r")),
+    # JSON that does not decode is read key by key: keys naming a grade, and on a yes/no scale any boolean
+    "python-dict-contradicts": ("{'correct': True, 'is_correct': False}", None, Unparseable("conflicting")),
+    "trailing-comma-criterion-contradicts": (
+        '{"correct": true, "intent_matched": false,}',
+        None,
+        Unparseable("conflicting"),
+    ),
+    "comment-before-a-revision": (
+        '{"correct": true, // first look\n"revised_correct": false}',
+        None,
+        Unparseable("conflicting"),
+    ),
+    "line-break-in-the-reason": (
+        '{"correct": true, "reason": "answers\nanother question", "correctness": false}',
+        None,
+        Unparseable("conflicting"),
+    ),
+    "grade-key-cut-off": ('{"correct": true, "revised_correct": fal', None, Unparseable("off_scale")),
+    "grade-key-left-open": ('{"correct": true, "verdict": "correct', None, Unparseable("off_scale")),
+    "unclosed-object-agreeing": (
+        '{"correct": false, "reason": "keeps the allergen", "verdict": "incorrect"',
+        None,
+        Verdict(False, "keeps the allergen"),
+    ),
+    "object-inside-undecoded-json": ('{"verdict": {"correct": true}, "n": 1,}', None, Verdict(True, None)),
     # an integer past Python's 4,300 digits does not decode; the field is read from the text around it
     "huge-integer-beside-the-field": (
         '{"correct": true, "n": ' + "1" * 5000 + "}",
@@ -208,19 +233,30 @@ NOTES = (
 REASONS = ("Same advice.", "Misses the red flag.", "Switches the drug.", "Keeps the allergen.")
 
 
+# An object as judges break its JSON, every pair still whole, and with its closing brace missing.
+BROKEN = {
+    "trailing comma": lambda obj: obj[:-1] + ",}",
+    "single quotes": lambda obj: obj.replace('"', "'"),
+    "comment": lambda obj: "{ // verdict\n" + obj[1:],
+}
+UNCLOSED = {"no closing brace": lambda obj: obj[:-1]}
+
+
 @st.composite
 def stated(draw, scale_name: str, grade: Any) -> tuple[str, str | None]:
-    """The rubric's field stated with `grade` in JSON or on a label line, and the reason given with it."""
+    """The rubric's field stated with `grade` in JSON (maybe broken) or on a label line, and the reason
+    given with it."""
     field = SCALES[scale_name].field
     key = draw(st.sampled_from([field, field.upper(), field.title()]))
     written = draw(st.sampled_from(WRITTEN[scale_name][grade]))
     reason = draw(st.none() | st.sampled_from(REASONS))
-    form = draw(st.sampled_from(["json", "fenced json", "label"]))
+    form = draw(st.sampled_from(["json", "fenced json", "label", *BROKEN]))
     if form == "label":
         line = draw(st.sampled_from(["{}: {}", "**{}:** {}", "{} = {}"])).format(key, written.strip('"'))
         return (line if reason is None else f"{line}\nReason: {reason}"), reason
     pairs = [f'"{key}": {written}'] + ([] if reason is None else [f'"reason": {json.dumps(reason)}'])
     obj = "{" + ", ".join(draw(st.permutations(pairs))) + "}"
+    obj = BROKEN[form](obj) if form in BROKEN else obj
     return (f"```json\n{obj}\n```" if form == "fenced json" else obj), reason
 
 
@@ -292,7 +328,7 @@ def json_values(draw, scale_name: str, texts_only: bool = False) -> str:
 
 
 @given(st.sampled_from(sorted(SCALES)), st.data())
-def test_a_json_reply_reads_as_its_pairs_do_on_lines_of_prose(scale_name, data):
+def test_a_json_reply_decoded_or_not_reads_as_its_pairs_do_on_lines_of_prose(scale_name, data):
     field = SCALES[scale_name].field
     pairs = [(field, data.draw(json_values(scale_name)))]
     # (a reason holds text: a true or false under a key naming no grade is one in a JSON verdict alone)
@@ -302,12 +338,15 @@ def test_a_json_reply_reads_as_its_pairs_do_on_lines_of_prose(scale_name, data):
     )
     pairs = data.draw(st.permutations(pairs))
     as_json = "{" + ", ".join(f'"{key}": {value}' for key, value in pairs) + "}"
+    as_json = data.draw(st.sampled_from([lambda obj: obj, *BROKEN.values()]))(as_json)
     as_prose = "\n".join(f"{OTHER_NAMES.get(key, key)}: {json.loads(value)}" for key, value in pairs)
     assert read_verdict(as_json, SCALES[scale_name]) == read_verdict(as_prose, SCALES[scale_name])
 
 
 @given(st.sampled_from(sorted(SCALES)), st.data())
-def test_a_different_grade_anywhere_in_the_verdict_object_makes_it_unparseable(scale_name, data):
+def test_a_different_grade_anywhere_in_the_verdict_object_decoded_or_not_makes_it_unparseable(
+    scale_name, data
+):
     scale = SCALES[scale_name]
     grade = data.draw(st.sampled_from(sorted(WRITTEN[scale_name])))
     other = data.draw(st.sampled_from([other for other in WRITTEN[scale_name] if other != grade]))
@@ -321,6 +360,8 @@ def test_a_different_grade_anywhere_in_the_verdict_object_makes_it_unparseable(s
     ]))  # fmt: skip
     own = f'"{scale.field}": {data.draw(st.sampled_from(JSON_WRITTEN[scale_name][grade]))}'
     reply = "{" + ", ".join(data.draw(st.permutations([own, disagreeing]))) + "}"
+    broken = data.draw(st.sampled_from([None, *BROKEN, *UNCLOSED]))
+    reply = reply if broken is None else (BROKEN | UNCLOSED)[broken](reply)
     assert isinstance(read_verdict(reply, scale), Unparseable)
 
 
@@ -379,24 +420,29 @@ def test_no_pattern_of_a_scale_can_backtrack_into_an_unbounded_repeat():
     patterns = {
         f"{name}.{key}": pattern for name, scale in SCALES.items() for key, pattern in scale._patterns.items()
     }
-    patterns |= {"_REASON_FIELD": verdicts._REASON_FIELD, "_NON_ASCII_RUN": verdicts._NON_ASCII_RUN}
+    patterns |= {name: getattr(verdicts, name) for name in ("_REASON_FIELD", "_NON_ASCII_RUN", "_QUOTED_KEY")}
     assert {name: backtracking_repeats(pattern) for name, pattern in patterns.items()} == {
         name: [] for name in patterns
     }
 
 
-# Each pattern searches the (normalised) reply once, and the label value is matched on each label's line;
-# the graded answer is searched for labels and quoted fields (and normalised) once.
-PASSES = 10
+# Each pattern searches the (normalised) reply once, and the label value is matched on each label's line:
+# 9 passes over the prose, the normalisation's over the reply; the JSON's text is read again as the lines
+# `key: text`, no longer than the JSON (its text also read as prose where it did not decode), by 7 patterns.
+# The graded answer is searched for labels and quoted fields (and normalised) once.
+PASSES = 17
+MODULE_PATTERNS = ["_REASON_FIELD", "_NON_ASCII_RUN", "_QUOTED_KEY"]
 ANSWER_PASSES = 3
 
 
 @given(hostile_texts, hostile_texts)
+# JSON that does not decode, its text grown by NFKC and read twice: as prose and as a line `key: text`
+@example("{'reason': '" + ("\ufdfa" + "x" * 17) * 300 + "', 'score': 1", "")
 def test_the_work_of_reading_a_reply_is_linear_in_its_length(text, graded):
     for scale in (numeric_scale("score", (0.0, 0.5, 1.0), {"correct": 1.0}), boolean_scale("correct")):
-        with counting(verdicts, ["_REASON_FIELD", "_NON_ASCII_RUN"], scale._patterns) as work:
+        with counting(verdicts, MODULE_PATTERNS, scale._patterns) as work:
             read_verdict(text, scale, graded="")
-        with counting(verdicts, ["_REASON_FIELD", "_NON_ASCII_RUN"], scale._patterns) as work_with_answer:
+        with counting(verdicts, MODULE_PATTERNS, scale._patterns) as work_with_answer:
             read_verdict(text, scale, graded=graded)
         read = MAX_NORMALISED_GROWTH * len(text) + 1
         assert work.handed <= PASSES * read and work.decoded <= text.count("{") + text.count("[")

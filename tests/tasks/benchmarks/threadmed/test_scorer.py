@@ -192,6 +192,19 @@ JUDGE_REPLIES = {
     "grade-word-line-contradicts": ('**Incorrect**\n{"SCORE": 1.0}', None),
     "key-list-agrees": ('{"SCORE": 0.5, "revised_score": [0.5], "REASON": "r"}', Verdict(0.5, "r")),
     "grade-word-line-agrees": ('Partially correct.\n{"SCORE": 0.5}', Verdict(0.5, None)),
+    # JSON that does not decode is read key by key, as JSON that does
+    "trailing-comma-key-contradicts": ('{"SCORE": 1.0, "revised_score": 0,}', None),
+    "single-quotes-key-contradicts": ("{'SCORE': 1.0, 'final_grade': 0}", None),
+    "line-break-in-reason-key-contradicts": (
+        '{"SCORE": 1.0, "REASON": "omits\nthe red flag", "final_grade": 0}',
+        None,
+    ),
+    "unclosed-key-on-another-scale": ('{"SCORE": 1.0, "final_score": "0/1"', None),
+    "undecoded-list-contradicts": ('{"SCORE": 1.0, "revised_score": [0.0],}', None),
+    "trailing-comma-agrees": (
+        '{"SCORE": 0.5, "REASON": "No red flag.", "final_grade": 0.5,}',
+        Verdict(0.5, "No red flag."),
+    ),
     "correctness-key-contradicts": ('{"SCORE": 1.0, "correctness": 0.5}', None),
     "final-key-in-a-second-object-contradicts": ('{"SCORE": 1.0}\n{"final_score": 0.0}', None),
     "key-off-scale": ('{"SCORE": 1.0, "confidence_score": 0.9}', None),
