@@ -3,10 +3,10 @@
 Every parser that reads JSON out of a reply (treatment plans, judge verdicts, SNOMED answers) finds it
 here, so none of them can be made to recurse past Python's limit or to rescan the text once per bracket.
 One pass pairs the brackets outside JSON strings with an explicit stack; each outermost pair is decoded
-once, and a pair that does not decode is searched for the pairs inside it. Pairs nested more than
-`MAX_DEPTH` deep are never decoded (no prompt asks for deeper JSON, and the standard decoder recurses):
-a value holding one is not found, and `JsonScan.too_deep` counts them. A decoded value is tried only where
-at most `MAX_DEPTH` others enclose the same text, so the decoding is linear too.
+once, from its own text, and a pair that does not decode is searched for the pairs inside it. Pairs nested
+more than `MAX_DEPTH` deep are never decoded (no prompt asks for deeper JSON, and the standard decoder
+recurses): a value holding one is not found, and `JsonScan.too_deep` counts them. A decoded value is tried
+only where at most `MAX_DEPTH` others enclose the same text, so the decoding is linear too.
 """
 
 import json
@@ -44,16 +44,19 @@ def scan_json(text: str, object_pairs_hook: Callable[[list[tuple[str, Any]]], An
     found: list[FoundJson] = []
     too_deep, decoded_to = 0, 0
     pairs, stopped_at = _bracket_pairs(text)
-    for start, _, height in pairs:
+    for start, end, height in pairs:
         if start < decoded_to:
             continue  # inside a value already found
         if height > MAX_DEPTH:
             too_deep += 1
             continue
         try:
-            value, decoded_to = decoder.raw_decode(text, start)
+            # The pair's text alone: a decode error counts the line breaks before its position, which in the
+            # whole text made a reply of many pairs that do not decode cost the square of its length.
+            value, length = decoder.raw_decode(text[start:end])
         except (ValueError, RecursionError):  # ValueError: JSONDecodeError, or an integer past 4,300 digits
             continue
+        decoded_to = start + length
         found.append(FoundJson(value, start, decoded_to))
     return JsonScan(tuple(found), too_deep, stopped_at)
 
