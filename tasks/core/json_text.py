@@ -61,6 +61,16 @@ def scan_json(text: str, object_pairs_hook: Callable[[list[tuple[str, Any]]], An
     return JsonScan(tuple(found), too_deep, stopped_at)
 
 
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An `object_pairs_hook` for JSON objects whose keys are all different: a repeated key makes the object
+    not decode (which value counts is not read: `{"diagnosis": "not pneumonia", "diagnosis": "Pneumonia"}`;
+    the decoder alone keeps the last without a word)."""
+    decoded = dict(pairs)
+    if len(decoded) != len(pairs):
+        raise ValueError("a key is repeated")
+    return decoded
+
+
 def _bracket_pairs(text: str) -> tuple[list[tuple[int, int, int]], int | None]:
     """Every closed bracket pair of `text` as (start, end, height) in the order they open (height 1 for a
     pair holding no other), and where the scan stopped after MAX_TOKENS tokens (None: at the end). Quotes

@@ -33,7 +33,7 @@ from tasks.benchmarks.consult.inquiry.policy import InquiryPolicy, order_violati
 from tasks.benchmarks.consult.kb.icd11 import DEFAULT_THRESHOLD, normalise_diagnosis
 from tasks.benchmarks.consult.kb.loading import KnowledgeBase
 from tasks.benchmarks.consult.kb.names import normalise_text
-from tasks.core.json_text import scan_json
+from tasks.core.json_text import scan_json, unique_keys
 
 GAMMA = 0.95
 TOP_K = 3
@@ -270,7 +270,7 @@ def _json_lists(text: str) -> list[list[Any]] | None:
     """Every JSON list of the reply, those in its closed code fences first, each in text order with the
     lists inside it after it; None when a scan could not read all of its text."""
     parts = text.split(_FENCE)
-    scans = [scan_json(block, object_pairs_hook=_unique_keys) for block in [*parts[1:-1:2], text]]
+    scans = [scan_json(block, object_pairs_hook=unique_keys) for block in [*parts[1:-1:2], text]]
     if any(scan.too_deep or scan.stopped_at is not None for scan in scans):
         return None
     return [found_list for scan in scans for found in scan.found for found_list in _lists_in(found.value)]
@@ -287,15 +287,6 @@ def _lists_in(value: Any) -> Iterator[list[Any]]:
         return
     for child in children:
         yield from _lists_in(child)
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are all different; a repeated key makes it not decode (which one counts is
-    not read: `{"diagnosis": "not pneumonia", "diagnosis": "Pneumonia"}`)."""
-    decoded = dict(pairs)
-    if len(decoded) != len(pairs):
-        raise ValueError("a key is repeated")
-    return decoded
 
 
 def _is_diagnosis_list(value: list[Any]) -> bool:

@@ -29,7 +29,7 @@ from tasks.benchmarks.snomed.oracle.answers import answer_stance
 from tasks.benchmarks.snomed.oracle.topics import PairKind
 from tasks.benchmarks.snomed.patient import Disclosure
 from tasks.benchmarks.snomed.vocabulary import VocabularyEntry
-from tasks.core.json_text import scan_json
+from tasks.core.json_text import scan_json, unique_keys
 
 RejectReason = Literal["unparseable", "leak", "unread", "positive_not_known", "negative_not_unsure"]
 _FENCE = "```"
@@ -84,10 +84,11 @@ def leak_check_facts(names: LeakNames, disclosure: Disclosure) -> dict[str, Any]
 
 
 def parse_teacher_reply(text: str | None) -> TeacherPair | None:
-    """The question and answer of a reply, or None when it is not one JSON object holding both as text.
-    Total and linear in the reply's length (json_text.scan_json reads the object)."""
+    """The question and answer of a reply, or None when it is not one JSON object holding both as text, each
+    key once (`{"answer": "I'm not sure.", "answer": "Yes, daily."}` says two answers). Total and linear in
+    the reply's length (json_text.scan_json reads the object)."""
     body = _unfenced((text or "").strip())
-    scan = scan_json(body)
+    scan = scan_json(body, object_pairs_hook=unique_keys)
     # As json.loads reads a value: JSON whitespace, and only that, may surround it.
     value_span = (len(body) - len(body.lstrip(_JSON_WHITESPACE)), len(body.rstrip(_JSON_WHITESPACE)))
     whole = len(scan.found) == 1 and (scan.found[0].start, scan.found[0].end) == value_span

@@ -83,6 +83,8 @@ def test_answer_stance(answer, stance):
         ('\ufeff{"question": "Q?", "answer": "A."}', None),
         ('{"question": "Q?", "answer": ""}', None),
         ('{"question": "Q?", "answer": 3}', None),
+        ('{"question": "Q?", "answer": "I\'m not sure.", "answer": "Yes, daily."}', None),  # two answers
+        ('{"question": "Q?", "question": "Q?", "answer": "A."}', None),
         ('["Q?", "A."]', None),
         ('{"question": "Q?", "answer": "A.", "x": ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}", None),
         ('{"question": "Q?", "answer": "A.", "x": ' + "[" * 100_000 + "]" * 100_000 + "}", None),
@@ -99,12 +101,13 @@ _FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", flags=re.DOTALL)
 
 
 def json_loads_rule(text: str | None) -> TeacherPair | None:
-    """The rule before scan_json: json.loads of the stripped text or of its fence's inside."""
+    """The rule before scan_json: json.loads of the stripped text or of its fence's inside, each key of an
+    object once."""
     stripped = (text or "").strip()
     fenced = _FENCE.match(stripped)
     try:
-        value = json.loads(fenced.group(1) if fenced else stripped)
-    except json.JSONDecodeError:
+        value = json.loads(fenced.group(1) if fenced else stripped, object_pairs_hook=_once_each)
+    except ValueError:  # JSONDecodeError, or a key given twice
         return None
     if not isinstance(value, dict):
         return None
@@ -112,6 +115,12 @@ def json_loads_rule(text: str | None) -> TeacherPair | None:
     if not (isinstance(question, str) and isinstance(answer, str) and question.strip() and answer.strip()):
         return None
     return TeacherPair(question.strip(), answer.strip())
+
+
+def _once_each(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    if len({key for key, _ in pairs}) < len(pairs):
+        raise ValueError("a key given twice")
+    return dict(pairs)
 
 
 json_values = st.recursive(
