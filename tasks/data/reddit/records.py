@@ -145,7 +145,8 @@ def _coerce(value: Any, dtype: pa.DataType) -> Any:
         return None if isinstance(value, dict | list) else str(value)
     if pa.types.is_boolean(dtype):
         return value if isinstance(value, bool) else None
-    return epoch_seconds(value)
+    number = epoch_seconds(value)
+    return number if number is None or INT64_MIN <= number <= INT64_MAX else None
 
 
 def _is_repaired(value: Any, coerced: Any) -> bool:
@@ -171,14 +172,19 @@ def rows_to_table(rows: list[tuple], contract: Contract, repaired: Counter | Non
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(contract.schema)
     arrays = []
     for values, schema_field in zip(columns, contract.schema, strict=True):
-        try:
-            arrays.append(pa.array(values, type=schema_field.type))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, UnicodeEncodeError):
-            coerced = [_coerce(v, schema_field.type) for v in values]
-            arrays.append(pa.array(coerced, type=schema_field.type))
-            count = sum(map(_is_repaired, values, coerced))
-            if repaired is not None and count:
-                repaired[schema_field.name] += count
+        # A float bound for an integer column is read by _coerce: Arrow casts a whole one to the integer it
+        # holds, which past 2**53 need not be the number written (3.602879701896397e+16).
+        if not (pa.types.is_integer(schema_field.type) and any(type(value) is float for value in values)):
+            try:
+                arrays.append(pa.array(values, type=schema_field.type))
+                continue
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, UnicodeEncodeError):
+                pass
+        coerced = [_coerce(v, schema_field.type) for v in values]
+        arrays.append(pa.array(coerced, type=schema_field.type))
+        count = sum(map(_is_repaired, values, coerced))
+        if repaired is not None and count:
+            repaired[schema_field.name] += count
     return pa.Table.from_arrays(arrays, schema=contract.schema)
 
 

@@ -2,7 +2,7 @@ from collections import Counter
 from datetime import date
 from decimal import Decimal
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tasks.data.reddit.contracts import RAW_COMMENTS
@@ -213,6 +213,8 @@ NUMBER_TEXTS = st.integers(-(10**12), 10**12).map(str) | st.floats(-1e12, 1e12).
 
 
 @given(body=JSON_VALUES, score=JSON_VALUES | NUMBER_TEXTS)
+@example(body=None, score=9.223372036854776e18)  # past int64: it raised OverflowError
+@example(body=None, score=3.602879701896397e16)  # stored as 2**55, ...968, not the ...970 written
 def test_a_value_not_counted_as_repaired_is_stored_whole(body, score):
     """Total (any JSON value in a text and an integer column), and fail closed: whatever is not counted
     reads back as it was written (text as itself, a number as its exact value)."""
