@@ -51,13 +51,13 @@ test: $(STAMP) browser
 	# The project's bytecode, once (a second): the suite starts about 250 Python processes, and where
 	# PYTHONDONTWRITEBYTECODE is set each compiled every module it imports again (0.3 s of CPU a process).
 	$(BIN)/python -m compileall -q -j 0 flows tasks deployments tests
-	# Five workers on two cores: many tests wait on servers, subprocesses and Chromium. The same tree, one run
-	# after another: 4 workers 642 s, 5 workers 583-670 s (four runs), 6 workers 606 s; with one migrated
-	# Prefect database copied to each server (tests/prefect_db.py), 5 workers: 562-593 s (five runs). On a
-	# slower host the suite is CPU-bound (36 CPU minutes on the two cores), and the count no longer matters:
-	# 5 workers 1,315 and 1,324 s, 4 workers 1,317 s. Work stealing, each worker starting with its share of
-	# the end-to-end test files (tests/conftest.py), the long ones first.
-	$(BIN)/python -m pytest -q -n 5 --dist worksteal
+	# Four workers on two cores: many tests wait on servers, subprocesses and Chromium, but the suite is
+	# CPU-bound (vmstat: 93-100% busy but for the first seconds), and each worker adds its own collection
+	# (25 CPU s) and harness server. One host, one run after another (4,153 tests, pytest's time): 5 workers
+	# 767, 752 and 732 s, 6 workers 879 s, 4 workers 539, 699 and 680 s, 3 workers 668 s; the CPU of the whole
+	# run 1,230-1,292 s with 5 workers, 860-1,123 s with 4. Work stealing, each worker starting with its
+	# share of the end-to-end test files (tests/conftest.py), the long ones first.
+	$(BIN)/python -m pytest -q -n 4 --dist worksteal
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
