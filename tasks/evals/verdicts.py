@@ -307,8 +307,8 @@ def _normalised(text: str) -> str | None:
         if budget < 0:
             return None
         position = run.end()
-    pieces.append(text[position:])
-    return "".join(pieces)
+    pieces.append(text[position:])  # the ASCII after the last run counts too: it may pass the budget alone
+    return "".join(pieces) if budget >= len(pieces[-1]) else None
 
 
 class _Pairs(list[tuple[str, Any]]):

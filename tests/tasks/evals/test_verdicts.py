@@ -115,6 +115,12 @@ READINGS = {
     "list-at-the-depth-limit": ("[" * 20 + "]" * 20 + '\n{"correct": true}', None, Verdict(True, None)),
     "more-brackets-than-read": ("[]" * MAX_TOKENS + '{"correct": true}', None, Unparseable("too_long")),
     "ligatures-growing-18-fold": ("\ufdfa" * 10 + '{"correct": true}', None, Unparseable("too_long")),
+    # 36 characters from 2, within twice the reply's 19; the JSON after them takes the whole past it
+    "ligatures-then-ascii-past-twice-the-length": (
+        "\ufdfa" * 2 + '{"correct": true}',
+        None,
+        Unparseable("too_long"),
+    ),
     "full-width-normalised": ('｛"ｃｏｒｒｅｃｔ"： ｔｒｕｅ｝', None, Verdict(True, None)),
     "no-grade": ("I cannot judge this.", None, Unparseable("no_grade")),
     "json-without-the-field": ('{"verdict": true}', None, Unparseable("no_grade")),
@@ -438,6 +444,8 @@ ANSWER_PASSES = 3
 @given(hostile_texts, hostile_texts)
 # JSON that does not decode, its text grown by NFKC and read twice: as prose and as a line `key: text`
 @example("{'reason': '" + ("\ufdfa" + "x" * 17) * 300 + "', 'score': 1", "")
+# A graded answer whose ligatures take its whole budget, then ASCII past it (hypothesis found it)
+@example("\uff11", "\ufdfa" * 4 + "{" * 32)
 def test_the_work_of_reading_a_reply_is_linear_in_its_length(text, graded):
     for scale in (numeric_scale("score", (0.0, 0.5, 1.0), {"correct": 1.0}), boolean_scale("correct")):
         with counting(verdicts, MODULE_PATTERNS, scale._patterns) as work:
