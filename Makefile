@@ -54,10 +54,12 @@ test: $(STAMP) browser
 	# Four workers on two cores: many tests wait on servers, subprocesses and Chromium, but the suite is
 	# CPU-bound (vmstat: 93-100% busy but for the first seconds), and each worker adds its own collection
 	# (25 CPU s) and harness server. One host, one run after another (4,153 tests, pytest's time): 5 workers
-	# 767, 752 and 732 s, 6 workers 879 s, 4 workers 539, 699 and 680 s, 3 workers 668 s; the CPU of the whole
-	# run 1,230-1,292 s with 5 workers, 860-1,123 s with 4. Work stealing, each worker starting with its
-	# share of the end-to-end test files (tests/conftest.py), the long ones first.
-	$(BIN)/python -m pytest -q -n 4 --dist worksteal
+	# 767, 752 and 732 s, 6 workers 879 s, 4 workers 539, 699 and 680 s, 3 workers 668 s; the CPU of the
+	# whole run 1,230-1,292 s with 5 workers, 860-1,123 s with 4. On a later day, 4 workers: 736 and 741 s
+	# (1,240 and 1,223 CPU s). Work stealing, each worker starting with its share of the end-to-end test
+	# files (tests/conftest.py), the long ones first. The slowest 20 tests are listed at the end: where the
+	# suite's time goes, in every CI log.
+	$(BIN)/python -m pytest -q -n 4 --dist worksteal --durations=20
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -54,7 +54,12 @@ def synthetic_threads(rng: random.Random) -> dict[str, tuple[str, list[tuple[str
 
 
 def settings(
-    dataset: Path, run_dir: Path, url: str, limit: int | None = None, max_cost_usd: float | None = None
+    dataset: Path,
+    run_dir: Path,
+    url: str,
+    limit: int | None = None,
+    max_cost_usd: float | None = None,
+    max_concurrency: int = CONCURRENCY,
 ) -> EvaluationSettings:
     return EvaluationSettings(
         dataset_dir=dataset,
@@ -64,7 +69,7 @@ def settings(
                 ModelSpec(name=f"m{i}", model=f"openai/m{i}", api_base=url) for i in range(1, MODELS + 1)
             ],
             judge=JudgeSpec(name="judge", model="openai/judge", api_base=url),
-            providers={"openai": ProviderLimits(max_concurrency=CONCURRENCY)},
+            providers={"openai": ProviderLimits(max_concurrency=max_concurrency)},
             sample=SampleSpec(limit=limit),
             max_cost_usd=max_cost_usd,
         ),
@@ -72,14 +77,18 @@ def settings(
 
 
 def main(
-    out_dir: Path, runner: RunnerSettings | None = None, max_cost_usd: float | None = None
+    out_dir: Path,
+    runner: RunnerSettings | None = None,
+    max_cost_usd: float | None = None,
+    max_concurrency: int = CONCURRENCY,
 ) -> dict[str, Any]:
-    """The run's timings on `runner` (threads by default), capped at `max_cost_usd` if given."""
+    """The run's timings on `runner` (threads by default), capped at `max_cost_usd` if given, the provider
+    limit `max_concurrency` as the run's config states it; the bound is CONCURRENCY calls in flight."""
     threads = synthetic_threads(random.Random(SEED))
     dataset = write_dataset(out_dir / "build", threads)
     run_dir = out_dir / f"run-{time.strftime('%Y%m%dT%H%M%S')}"
     with served(LATENCY_S) as url:
-        timings = timed_run(dataset, run_dir, url, runner, max_cost_usd)
+        timings = timed_run(dataset, run_dir, url, runner, max_cost_usd, max_concurrency)
     longest = max(len(turns) for _, turns in threads.values())
     bound_s = max(timings["calls"] * LATENCY_S / CONCURRENCY, 2 * longest * LATENCY_S)
     # Inference calls' own latencies, measured around litellm.completion inside the provider slot.
@@ -99,14 +108,20 @@ def main(
 
 
 def timed_run(
-    dataset: Path, run_dir: Path, url: str, runner: RunnerSettings | None, max_cost_usd: float | None
+    dataset: Path,
+    run_dir: Path,
+    url: str,
+    runner: RunnerSettings | None,
+    max_cost_usd: float | None,
+    max_concurrency: int,
 ) -> dict[str, Any]:
     """Warm up on one thread, then time the whole evaluation."""
     warm_up_dir = run_dir.with_name("warm-up")
     shutil.rmtree(warm_up_dir, ignore_errors=True)  # a warm-up replayed from its ledger would call nothing
+    warm_up = settings(dataset, warm_up_dir, url, 1, max_cost_usd, max_concurrency)
     return timed_calls(
-        lambda: evaluate(settings(dataset, warm_up_dir, url, limit=1, max_cost_usd=max_cost_usd), runner),
-        lambda: evaluate(settings(dataset, run_dir, url, max_cost_usd=max_cost_usd), runner),
+        lambda: evaluate(warm_up, runner),
+        lambda: evaluate(settings(dataset, run_dir, url, None, max_cost_usd, max_concurrency), runner),
         url,
     )
 
